@@ -1,0 +1,71 @@
+# Top-level entry points. `make sim` and `make test` set everything up on a
+# fresh Debian 12 machine (scripts/deps.sh installs what is missing).
+
+BUILD   ?= build
+JOBS    ?= $(shell nproc)
+SEED    ?=
+CASE    ?= 4x4_m0a0/back-to-back
+# Array size for the Yosys synthesis check (a full 16x16 takes much longer).
+SYNTH_ROWS ?= 2
+SYNTH_COLS ?= 2
+SHARDS  ?= $(JOBS)
+
+RTL_FILES := $(shell cat rtl/mxu.f)
+LINT      := verilator --lint-only -Wall sim/lint.vlt $(RTL_FILES)
+
+.PHONY: all deps build sim test lint synth wave bench verify-exhaustive clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/Makefile: CMakeLists.txt | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+
+build: deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Verilator regression: directed and seeded random GEMMs on every compiled array.
+sim: build
+	$(BUILD)/bin/mxu_sim $(if $(SEED),--seed $(SEED))
+
+# All GoogleTest suites through CTest.
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Lint every top at its default and extreme parameters; any warning fails.
+lint: deps
+	$(LINT) --top-module tpu_mxu
+	$(LINT) --top-module tpu_mxu -GRows=1 -GCols=1
+	$(LINT) --top-module tpu_mxu -GRows=3 -GCols=5 -GMulStages=2 -GAddStages=3
+	$(LINT) --top-module tpu_bf16_mul -GPipeStages=2
+	$(LINT) --top-module tpu_fp32_add -GPipeStages=3
+	$(LINT) --top-module tpu_fp32_to_bf16 -GPipeStages=1
+	@echo "lint: clean"
+
+# Generic Yosys synthesis of the matrix unit.
+synth: deps
+	@mkdir -p $(BUILD)
+	yosys -q -l $(BUILD)/synth.log -p "read_verilog -sv -DSYNTHESIS $(RTL_FILES); \
+	  chparam -set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) tpu_mxu; \
+	  synth -top tpu_mxu; tee -o $(BUILD)/synth_stat.txt stat"
+	@if grep -q "^Warning" $(BUILD)/synth.log; then grep "^Warning" $(BUILD)/synth.log; exit 1; fi
+	@grep -E "Number of cells|Chip area" $(BUILD)/synth_stat.txt | tail -1
+	@echo "synth: tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) synthesized with no warnings"
+
+# Waveform of one regression case: make wave CASE=<config>/<case> (see mxu_sim --list).
+wave: build
+	@mkdir -p $(BUILD)/waves
+	$(BUILD)/bin/mxu_sim --only "$(CASE)" --wave $(BUILD)/waves/mxu.fst $(if $(SEED),--seed $(SEED))
+	@echo "open with: gtkwave $(BUILD)/waves/mxu.fst sim/mxu.gtkw"
+
+bench: deps
+	scripts/bench_mxu.sh $(BUILD)/bench
+
+# All 2^32 multiplier inputs and all 2^32 rounder inputs, in SHARDS processes.
+verify-exhaustive: build
+	scripts/verify_exhaustive.sh $(BUILD)/bin/exhaustive $(SHARDS)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,10 @@
+rtl/tpu_pkg.sv
+rtl/tpu_pipe_reg.sv
+rtl/tpu_delay.sv
+rtl/tpu_bf16_mul.sv
+rtl/tpu_fp32_add.sv
+rtl/tpu_fp32_to_bf16.sv
+rtl/tpu_mac_pe.sv
+rtl/tpu_systolic_array.sv
+rtl/tpu_mxu_ctrl.sv
+rtl/tpu_mxu.sv

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds the 16x16 matrix unit with Verilator (timed, from scratch; tracing is
+# compiled in but off, assertions are left out) and runs the
+# benchmark driver tb/mxu_bench.cpp. Usage: scripts/bench_mxu.sh <work dir>
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=${1:-$root/build/bench}
+rows=${ROWS:-16}
+cols=${COLS:-16}
+rm -rf "$work"
+mkdir -p "$work"
+cd "$root"
+
+start=$(date +%s.%N)
+verilator --cc --exe --build -j "$(nproc)" -O3 --trace-fst --Mdir "$work" -o mxu_bench \
+  --top-module tpu_mxu -GRows="$rows" -GCols="$cols" sim/lint.vlt $(cat rtl/mxu.f) \
+  -CFLAGS "-O2 -std=c++17 -ffp-contract=off -I$root/tb" \
+  -LDFLAGS "-lfmt" \
+  tb/mxu_bench.cpp tb/harness/array_config.cpp tb/harness/mxu_stream.cpp \
+  tb/ref/numerics.cpp tb/ref/gemm.cpp > "$work/build.log" 2>&1 \
+  || { tail -20 "$work/build.log"; exit 1; }
+end=$(date +%s.%N)
+build_seconds=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
+
+"$work/mxu_bench" --rows "$rows" --cols "$cols" --build-seconds "$build_seconds"

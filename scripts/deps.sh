@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build needs, if any are missing. As root (or
+# with password-less sudo) it runs apt-get; otherwise it prints the command to
+# run and fails.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  verilator            # 5.006 on Debian 12
+  yosys                # synthesis check (make synth)
+  googletest libgtest-dev
+  libeigen3-dev        # bfloat16 oracle
+  libmpfr-dev          # multiple-precision oracle
+  libfmt-dev libcli11-dev
+  zlib1g-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing missing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then
+    apt_get=(apt-get)
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    apt_get=(sudo apt-get)
+  else
+    echo "deps: missing packages and no root rights. Run:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${apt_get[@]}" update -qq
+  "${apt_get[@]}" install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+version=$(verilator --version | awk '{print $2}')
+if [ "$(printf '%s\n%s\n' "5.006" "$version" | sort -V | head -n1)" != "5.006" ]; then
+  echo "deps: Verilator $version is too old; 5.006 or newer is needed" >&2
+  exit 1
+fi

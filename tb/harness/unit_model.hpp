@@ -1,0 +1,47 @@
+// A Verilator model of one arithmetic unit (tpu_bf16_mul, tpu_fp32_add or
+// tpu_fp32_to_bf16) with its context, random initial values and reset applied.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+
+#include "verilated.h"
+
+namespace tpu::harness {
+
+template <typename VUnit>
+class UnitModel {
+ public:
+  explicit UnitModel(std::uint32_t random_init_seed = 1)
+      : context_(std::make_unique<VerilatedContext>()) {
+    context_->randReset(2);
+    context_->randSeed(static_cast<int>(random_init_seed & 0x7FFFFFFF));
+    context_->fatalOnError(false);
+    unit_ = std::make_unique<VUnit>(context_.get(), "unit");
+    unit_->clk_i = 0;
+    unit_->en_i = 1;
+    unit_->rst_ni = 0;
+    unit_->eval();
+    unit_->rst_ni = 1;
+    unit_->eval();
+  }
+  ~UnitModel() { unit_->final(); }
+  UnitModel(const UnitModel&) = delete;
+  UnitModel& operator=(const UnitModel&) = delete;
+
+  VUnit* operator->() { return unit_.get(); }
+
+  void clock() {
+    unit_->clk_i = 1;
+    unit_->eval();
+    unit_->clk_i = 0;
+    unit_->eval();
+    if (context_->gotError()) throw std::runtime_error("RTL assertion failed");
+  }
+
+ private:
+  std::unique_ptr<VerilatedContext> context_;
+  std::unique_ptr<VUnit> unit_;
+};
+
+}  // namespace tpu::harness

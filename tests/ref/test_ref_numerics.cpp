@@ -1,0 +1,594 @@
+// The soft-float reference model (tb/ref/numerics) against independent expectations: the
+// host-FPU oracle, MPFR, Eigen's bfloat16 conversion, and bit patterns written out by hand for
+// every special case of numerics.md. Randomised tests print their seed; TPU_TEST_SEED
+// reproduces a run.
+#include <gtest/gtest.h>
+#include <mpfr.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "oracle/host_float.hpp"
+#include "oracle/operand_sets.hpp"
+#include "ref/numerics.hpp"
+
+namespace tpu {
+namespace {
+
+using ref::bf16_t;
+using ref::fp32_t;
+
+constexpr std::uint64_t kDefaultSeed = 20240611;
+constexpr std::uint64_t kLargeSampleCount = 10'000'000;
+constexpr std::uint64_t kMediumSampleCount = 1'000'000;
+constexpr std::uint64_t kMpfrAddSampleCount = 100'000;
+constexpr std::uint64_t kMaxReportedMismatches = 10;
+
+std::uint64_t test_seed() {
+  const std::uint64_t seed = oracle::seed_from_env(kDefaultSeed);
+  ::testing::Test::RecordProperty("seed", std::to_string(seed));
+  std::cout << "[ seed     ] TPU_TEST_SEED=" << seed << '\n';
+  return seed;
+}
+
+template <typename T>
+std::string hex(T bits) {
+  std::ostringstream out;
+  out << "0x" << std::uppercase << std::hex << std::setw(2 * sizeof(T)) << std::setfill('0')
+      << static_cast<std::uint64_t>(bits);
+  return out.str();
+}
+
+template <typename T>
+struct NonDeduced {
+  using type = T;
+};
+
+// EXPECT_TRUE(SameBits(actual, expected)) prints both bit patterns in hex on failure.
+template <typename T>
+::testing::AssertionResult SameBits(T actual, typename NonDeduced<T>::type expected) {
+  if (actual == expected) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got " << hex(actual) << ", expected " << hex(expected);
+}
+
+// Bulk comparisons: counts mismatches and reports the first few with their inputs.
+class MismatchLog {
+ public:
+  template <typename T, typename DescribeInputs>
+  void check(T got, T expected, DescribeInputs describe_inputs) {
+    if (got == expected) return;
+    if (++count_ <= kMaxReportedMismatches) {
+      ADD_FAILURE() << describe_inputs() << ": ref " << hex(got) << ", expected " << hex(expected);
+    }
+  }
+  std::uint64_t count() const { return count_; }
+
+ private:
+  std::uint64_t count_ = 0;
+};
+
+bool is_normal_fp32(fp32_t x) {
+  const fp32_t exponent = (x >> 23) & 0xFF;
+  return exponent != 0 && exponent != 0xFF;
+}
+
+std::uint16_t eigen_round_bf16(fp32_t x) {
+  return Eigen::numext::bit_cast<std::uint16_t>(Eigen::bfloat16(oracle::as_float(x)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// N-IN
+
+TEST(CanonIn, Bf16SubnormalBecomesSignedZero) {
+  EXPECT_TRUE(SameBits(ref::canon_in_bf16(0x0001), 0x0000));
+  EXPECT_TRUE(SameBits(ref::canon_in_bf16(0x007F), 0x0000));
+  EXPECT_TRUE(SameBits(ref::canon_in_bf16(0x8001), 0x8000));
+  EXPECT_TRUE(SameBits(ref::canon_in_bf16(0x807F), 0x8000));
+}
+
+TEST(CanonIn, Bf16NaNBecomesCanonical) {
+  EXPECT_TRUE(SameBits(ref::canon_in_bf16(0x7F81), 0x7FC0));
+  EXPECT_TRUE(SameBits(ref::canon_in_bf16(0xFFC0), 0x7FC0));
+  EXPECT_TRUE(SameBits(ref::canon_in_bf16(0xFFFF), 0x7FC0));
+  EXPECT_TRUE(SameBits(ref::canon_in_bf16(0x7FC0), 0x7FC0));
+}
+
+TEST(CanonIn, Bf16OtherValuesUnchanged) {
+  for (bf16_t x : std::initializer_list<bf16_t>{0x0000, 0x8000, 0x0080, 0x8080, 0x3F80, 0xFF7F,
+                                                0x7F80, 0xFF80}) {
+    EXPECT_TRUE(SameBits(ref::canon_in_bf16(x), x));
+  }
+}
+
+TEST(CanonIn, Fp32SubnormalBecomesSignedZero) {
+  EXPECT_TRUE(SameBits(ref::canon_in_fp32(0x00000001u), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::canon_in_fp32(0x007FFFFFu), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::canon_in_fp32(0x80000001u), 0x80000000u));
+  EXPECT_TRUE(SameBits(ref::canon_in_fp32(0x80400000u), 0x80000000u));
+}
+
+TEST(CanonIn, Fp32NaNBecomesCanonical) {
+  EXPECT_TRUE(SameBits(ref::canon_in_fp32(0x7F800001u), 0x7FC00000u));
+  EXPECT_TRUE(SameBits(ref::canon_in_fp32(0xFFC12345u), 0x7FC00000u));
+  EXPECT_TRUE(SameBits(ref::canon_in_fp32(0xFFFFFFFFu), 0x7FC00000u));
+  EXPECT_TRUE(SameBits(ref::canon_in_fp32(0x7FC00000u), 0x7FC00000u));
+}
+
+TEST(CanonIn, Fp32OtherValuesUnchanged) {
+  for (fp32_t x : {0x00000000u, 0x80000000u, 0x00800000u, 0x80800000u, 0x3F800000u, 0xFF7FFFFFu,
+                   0x7F800000u, 0xFF800000u}) {
+    EXPECT_TRUE(SameBits(ref::canon_in_fp32(x), x));
+  }
+}
+
+TEST(CanonIn, Bf16AllPatternsMatchHostClassification) {
+  MismatchLog log;
+  for (std::uint32_t x = 0; x <= 0xFFFF; ++x) {
+    const bf16_t expected = static_cast<bf16_t>(oracle::canon_in_fp32(x << 16) >> 16);
+    log.check(ref::canon_in_bf16(static_cast<bf16_t>(x)), expected, [&] { return hex(x); });
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(CanonIn, Fp32RandomMatchesHostClassification) {
+  oracle::OperandRng rng(test_seed());
+  MismatchLog log;
+  for (std::uint64_t n = 0; n < kMediumSampleCount; ++n) {
+    const fp32_t x = rng.fp32();
+    log.check(ref::canon_in_fp32(x), oracle::canon_in_fp32(x), [&] { return hex(x); });
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Widening and bit casts
+
+TEST(Widening, Bf16ToFp32MatchesEigenForAllPatterns) {
+  MismatchLog log;
+  for (std::uint32_t x = 0; x <= 0xFFFF; ++x) {
+    const auto b = static_cast<std::uint16_t>(x);
+    const float eigen_widened = static_cast<float>(Eigen::numext::bit_cast<Eigen::bfloat16>(b));
+    log.check(ref::bf16_to_fp32(b), oracle::as_bits(eigen_widened), [&] { return hex(b); });
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(Widening, BitCastsKeepBits) {
+  EXPECT_EQ(ref::fp32_to_float(0x3F800000u), 1.0f);
+  EXPECT_EQ(ref::fp32_to_float(0xC0400000u), -3.0f);
+  EXPECT_TRUE(SameBits(ref::float_to_fp32(-2.0f), 0xC0000000u));
+  EXPECT_TRUE(SameBits(ref::float_to_fp32(-0.0f), 0x80000000u));
+  EXPECT_TRUE(SameBits(ref::float_to_fp32(ref::fp32_to_float(0x7FC01234u)), 0x7FC01234u));
+}
+
+// ---------------------------------------------------------------------------------------------
+// N-MUL, directed
+
+TEST(MulDirected, ZeroProductsAreSignedZeros) {
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x0000, 0x3F80), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x8000, 0x3F80), 0x80000000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x0000, 0xBF80), 0x80000000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x8000, 0x8000), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x7F7F, 0x8000), 0x80000000u));
+}
+
+TEST(MulDirected, InfinityTimesNonzeroIsSignedInfinity) {
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x7F80, 0x3F80), 0x7F800000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x7F80, 0xBF80), 0xFF800000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0xFF80, 0xFF80), 0x7F800000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x0080, 0xFF80), 0xFF800000u));
+}
+
+TEST(MulDirected, InfinityTimesZeroIsNaN) {
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x7F80, 0x0000), 0x7FC00000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x8000, 0xFF80), 0x7FC00000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x7F80, 0x0001), 0x7FC00000u));  // subnormal is zero
+}
+
+TEST(MulDirected, NaNInputGivesCanonicalNaN) {
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0xFFC1, 0x3F80), 0x7FC00000u));  // sign and payload
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x3F80, 0x7F81), 0x7FC00000u));  // signalling
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0xFFFF, 0x0000), 0x7FC00000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x7FC0, 0xFF80), 0x7FC00000u));
+}
+
+TEST(MulDirected, SubnormalInputIsZero) {
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x0001, 0x3F80), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x807F, 0x3F80), 0x80000000u));
+  // 2^-127 * 2^127 would be 1.0 if the subnormal were honoured.
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x0040, 0x7F00), 0x00000000u));
+}
+
+TEST(MulDirected, FiniteProductsAreExact) {
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x3FC0, 0x3FC0), 0x40100000u));  // 1.5 * 1.5 = 2.25
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0xC040, 0x4100), 0xC1C00000u));  // -3 * 8 = -24
+  // (255/128)^2 = 65025/16384: all 16 product bits survive.
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x3FFF, 0x3FFF), 0x407E0100u));
+}
+
+TEST(MulDirected, OverflowBecomesInfinity) {
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x5F80, 0x5F80), 0x7F800000u));  // 2^64 * 2^64 = 2^128
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0xDF80, 0x5F80), 0xFF800000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x7F7F, 0x4000), 0x7F800000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x5F7F, 0x5F7F), 0x7F7E0100u));  // just below 2^128
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x7F7F, 0x3F80), 0x7F7F0000u));
+}
+
+TEST(MulDirected, ProductBelowMinNormalIsFlushed) {
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x1C80, 0x1C80), 0x00000000u));  // 2^-70 * 2^-70
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x9C80, 0x1C80), 0x80000000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x2000, 0x1FFF), 0x00000000u));  // (2 - 2^-7) * 2^-127
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x1FFF, 0x9FFF), 0x80000000u));
+  EXPECT_TRUE(SameBits(ref::mul_bf16(0x2000, 0x2000), 0x00800000u));  // exactly 2^-126: kept
+}
+
+// ---------------------------------------------------------------------------------------------
+// N-ADD, directed
+
+TEST(AddDirected, SignedZeroSums) {
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x80000000u, 0x80000000u), 0x80000000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x00000000u, 0x80000000u), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x80000000u, 0x00000000u), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x00000000u, 0x00000000u), 0x00000000u));
+}
+
+TEST(AddDirected, ExactCancellationIsPositiveZero) {
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x3F800000u, 0xBF800000u), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0xBF800000u, 0x3F800000u), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0xC0490FDBu, 0x40490FDBu), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x80800000u, 0x00800000u), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0xFF7FFFFFu, 0x7F7FFFFFu), 0x00000000u));
+}
+
+TEST(AddDirected, ZeroPlusValueIsValue) {
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x80000000u, 0xBF800000u), 0xBF800000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x00000000u, 0x00800000u), 0x00800000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x3F800000u, 0x80000000u), 0x3F800000u));
+}
+
+TEST(AddDirected, InfinitySums) {
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x7F800000u, 0x3F800000u), 0x7F800000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x7F7FFFFFu, 0xFF800000u), 0xFF800000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x7F800000u, 0x7F800000u), 0x7F800000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0xFF800000u, 0xFF800000u), 0xFF800000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x80000000u, 0xFF800000u), 0xFF800000u));
+}
+
+TEST(AddDirected, InfinityMinusInfinityIsNaN) {
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x7F800000u, 0xFF800000u), 0x7FC00000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0xFF800000u, 0x7F800000u), 0x7FC00000u));
+}
+
+TEST(AddDirected, NaNInputGivesCanonicalNaN) {
+  EXPECT_TRUE(SameBits(ref::add_fp32(0xFFC00001u, 0x3F800000u), 0x7FC00000u));  // sign, payload
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x3F800000u, 0x7F800001u), 0x7FC00000u));  // signalling
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x7F800001u, 0xFF800000u), 0x7FC00000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0xFFFFFFFFu, 0x7FC12345u), 0x7FC00000u));
+}
+
+TEST(AddDirected, SubnormalInputIsZero) {
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x00000001u, 0x00000001u), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x80000001u, 0x80000001u), 0x80000000u));  // (-0) + (-0)
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x80000001u, 0x00000001u), 0x00000000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x007FFFFFu, 0x00800000u), 0x00800000u));  // IEEE: 0x00FFFFFF
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x80400000u, 0x3F800000u), 0x3F800000u));
+}
+
+TEST(AddDirected, OverflowBecomesInfinity) {
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x7F7FFFFFu, 0x7F7FFFFFu), 0x7F800000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0xFF7FFFFFu, 0xFF7FFFFFu), 0xFF800000u));
+  // max finite + half an ulp (2^103) is a tie with an odd significand: rounds up to 2^128.
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x7F7FFFFFu, 0x73000000u), 0x7F800000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x7F7FFFFFu, 0x72FFFFFFu), 0x7F7FFFFFu));
+}
+
+TEST(AddDirected, ResultBelowMinNormalIsFlushed) {
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x00C00000u, 0x80800000u), 0x00000000u));  // 1.5 - 1 (x2^-126)
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x80C00000u, 0x00800000u), 0x80000000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x00800001u, 0x80800000u), 0x00000000u));  // 2^-149
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x01000000u, 0x80800000u), 0x00800000u));  // 2^-126: kept
+}
+
+TEST(AddDirected, TiesRoundToEven) {
+  // 1 + 2^-24 is halfway between 1 (even) and 1 + 2^-23: rounds down.
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x3F800000u, 0x33800000u), 0x3F800000u));
+  // (1 + 2^-23) + 2^-24 is halfway between odd 1 + 2^-23 and even 1 + 2^-22: rounds up.
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x3F800001u, 0x33800000u), 0x3F800002u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0xBF800001u, 0xB3800000u), 0xBF800002u));
+  // Subtractive ties: (1 + 2^-23) - 2^-24 goes down to 1, (1 + 2^-22) - 2^-24 stays at 1 + 2^-22.
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x3F800001u, 0xB3800000u), 0x3F800000u));
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x3F800002u, 0xB3800000u), 0x3F800002u));
+  // Just above the tie (sticky bit set): rounds up.
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x3F800000u, 0x33800001u), 0x3F800001u));
+}
+
+TEST(AddDirected, RoundingCarriesIntoExponent) {
+  EXPECT_TRUE(
+      SameBits(ref::add_fp32(0x3FFFFFFFu, 0x33800000u), 0x40000000u));  // (2 - 2^-23) + 2^-24
+  EXPECT_TRUE(SameBits(ref::add_fp32(0xBFFFFFFFu, 0xB3800000u), 0xC0000000u));
+}
+
+TEST(AddDirected, CancellationNormalises) {
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x3F800001u, 0xBF800000u), 0x34000000u));  // 2^-23
+  EXPECT_TRUE(SameBits(ref::add_fp32(0x01000000u, 0x00C00000u), 0x01600000u));
+}
+
+// ---------------------------------------------------------------------------------------------
+// N-OUT, directed
+
+TEST(Fp32ToBf16Directed, NaNBecomesCanonical) {
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0xFFC00001u), 0x7FC0));
+  // Truncating 0x7F800001 would give the infinity encoding.
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x7F800001u), 0x7FC0));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x7FFFFFFFu), 0x7FC0));
+}
+
+TEST(Fp32ToBf16Directed, InfinityAndZeroKeepSign) {
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x7F800000u), 0x7F80));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0xFF800000u), 0xFF80));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x00000000u), 0x0000));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x80000000u), 0x8000));
+}
+
+TEST(Fp32ToBf16Directed, SubnormalBecomesSignedZero) {
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x007FFFFFu), 0x0000));  // RNE would give 0x0080
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x807FFFFFu), 0x8000));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x00000001u), 0x0000));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x80008000u), 0x8000));
+}
+
+TEST(Fp32ToBf16Directed, TiesRoundToEven) {
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x3F808000u), 0x3F80));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x3F818000u), 0x3F82));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0xBF818000u), 0xBF82));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x3F808001u), 0x3F81));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x3F807FFFu), 0x3F80));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x00808000u), 0x0080));  // min normal, tie
+}
+
+TEST(Fp32ToBf16Directed, RoundingCarriesIntoExponent) {
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x3FFF8000u), 0x4000));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x3FFFFFFFu), 0x4000));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x00FFFFFFu), 0x0100));
+}
+
+TEST(Fp32ToBf16Directed, RoundingReachesInfinity) {
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x7F7F8000u), 0x7F80));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0xFF7F8000u), 0xFF80));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x7F7FFFFFu), 0x7F80));
+  EXPECT_TRUE(SameBits(ref::fp32_to_bf16(0x7F7F7FFFu), 0x7F7F));
+}
+
+// ---------------------------------------------------------------------------------------------
+// N-MAC: unfused. The fused value is computed with std::fma on the host and written out too.
+
+fp32_t fused_mac(fp32_t s, bf16_t a, bf16_t w) {
+  return oracle::as_bits(std::fma(oracle::widen(a), oracle::widen(w), oracle::as_float(s)));
+}
+
+TEST(MacUnfused, OverflowedProductIsNotBroughtBackBySum) {
+  // 2^64 * 2^64 = 2^128 overflows to infinity before -2^127 is added; fused gives 2^127.
+  const fp32_t s = 0xFF000000u;
+  EXPECT_TRUE(SameBits(ref::mac(s, 0x5F80, 0x5F80), 0x7F800000u));
+  EXPECT_TRUE(SameBits(fused_mac(s, 0x5F80, 0x5F80), 0x7F000000u));
+  EXPECT_NE(ref::mac(s, 0x5F80, 0x5F80), fused_mac(s, 0x5F80, 0x5F80));
+}
+
+TEST(MacUnfused, NegativeOverflowedProductAgainstMaxFinite) {
+  // -2^128 is -infinity before max finite (2^128 - 2^104) is added; fused gives -2^104.
+  const fp32_t s = 0x7F7FFFFFu;
+  EXPECT_TRUE(SameBits(ref::mac(s, 0xDF80, 0x5F80), 0xFF800000u));
+  EXPECT_TRUE(SameBits(fused_mac(s, 0xDF80, 0x5F80), 0xF3800000u));
+  EXPECT_NE(ref::mac(s, 0xDF80, 0x5F80), fused_mac(s, 0xDF80, 0x5F80));
+}
+
+TEST(MacUnfused, FlushedProductIsLostEvenWhenSumIsNormal) {
+  // 2^-63 * 1.5 * 2^-64 = 1.5 * 2^-127 is flushed; fused 2^-125 + 1.5 * 2^-127 = 1.375 * 2^-125.
+  const fp32_t s = 0x01000000u;
+  EXPECT_TRUE(SameBits(ref::mac(s, 0x2000, 0x1FC0), 0x01000000u));
+  EXPECT_TRUE(SameBits(fused_mac(s, 0x2000, 0x1FC0), 0x01300000u));
+  EXPECT_NE(ref::mac(s, 0x2000, 0x1FC0), fused_mac(s, 0x2000, 0x1FC0));
+}
+
+TEST(MacUnfused, MatchesOracleOnRandomTriples) {
+  oracle::OperandRng rng(test_seed());
+  MismatchLog log;
+  for (std::uint64_t n = 0; n < kMediumSampleCount; ++n) {
+    const fp32_t s = rng.fp32();
+    const bf16_t a = rng.bf16();
+    const bf16_t w = rng.bf16();
+    log.check(ref::mac(s, a, w), oracle::add_fp32(s, oracle::mul_bf16(a, w)),
+              [&] { return "s=" + hex(s) + " a=" + hex(a) + " w=" + hex(w); });
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference vs host-FPU oracle
+
+TEST(OperandSets, StructuredSetsHaveDocumentedSizes) {
+  const std::vector<bf16_t> bf16_operands = oracle::structured_bf16_operands();
+  EXPECT_EQ(bf16_operands.size(), 10496u);  // 2 signs x 41 exponents x 128 fractions
+  EXPECT_TRUE(std::is_sorted(bf16_operands.begin(), bf16_operands.end()));
+  const std::vector<fp32_t> fp32_operands = oracle::structured_fp32_operands();
+  EXPECT_EQ(fp32_operands.size(), 288u);  // 2 signs x 12 exponents x 12 fractions
+  EXPECT_TRUE(std::is_sorted(fp32_operands.begin(), fp32_operands.end()));
+}
+
+TEST(RefVsOracle, AddStructuredAllPairs) {
+  const std::vector<fp32_t> operands = oracle::structured_fp32_operands();
+  MismatchLog log;
+  for (fp32_t x : operands) {
+    for (fp32_t y : operands) {
+      log.check(ref::add_fp32(x, y), oracle::add_fp32(x, y),
+                [&] { return hex(x) + " + " + hex(y); });
+    }
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(RefVsOracle, Fp32ToBf16Structured) {
+  MismatchLog log;
+  for (fp32_t x : oracle::structured_fp32_operands()) {
+    log.check(ref::fp32_to_bf16(x), oracle::fp32_to_bf16(x), [&] { return hex(x); });
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(RefVsOracleLarge, MulStructuredAllPairs) {
+  const std::vector<bf16_t> operands = oracle::structured_bf16_operands();
+  MismatchLog log;
+  for (bf16_t a : operands) {
+    for (bf16_t b : operands) {
+      log.check(ref::mul_bf16(a, b), oracle::mul_bf16(a, b),
+                [&] { return hex(a) + " * " + hex(b); });
+    }
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(RefVsOracleLarge, MulRandomPairs) {
+  oracle::OperandRng rng(test_seed());
+  MismatchLog log;
+  for (std::uint64_t n = 0; n < kLargeSampleCount; ++n) {
+    const bf16_t a = rng.bf16();
+    const bf16_t b = rng.bf16();
+    log.check(ref::mul_bf16(a, b), oracle::mul_bf16(a, b), [&] { return hex(a) + " * " + hex(b); });
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(RefVsOracleLarge, AddRandomPairs) {
+  oracle::OperandRng rng(test_seed());
+  MismatchLog log;
+  for (std::uint64_t n = 0; n < kLargeSampleCount; ++n) {
+    const auto [x, y] = rng.fp32_pair();
+    log.check(ref::add_fp32(x, y), oracle::add_fp32(x, y), [&] { return hex(x) + " + " + hex(y); });
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(RefVsOracleLarge, Fp32ToBf16Random) {
+  oracle::OperandRng rng(test_seed());
+  MismatchLog log;
+  for (std::uint64_t n = 0; n < kLargeSampleCount; ++n) {
+    const fp32_t x = rng.fp32();
+    log.check(ref::fp32_to_bf16(x), oracle::fp32_to_bf16(x), [&] { return hex(x); });
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference vs MPFR
+
+class Mpfr {
+ public:
+  explicit Mpfr(mpfr_prec_t precision) { mpfr_init2(value_, precision); }
+  ~Mpfr() { mpfr_clear(value_); }
+  Mpfr(const Mpfr&) = delete;
+  Mpfr& operator=(const Mpfr&) = delete;
+  mpfr_ptr get() { return value_; }
+
+ private:
+  mpfr_t value_;
+};
+
+// The N-MUL / N-ADD range rules applied to an MPFR value whose significand fits in 24 bits.
+fp32_t apply_fp32_range_rules(mpfr_ptr value) {
+  const fp32_t sign = mpfr_signbit(value) ? 0x80000000u : 0u;
+  if (mpfr_zero_p(value)) return sign;
+  // MPFR writes value = m * 2^exp with 0.5 <= |m| < 1.
+  const mpfr_exp_t exp = mpfr_get_exp(value);
+  if (exp > 128) return sign | 0x7F800000u;  // |value| >= 2^128
+  if (exp <= -126) return sign;              // |value| < 2^-126
+  return oracle::as_bits(mpfr_get_flt(value, MPFR_RNDN));
+}
+
+TEST(RefVsMpfr, AddMatchesMpfrRoundedTo24Bits) {
+  oracle::OperandRng rng(test_seed());
+  Mpfr x_value(24);
+  Mpfr y_value(24);
+  Mpfr sum(24);  // unbounded exponent range: overflow and flush are applied afterwards
+  MismatchLog log;
+  for (std::uint64_t n = 0; n < kMpfrAddSampleCount; ++n) {
+    const auto [x, y] = rng.fp32_pair_finite_normal();
+    mpfr_set_flt(x_value.get(), oracle::as_float(x), MPFR_RNDN);
+    mpfr_set_flt(y_value.get(), oracle::as_float(y), MPFR_RNDN);
+    mpfr_add(sum.get(), x_value.get(), y_value.get(), MPFR_RNDN);
+    log.check(ref::add_fp32(x, y), apply_fp32_range_rules(sum.get()),
+              [&] { return hex(x) + " + " + hex(y); });
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(RefVsMpfr, MulIsExactAt200Bits) {
+  oracle::OperandRng rng(test_seed());
+  Mpfr a_value(200);
+  Mpfr b_value(200);
+  Mpfr product(200);
+  MismatchLog log;
+  std::uint64_t wider_than_16_bits = 0;
+  for (std::uint64_t n = 0; n < kMediumSampleCount; ++n) {
+    const bf16_t a = rng.bf16_finite_normal();
+    const bf16_t b = rng.bf16_finite_normal();
+    mpfr_set_flt(a_value.get(), oracle::widen(a), MPFR_RNDN);
+    mpfr_set_flt(b_value.get(), oracle::widen(b), MPFR_RNDN);
+    mpfr_mul(product.get(), a_value.get(), b_value.get(), MPFR_RNDN);  // exact at 200 bits
+    if (mpfr_min_prec(product.get()) > 16) ++wider_than_16_bits;
+    log.check(ref::mul_bf16(a, b), apply_fp32_range_rules(product.get()),
+              [&] { return hex(a) + " * " + hex(b); });
+  }
+  EXPECT_EQ(wider_than_16_bits, 0u) << "a bf16 product needed more than 16 significant bits";
+  EXPECT_EQ(log.count(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference N-OUT vs Eigen's bfloat16 conversion, normal finite values only
+
+TEST(RefVsEigen, Fp32ToBf16StridedSweepOfNormals) {
+  MismatchLog log;
+  std::uint64_t compared = 0;
+  // A prime stride visits every exponent with varied low bits: ~1.05e6 patterns.
+  for (std::uint64_t bits = 0; bits <= 0xFFFFFFFFu; bits += 4099) {
+    const auto x = static_cast<fp32_t>(bits);
+    if (!is_normal_fp32(x)) continue;
+    ++compared;
+    log.check(ref::fp32_to_bf16(x), eigen_round_bf16(x), [&] { return hex(x); });
+  }
+  EXPECT_GT(compared, 1'000'000u);
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(RefVsEigen, Fp32ToBf16RandomNormals) {
+  oracle::OperandRng rng(test_seed());
+  MismatchLog log;
+  for (std::uint64_t n = 0; n < kMediumSampleCount; ++n) {
+    const fp32_t x = rng.fp32_finite_normal();
+    log.check(ref::fp32_to_bf16(x), eigen_round_bf16(x), [&] { return hex(x); });
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(RefVsEigen, Fp32ToBf16AllTiesAndTheirNeighbours) {
+  // Every tie of N-OUT has low half 0x8000; the neighbours 0x7FFF and 0x8001 pin the boundary.
+  MismatchLog log;
+  for (std::uint32_t high = 0; high <= 0xFFFF; ++high) {
+    for (std::uint32_t low : {0x7FFFu, 0x8000u, 0x8001u}) {
+      const fp32_t x = (high << 16) | low;
+      if (!is_normal_fp32(x)) continue;
+      log.check(ref::fp32_to_bf16(x), eigen_round_bf16(x), [&] { return hex(x); });
+    }
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+}  // namespace
+}  // namespace tpu
