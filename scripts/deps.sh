@@ -13,6 +13,7 @@ packages=(
   libmpfr-dev          # multiple-precision oracle
   libfmt-dev libcli11-dev
   zlib1g-dev
+  gtkwave python3      # fst2vcd checks the .gtkw layout; GTKWave opens the waves
 )
 
 missing=()
