@@ -57,15 +57,23 @@ module tpu_mxu #(
     $error("tpu_mxu: AddStages must be in 0..3");
   end
 
-  localparam int unsigned TagWidth = (Rows > 1) ? $clog2(Rows) : 1;
-  localparam int unsigned PsumStep = AddStages + 1;
+  // Illegal values have raised an error above. The internals are built from
+  // clamped copies so that elaboration stops at once instead of first building
+  // an oversized array; the ports keep the requested sizes.
+  localparam int unsigned RowsChecked = (Rows >= 1 && Rows <= tpu_pkg::ArrayDimMax) ? Rows : 1;
+  localparam int unsigned ColsChecked = (Cols >= 1 && Cols <= tpu_pkg::ArrayDimMax) ? Cols : 1;
+  localparam int unsigned MulChecked  = (MulStages <= tpu_pkg::MulStagesMax) ? MulStages : 0;
+  localparam int unsigned AddChecked  = (AddStages <= tpu_pkg::AddStagesMax) ? AddStages : 0;
+
+  localparam int unsigned TagWidth = (RowsChecked > 1) ? $clog2(RowsChecked) : 1;
+  localparam int unsigned PsumStep = AddChecked + 1;
   localparam int unsigned WgtWidth = 1 + TagWidth + 16;
 
   logic                advance, wgt_fire, commit;
   logic [TagWidth-1:0] wgt_tag;
 
   tpu_mxu_ctrl #(
-    .Rows(Rows), .Cols(Cols), .MulStages(MulStages), .AddStages(AddStages),
+    .Rows(RowsChecked), .Cols(ColsChecked), .MulStages(MulChecked), .AddStages(AddChecked),
     .TagWidth(TagWidth)
   ) u_ctrl (
     .clk_i, .rst_ni,
@@ -82,16 +90,16 @@ module tpu_mxu #(
   // ---------------------------------------------------------------------------
   // Input skew: activation row r enters r * PsumStep cycles late so it meets the
   // partial sums coming down; weight and seed column c enter c cycles late (and
-  // seeds MulStages more, to meet the multiplier's output).
+  // seeds MulChecked more, to meet the multiplier's output).
   // ---------------------------------------------------------------------------
-  logic [Rows*16-1:0]       act_skewed;
-  logic [Rows-1:0]          commit_skewed;
-  logic [Cols-1:0]          wvld_skewed;
-  logic [Cols*TagWidth-1:0] wtag_skewed;
-  logic [Cols*16-1:0]       wgt_skewed;
-  logic [Cols*32-1:0]       seed_skewed, psum_bottom;
+  logic [RowsChecked*16-1:0]       act_skewed;
+  logic [RowsChecked-1:0]          commit_skewed;
+  logic [ColsChecked-1:0]          wvld_skewed;
+  logic [ColsChecked*TagWidth-1:0] wtag_skewed;
+  logic [ColsChecked*16-1:0]       wgt_skewed;
+  logic [ColsChecked*32-1:0]       seed_skewed, psum_bottom;
 
-  for (genvar r = 0; r < Rows; r++) begin : g_act_skew
+  for (genvar r = 0; r < RowsChecked; r++) begin : g_act_skew
     tpu_delay #(.Width(17), .Depth(r * PsumStep)) u_delay (
       .clk_i, .rst_ni,
       .en_i  (advance),
@@ -100,7 +108,7 @@ module tpu_mxu #(
     );
   end
 
-  for (genvar c = 0; c < Cols; c++) begin : g_col_skew
+  for (genvar c = 0; c < ColsChecked; c++) begin : g_col_skew
     tpu_delay #(.Width(WgtWidth), .Depth(c)) u_wgt_delay (
       .clk_i, .rst_ni,
       .en_i  (advance),
@@ -108,7 +116,7 @@ module tpu_mxu #(
       .data_o({wvld_skewed[c], wtag_skewed[c*TagWidth +: TagWidth], wgt_skewed[c*16 +: 16]})
     );
 
-    tpu_delay #(.Width(32), .Depth(c + MulStages)) u_seed_delay (
+    tpu_delay #(.Width(32), .Depth(c + MulChecked)) u_seed_delay (
       .clk_i, .rst_ni,
       .en_i  (advance),
       .data_i(seed_data_i[c*32 +: 32]),
@@ -116,7 +124,7 @@ module tpu_mxu #(
     );
 
     // Output de-skew: column c leaves the array c cycles after column 0.
-    tpu_delay #(.Width(32), .Depth(Cols - 1 - c)) u_res_delay (
+    tpu_delay #(.Width(32), .Depth(ColsChecked - 1 - c)) u_res_delay (
       .clk_i, .rst_ni,
       .en_i  (advance),
       .data_i(psum_bottom[c*32 +: 32]),
@@ -125,8 +133,8 @@ module tpu_mxu #(
   end
 
   tpu_systolic_array #(
-    .Rows(Rows), .Cols(Cols), .TagWidth(TagWidth),
-    .MulStages(MulStages), .AddStages(AddStages)
+    .Rows(RowsChecked), .Cols(ColsChecked), .TagWidth(TagWidth),
+    .MulStages(MulChecked), .AddStages(AddChecked)
   ) u_array (
     .clk_i, .rst_ni,
     .en_i       (advance),

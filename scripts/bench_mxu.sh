@@ -4,7 +4,7 @@
 # benchmark driver tb/mxu_bench.cpp. Usage: scripts/bench_mxu.sh <work dir>
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-work=${1:-$root/build/bench}
+work=$(realpath -m "${1:-$root/build/bench}")
 rows=${ROWS:-16}
 cols=${COLS:-16}
 rm -rf "$work"
@@ -12,12 +12,14 @@ mkdir -p "$work"
 cd "$root"
 
 start=$(date +%s.%N)
-verilator --cc --exe --build -j "$(nproc)" -O3 --trace-fst --Mdir "$work" -o mxu_bench \
+# Verilator's -O3 flattens the array into a few huge functions: slower to
+# compile and to run than the default, so it is left off.
+verilator --cc --exe --build -j "$(nproc)" --trace-fst -MAKEFLAGS "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2" --Mdir "$work" -o mxu_bench \
   --top-module tpu_mxu -GRows="$rows" -GCols="$cols" sim/lint.vlt $(cat rtl/mxu.f) \
   -CFLAGS "-O2 -std=c++17 -ffp-contract=off -I$root/tb" \
   -LDFLAGS "-lfmt" \
-  tb/mxu_bench.cpp tb/harness/array_config.cpp tb/harness/mxu_stream.cpp \
-  tb/ref/numerics.cpp tb/ref/gemm.cpp > "$work/build.log" 2>&1 \
+  "$root"/tb/mxu_bench.cpp "$root"/tb/harness/array_config.cpp "$root"/tb/harness/mxu_stream.cpp \
+  "$root"/tb/ref/numerics.cpp "$root"/tb/ref/gemm.cpp > "$work/build.log" 2>&1 \
   || { tail -20 "$work/build.log"; exit 1; }
 end=$(date +%s.%N)
 build_seconds=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Bad parameters must stop elaboration with a clear message, in Verilator and in
+# Yosys. Each case: the parameter overrides, then the message expected.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+rtl=$(tr '\n' ' ' < rtl/mxu.f)
+failures=0
+
+check() {
+  local tool=$1 top=$2 params=$3 message=$4 output status
+  if [ "$tool" = verilator ]; then
+    local gflags=()
+    for p in $params; do gflags+=("-G$p"); done
+    output=$(verilator --lint-only sim/lint.vlt $rtl --top-module "$top" "${gflags[@]}" 2>&1)
+  else
+    local sets=""
+    for p in $params; do sets+=" -set ${p%%=*} ${p#*=}"; done
+    output=$(yosys -q -p "read_verilog -sv -DSYNTHESIS $rtl; chparam$sets $top; hierarchy -top $top" 2>&1)
+  fi
+  status=$?
+  if [ $status -ne 0 ] && grep -qF "$message" <<<"$output"; then
+    echo "ok    $tool $top $params: $message"
+  else
+    echo "FAIL  $tool $top $params: exit $status, expected \"$message\" in:"
+    echo "$output" | head -5
+    failures=$((failures + 1))
+  fi
+}
+
+for tool in verilator yosys; do
+  check $tool tpu_mxu "Rows=0" "tpu_mxu: Rows must be in 1..256"
+  check $tool tpu_mxu "Cols=0" "Cols must be"
+  check $tool tpu_mxu "Rows=257" "tpu_mxu: Rows must be in 1..256"
+  check $tool tpu_mxu "MulStages=3" "tpu_mxu: MulStages must be in 0..2"
+  check $tool tpu_mxu "AddStages=4" "tpu_mxu: AddStages must be in 0..3"
+  check $tool tpu_bf16_mul "PipeStages=3" "tpu_bf16_mul: PipeStages must be 0, 1 or 2"
+  check $tool tpu_fp32_add "PipeStages=4" "tpu_fp32_add: PipeStages must be 0, 1, 2 or 3"
+  check $tool tpu_fp32_to_bf16 "PipeStages=2" "tpu_fp32_to_bf16: PipeStages must be 0 or 1"
+done
+echo "$((16 - failures)) passed, $failures failed"
+[ $failures -eq 0 ]
