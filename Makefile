@@ -44,15 +44,20 @@ lint: deps
 	$(LINT) --top-module tpu_fp32_to_bf16 -GPipeStages=1
 	@echo "lint: clean"
 
-# Generic Yosys synthesis of the matrix unit.
+# Generic Yosys synthesis of the matrix unit, without and with every pipeline
+# register; any Yosys warning fails.
 synth: deps
 	@mkdir -p $(BUILD)
-	yosys -q -l $(BUILD)/synth.log -p "read_verilog -sv -DSYNTHESIS $(RTL_FILES); \
-	  chparam -set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) tpu_mxu; \
-	  synth -top tpu_mxu; tee -o $(BUILD)/synth_stat.txt stat"
-	@if grep -q "^Warning" $(BUILD)/synth.log; then grep "^Warning" $(BUILD)/synth.log; exit 1; fi
-	@grep -E "Number of cells|Chip area" $(BUILD)/synth_stat.txt | tail -1
-	@echo "synth: tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) synthesized with no warnings"
+	@for stages in "0 0" "2 3"; do set -- $$stages; \
+	  log=$(BUILD)/synth_m$$1a$$2; \
+	  yosys -q -l $$log.log -p "read_verilog -sv -DSYNTHESIS $(RTL_FILES); \
+	    chparam -set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \
+	      -set MulStages $$1 -set AddStages $$2 tpu_mxu; \
+	    synth -flatten -top tpu_mxu; tee -q -o $$log.stat stat" || exit 1; \
+	  if grep -q "^Warning" $$log.log; then grep "^Warning" $$log.log; exit 1; fi; \
+	  echo "synth: tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) MulStages=$$1 AddStages=$$2:" \
+	    "$$(grep -m1 'Number of cells' $$log.stat | tr -s ' '), no warnings"; \
+	done
 
 # Waveform of one regression case: make wave CASE=<config>/<case> (see mxu_sim --list).
 wave: build

@@ -2,9 +2,10 @@
 // and every one of the 2^32 fp32 -> bf16 rounder inputs, through the RTL and the
 // reference model, each compared with the host-FPU oracle. One process takes
 // one shard of the input space so that shards can run in parallel.
+#include <fmt/core.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdint>
-#include <fmt/core.h>
 
 #include "Vbf16_mul_s0.h"
 #include "Vfp32_to_bf16_s0.h"
@@ -59,7 +60,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Exhaustive check of the bf16 multiplier and the fp32 -> bf16 rounder"};
   std::string unit;
   unsigned shard = 0, shards = 1;
-  app.add_option("--unit", unit, "mul or round")->required()->check(CLI::IsMember({"mul", "round"}));
+  app.add_option("--unit", unit, "mul or round")
+      ->required()
+      ->check(CLI::IsMember({"mul", "round"}));
   app.add_option("--shards", shards, "number of shards")->check(CLI::Range(1u, 65536u));
   app.add_option("--shard", shard, "this process's shard, 0-based");
   CLI11_PARSE(app, argc, argv);

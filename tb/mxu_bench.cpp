@@ -1,9 +1,10 @@
 // `make bench`: speed of the Verilator model of the 16x16 matrix unit and the
 // utilisation of a long stream of back-to-back weight tiles. Results are
 // checked against the reference model so a fast wrong answer cannot pass.
+#include <fmt/core.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <fmt/core.h>
 #include <random>
 
 #include "Vtpu_mxu.h"
@@ -29,7 +30,9 @@ int main(int argc, char** argv) {
 
   // Random finite operands; every tile has its own weights and +0 seeds.
   std::mt19937 rng(1);
-  auto value = [&] { return static_cast<ref::bf16_t>(0x3C00 + (rng() & 0x07FF) + ((rng() & 1) << 15)); };
+  auto value = [&] {
+    return static_cast<ref::bf16_t>(0x3C00 + (rng() & 0x07FF) + ((rng() & 1) << 15));
+  };
   std::vector<harness::TileJob> jobs(tiles);
   for (auto& job : jobs) {
     job.m = rows_per_tile;
@@ -54,8 +57,8 @@ int main(int argc, char** argv) {
   }
 
   const double utilisation = out.stats.macs_per_cycle() / (rows * cols);
-  const auto expected = harness::expected_stream_cycles(
-      config, std::vector<std::size_t>(tiles, rows_per_tile));
+  const auto expected =
+      harness::expected_stream_cycles(config, std::vector<std::size_t>(tiles, rows_per_tile));
   fmt::print("array                       {}x{} (bf16 x bf16 -> fp32, no pipeline registers)\n",
              rows, cols);
   if (build_seconds > 0) fmt::print("model build time            {:.1f} s\n", build_seconds);
@@ -67,7 +70,7 @@ int main(int argc, char** argv) {
   fmt::print("simulation speed            {:.0f} cycles/s, {:.3g} MACs/s (wall {:.2f} s)\n",
              double(out.stats.cycles) / seconds, double(out.stats.macs) / seconds, seconds);
   fmt::print("results vs reference model  {}\n", exact ? "bit-exact" : "MISMATCH");
-  const bool ok = exact && out.stats.cycles == expected &&
-                  (rows_per_tile < 16 * rows || utilisation >= 0.99);
+  const bool ok =
+      exact && out.stats.cycles == expected && (rows_per_tile < 16 * rows || utilisation >= 0.99);
   return ok ? 0 : 1;
 }

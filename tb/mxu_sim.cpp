@@ -1,13 +1,17 @@
 // `make sim`: the Verilator regression of the matrix unit. Runs directed and
 // seeded random GEMMs on every compiled array configuration, checks each result
 // bit for bit against the reference model, and prints one table row per case.
-#include <CLI/CLI.hpp>
-#include <chrono>
 #include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <fstream>
 #include <functional>
 #include <random>
 
 #include "harness/mxu_gemm.hpp"
+#include "harness/tile_jobs.hpp"
 #include "oracle/random_matrices.hpp"
 #include "ref/gemm.hpp"
 
@@ -17,7 +21,6 @@ using tpu::harness::ArrayConfig;
 using tpu::harness::MxuModel;
 using tpu::harness::StallProfile;
 using tpu::harness::StreamStats;
-using tpu::harness::TileJob;
 using tpu::ref::MatrixBf16;
 using tpu::ref::MatrixFp32;
 namespace harness = tpu::harness;
@@ -57,7 +60,8 @@ std::vector<Case> cases_for(const ArrayConfig& cfg, unsigned random_cases) {
   cases.push_back({"identity", [=](MxuModel& mxu, oracle::OperandRng& rng) {
                      MatrixBf16 w(R, C, 0);
                      for (std::size_t i = 0; i < std::min(R, C); ++i) w.at(i, i) = 0x3F80;
-                     return gemm_case(mxu, oracle::random_bf16_matrix(rng, 2 * R, R, 0), w, nullptr);
+                     return gemm_case(mxu, oracle::random_bf16_matrix(rng, 2 * R, R, 0), w,
+                                      nullptr);
                    }});
   cases.push_back({"special-values", [=](MxuModel& mxu, oracle::OperandRng& rng) {
                      const auto a = oracle::random_bf16_matrix(rng, R + 3, 2 * R + 1, 30, 1, 254);
@@ -68,28 +72,22 @@ std::vector<Case> cases_for(const ArrayConfig& cfg, unsigned random_cases) {
   cases.push_back({"seeded", [=](MxuModel& mxu, oracle::OperandRng& rng) {
                      const auto seed = oracle::random_seed_matrix(rng, 2 * R, 2 * C + 1);
                      return gemm_case(mxu, oracle::random_bf16_matrix(rng, 2 * R, 3 * R - 1, 3),
-                                      oracle::random_bf16_matrix(rng, 3 * R - 1, 2 * C + 1, 3), &seed);
+                                      oracle::random_bf16_matrix(rng, 3 * R - 1, 2 * C + 1, 3),
+                                      &seed);
                    }});
   cases.push_back({"back-to-back", [=](MxuModel& mxu, oracle::OperandRng& rng) {
                      // Independent tiles of exactly the minimum period: no bubble allowed.
                      const std::size_t m = cfg.min_tile_period();
-                     std::vector<TileJob> jobs;
-                     std::vector<std::vector<ref::fp32_t>> want;
-                     for (int t = 0; t < 4; ++t) {
-                       const auto a = oracle::random_bf16_matrix(rng, m, R, 2);
-                       const auto w = oracle::random_bf16_matrix(rng, R, C, 2);
-                       const auto seed = oracle::random_seed_matrix(rng, m, C);
-                       jobs.push_back({w.data, a.data, seed.data, std::nullopt, m});
-                       want.push_back(ref::gemm(a, w, &seed).data);
-                     }
+                     const auto tiles = harness::random_independent_tiles(rng, cfg, {m, m, m, m});
                      CaseResult r;
                      r.shape = fmt::format("4 tiles x {} rows", m);
                      r.tiles = 4;
                      r.useful_macs = 4 * m * R * C;
-                     const auto streamed = harness::run_stream(mxu, jobs);
+                     const auto streamed = harness::run_stream(mxu, tiles.jobs);
                      r.stats = streamed.stats;
                      const auto expected = harness::expected_stream_cycles(cfg, {m, m, m, m});
-                     r.pass = streamed.results == want && streamed.stats.cycles == expected;
+                     r.pass =
+                         streamed.results == tiles.expected && streamed.stats.cycles == expected;
                      r.note = fmt::format("expected {} cycles", expected);
                      return r;
                    }});
@@ -108,18 +106,17 @@ std::vector<Case> cases_for(const ArrayConfig& cfg, unsigned random_cases) {
                        if (i % 2) {
                          stalls = {0.2, 0.3, 0.1, 0.25, rng.uniform(1, 1u << 30)};
                        }
-                       return gemm_case(mxu, a, w, rng.uniform(0, 99) < 50 ? &seed : nullptr, stalls);
+                       return gemm_case(mxu, a, w, rng.uniform(0, 99) < 50 ? &seed : nullptr,
+                                        stalls);
                      }});
   }
   return cases;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"Verilator regression of the TPU matrix unit"};
   std::uint64_t seed = std::random_device{}();
-  unsigned random_cases = 6;
+  unsigned random_cases = 16;
   std::vector<std::string> only;
   std::string wave;
   bool list = false;
@@ -135,49 +132,75 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // Every case, in order; validated before anything is printed.
+  struct Planned {
+    ArrayConfig config;
+    std::size_t index;
+    Case test;
+    std::string name;
+  };
+  std::vector<Planned> plan;
+  for (const ArrayConfig& cfg : harness::compiled_configs()) {
+    auto cases = cases_for(cfg, random_cases);
+    for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+      plan.push_back({cfg, ci, cases[ci], cfg.name() + "/" + cases[ci].name});
+    }
+  }
+  if (list) {
+    for (const Planned& p : plan) fmt::print("{}\n", p.name);
+    return 0;
+  }
+  for (const std::string& name : only) {
+    if (std::none_of(plan.begin(), plan.end(), [&](const Planned& p) { return p.name == name; })) {
+      fmt::print(stderr, "mxu_sim: no case named {} (see --list)\n", name);
+      return 2;
+    }
+  }
+  if (!wave.empty() && !std::ofstream(wave)) {
+    fmt::print(stderr, "mxu_sim: cannot write {}\n", wave);
+    return 2;
+  }
+
   fmt::print("mxu_sim: seed {} (repeat with --seed {})\n", seed, seed);
   fmt::print("{:<14} {:<16} {:>18} {:>5} {:>8} {:>10} {:>6}  {:<6} {}\n", "array", "case",
              "shape MxKxN", "tiles", "cycles", "MACs/cyc", "util%", "result", "note");
   unsigned failures = 0, ran = 0;
   const auto start = std::chrono::steady_clock::now();
-  for (const ArrayConfig& cfg : harness::compiled_configs()) {
-    auto cases = cases_for(cfg, random_cases);
-    for (std::size_t ci = 0; ci < cases.size(); ++ci) {
-      const std::string full_name = cfg.name() + "/" + cases[ci].name;
-      if (list) {
-        fmt::print("{}\n", full_name);
-        continue;
-      }
-      if (!only.empty() && std::find(only.begin(), only.end(), full_name) == only.end()) continue;
-      // Each case draws from its own stream so that --only reproduces it alone.
-      oracle::OperandRng rng(seed ^ std::hash<std::string>{}(full_name));
-      auto mxu = harness::make_model(cfg, {static_cast<std::uint32_t>(seed + ci + 1)});
-      if (!wave.empty()) mxu->open_trace(wave);
-      CaseResult r;
-      try {
-        r = cases[ci].run(*mxu, rng);
-      } catch (const std::exception& e) {
-        r.pass = false;
-        r.note = e.what();
-      }
-      ++ran;
-      if (!r.pass) ++failures;
-      const double macs_per_cycle =
-          r.stats.cycles ? double(r.useful_macs) / double(r.stats.cycles) : 0.0;
-      fmt::print("{:<14} {:<16} {:>18} {:>5} {:>8} {:>10.2f} {:>6.1f}  {:<6} {}\n", cfg.name(),
-                 cases[ci].name, r.shape, r.tiles, r.stats.cycles, macs_per_cycle,
-                 100.0 * macs_per_cycle / (cfg.rows * cfg.cols), r.pass ? "PASS" : "FAIL",
-                 r.note);
+  for (const Planned& p : plan) {
+    if (!only.empty() && std::find(only.begin(), only.end(), p.name) == only.end()) continue;
+    const ArrayConfig& cfg = p.config;
+    // Each case draws from its own stream so that --only reproduces it alone.
+    oracle::OperandRng rng(seed ^ std::hash<std::string>{}(p.name));
+    auto mxu = harness::make_model(cfg, {static_cast<std::uint32_t>(seed + p.index + 1)});
+    if (!wave.empty()) mxu->open_trace(wave);
+    CaseResult r;
+    try {
+      r = p.test.run(*mxu, rng);
+    } catch (const std::exception& e) {
+      r.pass = false;
+      r.note = e.what();
     }
-  }
-  if (list) return 0;
-  if (ran == 0) {
-    fmt::print(stderr, "mxu_sim: no case matched --only\n");
-    return 2;
+    ++ran;
+    if (!r.pass) ++failures;
+    const double macs_per_cycle =
+        r.stats.cycles ? double(r.useful_macs) / double(r.stats.cycles) : 0.0;
+    fmt::print("{:<14} {:<16} {:>18} {:>5} {:>8} {:>10.2f} {:>6.1f}  {:<6} {}\n", cfg.name(),
+               p.test.name, r.shape, r.tiles, r.stats.cycles, macs_per_cycle,
+               100.0 * macs_per_cycle / (cfg.rows * cfg.cols), r.pass ? "PASS" : "FAIL", r.note);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("{} passed, {} failed ({:.1f} s, seed {})\n", ran - failures, failures, seconds,
-             seed);
+  fmt::print("{} passed, {} failed ({:.1f} s, seed {})\n", ran - failures, failures, seconds, seed);
   return failures ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "mxu_sim: {}\n", e.what());
+    return 2;
+  }
 }

@@ -9,14 +9,15 @@ namespace {
 constexpr bf16_t kNegativeZeroBf16 = 0x8000;
 constexpr bf16_t kPositiveZeroBf16 = 0x0000;
 
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+std::size_t ceil_div(std::size_t a, std::size_t b) {
+  return (a + b - 1) / b;
+}
 
 }  // namespace
 
 GemmPlan plan_gemm(const ArrayConfig& config, const ref::MatrixBf16& a, const ref::MatrixBf16& w,
                    const ref::MatrixFp32* seed) {
-  if (a.rows == 0 || a.cols == 0 || w.cols == 0)
-    throw std::invalid_argument("gemm: empty matrix");
+  if (a.rows == 0 || a.cols == 0 || w.cols == 0) throw std::invalid_argument("gemm: empty matrix");
   if (a.cols != w.rows) {
     throw std::invalid_argument("gemm: A is " + std::to_string(a.rows) + "x" +
                                 std::to_string(a.cols) + " but W is " + std::to_string(w.rows) +

@@ -31,9 +31,9 @@ class MxuModel {
   virtual const ArrayConfig& config() const = 0;
 
   // Inputs for the current cycle.
-  virtual void drive_weights(bool valid, const std::vector<bf16_t>& row) = 0;  // cols lanes
+  virtual void drive_weights(bool valid, const std::vector<bf16_t>& row) = 0;          // cols lanes
   virtual void drive_acts(bool valid, const std::vector<bf16_t>& row, bool last) = 0;  // rows lanes
-  virtual void drive_seeds(bool valid, const std::vector<fp32_t>& row) = 0;  // cols lanes
+  virtual void drive_seeds(bool valid, const std::vector<fp32_t>& row) = 0;            // cols lanes
   virtual void drive_res_ready(bool ready) = 0;
 
   // Settle the combinational outputs for the current inputs (clock low).

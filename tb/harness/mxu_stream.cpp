@@ -63,8 +63,11 @@ StreamResult run_stream(MxuModel& model, const std::vector<TileJob>& jobs,
 
   // Generous bound: the stall-free time stretched by the stall probabilities.
   std::uint64_t bound_rows = total_rows + std::uint64_t{config.min_tile_period()} * jobs.size();
-  const double slow = 1.0 / (1.0 - std::max({stalls.weight_gap, stalls.act_gap, stalls.seed_gap,
-                                             stalls.result_block, 0.0}) + 1e-9);
+  const double slow =
+      1.0 /
+      (1.0 -
+       std::max({stalls.weight_gap, stalls.act_gap, stalls.seed_gap, stalls.result_block, 0.0}) +
+       1e-9);
   const std::uint64_t max_cycles =
       static_cast<std::uint64_t>(double(bound_rows + config.latency() + config.rows) * slow * 4) +
       1000 + std::uint64_t{config.latency()} * jobs.size() * 2;
@@ -83,14 +86,15 @@ StreamResult run_stream(MxuModel& model, const std::vector<TileJob>& jobs,
     if (!act.done(jobs) && !act.presenting) act.presenting = !holds_back(stalls.act_gap);
     if (!seed.done(jobs) && !seed.presenting) {
       const TileJob& job = jobs[seed.job];
-      const bool available = !job.seed_from || out.results[*job.seed_from].size() >
-                                                   seed.row * config.cols;
+      const bool available =
+          !job.seed_from || out.results[*job.seed_from].size() > seed.row * config.cols;
       seed.presenting = available && !holds_back(stalls.seed_gap);
     }
 
     if (wgt.presenting) {
       const TileJob& job = jobs[wgt.job];
-      for (unsigned c = 0; c < config.cols; ++c) wgt_row[c] = job.weights[wgt.row * config.cols + c];
+      for (unsigned c = 0; c < config.cols; ++c)
+        wgt_row[c] = job.weights[wgt.row * config.cols + c];
     }
     if (act.presenting) {
       const TileJob& job = jobs[act.job];
@@ -98,8 +102,7 @@ StreamResult run_stream(MxuModel& model, const std::vector<TileJob>& jobs,
     }
     if (seed.presenting) {
       const TileJob& job = jobs[seed.job];
-      const std::vector<fp32_t>& source =
-          job.seed_from ? out.results[*job.seed_from] : job.seeds;
+      const std::vector<fp32_t>& source = job.seed_from ? out.results[*job.seed_from] : job.seeds;
       for (unsigned c = 0; c < config.cols; ++c) seed_row[c] = source[seed.row * config.cols + c];
     }
     const bool act_last = act.presenting && act.row + 1 == jobs[act.job].m;

@@ -6,7 +6,8 @@ ref::MatrixBf16 random_bf16_matrix(OperandRng& rng, std::size_t rows, std::size_
                                    unsigned special_percent, unsigned min_exp, unsigned max_exp) {
   ref::MatrixBf16 m(rows, cols);
   for (auto& v : m.data) {
-    v = rng.uniform(0, 99) < special_percent ? rng.bf16() : rng.bf16_with_exponent(min_exp, max_exp);
+    v = rng.uniform(0, 99) < special_percent ? rng.bf16()
+                                             : rng.bf16_with_exponent(min_exp, max_exp);
   }
   return m;
 }

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/test_seed.hpp"
 #include "oracle/host_float.hpp"
 #include "oracle/operand_sets.hpp"
 #include "ref/gemm.hpp"
@@ -20,21 +21,15 @@
 namespace tpu {
 namespace {
 
+using tpu::test::test_seed;
+
 using ref::bf16_t;
 using ref::fp32_t;
 using ref::MatrixBf16;
 using ref::MatrixFp32;
 
-constexpr std::uint64_t kDefaultSeed = 20240611;
 constexpr int kRandomTrials = 60;
 constexpr std::uint64_t kMaxDimension = 50;
-
-std::uint64_t test_seed() {
-  const std::uint64_t seed = oracle::seed_from_env(kDefaultSeed);
-  ::testing::Test::RecordProperty("seed", std::to_string(seed));
-  std::cout << "[ seed     ] TPU_TEST_SEED=" << seed << '\n';
-  return seed;
-}
 
 std::string hex(fp32_t bits) {
   std::ostringstream out;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_seed.hpp"
 #include "oracle/host_float.hpp"
 #include "oracle/operand_sets.hpp"
 #include "ref/numerics.hpp"
@@ -23,21 +24,15 @@
 namespace tpu {
 namespace {
 
+using tpu::test::test_seed;
+
 using ref::bf16_t;
 using ref::fp32_t;
 
-constexpr std::uint64_t kDefaultSeed = 20240611;
 constexpr std::uint64_t kLargeSampleCount = 10'000'000;
 constexpr std::uint64_t kMediumSampleCount = 1'000'000;
 constexpr std::uint64_t kMpfrAddSampleCount = 100'000;
 constexpr std::uint64_t kMaxReportedMismatches = 10;
-
-std::uint64_t test_seed() {
-  const std::uint64_t seed = oracle::seed_from_env(kDefaultSeed);
-  ::testing::Test::RecordProperty("seed", std::to_string(seed));
-  std::cout << "[ seed     ] TPU_TEST_SEED=" << seed << '\n';
-  return seed;
-}
 
 template <typename T>
 std::string hex(T bits) {

@@ -86,7 +86,8 @@ inline constexpr AddCase kAddCases[] = {
     {0x3F800001, 0xBF800000, 0x34000000, "cancellation: (1+2^-23) - 1 = 2^-23"},
     {0x3F800000, 0xB3800001, 0x3F7FFFFF, "1 - (2^-24 + 2^-47) rounds to 1 - 2^-24"},
     {0x7F000000, 0x00800000, 0x7F000000, "huge + tiny: tiny only sticky"},
-    {0x3F800000, 0xB3000000, 0x3F800000, "1 - 2^-25: tie between 1 - 2^-24 (odd) and 1 (even) -> 1"},
+    {0x3F800000, 0xB3000000, 0x3F800000,
+     "1 - 2^-25: tie between 1 - 2^-24 (odd) and 1 (even) -> 1"},
     {0x40400000, 0xC0000000, 0x3F800000, "3 - 2 = 1 (normalise left)"},
 };
 

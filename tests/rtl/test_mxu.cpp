@@ -6,16 +6,22 @@
 
 #include <iostream>
 
+#include "common/test_seed.hpp"
 #include "harness/mxu_gemm.hpp"
+#include "harness/tile_jobs.hpp"
 #include "oracle/random_matrices.hpp"
 #include "ref/gemm.hpp"
 
 namespace tpu::harness {
 // Test names and failure messages show the configuration as "4x4_m0a0".
-void PrintTo(const ArrayConfig& config, std::ostream* os) { *os << config.name(); }
+void PrintTo(const ArrayConfig& config, std::ostream* os) {
+  *os << config.name();
+}
 }  // namespace tpu::harness
 
 namespace {
+
+using tpu::test::test_seed;
 
 using tpu::harness::ArrayConfig;
 using tpu::harness::MxuModel;
@@ -26,12 +32,6 @@ using tpu::ref::MatrixFp32;
 namespace harness = tpu::harness;
 namespace oracle = tpu::oracle;
 namespace ref = tpu::ref;
-
-std::uint64_t test_seed() {
-  const std::uint64_t seed = oracle::seed_from_env(20261121);
-  ::testing::Test::RecordProperty("seed", std::to_string(seed));
-  return seed;
-}
 
 std::string first_difference(const MatrixFp32& got, const MatrixFp32& want) {
   for (std::size_t i = 0; i < want.rows; ++i) {
@@ -66,8 +66,8 @@ TEST_P(MxuTest, RandomGemmsOfManyShapesMatchReference) {
   std::vector<std::array<std::size_t, 3>> shapes = {
       {1, 1, 1}, {1, r, c}, {r, r, c}, {3 * r, 3 * r, 3 * c}, {2, 2 * r + 1, c + 1}, {5, r + 1, 1}};
   for (int i = 0; i < 14; ++i) {
-    shapes.push_back({rng.uniform(1, 3 * std::max(r, c)), rng.uniform(1, 3 * r),
-                      rng.uniform(1, 3 * c)});
+    shapes.push_back(
+        {rng.uniform(1, 3 * std::max(r, c)), rng.uniform(1, 3 * r), rng.uniform(1, 3 * c)});
   }
   for (const auto& [m, k, n] : shapes) {
     SCOPED_TRACE("M=" + std::to_string(m) + " K=" + std::to_string(k) + " N=" + std::to_string(n));
@@ -110,8 +110,10 @@ TEST_P(MxuTest, SpecialValuesMatchReference) {
                       n = rng.uniform(1, 2 * config().cols + 2);
     MatrixBf16 a(m, k), w(k, n);
     // Extreme exponents: products overflow to inf or flush to zero.
-    for (auto& v : a.data) v = rng.uniform(0, 99) < 30 ? rng.bf16() : rng.bf16_with_exponent(1, 254);
-    for (auto& v : w.data) v = rng.uniform(0, 99) < 30 ? rng.bf16() : rng.bf16_with_exponent(1, 254);
+    for (auto& v : a.data)
+      v = rng.uniform(0, 99) < 30 ? rng.bf16() : rng.bf16_with_exponent(1, 254);
+    for (auto& v : w.data)
+      v = rng.uniform(0, 99) < 30 ? rng.bf16() : rng.bf16_with_exponent(1, 254);
     const MatrixFp32 seed = oracle::random_seed_matrix(rng, m, n);
     EXPECT_SAME_BITS(harness::run_gemm(*mxu, a, w, &seed), ref::gemm(a, w, &seed));
   }
@@ -125,18 +127,10 @@ TEST_P(MxuTest, BackToBackTilesHaveNoBubble) {
   const ArrayConfig& cfg = config();
   const std::size_t period = cfg.min_tile_period();
   const std::vector<std::size_t> rows_per_tile = {period, period + 3, 2 * period, period, 7};
-  std::vector<TileJob> jobs;
-  std::vector<MatrixFp32> want;
-  for (std::size_t m : rows_per_tile) {
-    const MatrixBf16 a = oracle::random_bf16_matrix(rng, m, cfg.rows, 2);
-    const MatrixBf16 w = oracle::random_bf16_matrix(rng, cfg.rows, cfg.cols, 2);
-    const MatrixFp32 seed = oracle::random_seed_matrix(rng, m, cfg.cols);
-    jobs.push_back({w.data, a.data, seed.data, std::nullopt, m});
-    want.push_back(ref::gemm(a, w, &seed));
-  }
-  const auto streamed = harness::run_stream(*mxu, jobs);
-  for (std::size_t j = 0; j < jobs.size(); ++j) {
-    EXPECT_EQ(streamed.results[j], want[j].data) << "tile " << j;
+  const auto tiles = harness::random_independent_tiles(rng, cfg, rows_per_tile);
+  const auto streamed = harness::run_stream(*mxu, tiles.jobs);
+  for (std::size_t j = 0; j < tiles.jobs.size(); ++j) {
+    EXPECT_EQ(streamed.results[j], tiles.expected[j]) << "tile " << j;
   }
   // Every tile but the last has at least `period` rows, so tiles follow each
   // other with no gap: weights, then every row once, then the pipeline drain.
@@ -152,17 +146,11 @@ TEST_P(MxuTest, ShortTilesAreBoundByWeightLoading) {
   auto mxu = model();
   const ArrayConfig& cfg = config();
   const std::vector<std::size_t> rows_per_tile = {1, 2, 1, 3};
-  std::vector<TileJob> jobs;
-  std::vector<MatrixFp32> want;
-  for (std::size_t m : rows_per_tile) {
-    const MatrixBf16 a = oracle::random_bf16_matrix(rng, m, cfg.rows, 2);
-    const MatrixBf16 w = oracle::random_bf16_matrix(rng, cfg.rows, cfg.cols, 2);
-    const MatrixFp32 seed = oracle::random_seed_matrix(rng, m, cfg.cols);
-    jobs.push_back({w.data, a.data, seed.data, std::nullopt, m});
-    want.push_back(ref::gemm(a, w, &seed));
+  const auto tiles = harness::random_independent_tiles(rng, cfg, rows_per_tile);
+  const auto streamed = harness::run_stream(*mxu, tiles.jobs);
+  for (std::size_t j = 0; j < tiles.jobs.size(); ++j) {
+    EXPECT_EQ(streamed.results[j], tiles.expected[j]) << "tile " << j;
   }
-  const auto streamed = harness::run_stream(*mxu, jobs);
-  for (std::size_t j = 0; j < jobs.size(); ++j) EXPECT_EQ(streamed.results[j], want[j].data);
   EXPECT_EQ(streamed.stats.cycles, harness::expected_stream_cycles(cfg, rows_per_tile));
 }
 

@@ -17,6 +17,7 @@
 #include "Vfp32_add_s3.h"
 #include "Vfp32_to_bf16_s0.h"
 #include "Vfp32_to_bf16_s1.h"
+#include "common/test_seed.hpp"
 #include "directed_vectors.hpp"
 #include "harness/unit_model.hpp"
 #include "oracle/host_float.hpp"
@@ -24,17 +25,12 @@
 
 namespace {
 
+using tpu::test::test_seed;
+
 using tpu::harness::UnitModel;
 namespace oracle = tpu::oracle;
 
 constexpr std::uint64_t kRandomVectors = 10'000'000;
-
-std::uint64_t test_seed() {
-  const std::uint64_t seed = oracle::seed_from_env(20261121);
-  ::testing::Test::RecordProperty("seed", std::to_string(seed));
-  std::cout << "seed " << seed << " (set TPU_TEST_SEED to repeat)\n";
-  return seed;
-}
 
 // Counts mismatches and keeps the first few for the failure message.
 class Mismatches {
@@ -206,11 +202,21 @@ void check_add_pipeline(unsigned stages) {
       [](VUnit& u) { return std::uint32_t{u.sum_o}; });
 }
 
-TEST(RtlPipelines, Mul1Stage) { check_mul_pipeline<Vbf16_mul_s1>(1); }
-TEST(RtlPipelines, Mul2Stages) { check_mul_pipeline<Vbf16_mul_s2>(2); }
-TEST(RtlPipelines, Add1Stage) { check_add_pipeline<Vfp32_add_s1>(1); }
-TEST(RtlPipelines, Add2Stages) { check_add_pipeline<Vfp32_add_s2>(2); }
-TEST(RtlPipelines, Add3Stages) { check_add_pipeline<Vfp32_add_s3>(3); }
+TEST(RtlPipelines, Mul1Stage) {
+  check_mul_pipeline<Vbf16_mul_s1>(1);
+}
+TEST(RtlPipelines, Mul2Stages) {
+  check_mul_pipeline<Vbf16_mul_s2>(2);
+}
+TEST(RtlPipelines, Add1Stage) {
+  check_add_pipeline<Vfp32_add_s1>(1);
+}
+TEST(RtlPipelines, Add2Stages) {
+  check_add_pipeline<Vfp32_add_s2>(2);
+}
+TEST(RtlPipelines, Add3Stages) {
+  check_add_pipeline<Vfp32_add_s3>(3);
+}
 TEST(RtlPipelines, Round1Stage) {
   check_pipeline<Vfp32_to_bf16_s1>(
       1, test_seed() + 20,
