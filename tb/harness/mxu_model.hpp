@@ -152,7 +152,7 @@ class VerilatedMxu final : public MxuModel {
 
  private:
   void dump() {
-    context_->timeInc(5);
+    context_->timeInc(5000);  // 1 ps resolution: a 10 ns clock in the waveform
     if (trace_) trace_->dump(context_->time());
   }
 

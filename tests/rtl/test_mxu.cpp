@@ -193,6 +193,32 @@ std::string config_name(const ::testing::TestParamInfo<ArrayConfig>& info) {
 INSTANTIATE_TEST_SUITE_P(Arrays, MxuTest, ::testing::ValuesIn(harness::compiled_configs()),
                          config_name);
 
+// N-MAC is unfused: on a 1x1 array with K = 1 the result is add(seed, mul(a, w)),
+// which differs from a fused multiply-add exactly when the product overflows or
+// is flushed. Expected values worked out by hand (docs/numerics.md).
+TEST(MxuUnfusedMac, OverflowAndFlushHappenBeforeTheAdd) {
+  struct Case {
+    tpu::ref::fp32_t seed;
+    tpu::ref::bf16_t a, w;
+    tpu::ref::fp32_t unfused, fused;
+    const char* what;
+  };
+  const Case cases[] = {
+      {0xFF000000, 0x5F80, 0x5F80, 0x7F800000, 0x7F000000,
+       "-2^127 + 2^64*2^64: the product overflows to +inf first"},
+      {0x01000000, 0x2000, 0x1FC0, 0x01000000, 0x01300000,
+       "2^-125 + 2^-63*1.5*2^-64: the product is flushed first"},
+  };
+  auto mxu = harness::make_model({1, 1, 0, 0});
+  for (const Case& c : cases) {
+    MatrixBf16 a(1, 1, c.a), w(1, 1, c.w);
+    MatrixFp32 seed(1, 1, c.seed);
+    const MatrixFp32 got = harness::run_gemm(*mxu, a, w, &seed);
+    EXPECT_EQ(got.at(0, 0), c.unfused) << c.what;
+    EXPECT_NE(got.at(0, 0), c.fused) << c.what;
+  }
+}
+
 // The environment breaks the stream protocol: the assertion must fire.
 TEST(MxuAssertions, WithdrawnActivationIsCaught) {
   auto mxu = harness::make_model({4, 4, 0, 0});
