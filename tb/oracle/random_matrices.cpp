@@ -12,10 +12,11 @@ ref::MatrixBf16 random_bf16_matrix(OperandRng& rng, std::size_t rows, std::size_
   return m;
 }
 
-ref::MatrixFp32 random_seed_matrix(OperandRng& rng, std::size_t rows, std::size_t cols) {
+ref::MatrixFp32 random_seed_matrix(OperandRng& rng, std::size_t rows, std::size_t cols,
+                                   unsigned special_percent) {
   ref::MatrixFp32 m(rows, cols);
   for (auto& v : m.data) {
-    if (rng.uniform(0, 99) < 20) {
+    if (rng.uniform(0, 99) < special_percent) {
       v = rng.fp32();
     } else {
       v = static_cast<fp32_t>((rng.uniform(0, 1) << 31) | (rng.uniform(120, 130) << 23) |

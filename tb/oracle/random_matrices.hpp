@@ -13,8 +13,9 @@ ref::MatrixBf16 random_bf16_matrix(OperandRng& rng, std::size_t rows, std::size_
                                    unsigned special_percent, unsigned min_exp = 115,
                                    unsigned max_exp = 135);
 
-// fp32 partial-sum seeds: mostly normal values of magnitude near 1, a fifth
-// drawn from the full mixed distribution (specials included).
-ref::MatrixFp32 random_seed_matrix(OperandRng& rng, std::size_t rows, std::size_t cols);
+// fp32 partial-sum seeds: normal values of magnitude near 1, and values from
+// the full mixed distribution (specials included) at `special_percent`.
+ref::MatrixFp32 random_seed_matrix(OperandRng& rng, std::size_t rows, std::size_t cols,
+                                   unsigned special_percent = 20);
 
 }  // namespace tpu::oracle

@@ -16,6 +16,7 @@
 #include "common/test_seed.hpp"
 #include "oracle/host_float.hpp"
 #include "oracle/operand_sets.hpp"
+#include "oracle/random_matrices.hpp"
 #include "ref/gemm.hpp"
 
 namespace tpu {
@@ -54,29 +55,6 @@ template <typename T>
     }
   }
   return ::testing::AssertionSuccess();
-}
-
-// Mostly normals near 1.0, so long sums keep rounding instead of saturating; special_percent of
-// the entries come from the mixed distribution (zeros, infinities, NaNs, subnormals, extremes).
-MatrixBf16 random_bf16_matrix(oracle::OperandRng& rng, std::size_t rows, std::size_t cols,
-                              unsigned special_percent) {
-  MatrixBf16 m(rows, cols);
-  for (bf16_t& x : m.data) {
-    x = rng.uniform(0, 99) < special_percent ? rng.bf16() : rng.bf16_with_exponent(120, 134);
-  }
-  return m;
-}
-
-MatrixFp32 random_fp32_matrix(oracle::OperandRng& rng, std::size_t rows, std::size_t cols,
-                              unsigned special_percent) {
-  MatrixFp32 m(rows, cols);
-  for (fp32_t& x : m.data) {
-    x = rng.uniform(0, 99) < special_percent
-            ? rng.fp32()
-            : (static_cast<fp32_t>(rng.bf16_with_exponent(120, 134)) << 16) |
-                  static_cast<fp32_t>(rng.uniform(0, 0xFFFF));
-  }
-  return m;
 }
 
 MatrixBf16 column_block(const MatrixBf16& m, std::size_t first, std::size_t last) {
@@ -213,9 +191,9 @@ TEST(GemmVsOracle, RandomShapesMatchNaiveOracleLoop) {
     const std::size_t k = rng.uniform(1, kMaxDimension);
     const std::size_t n = rng.uniform(1, kMaxDimension);
     const unsigned special_percent = kSpecialPercents[trial % kSpecialPercents.size()];
-    const MatrixBf16 a = random_bf16_matrix(rng, m, k, special_percent);
-    const MatrixBf16 w = random_bf16_matrix(rng, k, n, special_percent);
-    const MatrixFp32 seed = random_fp32_matrix(rng, m, n, special_percent);
+    const MatrixBf16 a = oracle::random_bf16_matrix(rng, m, k, special_percent, 120, 134);
+    const MatrixBf16 w = oracle::random_bf16_matrix(rng, k, n, special_percent, 120, 134);
+    const MatrixFp32 seed = oracle::random_seed_matrix(rng, m, n, special_percent);
     const bool with_seed = trial % 2 == 1;
     const MatrixFp32* seed_or_null = with_seed ? &seed : nullptr;
     EXPECT_TRUE(SameMatrix(ref::gemm(a, w, seed_or_null), oracle_gemm(a, w, seed_or_null)))
@@ -232,9 +210,9 @@ TEST(GemmTiling, ChunkedKEqualsOneShot) {
     const std::size_t k = rng.uniform(1, kMaxDimension);
     const std::size_t n = rng.uniform(1, kMaxDimension);
     const unsigned special_percent = kSpecialPercents[trial % kSpecialPercents.size()];
-    const MatrixBf16 a = random_bf16_matrix(rng, m, k, special_percent);
-    const MatrixBf16 w = random_bf16_matrix(rng, k, n, special_percent);
-    const MatrixFp32 seed = random_fp32_matrix(rng, m, n, special_percent);
+    const MatrixBf16 a = oracle::random_bf16_matrix(rng, m, k, special_percent, 120, 134);
+    const MatrixBf16 w = oracle::random_bf16_matrix(rng, k, n, special_percent, 120, 134);
+    const MatrixFp32 seed = oracle::random_seed_matrix(rng, m, n, special_percent);
     const MatrixFp32* initial_seed = trial % 2 == 1 ? &seed : nullptr;
     const MatrixFp32 one_shot = ref::gemm(a, w, initial_seed);
     for (std::size_t tile : {1, 2, 3, 4, 7, 16}) {
@@ -263,7 +241,7 @@ TEST(RoundToBf16, ElementwiseLiterals) {
 
 TEST(RoundToBf16, MatchesOracleElementwise) {
   oracle::OperandRng rng(test_seed());
-  const MatrixFp32 m = random_fp32_matrix(rng, 37, 41, 50);
+  const MatrixFp32 m = oracle::random_seed_matrix(rng, 37, 41, 50);
   const MatrixBf16 got = ref::round_to_bf16(m);
   ASSERT_EQ(got.data.size(), m.data.size());
   for (std::size_t n = 0; n < m.data.size(); ++n) {
