@@ -39,9 +39,9 @@ lint: deps
 	$(LINT) --top-module tpu_mxu
 	$(LINT) --top-module tpu_mxu -GRows=1 -GCols=1
 	$(LINT) --top-module tpu_mxu -GRows=3 -GCols=5 -GMulStages=2 -GAddStages=3
-	$(LINT) --top-module tpu_bf16_mul -GPipeStages=2
-	$(LINT) --top-module tpu_fp32_add -GPipeStages=3
-	$(LINT) --top-module tpu_fp32_to_bf16 -GPipeStages=1
+	for stages in 0 2; do $(LINT) --top-module tpu_bf16_mul -GPipeStages=$$stages || exit 1; done
+	for stages in 0 3; do $(LINT) --top-module tpu_fp32_add -GPipeStages=$$stages || exit 1; done
+	for stages in 0 1; do $(LINT) --top-module tpu_fp32_to_bf16 -GPipeStages=$$stages || exit 1; done
 	@echo "lint: clean"
 
 # Generic Yosys synthesis of the matrix unit, without and with every pipeline

@@ -44,11 +44,13 @@ module tpu_mac_pe #(
   // ---------------------------------------------------------------------------
   // Double-buffered weight
   // ---------------------------------------------------------------------------
+  localparam logic [TagWidth-1:0] RowTag = RowIndex[TagWidth-1:0];
+
   logic        capture;
   logic [15:0] wgt_next_d, wgt_next_q, wgt_active_d, wgt_active_q, wgt_used;
 
   always_comb begin
-    capture    = wgt_valid_i && (wgt_tag_i == TagWidth'(RowIndex));
+    capture    = wgt_valid_i && (wgt_tag_i == RowTag);
     wgt_next_d = wgt_next_q;
     if (en_i && capture) wgt_next_d = wgt_i;
 

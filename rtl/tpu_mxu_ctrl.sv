@@ -41,6 +41,13 @@ module tpu_mxu_ctrl #(
   localparam int unsigned FreeDelay = (PsumStep > 2) ? (Rows - 1) * (PsumStep - 2) : 0;
   localparam int unsigned Latency   = Cols - 1 + MulStages + Rows * PsumStep;
   localparam int unsigned FreeWidth = (FreeDelay > 0) ? $clog2(FreeDelay + 1) : 1;
+  localparam int unsigned LastRow   = Rows - 1;
+  localparam logic [TagWidth-1:0]  LastRowTag    = LastRow[TagWidth-1:0];
+  localparam logic [FreeWidth-1:0] FreeDelayInit = FreeDelay[FreeWidth-1:0];
+
+  if (Rows < 1 || (Rows > 1 && TagWidth < $clog2(Rows))) begin : g_bad_tag
+    $error("tpu_mxu_ctrl: TagWidth too narrow to number Rows weight rows");
+  end
 
   logic                 act_allowed, act_fire, last_row;
   logic [TagWidth-1:0]  load_row_d, load_row_q;
@@ -53,7 +60,7 @@ module tpu_mxu_ctrl #(
     wgt_ready_o = advance_o && !next_full_q && free_wait_q == '0;
     wgt_fire_o  = wgt_valid_i && wgt_ready_o;
     wgt_tag_o   = load_row_q;
-    last_row    = load_row_q == TagWidth'(Rows - 1);
+    last_row    = load_row_q == LastRowTag;
 
     // Activations and seeds are joined: one of each per row of results.
     act_allowed  = advance_o && (tile_open_q || next_full_q);
@@ -72,7 +79,7 @@ module tpu_mxu_ctrl #(
 
     free_wait_d = free_wait_q;
     if (commit_o) begin
-      free_wait_d = FreeWidth'(FreeDelay);
+      free_wait_d = FreeDelayInit;
     end else if (advance_o && free_wait_q != '0) begin
       free_wait_d = free_wait_q - 1'b1;
     end
@@ -104,17 +111,51 @@ module tpu_mxu_ctrl #(
   );
 
 `ifndef SYNTHESIS
-  a_commit_has_full_tile: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      commit_o |-> next_full_q && load_row_q == '0)
-    else $error("mxu: tile committed before all its weight rows entered");
+  // Independent monitors of the two timing rules (docs/architecture.md). They
+  // count the streams themselves rather than restating the ready logic.
+  localparam int unsigned BeatWidth = $clog2(Rows + 1) + 1;
+  localparam logic [BeatWidth-1:0] RowsBeats = Rows[BeatWidth-1:0];
 
-  a_no_load_over_full_tile: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      wgt_fire_o |-> !next_full_q && free_wait_q == '0)
-    else $error("mxu: weight beat entered while the next-weight buffer was busy");
+  logic [BeatWidth-1:0]      beats_since_commit_d, beats_since_commit_q;
+  logic [31:0]               cycles_since_commit_d, cycles_since_commit_q;
+  logic                      committed_d, committed_q;
 
-  a_fire_only_when_advancing: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      (wgt_fire_o || act_fire) |-> advance_o)
-    else $error("mxu: a stream fired while the array was frozen");
+  always_comb begin
+    beats_since_commit_d  = beats_since_commit_q;
+    cycles_since_commit_d = cycles_since_commit_q;
+    committed_d           = committed_q;
+    if (advance_o && cycles_since_commit_q != '1) cycles_since_commit_d = cycles_since_commit_q + 1;
+    if (wgt_fire_o) beats_since_commit_d = beats_since_commit_q + 1'b1;
+    if (commit_o) begin
+      beats_since_commit_d  = '0;
+      cycles_since_commit_d = '0;
+      committed_d           = 1'b1;
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      beats_since_commit_q  <= '0;
+      cycles_since_commit_q <= '0;
+      committed_q           <= 1'b0;
+    end else begin
+      beats_since_commit_q  <= beats_since_commit_d;
+      cycles_since_commit_q <= cycles_since_commit_d;
+      committed_q           <= committed_d;
+    end
+  end
+
+  // Rule 1: a tile commits with exactly Rows weight rows loaded since the last commit.
+  a_commit_after_whole_tile: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      commit_o |-> beats_since_commit_q == RowsBeats)
+    else $error("mxu: tile committed with the wrong number of weight rows");
+
+  // Rule 2: the next tile's first weight row enters at least FreeDelay cycles
+  // after the commit (the counter reads cycles since the commit, minus one).
+  a_reload_waits: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      wgt_fire_o && committed_q && beats_since_commit_q == '0 |->
+      cycles_since_commit_q + 1 >= FreeDelay)
+    else $error("mxu: weights reloaded before the commit wavefront passed");
 `endif
 
 endmodule

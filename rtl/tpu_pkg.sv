@@ -11,7 +11,7 @@ package tpu_pkg;
   localparam int unsigned AddStagesMax = 3;
   localparam int unsigned RoundStagesMax = 1;
 
-  // Largest array edge the control counters are sized for.
+  // Largest legal array edge (TPU v1's array is 256 x 256).
   localparam int unsigned ArrayDimMax = 256;
 
   // Number of leading zeros of a 27-bit value (27 when it is zero); used to

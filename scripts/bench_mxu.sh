@@ -7,8 +7,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(realpath -m "${1:-$root/build/bench}")
 rows=${ROWS:-16}
 cols=${COLS:-16}
+# Only ever delete a directory this script made (it leaves a marker in it).
+if [ -e "$work" ] && [ ! -f "$work/.mxu-bench" ]; then
+  echo "bench_mxu.sh: refusing to reuse $work: it exists and was not made by this script" >&2
+  exit 2
+fi
 rm -rf "$work"
 mkdir -p "$work"
+touch "$work/.mxu-bench"
 cd "$root"
 
 start=$(date +%s.%N)
@@ -16,7 +22,7 @@ start=$(date +%s.%N)
 # compile and to run than the default, so it is left off.
 verilator --cc --exe --build -j "$(nproc)" --trace-fst -MAKEFLAGS "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2" --Mdir "$work" -o mxu_bench \
   --top-module tpu_mxu -GRows="$rows" -GCols="$cols" sim/lint.vlt $(cat rtl/mxu.f) \
-  -CFLAGS "-O2 -std=c++17 -ffp-contract=off -I$root/tb" \
+  -CFLAGS "-O2 -std=c++17 -ffp-contract=off -I$root/tb -DMXU_ROWS=$rows -DMXU_COLS=$cols" \
   -LDFLAGS "-lfmt" \
   "$root"/tb/mxu_bench.cpp "$root"/tb/harness/array_config.cpp "$root"/tb/harness/mxu_stream.cpp \
   "$root"/tb/ref/numerics.cpp "$root"/tb/ref/gemm.cpp > "$work/build.log" 2>&1 \
@@ -24,4 +30,4 @@ verilator --cc --exe --build -j "$(nproc)" --trace-fst -MAKEFLAGS "OPT_FAST=-O2 
 end=$(date +%s.%N)
 build_seconds=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
 
-"$work/mxu_bench" --rows "$rows" --cols "$cols" --build-seconds "$build_seconds"
+"$work/mxu_bench" --build-seconds "$build_seconds"

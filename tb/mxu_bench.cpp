@@ -11,16 +11,24 @@
 #include "harness/mxu_stream.hpp"
 #include "ref/gemm.hpp"
 
-int main(int argc, char** argv) {
+// The array size is fixed when the model is built (scripts/bench_mxu.sh passes
+// it here too), so the driver cannot disagree with the model.
+#ifndef MXU_ROWS
+#error "build with -DMXU_ROWS=<rows> -DMXU_COLS=<cols>, as scripts/bench_mxu.sh does"
+#endif
+
+namespace {
+
+int run(int argc, char** argv) {
   namespace harness = tpu::harness;
   namespace ref = tpu::ref;
   CLI::App app{"Matrix-unit benchmark"};
-  unsigned rows = 16, cols = 16, tiles = 64, rows_per_tile = 0;
+  const unsigned rows = MXU_ROWS, cols = MXU_COLS;
+  unsigned tiles = 64, rows_per_tile = 0;
   double build_seconds = 0;
-  app.add_option("--rows", rows, "array rows the model was built with")->required();
-  app.add_option("--cols", cols, "array columns the model was built with")->required();
   app.add_option("--tiles", tiles, "weight tiles in the stream")->check(CLI::Range(1u, 100000u));
-  app.add_option("--rows-per-tile", rows_per_tile, "activation rows per tile (default 16 x rows)");
+  app.add_option("--rows-per-tile", rows_per_tile, "activation rows per tile (default 16 x rows)")
+      ->check(CLI::Range(1u, 1000000u));
   app.add_option("--build-seconds", build_seconds, "model build time, to print with the rest");
   CLI11_PARSE(app, argc, argv);
   if (rows_per_tile == 0) rows_per_tile = 16 * rows;
@@ -73,4 +81,15 @@ int main(int argc, char** argv) {
   const bool ok =
       exact && out.stats.cycles == expected && (rows_per_tile < 16 * rows || utilisation >= 0.99);
   return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "mxu_bench: {}\n", e.what());
+    return 2;
+  }
 }

@@ -172,9 +172,9 @@ int run(int argc, char** argv) {
     // Each case draws from its own stream so that --only reproduces it alone.
     oracle::OperandRng rng(seed ^ std::hash<std::string>{}(p.name));
     auto mxu = harness::make_model(cfg, {static_cast<std::uint32_t>(seed + p.index + 1)});
-    if (!wave.empty()) mxu->open_trace(wave);
     CaseResult r;
     try {
+      if (!wave.empty()) mxu->open_trace(wave);
       r = p.test.run(*mxu, rng);
     } catch (const std::exception& e) {
       r.pass = false;
