@@ -13,7 +13,7 @@ SHARDS  ?= $(JOBS)
 RTL_FILES := $(shell cat rtl/mxu.f)
 LINT      := verilator --lint-only -Wall sim/lint.vlt $(RTL_FILES)
 
-.PHONY: all deps build sim test lint synth wave bench verify-exhaustive clean
+.PHONY: all deps build sim test lint synth wave bench verify-exhaustive defs clean
 
 all: build
 
@@ -71,6 +71,11 @@ bench: deps
 # All 2^32 multiplier inputs and all 2^32 rounder inputs, in SHARDS processes.
 verify-exhaustive: build
 	scripts/verify_exhaustive.sh $(BUILD)/bin/exhaustive $(SHARDS)
+
+# SystemVerilog packages, C++ headers and doc tables from rtl/isa.toml and rtl/regmap.toml;
+# `make test` fails while they are stale.
+defs:
+	python3 scripts/gen_defs.py
 
 clean:
 	rm -rf $(BUILD)

@@ -11,6 +11,9 @@ package tpu_pkg;
   localparam int unsigned AddStagesMax = 3;
   localparam int unsigned RoundStagesMax = 1;
 
+  // Latency of the activation function unit (tpu_act_func) in enabled cycles.
+  localparam int unsigned ActFuncLatency /*verilator public*/ = 5;
+
   // Largest legal array edge (TPU v1's array is 256 x 256).
   localparam int unsigned ArrayDimMax = 256;
 

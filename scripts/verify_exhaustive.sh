@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs tb/exhaustive over all 2^32 multiplier and all 2^32 rounder inputs, in
-# parallel shards, and fails if any shard found a mismatch.
+# Runs tb/exhaustive over all 2^32 multiplier inputs, all 2^32 rounder inputs and
+# all 2^32 fp32 inputs of the activation unit's sigmoid, tanh and gelu, in
+# parallel shards, and fails if any shard found a mismatch. For the activation
+# functions it also prints the worst error over all shards.
 # Usage: scripts/verify_exhaustive.sh <path to exhaustive binary> [shards]
 set -uo pipefail
 bin=${1:-}
@@ -17,7 +19,7 @@ logdir=$(dirname "$bin")/../exhaustive-logs
 mkdir -p "$logdir"
 start=$(date +%s)
 status=0
-for unit in mul round; do
+for unit in mul round act; do
   rm -f "$logdir/$unit"-*.log
   pids=()
   for ((s = 0; s < shards; s++)); do
@@ -29,6 +31,19 @@ for unit in mul round; do
   tail -n +1 -f "$logdir/$unit-0.log" --pid "${pids[0]}" | grep --line-buffered '%' &
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
   grep -h "inputs," "$logdir/$unit"-*.log
+done
+# Each act shard prints "act worst <function>: ulp <n> at <x>, relative 2^<e> at <x>".
+for function in sigmoid tanh gelu; do
+  awk -v f="$function" '$3 == f ":" {
+      ulps = $5 + 0; relative = substr($9, 3) + 0
+      if (!seen || ulps > max_ulps) { max_ulps = ulps; ulps_at = substr($7, 1, length($7) - 1) }
+      if (!seen || relative > max_relative) { max_relative = relative; relative_at = $11 }
+      seen = 1
+    }
+    END {
+      if (seen) printf "act %s: worst %d bf16 ulp (at %s), worst relative error 2^%.2f (at %s)\n",
+                       f, max_ulps, ulps_at, max_relative, relative_at
+    }' "$logdir"/act-*.log
 done
 echo "verify-exhaustive: $(( $(date +%s) - start )) s, $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

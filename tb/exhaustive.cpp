@@ -1,16 +1,25 @@
 // `make verify-exhaustive`: every one of the 2^32 bf16 x bf16 multiplier inputs
 // and every one of the 2^32 fp32 -> bf16 rounder inputs, through the RTL and the
-// reference model, each compared with the host-FPU oracle. One process takes
-// one shard of the input space so that shards can run in parallel.
+// reference model, each compared with the host-FPU oracle; and every one of the
+// 2^32 fp32 inputs of sigmoid, tanh and gelu, through the RTL and the reference
+// model (bit for bit), with the reference model's error measured against the
+// double-precision oracle. One process takes one shard of the input space so
+// that shards can run in parallel.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdint>
+#include <deque>
 
+#include "Vact_func.h"
+#include "Vact_func_tpu_pkg.h"
 #include "Vbf16_mul_s0.h"
 #include "Vfp32_to_bf16_s0.h"
 #include "harness/unit_model.hpp"
+#include "oracle/activation.hpp"
 #include "oracle/host_float.hpp"
+#include "ref/activation.hpp"
 #include "ref/numerics.hpp"
 
 namespace {
@@ -54,15 +63,95 @@ Tally sweep(const char* unit_name, unsigned shard, unsigned shards, Check check)
   return tally;
 }
 
+// The activation function unit is pipelined: an input fed with one clock comes
+// out ActFuncLatency clocks later and is compared then with the reference
+// model's result, computed when it went in. The unit's initial state does not
+// matter: only the outputs of fed inputs are compared.
+class ActStream {
+ public:
+  ActStream() { rtl_->en_i = 1; }
+
+  void feed(Tally& tally, unsigned func, std::uint32_t x, std::uint32_t reference) {
+    push(tally, {func, x, reference, true});
+  }
+  // Clocks the last inputs out, with uncompared identity operations behind them.
+  void drain(Tally& tally) {
+    for (unsigned n = 1; n < kLatency; ++n) push(tally, {0, 0, 0, false});
+  }
+
+ private:
+  struct Operation {
+    unsigned func;
+    std::uint32_t x;
+    std::uint32_t reference;
+    bool compared;
+  };
+
+  void push(Tally& tally, const Operation& op) {
+    rtl_->func_i = static_cast<std::uint8_t>(op.func);
+    rtl_->x_i = op.x;
+    rtl_.clock();
+    in_flight_.push_back(op);
+    if (in_flight_.size() < kLatency) return;
+    const Operation done = in_flight_.front();
+    in_flight_.pop_front();
+    if (done.compared && rtl_->y_o != done.reference)
+      tally.report_first("RTL", done.x, rtl_->y_o, done.reference, ++tally.rtl_mismatches);
+  }
+
+  static constexpr unsigned kLatency = Vact_func_tpu_pkg::ActFuncLatency;
+  tpu::harness::UnitModel<Vact_func> rtl_;
+  std::deque<Operation> in_flight_;
+};
+
+// The reference model's error for one function against the double-precision
+// oracle: the distance in bf16 ulps after N-OUT, and the relative error of the
+// fp32 result where the flush does not decide it (|f(x)| >= 2^-125).
+class ActError {
+ public:
+  // Returns the distance in bf16 ulps.
+  int add(std::uint32_t x, std::uint32_t result, double truth) {
+    const int ulps =
+        oracle::bf16_ulp_distance(ref::fp32_to_bf16(result), oracle::round_real_to_bf16(truth));
+    if (ulps > max_ulps_) {
+      max_ulps_ = ulps;
+      worst_ulp_input_ = x;
+    }
+    if (std::fabs(truth) >= std::ldexp(1.0, -125) && !std::isinf(truth)) {
+      const double relative = std::fabs((oracle::as_float(result) - truth) / truth);
+      if (relative > max_relative_) {
+        max_relative_ = relative;
+        worst_relative_input_ = x;
+      }
+    }
+    return ulps;
+  }
+
+  // One line per function; scripts/verify_exhaustive.sh takes the worst over
+  // the shards from these.
+  void print(const char* name) const {
+    fmt::print("act worst {}: ulp {} at 0x{:08x}, relative 2^{:.2f} at 0x{:08x}\n", name, max_ulps_,
+               worst_ulp_input_, std::log2(max_relative_), worst_relative_input_);
+  }
+
+ private:
+  int max_ulps_ = 0;
+  std::uint32_t worst_ulp_input_ = 0;
+  double max_relative_ = 0;
+  std::uint32_t worst_relative_input_ = 0;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Exhaustive check of the bf16 multiplier and the fp32 -> bf16 rounder"};
+  CLI::App app{
+      "Exhaustive check of the bf16 multiplier, the fp32 -> bf16 rounder and the sigmoid, tanh "
+      "and gelu of the activation function unit"};
   std::string unit;
   unsigned shard = 0, shards = 1;
-  app.add_option("--unit", unit, "mul or round")
+  app.add_option("--unit", unit, "mul, round or act")
       ->required()
-      ->check(CLI::IsMember({"mul", "round"}));
+      ->check(CLI::IsMember({"mul", "round", "act"}));
   app.add_option("--shards", shards, "number of shards")->check(CLI::Range(1u, 65536u));
   app.add_option("--shard", shard, "this process's shard, 0-based");
   CLI11_PARSE(app, argc, argv);
@@ -81,13 +170,46 @@ int main(int argc, char** argv) {
       rtl->eval();
       t.compare(input, rtl->product_o, ref::mul_bf16(a, b), oracle::mul_bf16(a, b));
     });
-  } else {
+  } else if (unit == "round") {
     tpu::harness::UnitModel<Vfp32_to_bf16_s0> rtl;
     tally = sweep("round", shard, shards, [&](Tally& t, std::uint32_t input) {
       rtl->value_i = input;
       rtl->eval();
       t.compare(input, rtl->value_o, ref::fp32_to_bf16(input), oracle::fp32_to_bf16(input));
     });
+  } else {
+    // The RTL must equal the reference model bit for bit; the reference model
+    // must be within 1 bf16 ulp of the oracle (a "reference mismatch" is more).
+    struct Smooth {
+      ref::ActFunc func;
+      const char* name;
+      double (*truth)(std::uint32_t);
+      ActError error;
+    };
+    Smooth functions[] = {{ref::ActFunc::kSigmoid, "sigmoid", oracle::sigmoid_double, {}},
+                          {ref::ActFunc::kTanh, "tanh", oracle::tanh_double, {}},
+                          {ref::ActFunc::kGelu, "gelu", oracle::gelu_double, {}}};
+    ActStream rtl;
+    tally = sweep("act", shard, shards, [&](Tally& t, std::uint32_t input) {
+      ++t.checked;
+      const bool nan = ref::canon_in_fp32(input) == ref::kCanonicalNanFp32;
+      for (Smooth& f : functions) {
+        const auto func = static_cast<unsigned>(f.func);
+        const std::uint32_t result = ref::act_func(func, input, 0);
+        rtl.feed(t, func, input, result);
+        if (nan) {
+          if (result != ref::kCanonicalNanFp32)
+            t.report_first(f.name, input, result, ref::kCanonicalNanFp32, ++t.ref_mismatches);
+          continue;
+        }
+        const double truth = f.truth(input);
+        if (f.error.add(input, result, truth) > 1)
+          t.report_first(f.name, input, ref::fp32_to_bf16(result),
+                         oracle::round_real_to_bf16(truth), ++t.ref_mismatches);
+      }
+    });
+    rtl.drain(tally);
+    for (const Smooth& f : functions) f.error.print(f.name);
   }
   fmt::print("{} shard {}/{}: {} inputs, {} RTL mismatches, {} reference mismatches\n", unit, shard,
              shards, tally.checked, tally.rtl_mismatches, tally.ref_mismatches);

@@ -135,6 +135,9 @@ class VerilatedMxu final : public MxuModel {
     model_->act_valid_i = 0;
     model_->seed_valid_i = 0;
     model_->res_ready_i = 0;
+    // The model only resets on a falling edge of rst_ni that it sees.
+    model_->rst_ni = 1;
+    settle();
     model_->rst_ni = 0;
     for (int edge = 0; edge < 2; ++edge) {
       settle();

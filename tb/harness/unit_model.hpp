@@ -21,6 +21,9 @@ class UnitModel {
     unit_ = std::make_unique<VUnit>(context_.get(), "unit");
     unit_->clk_i = 0;
     unit_->en_i = 1;
+    // The model only resets on a falling edge of rst_ni that it sees.
+    unit_->rst_ni = 1;
+    unit_->eval();
     unit_->rst_ni = 0;
     unit_->eval();
     unit_->rst_ni = 1;

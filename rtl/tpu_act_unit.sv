@@ -1,0 +1,314 @@
+// ACTIVATE: reads accumulator rows, adds the bias row, applies the activation
+// function and writes bf16 rows to the unified buffer (rounded by N-OUT) or
+// fp32 rows back to the accumulators (N-ACT). Rows pass through ActLanes
+// lanes, Dim / ActLanes lanes' worth per cycle, fully pipelined.
+//
+// Each iteration reads its bias row first and ends when its last row is
+// written, so an iteration sees every row an earlier one wrote. An operation
+// leaves the queue when its last iteration ends.
+module tpu_act_unit #(
+  parameter int unsigned Dim        = 16,
+  parameter int unsigned ActLanes   = 4,
+  parameter int unsigned UbDepth    = 1024,
+  parameter int unsigned AccDepth   = 1024,
+  parameter int unsigned QueueDepth = 4,
+  localparam int unsigned UbAddrWidth  = $clog2(UbDepth),
+  localparam int unsigned AccAddrWidth = $clog2(AccDepth),
+  localparam int unsigned QOffWidth    = (QueueDepth > 1) ? $clog2(QueueDepth) : 1
+) (
+  input  logic                        clk_i,
+  input  logic                        rst_ni,
+
+  input  logic                        push_i,
+  input  tpu_core_pkg::op_t           push_op_i,
+  input  logic [tpu_core_pkg::FootprintBits-1:0] push_fp_i,
+  output logic                        full_o,
+  output logic [QueueDepth-1:0]       fp_valid_o,
+  output logic [QueueDepth*tpu_core_pkg::FootprintBits-1:0] fps_o,
+
+  output logic                        acc_rd_req_o,
+  output logic [AccAddrWidth-1:0]     acc_rd_addr_o,
+  input  logic                        acc_rd_gnt_i,
+  input  logic [Dim*32-1:0]           acc_rd_data_i,
+  output logic                        ub_wr_req_o,
+  output logic [UbAddrWidth-1:0]      ub_wr_addr_o,
+  output logic [Dim*16-1:0]           ub_wr_data_o,
+  input  logic                        ub_wr_gnt_i,
+  output logic                        acc_wr_req_o,
+  output logic [AccAddrWidth-1:0]     acc_wr_addr_o,
+  output logic [Dim*32-1:0]           acc_wr_data_o,
+  input  logic                        acc_wr_gnt_i,
+
+  output logic                        idle_o
+);
+
+  localparam int unsigned Groups      = Dim / ActLanes;
+  localparam int unsigned GroupWidth  = (Groups > 1) ? $clog2(Groups) : 1;
+  localparam int unsigned LastGroupIdx = Groups - 1;
+  localparam logic [GroupWidth-1:0] LastGroup = LastGroupIdx[GroupWidth-1:0];
+  // Bias adder (one register) then the function unit.
+  localparam int unsigned LaneLatency = 1 + tpu_pkg::ActFuncLatency;
+  localparam logic [31:0] NegZeroFp32 = 32'h8000_0000;
+
+  if (ActLanes < 1 || ActLanes > Dim || Dim % ActLanes != 0) begin : g_bad_lanes
+    $error("tpu_act_unit: ActLanes must divide Dim");
+  end
+
+  tpu_core_pkg::op_t head, unused_peek;
+  logic head_valid, queue_empty, pop;
+  logic [$clog2(QueueDepth+1)-1:0] unused_count;
+
+  tpu_op_queue #(.Depth(QueueDepth)) u_queue (
+    .clk_i, .rst_ni,
+    .push_i, .push_op_i, .push_fp_i, .full_o,
+    .empty_o   (queue_empty),
+    .count_o   (unused_count),
+    .head_o    (head),
+    .peek_off_i(QOffWidth'(0)),
+    .peek_o    (unused_peek),
+    .pop_i     (pop),
+    .valid_o   (fp_valid_o),
+    .fps_o
+  );
+
+  assign head_valid = !queue_empty;
+
+  logic       use_bias, to_acc;
+  logic [3:0] func;
+  logic [15:0] alpha;
+  assign use_bias = head.flags[tpu_isa_pkg::ActivateFlagBias];
+  assign to_acc   = head.flags[tpu_isa_pkg::ActivateFlagF32];
+  assign func     = head.func;
+  assign alpha    = head.alpha;
+
+  // ---------------------------------------------------------------------------
+  // Iteration sequencing: the bias row, then the rows, then wait for writes.
+  // ---------------------------------------------------------------------------
+  typedef enum logic [1:0] {
+    IterStart,   // load the bias row, if any
+    BiasWait,    // bias row arriving
+    IterRows     // rows streaming; the iteration ends when the last is written
+  } iter_state_e;
+
+  iter_state_e state_d, state_q;
+  logic [15:0] iter_d, iter_q, rows_read_d, rows_read_q, rows_written_d, rows_written_q;
+  logic [15:0] src_off_d, src_off_q, dst_off_d, dst_off_q, bias_off_d, bias_off_q;
+  logic [Dim*32-1:0] bias_d, bias_q;
+  logic [15:0] bias_row, src_row;
+  logic        bias_req, row_req, read_inflight_d, read_inflight_q;
+  logic        row_write, iter_done;
+  logic        rowbuf_in_ready, rowbuf_valid, rowbuf_pop;
+  logic [Dim*32-1:0] rowbuf_data;
+  logic [1:0]  rowbuf_count;
+
+  assign bias_row = head.aux_lo + bias_off_q;
+  assign src_row  = head.addr_a + src_off_q + rows_read_q;
+  // Rows are read only when the row buffer will have a place for them.
+  assign bias_req = head_valid && state_q == IterStart && use_bias;
+  assign row_req  = head_valid && state_q == IterRows && rows_read_q != head.rows &&
+                    ({1'b0, rowbuf_count} + {2'b0, read_inflight_q}) < 3'd2;
+  assign acc_rd_req_o  = bias_req || row_req;
+  assign acc_rd_addr_o = bias_req ? bias_row[AccAddrWidth-1:0] : src_row[AccAddrWidth-1:0];
+  assign iter_done     = state_q == IterRows && row_write && rows_written_q == head.rows - 1'b1;
+
+  always_comb begin
+    state_d         = state_q;
+    iter_d          = iter_q;
+    rows_read_d     = rows_read_q;
+    rows_written_d  = rows_written_q;
+    src_off_d       = src_off_q;
+    dst_off_d       = dst_off_q;
+    bias_off_d      = bias_off_q;
+    bias_d          = bias_q;
+    read_inflight_d = row_req && acc_rd_gnt_i;
+    pop             = 1'b0;
+
+    unique case (state_q)
+      IterStart: begin
+        if (head_valid) begin
+          if (!use_bias) state_d = IterRows;
+          else if (acc_rd_gnt_i) state_d = BiasWait;
+        end
+      end
+      BiasWait: begin
+        bias_d  = acc_rd_data_i;
+        state_d = IterRows;
+      end
+      IterRows: begin
+        if (row_req && acc_rd_gnt_i) rows_read_d = rows_read_q + 1'b1;
+        if (row_write) rows_written_d = rows_written_q + 1'b1;
+        if (iter_done) begin
+          state_d        = IterStart;
+          rows_read_d    = '0;
+          rows_written_d = '0;
+          iter_d         = iter_q + 1'b1;
+          src_off_d      = src_off_q + head.step_a;
+          dst_off_d      = dst_off_q + head.step_b;
+          bias_off_d     = bias_off_q + head.aux_hi;
+          if (iter_q == head.count - 1'b1) begin
+            pop        = 1'b1;
+            iter_d     = '0;
+            src_off_d  = '0;
+            dst_off_d  = '0;
+            bias_off_d = '0;
+          end
+        end
+      end
+      default: state_d = IterStart;
+    endcase
+  end
+
+  // ---------------------------------------------------------------------------
+  // Row buffer, then Dim / ActLanes groups of lanes into the pipeline.
+  // ---------------------------------------------------------------------------
+  logic                  adv;          // the lane pipeline advances
+  logic [GroupWidth-1:0] group_d, group_q;
+  logic                  in_valid, in_last;
+  logic [ActLanes*32-1:0] in_x, in_bias;
+
+  tpu_fifo #(.Width(Dim * 32), .Depth(2)) u_rowbuf (
+    .clk_i, .rst_ni,
+    .in_valid_i (read_inflight_q),
+    .in_ready_o (rowbuf_in_ready),
+    .in_data_i  (acc_rd_data_i),
+    .out_valid_o(rowbuf_valid),
+    .out_ready_i(rowbuf_pop),
+    .out_data_o (rowbuf_data),
+    .count_o    (rowbuf_count)
+  );
+
+  always_comb begin
+    in_valid   = rowbuf_valid && adv;
+    in_last    = group_q == LastGroup;
+    rowbuf_pop = in_valid && in_last;
+    in_x       = rowbuf_data[group_q*ActLanes*32 +: ActLanes*32];
+    // Without a bias the adder adds -0, which leaves every value as it is
+    // (after N-IN): -0 is the identity of N-ADD.
+    in_bias    = use_bias ? bias_q[group_q*ActLanes*32 +: ActLanes*32]
+                          : {ActLanes{NegZeroFp32}};
+    group_d    = group_q;
+    if (in_valid) group_d = in_last ? '0 : group_q + 1'b1;
+  end
+
+  // ---------------------------------------------------------------------------
+  // Lanes: N-ADD bias add (one register), the function, N-OUT rounding.
+  // ---------------------------------------------------------------------------
+  logic [ActLanes*32-1:0] lane_sum, lane_y;
+  logic [ActLanes*16-1:0] lane_bf16;
+
+  for (genvar l = 0; l < ActLanes; l++) begin : g_lane
+    tpu_fp32_add #(.PipeStages(1)) u_bias_add (
+      .clk_i, .rst_ni,
+      .en_i (adv),
+      .x_i  (in_x[l*32 +: 32]),
+      .y_i  (in_bias[l*32 +: 32]),
+      .sum_o(lane_sum[l*32 +: 32])
+    );
+
+    tpu_act_func u_func (
+      .clk_i, .rst_ni,
+      .en_i   (adv),
+      .func_i (func),
+      .alpha_i(alpha),
+      .x_i    (lane_sum[l*32 +: 32]),
+      .y_o    (lane_y[l*32 +: 32])
+    );
+
+    tpu_fp32_to_bf16 #(.PipeStages(0)) u_round (
+      .clk_i, .rst_ni,
+      .en_i   (adv),
+      .value_i(lane_y[l*32 +: 32]),
+      .value_o(lane_bf16[l*16 +: 16])
+    );
+  end
+
+  logic                  out_valid, out_last;
+  logic [GroupWidth-1:0] out_group;
+
+  tpu_delay #(.Width(2 + GroupWidth), .Depth(LaneLatency)) u_lane_valid (
+    .clk_i, .rst_ni,
+    .en_i  (adv),
+    .data_i({in_valid, in_last, group_q}),
+    .data_o({out_valid, out_last, out_group})
+  );
+
+  // ---------------------------------------------------------------------------
+  // Output row: groups are collected, then the row is written. While a full
+  // row waits for its write port, the lanes hold still.
+  // ---------------------------------------------------------------------------
+  logic [Dim*32-1:0] out_f32_d, out_f32_q;
+  logic [Dim*16-1:0] out_bf16_d, out_bf16_q;
+  logic              out_full_d, out_full_q;
+  logic [15:0]       dst_row;
+
+  assign dst_row       = head.addr_b + dst_off_q + rows_written_q;
+  assign ub_wr_req_o   = out_full_q && !to_acc;
+  assign acc_wr_req_o  = out_full_q && to_acc;
+  assign ub_wr_addr_o  = dst_row[UbAddrWidth-1:0];
+  assign acc_wr_addr_o = dst_row[AccAddrWidth-1:0];
+  assign ub_wr_data_o  = out_bf16_q;
+  assign acc_wr_data_o = out_f32_q;
+  assign row_write     = to_acc ? acc_wr_req_o && acc_wr_gnt_i : ub_wr_req_o && ub_wr_gnt_i;
+  assign adv           = !out_full_q || row_write;
+
+  always_comb begin
+    out_f32_d  = out_f32_q;
+    out_bf16_d = out_bf16_q;
+    out_full_d = out_full_q && !row_write;
+    if (out_valid && adv) begin
+      out_f32_d[out_group*ActLanes*32 +: ActLanes*32]  = lane_y;
+      out_bf16_d[out_group*ActLanes*16 +: ActLanes*16] = lane_bf16;
+      if (out_last) out_full_d = 1'b1;
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      state_q         <= IterStart;
+      iter_q          <= '0;
+      rows_read_q     <= '0;
+      rows_written_q  <= '0;
+      src_off_q       <= '0;
+      dst_off_q       <= '0;
+      bias_off_q      <= '0;
+      bias_q          <= '0;
+      read_inflight_q <= 1'b0;
+      group_q         <= '0;
+      out_f32_q       <= '0;
+      out_bf16_q      <= '0;
+      out_full_q      <= 1'b0;
+    end else begin
+      state_q         <= state_d;
+      iter_q          <= iter_d;
+      rows_read_q     <= rows_read_d;
+      rows_written_q  <= rows_written_d;
+      src_off_q       <= src_off_d;
+      dst_off_q       <= dst_off_d;
+      bias_off_q      <= bias_off_d;
+      bias_q          <= bias_d;
+      read_inflight_q <= read_inflight_d;
+      group_q         <= group_d;
+      out_f32_q       <= out_f32_d;
+      out_bf16_q      <= out_bf16_d;
+      out_full_q      <= out_full_d;
+    end
+  end
+
+  assign idle_o = queue_empty;
+
+`ifndef SYNTHESIS
+  a_rowbuf_has_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      read_inflight_q |-> rowbuf_in_ready)
+    else $error("tpu_act_unit: a row read from memory found no room in the row buffer");
+  a_rows_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      row_req |-> {1'b0, src_row} < 17'(AccDepth))
+    else $error("tpu_act_unit: source row beyond the accumulators");
+  a_bias_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      bias_req |-> {1'b0, bias_row} < 17'(AccDepth))
+    else $error("tpu_act_unit: bias row beyond the accumulators");
+  a_dst_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      out_full_q |-> {1'b0, dst_row} < (to_acc ? 17'(AccDepth) : 17'(UbDepth)))
+    else $error("tpu_act_unit: destination row beyond the memory");
+`endif
+
+endmodule

@@ -1,0 +1,159 @@
+// Cuts a DMA transfer into AXI4 INCR bursts; shared by the read and write
+// engines. A transfer is `rows` rows of 2^row_log2 bytes, `stride` bytes
+// apart, from byte address `addr`.
+//
+// A beat carries min(row bytes, bus bytes): rows narrower than the bus use
+// narrow transfers (size below the bus width), so a beat is always one whole
+// row or one bus-wide piece of one. Rows that follow each other in memory
+// (stride = row bytes, or a single row) form one run; otherwise each row is a
+// run. Runs are cut at MaxBurst beats and at 4 KiB boundaries, as AXI4
+// requires. Addresses must be aligned to the beat size.
+//
+// The next burst is offered on burst_*; the engine takes it with burst_take_i
+// when its own conditions (credits, a free address slot) allow.
+module tpu_axi_bursts #(
+  parameter int unsigned BusBytes  = 16,
+  parameter int unsigned MaxBurst  = 16,   // 1..256 beats
+  parameter int unsigned RowsWidth = 16,
+  parameter int unsigned RunWidth  = 24    // enough bits for rows x beats per row
+) (
+  input  logic                 clk_i,
+  input  logic                 rst_ni,
+  input  logic                 abort_i,
+
+  input  logic                 cmd_valid_i,
+  output logic                 cmd_ready_o,
+  input  logic [31:0]          cmd_addr_i,
+  input  logic [31:0]          cmd_stride_i,
+  input  logic [RowsWidth-1:0] cmd_rows_i,        // >= 1
+  input  logic [2:0]           cmd_row_log2_i,
+
+  output logic                 burst_valid_o,
+  input  logic                 burst_take_i,
+  output logic [31:0]          burst_addr_o,
+  output logic [RunWidth-1:0]  burst_beats_o,     // 1..MaxBurst
+  output logic [2:0]           burst_size_o,      // log2 bytes per beat
+  output logic                 burst_last_o       // last burst of its transfer
+);
+
+  localparam int unsigned BusLog2 = $clog2(BusBytes);
+  localparam logic [RunWidth-1:0] MaxBurstBeats = MaxBurst[RunWidth-1:0];
+
+  if (MaxBurst < 1 || MaxBurst > 256) begin : g_bad_burst
+    $error("tpu_axi_bursts: MaxBurst must be in 1..256");
+  end
+
+  logic                 active_d, active_q;
+  logic [2:0]           size_d, size_q;
+  logic [RunWidth-1:0]  beats_per_run_d, beats_per_run_q;
+  logic [31:0]          stride_d, stride_q;
+  logic [RowsWidth-1:0] runs_left_d, runs_left_q;  // runs after the current one
+  logic [31:0]          run_addr_d, run_addr_q;    // start of the current run
+  logic [31:0]          addr_d, addr_q;            // next byte to request
+  logic [RunWidth-1:0]  run_left_d, run_left_q;    // beats left in the current run
+
+  logic                 contiguous;
+  logic [2:0]           new_size;
+  logic [RunWidth-1:0]  new_beats_per_row;
+  logic [12:0]          bytes_to_4k, beats_to_4k;
+
+  assign cmd_ready_o = !active_q && !abort_i;
+
+  always_comb begin
+    new_size          = (cmd_row_log2_i < BusLog2[2:0]) ? cmd_row_log2_i : BusLog2[2:0];
+    new_beats_per_row = RunWidth'(1) << (cmd_row_log2_i - new_size);
+    contiguous        = cmd_rows_i == RowsWidth'(1) ||
+                        cmd_stride_i == (32'd1 << cmd_row_log2_i);
+  end
+
+  always_comb begin
+    bytes_to_4k   = 13'h1000 - {1'b0, addr_q[11:0]};
+    beats_to_4k   = bytes_to_4k >> size_q;
+    burst_beats_o = run_left_q;
+    if (burst_beats_o > MaxBurstBeats) burst_beats_o = MaxBurstBeats;
+    if (burst_beats_o > RunWidth'(beats_to_4k)) burst_beats_o = RunWidth'(beats_to_4k);
+    burst_valid_o = active_q && !abort_i;
+    burst_addr_o  = addr_q;
+    burst_size_o  = size_q;
+    burst_last_o  = burst_beats_o == run_left_q && runs_left_q == '0;
+  end
+
+  // Next state, in its own block: it depends on burst_take_i, which the engine
+  // derives from the burst offered above.
+  always_comb begin
+    active_d        = active_q;
+    size_d          = size_q;
+    beats_per_run_d = beats_per_run_q;
+    stride_d        = stride_q;
+    runs_left_d     = runs_left_q;
+    run_addr_d      = run_addr_q;
+    addr_d          = addr_q;
+    run_left_d      = run_left_q;
+
+    if (cmd_valid_i && cmd_ready_o) begin
+      active_d   = 1'b1;
+      size_d     = new_size;
+      stride_d   = cmd_stride_i;
+      run_addr_d = cmd_addr_i;
+      addr_d     = cmd_addr_i;
+      if (contiguous) begin
+        beats_per_run_d = new_beats_per_row * RunWidth'(cmd_rows_i);
+        runs_left_d     = '0;
+      end else begin
+        beats_per_run_d = new_beats_per_row;
+        runs_left_d     = cmd_rows_i - 1'b1;
+      end
+      run_left_d = beats_per_run_d;
+    end else if (burst_valid_o && burst_take_i) begin
+      addr_d     = addr_q + (32'(burst_beats_o) << size_q);
+      run_left_d = run_left_q - burst_beats_o;
+      if (run_left_d == '0) begin
+        if (runs_left_q == '0) begin
+          active_d = 1'b0;
+        end else begin
+          runs_left_d = runs_left_q - 1'b1;
+          run_addr_d  = run_addr_q + stride_q;
+          addr_d      = run_addr_d;
+          run_left_d  = beats_per_run_q;
+        end
+      end
+    end
+    if (abort_i) active_d = 1'b0;
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      active_q        <= 1'b0;
+      size_q          <= '0;
+      beats_per_run_q <= '0;
+      stride_q        <= '0;
+      runs_left_q     <= '0;
+      run_addr_q      <= '0;
+      addr_q          <= '0;
+      run_left_q      <= '0;
+    end else begin
+      active_q        <= active_d;
+      size_q          <= size_d;
+      beats_per_run_q <= beats_per_run_d;
+      stride_q        <= stride_d;
+      runs_left_q     <= runs_left_d;
+      run_addr_q      <= run_addr_d;
+      addr_q          <= addr_d;
+      run_left_q      <= run_left_d;
+    end
+  end
+
+`ifndef SYNTHESIS
+  a_burst_in_4k: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      burst_valid_o |-> ({20'h0, burst_addr_o[11:0]} + (32'(burst_beats_o) << burst_size_o))
+                        <= 32'h1000)
+    else $error("tpu_axi_bursts: burst would cross a 4 KiB boundary");
+  a_burst_aligned: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      burst_valid_o |-> (burst_addr_o & ((32'd1 << burst_size_o) - 1)) == '0)
+    else $error("tpu_axi_bursts: burst address not aligned to its beat size");
+  a_burst_nonempty: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      burst_valid_o |-> burst_beats_o != '0 && burst_beats_o <= MaxBurstBeats)
+    else $error("tpu_axi_bursts: burst length out of range");
+`endif
+
+endmodule

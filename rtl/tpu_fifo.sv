@@ -1,0 +1,90 @@
+// First-word-fall-through FIFO in registers, with valid/ready on both sides.
+// For small queues (a few entries); tpu_ram_fifo keeps deep ones in block RAM.
+// A push into a full FIFO is allowed in the cycle it pops.
+module tpu_fifo #(
+  parameter int unsigned Width = 8,
+  parameter int unsigned Depth = 2
+) (
+  input  logic             clk_i,
+  input  logic             rst_ni,
+
+  input  logic             in_valid_i,
+  output logic             in_ready_o,
+  input  logic [Width-1:0] in_data_i,
+
+  output logic             out_valid_o,
+  input  logic             out_ready_i,
+  output logic [Width-1:0] out_data_o,
+
+  output logic [$clog2(Depth+1)-1:0] count_o
+);
+
+  if (Width < 1 || Depth < 1) begin : g_bad_params
+    $error("tpu_fifo: Width and Depth must be >= 1");
+  end
+
+  localparam int unsigned PtrWidth   = (Depth > 1) ? $clog2(Depth) : 1;
+  localparam int unsigned CountWidth = $clog2(Depth + 1);
+  localparam int unsigned LastSlotIdx = Depth - 1;
+  localparam logic [PtrWidth-1:0]   LastSlot  = LastSlotIdx[PtrWidth-1:0];
+  localparam logic [CountWidth-1:0] FullCount = Depth[CountWidth-1:0];
+
+  // Slot s is bits [s*Width +: Width].
+  logic [Depth*Width-1:0] slots_d, slots_q;
+  logic [PtrWidth-1:0]   rd_ptr_d, rd_ptr_q, wr_ptr_d, wr_ptr_q;
+  logic [CountWidth-1:0] count_d, count_q;
+  logic                  push, pop;
+
+  // Each handshake signal is its own assignment: the output side depends only on
+  // the state, so a consumer's ready may depend on out_valid_o without forming a
+  // combinational loop in the simulator's eyes.
+  assign out_valid_o = count_q != '0;
+  assign out_data_o  = slots_q[rd_ptr_q*Width +: Width];
+  assign pop         = out_valid_o && out_ready_i;
+  assign in_ready_o  = count_q != FullCount || pop;
+  assign push        = in_valid_i && in_ready_o;
+
+  always_comb begin
+    slots_d = slots_q;
+    if (push) slots_d[wr_ptr_q*Width +: Width] = in_data_i;
+
+    wr_ptr_d = wr_ptr_q;
+    if (push) wr_ptr_d = (wr_ptr_q == LastSlot) ? '0 : wr_ptr_q + 1'b1;
+    rd_ptr_d = rd_ptr_q;
+    if (pop) rd_ptr_d = (rd_ptr_q == LastSlot) ? '0 : rd_ptr_q + 1'b1;
+
+    count_d = count_q;
+    if (push && !pop) count_d = count_q + 1'b1;
+    if (pop && !push) count_d = count_q - 1'b1;
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      slots_q  <= '0;
+      rd_ptr_q <= '0;
+      wr_ptr_q <= '0;
+      count_q  <= '0;
+    end else begin
+      slots_q  <= slots_d;
+      rd_ptr_q <= rd_ptr_d;
+      wr_ptr_q <= wr_ptr_d;
+      count_q  <= count_d;
+    end
+  end
+
+  assign count_o = count_q;
+
+`ifndef SYNTHESIS
+  // Wide values are folded to 64 bits before $stable: Verilator 5.006 emits
+  // uncompilable code for sampled copies of vectors wider than 512 bits.
+  logic [63:0] in_fold;
+  always_comb begin
+    in_fold = '0;
+    for (int i = 0; i < Width; i++) in_fold[i % 64] ^= in_data_i[i];
+  end
+  a_in_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      in_valid_i && !in_ready_o |=> in_valid_i && $stable(in_fold))
+    else $error("tpu_fifo: input beat changed or withdrawn before it was taken");
+`endif
+
+endmodule

@@ -1,0 +1,613 @@
+// The issue stage: fetches the program, decodes and checks each instruction,
+// and dispatches it to its unit's queue once it cannot conflict with anything
+// still in flight (docs/isa.md, "Execution").
+//
+// Instructions issue in program order, one at a time; the units then run in
+// parallel. Hazards between units are found here by comparing the new
+// instruction's footprint (the rows and host bytes it reads and writes) with
+// every operation queued or running in the other units; the instruction waits
+// until none conflicts. Hazards inside a unit need no check: each unit works
+// in order, and the matrix unit orders its own accumulator reads and writes.
+//
+// Checks, in this order, each stopping the core with its error code:
+// opcode; fields (reserved bits, zero count or rows, values out of range);
+// on-chip ranges (first operand, second operand, bias rows); host alignment;
+// host range; accumulator overlap (fp32 ACTIVATE); weight-tile accounting.
+// Extents need products such as (count - 1) * step, which one shared 16 x 32
+// multiplier computes over five cycles.
+//
+// Weight tiles: U counts tiles that READ_WEIGHTS loaded and no MATMUL has
+// claimed. MATMUL without FETCH claims `count` tiles (UNDERFLOW if fewer are
+// there); READ_WEIGHTS may not push U above what the weight FIFO and the
+// array's second weight buffer hold (OVERFLOW), which is what guarantees that
+// loading never waits on a MATMUL that is not yet issued; MATMUL with FETCH
+// and HALT need U = 0 (LEFTOVER).
+module tpu_issue #(
+  parameter int unsigned Dim         = 16,
+  parameter int unsigned BusBytes    = 16,
+  parameter int unsigned UbDepth     = 1024,
+  parameter int unsigned AccDepth    = 1024,
+  parameter int unsigned WeightTiles = 4,
+  parameter int unsigned QueueDepth  = 4,
+  localparam int unsigned FpBits     = tpu_core_pkg::FootprintBits,
+  localparam int unsigned NumUnits   = 5
+) (
+  input  logic                       clk_i,
+  input  logic                       rst_ni,
+
+  input  logic                       start_i,
+  input  logic [31:0]                prog_addr_i,
+  input  logic [23:0]                prog_count_i,
+
+  // Instruction fetch through a read engine.
+  output logic                       fetch_cmd_valid_o,
+  input  logic                       fetch_cmd_ready_i,
+  output logic [31:0]                fetch_cmd_addr_o,
+  output logic [23:0]                fetch_cmd_rows_o,
+  output logic                       fetch_abort_o,
+  input  logic                       fetch_quiet_i,
+  input  logic                       instr_valid_i,
+  output logic                       instr_ready_o,
+  input  logic [tpu_isa_pkg::InstrBits-1:0] instr_i,
+
+  // Unit queues, indexed by tpu_core_pkg::Unit*.
+  output logic [NumUnits-1:0]        push_o,
+  output tpu_core_pkg::op_t          op_o,         // to every unit but the weight unit
+  output logic [FpBits-1:0]          fp_o,
+  output tpu_core_pkg::op_t          weight_op_o,  // to the weight unit
+  output logic [FpBits-1:0]          weight_fp_o,
+  input  logic [NumUnits-1:0]        full_i,
+  input  logic [NumUnits-1:0]        idle_i,
+  input  logic [NumUnits*QueueDepth-1:0]        fp_valid_i,
+  input  logic [NumUnits*QueueDepth*FpBits-1:0] fps_i,
+
+  // Bus errors: stop everything, let the AXI traffic in flight finish.
+  input  logic                       bus_error_i,
+  input  logic [7:0]                 bus_error_code_i,
+  input  logic [23:0]                bus_error_pc_i,
+  output logic                       abort_o,
+  input  logic                       axi_quiet_i,    // no unit has AXI traffic in flight
+
+  output logic                       busy_o,
+  output logic                       done_o,         // pulse: HALT completed
+  output logic                       error_o,        // pulse: stopped with an error
+  output logic [7:0]                 error_code_o,
+  output logic [23:0]                error_pc_o,
+  output logic [23:0]                pc_o,
+  output logic                       issued_o,       // pulse: an instruction issued
+
+  // For the performance counters: a MATMUL waits at issue for a READ_HOST,
+  // or for another unit.
+  output logic                       mm_wait_input_o,
+  output logic                       mm_wait_other_o
+);
+
+  localparam int unsigned DimLog2      = $clog2(Dim);
+  localparam int unsigned BusLog2      = $clog2(BusBytes);
+  localparam int unsigned TileCapacity = WeightTiles + 1;
+  localparam logic [16:0] TileCap      = TileCapacity[16:0];
+  localparam logic [8:0]  DimValue     = Dim[8:0];
+  localparam logic [49:0] UbRows       = 50'(UbDepth);
+  localparam logic [49:0] AccRows      = 50'(AccDepth);
+  localparam logic [49:0] HostTop      = 50'h1_0000_0000;
+
+  // ---------------------------------------------------------------------------
+  // The instruction being issued and its fields.
+  // ---------------------------------------------------------------------------
+  logic [tpu_isa_pkg::InstrBits-1:0] ir_d, ir_q;
+  logic [23:0] pc_d, pc_q;
+  logic [31:0] prog_addr_d, prog_addr_q;     // latched at START
+  logic [23:0] prog_count_d, prog_count_q;
+  logic [7:0]  opcode, flags;
+  logic [3:0]  func;
+  logic [15:0] count, rows, addr_a, addr_b, step_a, step_b, alpha, bias_addr, bias_step;
+  logic [31:0] host_addr, host_stride, host_step;
+  logic [8:0]  k_valid, n_valid;
+
+  always_comb begin
+    opcode      = ir_q[tpu_isa_pkg::FieldOpcodeLsb +: 8];
+    flags       = ir_q[tpu_isa_pkg::FieldFlagsLsb +: 8];
+    func        = ir_q[tpu_isa_pkg::FieldFuncLsb +: 4];
+    count       = ir_q[tpu_isa_pkg::FieldCountLsb +: 16];
+    rows        = ir_q[tpu_isa_pkg::FieldRowsLsb +: 16];
+    addr_a      = ir_q[tpu_isa_pkg::FieldAddrALsb +: 16];
+    addr_b      = ir_q[tpu_isa_pkg::FieldAddrBLsb +: 16];
+    step_a      = ir_q[tpu_isa_pkg::FieldStepALsb +: 16];
+    step_b      = ir_q[tpu_isa_pkg::FieldStepBLsb +: 16];
+    host_addr   = ir_q[tpu_isa_pkg::FieldHostAddrLsb +: 32];
+    alpha       = ir_q[tpu_isa_pkg::FieldAlphaLsb +: 16];
+    host_stride = ir_q[tpu_isa_pkg::FieldHostStrideLsb +: 32];
+    host_step   = ir_q[tpu_isa_pkg::FieldHostStepLsb +: 32];
+    k_valid     = ir_q[tpu_isa_pkg::FieldKValidLsb +: 9];
+    n_valid     = ir_q[tpu_isa_pkg::FieldNValidLsb +: 9];
+    bias_addr   = ir_q[tpu_isa_pkg::FieldBiasAddrLsb +: 16];
+    bias_step   = ir_q[tpu_isa_pkg::FieldBiasStepLsb +: 16];
+  end
+
+  // What the instruction touches.
+  logic is_rh, is_rw, is_mm, is_act, is_wh, is_sync, is_halt, known_opcode;
+  logic fetches, seeds, uses_a, uses_b, uses_bias, uses_host, a_in_acc, b_in_acc, host_in_acc;
+  logic [15:0] host_rows;
+  logic [255:0] used_bits;
+
+  always_comb begin
+    is_rh   = opcode == tpu_isa_pkg::OpReadHost;
+    is_rw   = opcode == tpu_isa_pkg::OpReadWeights;
+    is_mm   = opcode == tpu_isa_pkg::OpMatmul;
+    is_act  = opcode == tpu_isa_pkg::OpActivate;
+    is_wh   = opcode == tpu_isa_pkg::OpWriteHost;
+    is_sync = opcode == tpu_isa_pkg::OpSync;
+    is_halt = opcode == tpu_isa_pkg::OpHalt;
+    known_opcode = is_rh || is_rw || is_mm || is_act || is_wh || is_sync || is_halt;
+
+    used_bits = '0;
+    unique case (1'b1)
+      is_rh:   used_bits = tpu_isa_pkg::ReadHostUsedBits;
+      is_rw:   used_bits = tpu_isa_pkg::ReadWeightsUsedBits;
+      is_mm:   used_bits = tpu_isa_pkg::MatmulUsedBits;
+      is_act:  used_bits = tpu_isa_pkg::ActivateUsedBits;
+      is_wh:   used_bits = tpu_isa_pkg::WriteHostUsedBits;
+      is_sync: used_bits = tpu_isa_pkg::SyncUsedBits;
+      is_halt: used_bits = tpu_isa_pkg::HaltUsedBits;
+      default: used_bits = '0;
+    endcase
+
+    fetches   = is_mm && flags[tpu_isa_pkg::MatmulFlagFetch];
+    // A MATMUL reads accumulator rows if any of its iterations accumulates.
+    seeds     = is_mm && (flags[tpu_isa_pkg::MatmulFlagAcc0] ||
+                          (flags[tpu_isa_pkg::MatmulFlagAccn] && count > 16'd1));
+    uses_a    = is_mm || is_act || is_wh;
+    uses_b    = is_rh || is_mm || is_act;
+    uses_bias = is_act && flags[tpu_isa_pkg::ActivateFlagBias];
+    uses_host = is_rh || is_rw || is_wh || fetches;
+    a_in_acc  = is_act || (is_wh && flags[tpu_isa_pkg::WriteHostFlagAcc]);
+    b_in_acc  = is_mm || (is_rh && flags[tpu_isa_pkg::ReadHostFlagAcc]) ||
+                (is_act && flags[tpu_isa_pkg::ActivateFlagF32]);
+    host_in_acc = (is_rh && flags[tpu_isa_pkg::ReadHostFlagAcc]) ||
+                  (is_wh && flags[tpu_isa_pkg::WriteHostFlagAcc]);
+    host_rows = fetches ? {7'd0, k_valid} : rows;
+  end
+
+  // Field checks.
+  logic field_error;
+
+  always_comb begin
+    field_error = (ir_q & ~used_bits) != '0;
+    if ((is_rh || is_rw || is_mm || is_act || is_wh) && (count == '0 || rows == '0)) begin
+      field_error = 1'b1;
+    end
+    if (is_rw && rows > {7'd0, DimValue}) field_error = 1'b1;
+    if (is_mm && (k_valid == '0 || k_valid > DimValue || n_valid == '0 || n_valid > DimValue)) begin
+      field_error = 1'b1;
+    end
+    if (is_mm && !fetches && (host_addr != '0 || host_stride != '0 || host_step != '0)) begin
+      field_error = 1'b1;
+    end
+    if (is_act && func >= 4'(tpu_isa_pkg::FuncCount)) field_error = 1'b1;
+    if (is_act && func != tpu_isa_pkg::FuncLeaky && alpha != '0) field_error = 1'b1;
+    if (is_act && !uses_bias && (bias_addr != '0 || bias_step != '0)) field_error = 1'b1;
+  end
+
+  // ---------------------------------------------------------------------------
+  // Extents: five products on one multiplier.
+  // ---------------------------------------------------------------------------
+  logic [2:0]  mul_step_d, mul_step_q;
+  logic [15:0] mul_a;
+  logic [31:0] mul_b;
+  logic [47:0] mul_p;
+  logic [47:0] span_a_d, span_a_q, span_b_d, span_b_q, span_bias_d, span_bias_q;
+  logic [47:0] row_span_d, row_span_q, iter_span_d, iter_span_q;
+
+  always_comb begin
+    unique case (mul_step_q)
+      3'd0:    begin mul_a = count - 1'b1;     mul_b = {16'd0, step_a};    end
+      3'd1:    begin mul_a = count - 1'b1;     mul_b = {16'd0, step_b};    end
+      3'd2:    begin mul_a = count - 1'b1;     mul_b = {16'd0, bias_step}; end
+      3'd3:    begin mul_a = host_rows - 1'b1; mul_b = host_stride;        end
+      default: begin mul_a = count - 1'b1;     mul_b = host_step;          end
+    endcase
+    mul_p = {32'd0, mul_a} * {16'd0, mul_b};
+  end
+
+  // Ranges of the instruction, as [lo, hi) with hi computed wide enough never
+  // to wrap.
+  logic [49:0] hi_a, hi_b, hi_bias, hi_host;
+  logic [2:0]  row_log2;
+  logic [31:0] align_mask;
+  logic        range_a_bad, range_b_bad, range_bias_bad, align_bad, host_bad, overlap_bad;
+
+  always_comb begin
+    hi_a    = 50'(addr_a) + 50'(span_a_q) + 50'(rows);
+    hi_b    = 50'(addr_b) + 50'(span_b_q) + 50'(rows);
+    hi_bias = 50'(bias_addr) + 50'(span_bias_q) + 50'd1;
+    row_log2 = 3'(DimLog2 + 1);
+    if (host_in_acc) row_log2 = 3'(DimLog2 + 2);
+    hi_host = 50'(host_addr) + 50'(iter_span_q) + 50'(row_span_q) + (50'd1 << row_log2);
+    // Host addresses are aligned to the beat: a whole row, or the bus width.
+    align_mask = (row_log2 < 3'(BusLog2)) ? (32'd1 << row_log2) - 1 : (32'd1 << BusLog2) - 1;
+
+    range_a_bad    = uses_a && hi_a > (a_in_acc ? AccRows : UbRows);
+    range_b_bad    = uses_b && hi_b > (b_in_acc ? AccRows : UbRows);
+    range_bias_bad = uses_bias && hi_bias > AccRows;
+    align_bad      = uses_host && ((host_addr | host_stride | host_step) & align_mask) != '0;
+    host_bad       = uses_host && hi_host > HostTop;
+    // An fp32 ACTIVATE may rewrite its input rows in place, row for row, but
+    // must not write its bias rows or input rows at another address.
+    overlap_bad = 1'b0;
+    if (is_act && b_in_acc) begin
+      if (uses_bias && 50'(addr_b) < hi_bias && 50'(bias_addr) < hi_b) overlap_bad = 1'b1;
+      if ((addr_a != addr_b || step_a != step_b) && 50'(addr_b) < hi_a && 50'(addr_a) < hi_b) begin
+        overlap_bad = 1'b1;
+      end
+    end
+  end
+
+  // ---------------------------------------------------------------------------
+  // Footprints and the operations the units receive.
+  // ---------------------------------------------------------------------------
+  tpu_core_pkg::footprint_t fp_new, weight_fp_new;
+  tpu_core_pkg::op_t        op_new, weight_op_new;
+  tpu_core_pkg::op_t        op_d, op_q, weight_op_d, weight_op_q;
+  logic [FpBits-1:0]        fp_d, fp_q, weight_fp_d, weight_fp_q;
+
+  always_comb begin
+    fp_new = '0;
+    if (uses_a) begin
+      fp_new.rd.space = a_in_acc ? tpu_core_pkg::SpaceAcc : tpu_core_pkg::SpaceUb;
+      fp_new.rd.lo    = addr_a;
+      fp_new.rd.hi    = hi_a[16:0];
+    end
+    if (seeds) begin
+      fp_new.rd2.space = tpu_core_pkg::SpaceAcc;
+      fp_new.rd2.lo    = addr_b;
+      fp_new.rd2.hi    = hi_b[16:0];
+    end
+    if (uses_bias) begin
+      fp_new.rd2.space = tpu_core_pkg::SpaceAcc;
+      fp_new.rd2.lo    = bias_addr;
+      fp_new.rd2.hi    = hi_bias[16:0];
+    end
+    if (uses_b) begin
+      fp_new.wr.space = b_in_acc ? tpu_core_pkg::SpaceAcc : tpu_core_pkg::SpaceUb;
+      fp_new.wr.lo    = addr_b;
+      fp_new.wr.hi    = hi_b[16:0];
+    end
+    if (uses_host) begin
+      fp_new.host.dir = is_wh ? tpu_core_pkg::HostWrite : tpu_core_pkg::HostRead;
+      fp_new.host.lo  = host_addr;
+      fp_new.host.hi  = hi_host[32:0];
+    end
+
+    op_new             = '0;
+    op_new.pc          = pc_q;
+    op_new.flags       = flags;
+    op_new.func        = func;
+    op_new.count       = count;
+    op_new.rows        = rows;
+    op_new.addr_a      = addr_a;
+    op_new.addr_b      = addr_b;
+    op_new.step_a      = step_a;
+    op_new.step_b      = step_b;
+    op_new.host_addr   = host_addr;
+    op_new.host_stride = host_stride;
+    op_new.host_step   = host_step;
+    op_new.alpha       = is_act ? alpha : 16'd0;
+    op_new.aux_lo      = is_mm ? {7'd0, k_valid} : bias_addr;
+    op_new.aux_hi      = is_mm ? {7'd0, n_valid} : bias_step;
+
+    // The weight unit gets READ_WEIGHTS as it is, and MATMUL with FETCH as
+    // the READ_WEIGHTS it implies: k_valid rows per tile.
+    weight_op_new = op_new;
+    weight_fp_new = fp_new;
+    if (fetches) begin
+      weight_op_new             = '0;
+      weight_op_new.pc          = pc_q;
+      weight_op_new.count       = count;
+      weight_op_new.rows        = host_rows;
+      weight_op_new.host_addr   = host_addr;
+      weight_op_new.host_stride = host_stride;
+      weight_op_new.host_step   = host_step;
+      weight_fp_new             = '0;
+      weight_fp_new.host        = fp_new.host;
+    end
+  end
+
+  // ---------------------------------------------------------------------------
+  // Hazards against each unit's operations in flight.
+  // ---------------------------------------------------------------------------
+  logic [NumUnits-1:0] unit_hazard, targets;
+  logic                hazard, queues_free;
+
+  for (genvar u = 0; u < NumUnits; u++) begin : g_hazard
+    tpu_hazard_check #(.NumEntries(QueueDepth)) u_check (
+      .new_fp_i(fp_q),
+      .valid_i (fp_valid_i[u*QueueDepth +: QueueDepth]),
+      .fps_i   (fps_i[u*QueueDepth*FpBits +: QueueDepth*FpBits]),
+      .hazard_o(unit_hazard[u])
+    );
+  end
+
+  always_comb begin
+    targets = '0;
+    targets[tpu_core_pkg::UnitLoad]   = is_rh;
+    targets[tpu_core_pkg::UnitWeight] = is_rw || fetches;
+    targets[tpu_core_pkg::UnitMatmul] = is_mm;
+    targets[tpu_core_pkg::UnitAct]    = is_act;
+    targets[tpu_core_pkg::UnitStore]  = is_wh;
+    // A unit keeps its own operations in order; only other units can conflict.
+    hazard      = (unit_hazard & ~targets) != '0;
+    queues_free = (full_i & targets) == '0;
+  end
+
+  // ---------------------------------------------------------------------------
+  // State machine
+  // ---------------------------------------------------------------------------
+  typedef enum logic [3:0] {
+    Idle,        // waiting for START
+    FetchCmd,    // asking the read engine for the program
+    Fetch,       // waiting for the next instruction
+    Check,       // opcode and field checks
+    Measure,     // the five extent products
+    Judge,       // range, alignment and overlap checks; footprints
+    Dispatch,    // waiting for hazards and queue space
+    Drain,       // SYNC or HALT: waiting for every unit
+    Finish,      // stopping instruction fetch before DONE or ERROR
+    BusAbort,    // a bus error: waiting for AXI traffic to end
+    Stopped      // DONE or ERROR, until the core is reset
+  } state_e;
+
+  state_e      state_d, state_q;
+  logic [16:0] unclaimed_d, unclaimed_q;  // U, weight tiles loaded and not claimed
+  logic [7:0]  err_code_d, err_code_q;
+  logic [23:0] err_pc_d, err_pc_q;
+  logic        done_pulse, error_pulse;
+  logic        dispatch_now;
+  logic [7:0]  weight_error;
+
+  always_comb begin
+    weight_error = tpu_regs_pkg::ErrNone;
+    if (is_rw && {1'b0, unclaimed_q} + {1'b0, 1'b0, count} > {1'b0, TileCap}) begin
+      weight_error = tpu_regs_pkg::ErrWeightOverflow;
+    end
+    if (is_mm && !fetches && 17'(count) > unclaimed_q) weight_error = tpu_regs_pkg::ErrWeightUnderflow;
+    if (fetches && unclaimed_q != '0) weight_error = tpu_regs_pkg::ErrWeightLeftover;
+    dispatch_now = state_q == Dispatch && weight_error == tpu_regs_pkg::ErrNone &&
+                   !hazard && queues_free;
+  end
+
+  always_comb begin
+    state_d     = state_q;
+    ir_d        = ir_q;
+    pc_d        = pc_q;
+    mul_step_d  = mul_step_q;
+    span_a_d    = span_a_q;
+    span_b_d    = span_b_q;
+    span_bias_d = span_bias_q;
+    row_span_d  = row_span_q;
+    iter_span_d = iter_span_q;
+    op_d        = op_q;
+    fp_d        = fp_q;
+    weight_op_d = weight_op_q;
+    weight_fp_d = weight_fp_q;
+    unclaimed_d = unclaimed_q;
+    err_code_d  = err_code_q;
+    err_pc_d    = err_pc_q;
+    prog_addr_d  = prog_addr_q;
+    prog_count_d = prog_count_q;
+    done_pulse  = 1'b0;
+    error_pulse = 1'b0;
+
+    fetch_cmd_valid_o = state_q == FetchCmd;
+    fetch_cmd_addr_o  = prog_addr_q;
+    fetch_cmd_rows_o  = prog_count_q;
+    instr_ready_o     = state_q == Fetch && pc_q != prog_count_q;
+    fetch_abort_o     = state_q == Finish || state_q == BusAbort;
+    abort_o           = state_q == BusAbort;
+    push_o            = '0;
+
+    unique case (state_q)
+      Idle: begin
+        if (start_i) begin
+          prog_addr_d  = prog_addr_i;
+          prog_count_d = prog_count_i;
+          pc_d        = '0;
+          unclaimed_d = '0;
+          err_code_d  = tpu_regs_pkg::ErrNone;
+          err_pc_d    = '0;
+          if (prog_addr_i[4:0] != '0) begin
+            err_code_d = tpu_regs_pkg::ErrProgAlign;
+            state_d    = Finish;
+          end else if (prog_count_i == '0) begin
+            err_code_d = tpu_regs_pkg::ErrProgramEnd;
+            state_d    = Finish;
+          end else begin
+            state_d = FetchCmd;
+          end
+        end
+      end
+      FetchCmd: if (fetch_cmd_ready_i) state_d = Fetch;
+      Fetch: begin
+        if (pc_q == prog_count_q) begin
+          err_code_d = tpu_regs_pkg::ErrProgramEnd;
+          err_pc_d   = pc_q;
+          state_d    = Drain;
+        end else if (instr_valid_i) begin
+          ir_d    = instr_i;
+          state_d = Check;
+        end
+      end
+      Check: begin
+        err_pc_d = pc_q;
+        if (!known_opcode) begin
+          err_code_d = tpu_regs_pkg::ErrIllegalOpcode;
+          state_d    = Drain;
+        end else if (field_error) begin
+          err_code_d = tpu_regs_pkg::ErrIllegalField;
+          state_d    = Drain;
+        end else begin
+          mul_step_d = '0;
+          state_d    = Measure;
+        end
+      end
+      Measure: begin
+        unique case (mul_step_q)
+          3'd0:    span_a_d    = mul_p;
+          3'd1:    span_b_d    = mul_p;
+          3'd2:    span_bias_d = mul_p;
+          3'd3:    row_span_d  = mul_p;
+          default: iter_span_d = mul_p;
+        endcase
+        mul_step_d = mul_step_q + 1'b1;
+        if (mul_step_q == 3'd4) state_d = Judge;
+      end
+      Judge: begin
+        op_d        = op_new;
+        fp_d        = fp_new;
+        weight_op_d = weight_op_new;
+        weight_fp_d = weight_fp_new;
+        if (range_a_bad) begin
+          err_code_d = a_in_acc ? tpu_regs_pkg::ErrAccRange : tpu_regs_pkg::ErrUbRange;
+          state_d    = Drain;
+        end else if (range_b_bad) begin
+          err_code_d = b_in_acc ? tpu_regs_pkg::ErrAccRange : tpu_regs_pkg::ErrUbRange;
+          state_d    = Drain;
+        end else if (range_bias_bad) begin
+          err_code_d = tpu_regs_pkg::ErrAccRange;
+          state_d    = Drain;
+        end else if (align_bad) begin
+          err_code_d = tpu_regs_pkg::ErrHostAlign;
+          state_d    = Drain;
+        end else if (host_bad) begin
+          err_code_d = tpu_regs_pkg::ErrHostRange;
+          state_d    = Drain;
+        end else if (overlap_bad) begin
+          err_code_d = tpu_regs_pkg::ErrAccOverlap;
+          state_d    = Drain;
+        end else if (is_sync || is_halt) begin
+          state_d = Drain;
+        end else begin
+          state_d = Dispatch;
+        end
+      end
+      Dispatch: begin
+        if (weight_error != tpu_regs_pkg::ErrNone) begin
+          err_code_d = weight_error;
+          state_d    = Drain;
+        end else if (dispatch_now) begin
+          push_o = targets;
+          if (is_rw) unclaimed_d = unclaimed_q + 17'(count);
+          if (is_mm && !fetches) unclaimed_d = unclaimed_q - 17'(count);
+          pc_d    = pc_q + 1'b1;
+          state_d = Fetch;
+        end
+      end
+      Drain: begin
+        // Everything issued before completes, whether the core stops with an
+        // error or goes on (SYNC) or stops (HALT).
+        if (idle_i == '1) begin
+          if (err_code_q != tpu_regs_pkg::ErrNone) begin
+            state_d = Finish;
+          end else if (is_halt && unclaimed_q != '0) begin
+            err_code_d = tpu_regs_pkg::ErrWeightLeftover;
+            state_d    = Finish;
+          end else if (is_halt) begin
+            state_d = Finish;
+          end else begin
+            pc_d    = pc_q + 1'b1;
+            state_d = Fetch;
+          end
+        end
+      end
+      Finish: begin
+        if (fetch_quiet_i) begin
+          done_pulse  = err_code_q == tpu_regs_pkg::ErrNone;
+          error_pulse = err_code_q != tpu_regs_pkg::ErrNone;
+          state_d     = Stopped;
+        end
+      end
+      BusAbort: begin
+        if (axi_quiet_i && fetch_quiet_i) begin
+          error_pulse = 1'b1;
+          state_d     = Stopped;
+        end
+      end
+      Stopped: ;
+      default: state_d = Idle;
+    endcase
+
+    // A bus error overrides everything but an earlier stop.
+    if (bus_error_i && state_q != Idle && state_q != Stopped && state_q != BusAbort) begin
+      err_code_d = bus_error_code_i;
+      err_pc_d   = bus_error_pc_i;
+      state_d    = BusAbort;
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      state_q     <= Idle;
+      ir_q        <= '0;
+      pc_q        <= '0;
+      mul_step_q  <= '0;
+      span_a_q    <= '0;
+      span_b_q    <= '0;
+      span_bias_q <= '0;
+      row_span_q  <= '0;
+      iter_span_q <= '0;
+      op_q        <= '0;
+      fp_q        <= '0;
+      weight_op_q <= '0;
+      weight_fp_q <= '0;
+      unclaimed_q <= '0;
+      err_code_q  <= tpu_regs_pkg::ErrNone;
+      err_pc_q    <= '0;
+      prog_addr_q  <= '0;
+      prog_count_q <= '0;
+    end else begin
+      state_q     <= state_d;
+      ir_q        <= ir_d;
+      pc_q        <= pc_d;
+      mul_step_q  <= mul_step_d;
+      span_a_q    <= span_a_d;
+      span_b_q    <= span_b_d;
+      span_bias_q <= span_bias_d;
+      row_span_q  <= row_span_d;
+      iter_span_q <= iter_span_d;
+      op_q        <= op_d;
+      fp_q        <= fp_d;
+      weight_op_q <= weight_op_d;
+      weight_fp_q <= weight_fp_d;
+      unclaimed_q <= unclaimed_d;
+      err_code_q  <= err_code_d;
+      err_pc_q    <= err_pc_d;
+      prog_addr_q  <= prog_addr_d;
+      prog_count_q <= prog_count_d;
+    end
+  end
+
+  assign op_o            = op_q;
+  assign fp_o            = fp_q;
+  assign weight_op_o     = weight_op_q;
+  assign weight_fp_o     = weight_fp_q;
+  assign busy_o          = state_q != Idle && state_q != Stopped;
+  assign done_o          = done_pulse;
+  assign error_o         = error_pulse;
+  assign error_code_o    = err_code_q;
+  assign error_pc_o      = err_pc_q;
+  assign pc_o            = pc_q;
+  assign issued_o        = dispatch_now || (state_q == Drain && idle_i == '1 && is_sync &&
+                                            err_code_q == tpu_regs_pkg::ErrNone);
+  assign mm_wait_input_o = state_q == Dispatch && is_mm && unit_hazard[tpu_core_pkg::UnitLoad];
+  assign mm_wait_other_o = state_q == Dispatch && is_mm && !unit_hazard[tpu_core_pkg::UnitLoad] &&
+                           (hazard || !queues_free);
+
+`ifndef SYNTHESIS
+  a_push_fits: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      (push_o & full_i) == '0)
+    else $error("tpu_issue: pushed into a full queue");
+  a_tiles_bounded: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      unclaimed_q <= TileCap)
+    else $error("tpu_issue: more weight tiles loaded ahead than the FIFO holds");
+`endif
+
+endmodule

@@ -1,0 +1,358 @@
+// MATMUL: streams unified-buffer rows through the systolic array (tpu_mxu) and
+// writes the fp32 results to the accumulators. Each iteration of an operation
+// uses the next weight tile from the weight FIFO and its rows:
+//   acc[dst + r] = fold_k mac(seed[r], act[src + r][k], W[k])   (N-ORDER)
+// where the seed is the accumulator row itself (accumulate) or +0 (overwrite),
+// and activation lanes k >= k_valid count as -0.
+//
+// The unit is pipelined across operations: it starts reading the rows of the
+// next iteration, or the next operation, while earlier results are still in
+// the array. An accumulator row that an earlier iteration will write is not
+// read as a seed until that write has happened: the iterations in flight are
+// listed with the rows they write (the tracker), and a seed read waits while
+// its row is among those not yet written. An operation leaves the queue when
+// its last result row is written.
+module tpu_matmul_unit #(
+  parameter int unsigned Dim        = 16,
+  parameter int unsigned MulStages  = 0,
+  parameter int unsigned AddStages  = 0,
+  parameter int unsigned UbDepth    = 1024,
+  parameter int unsigned AccDepth   = 1024,
+  parameter int unsigned QueueDepth = 4,
+  localparam int unsigned UbAddrWidth  = $clog2(UbDepth),
+  localparam int unsigned AccAddrWidth = $clog2(AccDepth),
+  localparam int unsigned QOffWidth    = (QueueDepth > 1) ? $clog2(QueueDepth) : 1
+) (
+  input  logic                        clk_i,
+  input  logic                        rst_ni,
+
+  input  logic                        push_i,
+  input  tpu_core_pkg::op_t           push_op_i,
+  input  logic [tpu_core_pkg::FootprintBits-1:0] push_fp_i,
+  output logic                        full_o,
+  output logic [QueueDepth-1:0]       fp_valid_o,
+  output logic [QueueDepth*tpu_core_pkg::FootprintBits-1:0] fps_o,
+
+  // Activation rows from the unified buffer; seeds from and results to the
+  // accumulators (this unit has the highest priority on all three ports).
+  output logic                        ub_rd_req_o,
+  output logic [UbAddrWidth-1:0]      ub_rd_addr_o,
+  input  logic                        ub_rd_gnt_i,
+  input  logic [Dim*16-1:0]           ub_rd_data_i,
+  output logic                        acc_rd_req_o,
+  output logic [AccAddrWidth-1:0]     acc_rd_addr_o,
+  input  logic                        acc_rd_gnt_i,
+  input  logic [Dim*32-1:0]           acc_rd_data_i,
+  output logic                        acc_wr_req_o,
+  output logic [AccAddrWidth-1:0]     acc_wr_addr_o,
+  output logic [Dim*32-1:0]           acc_wr_data_o,
+  input  logic                        acc_wr_gnt_i,
+
+  // Weight rows from the weight FIFO.
+  input  logic                        wgt_valid_i,
+  output logic                        wgt_ready_o,
+  input  logic [Dim*16-1:0]           wgt_data_i,
+
+  // For the performance counters.
+  output logic                        act_fire_o,      // a row entered the array
+  output logic [17:0]                 act_macs_o,      // its useful MACs
+  output logic                        weight_wait_o,   // a row waits for its weight tile
+  output logic                        pending_wait_o,  // a seed read waits for a result
+  output logic                        reading_o,       // an operation still has rows to read
+
+  output logic                        idle_o
+);
+
+  localparam int unsigned TrackDepth = 4;
+  localparam int unsigned StageDepth = 4;
+  localparam logic [3:0]  StageSlots = 4'(StageDepth);
+  localparam int unsigned TrackIdxWidth = $clog2(TrackDepth);
+  localparam int unsigned LastTrackIdx = TrackDepth - 1;
+  localparam logic [TrackIdxWidth-1:0] LastTrack = LastTrackIdx[TrackIdxWidth-1:0];
+  localparam logic [TrackIdxWidth:0]   TrackFull = TrackDepth[TrackIdxWidth:0];
+  localparam logic [15:0] NegZeroBf16 = 16'h8000;
+
+  // ---------------------------------------------------------------------------
+  // Queue: the head is the oldest operation not yet complete; the reader works
+  // on the one rd_off places behind it.
+  // ---------------------------------------------------------------------------
+  tpu_core_pkg::op_t unused_head, rd_op;
+  logic [QOffWidth-1:0] rd_off_d, rd_off_q;
+  logic [$clog2(QueueDepth+1)-1:0] queue_count;
+  logic queue_empty, retire;
+
+  tpu_op_queue #(.Depth(QueueDepth)) u_queue (
+    .clk_i, .rst_ni,
+    .push_i, .push_op_i, .push_fp_i, .full_o,
+    .empty_o   (queue_empty),
+    .count_o   (queue_count),
+    .head_o    (unused_head),
+    .peek_off_i(rd_off_q),
+    .peek_o    (rd_op),
+    .pop_i     (retire),
+    .valid_o   (fp_valid_o),
+    .fps_o
+  );
+
+  // ---------------------------------------------------------------------------
+  // Tracker: iterations whose rows have been read but whose results are not
+  // all written, oldest first. Entry e writes rows [base, base + rows).
+  // ---------------------------------------------------------------------------
+  logic [TrackDepth*16-1:0]  trk_base_d, trk_base_q, trk_rows_d, trk_rows_q;
+  logic [TrackDepth-1:0]     trk_last_d, trk_last_q;    // last iteration of its operation
+  logic [TrackIdxWidth-1:0]  trk_head_d, trk_head_q, trk_tail_d, trk_tail_q;
+  logic [TrackIdxWidth:0]    trk_count_d, trk_count_q;
+  logic [15:0]               wr_row_d, wr_row_q;          // rows of the head entry written
+  logic                      trk_push, trk_pop;
+
+  // ---------------------------------------------------------------------------
+  // Reader
+  // ---------------------------------------------------------------------------
+  logic        rd_have_op, rd_seeding, rd_first_row, rd_last_row, rd_last_iter;
+  logic [15:0] rd_iter_d, rd_iter_q, rd_row_d, rd_row_q;
+  logic [15:0] rd_src_off_d, rd_src_off_q, rd_dst_off_d, rd_dst_off_q;
+  logic [15:0] rd_src, rd_dst_base, rd_dst;
+  logic        pending, stage_credit, can_read, read_fire;
+  logic [$clog2(StageDepth+1)-1:0] stage_count;
+  logic [17:0] rd_macs;
+
+  always_comb begin
+    rd_have_op   = 32'(rd_off_q) < 32'(queue_count);
+    rd_seeding   = (rd_iter_q == '0) ? rd_op.flags[tpu_isa_pkg::MatmulFlagAcc0]
+                                     : rd_op.flags[tpu_isa_pkg::MatmulFlagAccn];
+    rd_first_row = rd_row_q == '0;
+    rd_last_row  = rd_row_q == rd_op.rows - 1'b1;
+    rd_last_iter = rd_iter_q == rd_op.count - 1'b1;
+    rd_src       = rd_op.addr_a + rd_src_off_q + rd_row_q;
+    rd_dst_base  = rd_op.addr_b + rd_dst_off_q;
+    rd_dst       = rd_dst_base + rd_row_q;
+    rd_macs      = 18'(rd_op.aux_lo[8:0] * rd_op.aux_hi[8:0]);
+  end
+
+  // A seed row may be read once no earlier iteration still has to write it.
+  // The current iteration (the tracker's tail once its first row is read)
+  // writes other rows than the one being read.
+  always_comb begin
+    pending = 1'b0;
+    for (int e = 0; e < TrackDepth; e++) begin
+      logic [TrackIdxWidth-1:0] slot;
+      logic [TrackIdxWidth:0]   entry;
+      logic [15:0]              lo, hi;
+      entry = (TrackIdxWidth + 1)'(e);
+      slot  = trk_head_q + entry[TrackIdxWidth-1:0];
+      lo    = trk_base_q[slot*16 +: 16] + ((e == 0) ? wr_row_q : 16'd0);
+      hi    = trk_base_q[slot*16 +: 16] + trk_rows_q[slot*16 +: 16];
+      if (entry < trk_count_q && !(!rd_first_row && entry + 1'b1 == trk_count_q) &&
+          rd_dst >= lo && rd_dst < hi) begin
+        pending = 1'b1;
+      end
+    end
+  end
+
+  assign stage_credit   = ({1'b0, stage_count} + {3'b0, read_inflight_q}) < StageSlots;
+  assign can_read       = rd_have_op && stage_credit && (!rd_seeding || !pending) &&
+                          (!rd_first_row || trk_count_q != TrackFull);
+  assign ub_rd_req_o    = can_read;
+  assign ub_rd_addr_o   = rd_src[UbAddrWidth-1:0];
+  assign acc_rd_req_o   = can_read && rd_seeding;
+  assign acc_rd_addr_o  = rd_dst[AccAddrWidth-1:0];
+  assign read_fire      = can_read && ub_rd_gnt_i && (!rd_seeding || acc_rd_gnt_i);
+  assign trk_push       = read_fire && rd_first_row;
+  assign pending_wait_o = rd_have_op && rd_seeding && pending;
+  assign reading_o      = rd_have_op;
+
+  always_comb begin
+    rd_iter_d    = rd_iter_q;
+    rd_row_d     = rd_row_q;
+    rd_src_off_d = rd_src_off_q;
+    rd_dst_off_d = rd_dst_off_q;
+    rd_off_d     = rd_off_q;
+    if (read_fire) begin
+      rd_row_d = rd_row_q + 1'b1;
+      if (rd_last_row) begin
+        rd_row_d     = '0;
+        rd_iter_d    = rd_iter_q + 1'b1;
+        rd_src_off_d = rd_src_off_q + rd_op.step_a;
+        rd_dst_off_d = rd_dst_off_q + rd_op.step_b;
+        if (rd_last_iter) begin
+          rd_iter_d    = '0;
+          rd_src_off_d = '0;
+          rd_dst_off_d = '0;
+          rd_off_d     = rd_off_q + 1'b1;
+        end
+      end
+    end
+    if (retire) rd_off_d = rd_off_d - 1'b1;
+  end
+
+  // Read data arrive the next cycle; lanes k >= k_valid become -0.
+  logic        read_inflight_d, read_inflight_q, inflight_seeding_d, inflight_seeding_q;
+  logic        inflight_last_d, inflight_last_q;
+  logic [8:0]  inflight_k_valid_d, inflight_k_valid_q;
+  logic [17:0] inflight_macs_d, inflight_macs_q;
+  logic [Dim*16-1:0] masked_acts;
+
+  always_comb begin
+    read_inflight_d    = read_fire;
+    inflight_seeding_d = rd_seeding;
+    inflight_last_d    = rd_last_row;
+    inflight_k_valid_d = rd_op.aux_lo[8:0];
+    inflight_macs_d    = rd_macs;
+    for (int k = 0; k < Dim; k++) begin
+      masked_acts[k*16 +: 16] = (k < {23'd0, inflight_k_valid_q}) ? ub_rd_data_i[k*16 +: 16]
+                                                                   : NegZeroBf16;
+    end
+  end
+
+  // ---------------------------------------------------------------------------
+  // Staging FIFO into the array: activations, seeds, last-row-of-tile, MACs.
+  // ---------------------------------------------------------------------------
+  localparam int unsigned StageWidth = Dim * 16 + Dim * 32 + 1 + 18;
+  logic                  stage_in_ready, stage_valid, act_ready, seed_ready;
+  logic [StageWidth-1:0] stage_in, stage_out;
+  logic [Dim*16-1:0]     stage_acts;
+  logic [Dim*32-1:0]     stage_seeds;
+  logic                  stage_last;
+
+  assign stage_in = {masked_acts, inflight_seeding_q ? acc_rd_data_i : {Dim*32{1'b0}},
+                     inflight_last_q, inflight_macs_q};
+  assign {stage_acts, stage_seeds, stage_last, act_macs_o} = stage_out;
+
+  tpu_fifo #(.Width(StageWidth), .Depth(StageDepth)) u_stage (
+    .clk_i, .rst_ni,
+    .in_valid_i (read_inflight_q),
+    .in_ready_o (stage_in_ready),
+    .in_data_i  (stage_in),
+    .out_valid_o(stage_valid),
+    .out_ready_i(act_ready && seed_ready),
+    .out_data_o (stage_out),
+    .count_o    (stage_count)
+  );
+
+  // ---------------------------------------------------------------------------
+  // The matrix unit, and its results into the accumulators.
+  // ---------------------------------------------------------------------------
+  logic              res_valid, res_ready, res_last;
+  logic [Dim*32-1:0] res_data;
+  logic [TrackIdxWidth-1:0] wr_slot;
+
+  tpu_mxu #(.Rows(Dim), .Cols(Dim), .MulStages(MulStages), .AddStages(AddStages)) u_mxu (
+    .clk_i, .rst_ni,
+    .wgt_valid_i (wgt_valid_i),
+    .wgt_ready_o (wgt_ready_o),
+    .wgt_data_i  (wgt_data_i),
+    .act_valid_i (stage_valid),
+    .act_ready_o (act_ready),
+    .act_data_i  (stage_acts),
+    .act_last_i  (stage_last),
+    .seed_valid_i(stage_valid),
+    .seed_ready_o(seed_ready),
+    .seed_data_i (stage_seeds),
+    .res_valid_o (res_valid),
+    .res_ready_i (res_ready),
+    .res_data_o  (res_data),
+    .res_last_o  (res_last)
+  );
+
+  logic [15:0] wr_addr;
+
+  assign wr_slot       = trk_head_q;
+  assign wr_addr       = trk_base_q[wr_slot*16 +: 16] + wr_row_q;
+  assign acc_wr_req_o  = res_valid;
+  assign acc_wr_addr_o = wr_addr[AccAddrWidth-1:0];
+  assign acc_wr_data_o = res_data;
+  assign res_ready     = acc_wr_gnt_i;
+  assign trk_pop       = res_valid && res_ready && res_last;
+  assign retire        = trk_pop && trk_last_q[wr_slot];
+  assign act_fire_o    = stage_valid && act_ready && seed_ready;
+  assign weight_wait_o = stage_valid && !(act_ready && seed_ready);
+
+  always_comb begin
+    wr_row_d = wr_row_q;
+    if (res_valid && res_ready) wr_row_d = res_last ? '0 : wr_row_q + 1'b1;
+
+    trk_base_d  = trk_base_q;
+    trk_rows_d  = trk_rows_q;
+    trk_last_d  = trk_last_q;
+    trk_head_d  = trk_head_q;
+    trk_tail_d  = trk_tail_q;
+    trk_count_d = trk_count_q;
+    if (trk_push) begin
+      trk_base_d[trk_tail_q*16 +: 16] = rd_dst_base;
+      trk_rows_d[trk_tail_q*16 +: 16] = rd_op.rows;
+      trk_last_d[trk_tail_q]          = rd_last_iter;
+      trk_tail_d = (trk_tail_q == LastTrack) ? '0 : trk_tail_q + 1'b1;
+    end
+    if (trk_pop) trk_head_d = (trk_head_q == LastTrack) ? '0 : trk_head_q + 1'b1;
+    if (trk_push && !trk_pop) trk_count_d = trk_count_q + 1'b1;
+    if (trk_pop && !trk_push) trk_count_d = trk_count_q - 1'b1;
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rd_off_q           <= '0;
+      rd_iter_q          <= '0;
+      rd_row_q           <= '0;
+      rd_src_off_q       <= '0;
+      rd_dst_off_q       <= '0;
+      read_inflight_q    <= 1'b0;
+      inflight_seeding_q <= 1'b0;
+      inflight_last_q    <= 1'b0;
+      inflight_k_valid_q <= '0;
+      inflight_macs_q    <= '0;
+      trk_base_q         <= '0;
+      trk_rows_q         <= '0;
+      trk_last_q         <= '0;
+      trk_head_q         <= '0;
+      trk_tail_q         <= '0;
+      trk_count_q        <= '0;
+      wr_row_q           <= '0;
+    end else begin
+      rd_off_q           <= rd_off_d;
+      rd_iter_q          <= rd_iter_d;
+      rd_row_q           <= rd_row_d;
+      rd_src_off_q       <= rd_src_off_d;
+      rd_dst_off_q       <= rd_dst_off_d;
+      read_inflight_q    <= read_inflight_d;
+      inflight_seeding_q <= inflight_seeding_d;
+      inflight_last_q    <= inflight_last_d;
+      inflight_k_valid_q <= inflight_k_valid_d;
+      inflight_macs_q    <= inflight_macs_d;
+      trk_base_q         <= trk_base_d;
+      trk_rows_q         <= trk_rows_d;
+      trk_last_q         <= trk_last_d;
+      trk_head_q         <= trk_head_d;
+      trk_tail_q         <= trk_tail_d;
+      trk_count_q        <= trk_count_d;
+      wr_row_q           <= wr_row_d;
+    end
+  end
+
+  assign idle_o = queue_empty;
+
+`ifndef SYNTHESIS
+  a_rows_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      rd_have_op |-> {1'b0, rd_src} < 17'(UbDepth) && {1'b0, rd_dst} < 17'(AccDepth))
+    else $error("tpu_matmul_unit: row address beyond the memory");
+  a_stage_has_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      read_inflight_q |-> stage_in_ready)
+    else $error("tpu_matmul_unit: a row read from memory found no room in the staging FIFO");
+  // This unit has the highest priority on its memory ports.
+  a_reads_granted: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      can_read |-> ub_rd_gnt_i && (!rd_seeding || acc_rd_gnt_i))
+    else $error("tpu_matmul_unit: a memory read was not granted");
+  a_result_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      res_valid |-> {1'b0, wr_addr} < 17'(AccDepth))
+    else $error("tpu_matmul_unit: result address beyond the memory");
+  a_results_written: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      res_valid |-> acc_wr_gnt_i)
+    else $error("tpu_matmul_unit: a result row was not granted the accumulator write port");
+  a_result_has_iteration: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      res_valid |-> trk_count_q != '0)
+    else $error("tpu_matmul_unit: a result row with no iteration in flight");
+  a_seed_not_pending: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      read_fire && rd_seeding |-> !pending)
+    else $error("tpu_matmul_unit: a seed row read before an earlier result wrote it");
+`endif
+
+endmodule

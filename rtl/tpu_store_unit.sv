@@ -1,0 +1,231 @@
+// WRITE_HOST: copies unified-buffer (bf16) or accumulator (fp32) rows to host
+// memory. Operations run one at a time, in order. Rows are read from on-chip
+// memory into a small staging FIFO that feeds the write engine; an operation
+// is complete, and leaves the queue, once host memory has acknowledged its
+// last burst.
+module tpu_store_unit #(
+  parameter int unsigned Dim        = 16,
+  parameter int unsigned BusBytes   = 16,
+  parameter int unsigned UbDepth    = 1024,
+  parameter int unsigned AccDepth   = 1024,
+  parameter int unsigned QueueDepth = 4,
+  localparam int unsigned UbAddrWidth  = $clog2(UbDepth),
+  localparam int unsigned AccAddrWidth = $clog2(AccDepth),
+  localparam int unsigned QOffWidth    = (QueueDepth > 1) ? $clog2(QueueDepth) : 1
+) (
+  input  logic                        clk_i,
+  input  logic                        rst_ni,
+  input  logic                        abort_i,
+
+  input  logic                        push_i,
+  input  tpu_core_pkg::op_t           push_op_i,
+  input  logic [tpu_core_pkg::FootprintBits-1:0] push_fp_i,
+  output logic                        full_o,
+  output logic [QueueDepth-1:0]       fp_valid_o,
+  output logic [QueueDepth*tpu_core_pkg::FootprintBits-1:0] fps_o,
+
+  output logic                        aw_valid_o,
+  input  logic                        aw_ready_i,
+  output logic [31:0]                 aw_addr_o,
+  output logic [7:0]                  aw_len_o,
+  output logic [2:0]                  aw_size_o,
+  output logic                        w_valid_o,
+  input  logic                        w_ready_i,
+  output logic [BusBytes*8-1:0]       w_data_o,
+  output logic [BusBytes-1:0]         w_strb_o,
+  output logic                        w_last_o,
+  input  logic                        b_valid_i,
+  output logic                        b_ready_o,
+  input  logic [1:0]                  b_resp_i,
+
+  // Read ports of the unified buffer and the accumulators (data the next cycle).
+  output logic                        ub_rd_req_o,
+  output logic [UbAddrWidth-1:0]      ub_rd_addr_o,
+  input  logic                        ub_rd_gnt_i,
+  input  logic [Dim*16-1:0]           ub_rd_data_i,
+  output logic                        acc_rd_req_o,
+  output logic [AccAddrWidth-1:0]     acc_rd_addr_o,
+  input  logic                        acc_rd_gnt_i,
+  input  logic [Dim*32-1:0]           acc_rd_data_i,
+
+  output logic                        bus_error_o,
+  output logic [23:0]                 pc_o,
+  output logic                        axi_quiet_o,  // no AXI burst in flight
+  output logic                        idle_o
+);
+
+  localparam int unsigned DimLog2    = $clog2(Dim);
+  localparam int unsigned StageDepth = 4;
+  localparam logic [3:0]  StageSlots = 4'(StageDepth);
+
+  tpu_core_pkg::op_t head, unused_peek;
+  logic head_valid, queue_empty, pop;
+  logic [$clog2(QueueDepth+1)-1:0] unused_count;
+
+  tpu_op_queue #(.Depth(QueueDepth)) u_queue (
+    .clk_i, .rst_ni,
+    .push_i, .push_op_i, .push_fp_i, .full_o,
+    .empty_o   (queue_empty),
+    .count_o   (unused_count),
+    .head_o    (head),
+    .peek_off_i(QOffWidth'(0)),
+    .peek_o    (unused_peek),
+    .pop_i     (pop),
+    .valid_o   (fp_valid_o),
+    .fps_o
+  );
+
+  assign head_valid = !queue_empty;
+
+  logic from_acc;
+  assign from_acc = head.flags[tpu_isa_pkg::WriteHostFlagAcc];
+
+  // ---------------------------------------------------------------------------
+  // Commands to the write engine, one per iteration, and their completions.
+  // ---------------------------------------------------------------------------
+  logic        started_d, started_q, cmds_done_d, cmds_done_q;
+  logic [15:0] cmd_iter_d, cmd_iter_q, done_iter_d, done_iter_q;
+  logic [31:0] cmd_host_d, cmd_host_q;
+  logic        cmd_valid, cmd_ready, cmd_done, writer_idle;
+
+  // ---------------------------------------------------------------------------
+  // Rows from on-chip memory into the staging FIFO.
+  // ---------------------------------------------------------------------------
+  logic        reads_done_d, reads_done_q, read_inflight_d, read_inflight_q;
+  logic [15:0] rd_row_d, rd_row_q, rd_iter_d, rd_iter_q, rd_base_d, rd_base_q, rd_addr;
+  logic        read_req, read_gnt;
+  logic        stage_in_ready, stage_valid, stage_ready;
+  logic [Dim*32-1:0] stage_in_data, stage_data;
+  logic [$clog2(StageDepth+1)-1:0] stage_count;
+
+  // Read only when the row will have a place in the staging FIFO.
+  assign rd_addr       = rd_base_q + rd_row_q;
+  assign read_req      = head_valid && started_q && !reads_done_q && !abort_i &&
+                         ({1'b0, stage_count} + {3'b0, read_inflight_q}) < StageSlots;
+  assign ub_rd_req_o   = read_req && !from_acc;
+  assign acc_rd_req_o  = read_req && from_acc;
+  assign ub_rd_addr_o  = rd_addr[UbAddrWidth-1:0];
+  assign acc_rd_addr_o = rd_addr[AccAddrWidth-1:0];
+  assign read_gnt      = from_acc ? acc_rd_gnt_i && acc_rd_req_o : ub_rd_gnt_i && ub_rd_req_o;
+  assign stage_in_data = from_acc ? acc_rd_data_i : {{Dim*16{1'b0}}, ub_rd_data_i};
+  assign cmd_valid     = head_valid && started_q && !cmds_done_q && !abort_i;
+
+  always_comb begin
+    started_d       = started_q;
+    cmds_done_d     = cmds_done_q;
+    cmd_iter_d      = cmd_iter_q;
+    cmd_host_d      = cmd_host_q;
+    done_iter_d     = done_iter_q;
+    reads_done_d    = reads_done_q;
+    rd_row_d        = rd_row_q;
+    rd_iter_d       = rd_iter_q;
+    rd_base_d       = rd_base_q;
+    read_inflight_d = read_gnt;
+    pop             = 1'b0;
+
+    if (head_valid && !started_q) begin
+      started_d    = 1'b1;
+      cmds_done_d  = 1'b0;
+      cmd_iter_d   = '0;
+      cmd_host_d   = head.host_addr;
+      done_iter_d  = '0;
+      reads_done_d = 1'b0;
+      rd_row_d     = '0;
+      rd_iter_d    = '0;
+      rd_base_d    = head.addr_a;
+    end else begin
+      if (cmd_valid && cmd_ready) begin
+        cmd_iter_d  = cmd_iter_q + 1'b1;
+        cmd_host_d  = cmd_host_q + head.host_step;
+        cmds_done_d = cmd_iter_q == head.count - 1'b1;
+      end
+      if (read_gnt) begin
+        rd_row_d = rd_row_q + 1'b1;
+        if (rd_row_q == head.rows - 1'b1) begin
+          rd_row_d     = '0;
+          rd_iter_d    = rd_iter_q + 1'b1;
+          rd_base_d    = rd_base_q + head.step_a;
+          reads_done_d = rd_iter_q == head.count - 1'b1;
+        end
+      end
+      if (cmd_done) begin
+        done_iter_d = done_iter_q + 1'b1;
+        pop         = done_iter_q == head.count - 1'b1;
+      end
+    end
+    if (pop) started_d = 1'b0;
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      started_q       <= 1'b0;
+      cmds_done_q     <= 1'b0;
+      cmd_iter_q      <= '0;
+      cmd_host_q      <= '0;
+      done_iter_q     <= '0;
+      reads_done_q    <= 1'b0;
+      read_inflight_q <= 1'b0;
+      rd_row_q        <= '0;
+      rd_iter_q       <= '0;
+      rd_base_q       <= '0;
+    end else begin
+      started_q       <= started_d;
+      cmds_done_q     <= cmds_done_d;
+      cmd_iter_q      <= cmd_iter_d;
+      cmd_host_q      <= cmd_host_d;
+      done_iter_q     <= done_iter_d;
+      reads_done_q    <= reads_done_d;
+      read_inflight_q <= read_inflight_d;
+      rd_row_q        <= rd_row_d;
+      rd_iter_q       <= rd_iter_d;
+      rd_base_q       <= rd_base_d;
+    end
+  end
+
+  tpu_fifo #(.Width(Dim * 32), .Depth(StageDepth)) u_stage (
+    .clk_i, .rst_ni,
+    .in_valid_i (read_inflight_q),
+    .in_ready_o (stage_in_ready),
+    .in_data_i  (stage_in_data),
+    .out_valid_o(stage_valid),
+    .out_ready_i(stage_ready),
+    .out_data_o (stage_data),
+    .count_o    (stage_count)
+  );
+
+  tpu_axi_writer #(
+    .BusBytes(BusBytes), .MaxRowBytes(Dim * 4), .MaxBurst(64), .MaxOutstanding(8),
+    .RowsWidth(16)
+  ) u_writer (
+    .clk_i, .rst_ni, .abort_i,
+    .cmd_valid_i         (cmd_valid),
+    .cmd_ready_o         (cmd_ready),
+    .cmd_addr_i          (cmd_host_q),
+    .cmd_stride_i        (head.host_stride),
+    .cmd_rows_i          (head.rows),
+    .cmd_row_bytes_log2_i(from_acc ? 3'(DimLog2 + 2) : 3'(DimLog2 + 1)),
+    .row_valid_i         (stage_valid),
+    .row_ready_o         (stage_ready),
+    .row_data_i          (stage_data),
+    .aw_valid_o, .aw_ready_i, .aw_addr_o, .aw_len_o, .aw_size_o,
+    .w_valid_o, .w_ready_i, .w_data_o, .w_strb_o, .w_last_o,
+    .b_valid_i, .b_ready_o, .b_resp_i,
+    .cmd_done_o          (cmd_done),
+    .bus_error_o,
+    .idle_o              (writer_idle)
+  );
+
+  assign pc_o        = head.pc;
+  assign axi_quiet_o = writer_idle;
+  assign idle_o      = queue_empty && writer_idle;
+
+`ifndef SYNTHESIS
+  a_row_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      read_req |-> {1'b0, rd_addr} < (from_acc ? 17'(AccDepth) : 17'(UbDepth)))
+    else $error("tpu_store_unit: row address beyond the memory");
+  a_stage_has_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      read_inflight_q |-> stage_in_ready)
+    else $error("tpu_store_unit: a row read from memory found no room in the staging FIFO");
+`endif
+
+endmodule

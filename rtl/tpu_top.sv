@@ -1,0 +1,573 @@
+// The programmable TPU core: a Dim x Dim weight-stationary systolic array with
+// a unified buffer (bf16), accumulators (fp32), a weight FIFO, an activation
+// unit, DMA engines and an issue stage that runs programs from host memory
+// (docs/architecture.md, docs/isa.md).
+//
+// At the edge: an AXI4-Lite slave for the registers (docs/registers.md), an
+// AXI4 master for host memory (instructions, data and weights in, results
+// out), and irq_o. Every unit sits behind a queue; the issue stage keeps
+// program order where it matters and lets the units overlap everywhere else.
+module tpu_top #(
+  parameter int unsigned Dim          = 16,     // array rows = columns, power of two
+  parameter int unsigned MulStages    = 0,      // multiplier pipeline registers, 0..2
+  parameter int unsigned AddStages    = 0,      // adder pipeline registers, 0..3
+  parameter int unsigned UbDepth      = 16384,  // unified-buffer rows, power of two
+  parameter int unsigned AccDepth     = 4096,   // accumulator rows, power of two
+  parameter int unsigned WeightTiles  = 4,      // weight FIFO depth in tiles
+  parameter int unsigned BusBytes     = 16,     // AXI4 master data width in bytes
+  parameter int unsigned ActLanes     = 4,      // activation lanes per cycle
+  parameter int unsigned QueueDepth   = 4,      // operations per unit queue
+  parameter int unsigned ReadBufBeats = 64,     // read-data buffer of each DMA read engine
+  localparam int unsigned IdWidth     = 2,
+  localparam int unsigned BusBits     = BusBytes * 8,
+  localparam int unsigned RegAddrWidth = tpu_regs_pkg::RegAddrWidth
+) (
+  input  logic                    clk_i,
+  input  logic                    rst_ni,
+
+  // AXI4-Lite slave: registers.
+  input  logic [RegAddrWidth-1:0] s_axil_awaddr,
+  input  logic [2:0]              s_axil_awprot,
+  input  logic                    s_axil_awvalid,
+  output logic                    s_axil_awready,
+  input  logic [31:0]             s_axil_wdata,
+  input  logic [3:0]              s_axil_wstrb,
+  input  logic                    s_axil_wvalid,
+  output logic                    s_axil_wready,
+  output logic [1:0]              s_axil_bresp,
+  output logic                    s_axil_bvalid,
+  input  logic                    s_axil_bready,
+  input  logic [RegAddrWidth-1:0] s_axil_araddr,
+  input  logic [2:0]              s_axil_arprot,
+  input  logic                    s_axil_arvalid,
+  output logic                    s_axil_arready,
+  output logic [31:0]             s_axil_rdata,
+  output logic [1:0]              s_axil_rresp,
+  output logic                    s_axil_rvalid,
+  input  logic                    s_axil_rready,
+
+  // AXI4 master: host memory.
+  output logic [IdWidth-1:0]      m_axi_arid,
+  output logic [31:0]             m_axi_araddr,
+  output logic [7:0]              m_axi_arlen,
+  output logic [2:0]              m_axi_arsize,
+  output logic [1:0]              m_axi_arburst,
+  output logic [3:0]              m_axi_arcache,
+  output logic [2:0]              m_axi_arprot,
+  output logic                    m_axi_arvalid,
+  input  logic                    m_axi_arready,
+  input  logic [IdWidth-1:0]      m_axi_rid,
+  input  logic [BusBits-1:0]      m_axi_rdata,
+  input  logic [1:0]              m_axi_rresp,
+  input  logic                    m_axi_rlast,
+  input  logic                    m_axi_rvalid,
+  output logic                    m_axi_rready,
+  output logic [IdWidth-1:0]      m_axi_awid,
+  output logic [31:0]             m_axi_awaddr,
+  output logic [7:0]              m_axi_awlen,
+  output logic [2:0]              m_axi_awsize,
+  output logic [1:0]              m_axi_awburst,
+  output logic [3:0]              m_axi_awcache,
+  output logic [2:0]              m_axi_awprot,
+  output logic                    m_axi_awvalid,
+  input  logic                    m_axi_awready,
+  output logic [BusBits-1:0]      m_axi_wdata,
+  output logic [BusBytes-1:0]     m_axi_wstrb,
+  output logic                    m_axi_wlast,
+  output logic                    m_axi_wvalid,
+  input  logic                    m_axi_wready,
+  input  logic [IdWidth-1:0]      m_axi_bid,
+  input  logic [1:0]              m_axi_bresp,
+  input  logic                    m_axi_bvalid,
+  output logic                    m_axi_bready,
+
+  output logic                    irq_o
+);
+
+  // ---------------------------------------------------------------------------
+  // Parameter checks
+  // ---------------------------------------------------------------------------
+  if (Dim < 1 || Dim > 256 || (Dim & (Dim - 1)) != 0) begin : g_bad_dim
+    $error("tpu_top: Dim must be a power of two in 1..256");
+  end
+  if (UbDepth < 4 || UbDepth > 65536 || (UbDepth & (UbDepth - 1)) != 0) begin : g_bad_ub
+    $error("tpu_top: UbDepth must be a power of two in 4..65536");
+  end
+  if (AccDepth < 4 || AccDepth > 65536 || (AccDepth & (AccDepth - 1)) != 0) begin : g_bad_acc
+    $error("tpu_top: AccDepth must be a power of two in 4..65536");
+  end
+  if (BusBytes < 4 || BusBytes > 64 || (BusBytes & (BusBytes - 1)) != 0) begin : g_bad_bus
+    $error("tpu_top: BusBytes must be a power of two in 4..64");
+  end
+  if (WeightTiles < 2 || WeightTiles > 16) begin : g_bad_tiles
+    $error("tpu_top: WeightTiles must be in 2..16");
+  end
+  if (ActLanes < 1 || ActLanes > Dim || (ActLanes & (ActLanes - 1)) != 0) begin : g_bad_lanes
+    $error("tpu_top: ActLanes must be a power of two in 1..Dim");
+  end
+  if (QueueDepth < 1 || QueueDepth > 16) begin : g_bad_queue
+    $error("tpu_top: QueueDepth must be in 1..16");
+  end
+  if (ReadBufBeats < 4 || ReadBufBeats > 512 || ReadBufBeats < 4 * Dim / BusBytes)
+  begin : g_bad_readbuf
+    $error("tpu_top: ReadBufBeats must be in 4..512 and hold an accumulator row");
+  end
+
+  localparam int unsigned NumUnits     = tpu_core_pkg::NumUnits;
+  localparam int unsigned FpBits       = tpu_core_pkg::FootprintBits;
+  localparam int unsigned UbAddrWidth  = $clog2(UbDepth);
+  localparam int unsigned AccAddrWidth = $clog2(AccDepth);
+  localparam int unsigned NumCounters  = tpu_regs_pkg::CounterCount;
+  localparam int unsigned FetchClient  = 0;
+  localparam int unsigned LoadClient   = 1;
+  localparam int unsigned WeightClient = 2;
+
+  // ---------------------------------------------------------------------------
+  // Registers, and the core reset that START and RESET pulse.
+  // ---------------------------------------------------------------------------
+  logic        core_reset, core_rst_n, start, irq;
+  logic [31:0] prog_addr;
+  logic [23:0] prog_count, pc, error_pc;
+  logic        busy, done, error;
+  logic [7:0]  error_code;
+  logic [NumCounters*18-1:0] counter_add;
+  logic        unused_axil_prot;
+
+  assign unused_axil_prot = ^{s_axil_awprot, s_axil_arprot};
+
+  tpu_regs #(
+    .Dim(Dim), .MulStages(MulStages), .AddStages(AddStages), .ActLanes(ActLanes),
+    .UbDepth(UbDepth), .AccDepth(AccDepth), .BusBytes(BusBytes), .WeightTiles(WeightTiles)
+  ) u_regs (
+    .clk_i, .rst_ni,
+    .s_awaddr_i  (s_axil_awaddr),
+    .s_awvalid_i (s_axil_awvalid),
+    .s_awready_o (s_axil_awready),
+    .s_wdata_i   (s_axil_wdata),
+    .s_wstrb_i   (s_axil_wstrb),
+    .s_wvalid_i  (s_axil_wvalid),
+    .s_wready_o  (s_axil_wready),
+    .s_bresp_o   (s_axil_bresp),
+    .s_bvalid_o  (s_axil_bvalid),
+    .s_bready_i  (s_axil_bready),
+    .s_araddr_i  (s_axil_araddr),
+    .s_arvalid_i (s_axil_arvalid),
+    .s_arready_o (s_axil_arready),
+    .s_rdata_o   (s_axil_rdata),
+    .s_rresp_o   (s_axil_rresp),
+    .s_rvalid_o  (s_axil_rvalid),
+    .s_rready_i  (s_axil_rready),
+    .core_reset_o(core_reset),
+    .start_o     (start),
+    .prog_addr_o (prog_addr),
+    .prog_count_o(prog_count),
+    .irq_o       (irq),
+    .busy_i      (busy),
+    .done_i      (done),
+    .error_i     (error),
+    .error_code_i(error_code),
+    .error_pc_i  (error_pc),
+    .pc_i        (pc),
+    .counter_add_i(counter_add)
+  );
+
+  assign irq_o      = irq;
+  // The register block stays out of the core reset; START and RESET reset the
+  // rest (a flop drives it, so the reset is glitch-free).
+  assign core_rst_n = rst_ni && !core_reset;
+
+  // ---------------------------------------------------------------------------
+  // AXI4 read channel, shared by instruction fetch, READ_HOST and the weights.
+  // ---------------------------------------------------------------------------
+  logic [2:0]    c_ar_valid, c_ar_ready, c_r_valid, c_r_ready;
+  logic [3*32-1:0] c_ar_addr;
+  logic [3*8-1:0]  c_ar_len;
+  logic [3*3-1:0]  c_ar_size;
+  logic [IdWidth-1:0] unused_rd_mux_id_high;
+
+  tpu_axi_rd_mux #(.NumClients(3)) u_rd_mux (
+    .clk_i, .rst_ni(core_rst_n),
+    .c_ar_valid_i(c_ar_valid),
+    .c_ar_ready_o(c_ar_ready),
+    .c_ar_addr_i (c_ar_addr),
+    .c_ar_len_i  (c_ar_len),
+    .c_ar_size_i (c_ar_size),
+    .c_r_valid_o (c_r_valid),
+    .c_r_ready_i (c_r_ready),
+    .m_ar_valid_o(m_axi_arvalid),
+    .m_ar_ready_i(m_axi_arready),
+    .m_ar_id_o   (m_axi_arid),
+    .m_ar_addr_o (m_axi_araddr),
+    .m_ar_len_o  (m_axi_arlen),
+    .m_ar_size_o (m_axi_arsize),
+    .m_r_valid_i (m_axi_rvalid),
+    .m_r_ready_o (m_axi_rready),
+    .m_r_id_i    (m_axi_rid)
+  );
+
+  assign m_axi_arburst = 2'b01;    // INCR
+  assign m_axi_arcache = 4'b0011;  // normal, non-cacheable, bufferable
+  assign m_axi_arprot  = 3'b000;   // unprivileged, secure, data
+  assign m_axi_awid    = '0;
+  assign m_axi_awburst = 2'b01;
+  assign m_axi_awcache = 4'b0011;
+  assign m_axi_awprot  = 3'b000;
+
+  logic unused_axi_inputs;
+  assign unused_axi_inputs = ^{m_axi_rlast, m_axi_bid};
+
+  // ---------------------------------------------------------------------------
+  // Instruction fetch
+  // ---------------------------------------------------------------------------
+  logic        fetch_cmd_valid, fetch_cmd_ready, fetch_abort, fetch_quiet, fetch_error;
+  logic [31:0] fetch_cmd_addr;
+  logic [23:0] fetch_cmd_rows;
+  logic        instr_valid, instr_ready, unused_instr_last, unused_fetch_idle;
+  logic [tpu_isa_pkg::InstrBits-1:0] instr;
+
+  tpu_axi_reader #(
+    .BusBytes(BusBytes), .MaxRowBytes(tpu_isa_pkg::InstrBytes), .BufBeats(16), .RowsWidth(24)
+  ) u_fetch (
+    .clk_i, .rst_ni(core_rst_n),
+    .abort_i             (fetch_abort),
+    .cmd_valid_i         (fetch_cmd_valid),
+    .cmd_ready_o         (fetch_cmd_ready),
+    .cmd_addr_i          (fetch_cmd_addr),
+    .cmd_stride_i        (32'(tpu_isa_pkg::InstrBytes)),
+    .cmd_rows_i          (fetch_cmd_rows),
+    .cmd_row_bytes_log2_i(3'($clog2(tpu_isa_pkg::InstrBytes))),
+    .ar_valid_o          (c_ar_valid[FetchClient]),
+    .ar_ready_i          (c_ar_ready[FetchClient]),
+    .ar_addr_o           (c_ar_addr[FetchClient*32 +: 32]),
+    .ar_len_o            (c_ar_len[FetchClient*8 +: 8]),
+    .ar_size_o           (c_ar_size[FetchClient*3 +: 3]),
+    .r_valid_i           (c_r_valid[FetchClient]),
+    .r_ready_o           (c_r_ready[FetchClient]),
+    .r_data_i            (m_axi_rdata),
+    .r_resp_i            (m_axi_rresp),
+    .row_valid_o         (instr_valid),
+    .row_ready_i         (instr_ready),
+    .row_data_o          (instr),
+    .row_last_o          (unused_instr_last),
+    .bus_error_o         (fetch_error),
+    .quiet_o             (fetch_quiet),
+    .idle_o              (unused_fetch_idle)
+  );
+
+  // ---------------------------------------------------------------------------
+  // Issue stage
+  // ---------------------------------------------------------------------------
+  logic [NumUnits-1:0]            push, full, unit_idle;
+  logic [NumUnits*QueueDepth-1:0] fp_valid;
+  logic [NumUnits*QueueDepth*FpBits-1:0] fps;
+  tpu_core_pkg::op_t              op, weight_op;
+  logic [FpBits-1:0]              fp, weight_fp;
+  logic                           abort, axi_quiet, issued, mm_wait_input, mm_wait_other;
+  logic                           bus_error;
+  logic [7:0]                     bus_error_code;
+  logic [23:0]                    bus_error_pc;
+
+  tpu_issue #(
+    .Dim(Dim), .BusBytes(BusBytes), .UbDepth(UbDepth), .AccDepth(AccDepth),
+    .WeightTiles(WeightTiles), .QueueDepth(QueueDepth)
+  ) u_issue (
+    .clk_i, .rst_ni(core_rst_n),
+    .start_i          (start),
+    .prog_addr_i      (prog_addr),
+    .prog_count_i     (prog_count),
+    .fetch_cmd_valid_o(fetch_cmd_valid),
+    .fetch_cmd_ready_i(fetch_cmd_ready),
+    .fetch_cmd_addr_o (fetch_cmd_addr),
+    .fetch_cmd_rows_o (fetch_cmd_rows),
+    .fetch_abort_o    (fetch_abort),
+    .fetch_quiet_i    (fetch_quiet),
+    .instr_valid_i    (instr_valid),
+    .instr_ready_o    (instr_ready),
+    .instr_i          (instr),
+    .push_o           (push),
+    .op_o             (op),
+    .fp_o             (fp),
+    .weight_op_o      (weight_op),
+    .weight_fp_o      (weight_fp),
+    .full_i           (full),
+    .idle_i           (unit_idle),
+    .fp_valid_i       (fp_valid),
+    .fps_i            (fps),
+    .bus_error_i      (bus_error),
+    .bus_error_code_i (bus_error_code),
+    .bus_error_pc_i   (bus_error_pc),
+    .abort_o          (abort),
+    .axi_quiet_i      (axi_quiet),
+    .busy_o           (busy),
+    .done_o           (done),
+    .error_o          (error),
+    .error_code_o     (error_code),
+    .error_pc_o       (error_pc),
+    .pc_o             (pc),
+    .issued_o         (issued),
+    .mm_wait_input_o  (mm_wait_input),
+    .mm_wait_other_o  (mm_wait_other)
+  );
+
+  // ---------------------------------------------------------------------------
+  // On-chip memories. Clients in priority order: the matrix unit first.
+  // ---------------------------------------------------------------------------
+  localparam int unsigned UbWrAct = 0, UbWrLoad = 1;
+  localparam int unsigned UbRdMatmul = 0, UbRdStore = 1;
+  localparam int unsigned AccWrMatmul = 0, AccWrAct = 1, AccWrLoad = 2;
+  localparam int unsigned AccRdMatmul = 0, AccRdAct = 1, AccRdStore = 2;
+
+  logic [1:0]               ub_wr_req, ub_wr_gnt, ub_rd_req, ub_rd_gnt;
+  logic [2*UbAddrWidth-1:0] ub_wr_addr, ub_rd_addr;
+  logic [2*Dim*16-1:0]      ub_wr_data, ub_rd_data;
+  logic [2:0]                acc_wr_req, acc_wr_gnt, acc_rd_req, acc_rd_gnt;
+  logic [3*AccAddrWidth-1:0] acc_wr_addr, acc_rd_addr;
+  logic [3*Dim*32-1:0]       acc_wr_data, acc_rd_data;
+
+  tpu_banked_mem #(.Width(Dim * 16), .Depth(UbDepth), .NumWr(2), .NumRd(2)) u_ub (
+    .clk_i, .rst_ni(core_rst_n),
+    .wr_req_i (ub_wr_req),
+    .wr_addr_i(ub_wr_addr),
+    .wr_data_i(ub_wr_data),
+    .wr_gnt_o (ub_wr_gnt),
+    .rd_req_i (ub_rd_req),
+    .rd_addr_i(ub_rd_addr),
+    .rd_gnt_o (ub_rd_gnt),
+    .rd_data_o(ub_rd_data)
+  );
+
+  tpu_banked_mem #(.Width(Dim * 32), .Depth(AccDepth), .NumWr(3), .NumRd(3)) u_acc (
+    .clk_i, .rst_ni(core_rst_n),
+    .wr_req_i (acc_wr_req),
+    .wr_addr_i(acc_wr_addr),
+    .wr_data_i(acc_wr_data),
+    .wr_gnt_o (acc_wr_gnt),
+    .rd_req_i (acc_rd_req),
+    .rd_addr_i(acc_rd_addr),
+    .rd_gnt_o (acc_rd_gnt),
+    .rd_data_o(acc_rd_data)
+  );
+
+  // ---------------------------------------------------------------------------
+  // Units
+  // ---------------------------------------------------------------------------
+  localparam int unsigned QBits = QueueDepth * FpBits;
+
+  logic        load_error, weight_error, store_error;
+  logic [23:0] load_pc, weight_pc, store_pc;
+  logic        load_quiet, weight_quiet, store_quiet;
+
+  tpu_load_unit #(
+    .Dim(Dim), .BusBytes(BusBytes), .UbDepth(UbDepth), .AccDepth(AccDepth),
+    .QueueDepth(QueueDepth), .BufBeats(ReadBufBeats)
+  ) u_load (
+    .clk_i, .rst_ni(core_rst_n),
+    .abort_i      (abort),
+    .push_i       (push[tpu_core_pkg::UnitLoad]),
+    .push_op_i    (op),
+    .push_fp_i    (fp),
+    .full_o       (full[tpu_core_pkg::UnitLoad]),
+    .fp_valid_o   (fp_valid[tpu_core_pkg::UnitLoad*QueueDepth +: QueueDepth]),
+    .fps_o        (fps[tpu_core_pkg::UnitLoad*QBits +: QBits]),
+    .ar_valid_o   (c_ar_valid[LoadClient]),
+    .ar_ready_i   (c_ar_ready[LoadClient]),
+    .ar_addr_o    (c_ar_addr[LoadClient*32 +: 32]),
+    .ar_len_o     (c_ar_len[LoadClient*8 +: 8]),
+    .ar_size_o    (c_ar_size[LoadClient*3 +: 3]),
+    .r_valid_i    (c_r_valid[LoadClient]),
+    .r_ready_o    (c_r_ready[LoadClient]),
+    .r_data_i     (m_axi_rdata),
+    .r_resp_i     (m_axi_rresp),
+    .ub_wr_req_o  (ub_wr_req[UbWrLoad]),
+    .ub_wr_addr_o (ub_wr_addr[UbWrLoad*UbAddrWidth +: UbAddrWidth]),
+    .ub_wr_data_o (ub_wr_data[UbWrLoad*Dim*16 +: Dim*16]),
+    .ub_wr_gnt_i  (ub_wr_gnt[UbWrLoad]),
+    .acc_wr_req_o (acc_wr_req[AccWrLoad]),
+    .acc_wr_addr_o(acc_wr_addr[AccWrLoad*AccAddrWidth +: AccAddrWidth]),
+    .acc_wr_data_o(acc_wr_data[AccWrLoad*Dim*32 +: Dim*32]),
+    .acc_wr_gnt_i (acc_wr_gnt[AccWrLoad]),
+    .bus_error_o  (load_error),
+    .pc_o         (load_pc),
+    .axi_quiet_o  (load_quiet),
+    .idle_o       (unit_idle[tpu_core_pkg::UnitLoad])
+  );
+
+  logic              wgt_valid, wgt_ready, weight_fifo_empty;
+  logic [Dim*16-1:0] wgt_data;
+
+  tpu_weight_unit #(
+    .Dim(Dim), .BusBytes(BusBytes), .WeightTiles(WeightTiles), .QueueDepth(QueueDepth),
+    .BufBeats(ReadBufBeats)
+  ) u_weight (
+    .clk_i, .rst_ni(core_rst_n),
+    .abort_i     (abort),
+    .push_i      (push[tpu_core_pkg::UnitWeight]),
+    .push_op_i   (weight_op),
+    .push_fp_i   (weight_fp),
+    .full_o      (full[tpu_core_pkg::UnitWeight]),
+    .fp_valid_o  (fp_valid[tpu_core_pkg::UnitWeight*QueueDepth +: QueueDepth]),
+    .fps_o       (fps[tpu_core_pkg::UnitWeight*QBits +: QBits]),
+    .ar_valid_o  (c_ar_valid[WeightClient]),
+    .ar_ready_i  (c_ar_ready[WeightClient]),
+    .ar_addr_o   (c_ar_addr[WeightClient*32 +: 32]),
+    .ar_len_o    (c_ar_len[WeightClient*8 +: 8]),
+    .ar_size_o   (c_ar_size[WeightClient*3 +: 3]),
+    .r_valid_i   (c_r_valid[WeightClient]),
+    .r_ready_o   (c_r_ready[WeightClient]),
+    .r_data_i    (m_axi_rdata),
+    .r_resp_i    (m_axi_rresp),
+    .wgt_valid_o (wgt_valid),
+    .wgt_ready_i (wgt_ready),
+    .wgt_data_o  (wgt_data),
+    .fifo_empty_o(weight_fifo_empty),
+    .bus_error_o (weight_error),
+    .pc_o        (weight_pc),
+    .axi_quiet_o (weight_quiet),
+    .idle_o      (unit_idle[tpu_core_pkg::UnitWeight])
+  );
+
+  logic        act_fire, weight_wait, pending_wait, mm_reading;
+  logic [17:0] act_macs;
+
+  tpu_matmul_unit #(
+    .Dim(Dim), .MulStages(MulStages), .AddStages(AddStages), .UbDepth(UbDepth),
+    .AccDepth(AccDepth), .QueueDepth(QueueDepth)
+  ) u_matmul (
+    .clk_i, .rst_ni(core_rst_n),
+    .push_i        (push[tpu_core_pkg::UnitMatmul]),
+    .push_op_i     (op),
+    .push_fp_i     (fp),
+    .full_o        (full[tpu_core_pkg::UnitMatmul]),
+    .fp_valid_o    (fp_valid[tpu_core_pkg::UnitMatmul*QueueDepth +: QueueDepth]),
+    .fps_o         (fps[tpu_core_pkg::UnitMatmul*QBits +: QBits]),
+    .ub_rd_req_o   (ub_rd_req[UbRdMatmul]),
+    .ub_rd_addr_o  (ub_rd_addr[UbRdMatmul*UbAddrWidth +: UbAddrWidth]),
+    .ub_rd_gnt_i   (ub_rd_gnt[UbRdMatmul]),
+    .ub_rd_data_i  (ub_rd_data[UbRdMatmul*Dim*16 +: Dim*16]),
+    .acc_rd_req_o  (acc_rd_req[AccRdMatmul]),
+    .acc_rd_addr_o (acc_rd_addr[AccRdMatmul*AccAddrWidth +: AccAddrWidth]),
+    .acc_rd_gnt_i  (acc_rd_gnt[AccRdMatmul]),
+    .acc_rd_data_i (acc_rd_data[AccRdMatmul*Dim*32 +: Dim*32]),
+    .acc_wr_req_o  (acc_wr_req[AccWrMatmul]),
+    .acc_wr_addr_o (acc_wr_addr[AccWrMatmul*AccAddrWidth +: AccAddrWidth]),
+    .acc_wr_data_o (acc_wr_data[AccWrMatmul*Dim*32 +: Dim*32]),
+    .acc_wr_gnt_i  (acc_wr_gnt[AccWrMatmul]),
+    .wgt_valid_i   (wgt_valid),
+    .wgt_ready_o   (wgt_ready),
+    .wgt_data_i    (wgt_data),
+    .act_fire_o    (act_fire),
+    .act_macs_o    (act_macs),
+    .weight_wait_o (weight_wait),
+    .pending_wait_o(pending_wait),
+    .reading_o     (mm_reading),
+    .idle_o        (unit_idle[tpu_core_pkg::UnitMatmul])
+  );
+
+  tpu_act_unit #(
+    .Dim(Dim), .ActLanes(ActLanes), .UbDepth(UbDepth), .AccDepth(AccDepth),
+    .QueueDepth(QueueDepth)
+  ) u_act (
+    .clk_i, .rst_ni(core_rst_n),
+    .push_i       (push[tpu_core_pkg::UnitAct]),
+    .push_op_i    (op),
+    .push_fp_i    (fp),
+    .full_o       (full[tpu_core_pkg::UnitAct]),
+    .fp_valid_o   (fp_valid[tpu_core_pkg::UnitAct*QueueDepth +: QueueDepth]),
+    .fps_o        (fps[tpu_core_pkg::UnitAct*QBits +: QBits]),
+    .acc_rd_req_o (acc_rd_req[AccRdAct]),
+    .acc_rd_addr_o(acc_rd_addr[AccRdAct*AccAddrWidth +: AccAddrWidth]),
+    .acc_rd_gnt_i (acc_rd_gnt[AccRdAct]),
+    .acc_rd_data_i(acc_rd_data[AccRdAct*Dim*32 +: Dim*32]),
+    .ub_wr_req_o  (ub_wr_req[UbWrAct]),
+    .ub_wr_addr_o (ub_wr_addr[UbWrAct*UbAddrWidth +: UbAddrWidth]),
+    .ub_wr_data_o (ub_wr_data[UbWrAct*Dim*16 +: Dim*16]),
+    .ub_wr_gnt_i  (ub_wr_gnt[UbWrAct]),
+    .acc_wr_req_o (acc_wr_req[AccWrAct]),
+    .acc_wr_addr_o(acc_wr_addr[AccWrAct*AccAddrWidth +: AccAddrWidth]),
+    .acc_wr_data_o(acc_wr_data[AccWrAct*Dim*32 +: Dim*32]),
+    .acc_wr_gnt_i (acc_wr_gnt[AccWrAct]),
+    .idle_o       (unit_idle[tpu_core_pkg::UnitAct])
+  );
+
+  tpu_store_unit #(
+    .Dim(Dim), .BusBytes(BusBytes), .UbDepth(UbDepth), .AccDepth(AccDepth),
+    .QueueDepth(QueueDepth)
+  ) u_store (
+    .clk_i, .rst_ni(core_rst_n),
+    .abort_i      (abort),
+    .push_i       (push[tpu_core_pkg::UnitStore]),
+    .push_op_i    (op),
+    .push_fp_i    (fp),
+    .full_o       (full[tpu_core_pkg::UnitStore]),
+    .fp_valid_o   (fp_valid[tpu_core_pkg::UnitStore*QueueDepth +: QueueDepth]),
+    .fps_o        (fps[tpu_core_pkg::UnitStore*QBits +: QBits]),
+    .aw_valid_o   (m_axi_awvalid),
+    .aw_ready_i   (m_axi_awready),
+    .aw_addr_o    (m_axi_awaddr),
+    .aw_len_o     (m_axi_awlen),
+    .aw_size_o    (m_axi_awsize),
+    .w_valid_o    (m_axi_wvalid),
+    .w_ready_i    (m_axi_wready),
+    .w_data_o     (m_axi_wdata),
+    .w_strb_o     (m_axi_wstrb),
+    .w_last_o     (m_axi_wlast),
+    .b_valid_i    (m_axi_bvalid),
+    .b_ready_o    (m_axi_bready),
+    .b_resp_i     (m_axi_bresp),
+    .ub_rd_req_o  (ub_rd_req[UbRdStore]),
+    .ub_rd_addr_o (ub_rd_addr[UbRdStore*UbAddrWidth +: UbAddrWidth]),
+    .ub_rd_gnt_i  (ub_rd_gnt[UbRdStore]),
+    .ub_rd_data_i (ub_rd_data[UbRdStore*Dim*16 +: Dim*16]),
+    .acc_rd_req_o (acc_rd_req[AccRdStore]),
+    .acc_rd_addr_o(acc_rd_addr[AccRdStore*AccAddrWidth +: AccAddrWidth]),
+    .acc_rd_gnt_i (acc_rd_gnt[AccRdStore]),
+    .acc_rd_data_i(acc_rd_data[AccRdStore*Dim*32 +: Dim*32]),
+    .bus_error_o  (store_error),
+    .pc_o         (store_pc),
+    .axi_quiet_o  (store_quiet),
+    .idle_o       (unit_idle[tpu_core_pkg::UnitStore])
+  );
+
+  // ---------------------------------------------------------------------------
+  // Bus errors: the first one stops the core (write errors before read errors
+  // in the same cycle; the instruction the failing unit was running is named).
+  // ---------------------------------------------------------------------------
+  always_comb begin
+    bus_error      = fetch_error || load_error || weight_error || store_error;
+    bus_error_code = store_error ? tpu_regs_pkg::ErrBusWrite : tpu_regs_pkg::ErrBusRead;
+    bus_error_pc   = pc;
+    if (store_error)       bus_error_pc = store_pc;
+    else if (load_error)   bus_error_pc = load_pc;
+    else if (weight_error) bus_error_pc = weight_pc;
+  end
+
+  assign axi_quiet = load_quiet && weight_quiet && store_quiet;
+
+  // ---------------------------------------------------------------------------
+  // Performance counters: every cycle of a run falls in exactly one of the
+  // array categories (the TPU v1 paper's utilisation table).
+  // ---------------------------------------------------------------------------
+  always_comb begin
+    counter_add = '0;
+    counter_add[tpu_regs_pkg::CntCyclesIndex*18 +: 18] = 18'd1;
+    if (act_fire) begin
+      counter_add[tpu_regs_pkg::CntArrayActiveIndex*18 +: 18] = 18'd1;
+      counter_add[tpu_regs_pkg::CntUsefulMacsIndex*18 +: 18]  = act_macs;
+    end else if (weight_wait) begin
+      if (weight_fifo_empty) counter_add[tpu_regs_pkg::CntWeightStallIndex*18 +: 18] = 18'd1;
+      else                   counter_add[tpu_regs_pkg::CntWeightShiftIndex*18 +: 18] = 18'd1;
+    end else if (mm_reading && pending_wait) begin
+      counter_add[tpu_regs_pkg::CntRawStallIndex*18 +: 18] = 18'd1;
+    end else if (!mm_reading && mm_wait_input) begin
+      counter_add[tpu_regs_pkg::CntInputStallIndex*18 +: 18] = 18'd1;
+    end else if (!mm_reading && mm_wait_other) begin
+      counter_add[tpu_regs_pkg::CntRawStallIndex*18 +: 18] = 18'd1;
+    end else begin
+      counter_add[tpu_regs_pkg::CntNonMatrixIndex*18 +: 18] = 18'd1;
+    end
+    counter_add[tpu_regs_pkg::CntDmaReadBeatsIndex*18 +: 18]  = 18'(m_axi_rvalid && m_axi_rready);
+    counter_add[tpu_regs_pkg::CntDmaWriteBeatsIndex*18 +: 18] = 18'(m_axi_wvalid && m_axi_wready);
+    counter_add[tpu_regs_pkg::CntInstructionsIndex*18 +: 18]  = 18'(issued);
+  end
+
+endmodule

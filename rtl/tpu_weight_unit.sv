@@ -1,0 +1,190 @@
+// READ_WEIGHTS (and the weight half of MATMUL with FETCH): reads weight tiles
+// from host memory into the weight FIFO, which feeds the systolic array's
+// weight stream. A tile is Dim rows of Dim bf16 weights; an operation reads
+// `rows` rows per tile and fills the rest of the tile with +0. The FIFO holds
+// WeightTiles tiles, and the array's second weight buffer one more, so tiles
+// load while the array computes with earlier ones. An operation is complete
+// once its last tile is in the FIFO.
+module tpu_weight_unit #(
+  parameter int unsigned Dim         = 16,
+  parameter int unsigned BusBytes    = 16,
+  parameter int unsigned WeightTiles = 4,
+  parameter int unsigned QueueDepth  = 4,
+  parameter int unsigned BufBeats    = 32,
+  localparam int unsigned QOffWidth  = (QueueDepth > 1) ? $clog2(QueueDepth) : 1
+) (
+  input  logic                        clk_i,
+  input  logic                        rst_ni,
+  input  logic                        abort_i,
+
+  input  logic                        push_i,
+  input  tpu_core_pkg::op_t           push_op_i,
+  input  logic [tpu_core_pkg::FootprintBits-1:0] push_fp_i,
+  output logic                        full_o,
+  output logic [QueueDepth-1:0]       fp_valid_o,
+  output logic [QueueDepth*tpu_core_pkg::FootprintBits-1:0] fps_o,
+
+  output logic                        ar_valid_o,
+  input  logic                        ar_ready_i,
+  output logic [31:0]                 ar_addr_o,
+  output logic [7:0]                  ar_len_o,
+  output logic [2:0]                  ar_size_o,
+  input  logic                        r_valid_i,
+  output logic                        r_ready_o,
+  input  logic [BusBytes*8-1:0]       r_data_i,
+  input  logic [1:0]                  r_resp_i,
+
+  // Weight rows to the matrix unit, tile row 0 first.
+  output logic                        wgt_valid_o,
+  input  logic                        wgt_ready_i,
+  output logic [Dim*16-1:0]           wgt_data_o,
+  output logic                        fifo_empty_o,
+
+  output logic                        bus_error_o,
+  output logic [23:0]                 pc_o,
+  output logic                        axi_quiet_o,  // no AXI burst in flight
+  output logic                        idle_o
+);
+
+  localparam int unsigned DimLog2    = $clog2(Dim);
+  localparam int unsigned FifoRows   = WeightTiles * Dim;
+  localparam int unsigned LastRowIdx = Dim - 1;
+  localparam logic [15:0] LastTileRow = LastRowIdx[15:0];
+
+  if (WeightTiles < 2 || WeightTiles > 16) begin : g_bad_tiles
+    $error("tpu_weight_unit: WeightTiles must be in 2..16");
+  end
+
+  tpu_core_pkg::op_t head, unused_peek;
+  logic head_valid, queue_empty, pop;
+  logic [$clog2(QueueDepth+1)-1:0] unused_count;
+
+  tpu_op_queue #(.Depth(QueueDepth)) u_queue (
+    .clk_i, .rst_ni,
+    .push_i, .push_op_i, .push_fp_i, .full_o,
+    .empty_o   (queue_empty),
+    .count_o   (unused_count),
+    .head_o    (head),
+    .peek_off_i(QOffWidth'(0)),
+    .peek_o    (unused_peek),
+    .pop_i     (pop),
+    .valid_o   (fp_valid_o),
+    .fps_o
+  );
+
+  assign head_valid = !queue_empty;
+
+  // ---------------------------------------------------------------------------
+  // One read command per tile.
+  // ---------------------------------------------------------------------------
+  logic        started_d, started_q, cmds_done_d, cmds_done_q;
+  logic [15:0] cmd_iter_d, cmd_iter_q;
+  logic [31:0] cmd_host_d, cmd_host_q;
+  logic        cmd_valid, cmd_ready;
+
+  assign cmd_valid = head_valid && started_q && !cmds_done_q && !abort_i;
+
+  always_comb begin
+    started_d   = started_q;
+    cmds_done_d = cmds_done_q;
+    cmd_iter_d  = cmd_iter_q;
+    cmd_host_d  = cmd_host_q;
+    if (head_valid && !started_q) begin
+      started_d   = 1'b1;
+      cmds_done_d = 1'b0;
+      cmd_iter_d  = '0;
+      cmd_host_d  = head.host_addr;
+    end else if (cmd_valid && cmd_ready) begin
+      cmd_iter_d  = cmd_iter_q + 1'b1;
+      cmd_host_d  = cmd_host_q + head.host_step;
+      cmds_done_d = cmd_iter_q == head.count - 1'b1;
+    end
+    if (pop) started_d = 1'b0;
+  end
+
+  // ---------------------------------------------------------------------------
+  // Tile rows into the FIFO: `rows` rows from memory, then +0 rows.
+  // ---------------------------------------------------------------------------
+  logic              row_valid, row_ready, unused_row_last, reader_idle;
+  logic [Dim*16-1:0] row_data, fifo_in_data;
+  logic              fifo_in_valid, fifo_in_ready, from_memory;
+  logic [15:0]       tile_row_d, tile_row_q, tile_d, tile_q;
+  logic [$clog2(FifoRows+1)-1:0] unused_fifo_count;
+
+  tpu_axi_reader #(
+    .BusBytes(BusBytes), .MaxRowBytes(Dim * 2), .BufBeats(BufBeats), .RowsWidth(16)
+  ) u_reader (
+    .clk_i, .rst_ni, .abort_i,
+    .cmd_valid_i         (cmd_valid),
+    .cmd_ready_o         (cmd_ready),
+    .cmd_addr_i          (cmd_host_q),
+    .cmd_stride_i        (head.host_stride),
+    .cmd_rows_i          (head.rows),
+    .cmd_row_bytes_log2_i(3'(DimLog2 + 1)),
+    .ar_valid_o, .ar_ready_i, .ar_addr_o, .ar_len_o, .ar_size_o,
+    .r_valid_i, .r_ready_o, .r_data_i, .r_resp_i,
+    .row_valid_o         (row_valid),
+    .row_ready_i         (row_ready),
+    .row_data_o          (row_data),
+    .row_last_o          (unused_row_last),
+    .bus_error_o,
+    .quiet_o             (axi_quiet_o),
+    .idle_o              (reader_idle)
+  );
+
+  assign from_memory   = tile_row_q < head.rows;
+  assign fifo_in_valid = head_valid && started_q && (from_memory ? row_valid : 1'b1) && !abort_i;
+  assign fifo_in_data  = from_memory ? row_data : '0;
+  assign row_ready     = from_memory && fifo_in_valid && fifo_in_ready;
+
+  always_comb begin
+    tile_row_d = tile_row_q;
+    tile_d     = tile_q;
+    pop        = 1'b0;
+    if (head_valid && !started_q) begin
+      tile_row_d = '0;
+      tile_d     = '0;
+    end else if (fifo_in_valid && fifo_in_ready) begin
+      tile_row_d = tile_row_q + 1'b1;
+      if (tile_row_q == LastTileRow) begin
+        tile_row_d = '0;
+        tile_d     = tile_q + 1'b1;
+        pop        = tile_q == head.count - 1'b1;
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      started_q   <= 1'b0;
+      cmds_done_q <= 1'b0;
+      cmd_iter_q  <= '0;
+      cmd_host_q  <= '0;
+      tile_row_q  <= '0;
+      tile_q      <= '0;
+    end else begin
+      started_q   <= started_d;
+      cmds_done_q <= cmds_done_d;
+      cmd_iter_q  <= cmd_iter_d;
+      cmd_host_q  <= cmd_host_d;
+      tile_row_q  <= tile_row_d;
+      tile_q      <= tile_d;
+    end
+  end
+
+  tpu_ram_fifo #(.Width(Dim * 16), .Depth(FifoRows)) u_fifo (
+    .clk_i, .rst_ni,
+    .in_valid_i (fifo_in_valid),
+    .in_ready_o (fifo_in_ready),
+    .in_data_i  (fifo_in_data),
+    .out_valid_o(wgt_valid_o),
+    .out_ready_i(wgt_ready_i),
+    .out_data_o (wgt_data_o),
+    .ram_count_o(unused_fifo_count)
+  );
+
+  assign fifo_empty_o = !wgt_valid_o;
+  assign pc_o         = head.pc;
+  assign idle_o       = queue_empty && reader_idle;
+
+endmodule

@@ -1,0 +1,1085 @@
+#!/usr/bin/env python3
+"""Generates the instruction-set and register-map definitions from one description.
+
+Reads rtl/isa.toml and rtl/regmap.toml and writes
+  rtl/tpu_isa_pkg.sv, rtl/tpu_regs_pkg.sv            SystemVerilog packages
+  sw/include/tpu/isa_defs.hpp, sw/include/tpu/regs.hpp  C++17 headers
+  the tables between the GENERATED marker lines of docs/isa.md and docs/registers.md.
+
+Usage: gen_defs.py [--check] [--isa FILE] [--regmap FILE] [--out-dir DIR]
+Without --check it writes each output that differs from what it generates and names it. With
+--check it writes nothing and names each stale output. Exit status: 0 done or up to date,
+1 stale outputs (--check only), 2 bad input, reported in one line.
+"""
+import argparse
+import re
+import sys
+import textwrap
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATOR = "scripts/gen_defs.py"
+
+ISA_PKG = Path("rtl/tpu_isa_pkg.sv")
+REGS_PKG = Path("rtl/tpu_regs_pkg.sv")
+ISA_HPP = Path("sw/include/tpu/isa_defs.hpp")
+REGS_HPP = Path("sw/include/tpu/regs.hpp")
+ISA_DOC = Path("docs/isa.md")
+REGS_DOC = Path("docs/registers.md")
+
+WORD_BITS = 32
+# The AXI4-Lite slave decodes a 4 KiB window; every register and counter lies in it.
+REG_ADDR_WIDTH = 12
+# The core carries error codes as 8-bit values (zero-extended into ERROR_CODE).
+ERROR_CODE_BITS = 8
+# Each counter is a 64-bit LO/HI register pair.
+COUNTER_STRIDE = 8
+REG_ACCESS = ("ro", "rw", "wo")
+# Fields every instruction has, whatever its opcode; opcodes may not list them.
+IMPLICIT_FIELDS = ("opcode", "flags")
+# Generated comments and C++ code stay within the project's 100 columns where they can.
+LINE_WIDTH = 100
+
+UPPER_NAME = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*")
+LOWER_NAME = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
+BEGIN_MARKER = re.compile(r"<!-- BEGIN GENERATED: (\S+) -->")
+END_MARKER = re.compile(r"<!-- END GENERATED: (\S+) -->")
+TYPE_NAMES = {int: "an integer", str: "a string", list: "an array", dict: "a table"}
+
+
+class DefsError(Exception):
+    """Bad input or an unusable output folder; reported in one line, exit status 2."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The description, checked
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    word: int
+    lsb: int
+    width: int
+    doc: str
+
+    @property
+    def flat_lsb(self):
+        return self.word * WORD_BITS + self.lsb
+
+    @property
+    def flat_mask(self):
+        return ((1 << self.width) - 1) << self.flat_lsb
+
+    @property
+    def bits(self):
+        return bit_range(self.lsb, self.width)
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    bit: int
+    doc: str
+
+
+@dataclass(frozen=True)
+class Opcode:
+    name: str
+    value: int
+    mnemonic: str
+    fields: tuple
+    flags: tuple
+    doc: str
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    value: int
+    mnemonic: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Isa:
+    instruction_bytes: int
+    fields: dict
+    opcodes: tuple
+    functions: tuple
+
+    @property
+    def instruction_bits(self):
+        return self.instruction_bytes * 8
+
+    @property
+    def words(self):
+        return self.instruction_bytes * 8 // WORD_BITS
+
+    def flags_mask(self, opcode):
+        return sum(1 << flag.bit for flag in opcode.flags)
+
+    def used_bits(self, opcode):
+        """Bits an instruction with this opcode may set; all others must be zero."""
+        flags_lsb = self.fields["flags"].flat_lsb
+        mask = self.fields["opcode"].flat_mask | (self.flags_mask(opcode) << flags_lsb)
+        for field in opcode.fields:
+            mask |= field.flat_mask
+        return mask
+
+
+@dataclass(frozen=True)
+class RegField:
+    name: str
+    lsb: int
+    width: int
+    doc: str
+
+    @property
+    def mask(self):
+        return ((1 << self.width) - 1) << self.lsb
+
+
+@dataclass(frozen=True)
+class Register:
+    name: str
+    offset: int
+    access: str
+    reset: int | None
+    doc: str
+    fields: tuple
+
+
+@dataclass(frozen=True)
+class Counter:
+    name: str
+    offset: int
+    doc: str
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    name: str
+    value: int
+    doc: str
+
+
+@dataclass(frozen=True)
+class RegMap:
+    registers: tuple
+    counters: tuple
+    errors: tuple
+
+
+def checked(table, where, required, optional=None):
+    """Returns `table` after checking that it is a table with every key of `required`, no key
+    outside `required` and `optional`, and values of the types those map the keys to."""
+    optional = optional or {}
+    if not isinstance(table, dict):
+        raise DefsError(f"{where}: expected a table")
+    # Unknown keys first: a misspelt key is also a missing one, and its name is the clue.
+    for key, value in table.items():
+        kind = required.get(key, optional.get(key))
+        if kind is None:
+            raise DefsError(f"{where}: unknown key '{key}'")
+        # TOML booleans load as Python bools, which are ints too.
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise DefsError(f"{where}.{key}: expected {TYPE_NAMES[kind]}")
+    for key in required:
+        if key not in table:
+            raise DefsError(f"{where}: missing key '{key}'")
+    return table
+
+
+def check_name(name, pattern, where):
+    if not pattern.fullmatch(name):
+        style = "UPPER_SNAKE_CASE" if pattern is UPPER_NAME else "lower_snake_case"
+        raise DefsError(f"{where}: '{name}' is not a {style} name")
+
+
+def check_doc(doc, where):
+    # Docs become comments, string literals and table cells, none of which may span lines.
+    if not doc.strip() or any(ord(char) < 0x20 for char in doc):
+        raise DefsError(f"{where}.doc: expected one non-empty line of text")
+
+
+def check_range(value, low, high, where, what):
+    if not low <= value <= high:
+        raise DefsError(f"{where}: {what} {value} is outside {low}..{high}")
+
+
+def check_unique(named_keys, what, where, show=str):
+    """Fails if two of the (name, key) pairs in `named_keys` have the same key."""
+    first_with = {}
+    for name, key in named_keys:
+        if key in first_with:
+            raise DefsError(f"{where}: {first_with[key]} and {name} have the same {what} "
+                            f"{show(key)}")
+        first_with[key] = name
+
+
+def check_disjoint(parts, where):
+    """Fails if two of the (name, bit mask) pairs in `parts` share a bit."""
+    for index, (name, mask) in enumerate(parts):
+        for other_name, other_mask in parts[index + 1:]:
+            if mask & other_mask:
+                raise DefsError(f"{where}: {name} and {other_name} overlap")
+
+
+def parse_isa(data, source):
+    top = checked(data, source,
+                  {"instruction_bytes": int, "fields": dict, "opcodes": dict, "functions": dict})
+    instruction_bytes = top["instruction_bytes"]
+    if instruction_bytes <= 0 or instruction_bytes % (WORD_BITS // 8):
+        raise DefsError(f"{source}: instruction_bytes {instruction_bytes} is not a positive "
+                        f"multiple of {WORD_BITS // 8}")
+    words = instruction_bytes * 8 // WORD_BITS
+
+    fields = {}
+    for name, entry in top["fields"].items():
+        where = f"{source}: fields.{name}"
+        check_name(name, LOWER_NAME, where)
+        spec = checked(entry, where, {"word": int, "lsb": int, "width": int, "doc": str})
+        check_range(spec["word"], 0, words - 1, where, "word")
+        check_range(spec["lsb"], 0, WORD_BITS - 1, where, "lsb")
+        check_range(spec["width"], 1, WORD_BITS, where, "width")
+        if spec["lsb"] + spec["width"] > WORD_BITS:
+            raise DefsError(f"{where}: lsb {spec['lsb']} + width {spec['width']} is wider than "
+                            f"its {WORD_BITS}-bit word")
+        check_doc(spec["doc"], where)
+        fields[name] = Field(name, spec["word"], spec["lsb"], spec["width"], spec["doc"])
+    for name in (*IMPLICIT_FIELDS, "func"):
+        if name not in fields:
+            raise DefsError(f"{source}: fields: the '{name}' field is missing")
+
+    opcodes = [parse_opcode(name, entry, fields, f"{source}: opcodes.{name}")
+               for name, entry in top["opcodes"].items()]
+    opcodes.sort(key=lambda opcode: opcode.value)
+    check_unique([(opcode.name, opcode.value) for opcode in opcodes], "value",
+                 f"{source}: opcodes", show=lambda value: f"0x{value:02X}")
+    check_unique([(opcode.name, opcode.mnemonic) for opcode in opcodes], "mnemonic",
+                 f"{source}: opcodes")
+
+    functions = []
+    for name, entry in top["functions"].items():
+        where = f"{source}: functions.{name}"
+        check_name(name, UPPER_NAME, where)
+        spec = checked(entry, where, {"value": int, "mnemonic": str, "doc": str})
+        check_range(spec["value"], 0, (1 << fields["func"].width) - 1, where, "value")
+        check_name(spec["mnemonic"], LOWER_NAME, f"{where}.mnemonic")
+        check_doc(spec["doc"], where)
+        functions.append(Function(name, spec["value"], spec["mnemonic"], spec["doc"]))
+    functions.sort(key=lambda function: function.value)
+    check_unique([(function.name, function.value) for function in functions], "value",
+                 f"{source}: functions")
+    check_unique([(function.name, function.mnemonic) for function in functions], "mnemonic",
+                 f"{source}: functions")
+    # Decoders accept func < FuncCount, which is right only for values 0 .. count-1.
+    if [function.value for function in functions] != list(range(len(functions))):
+        raise DefsError(f"{source}: functions: values must be 0 .. {len(functions) - 1}, "
+                        "without gaps")
+
+    return Isa(instruction_bytes, fields, tuple(opcodes), tuple(functions))
+
+
+def parse_opcode(name, entry, fields, where):
+    check_name(name, UPPER_NAME, where)
+    spec = checked(entry, where, {"value": int, "mnemonic": str, "fields": list, "flags": dict,
+                                  "doc": str})
+    check_range(spec["value"], 0, (1 << fields["opcode"].width) - 1, where, "value")
+    check_name(spec["mnemonic"], LOWER_NAME, f"{where}.mnemonic")
+    check_doc(spec["doc"], where)
+
+    flags = []
+    for flag_name, flag_entry in spec["flags"].items():
+        flag_where = f"{where}.flags.{flag_name}"
+        check_name(flag_name, UPPER_NAME, flag_where)
+        flag_spec = checked(flag_entry, flag_where, {"bit": int, "doc": str})
+        check_range(flag_spec["bit"], 0, fields["flags"].width - 1, flag_where, "bit")
+        check_doc(flag_spec["doc"], flag_where)
+        flags.append(Flag(flag_name, flag_spec["bit"], flag_spec["doc"]))
+    flags.sort(key=lambda flag: flag.bit)
+    check_unique([(flag.name, flag.bit) for flag in flags], "bit", f"{where}.flags")
+
+    used = []
+    for field_name in spec["fields"]:
+        if not isinstance(field_name, str) or field_name not in fields:
+            raise DefsError(f"{where}.fields: {field_name!r} is not a field of [fields]")
+        if field_name in IMPLICIT_FIELDS:
+            raise DefsError(f"{where}.fields: '{field_name}' is part of every instruction and "
+                            "is not listed")
+        if fields[field_name] in used:
+            raise DefsError(f"{where}.fields: '{field_name}' is listed twice")
+        used.append(fields[field_name])
+    # The whole flags field counts, not only the defined flags: its other bits are reserved.
+    check_disjoint([(f"field {field.name} (w{field.word}[{field.bits}])", field.flat_mask)
+                    for field in [fields[name] for name in IMPLICIT_FIELDS] + used], where)
+    return Opcode(name, spec["value"], spec["mnemonic"], tuple(used), tuple(flags), spec["doc"])
+
+
+def parse_regmap(data, source):
+    top = checked(data, source, {"registers": dict, "counters": dict, "errors": dict})
+    window = 1 << REG_ADDR_WIDTH
+
+    registers = []
+    for name, entry in top["registers"].items():
+        where = f"{source}: registers.{name}"
+        check_name(name, UPPER_NAME, where)
+        spec = checked(entry, where, {"offset": int, "access": str, "doc": str},
+                       {"reset": int, "fields": dict})
+        check_offset(spec["offset"], window - 4, where)
+        if spec["access"] not in REG_ACCESS:
+            raise DefsError(f"{where}.access: '{spec['access']}' is not one of "
+                            f"{', '.join(REG_ACCESS)}")
+        reset = spec.get("reset")
+        if reset is not None:
+            check_range(reset, 0, (1 << WORD_BITS) - 1, where, "reset")
+        check_doc(spec["doc"], where)
+        registers.append(Register(name, spec["offset"], spec["access"], reset, spec["doc"],
+                                  parse_reg_fields(spec.get("fields", {}), where)))
+    registers.sort(key=lambda register: register.offset)
+
+    counters = []
+    for name, entry in top["counters"].items():
+        where = f"{source}: counters.{name}"
+        check_name(name, UPPER_NAME, where)
+        spec = checked(entry, where, {"offset": int, "doc": str})
+        check_offset(spec["offset"], window - COUNTER_STRIDE, where)
+        check_doc(spec["doc"], where)
+        counters.append(Counter(name, spec["offset"], spec["doc"]))
+    counters.sort(key=lambda counter: counter.offset)
+    # Hardware indexes the counters as CounterBase + index * 8, so they must be contiguous.
+    for index, counter in enumerate(counters):
+        expected = counters[0].offset + index * COUNTER_STRIDE
+        if counter.offset != expected:
+            raise DefsError(f"{source}: counters.{counter.name}: offset 0x{counter.offset:03X} "
+                            f"should be 0x{expected:03X}: counters are contiguous "
+                            f"{COUNTER_STRIDE}-byte LO/HI pairs")
+
+    # Registers and counter halves share one address space.
+    addresses = [(f"registers.{register.name}", register.offset) for register in registers]
+    for counter in counters:
+        addresses.append((f"counters.{counter.name} (LO)", counter.offset))
+        addresses.append((f"counters.{counter.name} (HI)", counter.offset + 4))
+    check_unique(addresses, "offset", source, show=lambda offset: f"0x{offset:03X}")
+
+    errors = []
+    for name, entry in top["errors"].items():
+        where = f"{source}: errors.{name}"
+        check_name(name, UPPER_NAME, where)
+        spec = checked(entry, where, {"value": int, "doc": str})
+        check_range(spec["value"], 0, (1 << ERROR_CODE_BITS) - 1, where, "value")
+        check_doc(spec["doc"], where)
+        errors.append(ErrorCode(name, spec["value"], spec["doc"]))
+    errors.sort(key=lambda error: error.value)
+    check_unique([(error.name, error.value) for error in errors], "value",
+                 f"{source}: errors")
+
+    return RegMap(tuple(registers), tuple(counters), tuple(errors))
+
+
+def check_offset(offset, highest, where):
+    check_range(offset, 0, highest, where, "offset")
+    if offset % 4:
+        raise DefsError(f"{where}: offset 0x{offset:03X} is not a multiple of 4")
+
+
+def parse_reg_fields(table, where):
+    fields = []
+    for name, entry in table.items():
+        field_where = f"{where}.fields.{name}"
+        check_name(name, UPPER_NAME, field_where)
+        spec = checked(entry, field_where, {"lsb": int, "width": int, "doc": str})
+        check_range(spec["lsb"], 0, WORD_BITS - 1, field_where, "lsb")
+        check_range(spec["width"], 1, WORD_BITS, field_where, "width")
+        if spec["lsb"] + spec["width"] > WORD_BITS:
+            raise DefsError(f"{field_where}: lsb {spec['lsb']} + width {spec['width']} is wider "
+                            f"than the {WORD_BITS}-bit register")
+        check_doc(spec["doc"], field_where)
+        fields.append(RegField(name, spec["lsb"], spec["width"], spec["doc"]))
+    fields.sort(key=lambda field: field.lsb)
+    check_disjoint([(f"field {field.name} [{bit_range(field.lsb, field.width)}]", field.mask)
+                    for field in fields], where)
+    return tuple(fields)
+
+
+def load_toml(path, source):
+    try:
+        with path.open("rb") as file:
+            return tomllib.load(file)
+    except FileNotFoundError:
+        raise DefsError(f"{source}: no such file") from None
+    except OSError as error:
+        raise DefsError(f"{source}: cannot read: {error.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise DefsError(f"{source}: TOML syntax error: {error}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Text helpers
+
+
+def camel(name):
+    """READ_HOST and addr_a -> ReadHost and AddrA."""
+    return "".join(part.capitalize() for part in name.lower().split("_"))
+
+
+def bit_range(lsb, width):
+    return str(lsb) if width == 1 else f"{lsb + width - 1}:{lsb}"
+
+
+def comment(text, indent=""):
+    """`text` as // comment lines of at most LINE_WIDTH columns."""
+    prefix = f"{indent}// "
+    return [prefix + line for line in textwrap.wrap(
+        text, LINE_WIDTH - len(prefix), break_long_words=False, break_on_hyphens=False)]
+
+
+def generated_header(source):
+    return [f"// Generated by {GENERATOR} from {source}; do not edit.",
+            f"// To change it, edit {source} and run `make defs`."]
+
+
+class Names:
+    """The identifiers one output declares. Two description entries that map to one identifier
+    (ACC_0 and ACC0 both give Acc0) would not compile, so they are an input error."""
+
+    def __init__(self, output):
+        self.output = output
+        self.declared = set()
+
+    def __call__(self, name):
+        if name in self.declared:
+            raise DefsError(f"{self.output}: two description entries both generate '{name}'")
+        self.declared.add(name)
+        return name
+
+
+def sv_hex(value, width):
+    """A sized hex literal, '_' between groups of 4 digits, or of 8 (one 32-bit word) when wide."""
+    digits = f"{value:0{(width + 3) // 4}X}"
+    group = 8 if width > WORD_BITS else 4
+    groups = [digits[max(end - group, 0):end] for end in range(len(digits), 0, -group)]
+    return f"{width}'h{'_'.join(reversed(groups))}"
+
+
+def sv_logic(width):
+    return f"logic [{width - 1}:0]"
+
+
+def cpp_string(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def markdown_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
+              for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def code_list(names):
+    return ", ".join(f"`{name}`" for name in names) or "—"
+
+
+# ---------------------------------------------------------------------------------------------
+# SystemVerilog packages
+
+
+def sv_isa_package(isa, source):
+    name = Names(ISA_PKG)
+    indent = "  "
+    opcode_type = sv_logic(isa.fields["opcode"].width)
+    flags_type = sv_logic(isa.fields["flags"].width)
+    func_width = isa.fields["func"].width
+    lines = generated_header(source) + [
+        "//",
+        "// The instruction set of the TPU core. An instruction is InstrBits wide, word w<n> in",
+        "// bits n*32+31 .. n*32; a field at bit b of word w starts at bit w*32+b.",
+        "package tpu_isa_pkg;",
+        "",
+        f"{indent}localparam int unsigned {name('InstrBytes')} = {isa.instruction_bytes};",
+        f"{indent}localparam int unsigned {name('InstrBits')} = {isa.instruction_bits};",
+        "",
+        f"{indent}// Opcodes (the opcode field).",
+    ]
+    for opcode in isa.opcodes:
+        lines += comment(f"{opcode.mnemonic}: {opcode.doc}", indent=indent)
+        lines.append(f"{indent}localparam {opcode_type} {name('Op' + camel(opcode.name))} = "
+                     f"{sv_hex(opcode.value, isa.fields['opcode'].width)};")
+
+    lines.append("")
+    lines += comment("Flags: each flag's bit in the flags field, and per opcode the mask of the "
+                     "flags it defines; its other flag bits must be zero.", indent=indent)
+    for opcode in isa.opcodes:
+        prefix = camel(opcode.name)
+        for flag in opcode.flags:
+            lines += comment(f"{opcode.name}.{flag.name}: {flag.doc}", indent=indent)
+            lines.append(f"{indent}localparam int unsigned "
+                         f"{name(prefix + 'Flag' + camel(flag.name))} = {flag.bit};")
+        lines.append(f"{indent}localparam {flags_type} {name(prefix + 'FlagsMask')} = "
+                     f"{sv_hex(isa.flags_mask(opcode), isa.fields['flags'].width)};")
+
+    lines += ["", f"{indent}// Activation functions (the func field of ACTIVATE)."]
+    for function in isa.functions:
+        lines += comment(f"{function.mnemonic}: {function.doc}", indent=indent)
+        lines.append(f"{indent}localparam {sv_logic(func_width)} "
+                     f"{name('Func' + camel(function.name))} = "
+                     f"{func_width}'d{function.value};")
+    lines.append(f"{indent}localparam int unsigned {name('FuncCount')} = {len(isa.functions)};")
+
+    lines += ["", f"{indent}// Fields: lowest bit in the flat instruction, and width."]
+    for field in isa.fields.values():
+        lines += comment(f"{field.name} (w{field.word}[{field.bits}]): {field.doc}",
+                         indent=indent)
+        prefix = "Field" + camel(field.name)
+        lines.append(f"{indent}localparam int unsigned {name(prefix + 'Lsb')} = "
+                     f"{field.flat_lsb};")
+        lines.append(f"{indent}localparam int unsigned {name(prefix + 'Width')} = "
+                     f"{field.width};")
+
+    lines.append("")
+    lines += comment("Bits each opcode's instructions may set: the opcode field, the opcode's "
+                     "flags and the fields it uses. Any other bit set is ILLEGAL_FIELD: "
+                     "(instr & ~<Opcode>UsedBits) != 0. One '_' group per word, "
+                     f"w{isa.words - 1} first.", indent=indent)
+    for opcode in isa.opcodes:
+        lines.append(f"{indent}localparam {sv_logic(isa.instruction_bits)} "
+                     f"{name(camel(opcode.name) + 'UsedBits')} =")
+        lines.append(f"{indent * 3}{sv_hex(isa.used_bits(opcode), isa.instruction_bits)};")
+
+    lines += ["", "endpackage"]
+    return "\n".join(lines) + "\n"
+
+
+def sv_regs_package(regmap, source):
+    name = Names(REGS_PKG)
+    indent = "  "
+    offset_type = sv_logic(REG_ADDR_WIDTH)
+    lines = generated_header(source) + [
+        "//",
+        "// The AXI4-Lite register map of tpu_top: byte offsets, reset values, field positions,",
+        "// the 64-bit counters and the error codes of ERROR_CODE.",
+        "package tpu_regs_pkg;",
+        "",
+        f"{indent}localparam int unsigned {name('RegAddrWidth')} = {REG_ADDR_WIDTH};",
+        "",
+    ]
+    lines += comment("Registers: byte offset, reset value where fixed, and fields (a one-bit "
+                     "field's bit; a wider field's lowest bit and width).", indent=indent)
+    for register in regmap.registers:
+        prefix = camel(register.name)
+        lines += comment(f"{register.name} ({register.access}): {register.doc}", indent=indent)
+        lines.append(f"{indent}localparam {offset_type} {name('Reg' + prefix)} = "
+                     f"{sv_hex(register.offset, REG_ADDR_WIDTH)};")
+        if register.reset is not None:
+            lines.append(f"{indent}localparam {sv_logic(WORD_BITS)} "
+                         f"{name('Reg' + prefix + 'Reset')} = "
+                         f"{sv_hex(register.reset, WORD_BITS)};")
+        for field in register.fields:
+            lines += comment(f"{register.name}.{field.name}: {field.doc}", indent=indent)
+            field_prefix = prefix + camel(field.name)
+            if field.width == 1:
+                lines.append(f"{indent}localparam int unsigned {name(field_prefix + 'Bit')} = "
+                             f"{field.lsb};")
+            else:
+                lines.append(f"{indent}localparam int unsigned {name(field_prefix + 'Lsb')} = "
+                             f"{field.lsb};")
+                lines.append(f"{indent}localparam int unsigned {name(field_prefix + 'Width')} = "
+                             f"{field.width};")
+
+    lines.append("")
+    lines += comment(f"64-bit counters, contiguous from CounterBase: counter i has LO at "
+                     f"CounterBase + {COUNTER_STRIDE}*i and HI 4 bytes above. Reading LO latches "
+                     "HI.", indent=indent)
+    base = regmap.counters[0].offset if regmap.counters else 0
+    lines.append(f"{indent}localparam int unsigned {name('CounterCount')} = "
+                 f"{len(regmap.counters)};")
+    lines.append(f"{indent}localparam {offset_type} {name('CounterBase')} = "
+                 f"{sv_hex(base, REG_ADDR_WIDTH)};")
+    for index, counter in enumerate(regmap.counters):
+        prefix = "Cnt" + camel(counter.name)
+        lines += comment(f"{counter.name}: {counter.doc}", indent=indent)
+        lines.append(f"{indent}localparam {offset_type} {name(prefix + 'Lo')} = "
+                     f"{sv_hex(counter.offset, REG_ADDR_WIDTH)};")
+        lines.append(f"{indent}localparam {offset_type} {name(prefix + 'Hi')} = "
+                     f"{sv_hex(counter.offset + 4, REG_ADDR_WIDTH)};")
+        lines.append(f"{indent}localparam int unsigned {name(prefix + 'Index')} = {index};")
+
+    lines += ["", f"{indent}// Error codes (ERROR_CODE)."]
+    for error in regmap.errors:
+        lines += comment(f"{error.name}: {error.doc}", indent=indent)
+        lines.append(f"{indent}localparam {sv_logic(ERROR_CODE_BITS)} "
+                     f"{name('Err' + camel(error.name))} = {ERROR_CODE_BITS}'d{error.value};")
+
+    lines += ["", "endpackage"]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# C++ headers
+
+CPP_INDENT = "  "
+# Continuation lines of braced initializers, as clang-format lays them out.
+CPP_CONTINUATION = "    "
+
+
+def cpp_string_lines(text, indent):
+    """`text` as adjacent string literals (the compiler joins them), one per line, broken
+    between words so that each line leaves room for a closing '},' within LINE_WIDTH."""
+    room = LINE_WIDTH - len(indent) - 2
+    chunks = [""]
+    for piece in re.findall(r"\S+\s*|\s+", text):
+        if chunks[-1] and len(cpp_string(chunks[-1] + piece)) > room:
+            chunks.append("")
+        chunks[-1] += piece
+    return [indent + cpp_string(chunk) for chunk in chunks]
+
+
+def cpp_list(head, items, tail):
+    """`head`, the comma-separated `items` and `tail` on one line if that fits in LINE_WIDTH
+    columns, else the items packed into continuation lines after `head`."""
+    line = head + ", ".join(items) + tail
+    if len(line) <= LINE_WIDTH:
+        return [line]
+    lines, current = [head], ""
+    for index, item in enumerate(items):
+        end = tail if index == len(items) - 1 else ","
+        if current and len(f"{CPP_CONTINUATION}{current}, {item}{end}") > LINE_WIDTH:
+            lines.append(f"{CPP_CONTINUATION}{current},")
+            current = ""
+        current = f"{current}, {item}" if current else item
+    return lines + [CPP_CONTINUATION + current + tail]
+
+
+def cpp_table_row(before, doc, after=()):
+    """One `{...},` row of a table whose members are `before`, the string `doc` and `after`: on
+    one line if it fits, else `before`, the doc and `after` on lines of their own."""
+    line = f"{CPP_CONTINUATION}{{{', '.join([*before, cpp_string(doc), *after])}}},"
+    if len(line) <= LINE_WIDTH:
+        return [line]
+    inner = CPP_CONTINUATION + " "
+    doc_lines = cpp_string_lines(doc, inner)
+    if not after:
+        return [f"{CPP_CONTINUATION}{{{', '.join(before)},", *doc_lines[:-1],
+                doc_lines[-1] + "},"]
+    return [f"{CPP_CONTINUATION}{{{', '.join(before)},", *doc_lines[:-1], doc_lines[-1] + ",",
+            f"{inner}{', '.join(after)}}},"]
+
+
+def cpp_isa_header(isa, source):
+    name = Names(ISA_HPP)
+    lines = generated_header(source) + [
+        "//",
+        "// The instruction set of the TPU core. An instruction is kInstrWords little-endian",
+        "// 32-bit words; a field occupies bits lsb .. lsb+width-1 of one word.",
+        "#pragma once",
+        "",
+        "#include <array>",
+        "#include <cstddef>",
+        "#include <cstdint>",
+        "",
+        "namespace tpu::isa {",
+        "",
+        f"inline constexpr unsigned {name('kInstrBytes')} = {isa.instruction_bytes};",
+        f"inline constexpr unsigned {name('kInstrWords')} = {isa.words};",
+        "",
+        f"enum class {name('Opcode')} : std::uint8_t {{",
+        *[f"{CPP_INDENT}{camel(opcode.name)} = 0x{opcode.value:02X}," for opcode in isa.opcodes],
+        "};",
+        "",
+        "// Flags: each flag's bit in the flags field.",
+    ]
+    for opcode in isa.opcodes:
+        for flag in opcode.flags:
+            lines += comment(f"{opcode.name}.{flag.name}: {flag.doc}")
+            lines.append(f"inline constexpr unsigned "
+                         f"{name('k' + camel(opcode.name) + 'Flag' + camel(flag.name))} = "
+                         f"{flag.bit};")
+
+    lines += ["",
+              "// Activation functions (the func field of ACTIVATE).",
+              f"enum class {name('Func')} : std::uint8_t {{",
+              *[f"{CPP_INDENT}{camel(function.name)} = {function.value},"
+                for function in isa.functions],
+              "};",
+              f"inline constexpr unsigned {name('kFuncCount')} = {len(isa.functions)};",
+              "",
+              "// An instruction field: bits lsb .. lsb+width-1 of word `word`.",
+              f"struct {name('FieldSpec')} {{",
+              f"{CPP_INDENT}unsigned word, lsb, width;",
+              f"{CPP_INDENT}const char* name;",
+              "};"]
+    for field in isa.fields.values():
+        lines += comment(f"{field.name}: {field.doc}")
+        lines.append(f"inline constexpr FieldSpec {name('k' + camel(field.name))}"
+                     f"{{{field.word}, {field.lsb}, {field.width}, {cpp_string(field.name)}}};")
+
+    lines += ["",
+              "// A read-only array: C++17 has no std::span.",
+              "template <typename T>",
+              f"struct {name('ConstList')} {{",
+              f"{CPP_INDENT}const T* items;",
+              f"{CPP_INDENT}std::size_t size;",
+              f"{CPP_INDENT}constexpr const T* begin() const {{ return items; }}",
+              f"{CPP_INDENT}constexpr const T* end() const {{ return items + size; }}",
+              "};",
+              "",
+              "// A flag an opcode defines: its bit in the flags field, its name and the",
+              "// lower-case mnemonic assembly text uses.",
+              f"struct {name('FlagSpec')} {{",
+              f"{CPP_INDENT}unsigned bit;",
+              f"{CPP_INDENT}const char* name;",
+              f"{CPP_INDENT}const char* mnemonic;",
+              f"{CPP_INDENT}const char* doc;",
+              "};",
+              "",
+              f"using {name('UsedBits')} = std::array<std::uint32_t, kInstrWords>;",
+              "",
+              f"struct {name('OpcodeInfo')} {{",
+              f"{CPP_INDENT}Opcode opcode;",
+              f"{CPP_INDENT}const char* mnemonic;",
+              f"{CPP_INDENT}const char* doc;",
+              f"{CPP_INDENT}ConstList<const FieldSpec*> fields;  // the fields it uses besides "
+              "opcode and flags",
+              f"{CPP_INDENT}ConstList<FlagSpec> flags;",
+              f"{CPP_INDENT}std::uint8_t flags_mask;  // the flag bits it defines",
+              f"{CPP_INDENT}UsedBits used_bits;       // per word, the bits its instructions "
+              "may set",
+              "};",
+              "",
+              "// Per opcode: the fields it uses, its flags, and the bits its instructions may set",
+              "// (any other bit set is ILLEGAL_FIELD)."]
+    table = []
+    for opcode in isa.opcodes:
+        prefix = "k" + camel(opcode.name)
+        fields_list = flags_list = "{nullptr, 0}"
+        if opcode.fields:
+            lines += cpp_list(f"inline constexpr const FieldSpec* {name(prefix + 'Fields')}[] = {{",
+                              [f"&k{camel(field.name)}" for field in opcode.fields], "};")
+            fields_list = f"{{{prefix}Fields, {len(opcode.fields)}}}"
+        if opcode.flags:
+            lines.append(f"inline constexpr FlagSpec {name(prefix + 'Flags')}[] = {{")
+            for flag in opcode.flags:
+                lines += cpp_table_row([str(flag.bit), cpp_string(flag.name),
+                                        cpp_string(flag.name.lower())], flag.doc)
+            lines.append("};")
+            flags_list = f"{{{prefix}Flags, {len(opcode.flags)}}}"
+        used = isa.used_bits(opcode)
+        words = [f"0x{(used >> (WORD_BITS * word)) & 0xFFFFFFFF:08X}" for word in range(isa.words)]
+        # Four words a line (eight and the braces std::array needs pass 100 columns).
+        lines.append(f"inline constexpr UsedBits {name(prefix + 'UsedBits')}{{{{")
+        lines += [f"{CPP_CONTINUATION}{', '.join(words[first:first + 4])},"
+                  for first in range(0, len(words), 4)]
+        lines[-1] = lines[-1].removesuffix(",") + "}};"
+        table += cpp_table_row([f"Opcode::{camel(opcode.name)}", cpp_string(opcode.mnemonic)],
+                               opcode.doc, [fields_list, flags_list,
+                                            f"0x{isa.flags_mask(opcode):02X}",
+                                            f"{prefix}UsedBits"])
+    lines += ["",
+              f"inline constexpr std::array<OpcodeInfo, {len(isa.opcodes)}> "
+              f"{name('kOpcodeTable')}{{{{",
+              *table,
+              "}};",
+              "",
+              f"struct {name('FuncInfo')} {{",
+              f"{CPP_INDENT}Func func;",
+              f"{CPP_INDENT}const char* mnemonic;",
+              f"{CPP_INDENT}const char* doc;",
+              "};",
+              f"inline constexpr std::array<FuncInfo, kFuncCount> {name('kFuncTable')}{{{{"]
+    for function in isa.functions:
+        lines += cpp_table_row([f"Func::{camel(function.name)}", cpp_string(function.mnemonic)],
+                               function.doc)
+    lines += ["}};", "", "}  // namespace tpu::isa"]
+    return "\n".join(lines) + "\n"
+
+
+def cpp_regs_header(regmap, source):
+    name = Names(REGS_HPP)
+    lines = generated_header(source) + [
+        "//",
+        "// The AXI4-Lite register map of tpu_top: byte offsets, reset values, fields, the",
+        "// 64-bit counters and the error codes of ERROR_CODE.",
+        "#pragma once",
+        "",
+        "#include <array>",
+        "#include <cstdint>",
+        "",
+        "namespace tpu::regs {",
+        "",
+        f"inline constexpr unsigned {name('kAddrWidth')} = {REG_ADDR_WIDTH};",
+        "",
+        "// Registers: byte offset, reset value where fixed, and fields (a one-bit field's bit;",
+        "// a wider field's lowest bit and width) with their masks in place.",
+    ]
+    for register in regmap.registers:
+        prefix = "k" + camel(register.name)
+        lines += comment(f"{register.name} ({register.access}): {register.doc}")
+        lines.append(f"inline constexpr std::uint32_t {name(prefix)} = "
+                     f"0x{register.offset:03X};")
+        if register.reset is not None:
+            lines.append(f"inline constexpr std::uint32_t {name(prefix + 'Reset')} = "
+                         f"0x{register.reset:08X};")
+        for field in register.fields:
+            field_prefix = prefix + camel(field.name)
+            lines += comment(f"{register.name}.{field.name}: {field.doc}")
+            if field.width == 1:
+                lines.append(f"inline constexpr unsigned {name(field_prefix + 'Bit')} = "
+                             f"{field.lsb};")
+            else:
+                lines.append(f"inline constexpr unsigned {name(field_prefix + 'Lsb')} = "
+                             f"{field.lsb};")
+                lines.append(f"inline constexpr unsigned {name(field_prefix + 'Width')} = "
+                             f"{field.width};")
+            lines.append(f"inline constexpr std::uint32_t {name(field_prefix + 'Mask')} = "
+                         f"0x{field.mask:08X};")
+
+    base = regmap.counters[0].offset if regmap.counters else 0
+    lines += ["",
+              "// 64-bit counters, contiguous from kCounterBase: counter i has LO at",
+              f"// kCounterBase + {COUNTER_STRIDE}*i and HI 4 bytes above. Reading LO latches HI.",
+              f"inline constexpr unsigned {name('kCounterCount')} = {len(regmap.counters)};",
+              f"inline constexpr std::uint32_t {name('kCounterBase')} = 0x{base:03X};"]
+    for counter in regmap.counters:
+        prefix = "kCnt" + camel(counter.name)
+        lines.append(f"inline constexpr std::uint32_t {name(prefix + 'Lo')} = "
+                     f"0x{counter.offset:03X};")
+        lines.append(f"inline constexpr std::uint32_t {name(prefix + 'Hi')} = "
+                     f"0x{counter.offset + 4:03X};")
+    lines += ["",
+              f"struct {name('CounterSpec')} {{",
+              f"{CPP_INDENT}const char* name;",
+              f"{CPP_INDENT}std::uint32_t offset;  // of LO",
+              f"{CPP_INDENT}const char* doc;",
+              "};",
+              f"inline constexpr std::array<CounterSpec, kCounterCount> "
+              f"{name('kCounters')}{{{{"]
+    for counter in regmap.counters:
+        lines += cpp_table_row([cpp_string(counter.name), f"0x{counter.offset:03X}"],
+                               counter.doc)
+    lines += ["}};",
+              "",
+              "// Error codes (ERROR_CODE).",
+              f"enum class {name('Error')} : std::uint32_t {{",
+              *[f"{CPP_INDENT}{camel(error.name)} = {error.value}," for error in regmap.errors],
+              "};",
+              "",
+              f"struct {name('ErrorSpec')} {{",
+              f"{CPP_INDENT}Error error;",
+              f"{CPP_INDENT}const char* name;",
+              f"{CPP_INDENT}const char* doc;",
+              "};",
+              f"inline constexpr std::array<ErrorSpec, {len(regmap.errors)}> "
+              f"{name('kErrors')}{{{{"]
+    for error in regmap.errors:
+        lines += cpp_table_row([f"Error::{camel(error.name)}", cpp_string(error.name)],
+                               error.doc)
+    lines += ["}};",
+              "",
+              "// The name of an error code; \"UNKNOWN\" for a value that is none.",
+              f"constexpr const char* {name('error_name')}(Error error) {{",
+              f"{CPP_INDENT}for (const ErrorSpec& spec : kErrors) {{",
+              f"{CPP_INDENT * 2}if (spec.error == error) return spec.name;",
+              f"{CPP_INDENT}}}",
+              f"{CPP_INDENT}return \"UNKNOWN\";",
+              "}",
+              "",
+              "// What an error code means; \"unknown error code\" for a value that is none.",
+              f"constexpr const char* {name('error_doc')}(Error error) {{",
+              f"{CPP_INDENT}for (const ErrorSpec& spec : kErrors) {{",
+              f"{CPP_INDENT * 2}if (spec.error == error) return spec.doc;",
+              f"{CPP_INDENT}}}",
+              f"{CPP_INDENT}return \"unknown error code\";",
+              "}",
+              "",
+              "}  // namespace tpu::regs"]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Documentation tables
+
+
+def isa_doc_tables(isa):
+    fields = markdown_table(
+        ["field", "word", "bits", "doc"],
+        [[f"`{field.name}`", f"w{field.word}", field.bits, field.doc]
+         for field in isa.fields.values()])
+    opcodes = markdown_table(
+        ["mnemonic", "value", "fields used", "flags", "doc"],
+        [[f"`{opcode.mnemonic}`", f"0x{opcode.value:02X}",
+          code_list(field.name for field in opcode.fields),
+          code_list(flag.name for flag in opcode.flags), opcode.doc]
+         for opcode in isa.opcodes])
+    flags = markdown_table(
+        ["opcode", "flag", "bit", "doc"],
+        [[f"`{opcode.mnemonic}`", f"`{flag.name}`", str(flag.bit), flag.doc]
+         for opcode in isa.opcodes for flag in opcode.flags])
+    functions = markdown_table(
+        ["mnemonic", "value", "doc"],
+        [[f"`{function.mnemonic}`", str(function.value), function.doc]
+         for function in isa.functions])
+    return {"fields": fields, "opcodes": opcodes, "flags": flags, "functions": functions}
+
+
+def regs_doc_tables(regmap):
+    def described(register):
+        return "<br>".join([register.doc] + [
+            f"[{bit_range(field.lsb, field.width)}] `{field.name}`: {field.doc}"
+            for field in reversed(register.fields)])
+
+    registers = markdown_table(
+        ["offset", "name", "access", "reset", "doc"],
+        [[f"0x{register.offset:03X}", f"`{register.name}`", register.access,
+          "—" if register.reset is None else f"0x{register.reset:08X}", described(register)]
+         for register in regmap.registers])
+    counters = markdown_table(
+        ["LO offset", "HI offset", "name", "doc"],
+        [[f"0x{counter.offset:03X}", f"0x{counter.offset + 4:03X}", f"`{counter.name}`",
+          counter.doc] for counter in regmap.counters])
+    errors = markdown_table(
+        ["value", "name", "doc"],
+        [[str(error.value), f"`{error.name}`", error.doc] for error in regmap.errors])
+    return {"registers": registers, "counters": counters, "errors": errors}
+
+
+def fill_markers(text, tables, where):
+    """`text` with the lines between each pair of GENERATED marker lines replaced by the table
+    of that name; every table needs exactly one pair."""
+    result, filled, inside = [], set(), None
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        begin = BEGIN_MARKER.fullmatch(line.rstrip("\r\n"))
+        end = END_MARKER.fullmatch(line.rstrip("\r\n"))
+        if inside is None and begin:
+            if begin[1] not in tables:
+                raise DefsError(f"{where}:{number}: no generated table '{begin[1]}' (there are "
+                                f"{', '.join(tables)})")
+            if begin[1] in filled:
+                raise DefsError(f"{where}:{number}: a second marker pair for '{begin[1]}'")
+            inside = begin[1]
+            result += [line, tables[inside]]
+        elif inside is None and end:
+            raise DefsError(f"{where}:{number}: END marker for '{end[1]}' without its BEGIN")
+        elif inside is None:
+            result.append(line)
+        elif end and end[1] == inside:
+            filled.add(inside)
+            inside = None
+            result.append(line)
+        elif begin or end:
+            raise DefsError(f"{where}:{number}: expected the END marker for '{inside}' "
+                            "before this marker")
+    if inside is not None:
+        raise DefsError(f"{where}: BEGIN marker for '{inside}' without its END")
+    for table in tables:
+        if table not in filled:
+            raise DefsError(f"{where}: no marker pair for table '{table}'")
+    return "".join(result)
+
+
+# ---------------------------------------------------------------------------------------------
+# Outputs
+
+
+def display(path, out_dir):
+    """How messages and generated comments name `path`: relative to the output folder when
+    inside it, so that the outputs do not depend on where the checkout lies."""
+    try:
+        return str(path.resolve().relative_to(out_dir.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def read_existing(path, shown):
+    """The current text of an output, or None if it does not exist."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise DefsError(f"{shown}: cannot read: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise DefsError(f"{shown}: not UTF-8 text") from None
+
+
+def generate(isa_path, regmap_path, out_dir):
+    """Maps each output (relative to out_dir) to the text it should have."""
+    isa_source, regmap_source = display(isa_path, out_dir), display(regmap_path, out_dir)
+    isa = parse_isa(load_toml(isa_path, isa_source), isa_source)
+    regmap = parse_regmap(load_toml(regmap_path, regmap_source), regmap_source)
+    outputs = {
+        ISA_PKG: sv_isa_package(isa, isa_source),
+        REGS_PKG: sv_regs_package(regmap, regmap_source),
+        ISA_HPP: cpp_isa_header(isa, isa_source),
+        REGS_HPP: cpp_regs_header(regmap, regmap_source),
+    }
+    # The docs hold prose around the tables, so they must exist with their markers.
+    for doc, tables in ((ISA_DOC, isa_doc_tables(isa)), (REGS_DOC, regs_doc_tables(regmap))):
+        text = read_existing(out_dir / doc, str(doc))
+        if text is None:
+            raise DefsError(f"{out_dir / doc}: no such file; it holds the generated tables "
+                            "between GENERATED marker lines")
+        outputs[doc] = fill_markers(text, tables, str(doc))
+    return outputs
+
+
+def stale_outputs(outputs, out_dir):
+    """Maps each output whose file differs from its text to why: missing or out of date."""
+    stale = {}
+    for path, text in outputs.items():
+        existing = read_existing(out_dir / path, str(path))
+        if existing is None:
+            stale[path] = "missing"
+        elif existing != text:
+            stale[path] = "out of date with its description"
+    return stale
+
+
+def write_outputs(outputs, stale, out_dir):
+    for path in stale:
+        try:
+            (out_dir / path).parent.mkdir(parents=True, exist_ok=True)
+            (out_dir / path).write_bytes(outputs[path].encode("utf-8"))
+        except OSError as error:
+            raise DefsError(f"{path}: cannot write: {error.strerror}") from None
+        print(f"wrote {path}")
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(
+        description="Generates SystemVerilog packages, C++ headers and doc tables from the "
+                    "instruction-set and register-map descriptions.")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 naming each output that is out of date")
+    parser.add_argument("--isa", type=Path, default=ROOT / "rtl/isa.toml", metavar="FILE",
+                        help="instruction-set description (default: rtl/isa.toml)")
+    parser.add_argument("--regmap", type=Path, default=ROOT / "rtl/regmap.toml", metavar="FILE",
+                        help="register-map description (default: rtl/regmap.toml)")
+    parser.add_argument("--out-dir", type=Path, default=ROOT, metavar="DIR",
+                        help="folder the output paths are relative to (default: the checkout)")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    try:
+        outputs = generate(args.isa, args.regmap, args.out_dir)
+        stale = stale_outputs(outputs, args.out_dir)
+        if args.check:
+            for path, reason in stale.items():
+                print(f"{path}: {reason}; run `make defs`")
+            return 1 if stale else 0
+        write_outputs(outputs, stale, args.out_dir)
+        if not stale:
+            print(f"all {len(outputs)} generated files up to date")
+        return 0
+    except DefsError as error:
+        print(f"gen_defs.py: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

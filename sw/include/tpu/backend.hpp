@@ -1,0 +1,59 @@
+// What every way of running a TPU program provides: the RTL (a Verilator model
+// of tpu_top behind an AXI memory model), the functional model of the
+// instruction set, and later a board. A backend owns the host memory the core
+// sees; the runtime places programs and data there and calls run().
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tpu/host_memory.hpp"
+#include "tpu/regs.hpp"
+
+namespace tpu {
+
+// Build parameters of a core (the HW_ARRAY and HW_MEMORY registers).
+struct HardwareConfig {
+  unsigned dim = 16;           // array rows = columns
+  unsigned mul_stages = 0;     // multiplier pipeline registers
+  unsigned add_stages = 0;     // adder pipeline registers
+  unsigned act_lanes = 4;      // activation lanes per cycle
+  unsigned ub_depth = 16384;   // unified-buffer rows
+  unsigned acc_depth = 4096;   // accumulator rows
+  unsigned bus_bytes = 16;     // AXI4 data bytes
+  unsigned weight_tiles = 4;   // weight FIFO depth in tiles
+
+  // "16x16", "4x4_m1a1", "8x8_bus4": the array, then what differs from the defaults.
+  std::string name() const;
+  bool operator==(const HardwareConfig& other) const;
+  bool operator!=(const HardwareConfig& other) const { return !(*this == other); }
+};
+
+// The performance counters, indexed like regs::kCounters.
+using Counters = std::array<std::uint64_t, regs::kCounterCount>;
+
+struct RunResult {
+  bool done = false;                 // reached HALT
+  regs::Error error = regs::Error::None;
+  std::uint32_t error_pc = 0;        // instruction index, when error != None
+  std::uint64_t instructions = 0;    // instructions completed
+  std::optional<Counters> counters;  // cycle-level figures, where the backend has them
+
+  bool ok() const { return done && error == regs::Error::None; }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual const HardwareConfig& config() const = 0;
+  virtual HostMemory& memory() = 0;
+  // Runs the program of `count` instructions at `prog_addr` to HALT or an
+  // error. Unified buffer and accumulators keep their contents between runs.
+  virtual RunResult run(std::uint32_t prog_addr, std::uint32_t count) = 0;
+};
+
+}  // namespace tpu

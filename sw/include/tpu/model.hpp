@@ -1,0 +1,81 @@
+// The functional model of the TPU core: runs a program one instruction at a time, exactly as
+// docs/isa.md ("Semantics", "Weight tiles", "Errors") defines it, with the reference arithmetic
+// of tb/ref (bit for bit what the RTL computes). It has no notion of time: RunResult::counters is
+// always empty.
+//
+// Differences from the RTL that a program cannot rely on either way:
+// - Memories start as zeros (the RTL's start random); uninitialized_reads() counts reads of rows
+//   nothing has written, so a test can show that a program never reads garbage.
+// - A bus error (a host access outside memory()) leaves the failing instruction without any
+//   effect; on the RTL, part of it (and of instructions running beside it) may have happened.
+// - Instructions are fetched one at a time: only an instruction the program reaches can fail to
+//   be fetched (BUS_READ, ERROR_PC its index).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "ref/numerics.hpp"
+#include "tpu/backend.hpp"
+#include "tpu/host_memory.hpp"
+#include "tpu/isa.hpp"
+
+namespace tpu {
+
+class FunctionalModel final : public Backend {
+ public:
+  // Throws std::invalid_argument when isa::validate_config() rejects `config`.
+  FunctionalModel(const HardwareConfig& config, std::size_t host_bytes);
+
+  std::string name() const override { return "model"; }
+  const HardwareConfig& config() const override { return config_; }
+  HostMemory& memory() override { return memory_; }
+  // Each run starts with an empty weight FIFO; the UB and the accumulators keep their contents.
+  // RunResult::instructions counts the instructions completed before HALT or the failing one,
+  // SYNC included and HALT not, like the RTL's INSTRUCTIONS counter.
+  RunResult run(std::uint32_t prog_addr, std::uint32_t count) override;
+
+  // Why the last run stopped with an error, in one line; empty if it reached HALT.
+  const std::string& error_detail() const { return error_detail_; }
+
+  // Copies of one row; std::out_of_range names a row outside the memory.
+  std::vector<ref::bf16_t> ub_row(std::uint32_t row) const;
+  std::vector<ref::fp32_t> acc_row(std::uint32_t row) const;
+  // Row reads (by MATMUL, ACTIVATE, WRITE_HOST) of UB or ACC rows that no instruction has written
+  // since construction, one per row read.
+  std::uint64_t uninitialized_reads() const { return uninitialized_reads_; }
+
+ private:
+  using Tile = std::vector<ref::bf16_t>;  // transposed: weight (k, j) at [j * dim + k]
+
+  // Step 7 of "Errors": the weight-tile accounting, before the instruction issues.
+  isa::CheckResult account_weights(const isa::Instruction& in) const;
+  void execute(const isa::Instruction& in);
+  void read_host(const isa::Instruction& in);
+  Tile load_tile(std::uint64_t host_addr, std::uint32_t stride, std::uint32_t rows) const;
+  void read_weights(const isa::Instruction& in);
+  void matmul(const isa::Instruction& in);
+  void activate(const isa::Instruction& in);
+  void write_host(const isa::Instruction& in);
+
+  void note_read(const std::vector<std::uint8_t>& written, std::uint64_t row) {
+    if (!written[row]) ++uninitialized_reads_;
+  }
+  ref::bf16_t* ub(std::uint64_t row) { return &ub_[row * dim_]; }
+  ref::fp32_t* acc(std::uint64_t row) { return &acc_[row * dim_]; }
+
+  HardwareConfig config_;
+  std::size_t dim_;
+  HostMemory memory_;
+  std::vector<ref::bf16_t> ub_;
+  std::vector<ref::fp32_t> acc_;
+  std::vector<std::uint8_t> ub_written_;
+  std::vector<std::uint8_t> acc_written_;
+  std::deque<Tile> weight_fifo_;  // tiles READ_WEIGHTS loaded and no MATMUL has used (U)
+  std::uint64_t uninitialized_reads_ = 0;
+  std::string error_detail_;
+};
+
+}  // namespace tpu

@@ -1,0 +1,21 @@
+#include "tpu/backend.hpp"
+
+namespace tpu {
+
+std::string HardwareConfig::name() const {
+  const HardwareConfig defaults;
+  std::string s = std::to_string(dim) + "x" + std::to_string(dim);
+  if (mul_stages || add_stages) {
+    s += "_m" + std::to_string(mul_stages) + "a" + std::to_string(add_stages);
+  }
+  if (bus_bytes != defaults.bus_bytes) s += "_bus" + std::to_string(bus_bytes);
+  return s;
+}
+
+bool HardwareConfig::operator==(const HardwareConfig& o) const {
+  return dim == o.dim && mul_stages == o.mul_stages && add_stages == o.add_stages &&
+         act_lanes == o.act_lanes && ub_depth == o.ub_depth && acc_depth == o.acc_depth &&
+         bus_bytes == o.bus_bytes && weight_tiles == o.weight_tiles;
+}
+
+}  // namespace tpu

@@ -1,0 +1,324 @@
+#include "tpu/isa.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tpu::isa {
+namespace {
+
+using regs::Error;
+
+constexpr std::uint64_t kHostSpace = std::uint64_t{1} << 32;
+
+constexpr std::uint32_t field_mask(const FieldSpec& field) {
+  return field.width >= 32 ? 0xFFFFFFFFu : (std::uint32_t{1} << field.width) - 1;
+}
+
+bool is_power_of_two(unsigned value) {
+  return value != 0 && (value & (value - 1)) == 0;
+}
+
+// The opcodes that repeat `count` times over `rows` rows.
+bool moves_data(Opcode opcode) {
+  return opcode == Opcode::ReadHost || opcode == Opcode::ReadWeights || opcode == Opcode::Matmul ||
+         opcode == Opcode::Activate || opcode == Opcode::WriteHost;
+}
+
+// Rows base + i * step + r for i < count, r < rows: [base, base + (count-1)*step + rows).
+RowSpan span(Memory memory, std::uint32_t base, std::uint32_t step, std::uint32_t count,
+             std::uint32_t rows) {
+  const std::uint64_t iterations = count == 0 ? 0 : count - 1;
+  return {true, memory, base, base + iterations * step + rows};
+}
+
+const char* memory_name(Memory memory) {
+  return memory == Memory::Ub ? "unified buffer" : "accumulators";
+}
+
+std::uint64_t depth(Memory memory, const HardwareConfig& config) {
+  return memory == Memory::Ub ? config.ub_depth : config.acc_depth;
+}
+
+Error range_error(Memory memory) {
+  return memory == Memory::Ub ? Error::UbRange : Error::AccRange;
+}
+
+// Step 2 of "Errors": encoding and field-value rules.
+std::string field_problem(const Instruction& in, const OpcodeInfo& info, unsigned dim) {
+  for (unsigned w = 0; w < kInstrWords; ++w) {
+    const std::uint32_t stray = in.words[w] & ~info.used_bits[w];
+    if (stray != 0) {
+      return fmt::format("{} does not use bits 0x{:08x} of word {}", info.mnemonic, stray, w);
+    }
+  }
+  const Opcode opcode = info.opcode;
+  if (moves_data(opcode)) {
+    if (in.count() == 0) return "count is 0";
+    if (in.rows() == 0) return "rows is 0";
+  }
+  switch (opcode) {
+    case Opcode::ReadWeights:
+      if (in.rows() > dim) return fmt::format("rows {} exceeds the array size {}", in.rows(), dim);
+      break;
+    case Opcode::Matmul:
+      if (in.k_valid() == 0 || in.k_valid() > dim) {
+        return fmt::format("k_valid {} is outside 1..{}", in.k_valid(), dim);
+      }
+      if (in.n_valid() == 0 || in.n_valid() > dim) {
+        return fmt::format("n_valid {} is outside 1..{}", in.n_valid(), dim);
+      }
+      if (!in.flag(kMatmulFlagFetch) &&
+          (in.host_addr() != 0 || in.host_stride() != 0 || in.host_step() != 0)) {
+        return "host fields are set without FETCH";
+      }
+      break;
+    case Opcode::Activate:
+      if (in.func() >= kFuncCount) return fmt::format("function code {} is above 6", in.func());
+      if (in.func() != static_cast<unsigned>(Func::Leaky) && in.alpha() != 0) {
+        return "alpha is set for a function other than leaky";
+      }
+      if (!in.flag(kActivateFlagBias) && (in.bias_addr() != 0 || in.bias_step() != 0)) {
+        return "bias fields are set without BIAS";
+      }
+      break;
+    default:
+      break;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::uint32_t Instruction::get(const FieldSpec& field) const {
+  return (words[field.word] >> field.lsb) & field_mask(field);
+}
+
+Instruction& Instruction::set(const FieldSpec& field, std::uint64_t value) {
+  const std::uint32_t mask = field_mask(field);
+  if (value > mask) {
+    throw std::invalid_argument(
+        fmt::format("value {} does not fit in field {} ({} bits)", value, field.name, field.width));
+  }
+  words[field.word] =
+      (words[field.word] & ~(mask << field.lsb)) | (static_cast<std::uint32_t>(value) << field.lsb);
+  return *this;
+}
+
+Instruction& Instruction::set_flag(unsigned bit, bool on) {
+  if (bit >= kFlags.width) {
+    throw std::invalid_argument(fmt::format("flag bit {} is outside the flags field", bit));
+  }
+  const unsigned mask = 1u << bit;
+  return set_flags(on ? (flags() | mask) : (flags() & ~mask));
+}
+
+const OpcodeInfo* find_opcode(std::uint8_t value) {
+  for (const OpcodeInfo& info : kOpcodeTable) {
+    if (static_cast<std::uint8_t>(info.opcode) == value) return &info;
+  }
+  return nullptr;
+}
+
+const OpcodeInfo* find_opcode(std::string_view mnemonic) {
+  for (const OpcodeInfo& info : kOpcodeTable) {
+    if (mnemonic == info.mnemonic) return &info;
+  }
+  return nullptr;
+}
+
+const FuncInfo* find_func(unsigned value) {
+  return value < kFuncTable.size() ? &kFuncTable[value] : nullptr;
+}
+
+const FuncInfo* find_func(std::string_view mnemonic) {
+  for (const FuncInfo& info : kFuncTable) {
+    if (mnemonic == info.mnemonic) return &info;
+  }
+  return nullptr;
+}
+
+std::array<std::uint8_t, kInstrBytes> encode(const Instruction& instruction) {
+  std::array<std::uint8_t, kInstrBytes> bytes{};
+  for (unsigned w = 0; w < kInstrWords; ++w) {
+    for (unsigned b = 0; b < 4; ++b) {
+      bytes[4 * w + b] = static_cast<std::uint8_t>(instruction.words[w] >> (8 * b));
+    }
+  }
+  return bytes;
+}
+
+Instruction decode(const std::uint8_t* bytes) {
+  Instruction instruction;
+  for (unsigned w = 0; w < kInstrWords; ++w) {
+    std::uint32_t word = 0;
+    for (unsigned b = 0; b < 4; ++b) word |= std::uint32_t{bytes[4 * w + b]} << (8 * b);
+    instruction.words[w] = word;
+  }
+  return instruction;
+}
+
+std::vector<std::uint8_t> encode_program(const std::vector<Instruction>& program) {
+  std::vector<std::uint8_t> bytes;
+  bytes.reserve(program.size() * kInstrBytes);
+  for (const Instruction& instruction : program) {
+    const auto encoded = encode(instruction);
+    bytes.insert(bytes.end(), encoded.begin(), encoded.end());
+  }
+  return bytes;
+}
+
+std::vector<Instruction> decode_program(const std::uint8_t* bytes, std::size_t size) {
+  if (size % kInstrBytes != 0) {
+    throw std::invalid_argument(fmt::format(
+        "a program of {} bytes is not a whole number of {}-byte instructions", size, kInstrBytes));
+  }
+  std::vector<Instruction> program;
+  program.reserve(size / kInstrBytes);
+  for (std::size_t offset = 0; offset < size; offset += kInstrBytes) {
+    program.push_back(decode(bytes + offset));
+  }
+  return program;
+}
+
+std::vector<Instruction> decode_program(const std::vector<std::uint8_t>& bytes) {
+  return decode_program(bytes.data(), bytes.size());
+}
+
+void validate_config(const HardwareConfig& config) {
+  const auto fail = [](const std::string& what) {
+    throw std::invalid_argument("hardware configuration: " + what);
+  };
+  if (!is_power_of_two(config.dim) || config.dim > 256) {
+    fail(fmt::format("dim {} is not a power of two in 1..256", config.dim));
+  }
+  if (!is_power_of_two(config.ub_depth) || config.ub_depth < 4 || config.ub_depth > 65536) {
+    fail(fmt::format("ub_depth {} is not a power of two in 4..65536", config.ub_depth));
+  }
+  if (!is_power_of_two(config.acc_depth) || config.acc_depth < 4 || config.acc_depth > 65536) {
+    fail(fmt::format("acc_depth {} is not a power of two in 4..65536", config.acc_depth));
+  }
+  if (!is_power_of_two(config.bus_bytes) || config.bus_bytes < 4 || config.bus_bytes > 64) {
+    fail(fmt::format("bus_bytes {} is not a power of two in 4..64", config.bus_bytes));
+  }
+  if (config.weight_tiles < 2 || config.weight_tiles > 16) {
+    fail(fmt::format("weight_tiles {} is not in 2..16", config.weight_tiles));
+  }
+}
+
+Footprint footprint(const Instruction& in, unsigned dim) {
+  Footprint fp;
+  const std::uint32_t count = in.count();
+  const std::uint32_t rows = in.rows();
+  const auto source = [&](Memory memory) {
+    fp.source = span(memory, in.addr_a(), in.step_a(), count, rows);
+  };
+  const auto destination = [&](Memory memory) {
+    fp.destination = span(memory, in.addr_b(), in.step_b(), count, rows);
+  };
+  const std::uint32_t bf16_row_bytes = 2 * dim;
+  const std::uint32_t fp32_row_bytes = 4 * dim;
+  switch (in.opcode()) {
+    case Opcode::ReadHost: {
+      const bool acc = in.flag(kReadHostFlagAcc);
+      destination(acc ? Memory::Acc : Memory::Ub);
+      fp.uses_host = true;
+      fp.host_row_bytes = acc ? fp32_row_bytes : bf16_row_bytes;
+      fp.host_rows = rows;
+      break;
+    }
+    case Opcode::ReadWeights:
+      fp.uses_host = true;
+      fp.host_row_bytes = bf16_row_bytes;
+      fp.host_rows = rows;
+      break;
+    case Opcode::Matmul:
+      source(Memory::Ub);
+      destination(Memory::Acc);
+      if (in.flag(kMatmulFlagFetch)) {
+        fp.uses_host = true;
+        fp.host_row_bytes = bf16_row_bytes;
+        fp.host_rows = in.k_valid();
+      }
+      break;
+    case Opcode::Activate:
+      source(Memory::Acc);
+      destination(in.flag(kActivateFlagF32) ? Memory::Acc : Memory::Ub);
+      if (in.flag(kActivateFlagBias)) {
+        fp.bias = span(Memory::Acc, in.bias_addr(), in.bias_step(), count, 1);
+      }
+      break;
+    case Opcode::WriteHost: {
+      const bool acc = in.flag(kWriteHostFlagAcc);
+      source(acc ? Memory::Acc : Memory::Ub);
+      fp.uses_host = true;
+      fp.writes_host = true;
+      fp.host_row_bytes = acc ? fp32_row_bytes : bf16_row_bytes;
+      fp.host_rows = rows;
+      break;
+    }
+    default:
+      break;
+  }
+  if (fp.uses_host) {
+    const std::uint64_t iterations = count == 0 ? 0 : count - 1;
+    const std::uint64_t last_row = fp.host_rows == 0 ? 0 : fp.host_rows - 1;
+    fp.host_end = std::uint64_t{in.host_addr()} + iterations * in.host_step() +
+                  last_row * in.host_stride() + fp.host_row_bytes;
+  }
+  return fp;
+}
+
+CheckResult diagnose(const Instruction& in, const HardwareConfig& config) {
+  // 1. ILLEGAL_OPCODE
+  const OpcodeInfo* info = find_opcode(in.opcode_value());
+  if (info == nullptr) {
+    return {Error::IllegalOpcode, fmt::format("opcode 0x{:02x} is unknown", in.opcode_value())};
+  }
+  // 2. ILLEGAL_FIELD
+  std::string problem = field_problem(in, *info, config.dim);
+  if (!problem.empty()) return {Error::IllegalField, std::move(problem)};
+
+  // 3. UB_RANGE / ACC_RANGE: source, destination, bias.
+  const Footprint fp = footprint(in, config.dim);
+  const std::pair<const RowSpan*, const char*> spans[] = {
+      {&fp.source, "source"}, {&fp.destination, "destination"}, {&fp.bias, "bias"}};
+  for (const auto& [rows, role] : spans) {
+    if (rows->used && rows->end > depth(rows->memory, config)) {
+      return {range_error(rows->memory),
+              fmt::format("{} rows {}..{} reach past the {} rows of the {}", role, rows->first,
+                          rows->end - 1, depth(rows->memory, config), memory_name(rows->memory))};
+    }
+  }
+  if (fp.uses_host) {
+    // 4. HOST_ALIGN: a multiple of the beat, the row or the bus width, whichever is smaller.
+    const std::uint32_t beat = std::min(fp.host_row_bytes, config.bus_bytes);
+    if (((in.host_addr() | in.host_stride() | in.host_step()) & (beat - 1)) != 0) {
+      return {
+          Error::HostAlign,
+          fmt::format("host_addr, host_stride and host_step must be multiples of {} bytes", beat)};
+    }
+    // 5. HOST_RANGE
+    if (fp.host_end > kHostSpace) {
+      return {Error::HostRange,
+              fmt::format("the host bytes end at 0x{:x}, past the 32-bit address space",
+                          fp.host_end - 1)};
+    }
+  }
+  // 6. ACC_OVERLAP: an fp32 ACTIVATE may rewrite its source rows in place, row for row, but must
+  // not write its bias rows or source rows at another address. Like the issue stage, it compares
+  // spans (first to last row), not the exact rows of a strided access.
+  if (info->opcode == Opcode::Activate && in.flag(kActivateFlagF32)) {
+    if (fp.bias.used && fp.destination.overlaps(fp.bias)) {
+      return {Error::AccOverlap, "destination rows overlap the bias rows"};
+    }
+    const bool in_place = in.addr_a() == in.addr_b() && in.step_a() == in.step_b();
+    if (!in_place && fp.destination.overlaps(fp.source)) {
+      return {Error::AccOverlap, "destination rows overlap the source rows at another address"};
+    }
+  }
+  return {};
+}
+
+}  // namespace tpu::isa

@@ -1,0 +1,293 @@
+#include "tpu/model.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "ref/activation.hpp"
+
+namespace tpu {
+namespace {
+
+using isa::Instruction;
+using isa::Opcode;
+using regs::Error;
+
+// -0: the padding activation of lanes k >= k_valid, the identity of N-ADD.
+constexpr ref::bf16_t kNegativeZero = 0x8000;
+
+ref::bf16_t load_le16(const std::uint8_t* p) {
+  return static_cast<ref::bf16_t>(p[0] | (p[1] << 8));
+}
+ref::fp32_t load_le32(const std::uint8_t* p) {
+  return ref::fp32_t{p[0]} | (ref::fp32_t{p[1]} << 8) | (ref::fp32_t{p[2]} << 16) |
+         (ref::fp32_t{p[3]} << 24);
+}
+void store_le16(std::uint8_t* p, ref::bf16_t value) {
+  p[0] = static_cast<std::uint8_t>(value);
+  p[1] = static_cast<std::uint8_t>(value >> 8);
+}
+void store_le32(std::uint8_t* p, ref::fp32_t value) {
+  for (unsigned b = 0; b < 4; ++b) p[b] = static_cast<std::uint8_t>(value >> (8 * b));
+}
+
+// h(i, r) of docs/isa.md; HOST_RANGE has made sure it fits in 32 bits.
+std::uint64_t host_address(const Instruction& in, std::uint64_t i, std::uint64_t r) {
+  return in.host_addr() + i * in.host_step() + r * in.host_stride();
+}
+
+}  // namespace
+
+FunctionalModel::FunctionalModel(const HardwareConfig& config, std::size_t host_bytes)
+    : config_(config), dim_(config.dim), memory_(host_bytes) {
+  isa::validate_config(config_);
+  ub_.assign(std::size_t{config_.ub_depth} * dim_, 0);
+  acc_.assign(std::size_t{config_.acc_depth} * dim_, 0);
+  ub_written_.assign(config_.ub_depth, 0);
+  acc_written_.assign(config_.acc_depth, 0);
+}
+
+std::vector<ref::bf16_t> FunctionalModel::ub_row(std::uint32_t row) const {
+  if (row >= config_.ub_depth) {
+    throw std::out_of_range(
+        fmt::format("unified-buffer row {} is outside its {} rows", row, config_.ub_depth));
+  }
+  const auto first = ub_.begin() + static_cast<std::ptrdiff_t>(row * dim_);
+  return {first, first + static_cast<std::ptrdiff_t>(dim_)};
+}
+
+std::vector<ref::fp32_t> FunctionalModel::acc_row(std::uint32_t row) const {
+  if (row >= config_.acc_depth) {
+    throw std::out_of_range(
+        fmt::format("accumulator row {} is outside its {} rows", row, config_.acc_depth));
+  }
+  const auto first = acc_.begin() + static_cast<std::ptrdiff_t>(row * dim_);
+  return {first, first + static_cast<std::ptrdiff_t>(dim_)};
+}
+
+RunResult FunctionalModel::run(std::uint32_t prog_addr, std::uint32_t count) {
+  weight_fifo_.clear();
+  error_detail_.clear();
+  RunResult result;
+  const auto stop = [&](Error error, std::uint32_t pc, std::string detail) {
+    result.error = error;
+    result.error_pc = pc;
+    error_detail_ = std::move(detail);
+    return result;
+  };
+  if (prog_addr % isa::kInstrBytes != 0) {
+    return stop(
+        Error::ProgAlign, 0,
+        fmt::format("program address 0x{:x} is not a multiple of {}", prog_addr, isa::kInstrBytes));
+  }
+  for (std::uint32_t pc = 0; pc < count; ++pc) {
+    const std::uint64_t addr = prog_addr + std::uint64_t{pc} * isa::kInstrBytes;
+    if (!memory_.contains(addr, isa::kInstrBytes)) {
+      return stop(Error::BusRead, pc,
+                  fmt::format("instruction fetch at 0x{:x} is outside the {}-byte host memory",
+                              addr, memory_.size()));
+    }
+    const Instruction in = isa::decode(memory_.data() + addr);
+    isa::CheckResult check = isa::diagnose(in, config_);
+    if (!check.ok()) return stop(check.error, pc, std::move(check.reason));
+    isa::CheckResult weights = account_weights(in);
+    if (!weights.ok()) return stop(weights.error, pc, std::move(weights.reason));
+    // Steps and strides are unsigned, so every host byte the instruction touches lies below
+    // host_end; host memory is [0, size), so checking host_end covers them all.
+    const isa::Footprint fp = isa::footprint(in, config_.dim);
+    if (fp.uses_host && fp.host_end > memory_.size()) {
+      return stop(fp.writes_host ? Error::BusWrite : Error::BusRead, pc,
+                  fmt::format("host bytes up to 0x{:x} are outside the {}-byte host memory",
+                              fp.host_end - 1, memory_.size()));
+    }
+    if (in.opcode() == Opcode::Halt) {
+      result.done = true;
+      return result;
+    }
+    execute(in);
+    result.instructions = pc + 1;
+  }
+  return stop(Error::ProgramEnd, count,
+              fmt::format("no HALT within the {} instructions of the program", count));
+}
+
+isa::CheckResult FunctionalModel::account_weights(const Instruction& in) const {
+  const std::size_t unclaimed = weight_fifo_.size();
+  const std::size_t capacity = config_.weight_tiles + 1;
+  switch (in.opcode()) {
+    case Opcode::ReadWeights:
+      if (unclaimed + in.count() > capacity) {
+        return {
+            Error::WeightOverflow,
+            fmt::format("{} more tiles would leave {} unclaimed; the FIFO and the array hold {}",
+                        in.count(), unclaimed + in.count(), capacity)};
+      }
+      break;
+    case Opcode::Matmul:
+      if (in.flag(isa::kMatmulFlagFetch)) {
+        if (unclaimed != 0) {
+          return {Error::WeightLeftover,
+                  fmt::format("a FETCH matmul found {} unclaimed tiles", unclaimed)};
+        }
+      } else if (unclaimed < in.count()) {
+        return {Error::WeightUnderflow,
+                fmt::format("matmul needs {} tiles, {} are loaded", in.count(), unclaimed)};
+      }
+      break;
+    case Opcode::Halt:
+      if (unclaimed != 0) {
+        return {Error::WeightLeftover, fmt::format("halt found {} unclaimed tiles", unclaimed)};
+      }
+      break;
+    default:
+      break;
+  }
+  return {};
+}
+
+void FunctionalModel::execute(const Instruction& in) {
+  switch (in.opcode()) {
+    case Opcode::ReadHost:
+      read_host(in);
+      break;
+    case Opcode::ReadWeights:
+      read_weights(in);
+      break;
+    case Opcode::Matmul:
+      matmul(in);
+      break;
+    case Opcode::Activate:
+      activate(in);
+      break;
+    case Opcode::WriteHost:
+      write_host(in);
+      break;
+    default:  // SYNC: every earlier instruction has already completed.
+      break;
+  }
+}
+
+void FunctionalModel::read_host(const Instruction& in) {
+  const bool to_acc = in.flag(isa::kReadHostFlagAcc);
+  for (std::uint64_t i = 0; i < in.count(); ++i) {
+    for (std::uint64_t r = 0; r < in.rows(); ++r) {
+      const std::uint64_t row = in.addr_b() + i * in.step_b() + r;
+      const std::uint8_t* src = memory_.data() + host_address(in, i, r);
+      if (to_acc) {
+        ref::fp32_t* dst = acc(row);
+        for (std::size_t j = 0; j < dim_; ++j) dst[j] = load_le32(src + 4 * j);
+        acc_written_[row] = 1;
+      } else {
+        ref::bf16_t* dst = ub(row);
+        for (std::size_t j = 0; j < dim_; ++j) dst[j] = load_le16(src + 2 * j);
+        ub_written_[row] = 1;
+      }
+    }
+  }
+}
+
+FunctionalModel::Tile FunctionalModel::load_tile(std::uint64_t host_addr, std::uint32_t stride,
+                                                 std::uint32_t rows) const {
+  Tile tile(dim_ * dim_, 0);  // rows k >= `rows` stay +0
+  for (std::size_t k = 0; k < rows; ++k) {
+    const std::uint8_t* src = memory_.data() + host_addr + k * stride;
+    for (std::size_t j = 0; j < dim_; ++j) tile[j * dim_ + k] = load_le16(src + 2 * j);
+  }
+  return tile;
+}
+
+void FunctionalModel::read_weights(const Instruction& in) {
+  for (std::uint64_t i = 0; i < in.count(); ++i) {
+    weight_fifo_.push_back(load_tile(host_address(in, i, 0), in.host_stride(), in.rows()));
+  }
+}
+
+void FunctionalModel::matmul(const Instruction& in) {
+  const bool fetch = in.flag(isa::kMatmulFlagFetch);
+  const std::size_t k_valid = in.k_valid();
+  std::vector<ref::bf16_t> lanes(dim_, kNegativeZero);
+  for (std::uint64_t i = 0; i < in.count(); ++i) {
+    Tile tile;
+    if (fetch) {
+      tile = load_tile(host_address(in, i, 0), in.host_stride(), in.k_valid());
+    } else {
+      tile = std::move(weight_fifo_.front());
+      weight_fifo_.pop_front();
+    }
+    const bool accumulate = in.flag(i == 0 ? isa::kMatmulFlagAcc0 : isa::kMatmulFlagAccn);
+    for (std::uint64_t r = 0; r < in.rows(); ++r) {
+      const std::uint64_t a_row = in.addr_a() + i * in.step_a() + r;
+      const std::uint64_t b_row = in.addr_b() + i * in.step_b() + r;
+      note_read(ub_written_, a_row);
+      if (accumulate) note_read(acc_written_, b_row);
+      std::copy(ub(a_row), ub(a_row) + k_valid, lanes.begin());
+      ref::fp32_t* out = acc(b_row);
+      for (std::size_t j = 0; j < dim_; ++j) {
+        const ref::bf16_t* weights = &tile[j * dim_];
+        ref::fp32_t sum = accumulate ? ref::canon_in_fp32(out[j]) : 0;  // N-IN seed, or +0
+        for (std::size_t k = 0; k < dim_; ++k) sum = ref::mac(sum, lanes[k], weights[k]);
+        out[j] = sum;
+      }
+      acc_written_[b_row] = 1;
+    }
+  }
+}
+
+void FunctionalModel::activate(const Instruction& in) {
+  const bool to_acc = in.flag(isa::kActivateFlagF32);
+  const bool with_bias = in.flag(isa::kActivateFlagBias);
+  const unsigned func = in.func();
+  const ref::bf16_t alpha = in.alpha();
+  for (std::uint64_t i = 0; i < in.count(); ++i) {
+    // ACC_OVERLAP guarantees that no row of this instruction writes the bias rows.
+    const ref::fp32_t* bias = nullptr;
+    if (with_bias) {
+      const std::uint64_t bias_row = in.bias_addr() + i * in.bias_step();
+      note_read(acc_written_, bias_row);
+      bias = acc(bias_row);
+    }
+    for (std::uint64_t r = 0; r < in.rows(); ++r) {
+      const std::uint64_t a_row = in.addr_a() + i * in.step_a() + r;
+      const std::uint64_t b_row = in.addr_b() + i * in.step_b() + r;
+      note_read(acc_written_, a_row);
+      // Lane by lane, so that an in-place F32 row reads each value before overwriting it.
+      const ref::fp32_t* x = acc(a_row);
+      if (to_acc) {
+        ref::fp32_t* out = acc(b_row);
+        for (std::size_t j = 0; j < dim_; ++j) {
+          const ref::fp32_t sum = bias ? ref::add_fp32(x[j], bias[j]) : x[j];
+          out[j] = ref::act_func(func, sum, alpha);
+        }
+        acc_written_[b_row] = 1;
+      } else {
+        ref::bf16_t* out = ub(b_row);
+        for (std::size_t j = 0; j < dim_; ++j) {
+          const ref::fp32_t sum = bias ? ref::add_fp32(x[j], bias[j]) : x[j];
+          out[j] = ref::fp32_to_bf16(ref::act_func(func, sum, alpha));
+        }
+        ub_written_[b_row] = 1;
+      }
+    }
+  }
+}
+
+void FunctionalModel::write_host(const Instruction& in) {
+  const bool from_acc = in.flag(isa::kWriteHostFlagAcc);
+  for (std::uint64_t i = 0; i < in.count(); ++i) {
+    for (std::uint64_t r = 0; r < in.rows(); ++r) {
+      const std::uint64_t row = in.addr_a() + i * in.step_a() + r;
+      std::uint8_t* dst = memory_.data() + host_address(in, i, r);
+      if (from_acc) {
+        note_read(acc_written_, row);
+        const ref::fp32_t* src = acc(row);
+        for (std::size_t j = 0; j < dim_; ++j) store_le32(dst + 4 * j, src[j]);
+      } else {
+        note_read(ub_written_, row);
+        const ref::bf16_t* src = ub(row);
+        for (std::size_t j = 0; j < dim_; ++j) store_le16(dst + 2 * j, src[j]);
+      }
+    }
+  }
+}
+
+}  // namespace tpu
