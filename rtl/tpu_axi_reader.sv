@@ -41,6 +41,7 @@ module tpu_axi_reader #(
   input  logic                 row_ready_i,
   output logic [RowBits-1:0]   row_data_o,    // the row's bytes from bit 0, zero above
   output logic                 row_last_o,    // last row of its command
+  output logic                 row_error_o,   // a beat of the row came back with an error
 
   output logic                 bus_error_o,   // a beat came back with SLVERR or DECERR
   output logic                 quiet_o,       // no burst requested and not yet returned
@@ -194,16 +195,17 @@ module tpu_axi_reader #(
   // ---------------------------------------------------------------------------
   logic               buf_valid, buf_in_ready;
   logic [BusBits-1:0] buf_beat;
+  logic               buf_beat_error;
   logic [$clog2(BufBeats+1)-1:0] unused_buf_count;
 
-  tpu_ram_fifo #(.Width(BusBits), .Depth(BufBeats)) u_beats (
+  tpu_ram_fifo #(.Width(BusBits + 1), .Depth(BufBeats)) u_beats (
     .clk_i, .rst_ni,
     .in_valid_i (beat_in),
     .in_ready_o (buf_in_ready),
-    .in_data_i  (r_data_i),
+    .in_data_i  ({r_resp_i != 2'b00, r_data_i}),
     .out_valid_o(buf_valid),
     .out_ready_i(beat_pop),
-    .out_data_o (buf_beat),
+    .out_data_o ({buf_beat_error, buf_beat}),
     .ram_count_o(unused_buf_count)
   );
 
@@ -215,6 +217,7 @@ module tpu_axi_reader #(
   logic [RowsWidth-1:0]    asm_rows_done_d, asm_rows_done_q;
   logic [31:0]             asm_next_addr_d, asm_next_addr_q;  // address of row asm_rows_done_q
   logic                    out_valid_d, out_valid_q, out_last_d, out_last_q;
+  logic                    asm_error_d, asm_error_q, out_error_d, out_error_q;
   logic [RowBits-1:0]      out_row_d, out_row_q;
 
   logic [2:0]              asm_beat_log2;
@@ -268,19 +271,24 @@ module tpu_axi_reader #(
     out_valid_d     = out_valid_q && !row_ready_i;
     out_row_d       = out_row_q;
     out_last_d      = out_last_q;
+    asm_error_d     = asm_error_q;
+    out_error_d     = out_error_q;
 
     if (beat_pop) begin
       if (final_beat) begin
         out_valid_d     = 1'b1;
         out_row_d       = row_next & row_mask;
         out_last_d      = row_is_last;
+        out_error_d     = asm_error_q || buf_beat_error;
+        asm_error_d     = 1'b0;
         asm_beat_d      = '0;
         asm_rows_done_d = row_is_last ? '0 : asm_rows_done_q + 1'b1;
         asm_next_addr_d = row_addr + asm_cmd.stride;
         asm_cmd_pop     = row_is_last;
       end else begin
-        asm_row_d  = row_next;
-        asm_beat_d = asm_beat_q + 1'b1;
+        asm_row_d   = row_next;
+        asm_beat_d  = asm_beat_q + 1'b1;
+        asm_error_d = asm_error_q || buf_beat_error;
       end
     end
   end
@@ -294,6 +302,8 @@ module tpu_axi_reader #(
       out_valid_q     <= 1'b0;
       out_row_q       <= '0;
       out_last_q      <= 1'b0;
+      asm_error_q     <= 1'b0;
+      out_error_q     <= 1'b0;
     end else begin
       asm_row_q       <= asm_row_d;
       asm_beat_q      <= asm_beat_d;
@@ -302,12 +312,15 @@ module tpu_axi_reader #(
       out_valid_q     <= out_valid_d;
       out_row_q       <= out_row_d;
       out_last_q      <= out_last_d;
+      asm_error_q     <= asm_error_d;
+      out_error_q     <= out_error_d;
     end
   end
 
   assign row_valid_o = out_valid_q;
   assign row_data_o  = out_row_q;
   assign row_last_o  = out_last_q;
+  assign row_error_o = out_error_q;
   assign bus_error_o = r_valid_i && r_resp_i != 2'b00;
   assign quiet_o     = !burst_valid && !ar_valid_q && outstanding_q == '0;
   assign idle_o      = !burst_valid && !ar_valid_q && outstanding_q == '0 &&

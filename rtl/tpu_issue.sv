@@ -49,6 +49,7 @@ module tpu_issue #(
   input  logic                       instr_valid_i,
   output logic                       instr_ready_o,
   input  logic [tpu_isa_pkg::InstrBits-1:0] instr_i,
+  input  logic                       instr_error_i,  // the instruction's fetch failed
 
   // Unit queues, indexed by tpu_core_pkg::Unit*.
   output logic [NumUnits-1:0]        push_o,
@@ -429,6 +430,10 @@ module tpu_issue #(
       Fetch: begin
         if (pc_q == prog_count_q) begin
           err_code_d = tpu_regs_pkg::ErrProgramEnd;
+          err_pc_d   = pc_q;
+          state_d    = Drain;
+        end else if (instr_valid_i && instr_error_i) begin
+          err_code_d = tpu_regs_pkg::ErrBusRead;
           err_pc_d   = pc_q;
           state_d    = Drain;
         end else if (instr_valid_i) begin

@@ -108,7 +108,7 @@ module tpu_load_unit #(
   // ---------------------------------------------------------------------------
   // Rows from the read engine into on-chip memory.
   // ---------------------------------------------------------------------------
-  logic                 row_valid, row_ready, unused_row_last, reader_idle;
+  logic                 row_valid, row_ready, unused_row_last, unused_row_error, reader_idle;
   logic [Dim*32-1:0]    row_data;
   logic [15:0]          sink_row_d, sink_row_q, sink_iter_d, sink_iter_q;
   logic [15:0]          sink_base_d, sink_base_q;
@@ -130,6 +130,7 @@ module tpu_load_unit #(
     .row_ready_i         (row_ready),
     .row_data_o          (row_data),
     .row_last_o          (unused_row_last),
+    .row_error_o         (unused_row_error),
     .bus_error_o,
     .quiet_o             (axi_quiet_o),
     .idle_o              (reader_idle)

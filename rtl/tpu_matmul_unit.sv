@@ -77,7 +77,9 @@ module tpu_matmul_unit #(
   // on the one rd_off places behind it.
   // ---------------------------------------------------------------------------
   tpu_core_pkg::op_t unused_head, rd_op;
-  logic [QOffWidth-1:0] rd_off_d, rd_off_q;
+  // Up to QueueDepth: once the reader has passed every queued operation.
+  logic [$clog2(QueueDepth+1)-1:0] rd_off_d, rd_off_q;
+  logic [QOffWidth-1:0] peek_off;
   logic [$clog2(QueueDepth+1)-1:0] queue_count;
   logic queue_empty, retire;
 
@@ -87,12 +89,14 @@ module tpu_matmul_unit #(
     .empty_o   (queue_empty),
     .count_o   (queue_count),
     .head_o    (unused_head),
-    .peek_off_i(rd_off_q),
+    .peek_off_i(peek_off),
     .peek_o    (rd_op),
     .pop_i     (retire),
     .valid_o   (fp_valid_o),
     .fps_o
   );
+
+  assign peek_off = QOffWidth'(rd_off_q);
 
   // ---------------------------------------------------------------------------
   // Tracker: iterations whose rows have been read but whose results are not

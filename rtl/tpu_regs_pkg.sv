@@ -121,7 +121,7 @@ package tpu_regs_pkg;
   localparam logic [11:0] CntDmaWriteBeatsLo = 12'h088;
   localparam logic [11:0] CntDmaWriteBeatsHi = 12'h08C;
   localparam int unsigned CntDmaWriteBeatsIndex = 9;
-  // INSTRUCTIONS: instructions issued
+  // INSTRUCTIONS: instructions issued, SYNC included, HALT not
   localparam logic [11:0] CntInstructionsLo = 12'h090;
   localparam logic [11:0] CntInstructionsHi = 12'h094;
   localparam int unsigned CntInstructionsIndex = 10;

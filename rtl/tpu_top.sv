@@ -219,7 +219,8 @@ module tpu_top #(
   // ---------------------------------------------------------------------------
   // Instruction fetch
   // ---------------------------------------------------------------------------
-  logic        fetch_cmd_valid, fetch_cmd_ready, fetch_abort, fetch_quiet, fetch_error;
+  logic        fetch_cmd_valid, fetch_cmd_ready, fetch_abort, fetch_quiet, unused_fetch_error;
+  logic        instr_error;
   logic [31:0] fetch_cmd_addr;
   logic [23:0] fetch_cmd_rows;
   logic        instr_valid, instr_ready, unused_instr_last, unused_fetch_idle;
@@ -249,7 +250,8 @@ module tpu_top #(
     .row_ready_i         (instr_ready),
     .row_data_o          (instr),
     .row_last_o          (unused_instr_last),
-    .bus_error_o         (fetch_error),
+    .row_error_o         (instr_error),
+    .bus_error_o         (unused_fetch_error),
     .quiet_o             (fetch_quiet),
     .idle_o              (unused_fetch_idle)
   );
@@ -284,6 +286,7 @@ module tpu_top #(
     .instr_valid_i    (instr_valid),
     .instr_ready_o    (instr_ready),
     .instr_i          (instr),
+    .instr_error_i    (instr_error),
     .push_o           (push),
     .op_o             (op),
     .fp_o             (fp),
@@ -529,11 +532,13 @@ module tpu_top #(
   );
 
   // ---------------------------------------------------------------------------
-  // Bus errors: the first one stops the core (write errors before read errors
-  // in the same cycle; the instruction the failing unit was running is named).
+  // Bus errors of the units stop the core (write errors before read errors in
+  // the same cycle; the instruction the failing unit was running is named).
+  // An instruction that could not be fetched is reported by the issue stage
+  // when it comes to that instruction.
   // ---------------------------------------------------------------------------
   always_comb begin
-    bus_error      = fetch_error || load_error || weight_error || store_error;
+    bus_error      = load_error || weight_error || store_error;
     bus_error_code = store_error ? tpu_regs_pkg::ErrBusWrite : tpu_regs_pkg::ErrBusRead;
     bus_error_pc   = pc;
     if (store_error)       bus_error_pc = store_pc;

@@ -105,7 +105,7 @@ module tpu_weight_unit #(
   // ---------------------------------------------------------------------------
   // Tile rows into the FIFO: `rows` rows from memory, then +0 rows.
   // ---------------------------------------------------------------------------
-  logic              row_valid, row_ready, unused_row_last, reader_idle;
+  logic              row_valid, row_ready, unused_row_last, unused_row_error, reader_idle;
   logic [Dim*16-1:0] row_data, fifo_in_data;
   logic              fifo_in_valid, fifo_in_ready, from_memory;
   logic [15:0]       tile_row_d, tile_row_q, tile_d, tile_q;
@@ -127,6 +127,7 @@ module tpu_weight_unit #(
     .row_ready_i         (row_ready),
     .row_data_o          (row_data),
     .row_last_o          (unused_row_last),
+    .row_error_o         (unused_row_error),
     .bus_error_o,
     .quiet_o             (axi_quiet_o),
     .idle_o              (reader_idle)

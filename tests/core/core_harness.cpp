@@ -1,5 +1,6 @@
 #include "core_harness.hpp"
 
+#include <cstdlib>
 #include <stdexcept>
 
 namespace tpu::testing {
@@ -16,6 +17,8 @@ CoreHarness::CoreHarness(const HardwareConfig& config, const harness::RtlOptions
     : config_(config) {
   harness::RtlOptions rtl_options = options;
   rtl_options.memory_bytes = memory_bytes;
+  // TPU_TEST_TRACE=<file.fst> dumps the RTL's waveform (of the last harness made).
+  if (const char* trace = std::getenv("TPU_TEST_TRACE")) rtl_options.trace_path = trace;
   rtl_ = std::make_unique<harness::RtlBackend>(config, rtl_options);
   model_ = std::make_unique<FunctionalModel>(config, memory_bytes);
 }

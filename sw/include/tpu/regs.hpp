@@ -143,7 +143,7 @@ inline constexpr std::array<CounterSpec, kCounterCount> kCounters{{
      "writes, pipeline drain"},
     {"DMA_READ_BEATS", 0x080, "AXI4 read data beats received (instructions, host data, weights)"},
     {"DMA_WRITE_BEATS", 0x088, "AXI4 write data beats sent"},
-    {"INSTRUCTIONS", 0x090, "instructions issued"},
+    {"INSTRUCTIONS", 0x090, "instructions issued, SYNC included, HALT not"},
 }};
 
 // Error codes (ERROR_CODE).

@@ -1,0 +1,75 @@
+// Compiles a matrix product with its post-processing into a TPU program:
+//
+//   OUT = act(A x B + C + bias)        A: M x K, B: K x N, C: M x N, bias: N
+//
+// in the order the numerics contract fixes (N-ORDER, N-ACT): the accumulation
+// starts from C (or +0), adds the products k = 0 .. K-1 in order, then the
+// bias, then the function, then (bf16 output) N-OUT. The result is the same
+// bits on every array size and every backend.
+//
+// Tiling and memory planning (docs/programming.md):
+// - A is cut into blocks of MB rows. A block lies in one bank of the unified
+//   buffer, K tile by K tile (row base + kt * MB + i); blocks alternate banks,
+//   so the next block loads while the array works on this one.
+// - Each (M block, N tile) pair accumulates in MB accumulator rows, in the bank
+//   of the pair's parity, so the activation unit and the store unit finish one
+//   pair while the array computes the next. One MATMUL with FETCH runs the
+//   whole K loop: its weights stream from host memory, tile by tile.
+// - The program issues the next pair's MATMUL before the previous pair's
+//   ACTIVATE and WRITE_HOST, so the array never waits for them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ref/gemm.hpp"
+#include "tpu/backend.hpp"
+#include "tpu/isa.hpp"
+
+namespace tpu {
+
+enum class OutType : std::uint8_t { Fp32, Bf16 };
+
+struct GemmSpec {
+  std::uint32_t m = 1, k = 1, n = 1;
+  bool has_c = false;     // accumulate onto C (M x N fp32)
+  bool has_bias = false;  // add bias (N fp32)
+  isa::Func act = isa::Func::None;
+  std::uint16_t alpha = 0;  // bf16 slope of Func::Leaky
+  OutType out = OutType::Fp32;
+};
+
+// Where the operands lie in host memory, and the program that uses them.
+struct GemmPlan {
+  GemmSpec spec;
+  HardwareConfig config;
+  std::uint32_t k_pad = 0, n_pad = 0;  // K and N rounded up to the array size
+  std::uint32_t block_rows = 0;        // MB
+  std::uint32_t prog_addr = 0, a_addr = 0, b_addr = 0, c_addr = 0, bias_addr = 0, out_addr = 0;
+  std::size_t memory_bytes = 0;        // host memory the layout needs
+  std::vector<isa::Instruction> program;
+
+  std::uint32_t out_elem_bytes() const { return spec.out == OutType::Fp32 ? 4 : 2; }
+};
+
+// Throws std::invalid_argument with a one-line reason for a shape that is
+// empty, or too large for this core's memories or the 32-bit host space.
+GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec);
+
+// Lays out the operands (A, B bf16; C, bias fp32) as the plan says, padding
+// with zeros; the shapes must match the plan's spec (std::invalid_argument).
+void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const ref::MatrixBf16& a,
+                       const ref::MatrixBf16& b, const ref::MatrixFp32* c,
+                       const std::vector<ref::fp32_t>* bias);
+// The M x N result as fp32 bit patterns (bf16 results widened exactly).
+ref::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory);
+
+// The same computation by the reference model: ref::gemm, then bias, the
+// function and the output rounding, element by element (docs/numerics.md).
+ref::MatrixFp32 reference_gemm(const GemmSpec& spec, const ref::MatrixBf16& a,
+                               const ref::MatrixBf16& b, const ref::MatrixFp32* c,
+                               const std::vector<ref::fp32_t>* bias);
+
+}  // namespace tpu

@@ -1,0 +1,308 @@
+#include "tpu/compiler.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "ref/activation.hpp"
+#include "tpu/program.hpp"
+
+namespace tpu {
+namespace {
+
+constexpr std::uint64_t kAlign = 64;  // operand alignment in host memory: any bus width
+
+std::uint64_t align_up(std::uint64_t value, std::uint64_t to) { return (value + to - 1) / to * to; }
+
+std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
+
+// Emits the program of a plan whose sizes and addresses are fixed.
+class GemmEmitter {
+ public:
+  explicit GemmEmitter(GemmPlan& plan)
+      : plan_(plan),
+        spec_(plan.spec),
+        d_(plan.config.dim),
+        k_tiles_(plan.k_pad / d_),
+        n_tiles_(plan.n_pad / d_),
+        m_blocks_(ceil_div(spec_.m, plan.block_rows)),
+        ub_half_(plan.config.ub_depth / 2),
+        acc_half_(plan.config.acc_depth / 2),
+        builder_(plan.config) {}
+
+  void emit() {
+    const std::uint32_t blocks = m_blocks_ * n_tiles_;
+    load_a(0);
+    for (std::uint32_t b = 0; b < blocks; ++b) {
+      compute(b);
+      if (b > 0) finish(b - 1);
+      // The next A block loads into the other bank while this one computes.
+      const std::uint32_t mb = b / n_tiles_, nt = b % n_tiles_;
+      if (nt == std::min(1u, n_tiles_ - 1) && mb + 1 < m_blocks_) load_a(mb + 1);
+    }
+    finish(blocks - 1);
+    builder_.halt();
+    plan_.program = builder_.instructions();
+  }
+
+ private:
+  std::uint32_t block_rows(std::uint32_t mb) const {
+    return std::min(plan_.block_rows, spec_.m - mb * plan_.block_rows);
+  }
+  std::uint32_t a_base(std::uint32_t mb) const { return (mb % 2) * ub_half_; }
+  std::uint32_t acc_region(std::uint32_t b) const { return (b % 2) * acc_half_; }
+  std::uint32_t bias_row(std::uint32_t b) const { return (b % 2) * acc_half_ + acc_half_ - 1; }
+  // bf16 results wait in the bank the block's A does not use, after the room
+  // the next block's A takes there; N tiles alternate between two areas.
+  std::uint32_t staging(std::uint32_t mb, std::uint32_t nt) const {
+    return ((mb + 1) % 2) * ub_half_ + plan_.block_rows * k_tiles_ + (nt % 2) * plan_.block_rows;
+  }
+  // Byte offset of element (row, col) of an M x n_pad matrix of `esize` bytes.
+  std::uint32_t at(std::uint32_t row, std::uint32_t col, std::uint32_t esize) const {
+    return (row * plan_.n_pad + col) * esize;
+  }
+
+  void load_a(std::uint32_t mb) {
+    isa::ReadHostArgs a;
+    a.count = k_tiles_;
+    a.rows = block_rows(mb);
+    a.addr_b = a_base(mb);
+    a.step_b = plan_.block_rows;
+    a.host_addr = plan_.a_addr + mb * plan_.block_rows * plan_.k_pad * 2;
+    a.host_stride = plan_.k_pad * 2;
+    a.host_step = d_ * 2;
+    builder_.read_host(a);
+  }
+
+  void compute(std::uint32_t b) {
+    const std::uint32_t mb = b / n_tiles_, nt = b % n_tiles_;
+    const std::uint32_t rows = block_rows(mb);
+    const std::uint32_t row0 = mb * plan_.block_rows, col0 = nt * d_;
+    if (spec_.has_c) {
+      isa::ReadHostArgs c;
+      c.acc = true;
+      c.rows = rows;
+      c.addr_b = acc_region(b);
+      c.host_addr = plan_.c_addr + at(row0, col0, 4);
+      c.host_stride = plan_.n_pad * 4;
+      builder_.read_host(c);
+    }
+    if (spec_.has_bias) {
+      isa::ReadHostArgs bias;
+      bias.acc = true;
+      bias.addr_b = bias_row(b);
+      bias.host_addr = plan_.bias_addr + col0 * 4;
+      builder_.read_host(bias);
+    }
+    // The K loop: whole tiles, then the partial last one (k_valid < D).
+    const std::uint32_t whole = spec_.k / d_, rest = spec_.k % d_;
+    isa::MatmulArgs mm;
+    mm.fetch = true;
+    mm.accn = true;
+    mm.acc0 = spec_.has_c;
+    mm.rows = rows;
+    mm.addr_a = a_base(mb);
+    mm.step_a = plan_.block_rows;
+    mm.addr_b = acc_region(b);
+    mm.host_stride = plan_.n_pad * 2;
+    mm.host_step = d_ * plan_.n_pad * 2;
+    mm.n_valid = std::min(d_, spec_.n - col0);
+    if (whole > 0) {
+      mm.count = whole;
+      mm.k_valid = d_;
+      mm.host_addr = plan_.b_addr + col0 * 2;
+      builder_.matmul(mm);
+    }
+    if (rest > 0) {
+      mm.count = 1;
+      mm.k_valid = rest;
+      mm.acc0 = spec_.has_c || whole > 0;
+      mm.addr_a = a_base(mb) + whole * plan_.block_rows;
+      mm.host_addr = plan_.b_addr + (whole * d_ * plan_.n_pad + col0) * 2;
+      builder_.matmul(mm);
+    }
+  }
+
+  void finish(std::uint32_t b) {
+    const std::uint32_t mb = b / n_tiles_, nt = b % n_tiles_;
+    const std::uint32_t rows = block_rows(mb);
+    const std::uint32_t row0 = mb * plan_.block_rows, col0 = nt * d_;
+    const bool f32 = spec_.out == OutType::Fp32;
+    const bool activate = !f32 || spec_.has_bias || spec_.act != isa::Func::None;
+    if (activate) {
+      isa::ActivateArgs act;
+      act.f32 = f32;
+      act.func = spec_.act;
+      act.alpha = spec_.alpha;
+      act.bias = spec_.has_bias;
+      act.bias_addr = spec_.has_bias ? bias_row(b) : 0;
+      act.rows = rows;
+      act.addr_a = acc_region(b);
+      act.addr_b = f32 ? acc_region(b) : staging(mb, nt);
+      builder_.activate(act);
+    }
+    isa::WriteHostArgs wh;
+    wh.acc = f32;
+    wh.rows = rows;
+    wh.addr_a = f32 ? acc_region(b) : staging(mb, nt);
+    wh.host_addr = plan_.out_addr + at(row0, col0, plan_.out_elem_bytes());
+    wh.host_stride = plan_.n_pad * plan_.out_elem_bytes();
+    builder_.write_host(wh);
+  }
+
+  GemmPlan& plan_;
+  const GemmSpec& spec_;
+  std::uint32_t d_, k_tiles_, n_tiles_, m_blocks_, ub_half_, acc_half_;
+  isa::ProgramBuilder builder_;
+};
+
+void check_matrix(const char* name, std::size_t rows, std::size_t cols, std::size_t want_rows,
+                  std::size_t want_cols, std::size_t elements) {
+  if (rows != want_rows || cols != want_cols || elements != rows * cols) {
+    throw std::invalid_argument(std::string(name) + " is " + std::to_string(rows) + " x " +
+                                std::to_string(cols) + ", the plan needs " +
+                                std::to_string(want_rows) + " x " + std::to_string(want_cols));
+  }
+}
+
+}  // namespace
+
+GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
+  isa::validate_config(config);
+  if (spec.m == 0 || spec.k == 0 || spec.n == 0) {
+    throw std::invalid_argument("empty matrix product: M, K and N must be at least 1");
+  }
+  if (spec.alpha != 0 && spec.act != isa::Func::Leaky) {
+    throw std::invalid_argument("a slope (alpha) only goes with the leaky activation");
+  }
+  GemmPlan plan;
+  plan.spec = spec;
+  plan.config = config;
+  const std::uint32_t d = config.dim;
+  const std::uint32_t k_tiles = ceil_div(spec.k, d), n_tiles = ceil_div(spec.n, d);
+  plan.k_pad = k_tiles * d;
+  plan.n_pad = n_tiles * d;
+
+  // Rows per M block: its A block (and, for bf16 results, two staging areas)
+  // must fit half the unified buffer, its accumulators half the accumulator
+  // memory (less a row for the bias).
+  const std::uint64_t ub_half = config.ub_depth / 2, acc_half = config.acc_depth / 2;
+  const std::uint64_t ub_rows_per_m = k_tiles + (spec.out == OutType::Bf16 ? 2 : 0);
+  std::uint64_t max_block = std::min<std::uint64_t>(ub_half / ub_rows_per_m, acc_half - 1);
+  max_block = std::min<std::uint64_t>({max_block, spec.m, 0xFFFF});
+  if (max_block == 0) {
+    throw std::invalid_argument("K = " + std::to_string(spec.k) + " is too large for this core: " +
+                                "a row of A takes " + std::to_string(k_tiles) +
+                                " unified-buffer rows, and half the buffer holds " +
+                                std::to_string(ub_half));
+  }
+  const std::uint32_t m_blocks = ceil_div(spec.m, static_cast<std::uint32_t>(max_block));
+  plan.block_rows = ceil_div(spec.m, m_blocks);
+
+  std::uint64_t top = 0;
+  auto place = [&](std::uint64_t bytes) {
+    const std::uint64_t addr = top;
+    top = align_up(top + bytes, kAlign);
+    return addr;
+  };
+  const std::uint64_t a_addr = place(std::uint64_t{spec.m} * plan.k_pad * 2);
+  const std::uint64_t b_addr = place(std::uint64_t{spec.k} * plan.n_pad * 2);
+  const std::uint64_t c_addr = spec.has_c ? place(std::uint64_t{spec.m} * plan.n_pad * 4) : 0;
+  const std::uint64_t bias_addr = spec.has_bias ? place(std::uint64_t{plan.n_pad} * 4) : 0;
+  const std::uint64_t out_addr =
+      place(std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes());
+  // The program goes last; a generous bound on its size keeps the check simple.
+  const std::uint64_t program_bound =
+      (std::uint64_t{m_blocks} * n_tiles * 6 + m_blocks + 2) * isa::kInstrBytes;
+  if (top + program_bound > (std::uint64_t{1} << 32)) {
+    throw std::invalid_argument("the operands of a " + std::to_string(spec.m) + " x " +
+                                std::to_string(spec.k) + " x " + std::to_string(spec.n) +
+                                " product do not fit in 32-bit host memory");
+  }
+  plan.a_addr = static_cast<std::uint32_t>(a_addr);
+  plan.b_addr = static_cast<std::uint32_t>(b_addr);
+  plan.c_addr = static_cast<std::uint32_t>(c_addr);
+  plan.bias_addr = static_cast<std::uint32_t>(bias_addr);
+  plan.out_addr = static_cast<std::uint32_t>(out_addr);
+  plan.prog_addr = static_cast<std::uint32_t>(top);
+
+  GemmEmitter(plan).emit();
+  plan.memory_bytes = plan.prog_addr + plan.program.size() * isa::kInstrBytes;
+  return plan;
+}
+
+void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const ref::MatrixBf16& a,
+                       const ref::MatrixBf16& b, const ref::MatrixFp32* c,
+                       const std::vector<ref::fp32_t>* bias) {
+  const GemmSpec& s = plan.spec;
+  check_matrix("A", a.rows, a.cols, s.m, s.k, a.data.size());
+  check_matrix("B", b.rows, b.cols, s.k, s.n, b.data.size());
+  if (s.has_c != (c != nullptr)) throw std::invalid_argument("C given or missing against the plan");
+  if (c) check_matrix("C", c->rows, c->cols, s.m, s.n, c->data.size());
+  if (s.has_bias != (bias != nullptr)) {
+    throw std::invalid_argument("bias given or missing against the plan");
+  }
+  if (bias && bias->size() != s.n) {
+    throw std::invalid_argument("bias has " + std::to_string(bias->size()) + " values, the plan needs " +
+                                std::to_string(s.n));
+  }
+  if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
+
+  std::vector<ref::bf16_t> a_row(plan.k_pad, 0);
+  for (std::uint32_t i = 0; i < s.m; ++i) {
+    std::copy_n(&a.data[std::size_t{i} * s.k], s.k, a_row.begin());
+    memory.write_array(plan.a_addr + std::uint64_t{i} * plan.k_pad * 2, a_row);
+  }
+  std::vector<ref::bf16_t> b_row(plan.n_pad, 0);
+  for (std::uint32_t k = 0; k < s.k; ++k) {
+    std::copy_n(&b.data[std::size_t{k} * s.n], s.n, b_row.begin());
+    memory.write_array(plan.b_addr + std::uint64_t{k} * plan.n_pad * 2, b_row);
+  }
+  std::vector<ref::fp32_t> f_row(plan.n_pad, 0);
+  if (c) {
+    for (std::uint32_t i = 0; i < s.m; ++i) {
+      std::copy_n(&c->data[std::size_t{i} * s.n], s.n, f_row.begin());
+      memory.write_array(plan.c_addr + std::uint64_t{i} * plan.n_pad * 4, f_row);
+    }
+  }
+  if (bias) {
+    std::fill(f_row.begin(), f_row.end(), 0);
+    std::copy(bias->begin(), bias->end(), f_row.begin());
+    memory.write_array(plan.bias_addr, f_row);
+  }
+  memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
+}
+
+ref::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory) {
+  const GemmSpec& s = plan.spec;
+  ref::MatrixFp32 out(s.m, s.n);
+  for (std::uint32_t i = 0; i < s.m; ++i) {
+    const std::uint64_t row = plan.out_addr + std::uint64_t{i} * plan.n_pad * plan.out_elem_bytes();
+    if (s.out == OutType::Fp32) {
+      const auto values = memory.read_array<ref::fp32_t>(row, s.n);
+      std::copy(values.begin(), values.end(), &out.at(i, 0));
+    } else {
+      const auto values = memory.read_array<ref::bf16_t>(row, s.n);
+      for (std::uint32_t j = 0; j < s.n; ++j) out.at(i, j) = ref::bf16_to_fp32(values[j]);
+    }
+  }
+  return out;
+}
+
+ref::MatrixFp32 reference_gemm(const GemmSpec& spec, const ref::MatrixBf16& a,
+                               const ref::MatrixBf16& b, const ref::MatrixFp32* c,
+                               const std::vector<ref::fp32_t>* bias) {
+  ref::MatrixFp32 out = ref::gemm(a, b, c);
+  for (std::size_t i = 0; i < out.rows; ++i) {
+    for (std::size_t j = 0; j < out.cols; ++j) {
+      ref::fp32_t x = out.at(i, j);
+      if (bias) x = ref::add_fp32(x, (*bias)[j]);
+      x = ref::act_func(static_cast<unsigned>(spec.act), x, spec.alpha);
+      if (spec.out == OutType::Bf16) x = ref::bf16_to_fp32(ref::fp32_to_bf16(x));
+      out.at(i, j) = x;
+    }
+  }
+  return out;
+}
+
+}  // namespace tpu
