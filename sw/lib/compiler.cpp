@@ -12,9 +12,13 @@ namespace {
 
 constexpr std::uint64_t kAlign = 64;  // operand alignment in host memory: any bus width
 
-std::uint64_t align_up(std::uint64_t value, std::uint64_t to) { return (value + to - 1) / to * to; }
+std::uint64_t align_up(std::uint64_t value, std::uint64_t to) {
+  return (value + to - 1) / to * to;
+}
 
-std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
+std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) {
+  return (a + b - 1) / b;
+}
 
 // Emits the program of a plan whose sizes and addresses are fixed.
 class GemmEmitter {
@@ -191,10 +195,10 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
   std::uint64_t max_block = std::min<std::uint64_t>(ub_half / ub_rows_per_m, acc_half - 1);
   max_block = std::min<std::uint64_t>({max_block, spec.m, 0xFFFF});
   if (max_block == 0) {
-    throw std::invalid_argument("K = " + std::to_string(spec.k) + " is too large for this core: " +
-                                "a row of A takes " + std::to_string(k_tiles) +
-                                " unified-buffer rows, and half the buffer holds " +
-                                std::to_string(ub_half));
+    throw std::invalid_argument(
+        "K = " + std::to_string(spec.k) + " is too large for this core: " + "a row of A takes " +
+        std::to_string(k_tiles) + " unified-buffer rows, and half the buffer holds " +
+        std::to_string(ub_half));
   }
   const std::uint32_t m_blocks = ceil_div(spec.m, static_cast<std::uint32_t>(max_block));
   plan.block_rows = ceil_div(spec.m, m_blocks);
@@ -209,8 +213,7 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
   const std::uint64_t b_addr = place(std::uint64_t{spec.k} * plan.n_pad * 2);
   const std::uint64_t c_addr = spec.has_c ? place(std::uint64_t{spec.m} * plan.n_pad * 4) : 0;
   const std::uint64_t bias_addr = spec.has_bias ? place(std::uint64_t{plan.n_pad} * 4) : 0;
-  const std::uint64_t out_addr =
-      place(std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes());
+  const std::uint64_t out_addr = place(std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes());
   // The program goes last; a generous bound on its size keeps the check simple.
   const std::uint64_t program_bound =
       (std::uint64_t{m_blocks} * n_tiles * 6 + m_blocks + 2) * isa::kInstrBytes;
@@ -243,8 +246,8 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const ref::Matr
     throw std::invalid_argument("bias given or missing against the plan");
   }
   if (bias && bias->size() != s.n) {
-    throw std::invalid_argument("bias has " + std::to_string(bias->size()) + " values, the plan needs " +
-                                std::to_string(s.n));
+    throw std::invalid_argument("bias has " + std::to_string(bias->size()) +
+                                " values, the plan needs " + std::to_string(s.n));
   }
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
 

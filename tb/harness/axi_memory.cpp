@@ -53,7 +53,9 @@ void AxiMemory::reset() {
   prepare_outputs();
 }
 
-bool AxiMemory::idle() const { return reads_.empty() && writes_.empty() && responses_.empty(); }
+bool AxiMemory::idle() const {
+  return reads_.empty() && writes_.empty() && responses_.empty();
+}
 
 bool AxiMemory::chance(double probability) {
   return probability > 0.0 && coin_(rng_) < probability;
@@ -62,9 +64,8 @@ bool AxiMemory::chance(double probability) {
 bool AxiMemory::in_error_window(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& windows,
                                 std::uint64_t addr, unsigned bytes) const {
   if (!memory_.contains(addr, bytes)) return true;
-  return std::any_of(windows.begin(), windows.end(), [&](const auto& w) {
-    return addr < w.second && w.first < addr + bytes;
-  });
+  return std::any_of(windows.begin(), windows.end(),
+                     [&](const auto& w) { return addr < w.second && w.first < addr + bytes; });
 }
 
 void AxiMemory::check_burst(const char* channel, std::uint32_t addr, unsigned len, unsigned size,
@@ -83,12 +84,12 @@ void AxiMemory::clock(const AxiMasterSignals& in) {
                            in.arlen != last_in_.arlen || in.arid != last_in_.arid)) {
     throw AxiProtocolError("AR withdrawn or changed before it was accepted");
   }
-  if (last_aw_waiting_ && (!in.awvalid || in.awaddr != last_in_.awaddr ||
-                           in.awlen != last_in_.awlen)) {
+  if (last_aw_waiting_ &&
+      (!in.awvalid || in.awaddr != last_in_.awaddr || in.awlen != last_in_.awlen)) {
     throw AxiProtocolError("AW withdrawn or changed before it was accepted");
   }
-  if (last_w_waiting_ && (!in.wvalid || in.wdata != last_in_.wdata ||
-                          in.wstrb != last_in_.wstrb || in.wlast != last_in_.wlast)) {
+  if (last_w_waiting_ && (!in.wvalid || in.wdata != last_in_.wdata || in.wstrb != last_in_.wstrb ||
+                          in.wlast != last_in_.wlast)) {
     throw AxiProtocolError("W withdrawn or changed before it was accepted");
   }
 
@@ -110,8 +111,8 @@ void AxiMemory::clock(const AxiMasterSignals& in) {
   }
   if (ar_fire) {
     check_burst("AR", in.araddr, in.arlen, in.arsize, in.arburst);
-    reads_.push_back({in.arid, in.araddr, in.arlen, in.arsize, 0,
-                      cycle_ + 1 + timing_.read_latency, false});
+    reads_.push_back(
+        {in.arid, in.araddr, in.arlen, in.arsize, 0, cycle_ + 1 + timing_.read_latency, false});
     ++traffic_.read_bursts;
   }
   if (b_fire) responses_.pop_front();
@@ -166,8 +167,7 @@ void AxiMemory::prepare_outputs() {
         !chance(timing_.r_gap)) {
       const Burst& burst = reads_.front();
       const unsigned beat_bytes = 1u << burst.size;
-      const std::uint64_t addr =
-          std::uint64_t{burst.addr} + std::uint64_t{burst.beat} * beat_bytes;
+      const std::uint64_t addr = std::uint64_t{burst.addr} + std::uint64_t{burst.beat} * beat_bytes;
       const unsigned lane0 = static_cast<unsigned>(addr % bus_bytes_);
       // Lanes outside the beat carry noise: a master must not use them.
       for (auto& byte : out_.rdata) byte = static_cast<std::uint8_t>(rng_());
@@ -187,8 +187,7 @@ void AxiMemory::prepare_outputs() {
   const bool b_was_waiting = out_.bvalid && !last_in_.bready;
   if (!b_was_waiting) {
     out_.bvalid = false;
-    if (!responses_.empty() && responses_.front().ready_cycle <= cycle_ &&
-        !chance(timing_.b_gap)) {
+    if (!responses_.empty() && responses_.front().ready_cycle <= cycle_ && !chance(timing_.b_gap)) {
       out_.bvalid = true;
       out_.bid = responses_.front().id;
       out_.bresp = responses_.front().error ? 2u : 0u;

@@ -25,15 +25,15 @@ class AxiProtocolError : public std::runtime_error {
 };
 
 struct AxiTiming {
-  unsigned read_latency = 8;         // cycles from an accepted AR to its first beat
-  unsigned write_latency = 4;        // cycles from a burst's last W beat to its B
-  double beats_per_cycle = 1.0;      // read and write data bandwidth, each (0 < b <= 1)
-  double ar_stall = 0.0;             // probabilities, per cycle, that a ready is withheld
+  unsigned read_latency = 8;     // cycles from an accepted AR to its first beat
+  unsigned write_latency = 4;    // cycles from a burst's last W beat to its B
+  double beats_per_cycle = 1.0;  // read and write data bandwidth, each (0 < b <= 1)
+  double ar_stall = 0.0;         // probabilities, per cycle, that a ready is withheld
   double aw_stall = 0.0;
   double w_stall = 0.0;
-  double r_gap = 0.0;                // ... or that a data beat or response is held back
+  double r_gap = 0.0;  // ... or that a data beat or response is held back
   double b_gap = 0.0;
-  unsigned max_reads_in_flight = 16; // accepted read bursts not yet returned
+  unsigned max_reads_in_flight = 16;  // accepted read bursts not yet returned
   unsigned max_writes_in_flight = 16;
   std::uint64_t seed = 1;
 };
@@ -98,9 +98,9 @@ class AxiMemory {
   struct Burst {
     std::uint32_t id = 0, addr = 0;
     unsigned len = 0, size = 0;
-    unsigned beat = 0;             // next beat
-    std::uint64_t ready_cycle = 0; // first cycle its data or response may go out
-    bool error = false;            // write bursts: any beat failed
+    unsigned beat = 0;              // next beat
+    std::uint64_t ready_cycle = 0;  // first cycle its data or response may go out
+    bool error = false;             // write bursts: any beat failed
   };
 
   void check_burst(const char* channel, std::uint32_t addr, unsigned len, unsigned size,
@@ -118,13 +118,13 @@ class AxiMemory {
   std::uint64_t cycle_ = 0;
   double read_tokens_ = 0, write_tokens_ = 0;
 
-  std::deque<Burst> reads_;          // accepted, data not all returned; front is returning
-  std::deque<Burst> writes_;         // accepted addresses; front takes W beats
-  std::deque<Burst> responses_;      // bursts whose data are complete, B pending
+  std::deque<Burst> reads_;      // accepted, data not all returned; front is returning
+  std::deque<Burst> writes_;     // accepted addresses; front takes W beats
+  std::deque<Burst> responses_;  // bursts whose data are complete, B pending
   std::vector<std::pair<std::uint64_t, std::uint64_t>> read_errors_, write_errors_;
 
   AxiSlaveSignals out_;
-  AxiMasterSignals last_in_;         // for the stability checks
+  AxiMasterSignals last_in_;  // for the stability checks
   bool last_ar_waiting_ = false, last_aw_waiting_ = false, last_w_waiting_ = false;
   AxiTraffic traffic_;
 };

@@ -57,8 +57,11 @@ void RtlBackend::write_register(std::uint32_t offset, std::uint32_t value, unsig
     }
     if (response) {
       lite_in_.bready = false;
-      if (resp) *resp = bresp;
-      else if (bresp != 0) throw std::runtime_error("register write at " + std::to_string(offset) + " answered SLVERR");
+      if (resp)
+        *resp = bresp;
+      else if (bresp != 0)
+        throw std::runtime_error("register write at " + std::to_string(offset) +
+                                 " answered SLVERR");
       return;
     }
   }
@@ -86,8 +89,10 @@ std::uint32_t RtlBackend::read_register(std::uint32_t offset, unsigned* resp) {
     }
     if (response) {
       lite_in_.rready = false;
-      if (resp) *resp = seen.rresp;
-      else if (seen.rresp != 0) throw std::runtime_error("register read at " + std::to_string(offset) + " answered SLVERR");
+      if (resp)
+        *resp = seen.rresp;
+      else if (seen.rresp != 0)
+        throw std::runtime_error("register read at " + std::to_string(offset) + " answered SLVERR");
       return seen.rdata;
     }
   }

@@ -14,11 +14,11 @@
 namespace tpu::harness {
 
 struct RtlOptions {
-  AxiTiming timing;                        // host memory behaviour
-  std::size_t memory_bytes = 64u << 20;    // host memory size
-  std::uint32_t random_init_seed = 1;      // initial register and RAM contents
-  std::string trace_path;                  // FST waveform of every cycle, if set
-  std::uint64_t max_cycles = 1ull << 32;   // a run longer than this is a hang
+  AxiTiming timing;                       // host memory behaviour
+  std::size_t memory_bytes = 64u << 20;   // host memory size
+  std::uint32_t random_init_seed = 1;     // initial register and RAM contents
+  std::string trace_path;                 // FST waveform of every cycle, if set
+  std::uint64_t max_cycles = 1ull << 32;  // a run longer than this is a hang
 };
 
 class RtlBackend final : public Backend {

@@ -40,8 +40,13 @@ class CoreHarness {
   }
 
   // Places the program at `prog_addr`, runs it on both and checks that they
-  // agree (status, error, error PC, instructions, host memory).
-  BothResults run(const std::vector<isa::Instruction>& program, std::uint32_t prog_addr = 0);
+  // agree on how it stopped (status, error, error PC) and, when the stop is
+  // precise (not a bus error), on the instructions completed and every byte
+  // of host memory.
+  BothResults run(const std::vector<isa::Instruction>& program, std::uint32_t prog_addr = 0,
+                  bool precise = true);
+  // Runs `count` instructions at `prog_addr` as they already lie in memory.
+  BothResults run_in_place(std::uint32_t prog_addr, std::uint32_t count, bool precise = true);
 
   harness::RtlBackend& rtl() { return *rtl_; }
   FunctionalModel& model() { return *model_; }

@@ -8,8 +8,8 @@
 namespace tpu::testing {
 namespace {
 
-constexpr std::uint32_t kDataAddr = 0x10000;     // after the program
-constexpr std::uint32_t kWindowBytes = 96 << 10; // random data; the last third is scratch
+constexpr std::uint32_t kDataAddr = 0x10000;      // after the program
+constexpr std::uint32_t kWindowBytes = 96 << 10;  // random data; the last third is scratch
 constexpr std::uint32_t kScratchBytes = 32 << 10;
 
 // A region of on-chip rows: the first `rows` rows of one bank.
@@ -147,16 +147,28 @@ class Generator {
   void random_instruction() {
     switch (pick(0, 10)) {
       case 0:
-      case 1: read_host(); break;
-      case 2: read_weights(); break;
+      case 1:
+        read_host();
+        break;
+      case 2:
+        read_weights();
+        break;
       case 3:
       case 4:
-      case 5: matmul(); break;
+      case 5:
+        matmul();
+        break;
       case 6:
-      case 7: activate(); break;
+      case 7:
+        activate();
+        break;
       case 8:
-      case 9: write_host(); break;
-      default: builder_.sync(); break;
+      case 9:
+        write_host();
+        break;
+      default:
+        builder_.sync();
+        break;
     }
   }
 

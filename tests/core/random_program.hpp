@@ -27,8 +27,8 @@ struct RandomProgram {
   std::vector<isa::Instruction> program;
   std::vector<std::uint8_t> host_data;  // to place at data_addr before running
   std::uint32_t data_addr = 0;
-  std::uint32_t dump_addr = 0;          // where the final dump starts
-  std::size_t memory_bytes = 0;         // host memory the layout needs
+  std::uint32_t dump_addr = 0;   // where the final dump starts
+  std::size_t memory_bytes = 0;  // host memory the layout needs
 };
 
 RandomProgram make_random_program(const HardwareConfig& config, const RandomProgramShape& shape,

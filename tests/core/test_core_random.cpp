@@ -6,10 +6,10 @@
 
 #include <iostream>
 
-#include "core_harness.hpp"
-#include "tpu/assembler.hpp"
-#include "random_program.hpp"
 #include "common/test_seed.hpp"
+#include "core_harness.hpp"
+#include "random_program.hpp"
+#include "tpu/assembler.hpp"
 
 namespace tpu::testing {
 namespace {

@@ -4,8 +4,8 @@
 // (tpu::reference_gemm: ref::gemm, then bias, function and rounding).
 #include <gtest/gtest.h>
 
-#include "oracle/random_matrices.hpp"
 #include "common/test_seed.hpp"
+#include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/model.hpp"
 
@@ -62,14 +62,14 @@ TEST(Compiler, ShapesAndOptionsMatchReference) {
     s.act = static_cast<isa::Func>(rng.uniform(0, isa::kFuncCount - 1));
     if (s.act == isa::Func::Leaky) s.alpha = rng.bf16();
     s.out = rng.uniform(0, 1) ? OutType::Bf16 : OutType::Fp32;
-    SCOPED_TRACE(testing::Message() << s.m << "x" << s.k << "x" << s.n << " c=" << s.has_c
-                                    << " bias=" << s.has_bias << " act=" << int(s.act)
-                                    << " bf16=" << (s.out == OutType::Bf16));
+    SCOPED_TRACE(testing::Message()
+                 << s.m << "x" << s.k << "x" << s.n << " c=" << s.has_c << " bias=" << s.has_bias
+                 << " act=" << int(s.act) << " bf16=" << (s.out == OutType::Bf16));
     const Operands o = random_operands(rng, s);
     std::uint64_t uninitialized = 0;
     const ref::MatrixFp32 got = run_on_model(config, s, o, &uninitialized);
-    const ref::MatrixFp32 want = reference_gemm(s, o.a, o.b, s.has_c ? &o.c : nullptr,
-                                                s.has_bias ? &o.bias : nullptr);
+    const ref::MatrixFp32 want =
+        reference_gemm(s, o.a, o.b, s.has_c ? &o.c : nullptr, s.has_bias ? &o.bias : nullptr);
     ASSERT_EQ(got.data, want.data);
     EXPECT_EQ(uninitialized, 0u) << "the program read memory it never wrote";
   }
@@ -88,8 +88,7 @@ TEST(Compiler, ManyBlocksUseBothBanksAndTheirOwnRows) {
   const GemmPlan plan = plan_gemm(config, s);
   EXPECT_LT(plan.block_rows, s.m) << "the test wants several M blocks";
   const Operands o = random_operands(rng, s);
-  EXPECT_EQ(run_on_model(config, s, o).data,
-            reference_gemm(s, o.a, o.b, nullptr, &o.bias).data);
+  EXPECT_EQ(run_on_model(config, s, o).data, reference_gemm(s, o.a, o.b, nullptr, &o.bias).data);
 }
 
 TEST(Compiler, BadShapesAreRejected) {

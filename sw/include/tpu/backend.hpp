@@ -17,14 +17,14 @@ namespace tpu {
 
 // Build parameters of a core (the HW_ARRAY and HW_MEMORY registers).
 struct HardwareConfig {
-  unsigned dim = 16;           // array rows = columns
-  unsigned mul_stages = 0;     // multiplier pipeline registers
-  unsigned add_stages = 0;     // adder pipeline registers
-  unsigned act_lanes = 4;      // activation lanes per cycle
-  unsigned ub_depth = 16384;   // unified-buffer rows
-  unsigned acc_depth = 4096;   // accumulator rows
-  unsigned bus_bytes = 16;     // AXI4 data bytes
-  unsigned weight_tiles = 4;   // weight FIFO depth in tiles
+  unsigned dim = 16;          // array rows = columns
+  unsigned mul_stages = 0;    // multiplier pipeline registers
+  unsigned add_stages = 0;    // adder pipeline registers
+  unsigned act_lanes = 4;     // activation lanes per cycle
+  unsigned ub_depth = 16384;  // unified-buffer rows
+  unsigned acc_depth = 4096;  // accumulator rows
+  unsigned bus_bytes = 16;    // AXI4 data bytes
+  unsigned weight_tiles = 4;  // weight FIFO depth in tiles
 
   // "16x16", "4x4_m1a1", "8x8_bus4": the array, then what differs from the defaults.
   std::string name() const;
@@ -36,7 +36,7 @@ struct HardwareConfig {
 using Counters = std::array<std::uint64_t, regs::kCounterCount>;
 
 struct RunResult {
-  bool done = false;                 // reached HALT
+  bool done = false;  // reached HALT
   regs::Error error = regs::Error::None;
   std::uint32_t error_pc = 0;        // instruction index, when error != None
   std::uint64_t instructions = 0;    // instructions completed

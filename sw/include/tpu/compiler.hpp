@@ -48,7 +48,7 @@ struct GemmPlan {
   std::uint32_t k_pad = 0, n_pad = 0;  // K and N rounded up to the array size
   std::uint32_t block_rows = 0;        // MB
   std::uint32_t prog_addr = 0, a_addr = 0, b_addr = 0, c_addr = 0, bias_addr = 0, out_addr = 0;
-  std::size_t memory_bytes = 0;        // host memory the layout needs
+  std::size_t memory_bytes = 0;  // host memory the layout needs
   std::vector<isa::Instruction> program;
 
   std::uint32_t out_elem_bytes() const { return spec.out == OutType::Fp32 ? 4 : 2; }

@@ -47,8 +47,8 @@ class HostMemory {
  private:
   void check(std::uint64_t addr, std::uint64_t length) const {
     if (!contains(addr, length)) {
-      throw std::out_of_range("host memory access of " + std::to_string(length) +
-                              " bytes at " + std::to_string(addr) + " is outside its " +
+      throw std::out_of_range("host memory access of " + std::to_string(length) + " bytes at " +
+                              std::to_string(addr) + " is outside its " +
                               std::to_string(bytes_.size()) + " bytes");
     }
   }
