@@ -5,15 +5,19 @@ BUILD   ?= build
 JOBS    ?= $(shell nproc)
 SEED    ?=
 CASE    ?= 4x4_m0a0/back-to-back
+CORE_CASE ?= 4x4_m1a1/ragged
 # Array size for the Yosys synthesis check (a full 16x16 takes much longer).
 SYNTH_ROWS ?= 2
 SYNTH_COLS ?= 2
 SHARDS  ?= $(JOBS)
 
-RTL_FILES := $(shell cat rtl/mxu.f)
-LINT      := verilator --lint-only -Wall sim/lint.vlt $(RTL_FILES)
+RTL_FILES  := $(shell cat rtl/mxu.f)
+CORE_FILES := $(shell cat rtl/core.f)
+LINT       := verilator --lint-only -Wall sim/lint.vlt $(RTL_FILES)
+LINT_CORE  := verilator --lint-only -Wall sim/lint.vlt $(CORE_FILES) --top-module tpu_top
 
-.PHONY: all deps build sim test lint synth wave bench verify-exhaustive defs clean
+.PHONY: all deps build sim test lint synth wave wave-core bench bench-core verify-exhaustive \
+        defs clean
 
 all: build
 
@@ -26,9 +30,11 @@ $(BUILD)/Makefile: CMakeLists.txt | deps
 build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Verilator regression: directed and seeded random GEMMs on every compiled array.
+# Verilator regression: directed and seeded random GEMMs on every compiled matrix
+# unit, then compiled GEMMs on every compiled core, on the RTL and the model.
 sim: build
 	$(BUILD)/bin/mxu_sim $(if $(SEED),--seed $(SEED))
+	$(BUILD)/bin/core_sim $(if $(SEED),--seed $(SEED))
 
 # All GoogleTest suites through CTest.
 test: build
@@ -42,6 +48,10 @@ lint: deps
 	for stages in 0 2; do $(LINT) --top-module tpu_bf16_mul -GPipeStages=$$stages || exit 1; done
 	for stages in 0 3; do $(LINT) --top-module tpu_fp32_add -GPipeStages=$$stages || exit 1; done
 	for stages in 0 1; do $(LINT) --top-module tpu_fp32_to_bf16 -GPipeStages=$$stages || exit 1; done
+	verilator --lint-only -Wall sim/lint.vlt $$(cat rtl/act.f) --top-module tpu_act_func
+	$(LINT_CORE)
+	$(LINT_CORE) -GDim=1 -GActLanes=1 -GBusBytes=4 -GQueueDepth=1 -GUbDepth=4 -GAccDepth=4
+	$(LINT_CORE) -GDim=8 -GMulStages=2 -GAddStages=3 -GBusBytes=64 -GActLanes=8 -GQueueDepth=3
 	@echo "lint: clean"
 
 # Generic Yosys synthesis of the matrix unit, without and with every pipeline
@@ -58,6 +68,14 @@ synth: deps
 	  echo "synth: tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) MulStages=$$1 AddStages=$$2:" \
 	    "$$(grep -m1 'Number of cells' $$log.stat | tr -s ' '), no warnings"; \
 	done
+	@log=$(BUILD)/synth_core; \
+	  yosys -q -l $$log.log -p "read_verilog -sv -DSYNTHESIS $(CORE_FILES); \
+	    chparam -set Dim 2 -set UbDepth 64 -set AccDepth 64 -set ActLanes 1 \
+	      -set QueueDepth 2 -set ReadBufBeats 8 tpu_top; \
+	    synth -flatten -top tpu_top; tee -q -o $$log.stat stat" || exit 1; \
+	  if grep -q "^Warning" $$log.log; then grep "^Warning" $$log.log; exit 1; fi; \
+	  echo "synth: tpu_top 2x2, 64-row memories:" \
+	    "$$(grep -m1 'Number of cells' $$log.stat | tr -s ' '), no warnings"
 
 # Waveform of one regression case: make wave CASE=<config>/<case> (see mxu_sim --list).
 wave: build
@@ -65,8 +83,18 @@ wave: build
 	$(BUILD)/bin/mxu_sim --only "$(CASE)" --wave $(BUILD)/waves/mxu.fst $(if $(SEED),--seed $(SEED))
 	@echo "open with: gtkwave $(BUILD)/waves/mxu.fst sim/mxu.gtkw"
 
-bench: deps
+# Waveform of one core regression case: make wave-core CORE_CASE=<config>/<case>.
+wave-core: build
+	@mkdir -p $(BUILD)/waves
+	$(BUILD)/bin/core_sim --only "$(CORE_CASE)" --wave $(BUILD)/waves/core.fst $(if $(SEED),--seed $(SEED))
+	@echo "open with: gtkwave $(BUILD)/waves/core.fst sim/core.gtkw"
+
+# The matrix unit's stream benchmark, then the core's 512 x 512 x 512 GEMM.
+bench: bench-core
 	scripts/bench_mxu.sh $(BUILD)/bench
+
+bench-core: build
+	$(BUILD)/bin/core_bench --m 512 --k 512 --n 512
 
 # All 2^32 multiplier inputs and all 2^32 rounder inputs, in SHARDS processes.
 verify-exhaustive: build

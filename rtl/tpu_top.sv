@@ -113,10 +113,28 @@ module tpu_top #(
     $error("tpu_top: ReadBufBeats must be in 4..512 and hold an accumulator row");
   end
 
+  // Illegal values have raised an error above. The internals are built from
+  // legal stand-ins so that elaboration reports that error, not a follow-on.
+  localparam bit DimOk = Dim >= 1 && Dim <= 256 && (Dim & (Dim - 1)) == 0;
+  localparam int unsigned DimL = DimOk ? Dim : 1;
+  localparam int unsigned UbDepthL =
+      (UbDepth >= 4 && UbDepth <= 65536 && (UbDepth & (UbDepth - 1)) == 0) ? UbDepth : 4;
+  localparam int unsigned AccDepthL =
+      (AccDepth >= 4 && AccDepth <= 65536 && (AccDepth & (AccDepth - 1)) == 0) ? AccDepth : 4;
+  localparam int unsigned BusBytesL =
+      (BusBytes >= 4 && BusBytes <= 64 && (BusBytes & (BusBytes - 1)) == 0) ? BusBytes : 4;
+  localparam int unsigned WeightTilesL = (WeightTiles >= 2 && WeightTiles <= 16) ? WeightTiles : 2;
+  localparam int unsigned ActLanesL =
+      (ActLanes >= 1 && ActLanes <= DimL && (ActLanes & (ActLanes - 1)) == 0) ? ActLanes : 1;
+  localparam int unsigned QueueDepthL = (QueueDepth >= 1 && QueueDepth <= 16) ? QueueDepth : 1;
+  localparam int unsigned ReadBufBeatsL =
+      (ReadBufBeats >= 4 && ReadBufBeats <= 512 && ReadBufBeats >= 4 * DimL / BusBytesL) ?
+      ReadBufBeats : ((4 * DimL / BusBytesL > 4) ? 4 * DimL / BusBytesL : 4);
+
   localparam int unsigned NumUnits     = tpu_core_pkg::NumUnits;
   localparam int unsigned FpBits       = tpu_core_pkg::FootprintBits;
-  localparam int unsigned UbAddrWidth  = $clog2(UbDepth);
-  localparam int unsigned AccAddrWidth = $clog2(AccDepth);
+  localparam int unsigned UbAddrWidth  = $clog2(UbDepthL);
+  localparam int unsigned AccAddrWidth = $clog2(AccDepthL);
   localparam int unsigned NumCounters  = tpu_regs_pkg::CounterCount;
   localparam int unsigned FetchClient  = 0;
   localparam int unsigned LoadClient   = 1;
@@ -136,8 +154,8 @@ module tpu_top #(
   assign unused_axil_prot = ^{s_axil_awprot, s_axil_arprot};
 
   tpu_regs #(
-    .Dim(Dim), .MulStages(MulStages), .AddStages(AddStages), .ActLanes(ActLanes),
-    .UbDepth(UbDepth), .AccDepth(AccDepth), .BusBytes(BusBytes), .WeightTiles(WeightTiles)
+    .Dim(DimL), .MulStages(MulStages), .AddStages(AddStages), .ActLanes(ActLanesL),
+    .UbDepth(UbDepthL), .AccDepth(AccDepthL), .BusBytes(BusBytesL), .WeightTiles(WeightTilesL)
   ) u_regs (
     .clk_i, .rst_ni,
     .s_awaddr_i  (s_axil_awaddr),
@@ -227,7 +245,7 @@ module tpu_top #(
   logic [tpu_isa_pkg::InstrBits-1:0] instr;
 
   tpu_axi_reader #(
-    .BusBytes(BusBytes), .MaxRowBytes(tpu_isa_pkg::InstrBytes), .BufBeats(16), .RowsWidth(24)
+    .BusBytes(BusBytesL), .MaxRowBytes(tpu_isa_pkg::InstrBytes), .BufBeats(16), .RowsWidth(24)
   ) u_fetch (
     .clk_i, .rst_ni(core_rst_n),
     .abort_i             (fetch_abort),
@@ -260,8 +278,8 @@ module tpu_top #(
   // Issue stage
   // ---------------------------------------------------------------------------
   logic [NumUnits-1:0]            push, full, unit_idle;
-  logic [NumUnits*QueueDepth-1:0] fp_valid;
-  logic [NumUnits*QueueDepth*FpBits-1:0] fps;
+  logic [NumUnits*QueueDepthL-1:0] fp_valid;
+  logic [NumUnits*QueueDepthL*FpBits-1:0] fps;
   tpu_core_pkg::op_t              op, weight_op;
   logic [FpBits-1:0]              fp, weight_fp;
   logic                           abort, axi_quiet, issued, mm_wait_input, mm_wait_other;
@@ -270,8 +288,8 @@ module tpu_top #(
   logic [23:0]                    bus_error_pc;
 
   tpu_issue #(
-    .Dim(Dim), .BusBytes(BusBytes), .UbDepth(UbDepth), .AccDepth(AccDepth),
-    .WeightTiles(WeightTiles), .QueueDepth(QueueDepth)
+    .Dim(DimL), .BusBytes(BusBytesL), .UbDepth(UbDepthL), .AccDepth(AccDepthL),
+    .WeightTiles(WeightTilesL), .QueueDepth(QueueDepthL)
   ) u_issue (
     .clk_i, .rst_ni(core_rst_n),
     .start_i          (start),
@@ -322,12 +340,12 @@ module tpu_top #(
 
   logic [1:0]               ub_wr_req, ub_wr_gnt, ub_rd_req, ub_rd_gnt;
   logic [2*UbAddrWidth-1:0] ub_wr_addr, ub_rd_addr;
-  logic [2*Dim*16-1:0]      ub_wr_data, ub_rd_data;
+  logic [2*DimL*16-1:0]      ub_wr_data, ub_rd_data;
   logic [2:0]                acc_wr_req, acc_wr_gnt, acc_rd_req, acc_rd_gnt;
   logic [3*AccAddrWidth-1:0] acc_wr_addr, acc_rd_addr;
-  logic [3*Dim*32-1:0]       acc_wr_data, acc_rd_data;
+  logic [3*DimL*32-1:0]       acc_wr_data, acc_rd_data;
 
-  tpu_banked_mem #(.Width(Dim * 16), .Depth(UbDepth), .NumWr(2), .NumRd(2)) u_ub (
+  tpu_banked_mem #(.Width(DimL * 16), .Depth(UbDepthL), .NumWr(2), .NumRd(2)) u_ub (
     .clk_i, .rst_ni(core_rst_n),
     .wr_req_i (ub_wr_req),
     .wr_addr_i(ub_wr_addr),
@@ -339,7 +357,7 @@ module tpu_top #(
     .rd_data_o(ub_rd_data)
   );
 
-  tpu_banked_mem #(.Width(Dim * 32), .Depth(AccDepth), .NumWr(3), .NumRd(3)) u_acc (
+  tpu_banked_mem #(.Width(DimL * 32), .Depth(AccDepthL), .NumWr(3), .NumRd(3)) u_acc (
     .clk_i, .rst_ni(core_rst_n),
     .wr_req_i (acc_wr_req),
     .wr_addr_i(acc_wr_addr),
@@ -354,15 +372,15 @@ module tpu_top #(
   // ---------------------------------------------------------------------------
   // Units
   // ---------------------------------------------------------------------------
-  localparam int unsigned QBits = QueueDepth * FpBits;
+  localparam int unsigned QBits = QueueDepthL * FpBits;
 
   logic        load_error, weight_error, store_error;
   logic [23:0] load_pc, weight_pc, store_pc;
   logic        load_quiet, weight_quiet, store_quiet;
 
   tpu_load_unit #(
-    .Dim(Dim), .BusBytes(BusBytes), .UbDepth(UbDepth), .AccDepth(AccDepth),
-    .QueueDepth(QueueDepth), .BufBeats(ReadBufBeats)
+    .Dim(DimL), .BusBytes(BusBytesL), .UbDepth(UbDepthL), .AccDepth(AccDepthL),
+    .QueueDepth(QueueDepthL), .BufBeats(ReadBufBeatsL)
   ) u_load (
     .clk_i, .rst_ni(core_rst_n),
     .abort_i      (abort),
@@ -370,7 +388,7 @@ module tpu_top #(
     .push_op_i    (op),
     .push_fp_i    (fp),
     .full_o       (full[tpu_core_pkg::UnitLoad]),
-    .fp_valid_o   (fp_valid[tpu_core_pkg::UnitLoad*QueueDepth +: QueueDepth]),
+    .fp_valid_o   (fp_valid[tpu_core_pkg::UnitLoad*QueueDepthL +: QueueDepthL]),
     .fps_o        (fps[tpu_core_pkg::UnitLoad*QBits +: QBits]),
     .ar_valid_o   (c_ar_valid[LoadClient]),
     .ar_ready_i   (c_ar_ready[LoadClient]),
@@ -383,11 +401,11 @@ module tpu_top #(
     .r_resp_i     (m_axi_rresp),
     .ub_wr_req_o  (ub_wr_req[UbWrLoad]),
     .ub_wr_addr_o (ub_wr_addr[UbWrLoad*UbAddrWidth +: UbAddrWidth]),
-    .ub_wr_data_o (ub_wr_data[UbWrLoad*Dim*16 +: Dim*16]),
+    .ub_wr_data_o (ub_wr_data[UbWrLoad*DimL*16 +: DimL*16]),
     .ub_wr_gnt_i  (ub_wr_gnt[UbWrLoad]),
     .acc_wr_req_o (acc_wr_req[AccWrLoad]),
     .acc_wr_addr_o(acc_wr_addr[AccWrLoad*AccAddrWidth +: AccAddrWidth]),
-    .acc_wr_data_o(acc_wr_data[AccWrLoad*Dim*32 +: Dim*32]),
+    .acc_wr_data_o(acc_wr_data[AccWrLoad*DimL*32 +: DimL*32]),
     .acc_wr_gnt_i (acc_wr_gnt[AccWrLoad]),
     .bus_error_o  (load_error),
     .pc_o         (load_pc),
@@ -396,11 +414,11 @@ module tpu_top #(
   );
 
   logic              wgt_valid, wgt_ready, weight_fifo_empty;
-  logic [Dim*16-1:0] wgt_data;
+  logic [DimL*16-1:0] wgt_data;
 
   tpu_weight_unit #(
-    .Dim(Dim), .BusBytes(BusBytes), .WeightTiles(WeightTiles), .QueueDepth(QueueDepth),
-    .BufBeats(ReadBufBeats)
+    .Dim(DimL), .BusBytes(BusBytesL), .WeightTiles(WeightTilesL), .QueueDepth(QueueDepthL),
+    .BufBeats(ReadBufBeatsL)
   ) u_weight (
     .clk_i, .rst_ni(core_rst_n),
     .abort_i     (abort),
@@ -408,7 +426,7 @@ module tpu_top #(
     .push_op_i   (weight_op),
     .push_fp_i   (weight_fp),
     .full_o      (full[tpu_core_pkg::UnitWeight]),
-    .fp_valid_o  (fp_valid[tpu_core_pkg::UnitWeight*QueueDepth +: QueueDepth]),
+    .fp_valid_o  (fp_valid[tpu_core_pkg::UnitWeight*QueueDepthL +: QueueDepthL]),
     .fps_o       (fps[tpu_core_pkg::UnitWeight*QBits +: QBits]),
     .ar_valid_o  (c_ar_valid[WeightClient]),
     .ar_ready_i  (c_ar_ready[WeightClient]),
@@ -433,27 +451,27 @@ module tpu_top #(
   logic [17:0] act_macs;
 
   tpu_matmul_unit #(
-    .Dim(Dim), .MulStages(MulStages), .AddStages(AddStages), .UbDepth(UbDepth),
-    .AccDepth(AccDepth), .QueueDepth(QueueDepth)
+    .Dim(DimL), .MulStages(MulStages), .AddStages(AddStages), .UbDepth(UbDepthL),
+    .AccDepth(AccDepthL), .QueueDepth(QueueDepthL)
   ) u_matmul (
     .clk_i, .rst_ni(core_rst_n),
     .push_i        (push[tpu_core_pkg::UnitMatmul]),
     .push_op_i     (op),
     .push_fp_i     (fp),
     .full_o        (full[tpu_core_pkg::UnitMatmul]),
-    .fp_valid_o    (fp_valid[tpu_core_pkg::UnitMatmul*QueueDepth +: QueueDepth]),
+    .fp_valid_o    (fp_valid[tpu_core_pkg::UnitMatmul*QueueDepthL +: QueueDepthL]),
     .fps_o         (fps[tpu_core_pkg::UnitMatmul*QBits +: QBits]),
     .ub_rd_req_o   (ub_rd_req[UbRdMatmul]),
     .ub_rd_addr_o  (ub_rd_addr[UbRdMatmul*UbAddrWidth +: UbAddrWidth]),
     .ub_rd_gnt_i   (ub_rd_gnt[UbRdMatmul]),
-    .ub_rd_data_i  (ub_rd_data[UbRdMatmul*Dim*16 +: Dim*16]),
+    .ub_rd_data_i  (ub_rd_data[UbRdMatmul*DimL*16 +: DimL*16]),
     .acc_rd_req_o  (acc_rd_req[AccRdMatmul]),
     .acc_rd_addr_o (acc_rd_addr[AccRdMatmul*AccAddrWidth +: AccAddrWidth]),
     .acc_rd_gnt_i  (acc_rd_gnt[AccRdMatmul]),
-    .acc_rd_data_i (acc_rd_data[AccRdMatmul*Dim*32 +: Dim*32]),
+    .acc_rd_data_i (acc_rd_data[AccRdMatmul*DimL*32 +: DimL*32]),
     .acc_wr_req_o  (acc_wr_req[AccWrMatmul]),
     .acc_wr_addr_o (acc_wr_addr[AccWrMatmul*AccAddrWidth +: AccAddrWidth]),
-    .acc_wr_data_o (acc_wr_data[AccWrMatmul*Dim*32 +: Dim*32]),
+    .acc_wr_data_o (acc_wr_data[AccWrMatmul*DimL*32 +: DimL*32]),
     .acc_wr_gnt_i  (acc_wr_gnt[AccWrMatmul]),
     .wgt_valid_i   (wgt_valid),
     .wgt_ready_o   (wgt_ready),
@@ -467,34 +485,34 @@ module tpu_top #(
   );
 
   tpu_act_unit #(
-    .Dim(Dim), .ActLanes(ActLanes), .UbDepth(UbDepth), .AccDepth(AccDepth),
-    .QueueDepth(QueueDepth)
+    .Dim(DimL), .ActLanes(ActLanesL), .UbDepth(UbDepthL), .AccDepth(AccDepthL),
+    .QueueDepth(QueueDepthL)
   ) u_act (
     .clk_i, .rst_ni(core_rst_n),
     .push_i       (push[tpu_core_pkg::UnitAct]),
     .push_op_i    (op),
     .push_fp_i    (fp),
     .full_o       (full[tpu_core_pkg::UnitAct]),
-    .fp_valid_o   (fp_valid[tpu_core_pkg::UnitAct*QueueDepth +: QueueDepth]),
+    .fp_valid_o   (fp_valid[tpu_core_pkg::UnitAct*QueueDepthL +: QueueDepthL]),
     .fps_o        (fps[tpu_core_pkg::UnitAct*QBits +: QBits]),
     .acc_rd_req_o (acc_rd_req[AccRdAct]),
     .acc_rd_addr_o(acc_rd_addr[AccRdAct*AccAddrWidth +: AccAddrWidth]),
     .acc_rd_gnt_i (acc_rd_gnt[AccRdAct]),
-    .acc_rd_data_i(acc_rd_data[AccRdAct*Dim*32 +: Dim*32]),
+    .acc_rd_data_i(acc_rd_data[AccRdAct*DimL*32 +: DimL*32]),
     .ub_wr_req_o  (ub_wr_req[UbWrAct]),
     .ub_wr_addr_o (ub_wr_addr[UbWrAct*UbAddrWidth +: UbAddrWidth]),
-    .ub_wr_data_o (ub_wr_data[UbWrAct*Dim*16 +: Dim*16]),
+    .ub_wr_data_o (ub_wr_data[UbWrAct*DimL*16 +: DimL*16]),
     .ub_wr_gnt_i  (ub_wr_gnt[UbWrAct]),
     .acc_wr_req_o (acc_wr_req[AccWrAct]),
     .acc_wr_addr_o(acc_wr_addr[AccWrAct*AccAddrWidth +: AccAddrWidth]),
-    .acc_wr_data_o(acc_wr_data[AccWrAct*Dim*32 +: Dim*32]),
+    .acc_wr_data_o(acc_wr_data[AccWrAct*DimL*32 +: DimL*32]),
     .acc_wr_gnt_i (acc_wr_gnt[AccWrAct]),
     .idle_o       (unit_idle[tpu_core_pkg::UnitAct])
   );
 
   tpu_store_unit #(
-    .Dim(Dim), .BusBytes(BusBytes), .UbDepth(UbDepth), .AccDepth(AccDepth),
-    .QueueDepth(QueueDepth)
+    .Dim(DimL), .BusBytes(BusBytesL), .UbDepth(UbDepthL), .AccDepth(AccDepthL),
+    .QueueDepth(QueueDepthL)
   ) u_store (
     .clk_i, .rst_ni(core_rst_n),
     .abort_i      (abort),
@@ -502,7 +520,7 @@ module tpu_top #(
     .push_op_i    (op),
     .push_fp_i    (fp),
     .full_o       (full[tpu_core_pkg::UnitStore]),
-    .fp_valid_o   (fp_valid[tpu_core_pkg::UnitStore*QueueDepth +: QueueDepth]),
+    .fp_valid_o   (fp_valid[tpu_core_pkg::UnitStore*QueueDepthL +: QueueDepthL]),
     .fps_o        (fps[tpu_core_pkg::UnitStore*QBits +: QBits]),
     .aw_valid_o   (m_axi_awvalid),
     .aw_ready_i   (m_axi_awready),
@@ -520,11 +538,11 @@ module tpu_top #(
     .ub_rd_req_o  (ub_rd_req[UbRdStore]),
     .ub_rd_addr_o (ub_rd_addr[UbRdStore*UbAddrWidth +: UbAddrWidth]),
     .ub_rd_gnt_i  (ub_rd_gnt[UbRdStore]),
-    .ub_rd_data_i (ub_rd_data[UbRdStore*Dim*16 +: Dim*16]),
+    .ub_rd_data_i (ub_rd_data[UbRdStore*DimL*16 +: DimL*16]),
     .acc_rd_req_o (acc_rd_req[AccRdStore]),
     .acc_rd_addr_o(acc_rd_addr[AccRdStore*AccAddrWidth +: AccAddrWidth]),
     .acc_rd_gnt_i (acc_rd_gnt[AccRdStore]),
-    .acc_rd_data_i(acc_rd_data[AccRdStore*Dim*32 +: Dim*32]),
+    .acc_rd_data_i(acc_rd_data[AccRdStore*DimL*32 +: DimL*32]),
     .bus_error_o  (store_error),
     .pc_o         (store_pc),
     .axi_quiet_o  (store_quiet),

@@ -4,7 +4,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-rtl=$(tr '\n' ' ' < rtl/mxu.f)
+rtl=$(tr '\n' ' ' < rtl/core.f)
 failures=0
 checks=0
 
@@ -39,6 +39,15 @@ for tool in verilator yosys; do
   check $tool tpu_bf16_mul "PipeStages=3" "tpu_bf16_mul: PipeStages must be 0, 1 or 2"
   check $tool tpu_fp32_add "PipeStages=4" "tpu_fp32_add: PipeStages must be 0, 1, 2 or 3"
   check $tool tpu_fp32_to_bf16 "PipeStages=2" "tpu_fp32_to_bf16: PipeStages must be 0 or 1"
+  check $tool tpu_top "Dim=3" "tpu_top: Dim must be a power of two in 1..256"
+  check $tool tpu_top "Dim=512" "tpu_top: Dim must be a power of two in 1..256"
+  check $tool tpu_top "UbDepth=1000" "tpu_top: UbDepth must be a power of two in 4..65536"
+  check $tool tpu_top "AccDepth=2" "tpu_top: AccDepth must be a power of two in 4..65536"
+  check $tool tpu_top "BusBytes=2" "tpu_top: BusBytes must be a power of two in 4..64"
+  check $tool tpu_top "WeightTiles=1" "tpu_top: WeightTiles must be in 2..16"
+  check $tool tpu_top "ActLanes=3" "tpu_top: ActLanes must be a power of two in 1..Dim"
+  check $tool tpu_top "QueueDepth=0" "tpu_top: QueueDepth must be in 1..16"
+  check $tool tpu_top "AddStages=4" "tpu_mxu: AddStages must be in 0..3"
 done
 echo "$((checks - failures)) passed, $failures failed"
 [ $failures -eq 0 ]

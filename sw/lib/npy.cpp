@@ -316,9 +316,14 @@ Header parse_header(const std::string& file) {
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  std::string contents{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw std::runtime_error(fmt::format("{}: read error", path));
-  return contents;
+  // libstdc++ throws from inside the iterators when read() fails (a directory opens, but
+  // reading it fails with EISDIR): report it like any other read error, with the path.
+  try {
+    std::string contents{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (!in.bad()) return contents;
+  } catch (const std::ios_base::failure&) {
+  }
+  throw std::runtime_error(fmt::format("{}: read error: {}", path, std::strerror(errno)));
 }
 
 // A file being written next to its final path; removed unless commit() renames it into place.

@@ -1,0 +1,882 @@
+// The `tpu` command-line tool: matrix products through the GEMM compiler, the assembler and the
+// disassembler, hand-written programs, and the compiled core configurations. Programs run on the
+// Verilator model of tpu_top (backend rtl) or on the functional model of the instruction set
+// (backend model). docs/programming.md shows it at work.
+//
+// Exit status: 0 success; 1 the core stopped with an error; 2 bad input, reported in one line on
+// stderr before any output file is written; 3 the simulation itself failed (an RTL assertion, a
+// broken bus protocol, a core that never stops), which is a bug in the RTL or the harness.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "harness/rtl_backend.hpp"
+#include "ref/gemm.hpp"
+#include "ref/numerics.hpp"
+#include "tpu/assembler.hpp"
+#include "tpu/compiler.hpp"
+#include "tpu/isa.hpp"
+#include "tpu/model.hpp"
+#include "tpu/npy.hpp"
+
+namespace {
+
+using tpu::HardwareConfig;
+using tpu::RunResult;
+using tpu::isa::Instruction;
+
+constexpr int kExitCoreError = 1;
+constexpr int kExitBadInput = 2;
+constexpr int kExitSimulationFailed = 3;
+
+constexpr const char* kBackendRtl = "rtl";
+constexpr const char* kBackendModel = "model";
+constexpr const char* kDefaultArray = "16x16";
+// The slope of --act leaky without --alpha: the customary one (PyTorch, Keras).
+constexpr const char* kDefaultLeakySlope = "0.01";
+// Host memory of `tpu run` when the program and its data need less: room for scratch areas.
+constexpr std::uint64_t kDefaultRunMemory = 1u << 20;
+constexpr std::uint64_t kHostSpace = std::uint64_t{1} << 32;
+constexpr std::string_view kBf16Suffix = ":bf16";
+
+// Something wrong with what the user gave (an option, a file, a shape): one line, exit status 2.
+class BadInput : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+// Removes `suffix` from the end of `text` if it is there.
+bool take_suffix(std::string& text, std::string_view suffix) {
+  if (!ends_with(text, suffix)) return false;
+  text.resize(text.size() - suffix.size());
+  return true;
+}
+
+// A decimal or 0x-hexadecimal number no larger than `max`; `what` names it in the message.
+std::uint64_t parse_number(std::string_view text, const std::string& what, std::uint64_t max) {
+  int base = 10;
+  std::string_view digits = text;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    base = 16;
+    digits.remove_prefix(2);
+  }
+  std::uint64_t value = 0;
+  const char* end = digits.data() + digits.size();
+  const auto [ptr, ec] = std::from_chars(digits.data(), end, value, base);
+  if (digits.empty() || ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+    throw BadInput(fmt::format("{}: '{}' is not a decimal or 0x hexadecimal number", what, text));
+  }
+  if (ec == std::errc::result_out_of_range || value > max) {
+    throw BadInput(fmt::format("{}: {} is larger than {}", what, text, max));
+  }
+  return value;
+}
+
+// A finite decimal number rounded to bf16 by N-OUT, as the assembler reads `alpha=`.
+tpu::ref::bf16_t parse_bf16(std::string_view text, const std::string& what) {
+  float value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value, std::chars_format::general);
+  const tpu::ref::fp32_t bits = tpu::ref::float_to_fp32(value);
+  const bool finite = ((bits >> 23) & 0xFF) != 0xFF;
+  if (text.empty() || ec != std::errc() || ptr != end || !finite) {
+    throw BadInput(fmt::format("{}: '{}' is not a finite decimal number", what, text));
+  }
+  return tpu::ref::fp32_to_bf16(bits);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw BadInput(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  // libstdc++ throws from inside the iterators when read() fails (a directory opens, but
+  // reading it fails with EISDIR).
+  try {
+    std::string contents{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (!in.bad()) return contents;
+  } catch (const std::ios_base::failure&) {
+  }
+  throw BadInput(fmt::format("{}: read error: {}", path, std::strerror(errno)));
+}
+
+// Refuses an output path that cannot be written before any work is done for it.
+void check_output_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ignored;
+  if (fs::is_directory(path, ignored)) throw BadInput(fmt::format("{}: is a directory", path));
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string directory = parent.empty() ? "." : parent.string();
+  if (::access(directory.c_str(), W_OK) != 0) {
+    throw BadInput(
+        fmt::format("{}: cannot write in {}: {}", path, directory, std::strerror(errno)));
+  }
+}
+
+// Writes through a temporary file renamed over `path`, so that a failure never leaves part of a
+// file behind.
+void write_file(const std::string& path, std::string_view contents) {
+  const std::string temporary = fmt::format("{}.tmp{}", path, ::getpid());
+  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+  out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  out.close();
+  if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    std::remove(temporary.c_str());
+    throw BadInput(fmt::format("{}: cannot write: {}", path, std::strerror(error)));
+  }
+}
+
+tpu::npy::Array read_npy(const std::string& path) {
+  try {
+    return tpu::npy::read(path);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+}
+
+void write_npy(const std::string& path, const tpu::npy::Array& array) {
+  try {
+    tpu::npy::write(path, array);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+}
+
+std::string shape_text(const tpu::npy::Array& array) {
+  return array.shape.size() == 1 ? fmt::format("({},)", array.shape[0])
+                                 : fmt::format("({}, {})", array.shape[0], array.shape[1]);
+}
+
+// --- Programs ---
+
+std::vector<Instruction> assemble_file(const std::string& path) {
+  try {
+    return tpu::isa::assemble(read_file(path));
+  } catch (const std::invalid_argument& error) {
+    throw BadInput(fmt::format("{}:{}", path, error.what()));  // "line N: ..." from the assembler
+  }
+}
+
+std::vector<Instruction> decode_file(const std::string& path) {
+  const std::string bytes = read_file(path);
+  if (bytes.size() % tpu::isa::kInstrBytes != 0) {
+    throw BadInput(fmt::format("{}: {} bytes is not a whole number of {}-byte instructions", path,
+                               bytes.size(), tpu::isa::kInstrBytes));
+  }
+  return tpu::isa::decode_program(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                  bytes.size());
+}
+
+std::string_view as_text(const std::vector<std::uint8_t>& bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+// --- Backends ---
+
+std::vector<std::string> array_names() {
+  std::vector<std::string> names;
+  for (const HardwareConfig& config : tpu::harness::compiled_tops()) {
+    names.push_back(config.name());
+  }
+  return names;
+}
+
+// --array has been checked against array_names() by the parser.
+HardwareConfig config_named(const std::string& name) {
+  const auto& tops = tpu::harness::compiled_tops();
+  return *std::find_if(tops.begin(), tops.end(),
+                       [&](const HardwareConfig& config) { return config.name() == name; });
+}
+
+// How `gemm` and `run` execute a program, and what they report.
+struct Execution {
+  std::string backend = kBackendRtl;
+  std::string array = kDefaultArray;
+  std::string trace_path;
+  bool stats = false;
+};
+
+void add_execution_options(CLI::App& command, Execution& execution) {
+  command
+      .add_option("--backend", execution.backend,
+                  "rtl: the Verilator model of tpu_top, cycle by cycle\n"
+                  "model: the functional model of the instruction set\n"
+                  "(the same results, no cycles, much faster)")
+      ->check(CLI::IsMember({kBackendRtl, kBackendModel}))
+      ->type_name("KIND")
+      ->capture_default_str();
+  command
+      .add_option("--array", execution.array,
+                  "core configuration: the array, then what differs from\n"
+                  "the default core (`tpu info` lists the parameters)")
+      ->check(CLI::IsMember(array_names()))
+      ->type_name("NAME")
+      ->capture_default_str();
+  command
+      .add_option("--trace", execution.trace_path,
+                  "write an FST waveform of every cycle (rtl only; kept\n"
+                  "when the core stops with an error, to debug it)")
+      ->type_name("FILE.fst");
+  command.add_flag("--stats", execution.stats,
+                   "print the cycle counters (rtl), or the instructions\n"
+                   "and MACs (model)");
+}
+
+// Checks what the parser cannot: the options that only go together.
+void check_execution(const Execution& execution) {
+  if (execution.trace_path.empty()) return;
+  if (execution.backend != kBackendRtl) {
+    throw BadInput("--trace needs --backend rtl: the functional model has no waveform");
+  }
+  check_output_path(execution.trace_path);
+}
+
+std::unique_ptr<tpu::Backend> make_backend(const Execution& execution, const HardwareConfig& config,
+                                           std::size_t memory_bytes) {
+  if (execution.backend == kBackendModel) {
+    return std::make_unique<tpu::FunctionalModel>(config, memory_bytes);
+  }
+  tpu::harness::RtlOptions options;
+  options.memory_bytes = memory_bytes;
+  options.trace_path = execution.trace_path;
+  return std::make_unique<tpu::harness::RtlBackend>(config, options);
+}
+
+std::size_t counter_index(std::uint32_t lo_offset) {
+  return (lo_offset - tpu::regs::kCounterBase) / 8;
+}
+
+// The multiply-accumulates the first `completed` instructions count as useful: k_valid x n_valid
+// per row of each MATMUL iteration, as the USEFUL_MACS counter counts them. A program runs
+// straight through, so the completed instructions are the first ones.
+std::uint64_t useful_macs(const std::vector<Instruction>& program, std::uint64_t completed) {
+  std::uint64_t macs = 0;
+  for (std::uint64_t pc = 0; pc < std::min<std::uint64_t>(completed, program.size()); ++pc) {
+    const Instruction& in = program[pc];
+    if (in.opcode() != tpu::isa::Opcode::Matmul) continue;
+    macs += std::uint64_t{in.count()} * in.rows() * in.k_valid() * in.n_valid();
+  }
+  return macs;
+}
+
+double percent(double part, double whole) {
+  return whole > 0 ? 100.0 * part / whole : 0.0;
+}
+
+// `ideal_macs` are the multiply-accumulates the work needs; at dim x dim per cycle they give the
+// cycles a perfect array would take.
+void print_rtl_stats(const tpu::Counters& counters, unsigned dim, std::uint64_t ideal_macs) {
+  const std::uint64_t cycles = counters[counter_index(tpu::regs::kCntCyclesLo)];
+  const std::uint64_t peak_per_cycle = std::uint64_t{dim} * dim;
+  const double ideal_cycles = static_cast<double>(ideal_macs) / static_cast<double>(peak_per_cycle);
+  fmt::print("cycles        {}\n", cycles);
+  fmt::print("ideal cycles  {:.2f} ({} MACs at {} per cycle)\n", ideal_cycles, ideal_macs,
+             peak_per_cycle);
+  fmt::print("utilisation   {:.2f} %\n\n", percent(ideal_cycles, static_cast<double>(cycles)));
+
+  std::size_t name_width = std::string_view("counter").size();
+  std::size_t value_width = std::string_view("value").size();
+  for (std::size_t c = 0; c < counters.size(); ++c) {
+    name_width = std::max(name_width, std::strlen(tpu::regs::kCounters[c].name));
+    value_width = std::max(value_width, fmt::formatted_size("{}", counters[c]));
+  }
+  fmt::print("{:<{}}  {:>{}}  {:>8}\n", "counter", name_width, "value", value_width, "share");
+  const std::size_t useful = counter_index(tpu::regs::kCntUsefulMacsLo);
+  for (std::size_t c = 0; c < counters.size(); ++c) {
+    // USEFUL_MACS counts MACs, not cycles: its share is of the array's peak.
+    const bool macs = c == useful;
+    const double whole = static_cast<double>(macs ? cycles * peak_per_cycle : cycles);
+    fmt::print("{:<{}}  {:>{}}  {:>6.2f} % of {}\n", tpu::regs::kCounters[c].name, name_width,
+               counters[c], value_width, percent(static_cast<double>(counters[c]), whole),
+               macs ? "peak MACs" : "cycles");
+  }
+}
+
+void print_stats(const RunResult& result, const tpu::Backend& backend,
+                 const std::vector<Instruction>& program, std::uint64_t ideal_macs) {
+  if (result.counters) {
+    print_rtl_stats(*result.counters, backend.config().dim, ideal_macs);
+    return;
+  }
+  fmt::print("instructions  {}\n", result.instructions);
+  fmt::print("useful MACs   {}\n", useful_macs(program, result.instructions));
+}
+
+int report_core_stop(const RunResult& result, const tpu::Backend& backend) {
+  fmt::print(stderr, "tpu: core stopped: {} at instruction {} ({})\n",
+             tpu::regs::error_name(result.error), result.error_pc,
+             tpu::regs::error_doc(result.error));
+  // The functional model also knows which field or row was wrong.
+  if (const auto* model = dynamic_cast<const tpu::FunctionalModel*>(&backend)) {
+    if (!model->error_detail().empty()) fmt::print(stderr, "tpu: {}\n", model->error_detail());
+  }
+  return kExitCoreError;
+}
+
+// --- tpu gemm ---
+
+struct GemmOptions {
+  std::string a_path, b_path, c_path, bias_path, out_path;
+  std::string act = "none";
+  std::string alpha;
+  std::string out_dtype = "fp32";
+  Execution execution;
+};
+
+std::vector<std::string> function_names() {
+  std::vector<std::string> names;
+  for (const tpu::isa::FuncInfo& info : tpu::isa::kFuncTable) names.emplace_back(info.mnemonic);
+  return names;
+}
+
+// A 2-D operand, named as in OUT = act(A x B + C + bias), with dimensions that fit the compiler.
+tpu::npy::Array read_matrix(const char* name, const std::string& path) {
+  tpu::npy::Array array = read_npy(path);
+  if (array.shape.size() != 2) {
+    throw BadInput(fmt::format("{}: {} must be a matrix (2-D), the file holds shape {}", path, name,
+                               shape_text(array)));
+  }
+  if (array.rows() > UINT32_MAX || array.cols() > UINT32_MAX) {
+    throw BadInput(fmt::format("{}: shape {} is too large", path, shape_text(array)));
+  }
+  return array;
+}
+
+// float32 values to bf16 with N-OUT, as the matrix unit takes them.
+tpu::ref::MatrixBf16 to_bf16(const tpu::npy::Array& array) {
+  tpu::ref::MatrixBf16 matrix(array.rows(), array.cols());
+  std::transform(array.data.begin(), array.data.end(), matrix.data.begin(), [](float value) {
+    return tpu::ref::fp32_to_bf16(tpu::ref::float_to_fp32(value));
+  });
+  return matrix;
+}
+
+std::vector<tpu::ref::fp32_t> to_fp32_bits(const std::vector<float>& values) {
+  std::vector<tpu::ref::fp32_t> bits(values.size());
+  std::transform(values.begin(), values.end(), bits.begin(), tpu::ref::float_to_fp32);
+  return bits;
+}
+
+tpu::npy::Array to_npy(const tpu::ref::MatrixFp32& matrix) {
+  tpu::npy::Array array;
+  array.shape = {matrix.rows, matrix.cols};
+  array.data.resize(matrix.data.size());
+  std::transform(matrix.data.begin(), matrix.data.end(), array.data.begin(),
+                 tpu::ref::fp32_to_float);
+  return array;
+}
+
+tpu::GemmSpec gemm_spec(const GemmOptions& options, bool alpha_given) {
+  tpu::GemmSpec spec;
+  spec.act = tpu::isa::find_func(options.act)->func;  // checked by the parser
+  if (alpha_given && spec.act != tpu::isa::Func::Leaky) {
+    throw BadInput(fmt::format("--alpha is the slope of --act leaky; it means nothing for --act {}",
+                               options.act));
+  }
+  if (spec.act == tpu::isa::Func::Leaky) {
+    spec.alpha = parse_bf16(alpha_given ? options.alpha : kDefaultLeakySlope, "--alpha");
+  }
+  spec.out = options.out_dtype == "bf16" ? tpu::OutType::Bf16 : tpu::OutType::Fp32;
+  return spec;
+}
+
+int run_gemm(const GemmOptions& options, bool alpha_given) {
+  check_execution(options.execution);
+  const HardwareConfig config = config_named(options.execution.array);
+  tpu::GemmSpec spec = gemm_spec(options, alpha_given);
+
+  const tpu::npy::Array a = read_matrix("A", options.a_path);
+  const tpu::npy::Array b = read_matrix("B", options.b_path);
+  if (b.rows() != a.cols()) {
+    throw BadInput(fmt::format("{}: B has shape {}, but A ({}) has shape {}: B needs {} rows",
+                               options.b_path, shape_text(b), options.a_path, shape_text(a),
+                               a.cols()));
+  }
+  spec.m = static_cast<std::uint32_t>(a.rows());
+  spec.k = static_cast<std::uint32_t>(a.cols());
+  spec.n = static_cast<std::uint32_t>(b.cols());
+  tpu::ref::MatrixFp32 c;
+  if (!options.c_path.empty()) {
+    const tpu::npy::Array c_array = read_matrix("C", options.c_path);
+    if (c_array.rows() != spec.m || c_array.cols() != spec.n) {
+      throw BadInput(fmt::format("{}: C has shape {}, A x B has shape ({}, {})", options.c_path,
+                                 shape_text(c_array), spec.m, spec.n));
+    }
+    spec.has_c = true;
+    c = tpu::ref::MatrixFp32(spec.m, spec.n);
+    c.data = to_fp32_bits(c_array.data);
+  }
+  std::vector<tpu::ref::fp32_t> bias;
+  if (!options.bias_path.empty()) {
+    const tpu::npy::Array bias_array = read_npy(options.bias_path);
+    const bool row = bias_array.shape.size() == 1 || bias_array.rows() == 1;
+    if (!row || bias_array.data.size() != spec.n) {
+      throw BadInput(
+          fmt::format("{}: bias has shape {}; it needs the {} values of a row of the "
+                      "result, as ({},) or (1, {})",
+                      options.bias_path, shape_text(bias_array), spec.n, spec.n, spec.n));
+    }
+    spec.has_bias = true;
+    bias = to_fp32_bits(bias_array.data);
+  }
+
+  tpu::GemmPlan plan;
+  try {
+    plan = tpu::plan_gemm(config, spec);
+  } catch (const std::invalid_argument& error) {
+    throw BadInput(error.what());
+  }
+  check_output_path(options.out_path);
+
+  const std::unique_ptr<tpu::Backend> backend =
+      make_backend(options.execution, config, plan.memory_bytes);
+  tpu::write_gemm_inputs(plan, backend->memory(), to_bf16(a), to_bf16(b), spec.has_c ? &c : nullptr,
+                         spec.has_bias ? &bias : nullptr);
+  const RunResult result =
+      backend->run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
+  if (options.execution.stats) {
+    print_stats(result, *backend, plan.program, std::uint64_t{spec.m} * spec.k * spec.n);
+  }
+  if (!result.ok()) return report_core_stop(result, *backend);
+  write_npy(options.out_path, to_npy(tpu::read_gemm_output(plan, backend->memory())));
+  return 0;
+}
+
+// --- tpu run ---
+
+struct RunOptions {
+  std::string program_path;
+  std::string prog_addr = "0";
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::string memory;
+  Execution execution;
+};
+
+// Host bytes [begin, end) that something placed in host memory occupies.
+struct HostRegion {
+  std::string what;
+  std::uint64_t begin = 0, end = 0;
+};
+
+// --in ADDR=FILE.npy[:bf16]: the values of a float32 .npy, in C order, at ADDR.
+struct HostInput {
+  HostRegion region;
+  std::vector<std::uint8_t> bytes;
+};
+
+// --out ADDR=FILE.npy:ROWSxCOLS[:bf16]: ROWS x COLS values read from ADDR after the run.
+struct HostOutput {
+  HostRegion region;
+  std::string path;
+  std::size_t rows = 0, cols = 0;
+  bool bf16 = false;
+};
+
+// Splits "ADDR=REST" of an --in or --out value.
+std::pair<std::uint64_t, std::string> split_address(const std::string& spec, const char* option,
+                                                    const char* form) {
+  const std::size_t equals = spec.find('=');
+  if (equals == std::string::npos || equals + 1 == spec.size()) {
+    throw BadInput(fmt::format("{} {}: expected {}", option, spec, form));
+  }
+  const std::uint64_t addr =
+      parse_number(std::string_view(spec).substr(0, equals),
+                   fmt::format("{} {}: address", option, spec), kHostSpace - 1);
+  return {addr, spec.substr(equals + 1)};
+}
+
+template <typename T>
+void append_le(std::vector<std::uint8_t>& bytes, T value) {
+  for (unsigned b = 0; b < sizeof(T); ++b)
+    bytes.push_back(static_cast<std::uint8_t>(value >> (8 * b)));
+}
+
+HostInput parse_input(const std::string& spec) {
+  auto [addr, path] = split_address(spec, "--in", "ADDR=FILE.npy[:bf16]");
+  const bool bf16 = take_suffix(path, kBf16Suffix);
+  const tpu::npy::Array array = read_npy(path);
+  HostInput input;
+  for (float value : array.data) {
+    const tpu::ref::fp32_t bits = tpu::ref::float_to_fp32(value);
+    if (bf16) {
+      append_le(input.bytes, tpu::ref::fp32_to_bf16(bits));
+    } else {
+      append_le(input.bytes, bits);
+    }
+  }
+  input.region = {"--in " + spec, addr, addr + input.bytes.size()};
+  return input;
+}
+
+HostOutput parse_output(const std::string& spec) {
+  constexpr const char* kForm = "ADDR=FILE.npy:ROWSxCOLS[:bf16]";
+  auto [addr, rest] = split_address(spec, "--out", kForm);
+  HostOutput output;
+  output.bf16 = take_suffix(rest, kBf16Suffix);
+  const std::size_t colon = rest.rfind(':');
+  if (colon == 0 || colon == std::string::npos) {
+    throw BadInput(fmt::format("--out {}: expected {}", spec, kForm));
+  }
+  output.path = rest.substr(0, colon);
+  // ROWSxCOLS: the x that separates them is the first one after a 0x prefix of ROWS.
+  const std::string_view shape = std::string_view(rest).substr(colon + 1);
+  const bool hex_rows = shape.size() > 2 && shape[0] == '0' && (shape[1] == 'x' || shape[1] == 'X');
+  const std::size_t times = shape.find_first_of("xX", hex_rows ? 2 : 0);
+  if (times == std::string_view::npos) {
+    throw BadInput(fmt::format("--out {}: expected {}", spec, kForm));
+  }
+  const std::string what = fmt::format("--out {}", spec);
+  constexpr std::uint64_t kMaxExtent = kHostSpace / 2;
+  output.rows = parse_number(shape.substr(0, times), what + ": rows", kMaxExtent);
+  output.cols = parse_number(shape.substr(times + 1), what + ": columns", kMaxExtent);
+  if (output.rows == 0 || output.cols == 0) {
+    throw BadInput(fmt::format("{}: {}x{} is empty", what, output.rows, output.cols));
+  }
+  const std::uint64_t element_bytes = output.bf16 ? 2 : 4;
+  output.region = {what, addr, addr + std::uint64_t{output.rows} * output.cols * element_bytes};
+  return output;
+}
+
+// Every region must lie in the 32-bit host space, and what the tool writes must not overlap.
+void check_regions(const std::vector<HostRegion>& written, const std::vector<HostRegion>& read) {
+  for (const std::vector<HostRegion>* regions : {&written, &read}) {
+    for (const HostRegion& region : *regions) {
+      if (region.end > kHostSpace) {
+        throw BadInput(fmt::format("{}: reaches past the 32-bit host address space", region.what));
+      }
+    }
+  }
+  for (std::size_t i = 0; i < written.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (written[i].begin < written[j].end && written[j].begin < written[i].end) {
+        throw BadInput(fmt::format("{}: bytes 0x{:x}..0x{:x} overlap {} (0x{:x}..0x{:x})",
+                                   written[i].what, written[i].begin, written[i].end - 1,
+                                   written[j].what, written[j].begin, written[j].end - 1));
+      }
+    }
+  }
+}
+
+std::size_t host_memory_size(const RunOptions& options, const std::vector<HostRegion>& written,
+                             const std::vector<HostRegion>& read) {
+  std::uint64_t needed = 0;
+  for (const std::vector<HostRegion>* regions : {&written, &read}) {
+    for (const HostRegion& region : *regions) needed = std::max(needed, region.end);
+  }
+  if (options.memory.empty()) return std::max(needed, kDefaultRunMemory);
+  const std::uint64_t bytes = parse_number(options.memory, "--memory", kHostSpace);
+  if (bytes < needed) {
+    throw BadInput(fmt::format("--memory {}: the program, --in and --out need {} bytes",
+                               options.memory, needed));
+  }
+  return bytes;
+}
+
+tpu::npy::Array read_output(const HostOutput& output, const tpu::HostMemory& memory) {
+  tpu::npy::Array array;
+  array.shape = {output.rows, output.cols};
+  const std::size_t count = output.rows * output.cols;
+  array.data.resize(count);
+  if (output.bf16) {
+    const auto values = memory.read_array<tpu::ref::bf16_t>(output.region.begin, count);
+    std::transform(values.begin(), values.end(), array.data.begin(), [](tpu::ref::bf16_t value) {
+      return tpu::ref::fp32_to_float(tpu::ref::bf16_to_fp32(value));
+    });
+  } else {
+    const auto values = memory.read_array<tpu::ref::fp32_t>(output.region.begin, count);
+    std::transform(values.begin(), values.end(), array.data.begin(), tpu::ref::fp32_to_float);
+  }
+  return array;
+}
+
+int run_program(const RunOptions& options) {
+  check_execution(options.execution);
+  const HardwareConfig config = config_named(options.execution.array);
+  const std::vector<Instruction> program = ends_with(options.program_path, ".bin")
+                                               ? decode_file(options.program_path)
+                                               : assemble_file(options.program_path);
+  if (program.empty()) throw BadInput(fmt::format("{}: no instructions", options.program_path));
+  const auto prog_addr =
+      static_cast<std::uint32_t>(parse_number(options.prog_addr, "--prog-addr", kHostSpace - 1));
+
+  std::vector<HostRegion> written{
+      {"the program", prog_addr,
+       prog_addr + std::uint64_t{program.size()} * tpu::isa::kInstrBytes}};
+  std::vector<HostInput> inputs;
+  for (const std::string& spec : options.inputs) {
+    inputs.push_back(parse_input(spec));
+    written.push_back(inputs.back().region);
+  }
+  std::vector<HostOutput> outputs;
+  std::vector<HostRegion> read;
+  for (const std::string& spec : options.outputs) {
+    outputs.push_back(parse_output(spec));
+    read.push_back(outputs.back().region);
+  }
+  check_regions(written, read);
+  const std::size_t memory_bytes = host_memory_size(options, written, read);
+  for (const HostOutput& output : outputs) check_output_path(output.path);
+
+  const std::unique_ptr<tpu::Backend> backend =
+      make_backend(options.execution, config, memory_bytes);
+  backend->memory().write_array(prog_addr, tpu::isa::encode_program(program));
+  for (const HostInput& input : inputs) {
+    backend->memory().write_array(input.region.begin, input.bytes);
+  }
+  const RunResult result = backend->run(prog_addr, static_cast<std::uint32_t>(program.size()));
+  if (result.ok()) fmt::print("DONE after {} instructions\n", result.instructions);
+  if (options.execution.stats) {
+    const std::uint64_t macs = result.counters
+                                   ? (*result.counters)[counter_index(tpu::regs::kCntUsefulMacsLo)]
+                                   : useful_macs(program, result.instructions);
+    print_stats(result, *backend, program, macs);
+  }
+  if (!result.ok()) return report_core_stop(result, *backend);
+  // Every output is read before any is written, so that nothing is written if one fails.
+  std::vector<tpu::npy::Array> arrays;
+  for (const HostOutput& output : outputs) arrays.push_back(read_output(output, backend->memory()));
+  for (std::size_t o = 0; o < outputs.size(); ++o) write_npy(outputs[o].path, arrays[o]);
+  return 0;
+}
+
+// --- tpu asm, tpu disasm, tpu info ---
+
+int run_asm(const std::string& source_path, const std::string& output_path) {
+  const std::vector<Instruction> program = assemble_file(source_path);
+  check_output_path(output_path);
+  write_file(output_path, as_text(tpu::isa::encode_program(program)));
+  return 0;
+}
+
+int run_disasm(const std::string& binary_path, const std::string& output_path) {
+  const std::string text = tpu::isa::disassemble(decode_file(binary_path));
+  if (output_path.empty()) {
+    fmt::print("{}", text);
+  } else {
+    check_output_path(output_path);
+    write_file(output_path, text);
+  }
+  return 0;
+}
+
+int run_info(const std::string& only) {
+  fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12}\n", "array", "dim",
+             "mul_stages", "add_stages", "act_lanes", "UB rows", "ACC rows", "bus bytes",
+             "weight tiles");
+  for (const HardwareConfig& c : tpu::harness::compiled_tops()) {
+    if (!only.empty() && c.name() != only) continue;
+    fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12}\n", c.name(), c.dim,
+               c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth, c.bus_bytes,
+               c.weight_tiles);
+  }
+  return 0;
+}
+
+int report_bad_input(std::string message) {
+  // One line, whatever the message: scripts read the first line of stderr.
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  fmt::print(stderr, "tpu: {}\n", message);
+  return kExitBadInput;
+}
+
+// Help footers, wrapped by hand: CLI11 prints them as they are.
+constexpr const char* kExitStatusHelp =
+    "Exit status: 0 success, 1 the core stopped with an error, 2 bad input (one\n"
+    "line on stderr, no output file written), 3 the simulation itself failed.";
+
+CLI::App* add_gemm_command(CLI::App& app, GemmOptions& gemm) {
+  CLI::App* command = app.add_subcommand(
+      "gemm", "OUT = act(A x B + C + bias), compiled for the core and run on it");
+  command->footer(
+      fmt::format("A and B enter the array as bf16 (float32 rounded to nearest even); the sum\n"
+                  "starts from C (or +0), adds the products in order of k, then the bias, all\n"
+                  "in fp32 (docs/numerics.md).\n\n{}",
+                  kExitStatusHelp));
+  command->add_option("--a", gemm.a_path, "A, M x K float32")->required()->type_name("A.npy");
+  command->add_option("--b", gemm.b_path, "B, K x N float32")->required()->type_name("B.npy");
+  command->add_option("--out", gemm.out_path, "the result, M x N float32")
+      ->required()
+      ->type_name("OUT.npy");
+  command->add_option("--c", gemm.c_path, "C, M x N float32")->type_name("C.npy");
+  command->add_option("--bias", gemm.bias_path, "N float32 values, shape (N,) or (1, N)")
+      ->type_name("BIAS.npy");
+  command->add_option("--act", gemm.act, "activation function, applied after the bias")
+      ->check(CLI::IsMember(function_names()))
+      ->type_name("NAME")
+      ->capture_default_str();
+  command
+      ->add_option("--alpha", gemm.alpha,
+                   fmt::format("slope of --act leaky below zero, a decimal number\n"
+                               "rounded to bf16 (default {})",
+                               kDefaultLeakySlope))
+      ->type_name("X");
+  command
+      ->add_option("--out-dtype", gemm.out_dtype,
+                   "bf16: the core rounds the results to bf16; OUT holds\n"
+                   "them widened to float32")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->type_name("TYPE")
+      ->capture_default_str();
+  add_execution_options(*command, gemm.execution);
+  return command;
+}
+
+CLI::App* add_asm_command(CLI::App& app, std::string& source_path, std::string& output_path) {
+  CLI::App* command =
+      app.add_subcommand("asm", "assemble a program's text into 32-byte instructions");
+  command->footer(fmt::format("The text form is described in sw/include/tpu/assembler.hpp.\n\n{}",
+                              kExitStatusHelp));
+  command->add_option("PROGRAM", source_path, "assembly text")->required()->type_name("PROGRAM.s");
+  command->add_option("-o,--output", output_path, "the binary program")
+      ->required()
+      ->type_name("PROGRAM.bin");
+  return command;
+}
+
+CLI::App* add_disasm_command(CLI::App& app, std::string& binary_path, std::string& output_path) {
+  CLI::App* command =
+      app.add_subcommand("disasm", "turn 32-byte instructions back into assembly text");
+  command->footer(kExitStatusHelp);
+  command->add_option("PROGRAM", binary_path, "binary program")
+      ->required()
+      ->type_name("PROGRAM.bin");
+  command->add_option("-o,--output", output_path, "the text (default: stdout)")
+      ->type_name("PROGRAM.s");
+  return command;
+}
+
+CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
+  CLI::App* command = app.add_subcommand("run", "run a hand-written program");
+  command->footer(
+      fmt::format("Numbers are decimal or 0x hex. Values go to and come from host memory in C\n"
+                  "order, back to back, little-endian: fp32 4 bytes each, bf16 2 bytes each.\n"
+                  "Prints DONE and the number of instructions, or how the core stopped; the\n"
+                  "--out files are written only after DONE.\n\n{}",
+                  kExitStatusHelp));
+  command
+      ->add_option("PROGRAM", run.program_path,
+                   "32-byte instructions if the name ends in .bin,\n"
+                   "assembly text otherwise")
+      ->required()
+      ->type_name("FILE");
+  command->add_option("--prog-addr", run.prog_addr, "host address of the program")
+      ->type_name("ADDR")
+      ->capture_default_str();
+  // allow_extra_args(false): one value per --in or --out, so that PROGRAM may follow them.
+  command
+      ->add_option("--in", run.inputs,
+                   "before the run, write the values of a float32 .npy\n"
+                   "at ADDR as fp32, or rounded to bf16 (repeatable)")
+      ->type_name("ADDR=FILE.npy[:bf16]")
+      ->allow_extra_args(false);
+  command
+      ->add_option("--out", run.outputs,
+                   "after the run, read ROWS x COLS fp32 (or bf16) values\n"
+                   "at ADDR into a float32 .npy (repeatable)")
+      ->type_name("ADDR=FILE.npy:ROWSxCOLS[:bf16]")
+      ->allow_extra_args(false);
+  command
+      ->add_option("--memory", run.memory,
+                   fmt::format("host memory size (default: what the program, --in\n"
+                               "and --out need, at least {})",
+                               kDefaultRunMemory))
+      ->type_name("BYTES");
+  add_execution_options(*command, run.execution);
+  return command;
+}
+
+CLI::App* add_info_command(CLI::App& app, std::string& array) {
+  CLI::App* command =
+      app.add_subcommand("info", "list the compiled core configurations and their parameters");
+  command->add_option("--array", array, "only this configuration")
+      ->check(CLI::IsMember(array_names()))
+      ->type_name("NAME");
+  return command;
+}
+
+// CLI11 reports an unknown subcommand as a missing one; this names it.
+int report_missing_subcommand(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> names;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names.push_back(command->get_name());
+  }
+  const std::string expected =
+      fmt::format("expected a subcommand: {} (tpu --help)", fmt::join(names, ", "));
+  if (argc == 1) return report_bad_input(expected);
+  const bool option = argv[1][0] == '-';
+  return report_bad_input(
+      fmt::format("unknown {} '{}'; {}", option ? "option" : "subcommand", argv[1], expected));
+}
+
+int run_tool(int argc, char** argv) {
+  CLI::App app{
+      "Runs matrix products and programs on the TPU core: on the Verilator model\n"
+      "of its RTL, or on the functional model of its instruction set.",
+      "tpu"};
+  app.require_subcommand(1);
+  GemmOptions gemm;
+  CLI::App* gemm_command = add_gemm_command(app, gemm);
+  std::string asm_source, asm_output;
+  CLI::App* asm_command = add_asm_command(app, asm_source, asm_output);
+  std::string disasm_binary, disasm_output;
+  CLI::App* disasm_command = add_disasm_command(app, disasm_binary, disasm_output);
+  RunOptions run;
+  CLI::App* run_command = add_run_command(app, run);
+  std::string info_array;
+  add_info_command(app, info_array);
+  app.footer(
+      fmt::format("`tpu SUBCOMMAND --help` describes each subcommand; docs/programming.md\n"
+                  "shows them at work.\n\n{}",
+                  kExitStatusHelp));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    if (error.get_exit_code() == 0) return app.exit(error);  // --help
+    if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&error)) {
+      return report_missing_subcommand(app, argc, argv);
+    }
+    return report_bad_input(error.what());
+  }
+
+  try {
+    if (gemm_command->parsed()) return run_gemm(gemm, gemm_command->count("--alpha") > 0);
+    if (asm_command->parsed()) return run_asm(asm_source, asm_output);
+    if (disasm_command->parsed()) return run_disasm(disasm_binary, disasm_output);
+    if (run_command->parsed()) return run_program(run);
+    return run_info(info_array);
+  } catch (const BadInput& error) {
+    return report_bad_input(error.what());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_tool(argc, argv);
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "tpu: simulation failed: {}\n", error.what());
+    return kExitSimulationFailed;
+  }
+}

@@ -1,0 +1,119 @@
+// Benchmark of the programmable core: one compiled GEMM on the RTL backend,
+// with the utilisation and the counter breakdown of the TPU v1 paper's table.
+// The result is checked bit for bit against the functional model.
+//
+//   core_bench [--m 512 --k 512 --n 512] [--array 16x16] [--latency 8]
+//              [--bandwidth 1.0] [--out-dtype fp32|bf16] [--seed N]
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+
+#include "harness/rtl_backend.hpp"
+#include "oracle/random_matrices.hpp"
+#include "tpu/compiler.hpp"
+#include "tpu/model.hpp"
+
+namespace {
+
+int run(int argc, char** argv) {
+  CLI::App app{"Benchmark of one compiled GEMM on the core's RTL"};
+  std::uint32_t m = 512, k = 512, n = 512;
+  std::string array = "16x16", out_dtype = "fp32";
+  unsigned latency = 8;
+  double bandwidth = 1.0;
+  std::uint64_t seed = 1;
+  app.add_option("--m", m, "rows of A")->check(CLI::Range(1u, 65535u));
+  app.add_option("--k", k, "columns of A, rows of B")->check(CLI::Range(1u, 65535u));
+  app.add_option("--n", n, "columns of B")->check(CLI::Range(1u, 65535u));
+  app.add_option("--array", array, "compiled tpu_top configuration");
+  app.add_option("--latency", latency, "host memory read latency in cycles")
+      ->check(CLI::Range(1u, 10000u));
+  app.add_option("--bandwidth", bandwidth, "host memory beats per cycle")
+      ->check(CLI::Range(0.01, 1.0));
+  app.add_option("--out-dtype", out_dtype, "fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_option("--seed", seed, "random operands");
+  CLI11_PARSE(app, argc, argv);
+
+  tpu::HardwareConfig config;
+  bool found = false;
+  for (const tpu::HardwareConfig& c : tpu::harness::compiled_tops()) {
+    if (c.name() == array) {
+      config = c;
+      found = true;
+    }
+  }
+  if (!found) throw std::invalid_argument("no compiled tpu_top configuration " + array);
+
+  tpu::GemmSpec spec;
+  spec.m = m;
+  spec.k = k;
+  spec.n = n;
+  spec.out = out_dtype == "bf16" ? tpu::OutType::Bf16 : tpu::OutType::Fp32;
+  const tpu::GemmPlan plan = tpu::plan_gemm(config, spec);
+  tpu::oracle::OperandRng rng(seed);
+  const auto a = tpu::oracle::random_bf16_matrix(rng, m, k, 1);
+  const auto b = tpu::oracle::random_bf16_matrix(rng, k, n, 1);
+
+  tpu::harness::RtlOptions options;
+  options.memory_bytes = plan.memory_bytes;
+  options.timing.read_latency = latency;
+  options.timing.beats_per_cycle = bandwidth;
+  tpu::harness::RtlBackend rtl(config, options);
+  tpu::write_gemm_inputs(plan, rtl.memory(), a, b, nullptr, nullptr);
+  const auto count = static_cast<std::uint32_t>(plan.program.size());
+  const auto start = std::chrono::steady_clock::now();
+  const tpu::RunResult result = rtl.run(plan.prog_addr, count);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!result.ok()) {
+    throw std::runtime_error(std::string("core stopped: ") + tpu::regs::error_name(result.error));
+  }
+
+  tpu::FunctionalModel model(config, plan.memory_bytes);
+  tpu::write_gemm_inputs(plan, model.memory(), a, b, nullptr, nullptr);
+  const tpu::RunResult model_result = model.run(plan.prog_addr, count);
+  const bool exact = model_result.ok() && tpu::read_gemm_output(plan, rtl.memory()).data ==
+                                              tpu::read_gemm_output(plan, model.memory()).data;
+
+  const tpu::Counters& c = *result.counters;
+  const double cycles = static_cast<double>(c[0]);
+  const double ideal =
+      static_cast<double>(m) * k * n / (static_cast<double>(config.dim) * config.dim);
+  fmt::print("GEMM                  {} x {} x {} ({} out), array {}, {}-bit AXI\n", m, k, n,
+             out_dtype, config.name(), config.bus_bytes * 8);
+  fmt::print("host memory           {} cycles latency, {:.2f} beats/cycle\n", latency, bandwidth);
+  fmt::print("program               {} instructions, M blocks of {} rows\n", count,
+             plan.block_rows);
+  fmt::print("cycles                {}\n", c[0]);
+  fmt::print("ideal cycles          {:.0f}  (M*K*N / (rows*cols))\n", ideal);
+  fmt::print("utilisation           {:.2f} %\n", 100.0 * ideal / cycles);
+  // Cycle counters as a share of all cycles (the categories add up to 100 %),
+  // useful MACs as a share of the array's peak, DMA beats as bus occupancy.
+  const double peak_macs = cycles * config.dim * config.dim;
+  fmt::print("counters              {:>14}  {:>8}\n", "value", "share");
+  for (const auto& counter : tpu::regs::kCounters) {
+    const double value = static_cast<double>(c[(counter.offset - tpu::regs::kCounterBase) / 8]);
+    const std::string name = counter.name;
+    std::string share;
+    if (name == "USEFUL_MACS")
+      share = fmt::format("{:.2f} % of peak", 100.0 * value / peak_macs);
+    else if (name != "INSTRUCTIONS")
+      share = fmt::format("{:.2f} %", 100.0 * value / cycles);
+    fmt::print("  {:<19} {:>14.0f}  {}\n", name, value, share);
+  }
+  fmt::print("simulation            {:.1f} s, {:.0f} cycles/s\n", seconds, cycles / seconds);
+  fmt::print("result vs model       {}\n", exact ? "bit-exact" : "MISMATCH");
+  return exact ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "core_bench: {}\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,675 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the `tpu` command-line tool (sw/tools/tpu.cpp), one CTest test per case.
+
+    cli_tests.py --list      the names of the cases
+    cli_tests.py TPU CASE    runs one case with the tool at TPU, in a fresh directory
+
+The expectations are computed here, independently of the runtime library: exactly, with
+fractions, or by emulating the numerics contract (docs/numerics.md) on operands chosen so that
+every fp32 sum is exact in Python's binary64 before struct rounds it to fp32 (to nearest even,
+as N-ADD does); add() checks that premise on every sum. The functional model (--backend model)
+is only a second opinion, and the only one for the table-driven functions, which are checked
+against the true functions within two bf16 ulps besides.
+"""
+import math
+import os
+import random
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+from fractions import Fraction
+
+import npy_files as npy
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ARRAY = "4x4_m1a1"  # the smallest compiled core: a run takes milliseconds
+ARRAYS = ["16x16", "4x4_m1a1", "8x8_bus4"]
+EMULATED_FUNCTIONS = ["none", "relu", "relu6", "leaky"]
+TABLE_FUNCTIONS = {
+    "sigmoid": lambda x: 1 / (1 + math.exp(-x)),
+    "tanh": math.tanh,
+    "gelu": lambda x: x * 0.5 * (1 + math.erf(x / math.sqrt(2))),
+}
+DEFAULT_LEAKY_SLOPE = 0.01
+
+CASES = {}
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+def case(function):
+    CASES[function.__name__] = function
+    return function
+
+
+class Tool:
+    """Runs `tpu` and checks its exit status."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __call__(self, *args, status=0):
+        args = [str(a) for a in args]
+        result = subprocess.run([self.path, *args], capture_output=True, text=True)
+        if result.returncode != status:
+            raise Failure(f"tpu {' '.join(args)}: exit status {result.returncode}, expected "
+                          f"{status}\nstdout:\n{result.stdout}stderr:\n{result.stderr}")
+        return result
+
+
+# --- The numerics contract, for the values these tests use (finite, normal, small) ---
+
+def f32(x):
+    """x rounded to float32, to nearest even."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def bf16(x):
+    """N-OUT for finite normal values: the float32 rounded to 8 significant bits, ties to even."""
+    b = npy.bits(x)
+    return npy.from_bits((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000)
+
+
+def add(x, y):
+    """N-ADD, where binary64 holds x + y exactly and the sum is not subnormal in fp32."""
+    total = x + y
+    check(Fraction(total) == Fraction(x) + Fraction(y) and not 0 < abs(total) < 2**-126,
+          f"test premise broken: {x!r} + {y!r} is not exact in binary64")
+    return f32(total)
+
+
+def activate(function, x, alpha):
+    if function == "none":
+        return x
+    if function == "relu":
+        return x if x > 0 else 0.0  # relu(-0) = +0
+    if function == "relu6":
+        return min(x, 6.0) if x > 0 else 0.0
+    if function == "leaky":
+        return x if x >= 0 else f32(x * alpha)  # the product of 24 and 8 bits is exact
+    raise ValueError(function)
+
+
+def pre_activation(a, b, c, bias):
+    """C + A x B + bias with A and B rounded to bf16, folded in order of k (N-ORDER)."""
+    a = [[bf16(v) for v in row] for row in a]
+    b = [[bf16(v) for v in row] for row in b]
+    out = []
+    for i in range(len(a)):
+        row = []
+        for j in range(len(b[0])):
+            s = c[i][j] if c else 0.0
+            for k in range(len(b)):
+                s = add(s, a[i][k] * b[k][j])  # 8 x 8 bits: the product is exact
+            row.append(add(s, bias[j]) if bias else s)
+        out.append(row)
+    return out
+
+
+def operand(rng):
+    """A or B: 0, or a float32 in ±[0.5, 4) that bf16 rounds. Products lie on the 2^-16 grid."""
+    return 0.0 if rng.random() < 0.1 else f32(rng.choice((-1, 1)) * rng.uniform(0.5, 4))
+
+
+def addend(rng):
+    """C or bias: 0, or a float32 in ±[2^-10, 8), on the 2^-33 grid: every sum stays exact."""
+    return 0.0 if rng.random() < 0.1 else f32(rng.choice((-1, 1)) * rng.uniform(2**-10, 8))
+
+
+def matrix(rng, rows, cols, value):
+    return [[value(rng) for _ in range(cols)] for _ in range(rows)]
+
+
+def special(rng):
+    """A float32 pattern: often a special (NaN with payload, infinity, zero, subnormal, the
+    largest and smallest normals), otherwise a value of any magnitude."""
+    return rng.choice([0x7FC00000, 0x7F800001, 0xFFC01234, 0x7F800000, 0xFF800000, 0x00000000,
+                       0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF,
+                       0x3F800000, 0x7F7F8000, rng.getrandbits(32)])
+
+
+def random_pattern(rng):
+    return special(rng) if rng.random() < 0.3 else npy.bits(rng.uniform(-1e3, 1e3))
+
+
+# --- Helpers ---
+
+def listing():
+    return sorted(os.listdir("."))
+
+
+def check_bad_input(tpu, args, expected, status=2):
+    """`tpu args` must fail with `status`, one line on stderr naming `expected`, nothing on
+    stdout, and no file created."""
+    before = listing()
+    result = tpu(*args, status=status)
+    lines = result.stderr.splitlines()
+    check(len(lines) == 1 and lines[0].startswith("tpu: "),
+          f"tpu {' '.join(map(str, args))}: stderr is not one line starting 'tpu: ':\n"
+          f"{result.stderr}")
+    check(expected in lines[0], f"stderr {lines[0]!r} does not mention {expected!r}")
+    check(result.stdout == "", f"stdout is not empty: {result.stdout!r}")
+    check(listing() == before, f"files were created: {sorted(set(listing()) - set(before))}")
+    return lines[0]
+
+
+def check_matrix_bits(path, expected, what):
+    """The float32 .npy at `path` holds exactly the values (or bit patterns) `expected`."""
+    shape, got = npy.load_bits(path)
+    want_shape = (len(expected), len(expected[0]))
+    check(shape == want_shape, f"{what}: shape {shape}, expected {want_shape}")
+    flat = [v if isinstance(v, int) else npy.bits(v) for row in expected for v in row]
+    for index, (g, w) in enumerate(zip(got, flat)):
+        check(g == w, f"{what}: element {divmod(index, shape[1])} is 0x{g:08x} "
+                      f"({npy.from_bits(g)!r}), expected 0x{w:08x} ({npy.from_bits(w)!r})")
+
+
+def same_file(path_a, path_b):
+    with open(path_a, "rb") as a, open(path_b, "rb") as b:
+        return a.read() == b.read()
+
+
+def write_operands(rng, m, k, n):
+    a, b, c, bias = (matrix(rng, m, k, operand), matrix(rng, k, n, operand),
+                     matrix(rng, m, n, addend), [addend(rng) for _ in range(n)])
+    npy.save("a.npy", a)
+    npy.save("b.npy", b)
+    npy.save("c.npy", c)
+    npy.save("bias.npy", bias)
+    return a, b, c, bias
+
+
+OPERAND_ARGS = ["--a", "a.npy", "--b", "b.npy", "--c", "c.npy", "--bias", "bias.npy"]
+
+
+# --- tpu gemm: results ---
+
+@case
+def gemm_exact_small_integers(tpu):
+    """Integers whose every partial sum is an integer below 256: exact in fp32 and bf16."""
+    rng = random.Random(1)
+    m, k, n = 5, 7, 3
+    a = [[rng.randint(-4, 4) for _ in range(k)] for _ in range(m)]
+    b = [[rng.randint(-4, 4) for _ in range(n)] for _ in range(k)]
+    c = [[rng.randint(-40, 40) for _ in range(n)] for _ in range(m)]
+    bias = [rng.randint(-40, 40) for _ in range(n)]
+    npy.save("a.npy", a)
+    npy.save("b.npy", b)
+    npy.save("c.npy", c)
+    npy.save("bias.npy", [[v for v in bias]])  # the 1 x N form
+    exact = [[Fraction(c[i][j]) + sum(Fraction(a[i][x] * b[x][j]) for x in range(k)) + bias[j]
+              for j in range(n)] for i in range(m)]
+    relu = [[max(v, 0) for v in row] for row in exact]
+    for dtype in ("fp32", "bf16"):
+        tpu("gemm", *OPERAND_ARGS, "--out", "out.npy", "--array", ARRAY, "--out-dtype", dtype)
+        check_matrix_bits("out.npy", [[float(v) for v in row] for row in exact], f"{dtype}")
+        tpu("gemm", *OPERAND_ARGS, "--out", "out.npy", "--array", ARRAY, "--out-dtype", dtype,
+            "--act", "relu")
+        check_matrix_bits("out.npy", [[float(v) for v in row] for row in relu], f"relu {dtype}")
+
+
+@case
+def gemm_exact_default_array(tpu):
+    """Without --array the 16x16 core runs; A x I = A for integers."""
+    a = [[float(3 * i - j) for j in range(20)] for i in range(18)]
+    identity = [[1.0 if i == j else 0.0 for j in range(20)] for i in range(20)]
+    npy.save("a.npy", a)
+    npy.save("i.npy", identity)
+    tpu("gemm", "--a", "a.npy", "--b", "i.npy", "--out", "out.npy")
+    check_matrix_bits("out.npy", a, "A x I on 16x16")
+
+
+def gemm_emulated(tpu, function, dtype, alpha=None):
+    """Random operands that bf16 rounds, against the emulation, for two shapes that are not
+    multiples of the array; the model must agree bit for bit."""
+    rng = random.Random(f"{function}-{dtype}-{alpha}")
+    slope = bf16(f32(DEFAULT_LEAKY_SLOPE if alpha is None else alpha))
+    extra = ["--alpha", alpha] if alpha is not None else []
+    for m, k, n in ((5, 7, 3), (9, 13, 6)):
+        a, b, c, bias = write_operands(rng, m, k, n)
+        expected = [[activate(function, x, slope) for x in row]
+                    for row in pre_activation(a, b, c, bias)]
+        if dtype == "bf16":
+            expected = [[bf16(x) for x in row] for row in expected]
+        common = [*OPERAND_ARGS, "--act", function, *extra, "--out-dtype", dtype,
+                  "--array", ARRAY]
+        tpu("gemm", *common, "--out", "rtl.npy")
+        check_matrix_bits("rtl.npy", expected, f"{m}x{k}x{n} {function} {dtype} on rtl")
+        tpu("gemm", *common, "--backend", "model", "--out", "model.npy")
+        check(same_file("rtl.npy", "model.npy"), "the model's result differs from the RTL's")
+
+
+for _function in EMULATED_FUNCTIONS:
+    for _dtype in ("fp32", "bf16"):
+        CASES[f"gemm_emulated_{_function}_{_dtype}"] = (
+            lambda tpu, f=_function, d=_dtype: gemm_emulated(tpu, f, d))
+
+
+@case
+def gemm_emulated_leaky_alpha(tpu):
+    """--alpha 0.3: the slope is the nearest float32, rounded to bf16."""
+    gemm_emulated(tpu, "leaky", "fp32", alpha=0.3)
+
+
+def gemm_table_function(tpu, function):
+    """sigmoid, tanh, gelu: the RTL and the model agree bit for bit, and both are within two
+    bf16 ulps of the true function of the emulated pre-activation value."""
+    rng = random.Random(function)
+    a, b, c, bias = write_operands(rng, 9, 13, 6)
+    x = pre_activation(a, b, c, bias)
+    for dtype in ("fp32", "bf16"):
+        common = [*OPERAND_ARGS, "--act", function, "--out-dtype", dtype, "--array", ARRAY]
+        tpu("gemm", *common, "--out", "rtl.npy")
+        tpu("gemm", *common, "--backend", "model", "--out", "model.npy")
+        check(same_file("rtl.npy", "model.npy"), f"{function} {dtype}: the model differs")
+        _, got = npy.load("rtl.npy")
+        for index, (value, pre) in enumerate(zip(got, (v for row in x for v in row))):
+            true = TABLE_FUNCTIONS[function](pre)
+            check(abs(value - true) <= 2**-6 * abs(true) + 2**-40,
+                  f"{function}({pre!r}) = {value!r}, the true value is {true!r} ({dtype})")
+
+
+for _function in TABLE_FUNCTIONS:
+    CASES[f"gemm_table_{_function}"] = lambda tpu, f=_function: gemm_table_function(tpu, f)
+
+
+def gemm_specials(tpu, array):
+    """NaNs, infinities, zeros, subnormals and huge values in every operand, every function,
+    both output types: the RTL and the model agree bit for bit."""
+    rng = random.Random(array)
+    m, k, n = 7, 19, 10
+    npy.save_bits("a.npy", [[random_pattern(rng) for _ in range(k)] for _ in range(m)])
+    npy.save_bits("b.npy", [[random_pattern(rng) for _ in range(n)] for _ in range(k)])
+    npy.save_bits("c.npy", [[random_pattern(rng) for _ in range(n)] for _ in range(m)])
+    npy.save_bits("bias.npy", [[random_pattern(rng) for _ in range(n)]])
+    for index, function in enumerate(["none", "relu", "relu6", "leaky", "sigmoid", "tanh",
+                                      "gelu"]):
+        for dtype in ("fp32", "bf16"):
+            # With and without C and bias, in turn.
+            operands = OPERAND_ARGS if index % 2 else OPERAND_ARGS[:4]
+            common = [*operands, "--act", function, "--out-dtype", dtype, "--array", array]
+            tpu("gemm", *common, "--out", "rtl.npy")
+            tpu("gemm", *common, "--backend", "model", "--out", "model.npy")
+            check(same_file("rtl.npy", "model.npy"),
+                  f"{array} {function} {dtype}: the model's result differs from the RTL's")
+
+
+for _array in ARRAYS:
+    CASES[f"gemm_specials_rtl_vs_model_{_array}"] = lambda tpu, a=_array: gemm_specials(tpu, a)
+
+
+# --- tpu gemm: statistics and waveform ---
+
+def counter_names():
+    """The counters of docs/registers.md, in their order."""
+    with open(os.path.join(ROOT, "docs", "registers.md")) as f:
+        return re.findall(r"^\| 0x[0-9A-F]+ \| 0x[0-9A-F]+ \| `(\w+)` \|", f.read(), re.M)
+
+
+@case
+def gemm_stats_rtl(tpu):
+    rng = random.Random(2)
+    m, k, n = 9, 13, 6
+    write_operands(rng, m, k, n)
+    out = tpu("gemm", *OPERAND_ARGS, "--out", "out.npy", "--array", ARRAY, "--stats").stdout
+    cycles = int(re.search(r"^cycles +(\d+)$", out, re.M).group(1))
+    ideal = m * k * n / 16
+    check(f"ideal cycles  {ideal:.2f} ({m * k * n} MACs at 16 per cycle)" in out,
+          f"no ideal cycles M*K*N/16 = {ideal:.2f} in:\n{out}")
+    check(f"utilisation   {100 * ideal / cycles:.2f} %" in out, f"wrong utilisation in:\n{out}")
+    rows = dict((name, (int(value), float(share), whole)) for name, value, share, whole in
+                re.findall(r"^(\w+) +(\d+) +([\d.]+) % of (cycles|peak MACs)$", out, re.M))
+    names = counter_names()
+    check(len(names) == 11 and sorted(rows) == sorted(names),
+          f"counters {sorted(rows)}, docs/registers.md lists {names}")
+    check(rows["CYCLES"][0] == cycles, "CYCLES differs from the cycles line")
+    check(rows["USEFUL_MACS"][0] == m * k * n, "USEFUL_MACS is not M*K*N")
+    for name, (value, share, whole) in rows.items():
+        base = cycles * 16 if name == "USEFUL_MACS" else cycles
+        check(abs(share - 100 * value / base) < 0.006, f"{name}: share {share} % is wrong")
+    phases = ["ARRAY_ACTIVE", "WEIGHT_STALL", "WEIGHT_SHIFT", "INPUT_STALL", "RAW_STALL",
+              "NON_MATRIX"]
+    check(sum(rows[p][0] for p in phases) == cycles,
+          "the array's cycles do not add up to CYCLES (docs/registers.md)")
+
+
+@case
+def gemm_stats_model(tpu):
+    write_operands(random.Random(3), 9, 13, 6)
+    out = tpu("gemm", *OPERAND_ARGS, "--out", "out.npy", "--array", ARRAY, "--stats",
+              "--backend", "model").stdout
+    check(re.search(r"^instructions +\d+$", out, re.M) is not None, f"no instructions in:\n{out}")
+    check(re.search(rf"^useful MACs +{9 * 13 * 6}$", out, re.M) is not None,
+          f"useful MACs is not M*K*N in:\n{out}")
+
+
+@case
+def gemm_trace(tpu):
+    write_operands(random.Random(4), 5, 7, 3)
+    tpu("gemm", *OPERAND_ARGS, "--out", "traced.npy", "--array", ARRAY, "--trace", "wave.fst")
+    tpu("gemm", *OPERAND_ARGS, "--out", "plain.npy", "--array", ARRAY)
+    check(os.path.getsize("wave.fst") > 1000, "the waveform is missing or empty")
+    check(same_file("traced.npy", "plain.npy"), "tracing changed the result")
+
+
+# --- tpu gemm: bad input ---
+
+def bad_gemm_inputs():
+    """Valid operands (A 5x7, B 7x3) and the malformed files the bad-input cases name."""
+    write_operands(random.Random(5), 5, 7, 3)
+    os.mkdir("a_directory.npy")
+    with open("a.npy", "rb") as f:
+        good = f.read()
+    with open("truncated.npy", "wb") as f:
+        f.write(good[:-3])
+    with open("magic.npy", "wb") as f:
+        f.write(b"\x93NUMPZ" + good[6:])
+    npy.save("float64.npy", [[1.0] * 7] * 5, descr="<f8",
+             payload=struct.pack("<35d", *([1.0] * 35)))
+    npy.save("vector.npy", [1.0] * 7)
+    npy.save("cube.npy", [1.0] * 8, shape=(2, 2, 2))
+    npy.save("empty.npy", [], shape=(0, 7))
+    npy.save("c_wrong.npy", [[1.0] * 3] * 4)
+    npy.save("bias_wrong.npy", [1.0] * 4)
+    npy.save("wide.npy", [[1.0] * 2100])  # a row of A takes more than half the 4x4 core's UB
+    npy.save("tall.npy", [[1.0]] * 2100)
+
+
+BASE = ["gemm", "--a", "a.npy", "--b", "b.npy", "--out", "out.npy", "--array", ARRAY]
+GEMM_BAD_INPUTS = {
+    "missing_file": (["gemm", "--a", "nothing.npy", "--b", "b.npy", "--out", "out.npy"],
+                     "nothing.npy: cannot open"),
+    "unreadable_file": (["gemm", "--a", "a_directory.npy", "--b", "b.npy", "--out", "out.npy"],
+                        "a_directory.npy: read error"),
+    "truncated_data": (["gemm", "--a", "truncated.npy", "--b", "b.npy", "--out", "out.npy"],
+                       "truncated.npy: truncated data"),
+    "bad_magic": (["gemm", "--a", "magic.npy", "--b", "b.npy", "--out", "out.npy"],
+                  "magic.npy: not a .npy file"),
+    "dtype_float64": (["gemm", "--a", "float64.npy", "--b", "b.npy", "--out", "out.npy"],
+                      "float64.npy: dtype '<f8'"),
+    "vector_as_matrix": (["gemm", "--a", "vector.npy", "--b", "b.npy", "--out", "out.npy"],
+                         "vector.npy: A must be a matrix"),
+    "three_dimensions": (["gemm", "--a", "a.npy", "--b", "cube.npy", "--out", "out.npy"],
+                         "cube.npy: 3 dimensions"),
+    "shape_mismatch_a_b": (["gemm", "--a", "a.npy", "--b", "a.npy", "--out", "out.npy"],
+                           "B needs 7 rows"),
+    "shape_mismatch_c": (BASE + ["--c", "c_wrong.npy"], "c_wrong.npy: C has shape (4, 3)"),
+    "shape_mismatch_bias": (BASE + ["--bias", "bias_wrong.npy"], "bias_wrong.npy: bias has"),
+    "empty_matrix": (["gemm", "--a", "empty.npy", "--b", "b.npy", "--out", "out.npy"],
+                     "empty.npy: shape (0, 7) is empty"),
+    "too_large_for_core": (["gemm", "--a", "wide.npy", "--b", "tall.npy", "--out", "out.npy",
+                            "--array", ARRAY], "too large for this core"),
+    "unknown_option": (BASE + ["--frobnicate"], "--frobnicate"),
+    "unknown_activation": (BASE + ["--act", "swish"], "swish"),
+    "alpha_without_leaky": (BASE + ["--act", "relu", "--alpha", "0.1"], "--alpha"),
+    "malformed_alpha": (BASE + ["--act", "leaky", "--alpha", "0x3c00"], "--alpha"),
+    "trace_with_model": (BASE + ["--backend", "model", "--trace", "wave.fst"], "--trace"),
+    "unknown_array": (BASE[:-1] + ["32x32"], "32x32"),
+    "unknown_backend": (BASE + ["--backend", "fpga"], "fpga"),
+    "missing_out": (BASE[:5] + ["--array", ARRAY], "--out is required"),
+    "out_in_missing_directory": (BASE[:6] + ["nowhere/out.npy"], "nowhere/out.npy"),
+}
+
+
+def gemm_bad_input(tpu, name):
+    bad_gemm_inputs()
+    args, expected = GEMM_BAD_INPUTS[name]
+    check_bad_input(tpu, args, expected)
+
+
+for _name in GEMM_BAD_INPUTS:
+    CASES[f"gemm_bad_{_name}"] = lambda tpu, n=_name: gemm_bad_input(tpu, n)
+
+
+# --- tpu asm and tpu disasm ---
+
+EVERY_KIND_OF_LINE = """\
+read_host acc count=2 rows=16 addr_b=0x100 step_b=16 host_addr=0x4000 host_stride=64 host_step=1024
+read_host rows=3 host_addr=0x40 host_stride=8   # a comment
+read_weights count=2 rows=4 host_addr=0x800 host_stride=8 host_step=32
+
+matmul acc0 accn count=2 rows=3 addr_a=1 addr_b=2 step_a=3 step_b=0 k_valid=4 n_valid=3
+matmul fetch count=3 rows=5 host_addr=0x1000 host_stride=8 host_step=32 k_valid=2 n_valid=4
+activate bias f32 func=leaky alpha=0.25 count=2 rows=8 addr_a=0 addr_b=64 step_a=8 bias_addr=200 bias_step=1
+activate func=gelu rows=1
+write_host acc rows=2 addr_a=5 host_addr=0x3000 host_stride=16
+sync
+.word 0x000000ff 1 2 3 4 5 6 7
+halt
+"""
+
+
+@case
+def asm_disasm_round_trip(tpu):
+    with open("program.s", "w") as f:
+        f.write(EVERY_KIND_OF_LINE)
+    tpu("asm", "program.s", "-o", "program.bin")
+    check(os.path.getsize("program.bin") == 11 * 32, "11 instructions are not 352 bytes")
+    text = tpu("disasm", "program.bin").stdout
+    check(len(text.splitlines()) == 11 and ".word 0x000000ff" in text,
+          f"disassembly:\n{text}")
+    tpu("disasm", "program.bin", "-o", "again.s")
+    with open("again.s") as f:
+        check(f.read() == text, "disasm -o writes other text than disasm to stdout")
+    tpu("asm", "again.s", "-o", "again.bin")
+    check(same_file("program.bin", "again.bin"), "asm(disasm(x)) differs from x")
+
+
+@case
+def asm_encoding(tpu):
+    """The encoding of docs/isa.md, field by field, for one instruction of each kind."""
+    with open("program.s", "w") as f:
+        f.write("read_host acc count=2 rows=16 addr_b=0x100 host_addr=0x4000 host_stride=64\n"
+                "matmul fetch accn count=3 rows=5 addr_a=7 step_a=5 host_addr=0x1000 "
+                "host_stride=8 host_step=32 k_valid=2 n_valid=4\n"
+                "activate bias func=leaky alpha=0.25 rows=8 addr_b=64 bias_addr=200\n"
+                "halt\n")
+    tpu("asm", "program.s", "-o", "program.bin")
+    with open("program.bin", "rb") as f:
+        words = struct.unpack("<32I", f.read())
+    expected = [
+        0x01 | 1 << 8, 2 | 16 << 16, 0x100 << 16, 0, 0x4000, 64, 0, 0,
+        0x03 | (1 << 1 | 1 << 2) << 8, 3 | 5 << 16, 7, 5, 0x1000, 8, 32, 2 | 4 << 16,
+        0x04 | 1 << 8 | 3 << 16, 1 | 8 << 16, 64 << 16, 0, 0x3E80, 0, 0, 200,
+        0x07, 0, 0, 0, 0, 0, 0, 0,
+    ]
+    for index, (got, want) in enumerate(zip(words, expected)):
+        check(got == want, f"instruction {index // 8} word {index % 8}: 0x{got:08x}, "
+                           f"expected 0x{want:08x}")
+
+
+@case
+def asm_error(tpu):
+    with open("broken.s", "w") as f:
+        f.write("read_host rows=2 host_addr=0x40\n# fine so far\nmatmul rows=1 colour=blue\n")
+    line = check_bad_input(tpu, ["asm", "broken.s", "-o", "broken.bin"], "colour")
+    check(line.startswith("tpu: broken.s:line 3: "), f"not 'tpu: FILE:line N: ...': {line}")
+
+
+@case
+def disasm_bad_size(tpu):
+    with open("odd.bin", "wb") as f:
+        f.write(bytes(33))
+    check_bad_input(tpu, ["disasm", "odd.bin", "-o", "odd.s"], "odd.bin: 33 bytes")
+
+
+# --- tpu run ---
+
+# On the 4x4 core: OUT = relu(C + A x B + bias) as bf16, and C + A x B as fp32.
+HAND_WRITTEN = """\
+read_host rows=3 host_addr=0x1000 host_stride=8                   # A, 3 x 4 bf16
+read_host acc rows=3 addr_b=0 host_addr=0x2000 host_stride=16     # C, 3 x 4 fp32
+read_host acc rows=1 addr_b=8 host_addr=0x2100                    # bias, 4 fp32
+matmul fetch acc0 rows=3 host_addr=0x3000 host_stride=8 k_valid=4 n_valid=4
+activate bias func=relu rows=3 addr_a=0 addr_b=16 bias_addr=8     # bf16 into the UB
+write_host acc rows=3 host_addr=0x4000 host_stride=16
+write_host rows=3 addr_a=16 host_addr=0x5000 host_stride=8
+halt
+"""
+
+
+@case
+def run_hand_written_program(tpu):
+    rng = random.Random(6)
+    a = [[rng.randint(-4, 4) for _ in range(4)] for _ in range(3)]
+    b = [[rng.randint(-4, 4) for _ in range(4)] for _ in range(4)]
+    c = [[rng.randint(-20, 20) for _ in range(4)] for _ in range(3)]
+    bias = [rng.randint(-20, 20) for _ in range(4)]
+    for name, values in (("a", a), ("b", b), ("c", c)):
+        npy.save(f"{name}.npy", values)
+    npy.save("bias.npy", bias)
+    product = [[c[i][j] + sum(a[i][k] * b[k][j] for k in range(4)) for j in range(4)]
+               for i in range(3)]
+    activated = [[max(v + bias[j], 0) for j, v in enumerate(row)] for row in product]
+    with open("program.s", "w") as f:
+        f.write(HAND_WRITTEN)
+    tpu("asm", "program.s", "-o", "program.bin")
+    data = ["--in", "0x1000=a.npy:bf16", "--in", "0x2000=c.npy", "--in", "8448=bias.npy",
+            "--in", "0x3000=b.npy:bf16", "--out", "0x4000=sum.npy:3x4",
+            "--out", "0x5000=relu.npy:3x4:bf16", "--array", ARRAY]
+    for program in ("program.s", "program.bin"):
+        for backend in ("rtl", "model"):
+            for prog_addr in ("0", "0x8000"):
+                out = tpu("run", program, *data, "--backend", backend, "--prog-addr", prog_addr)
+                check(out.stdout == "DONE after 7 instructions\n", f"stdout: {out.stdout!r}")
+                what = f"{program} on {backend} at {prog_addr}"
+                check_matrix_bits("sum.npy", [[float(v) for v in r] for r in product], what)
+                check_matrix_bits("relu.npy", [[float(v) for v in r] for r in activated], what)
+                os.remove("sum.npy")
+                os.remove("relu.npy")
+
+
+@case
+def run_stats(tpu):
+    with open("program.s", "w") as f:
+        f.write(HAND_WRITTEN)
+    out = tpu("run", "program.s", "--array", ARRAY, "--stats").stdout
+    check(re.search(r"^USEFUL_MACS +48 ", out, re.M) is not None, f"3 rows x 4 x 4 MACs:\n{out}")
+    check("ideal cycles  3.00 (48 MACs at 16 per cycle)" in out, f"ideal cycles:\n{out}")
+    out = tpu("run", "program.s", "--array", ARRAY, "--stats", "--backend", "model").stdout
+    check(out == "DONE after 7 instructions\ninstructions  7\nuseful MACs   48\n", out)
+
+
+def run_core_error(tpu, program, error, pc):
+    """The core stops with `error` at instruction `pc` on both backends: exit status 1, the
+    reason on stderr, and no --out file."""
+    with open("program.s", "w") as f:
+        f.write(program)
+    with open(os.path.join(ROOT, "docs", "registers.md")) as f:
+        doc = re.search(rf"^\| \d+ \| `{error}` \| (.*) \|$", f.read(), re.M).group(1)
+    for backend in ("rtl", "model"):
+        before = listing()
+        result = tpu("run", "program.s", "--array", ARRAY, "--backend", backend,
+                     "--out", "0x0=out.npy:1x4", status=1)
+        first = result.stderr.splitlines()[0]
+        check(first == f"tpu: core stopped: {error} at instruction {pc} ({doc})",
+              f"{backend}: {first!r}")
+        check(result.stdout == "", f"{backend}: stdout {result.stdout!r}")
+        check(listing() == before, f"{backend}: files were created")
+
+
+@case
+def run_core_error_weight_underflow(tpu):
+    run_core_error(tpu, "read_host rows=1 host_addr=0x40\nmatmul rows=1 k_valid=4 n_valid=4\n"
+                        "halt\n", "WEIGHT_UNDERFLOW", 1)
+
+
+@case
+def run_core_error_illegal_field(tpu):
+    run_core_error(tpu, "sync\nsync\nmatmul fetch rows=1 host_addr=0x40 host_stride=8\nhalt\n",
+                   "ILLEGAL_FIELD", 2)
+
+
+@case
+def run_core_error_bus_write(tpu):
+    run_core_error(tpu, "write_host acc rows=1 host_addr=0x7ffffff0\nhalt\n", "BUS_WRITE", 0)
+
+
+RUN_BAD_INPUTS = {
+    "missing_program": (["run", "nothing.s"], "nothing.s: cannot open"),
+    "assembler_error": (["run", "broken.s"], "broken.s:line 1: "),
+    "in_without_address": (["run", "program.s", "--in", "a.npy"], "expected ADDR=FILE"),
+    "in_bad_address": (["run", "program.s", "--in", "0x1g=a.npy"], "'0x1g'"),
+    "in_missing_file": (["run", "program.s", "--in", "0x1000=nothing.npy"], "nothing.npy"),
+    "in_overlaps_program": (["run", "program.s", "--in", "0x20=a.npy"], "overlap the program"),
+    "out_without_shape": (["run", "program.s", "--out", "0x1000=out.npy"], "ROWSxCOLS"),
+    "out_empty_shape": (["run", "program.s", "--out", "0x1000=out.npy:0x4"], "ROWSxCOLS"),
+    "out_past_address_space": (["run", "program.s", "--out", "0xfffffff0=out.npy:4x4"],
+                               "32-bit host address space"),
+    "memory_too_small": (["run", "program.s", "--in", "0x1000=a.npy", "--memory", "4096"],
+                         "--memory 4096"),
+    "trace_with_model": (["run", "program.s", "--backend", "model", "--trace", "w.fst"],
+                         "--trace"),
+    "unknown_option": (["run", "program.s", "--fast"], "--fast"),
+}
+
+
+def run_bad_input(tpu, name):
+    with open("program.s", "w") as f:
+        f.write("read_host rows=1 host_addr=0x1000\nhalt\n")
+    with open("broken.s", "w") as f:
+        f.write("jump 0x40\n")
+    npy.save("a.npy", [[1.0, 2.0, 3.0, 4.0]])
+    args, expected = RUN_BAD_INPUTS[name]
+    check_bad_input(tpu, args, expected)
+
+
+for _name in RUN_BAD_INPUTS:
+    CASES[f"run_bad_{_name}"] = lambda tpu, n=_name: run_bad_input(tpu, n)
+
+
+# --- tpu info, help, no subcommand ---
+
+@case
+def info_lists_configurations(tpu):
+    out = tpu("info").stdout
+    for array in ARRAYS:
+        check(re.search(rf"^{array} ", out, re.M), f"{array} missing from:\n{out}")
+    out = tpu("info", "--array", "8x8_bus4").stdout.splitlines()
+    check(len(out) == 2 and out[1].split()[:2] == ["8x8_bus4", "8"], f"info --array: {out}")
+
+
+@case
+def help_texts(tpu):
+    check("Subcommands:" in tpu("--help").stdout, "tpu --help lists no subcommands")
+    for command in ("gemm", "asm", "disasm", "run", "info"):
+        out = tpu(command, "--help").stdout
+        check(out.splitlines()[1].startswith(f"Usage: tpu {command}"), out)
+
+
+@case
+def no_subcommand(tpu):
+    check_bad_input(tpu, [], "expected a subcommand")
+    check_bad_input(tpu, ["multiply"], "unknown subcommand 'multiply'")
+
+
+def main():
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(CASES))
+        return 0
+    if len(sys.argv) != 3 or sys.argv[2] not in CASES:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    tool, name = Tool(os.path.abspath(sys.argv[1])), sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix=f"tpu_cli_{name}_") as work:
+        os.chdir(work)
+        try:
+            CASES[name](tool)
+        except Failure as failure:
+            print(f"FAIL {name}: {failure}")
+            return 1
+    print(f"ok {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
