@@ -4,7 +4,7 @@
 //   5 tanh, 6 gelu; the illegal codes 7..15 give the identity.
 // The piecewise-linear functions are exact. Sigmoid, tanh and gelu are
 // table-driven fixed-point approximations, specified bit for bit in
-// docs/activation.md and modelled by tb/ref/activation.cpp; the tables are in
+// docs/numerics.md, section Activation functions and modelled by tb/ref/activation.cpp; the tables are in
 // tpu_act_tables_pkg (generated). Every multiplying function ends in one
 // shared step: the exact product of two 1.24 operands, scaled by a power of
 // two, rounded like an IEEE binary32 result and flushed below 2^-126.
@@ -399,7 +399,7 @@ module tpu_act_func (
   end
 
   // The low bits of the scaling and interpolation products are dropped by
-  // design (truncation, docs/activation.md); the rounded significand's hidden
+  // design (truncation, docs/numerics.md, section Activation functions); the rounded significand's hidden
   // bit is implied by the exponent.
   logic unused_dropped_bits;
   assign unused_dropped_bits = ^{scaled_product[23:0], square[19:0], mills_step[16:0],

@@ -1,4 +1,4 @@
-// Independent oracles for the activation functions (N-ACT, docs/activation.md), on the host FPU.
+// Independent oracles for the activation functions (N-ACT, docs/numerics.md, section Activation functions), on the host FPU.
 // relu, relu6 and leaky relu are exact: IEEE float operations with the explicit flush, like the
 // rest of tb/oracle. Sigmoid, tanh and gelu are computed in double precision (std::exp,
 // std::tanh, std::erfc, a few units of 2^-53 off), which is far closer than the approximations

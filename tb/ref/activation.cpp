@@ -18,7 +18,7 @@ constexpr int kFractionBits = 23;
 constexpr int kExponentBias = 127;
 constexpr int kMaxBiasedExponent = 255;
 
-// Fixed-point formats (docs/activation.md). "1.24" values lie in [0, 1] (exp2, reciprocal, the
+// Fixed-point formats (docs/numerics.md, section Activation functions). "1.24" values lie in [0, 1] (exp2, reciprocal, the
 // final product's operands); "8.22" values lie in [0, 256) (|x|, the arguments of exp2, the
 // Mills term).
 constexpr int kUnitFractionBits = 24;

@@ -1,4 +1,4 @@
-// Reference model of the activation function unit (rule N-ACT; docs/activation.md), bit for bit
+// Reference model of the activation function unit (rule N-ACT; docs/numerics.md, section Activation functions), bit for bit
 // what rtl/tpu_act_func.sv computes. Integer arithmetic only: sigmoid, tanh and gelu are
 // table-driven fixed-point approximations whose tables come from tb/ref/gen_act_tables.cpp.
 #pragma once

@@ -34,7 +34,7 @@ constexpr std::uint64_t kMaxReportedMismatches = 10;
 constexpr mpfr_prec_t kMpfrPrecision = 128;
 
 // Every sigmoid, tanh and gelu result of magnitude 2^-125 or more is within this relative error
-// of the true value (the measured worst cases are in docs/activation.md). It implies the 1-ulp
+// of the true value (the measured worst cases are in docs/numerics.md, section Activation functions). It implies the 1-ulp
 // bound of N-ACT with a wide margin: half a bf16 ulp is at least 2^-9 relative.
 const double kMaxRelativeError = std::ldexp(1.0, -14);
 // Below this the flush to zero decides the result, and the relative error is not meaningful.
