@@ -703,6 +703,10 @@ int report_bad_input(std::string message) {
 constexpr const char* kExitStatusHelp =
     "Exit status: 0 success, 1 the core stopped with an error, 2 bad input (one\n"
     "line on stderr, no output file written), 3 the simulation itself failed.";
+// asm and disasm run nothing.
+constexpr const char* kTranslationExitStatusHelp =
+    "Exit status: 0 success, 2 bad input (one line on stderr, no output file\n"
+    "written).";
 
 CLI::App* add_gemm_command(CLI::App& app, GemmOptions& gemm) {
   CLI::App* command = app.add_subcommand(
@@ -745,7 +749,7 @@ CLI::App* add_asm_command(CLI::App& app, std::string& source_path, std::string& 
   CLI::App* command =
       app.add_subcommand("asm", "assemble a program's text into 32-byte instructions");
   command->footer(fmt::format("The text form is described in sw/include/tpu/assembler.hpp.\n\n{}",
-                              kExitStatusHelp));
+                              kTranslationExitStatusHelp));
   command->add_option("PROGRAM", source_path, "assembly text")->required()->type_name("PROGRAM.s");
   command->add_option("-o,--output", output_path, "the binary program")
       ->required()
@@ -756,7 +760,7 @@ CLI::App* add_asm_command(CLI::App& app, std::string& source_path, std::string& 
 CLI::App* add_disasm_command(CLI::App& app, std::string& binary_path, std::string& output_path) {
   CLI::App* command =
       app.add_subcommand("disasm", "turn 32-byte instructions back into assembly text");
-  command->footer(kExitStatusHelp);
+  command->footer(kTranslationExitStatusHelp);
   command->add_option("PROGRAM", binary_path, "binary program")
       ->required()
       ->type_name("PROGRAM.bin");
