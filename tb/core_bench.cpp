@@ -83,8 +83,12 @@ int run(int argc, char** argv) {
   fmt::print("GEMM                  {} x {} x {} ({} out), array {}, {}-bit AXI\n", m, k, n,
              out_dtype, config.name(), config.bus_bytes * 8);
   fmt::print("host memory           {} cycles latency, {:.2f} beats/cycle\n", latency, bandwidth);
-  fmt::print("program               {} instructions, M blocks of {} rows\n", count,
-             plan.block_rows);
+  std::string blocks;
+  for (std::size_t block = 0; block + 1 < plan.block_first.size(); ++block) {
+    blocks += fmt::format("{}{}", block ? ", " : "",
+                          plan.block_first[block + 1] - plan.block_first[block]);
+  }
+  fmt::print("program               {} instructions; M blocks of {} rows\n", count, blocks);
   fmt::print("cycles                {}\n", c[0]);
   fmt::print("ideal cycles          {:.0f}  (M*K*N / (rows*cols))\n", ideal);
   fmt::print("utilisation           {:.2f} %\n", 100.0 * ideal / cycles);

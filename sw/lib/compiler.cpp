@@ -29,7 +29,7 @@ class GemmEmitter {
         d_(plan.config.dim),
         k_tiles_(plan.k_pad / d_),
         n_tiles_(plan.n_pad / d_),
-        m_blocks_(ceil_div(spec_.m, plan.block_rows)),
+        m_blocks_(static_cast<std::uint32_t>(plan.block_first.size() - 1)),
         ub_half_(plan.config.ub_depth / 2),
         acc_half_(plan.config.acc_depth / 2),
         builder_(plan.config) {}
@@ -51,7 +51,7 @@ class GemmEmitter {
 
  private:
   std::uint32_t block_rows(std::uint32_t mb) const {
-    return std::min(plan_.block_rows, spec_.m - mb * plan_.block_rows);
+    return plan_.block_first[mb + 1] - plan_.block_first[mb];
   }
   std::uint32_t a_base(std::uint32_t mb) const { return (mb % 2) * ub_half_; }
   std::uint32_t acc_region(std::uint32_t b) const { return (b % 2) * acc_half_; }
@@ -72,7 +72,7 @@ class GemmEmitter {
     a.rows = block_rows(mb);
     a.addr_b = a_base(mb);
     a.step_b = plan_.block_rows;
-    a.host_addr = plan_.a_addr + mb * plan_.block_rows * plan_.k_pad * 2;
+    a.host_addr = plan_.a_addr + plan_.block_first[mb] * plan_.k_pad * 2;
     a.host_stride = plan_.k_pad * 2;
     a.host_step = d_ * 2;
     builder_.read_host(a);
@@ -81,7 +81,7 @@ class GemmEmitter {
   void compute(std::uint32_t b) {
     const std::uint32_t mb = b / n_tiles_, nt = b % n_tiles_;
     const std::uint32_t rows = block_rows(mb);
-    const std::uint32_t row0 = mb * plan_.block_rows, col0 = nt * d_;
+    const std::uint32_t row0 = plan_.block_first[mb], col0 = nt * d_;
     if (spec_.has_c) {
       isa::ReadHostArgs c;
       c.acc = true;
@@ -130,7 +130,7 @@ class GemmEmitter {
   void finish(std::uint32_t b) {
     const std::uint32_t mb = b / n_tiles_, nt = b % n_tiles_;
     const std::uint32_t rows = block_rows(mb);
-    const std::uint32_t row0 = mb * plan_.block_rows, col0 = nt * d_;
+    const std::uint32_t row0 = plan_.block_first[mb], col0 = nt * d_;
     const bool f32 = spec_.out == OutType::Fp32;
     const bool activate = !f32 || spec_.has_bias || spec_.act != isa::Func::None;
     if (activate) {
@@ -200,8 +200,32 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
         std::to_string(k_tiles) + " unified-buffer rows, and half the buffer holds " +
         std::to_string(ub_half));
   }
-  const std::uint32_t m_blocks = ceil_div(spec.m, static_cast<std::uint32_t>(max_block));
-  plan.block_rows = ceil_div(spec.m, m_blocks);
+  plan.block_rows = static_cast<std::uint32_t>(max_block);
+  // While the array works on the first block (b rows: b * k_tiles * n_tiles
+  // cycles), the bus must bring that block's weights (k_tiles * n_tiles tiles
+  // of d rows) and the next block's A (MB * k_tiles rows), at one beat per
+  // cycle and beats_per_row beats a row: b >= d * beats_per_row +
+  // MB * beats_per_row / n_tiles, with a quarter to spare, in whole tiles.
+  const std::uint32_t beats_per_row = std::max(1u, 2 * d / config.bus_bytes);
+  const std::uint64_t needed =
+      std::uint64_t{d} * beats_per_row +
+      (std::uint64_t{plan.block_rows} * beats_per_row + n_tiles - 1) / n_tiles;
+  const std::uint64_t ramp =
+      std::clamp<std::uint64_t>(align_up((needed * 5 + 3) / 4, d), d, plan.block_rows);
+  std::uint32_t first_block = plan.block_rows;
+  if (2 * ramp < spec.m) first_block = static_cast<std::uint32_t>(ramp);
+  first_block = std::min(first_block, spec.m);
+  plan.block_first = {0, first_block};
+  const std::uint32_t rest = spec.m - first_block;
+  if (rest > 0) {
+    const std::uint32_t blocks = ceil_div(rest, plan.block_rows);
+    const std::uint32_t rows = ceil_div(rest, blocks);
+    for (std::uint32_t row = first_block + rows; row < spec.m; row += rows) {
+      plan.block_first.push_back(row);
+    }
+    plan.block_first.push_back(spec.m);
+  }
+  const std::uint32_t m_blocks = static_cast<std::uint32_t>(plan.block_first.size() - 1);
 
   std::uint64_t top = 0;
   auto place = [&](std::uint64_t bytes) {

@@ -91,6 +91,29 @@ TEST(Compiler, ManyBlocksUseBothBanksAndTheirOwnRows) {
   EXPECT_EQ(run_on_model(config, s, o).data, reference_gemm(s, o.a, o.b, nullptr, &o.bias).data);
 }
 
+TEST(Compiler, FirstBlockIsSmallWhenTheNextLoadsBehindIt) {
+  // 512 x 512 x 512 on the default core: the array starts after a 64-row block.
+  const GemmPlan big = plan_gemm(HardwareConfig{}, [] {
+    GemmSpec s;
+    s.m = s.k = s.n = 512;
+    return s;
+  }());
+  EXPECT_EQ(big.block_first, (std::vector<std::uint32_t>{0, 64, 288, 512}));
+
+  // The same shape of plan on the small core, checked on the model.
+  const HardwareConfig config = small_core();
+  oracle::OperandRng rng(test::test_seed() + 2);
+  GemmSpec s;
+  s.m = 100;
+  s.k = 8;
+  s.n = 64;
+  const GemmPlan plan = plan_gemm(config, s);
+  ASSERT_GT(plan.block_first.size(), 2u);
+  EXPECT_LT(plan.block_first[1], plan.block_first[2] - plan.block_first[1]);
+  const Operands o = random_operands(rng, s);
+  EXPECT_EQ(run_on_model(config, s, o).data, reference_gemm(s, o.a, o.b, nullptr, nullptr).data);
+}
+
 TEST(Compiler, BadShapesAreRejected) {
   const HardwareConfig config = small_core();
   GemmSpec s;

@@ -8,9 +8,11 @@
 // bits on every array size and every backend.
 //
 // Tiling and memory planning (docs/programming.md):
-// - A is cut into blocks of MB rows. A block lies in one bank of the unified
-//   buffer, K tile by K tile (row base + kt * MB + i); blocks alternate banks,
-//   so the next block loads while the array works on this one.
+// - A is cut into blocks of at most MB rows. A block lies in one bank of the
+//   unified buffer, K tile by K tile (row base + kt * MB + i); blocks alternate
+//   banks, so the next block loads while the array works on this one. Nothing
+//   hides the first block's load, so the first block is made small when the
+//   array's work on it still covers the load of the second.
 // - Each (M block, N tile) pair accumulates in MB accumulator rows, in the bank
 //   of the pair's parity, so the activation unit and the store unit finish one
 //   pair while the array computes the next. One MATMUL with FETCH runs the
@@ -46,7 +48,10 @@ struct GemmPlan {
   GemmSpec spec;
   HardwareConfig config;
   std::uint32_t k_pad = 0, n_pad = 0;  // K and N rounded up to the array size
-  std::uint32_t block_rows = 0;        // MB
+  std::uint32_t block_rows = 0;        // MB, the largest block
+  // First row of each M block, then M. The first block is smaller when that
+  // lets the array start sooner and the next block still loads in time.
+  std::vector<std::uint32_t> block_first;
   std::uint32_t prog_addr = 0, a_addr = 0, b_addr = 0, c_addr = 0, bias_addr = 0, out_addr = 0;
   std::size_t memory_bytes = 0;  // host memory the layout needs
   std::vector<isa::Instruction> program;
