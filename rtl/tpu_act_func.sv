@@ -28,12 +28,13 @@ module tpu_act_func (
   output logic [31:0] y_o
 );
 
-  localparam logic [3:0] FuncRelu    = 4'd1;
-  localparam logic [3:0] FuncRelu6   = 4'd2;
-  localparam logic [3:0] FuncLeaky   = 4'd3;
-  localparam logic [3:0] FuncSigmoid = 4'd4;
-  localparam logic [3:0] FuncTanh    = 4'd5;
-  localparam logic [3:0] FuncGelu    = 4'd6;
+  // Function codes: the ISA's (tpu_isa_pkg, generated from rtl/isa.toml).
+  localparam logic [3:0] FuncRelu    = tpu_isa_pkg::FuncRelu;
+  localparam logic [3:0] FuncRelu6   = tpu_isa_pkg::FuncRelu6;
+  localparam logic [3:0] FuncLeaky   = tpu_isa_pkg::FuncLeaky;
+  localparam logic [3:0] FuncSigmoid = tpu_isa_pkg::FuncSigmoid;
+  localparam logic [3:0] FuncTanh    = tpu_isa_pkg::FuncTanh;
+  localparam logic [3:0] FuncGelu    = tpu_isa_pkg::FuncGelu;
 
   // The operands of the final product, chosen in stage 1 from the function
   // and the sign of x (u = 2^-w, r = 1/(1 + u), x's significand s, B an

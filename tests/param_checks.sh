@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Bad parameters must stop elaboration with a clear message, in Verilator and in
 # Yosys. Each case: the parameter overrides, then the message expected.
+# Usage: param_checks.sh mxu|core (the matrix unit and its parts, or tpu_top).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-rtl=$(tr '\n' ' ' < rtl/core.f)
+part=${1:-}
+case "$part" in
+  mxu) rtl=$(tr '\n' ' ' < rtl/mxu.f) ;;
+  core) rtl=$(tr '\n' ' ' < rtl/core.f) ;;
+  *) echo "usage: param_checks.sh mxu|core" >&2; exit 2 ;;
+esac
 failures=0
 checks=0
 
@@ -31,6 +37,7 @@ check() {
 }
 
 for tool in verilator yosys; do
+  [ "$part" = mxu ] || continue
   check $tool tpu_mxu "Rows=0" "tpu_mxu: Rows must be in 1..256"
   check $tool tpu_mxu "Cols=0" "Cols must be"
   check $tool tpu_mxu "Rows=257" "tpu_mxu: Rows must be in 1..256"
@@ -39,6 +46,9 @@ for tool in verilator yosys; do
   check $tool tpu_bf16_mul "PipeStages=3" "tpu_bf16_mul: PipeStages must be 0, 1 or 2"
   check $tool tpu_fp32_add "PipeStages=4" "tpu_fp32_add: PipeStages must be 0, 1, 2 or 3"
   check $tool tpu_fp32_to_bf16 "PipeStages=2" "tpu_fp32_to_bf16: PipeStages must be 0 or 1"
+done
+for tool in verilator yosys; do
+  [ "$part" = core ] || continue
   check $tool tpu_top "Dim=3" "tpu_top: Dim must be a power of two in 1..256"
   check $tool tpu_top "Dim=512" "tpu_top: Dim must be a power of two in 1..256"
   check $tool tpu_top "UbDepth=1000" "tpu_top: UbDepth must be a power of two in 4..65536"
