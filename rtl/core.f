@@ -22,6 +22,7 @@ rtl/tpu_axi_reader.sv
 rtl/tpu_axi_writer.sv
 rtl/tpu_axi_rd_mux.sv
 rtl/tpu_op_queue.sv
+rtl/tpu_dma_iterations.sv
 rtl/tpu_hazard_check.sv
 rtl/tpu_issue.sv
 rtl/tpu_load_unit.sv

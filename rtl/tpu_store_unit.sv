@@ -83,10 +83,22 @@ module tpu_store_unit #(
   // ---------------------------------------------------------------------------
   // Commands to the write engine, one per iteration, and their completions.
   // ---------------------------------------------------------------------------
-  logic        started_d, started_q, cmds_done_d, cmds_done_q;
-  logic [15:0] cmd_iter_d, cmd_iter_q, done_iter_d, done_iter_q;
-  logic [31:0] cmd_host_d, cmd_host_q;
-  logic        cmd_valid, cmd_ready, cmd_done, writer_idle;
+  logic        op_start, cmd_valid, cmd_ready, cmd_done, writer_idle;
+  logic [31:0] cmd_addr;
+  logic [15:0] done_iter_d, done_iter_q;
+
+  tpu_dma_iterations u_iterations (
+    .clk_i, .rst_ni, .abort_i,
+    .op_valid_i (head_valid),
+    .done_i     (pop),
+    .host_addr_i(head.host_addr),
+    .host_step_i(head.host_step),
+    .count_i    (head.count),
+    .start_o    (op_start),
+    .cmd_valid_o(cmd_valid),
+    .cmd_ready_i(cmd_ready),
+    .cmd_addr_o (cmd_addr)
+  );
 
   // ---------------------------------------------------------------------------
   // Rows from on-chip memory into the staging FIFO.
@@ -100,7 +112,7 @@ module tpu_store_unit #(
 
   // Read only when the row will have a place in the staging FIFO.
   assign rd_addr       = rd_base_q + rd_row_q;
-  assign read_req      = head_valid && started_q && !reads_done_q && !abort_i &&
+  assign read_req      = head_valid && !op_start && !reads_done_q && !abort_i &&
                          ({1'b0, stage_count} + {3'b0, read_inflight_q}) < StageSlots;
   assign ub_rd_req_o   = read_req && !from_acc;
   assign acc_rd_req_o  = read_req && from_acc;
@@ -108,13 +120,8 @@ module tpu_store_unit #(
   assign acc_rd_addr_o = rd_addr[AccAddrWidth-1:0];
   assign read_gnt      = from_acc ? acc_rd_gnt_i && acc_rd_req_o : ub_rd_gnt_i && ub_rd_req_o;
   assign stage_in_data = from_acc ? acc_rd_data_i : {{Dim*16{1'b0}}, ub_rd_data_i};
-  assign cmd_valid     = head_valid && started_q && !cmds_done_q && !abort_i;
 
   always_comb begin
-    started_d       = started_q;
-    cmds_done_d     = cmds_done_q;
-    cmd_iter_d      = cmd_iter_q;
-    cmd_host_d      = cmd_host_q;
     done_iter_d     = done_iter_q;
     reads_done_d    = reads_done_q;
     rd_row_d        = rd_row_q;
@@ -123,22 +130,13 @@ module tpu_store_unit #(
     read_inflight_d = read_gnt;
     pop             = 1'b0;
 
-    if (head_valid && !started_q) begin
-      started_d    = 1'b1;
-      cmds_done_d  = 1'b0;
-      cmd_iter_d   = '0;
-      cmd_host_d   = head.host_addr;
+    if (op_start) begin
       done_iter_d  = '0;
       reads_done_d = 1'b0;
       rd_row_d     = '0;
       rd_iter_d    = '0;
       rd_base_d    = head.addr_a;
     end else begin
-      if (cmd_valid && cmd_ready) begin
-        cmd_iter_d  = cmd_iter_q + 1'b1;
-        cmd_host_d  = cmd_host_q + head.host_step;
-        cmds_done_d = cmd_iter_q == head.count - 1'b1;
-      end
       if (read_gnt) begin
         rd_row_d = rd_row_q + 1'b1;
         if (rd_row_q == head.rows - 1'b1) begin
@@ -153,15 +151,10 @@ module tpu_store_unit #(
         pop         = done_iter_q == head.count - 1'b1;
       end
     end
-    if (pop) started_d = 1'b0;
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      started_q       <= 1'b0;
-      cmds_done_q     <= 1'b0;
-      cmd_iter_q      <= '0;
-      cmd_host_q      <= '0;
       done_iter_q     <= '0;
       reads_done_q    <= 1'b0;
       read_inflight_q <= 1'b0;
@@ -169,10 +162,6 @@ module tpu_store_unit #(
       rd_iter_q       <= '0;
       rd_base_q       <= '0;
     end else begin
-      started_q       <= started_d;
-      cmds_done_q     <= cmds_done_d;
-      cmd_iter_q      <= cmd_iter_d;
-      cmd_host_q      <= cmd_host_d;
       done_iter_q     <= done_iter_d;
       reads_done_q    <= reads_done_d;
       read_inflight_q <= read_inflight_d;
@@ -200,7 +189,7 @@ module tpu_store_unit #(
     .clk_i, .rst_ni, .abort_i,
     .cmd_valid_i         (cmd_valid),
     .cmd_ready_o         (cmd_ready),
-    .cmd_addr_i          (cmd_host_q),
+    .cmd_addr_i          (cmd_addr),
     .cmd_stride_i        (head.host_stride),
     .cmd_rows_i          (head.rows),
     .cmd_row_bytes_log2_i(from_acc ? 3'(DimLog2 + 2) : 3'(DimLog2 + 1)),

@@ -77,30 +77,21 @@ module tpu_weight_unit #(
   // ---------------------------------------------------------------------------
   // One read command per tile.
   // ---------------------------------------------------------------------------
-  logic        started_d, started_q, cmds_done_d, cmds_done_q;
-  logic [15:0] cmd_iter_d, cmd_iter_q;
-  logic [31:0] cmd_host_d, cmd_host_q;
-  logic        cmd_valid, cmd_ready;
+  logic        op_start, cmd_valid, cmd_ready;
+  logic [31:0] cmd_addr;
 
-  assign cmd_valid = head_valid && started_q && !cmds_done_q && !abort_i;
-
-  always_comb begin
-    started_d   = started_q;
-    cmds_done_d = cmds_done_q;
-    cmd_iter_d  = cmd_iter_q;
-    cmd_host_d  = cmd_host_q;
-    if (head_valid && !started_q) begin
-      started_d   = 1'b1;
-      cmds_done_d = 1'b0;
-      cmd_iter_d  = '0;
-      cmd_host_d  = head.host_addr;
-    end else if (cmd_valid && cmd_ready) begin
-      cmd_iter_d  = cmd_iter_q + 1'b1;
-      cmd_host_d  = cmd_host_q + head.host_step;
-      cmds_done_d = cmd_iter_q == head.count - 1'b1;
-    end
-    if (pop) started_d = 1'b0;
-  end
+  tpu_dma_iterations u_iterations (
+    .clk_i, .rst_ni, .abort_i,
+    .op_valid_i (head_valid),
+    .done_i     (pop),
+    .host_addr_i(head.host_addr),
+    .host_step_i(head.host_step),
+    .count_i    (head.count),
+    .start_o    (op_start),
+    .cmd_valid_o(cmd_valid),
+    .cmd_ready_i(cmd_ready),
+    .cmd_addr_o (cmd_addr)
+  );
 
   // ---------------------------------------------------------------------------
   // Tile rows into the FIFO: `rows` rows from memory, then +0 rows.
@@ -117,7 +108,7 @@ module tpu_weight_unit #(
     .clk_i, .rst_ni, .abort_i,
     .cmd_valid_i         (cmd_valid),
     .cmd_ready_o         (cmd_ready),
-    .cmd_addr_i          (cmd_host_q),
+    .cmd_addr_i          (cmd_addr),
     .cmd_stride_i        (head.host_stride),
     .cmd_rows_i          (head.rows),
     .cmd_row_bytes_log2_i(3'(DimLog2 + 1)),
@@ -134,7 +125,7 @@ module tpu_weight_unit #(
   );
 
   assign from_memory   = tile_row_q < head.rows;
-  assign fifo_in_valid = head_valid && started_q && (from_memory ? row_valid : 1'b1) && !abort_i;
+  assign fifo_in_valid = head_valid && !op_start && (from_memory ? row_valid : 1'b1) && !abort_i;
   assign fifo_in_data  = from_memory ? row_data : '0;
   assign row_ready     = from_memory && fifo_in_valid && fifo_in_ready;
 
@@ -142,7 +133,7 @@ module tpu_weight_unit #(
     tile_row_d = tile_row_q;
     tile_d     = tile_q;
     pop        = 1'b0;
-    if (head_valid && !started_q) begin
+    if (op_start) begin
       tile_row_d = '0;
       tile_d     = '0;
     end else if (fifo_in_valid && fifo_in_ready) begin
@@ -157,17 +148,9 @@ module tpu_weight_unit #(
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      started_q   <= 1'b0;
-      cmds_done_q <= 1'b0;
-      cmd_iter_q  <= '0;
-      cmd_host_q  <= '0;
       tile_row_q  <= '0;
       tile_q      <= '0;
     end else begin
-      started_q   <= started_d;
-      cmds_done_q <= cmds_done_d;
-      cmd_iter_q  <= cmd_iter_d;
-      cmd_host_q  <= cmd_host_d;
       tile_row_q  <= tile_row_d;
       tile_q      <= tile_d;
     end

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "tpu/array_fold.hpp"
 #include "ref/activation.hpp"
 
 namespace tpu {
@@ -215,6 +216,7 @@ void FunctionalModel::matmul(const Instruction& in) {
       weight_fifo_.pop_front();
     }
     const bool accumulate = in.flag(i == 0 ? isa::kMatmulFlagAcc0 : isa::kMatmulFlagAccn);
+    const std::vector<float> prepared = detail::prepare_tile(tile, dim_);
     for (std::uint64_t r = 0; r < in.rows(); ++r) {
       const std::uint64_t a_row = in.addr_a() + i * in.step_a() + r;
       const std::uint64_t b_row = in.addr_b() + i * in.step_b() + r;
@@ -222,12 +224,8 @@ void FunctionalModel::matmul(const Instruction& in) {
       if (accumulate) note_read(acc_written_, b_row);
       std::copy(ub(a_row), ub(a_row) + k_valid, lanes.begin());
       ref::fp32_t* out = acc(b_row);
-      for (std::size_t j = 0; j < dim_; ++j) {
-        const ref::bf16_t* weights = &tile[j * dim_];
-        ref::fp32_t sum = accumulate ? ref::canon_in_fp32(out[j]) : 0;  // N-IN seed, or +0
-        for (std::size_t k = 0; k < dim_; ++k) sum = ref::mac(sum, lanes[k], weights[k]);
-        out[j] = sum;
-      }
+      if (!accumulate) std::fill(out, out + dim_, 0u);  // the seed +0
+      detail::fold_row(lanes.data(), prepared, out, dim_);
       acc_written_[b_row] = 1;
     }
   }

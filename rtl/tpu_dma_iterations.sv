@@ -1,0 +1,70 @@
+// The DMA commands of one operation: `count` transfers, one per iteration, the
+// host address advancing by `host_step` each time. Shared by the units that
+// move data between host memory and the core (READ_HOST, READ_WEIGHTS,
+// WRITE_HOST). An operation starts when it reaches the head of its unit's
+// queue (start_o, one cycle, for the unit to set up its own counters) and ends
+// when the unit pops it (done_i).
+module tpu_dma_iterations (
+  input  logic        clk_i,
+  input  logic        rst_ni,
+  input  logic        abort_i,
+
+  input  logic        op_valid_i,   // an operation is at the head of the queue
+  input  logic        done_i,       // ... and leaves it this cycle
+  input  logic [31:0] host_addr_i,
+  input  logic [31:0] host_step_i,
+  input  logic [15:0] count_i,
+
+  output logic        start_o,      // the head operation begins this cycle
+  output logic        cmd_valid_o,
+  input  logic        cmd_ready_i,
+  output logic [31:0] cmd_addr_o
+);
+
+  logic        started_d, started_q, all_sent_d, all_sent_q;
+  logic [15:0] sent_d, sent_q;
+  logic [31:0] addr_d, addr_q;
+
+  assign start_o     = op_valid_i && !started_q;
+  assign cmd_valid_o = op_valid_i && started_q && !all_sent_q && !abort_i;
+  assign cmd_addr_o  = addr_q;
+
+  always_comb begin
+    started_d  = started_q;
+    all_sent_d = all_sent_q;
+    sent_d     = sent_q;
+    addr_d     = addr_q;
+    if (start_o) begin
+      started_d  = 1'b1;
+      all_sent_d = 1'b0;
+      sent_d     = '0;
+      addr_d     = host_addr_i;
+    end else if (cmd_valid_o && cmd_ready_i) begin
+      sent_d     = sent_q + 1'b1;
+      addr_d     = addr_q + host_step_i;
+      all_sent_d = sent_q == count_i - 1'b1;
+    end
+    if (done_i) started_d = 1'b0;
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      started_q  <= 1'b0;
+      all_sent_q <= 1'b0;
+      sent_q     <= '0;
+      addr_q     <= '0;
+    end else begin
+      started_q  <= started_d;
+      all_sent_q <= all_sent_d;
+      sent_q     <= sent_d;
+      addr_q     <= addr_d;
+    end
+  end
+
+`ifndef SYNTHESIS
+  a_done_after_all_sent: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      done_i |-> started_q && all_sent_q)
+    else $error("tpu_dma_iterations: operation done before all its transfers were requested");
+`endif
+
+endmodule
