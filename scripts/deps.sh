@@ -12,7 +12,9 @@ packages=(
   libeigen3-dev        # bfloat16 oracle
   libmpfr-dev          # multiple-precision oracle
   libfmt-dev libcli11-dev
-  zlib1g-dev
+  zlib1g-dev           # gzip-compressed IDX data sets
+  nlohmann-json3-dev   # network descriptions
+  dataset-fashion-mnist  # the data set the networks train and run on
   gtkwave python3      # fst2vcd checks the .gtkw layout; GTKWave opens the waves
 )
 

@@ -316,6 +316,21 @@ ref::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory)
   return out;
 }
 
+ref::MatrixFp32 run_gemm(Backend& backend, const GemmSpec& spec, const ref::MatrixBf16& a,
+                         const ref::MatrixBf16& b, const ref::MatrixFp32* c,
+                         const std::vector<ref::fp32_t>* bias, RunResult* result) {
+  const GemmPlan plan = plan_gemm(backend.config(), spec);
+  write_gemm_inputs(plan, backend.memory(), a, b, c, bias);
+  const RunResult run =
+      backend.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
+  if (!run.ok()) {
+    throw std::runtime_error(std::string("the core stopped: ") + regs::error_name(run.error) +
+                             " at instruction " + std::to_string(run.error_pc));
+  }
+  if (result) *result = run;
+  return read_gemm_output(plan, backend.memory());
+}
+
 ref::MatrixFp32 reference_gemm(const GemmSpec& spec, const ref::MatrixBf16& a,
                                const ref::MatrixBf16& b, const ref::MatrixFp32* c,
                                const std::vector<ref::fp32_t>* bias) {

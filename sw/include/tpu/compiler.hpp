@@ -71,6 +71,14 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const ref::Matr
 // The M x N result as fp32 bit patterns (bf16 results widened exactly).
 ref::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory);
 
+// Plans, places, runs and reads one GEMM on a backend (growing its host
+// memory when needed). Throws std::runtime_error when the core stops with an
+// error; `result` receives the run's figures.
+ref::MatrixFp32 run_gemm(Backend& backend, const GemmSpec& spec, const ref::MatrixBf16& a,
+                         const ref::MatrixBf16& b, const ref::MatrixFp32* c = nullptr,
+                         const std::vector<ref::fp32_t>* bias = nullptr,
+                         RunResult* result = nullptr);
+
 // The same computation by the reference model: ref::gemm, then bias, the
 // function and the output rounding, element by element (docs/numerics.md).
 ref::MatrixFp32 reference_gemm(const GemmSpec& spec, const ref::MatrixBf16& a,

@@ -1,0 +1,78 @@
+// Training the networks of nn.hpp the way TPUs train: every matrix product of
+// the forward and the backward pass runs on the accelerator with bf16
+// operands and fp32 accumulation, while the fp32 master weights are updated
+// on the host (mixed precision). The same trainer runs entirely in host fp32
+// as the reference to compare with. Everything is deterministic: a seed fixes
+// the initial weights and the order of the examples.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tpu/backend.hpp"
+#include "tpu/idx.hpp"
+#include "tpu/nn.hpp"
+
+namespace tpu::nn {
+
+enum class Architecture : std::uint8_t {
+  Mlp,  // 784-256-128-10, relu
+  Cnn,  // conv 5x5x8, pool 2, conv 5x5x16, pool 2, dense 10, relu
+};
+
+// A network of that architecture for 28 x 28 grey images and 10 classes, with
+// He-uniform initial weights and zero biases drawn from `seed`.
+Network make_network(Architecture architecture, std::uint64_t seed);
+
+struct TrainOptions {
+  unsigned epochs = 10;
+  unsigned batch = 64;
+  float learning_rate = 1e-3f;  // Adam
+  std::uint64_t seed = 1;       // order of the examples
+  std::uint32_t examples = 0;   // the first N training examples only (0: all)
+};
+
+// Where the products run: the host in fp32 (accelerator null), or an
+// accelerator backend.
+class Trainer {
+ public:
+  Trainer(Network& net, Backend* accelerator, const TrainOptions& options);
+
+  // One Adam step on a batch ([n, h, w, c] images, n labels); the mean loss.
+  float step(const Tensor& images, const std::vector<std::uint8_t>& labels);
+  // One pass over the training set in the seed's order; `progress` gets
+  // (batches done, batches in all, mean loss so far).
+  float epoch(const idx::Dataset& train,
+              const std::function<void(unsigned, unsigned, float)>& progress = {});
+  std::uint64_t macs() const { return macs_; }  // multiply-accumulates of the products so far
+
+ private:
+  std::vector<float> matmul(const float* a, const float* b, std::uint32_t m, std::uint32_t k,
+                            std::uint32_t n);
+  Tensor forward_layer(std::size_t l, const Tensor& x, bool last);
+
+  Network& net_;
+  Backend* accelerator_;
+  TrainOptions options_;
+  std::vector<std::vector<float>> adam_m_, adam_v_;  // per weight and bias array
+  std::uint64_t steps_ = 0, macs_ = 0;
+  unsigned epochs_done_ = 0;
+  // What the forward pass keeps for the backward pass, per layer.
+  std::vector<Tensor> inputs_, outputs_;
+  std::vector<std::vector<float>> columns_;         // conv2d: im2col of the input
+  std::vector<std::vector<std::uint32_t>> argmax_;  // maxpool: where each maximum came from
+};
+
+// Classification accuracy over the first `count` examples of a data set
+// (all when 0), in batches, on an accelerator (or on the host in fp32 when
+// null); the predictions go to `predictions` when given.
+double accuracy(Backend* accelerator, const Network& net, const idx::Dataset& data,
+                std::uint32_t count, std::uint32_t batch,
+                std::vector<std::uint32_t>* predictions = nullptr);
+
+// Fashion-MNIST from Debian's dataset-fashion-mnist package (or `dir`).
+idx::Dataset load_fashion_mnist(bool train, const std::string& dir = "");
+
+}  // namespace tpu::nn

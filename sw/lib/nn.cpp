@@ -1,0 +1,481 @@
+#include "tpu/nn.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "ref/numerics.hpp"
+#include "tpu/compiler.hpp"
+#include "tpu/isa.hpp"
+#include "tpu/npy.hpp"
+
+namespace tpu::nn {
+namespace {
+
+using Json = nlohmann::json;
+
+std::size_t product(const std::vector<std::uint32_t>& dims) {
+  std::size_t n = 1;
+  for (std::uint32_t d : dims) n *= d;
+  return n;
+}
+
+const char* kind_name(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::Dense:
+      return "dense";
+    case LayerKind::Conv2d:
+      return "conv2d";
+    case LayerKind::MaxPool:
+      return "maxpool";
+    case LayerKind::Flatten:
+      return "flatten";
+  }
+  return "?";
+}
+
+ref::bf16_t to_bf16(float x) {
+  ref::fp32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return ref::fp32_to_bf16(bits);
+}
+
+float bits_to_float(ref::fp32_t bits) {
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+// A float matrix as the accelerator takes it: bf16 by N-OUT.
+ref::MatrixBf16 bf16_matrix(const float* data, std::size_t rows, std::size_t cols) {
+  ref::MatrixBf16 m(rows, cols);
+  for (std::size_t i = 0; i < rows * cols; ++i) m.data[i] = to_bf16(data[i]);
+  return m;
+}
+
+// The activation functions in host floating point, for the fp32 reference.
+float activate_host(isa::Func f, float x, float alpha) {
+  switch (f) {
+    case isa::Func::None:
+      return x;
+    case isa::Func::Relu:
+      return x > 0.0f ? x : 0.0f;
+    case isa::Func::Relu6:
+      return x > 0.0f ? (x < 6.0f ? x : 6.0f) : 0.0f;
+    case isa::Func::Leaky:
+      return x >= 0.0f ? x : x * alpha;
+    case isa::Func::Sigmoid:
+      return static_cast<float>(1.0 / (1.0 + std::exp(-double{x})));
+    case isa::Func::Tanh:
+      return static_cast<float>(std::tanh(double{x}));
+    case isa::Func::Gelu:
+      return static_cast<float>(0.5 * x * (1.0 + std::erf(double{x} / std::sqrt(2.0))));
+  }
+  return x;
+}
+
+// One dense or conv2d layer as a GEMM on the accelerator: rows x K times
+// K x units, plus bias, then the function.
+std::vector<float> layer_gemm(Backend& accelerator, const Layer& layer, const float* rows_data,
+                              std::size_t rows, bool last, LayerRun* run) {
+  GemmSpec spec;
+  spec.m = static_cast<std::uint32_t>(rows);
+  spec.k = layer.weight_rows;
+  spec.n = layer.units;
+  spec.has_bias = true;
+  spec.act = layer.activation;
+  spec.alpha = layer.alpha;
+  // Hidden results go to the next layer, which takes them as bf16 anyway.
+  spec.out = last ? OutType::Fp32 : OutType::Bf16;
+  const ref::MatrixBf16 a = bf16_matrix(rows_data, rows, spec.k);
+  const ref::MatrixBf16 b = bf16_matrix(layer.weights.data(), spec.k, spec.n);
+  std::vector<ref::fp32_t> bias(layer.bias.size());
+  std::memcpy(bias.data(), layer.bias.data(), bias.size() * sizeof(float));
+  RunResult result;
+  const ref::MatrixFp32 out = run_gemm(accelerator, spec, a, b, nullptr, &bias, &result);
+  if (run) {
+    run->macs = std::uint64_t{spec.m} * spec.k * spec.n;
+    run->counters = result.counters;
+  }
+  std::vector<float> values(out.data.size());
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = bits_to_float(out.data[i]);
+  return values;
+}
+
+std::vector<float> layer_gemm_host(const Layer& layer, const float* rows_data, std::size_t rows) {
+  const std::size_t k = layer.weight_rows, n = layer.units;
+  const float alpha = bits_to_float(ref::bf16_to_fp32(layer.alpha));
+  std::vector<float> out(rows * n);
+  std::vector<float> sums(n);
+  for (std::size_t i = 0; i < rows; ++i) {
+    std::fill(sums.begin(), sums.end(), 0.0f);
+    for (std::size_t kk = 0; kk < k; ++kk) {
+      const float x = rows_data[i * k + kk];
+      const float* w = &layer.weights[kk * n];
+      for (std::size_t j = 0; j < n; ++j) sums[j] += x * w[j];
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+      out[i * n + j] = activate_host(layer.activation, sums[j] + layer.bias[j], alpha);
+    }
+  }
+  return out;
+}
+
+// Runs the network, with `gemm` doing its dense and conv2d layers.
+template <typename Gemm>
+Tensor run_network(const Network& net, const Tensor& input, Gemm&& gemm) {
+  const auto shapes = layer_shapes(net);
+  if (input.shape.size() != 4 || input.shape[1] != net.height || input.shape[2] != net.width ||
+      input.shape[3] != net.channels) {
+    throw std::invalid_argument("the input is not [n, " + std::to_string(net.height) + ", " +
+                                std::to_string(net.width) + ", " + std::to_string(net.channels) +
+                                "]");
+  }
+  Tensor x = input;
+  const std::uint32_t n = input.shape[0];
+  for (std::size_t l = 0; l < net.layers.size(); ++l) {
+    const Layer& layer = net.layers[l];
+    const bool last = l + 1 == net.layers.size();
+    std::vector<std::uint32_t> out_shape{n};
+    out_shape.insert(out_shape.end(), shapes[l + 1].begin(), shapes[l + 1].end());
+    switch (layer.kind) {
+      case LayerKind::Flatten:
+        x.shape = out_shape;
+        break;
+      case LayerKind::MaxPool:
+        x = max_pool(x, layer.pool);
+        break;
+      case LayerKind::Dense: {
+        Tensor y(out_shape);
+        y.data = gemm(l, layer, x.data.data(), std::size_t{n}, last);
+        x = std::move(y);
+        break;
+      }
+      case LayerKind::Conv2d: {
+        const std::vector<float> cols = im2col(x, layer.kernel);
+        Tensor y(out_shape);
+        y.data = gemm(l, layer, cols.data(), std::size_t{n} * x.shape[1] * x.shape[2], last);
+        x = std::move(y);
+        break;
+      }
+    }
+  }
+  return x;
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error(path + ": " + what);
+}
+
+std::vector<float> read_matrix(const std::string& json_path, const std::string& file,
+                               std::size_t rows, std::size_t cols, const char* what) {
+  const std::filesystem::path path = std::filesystem::path(json_path).parent_path() / file;
+  const npy::Array a = npy::read(path.string());
+  const bool vector_ok = rows == 1 && a.shape.size() == 1 && a.shape[0] == cols;
+  if (!vector_ok && (a.rows() != rows || a.cols() != cols || a.shape.size() != 2)) {
+    fail(json_path, std::string(what) + " " + file + " should be " + std::to_string(rows) + " x " +
+                        std::to_string(cols));
+  }
+  return a.data;
+}
+
+// The shape of one example after `layer`, given the shape before it; checks
+// that the layer fits.
+std::vector<std::uint32_t> next_shape(const Layer& layer, const std::vector<std::uint32_t>& in,
+                                      std::size_t index) {
+  const std::string where = "layer " + std::to_string(index) + " (" + kind_name(layer.kind) + "): ";
+  switch (layer.kind) {
+    case LayerKind::Flatten:
+      return {static_cast<std::uint32_t>(product(in))};
+    case LayerKind::MaxPool:
+      if (in.size() != 3 || layer.pool == 0 || in[0] < layer.pool || in[1] < layer.pool) {
+        throw std::invalid_argument(where + "needs an image at least as large as its window");
+      }
+      return {in[0] / layer.pool, in[1] / layer.pool, in[2]};
+    case LayerKind::Dense:
+    case LayerKind::Conv2d: {
+      const bool dense = layer.kind == LayerKind::Dense;
+      if (dense && in.size() != 1) throw std::invalid_argument(where + "needs a flat input");
+      if (!dense && in.size() != 3) throw std::invalid_argument(where + "needs an image input");
+      if (!dense && layer.kernel % 2 == 0) {
+        throw std::invalid_argument(where + "needs an odd kernel");
+      }
+      const std::size_t inputs = dense ? in[0] : std::size_t{layer.kernel} * layer.kernel * in[2];
+      if (layer.weight_rows != inputs || layer.units == 0 ||
+          layer.weights.size() != std::size_t{layer.weight_rows} * layer.units ||
+          layer.bias.size() != layer.units) {
+        throw std::invalid_argument(where + "needs " + std::to_string(inputs) + " x " +
+                                    std::to_string(layer.units) + " weights and " +
+                                    std::to_string(layer.units) + " biases");
+      }
+      if (dense) return {layer.units};
+      return {in[0], in[1], layer.units};
+    }
+  }
+  throw std::invalid_argument(where + "unknown layer kind");
+}
+
+}  // namespace
+
+Tensor::Tensor(std::vector<std::uint32_t> dims) : shape(std::move(dims)), data(product(shape)) {}
+
+std::size_t Tensor::per_example() const {
+  return shape.empty() ? 0 : data.size() / std::max<std::size_t>(shape[0], 1);
+}
+
+std::vector<std::vector<std::uint32_t>> layer_shapes(const Network& net) {
+  std::vector<std::vector<std::uint32_t>> shapes{{net.height, net.width, net.channels}};
+  for (std::size_t l = 0; l < net.layers.size(); ++l) {
+    shapes.push_back(next_shape(net.layers[l], shapes.back(), l));
+  }
+  if (shapes.back().size() != 1) {
+    throw std::invalid_argument("the network must end in a flat layer of class scores");
+  }
+  return shapes;
+}
+
+Network load_network(const std::string& json_path) {
+  std::ifstream file(json_path);
+  if (!file) fail(json_path, std::string("cannot open: ") + std::strerror(errno));
+  Json doc;
+  try {
+    doc = Json::parse(file);
+  } catch (const Json::parse_error& e) {
+    fail(json_path, std::string("not valid JSON: ") + e.what());
+  }
+  Network net;
+  try {
+    net.name = doc.at("name").get<std::string>();
+    const Json& input = doc.at("input");
+    net.height = input.at("height").get<std::uint32_t>();
+    net.width = input.at("width").get<std::uint32_t>();
+    net.channels = input.at("channels").get<std::uint32_t>();
+    std::vector<std::uint32_t> shape{net.height, net.width, net.channels};
+    for (const Json& item : doc.at("layers")) {
+      Layer layer;
+      const std::string type = item.at("type").get<std::string>();
+      if (type == "flatten") {
+        layer.kind = LayerKind::Flatten;
+      } else if (type == "maxpool") {
+        layer.kind = LayerKind::MaxPool;
+        layer.pool = item.at("size").get<std::uint32_t>();
+      } else if (type == "dense" || type == "conv2d") {
+        layer.kind = type == "dense" ? LayerKind::Dense : LayerKind::Conv2d;
+        layer.units = item.at(type == "dense" ? "units" : "filters").get<std::uint32_t>();
+        if (layer.kind == LayerKind::Conv2d) layer.kernel = item.at("kernel").get<std::uint32_t>();
+        const std::string act = item.value("activation", std::string("none"));
+        const isa::FuncInfo* func = isa::find_func(act);
+        if (!func) fail(json_path, "unknown activation " + act);
+        layer.activation = func->func;
+        if (item.contains("alpha")) {
+          layer.alpha = to_bf16(item.at("alpha").get<float>());
+        }
+        layer.weight_rows = layer.kind == LayerKind::Dense
+                                ? static_cast<std::uint32_t>(product(shape))
+                                : layer.kernel * layer.kernel * shape.back();
+        layer.weights = read_matrix(json_path, item.at("weights").get<std::string>(),
+                                    layer.weight_rows, layer.units, "weights");
+        layer.bias =
+            read_matrix(json_path, item.at("bias").get<std::string>(), 1, layer.units, "bias");
+      } else {
+        fail(json_path, "unknown layer type " + type);
+      }
+      shape = next_shape(layer, shape, net.layers.size());
+      net.layers.push_back(std::move(layer));
+    }
+  } catch (const Json::exception& e) {
+    fail(json_path, std::string("malformed network description: ") + e.what());
+  } catch (const std::invalid_argument& e) {
+    fail(json_path, e.what());
+  }
+  net.classes = layer_shapes(net).back()[0];
+  return net;
+}
+
+void save_network(const Network& net, const std::string& json_path) {
+  layer_shapes(net);  // refuses a network that does not fit together
+  const std::filesystem::path json_file(json_path);
+  const std::string stem = json_file.stem().string();
+  Json doc;
+  doc["name"] = net.name;
+  doc["input"] = {{"height", net.height}, {"width", net.width}, {"channels", net.channels}};
+  doc["layers"] = Json::array();
+  for (std::size_t l = 0; l < net.layers.size(); ++l) {
+    const Layer& layer = net.layers[l];
+    Json item;
+    item["type"] = kind_name(layer.kind);
+    if (layer.kind == LayerKind::MaxPool) item["size"] = layer.pool;
+    if (layer.kind == LayerKind::Dense || layer.kind == LayerKind::Conv2d) {
+      item[layer.kind == LayerKind::Dense ? "units" : "filters"] = layer.units;
+      if (layer.kind == LayerKind::Conv2d) item["kernel"] = layer.kernel;
+      item["activation"] = isa::kFuncTable[static_cast<unsigned>(layer.activation)].mnemonic;
+      if (layer.activation == isa::Func::Leaky) {
+        item["alpha"] = bits_to_float(ref::bf16_to_fp32(layer.alpha));
+      }
+      const std::string base = stem + "." + std::to_string(l) + "." + kind_name(layer.kind);
+      item["weights"] = base + ".weights.npy";
+      item["bias"] = base + ".bias.npy";
+      npy::write((json_file.parent_path() / (base + ".weights.npy")).string(),
+                 {{layer.weight_rows, layer.units}, layer.weights});
+      npy::write((json_file.parent_path() / (base + ".bias.npy")).string(),
+                 {{layer.units}, layer.bias});
+    }
+    doc["layers"].push_back(item);
+  }
+  const std::string temp = json_path + ".tmp";
+  {
+    std::ofstream out(temp);
+    out << doc.dump(2) << "\n";
+    if (!out) fail(json_path, "cannot write");
+  }
+  std::filesystem::rename(temp, json_path);
+}
+
+std::vector<float> layer_forward(Backend* accelerator, const Layer& layer, const float* rows_data,
+                                 std::size_t rows, bool last, LayerRun* run) {
+  if (!accelerator) return layer_gemm_host(layer, rows_data, rows);
+  return layer_gemm(*accelerator, layer, rows_data, rows, last, run);
+}
+
+Tensor forward(Backend& accelerator, const Network& net, const Tensor& input,
+               std::vector<LayerRun>* runs) {
+  if (runs) runs->clear();
+  return run_network(
+      net, input,
+      [&](std::size_t l, const Layer& layer, const float* rows_data, std::size_t rows, bool last) {
+        LayerRun run;
+        run.name = std::string(kind_name(layer.kind)) + " " + std::to_string(l) + ": " +
+                   std::to_string(rows) + "x" + std::to_string(layer.weight_rows) + "x" +
+                   std::to_string(layer.units);
+        std::vector<float> out = layer_forward(&accelerator, layer, rows_data, rows, last, &run);
+        if (runs) runs->push_back(std::move(run));
+        return out;
+      });
+}
+
+Tensor forward_host_fp32(const Network& net, const Tensor& input) {
+  return run_network(
+      net, input,
+      [&](std::size_t, const Layer& layer, const float* rows_data, std::size_t rows, bool last) {
+        return layer_forward(nullptr, layer, rows_data, rows, last);
+      });
+}
+
+std::vector<float> im2col(const Tensor& x, std::uint32_t kernel) {
+  if (x.shape.size() != 4) throw std::invalid_argument("im2col needs an [n, h, w, c] tensor");
+  const std::size_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
+  const std::ptrdiff_t half = kernel / 2;
+  const std::size_t row_len = std::size_t{kernel} * kernel * c;
+  std::vector<float> cols(n * h * w * row_len, 0.0f);
+  for (std::size_t b = 0; b < n; ++b) {
+    for (std::size_t y = 0; y < h; ++y) {
+      for (std::size_t xx = 0; xx < w; ++xx) {
+        float* row = &cols[((b * h + y) * w + xx) * row_len];
+        for (std::uint32_t ky = 0; ky < kernel; ++ky) {
+          const std::ptrdiff_t sy = static_cast<std::ptrdiff_t>(y) + ky - half;
+          if (sy < 0 || sy >= static_cast<std::ptrdiff_t>(h)) continue;
+          for (std::uint32_t kx = 0; kx < kernel; ++kx) {
+            const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(xx) + kx - half;
+            if (sx < 0 || sx >= static_cast<std::ptrdiff_t>(w)) continue;
+            const float* src = &x.data[((b * h + static_cast<std::size_t>(sy)) * w +
+                                        static_cast<std::size_t>(sx)) *
+                                       c];
+            std::copy(src, src + c, row + (std::size_t{ky} * kernel + kx) * c);
+          }
+        }
+      }
+    }
+  }
+  return cols;
+}
+
+Tensor col2im(const std::vector<float>& cols, const std::vector<std::uint32_t>& shape,
+              std::uint32_t kernel) {
+  if (shape.size() != 4) throw std::invalid_argument("col2im needs an [n, h, w, c] shape");
+  Tensor x(shape);
+  const std::size_t n = shape[0], h = shape[1], w = shape[2], c = shape[3];
+  const std::ptrdiff_t half = kernel / 2;
+  const std::size_t row_len = std::size_t{kernel} * kernel * c;
+  if (cols.size() != n * h * w * row_len) {
+    throw std::invalid_argument("col2im: columns of the wrong size");
+  }
+  for (std::size_t b = 0; b < n; ++b) {
+    for (std::size_t y = 0; y < h; ++y) {
+      for (std::size_t xx = 0; xx < w; ++xx) {
+        const float* row = &cols[((b * h + y) * w + xx) * row_len];
+        for (std::uint32_t ky = 0; ky < kernel; ++ky) {
+          const std::ptrdiff_t sy = static_cast<std::ptrdiff_t>(y) + ky - half;
+          if (sy < 0 || sy >= static_cast<std::ptrdiff_t>(h)) continue;
+          for (std::uint32_t kx = 0; kx < kernel; ++kx) {
+            const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(xx) + kx - half;
+            if (sx < 0 || sx >= static_cast<std::ptrdiff_t>(w)) continue;
+            float* dst = &x.data[((b * h + static_cast<std::size_t>(sy)) * w +
+                                  static_cast<std::size_t>(sx)) *
+                                 c];
+            const float* src = row + (std::size_t{ky} * kernel + kx) * c;
+            for (std::size_t ch = 0; ch < c; ++ch) dst[ch] += src[ch];
+          }
+        }
+      }
+    }
+  }
+  return x;
+}
+
+Tensor max_pool(const Tensor& x, std::uint32_t pool) {
+  if (x.shape.size() != 4 || pool == 0) {
+    throw std::invalid_argument("max_pool needs an [n, h, w, c] tensor and a window");
+  }
+  const std::size_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
+  Tensor y({x.shape[0], x.shape[1] / pool, x.shape[2] / pool, x.shape[3]});
+  const std::size_t oh = y.shape[1], ow = y.shape[2];
+  for (std::size_t b = 0; b < n; ++b) {
+    for (std::size_t oy = 0; oy < oh; ++oy) {
+      for (std::size_t ox = 0; ox < ow; ++ox) {
+        for (std::size_t ch = 0; ch < c; ++ch) {
+          float best = -INFINITY;
+          for (std::uint32_t dy = 0; dy < pool; ++dy) {
+            for (std::uint32_t dx = 0; dx < pool; ++dx) {
+              const float v = x.data[((b * h + oy * pool + dy) * w + ox * pool + dx) * c + ch];
+              // NaN wins, so a NaN in the window is not hidden.
+              if (v > best || std::isnan(v)) best = v;
+            }
+          }
+          y.data[((b * oh + oy) * ow + ox) * c + ch] = best;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+std::vector<std::uint32_t> argmax_rows(const Tensor& logits) {
+  const std::size_t n = logits.batch(), k = logits.per_example();
+  std::vector<std::uint32_t> best(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 1; j < k; ++j) {
+      if (logits.data[i * k + j] > logits.data[i * k + best[i]]) {
+        best[i] = static_cast<std::uint32_t>(j);
+      }
+    }
+  }
+  return best;
+}
+
+Tensor images_to_tensor(const std::vector<std::uint8_t>& images, std::uint32_t first,
+                        std::uint32_t count, std::uint32_t height, std::uint32_t width) {
+  const std::size_t per = std::size_t{height} * width;
+  if ((std::size_t{first} + count) * per > images.size()) {
+    throw std::out_of_range("image range beyond the data set");
+  }
+  Tensor x({count, height, width, 1});
+  for (std::size_t i = 0; i < count * per; ++i) {
+    x.data[i] = static_cast<float>(images[first * per + i]) / 255.0f;
+  }
+  return x;
+}
+
+}  // namespace tpu::nn

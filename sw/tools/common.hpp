@@ -1,0 +1,344 @@
+// What the subcommands of the `tpu` tool share: exit statuses, the one-line
+// errors of bad input, numbers and files, the backends and their options, and
+// the statistics a run prints.
+#pragma once
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "harness/rtl_backend.hpp"
+#include "ref/numerics.hpp"
+#include "tpu/assembler.hpp"
+#include "tpu/isa.hpp"
+#include "tpu/model.hpp"
+#include "tpu/npy.hpp"
+
+namespace tpu::tool {
+
+using tpu::HardwareConfig;
+using tpu::RunResult;
+using tpu::isa::Instruction;
+
+constexpr int kExitCoreError = 1;
+constexpr int kExitBadInput = 2;
+constexpr int kExitSimulationFailed = 3;
+
+constexpr const char* kBackendRtl = "rtl";
+constexpr const char* kBackendModel = "model";
+constexpr const char* kDefaultArray = "16x16";
+// The slope of --act leaky without --alpha: the customary one (PyTorch, Keras).
+constexpr const char* kDefaultLeakySlope = "0.01";
+// Host memory of `tpu run` when the program and its data need less: room for scratch areas.
+constexpr std::uint64_t kDefaultRunMemory = 1u << 20;
+constexpr std::uint64_t kHostSpace = std::uint64_t{1} << 32;
+constexpr std::string_view kBf16Suffix = ":bf16";
+
+// Something wrong with what the user gave (an option, a file, a shape): one line, exit status 2.
+class BadInput : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+inline bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+// Removes `suffix` from the end of `text` if it is there.
+inline bool take_suffix(std::string& text, std::string_view suffix) {
+  if (!ends_with(text, suffix)) return false;
+  text.resize(text.size() - suffix.size());
+  return true;
+}
+
+// A decimal or 0x-hexadecimal number no larger than `max`; `what` names it in the message.
+inline std::uint64_t parse_number(std::string_view text, const std::string& what,
+                                  std::uint64_t max) {
+  int base = 10;
+  std::string_view digits = text;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    base = 16;
+    digits.remove_prefix(2);
+  }
+  std::uint64_t value = 0;
+  const char* end = digits.data() + digits.size();
+  const auto [ptr, ec] = std::from_chars(digits.data(), end, value, base);
+  if (digits.empty() || ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+    throw BadInput(fmt::format("{}: '{}' is not a decimal or 0x hexadecimal number", what, text));
+  }
+  if (ec == std::errc::result_out_of_range || value > max) {
+    throw BadInput(fmt::format("{}: {} is larger than {}", what, text, max));
+  }
+  return value;
+}
+
+// A finite decimal number rounded to bf16 by N-OUT, as the assembler reads `alpha=`.
+inline tpu::ref::bf16_t parse_bf16(std::string_view text, const std::string& what) {
+  float value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value, std::chars_format::general);
+  const tpu::ref::fp32_t bits = tpu::ref::float_to_fp32(value);
+  const bool finite = ((bits >> 23) & 0xFF) != 0xFF;
+  if (text.empty() || ec != std::errc() || ptr != end || !finite) {
+    throw BadInput(fmt::format("{}: '{}' is not a finite decimal number", what, text));
+  }
+  return tpu::ref::fp32_to_bf16(bits);
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw BadInput(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  // libstdc++ throws from inside the iterators when read() fails (a directory opens, but
+  // reading it fails with EISDIR).
+  try {
+    std::string contents{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (!in.bad()) return contents;
+  } catch (const std::ios_base::failure&) {
+  }
+  throw BadInput(fmt::format("{}: read error: {}", path, std::strerror(errno)));
+}
+
+// Refuses an output path that cannot be written before any work is done for it.
+inline void check_output_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ignored;
+  if (fs::is_directory(path, ignored)) throw BadInput(fmt::format("{}: is a directory", path));
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string directory = parent.empty() ? "." : parent.string();
+  if (::access(directory.c_str(), W_OK) != 0) {
+    throw BadInput(
+        fmt::format("{}: cannot write in {}: {}", path, directory, std::strerror(errno)));
+  }
+}
+
+// Writes through a temporary file renamed over `path`, so that a failure never leaves part of a
+// file behind.
+inline void write_file(const std::string& path, std::string_view contents) {
+  const std::string temporary = fmt::format("{}.tmp{}", path, ::getpid());
+  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+  out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  out.close();
+  if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    std::remove(temporary.c_str());
+    throw BadInput(fmt::format("{}: cannot write: {}", path, std::strerror(error)));
+  }
+}
+
+inline tpu::npy::Array read_npy(const std::string& path) {
+  try {
+    return tpu::npy::read(path);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+}
+
+inline void write_npy(const std::string& path, const tpu::npy::Array& array) {
+  try {
+    tpu::npy::write(path, array);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+}
+
+inline std::string shape_text(const tpu::npy::Array& array) {
+  return array.shape.size() == 1 ? fmt::format("({},)", array.shape[0])
+                                 : fmt::format("({}, {})", array.shape[0], array.shape[1]);
+}
+
+// --- Programs ---
+
+inline std::vector<Instruction> assemble_file(const std::string& path) {
+  try {
+    return tpu::isa::assemble(read_file(path));
+  } catch (const std::invalid_argument& error) {
+    throw BadInput(fmt::format("{}:{}", path, error.what()));  // "line N: ..." from the assembler
+  }
+}
+
+inline std::vector<Instruction> decode_file(const std::string& path) {
+  const std::string bytes = read_file(path);
+  if (bytes.size() % tpu::isa::kInstrBytes != 0) {
+    throw BadInput(fmt::format("{}: {} bytes is not a whole number of {}-byte instructions", path,
+                               bytes.size(), tpu::isa::kInstrBytes));
+  }
+  return tpu::isa::decode_program(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                  bytes.size());
+}
+
+inline std::string_view as_text(const std::vector<std::uint8_t>& bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+// --- Backends ---
+
+inline std::vector<std::string> array_names() {
+  std::vector<std::string> names;
+  for (const HardwareConfig& config : tpu::harness::compiled_tops()) {
+    names.push_back(config.name());
+  }
+  return names;
+}
+
+// --array has been checked against array_names() by the parser.
+inline HardwareConfig config_named(const std::string& name) {
+  const auto& tops = tpu::harness::compiled_tops();
+  return *std::find_if(tops.begin(), tops.end(),
+                       [&](const HardwareConfig& config) { return config.name() == name; });
+}
+
+// How `gemm` and `run` execute a program, and what they report.
+struct Execution {
+  std::string backend = kBackendRtl;
+  std::string array = kDefaultArray;
+  std::string trace_path;
+  bool stats = false;
+};
+
+inline void add_execution_options(CLI::App& command, Execution& execution) {
+  command
+      .add_option("--backend", execution.backend,
+                  "rtl: the Verilator model of tpu_top, cycle by cycle\n"
+                  "model: the functional model of the instruction set\n"
+                  "(the same results, no cycles, much faster)")
+      ->check(CLI::IsMember({kBackendRtl, kBackendModel}))
+      ->type_name("KIND")
+      ->capture_default_str();
+  command
+      .add_option("--array", execution.array,
+                  "core configuration: the array, then what differs from\n"
+                  "the default core (`tpu info` lists the parameters)")
+      ->check(CLI::IsMember(array_names()))
+      ->type_name("NAME")
+      ->capture_default_str();
+  command
+      .add_option("--trace", execution.trace_path,
+                  "write an FST waveform of every cycle (rtl only; kept\n"
+                  "when the core stops with an error, to debug it)")
+      ->type_name("FILE.fst");
+  command.add_flag("--stats", execution.stats,
+                   "print the cycle counters (rtl), or the instructions\n"
+                   "and MACs (model)");
+}
+
+// Checks what the parser cannot: the options that only go together.
+inline void check_execution(const Execution& execution) {
+  if (execution.trace_path.empty()) return;
+  if (execution.backend != kBackendRtl) {
+    throw BadInput("--trace needs --backend rtl: the functional model has no waveform");
+  }
+  check_output_path(execution.trace_path);
+}
+
+inline std::unique_ptr<tpu::Backend> make_backend(const Execution& execution,
+                                                  const HardwareConfig& config,
+                                                  std::size_t memory_bytes) {
+  if (execution.backend == kBackendModel) {
+    return std::make_unique<tpu::FunctionalModel>(config, memory_bytes);
+  }
+  tpu::harness::RtlOptions options;
+  options.memory_bytes = memory_bytes;
+  options.trace_path = execution.trace_path;
+  return std::make_unique<tpu::harness::RtlBackend>(config, options);
+}
+
+inline std::size_t counter_index(std::uint32_t lo_offset) {
+  return (lo_offset - tpu::regs::kCounterBase) / 8;
+}
+
+// The multiply-accumulates the first `completed` instructions count as useful: k_valid x n_valid
+// per row of each MATMUL iteration, as the USEFUL_MACS counter counts them. A program runs
+// straight through, so the completed instructions are the first ones.
+inline std::uint64_t useful_macs(const std::vector<Instruction>& program, std::uint64_t completed) {
+  std::uint64_t macs = 0;
+  for (std::uint64_t pc = 0; pc < std::min<std::uint64_t>(completed, program.size()); ++pc) {
+    const Instruction& in = program[pc];
+    if (in.opcode() != tpu::isa::Opcode::Matmul) continue;
+    macs += std::uint64_t{in.count()} * in.rows() * in.k_valid() * in.n_valid();
+  }
+  return macs;
+}
+
+inline double percent(double part, double whole) {
+  return whole > 0 ? 100.0 * part / whole : 0.0;
+}
+
+// `ideal_macs` are the multiply-accumulates the work needs; at dim x dim per cycle they give the
+// cycles a perfect array would take.
+inline void print_rtl_stats(const tpu::Counters& counters, unsigned dim, std::uint64_t ideal_macs) {
+  const std::uint64_t cycles = counters[counter_index(tpu::regs::kCntCyclesLo)];
+  const std::uint64_t peak_per_cycle = std::uint64_t{dim} * dim;
+  const double ideal_cycles = static_cast<double>(ideal_macs) / static_cast<double>(peak_per_cycle);
+  fmt::print("cycles        {}\n", cycles);
+  fmt::print("ideal cycles  {:.2f} ({} MACs at {} per cycle)\n", ideal_cycles, ideal_macs,
+             peak_per_cycle);
+  fmt::print("utilisation   {:.2f} %\n\n", percent(ideal_cycles, static_cast<double>(cycles)));
+
+  std::size_t name_width = std::string_view("counter").size();
+  std::size_t value_width = std::string_view("value").size();
+  for (std::size_t c = 0; c < counters.size(); ++c) {
+    name_width = std::max(name_width, std::strlen(tpu::regs::kCounters[c].name));
+    value_width = std::max(value_width, fmt::formatted_size("{}", counters[c]));
+  }
+  fmt::print("{:<{}}  {:>{}}  {:>8}\n", "counter", name_width, "value", value_width, "share");
+  const std::size_t useful = counter_index(tpu::regs::kCntUsefulMacsLo);
+  for (std::size_t c = 0; c < counters.size(); ++c) {
+    // USEFUL_MACS counts MACs, not cycles: its share is of the array's peak.
+    const bool macs = c == useful;
+    const double whole = static_cast<double>(macs ? cycles * peak_per_cycle : cycles);
+    fmt::print("{:<{}}  {:>{}}  {:>6.2f} % of {}\n", tpu::regs::kCounters[c].name, name_width,
+               counters[c], value_width, percent(static_cast<double>(counters[c]), whole),
+               macs ? "peak MACs" : "cycles");
+  }
+}
+
+inline void print_stats(const RunResult& result, const tpu::Backend& backend,
+                        const std::vector<Instruction>& program, std::uint64_t ideal_macs) {
+  if (result.counters) {
+    print_rtl_stats(*result.counters, backend.config().dim, ideal_macs);
+    return;
+  }
+  fmt::print("instructions  {}\n", result.instructions);
+  fmt::print("useful MACs   {}\n", useful_macs(program, result.instructions));
+}
+
+inline int report_core_stop(const RunResult& result, const tpu::Backend& backend) {
+  fmt::print(stderr, "tpu: core stopped: {} at instruction {} ({})\n",
+             tpu::regs::error_name(result.error), result.error_pc,
+             tpu::regs::error_doc(result.error));
+  // The functional model also knows which field or row was wrong.
+  if (const auto* model = dynamic_cast<const tpu::FunctionalModel*>(&backend)) {
+    if (!model->error_detail().empty()) fmt::print(stderr, "tpu: {}\n", model->error_detail());
+  }
+  return kExitCoreError;
+}
+
+inline int report_bad_input(std::string message) {
+  // One line, whatever the message: scripts read the first line of stderr.
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  fmt::print(stderr, "tpu: {}\n", message);
+  return kExitBadInput;
+}
+
+// Help footers, wrapped by hand: CLI11 prints them as they are.
+constexpr const char* kExitStatusHelp =
+    "Exit status: 0 success, 1 the core stopped with an error, 2 bad input (one\n"
+    "line on stderr, no output file written), 3 the simulation itself failed.";
+
+}  // namespace tpu::tool

@@ -1,0 +1,250 @@
+#include "net.hpp"
+
+#include <chrono>
+
+#include "common.hpp"
+#include "tpu/nn.hpp"
+#include "tpu/train.hpp"
+
+namespace tpu::tool {
+namespace {
+
+constexpr const char* kBackendHost = "host";
+// Host memory to start with; a backend grows it for larger products.
+constexpr std::size_t kNetworkMemory = 8u << 20;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The backend a network runs on, or none for host fp32.
+std::unique_ptr<Backend> network_backend(const std::string& kind, const std::string& array,
+                                         const std::string& trace_path = "") {
+  if (kind == kBackendHost) return nullptr;
+  Execution execution;
+  execution.backend = kind;
+  execution.array = array;
+  execution.trace_path = trace_path;
+  check_execution(execution);
+  return make_backend(execution, config_named(array), kNetworkMemory);
+}
+
+idx::Dataset load_data(bool train, const std::string& dir) {
+  try {
+    return nn::load_fashion_mnist(train, dir);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+}
+
+}  // namespace
+
+CLI::App* add_train_command(CLI::App& app, TrainOptions& options) {
+  CLI::App* command = app.add_subcommand(
+      "train", "train a Fashion-MNIST network (products on the accelerator, mixed precision)");
+  command->add_option("--arch", options.architecture, "mlp (784-256-128-10) or cnn")
+      ->check(CLI::IsMember({"mlp", "cnn"}))
+      ->capture_default_str();
+  command->add_option("--out", options.out_path, "the trained network: JSON, with .npy weights")
+      ->required()
+      ->type_name("NET.json");
+  command
+      ->add_option("--backend", options.backend,
+                   "model: every product on the functional model (bf16 x bf16, fp32 sums)\n"
+                   "rtl: the same on the Verilator model (slow; the same bits)\n"
+                   "host: everything in host fp32, the reference")
+      ->check(CLI::IsMember({kBackendModel, kBackendRtl, kBackendHost}))
+      ->type_name("KIND")
+      ->capture_default_str();
+  command->add_option("--array", options.array, "core configuration")
+      ->check(CLI::IsMember(array_names()))
+      ->capture_default_str();
+  command->add_option("--epochs", options.epochs)
+      ->check(CLI::Range(1u, 1000u))
+      ->capture_default_str();
+  command->add_option("--batch", options.batch)
+      ->check(CLI::Range(1u, 65535u))
+      ->capture_default_str();
+  command->add_option("--lr", options.learning_rate, "Adam's learning rate")
+      ->check(CLI::Range(1e-7f, 1.0f))
+      ->capture_default_str();
+  command->add_option("--seed", options.seed, "initial weights and example order")
+      ->capture_default_str();
+  command->add_option("--examples", options.examples, "train on the first N examples (0: all)");
+  command->add_option("--test-images", options.test_images,
+                      "test images to measure accuracy on after each epoch (0: all)");
+  command->add_option("--data", options.data_dir,
+                      "Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)");
+  return command;
+}
+
+CLI::App* add_eval_command(CLI::App& app, EvalOptions& options) {
+  CLI::App* command = app.add_subcommand(
+      "eval", "classify Fashion-MNIST test images with a trained network on a backend");
+  command->add_option("--net", options.net_path, "the network")->required()->type_name("NET.json");
+  command->add_option("--backend", options.backend, "rtl, model or host (fp32)")
+      ->check(CLI::IsMember({kBackendRtl, kBackendModel, kBackendHost}))
+      ->type_name("KIND")
+      ->capture_default_str();
+  command->add_option("--array", options.array, "core configuration")
+      ->check(CLI::IsMember(array_names()))
+      ->capture_default_str();
+  command->add_option("--images", options.images, "how many test images (0: all 10,000)")
+      ->capture_default_str();
+  command->add_option("--first", options.first, "index of the first test image")
+      ->capture_default_str();
+  command->add_option("--batch", options.batch, "images per run of the core")
+      ->check(CLI::Range(1u, 65535u))
+      ->capture_default_str();
+  command
+      ->add_option("--compare", options.compare,
+                   "also run on these backends and compare: predictions (model) and "
+                   "accuracy (host)")
+      ->check(CLI::IsMember({kBackendRtl, kBackendModel, kBackendHost}));
+  command->add_flag("--stats", options.stats, "per-layer cycles and utilisation (rtl)");
+  command->add_option("--trace", options.trace_path, "FST waveform (rtl; use few images)");
+  command->add_option("--data", options.data_dir, "Fashion-MNIST IDX files");
+  return command;
+}
+
+int run_train(const TrainOptions& options) {
+  check_output_path(options.out_path);
+  const idx::Dataset train = load_data(true, options.data_dir);
+  const idx::Dataset test = load_data(false, options.data_dir);
+  nn::Network net = nn::make_network(
+      options.architecture == "mlp" ? nn::Architecture::Mlp : nn::Architecture::Cnn, options.seed);
+  std::unique_ptr<Backend> backend = network_backend(options.backend, options.array);
+  nn::TrainOptions train_options;
+  train_options.epochs = options.epochs;
+  train_options.batch = options.batch;
+  train_options.learning_rate = options.learning_rate;
+  train_options.seed = options.seed;
+  train_options.examples = options.examples;
+  nn::Trainer trainer(net, backend.get(), train_options);
+
+  fmt::print("training {} on {} ({}): {} epochs, batch {}, Adam lr {}, seed {}\n", net.name,
+             options.backend, options.backend == kBackendHost ? "fp32" : "bf16 x bf16, fp32 sums",
+             options.epochs, options.batch, options.learning_rate, options.seed);
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned e = 0; e < options.epochs; ++e) {
+    const float loss = trainer.epoch(train, [&](unsigned done, unsigned all, float mean) {
+      if (done % 100 == 0 || done == all) {
+        fmt::print("\r  epoch {:>3}  batch {:>5} / {}  loss {:.4f}", e + 1, done, all, mean);
+        std::fflush(stdout);
+      }
+    });
+    const double test_accuracy = nn::accuracy(backend.get(), net, test, options.test_images, 256);
+    fmt::print("\r  epoch {:>3}  loss {:.4f}  test accuracy {:.4f}  ({:.0f} s)          \n", e + 1,
+               loss, test_accuracy, seconds_since(start));
+  }
+  fmt::print("{:.3g} multiply-accumulates in {:.0f} s\n", static_cast<double>(trainer.macs()),
+             seconds_since(start));
+  nn::save_network(net, options.out_path);
+  fmt::print("wrote {}\n", options.out_path);
+  return 0;
+}
+
+int run_eval(const EvalOptions& options) {
+  nn::Network net;
+  try {
+    net = nn::load_network(options.net_path);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+  const idx::Dataset test = load_data(false, options.data_dir);
+  if (options.first >= test.count) {
+    throw BadInput(
+        fmt::format("--first {}: the test set has {} images", options.first, test.count));
+  }
+  const std::uint32_t count = options.images ? std::min(options.images, test.count - options.first)
+                                             : test.count - options.first;
+  std::unique_ptr<Backend> backend =
+      network_backend(options.backend, options.array, options.trace_path);
+
+  // Classifies the images on one backend, accumulating the core's counters.
+  struct Outcome {
+    std::vector<std::uint32_t> predictions;
+    std::uint32_t correct = 0;
+    double seconds = 0;
+    Counters counters{};
+    std::vector<nn::LayerRun> layers;
+  };
+  auto classify = [&](Backend* accelerator) {
+    Outcome out;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::uint32_t done = 0; done < count; done += options.batch) {
+      const std::uint32_t n = std::min(options.batch, count - done);
+      const nn::Tensor x =
+          nn::images_to_tensor(test.images, options.first + done, n, test.rows, test.cols);
+      std::vector<nn::LayerRun> runs;
+      const nn::Tensor logits =
+          accelerator ? nn::forward(*accelerator, net, x, &runs) : nn::forward_host_fp32(net, x);
+      const std::vector<std::uint32_t> best = nn::argmax_rows(logits);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        out.correct += best[i] == test.labels[options.first + done + i];
+        out.predictions.push_back(best[i]);
+      }
+      for (std::size_t l = 0; l < runs.size(); ++l) {
+        if (out.layers.size() <= l) out.layers.push_back({runs[l].name, 0, Counters{}});
+        out.layers[l].macs += runs[l].macs;
+        if (runs[l].counters) {
+          for (std::size_t c = 0; c < out.counters.size(); ++c) {
+            out.counters[c] += (*runs[l].counters)[c];
+            (*out.layers[l].counters)[c] += (*runs[l].counters)[c];
+          }
+        }
+      }
+    }
+    out.seconds = seconds_since(start);
+    return out;
+  };
+
+  const Outcome main = classify(backend.get());
+  fmt::print("{}: {} test images from {} on {}{}\n", net.name, count, options.first,
+             options.backend,
+             options.backend == kBackendHost ? " (fp32)" : " (" + options.array + " core)");
+  fmt::print("accuracy                 {:.4f} ({} of {})\n", double(main.correct) / count,
+             main.correct, count);
+  const unsigned dim = config_named(options.array).dim;
+  if (options.backend == kBackendRtl) {
+    const double cycles = static_cast<double>(main.counters[counter_index(regs::kCntCyclesLo)]);
+    const double macs = static_cast<double>(main.counters[counter_index(regs::kCntUsefulMacsLo)]);
+    fmt::print("cycles per image         {:.0f}\n", cycles / count);
+    fmt::print("MXU utilisation          {:.2f} % (useful MACs / (cycles x {}))\n",
+               100.0 * macs / (cycles * dim * dim), dim * dim);
+    fmt::print("simulated images/s       {:.2f} ({:.0f} cycles/s of simulation)\n",
+               count / main.seconds, cycles / main.seconds);
+    if (options.stats) {
+      fmt::print("\n{:<30} {:>12} {:>12} {:>8}\n", "layer (rows x K x N)", "cycles", "MACs",
+                 "util %");
+      for (const nn::LayerRun& layer : main.layers) {
+        const double c = static_cast<double>((*layer.counters)[counter_index(regs::kCntCyclesLo)]);
+        fmt::print("{:<30} {:>12.0f} {:>12} {:>8.2f}\n", layer.name, c, layer.macs,
+                   100.0 * static_cast<double>(layer.macs) / (c * dim * dim));
+      }
+    }
+  } else {
+    fmt::print("wall time                {:.1f} s\n", main.seconds);
+  }
+
+  int status = 0;
+  for (const std::string& other : options.compare) {
+    std::unique_ptr<Backend> second = network_backend(other, options.array);
+    const Outcome theirs = classify(second.get());
+    const bool host = other == kBackendHost;
+    std::uint32_t same = 0;
+    for (std::uint32_t i = 0; i < count; ++i) same += main.predictions[i] == theirs.predictions[i];
+    fmt::print("{:<24} {:.4f}; {} of {} predictions the same{}\n",
+               fmt::format("accuracy on {}", other), double(theirs.correct) / count, same, count,
+               host ? " (fp32 host: not expected to be all)" : "");
+    // Every accelerator backend computes the same bits.
+    if (!host && options.backend != kBackendHost && same != count) {
+      fmt::print(stderr, "tpu: {} and {} disagree on {} predictions\n", options.backend, other,
+                 count - same);
+      status = kExitCoreError;
+    }
+  }
+  return status;
+}
+
+}  // namespace tpu::tool

@@ -1,0 +1,42 @@
+// The `tpu train` and `tpu eval` subcommands: training the Fashion-MNIST
+// networks and running them on a backend (docs/networks.md).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace tpu::tool {
+
+struct TrainOptions {
+  std::string architecture = "mlp";
+  std::string out_path;
+  std::string backend = "model";
+  std::string array = "16x16";
+  std::string data_dir;
+  unsigned epochs = 10;
+  unsigned batch = 64;
+  float learning_rate = 1e-3f;
+  std::uint64_t seed = 1;
+  std::uint32_t examples = 0;
+  std::uint32_t test_images = 0;
+};
+
+struct EvalOptions {
+  std::string net_path;
+  std::string backend = "rtl";
+  std::string array = "16x16";
+  std::string data_dir;
+  std::string trace_path;
+  std::vector<std::string> compare;
+  std::uint32_t images = 0;
+  std::uint32_t first = 0;
+  std::uint32_t batch = 64;
+  bool stats = false;
+};
+
+CLI::App* add_train_command(CLI::App& app, TrainOptions& options);
+CLI::App* add_eval_command(CLI::App& app, EvalOptions& options);
+int run_train(const TrainOptions& options);
+int run_eval(const EvalOptions& options);
+
+}  // namespace tpu::tool
