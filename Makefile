@@ -10,14 +10,20 @@ CORE_CASE ?= 4x4_m1a1/ragged
 SYNTH_ROWS ?= 2
 SYNTH_COLS ?= 2
 SHARDS  ?= $(JOBS)
+# make demo: test images per network on the RTL (FULL=1: all 10,000).
+DEMO_IMAGES ?= 256
+DEMO_COUNT  := $(if $(FULL),0,$(DEMO_IMAGES))
+PERF    ?= docs/perf
+# Debian's interpreter, which has python3-matplotlib (scripts/deps.sh) for the plots.
+PYTHON  ?= /usr/bin/python3
 
 RTL_FILES  := $(shell cat rtl/mxu.f)
 CORE_FILES := $(shell cat rtl/core.f)
 LINT       := verilator --lint-only -Wall sim/lint.vlt $(RTL_FILES)
 LINT_CORE  := verilator --lint-only -Wall sim/lint.vlt $(CORE_FILES) --top-module tpu_top
 
-.PHONY: all deps build sim test lint synth wave wave-core bench bench-core verify-exhaustive \
-        defs clean
+.PHONY: all deps build sim test lint synth wave wave-core bench bench-suite bench-sim bench-core \
+        bench-mxu demo nets nets-host verify-exhaustive defs clean
 
 all: build
 
@@ -89,12 +95,46 @@ wave-core: build
 	$(BUILD)/bin/core_sim --only "$(CORE_CASE)" --wave $(BUILD)/waves/core.fst $(if $(SEED),--seed $(SEED))
 	@echo "open with: gtkwave $(BUILD)/waves/core.fst sim/core.gtkw"
 
-# The matrix unit's stream benchmark, then the core's 512 x 512 x 512 GEMM.
-bench: bench-core
-	scripts/bench_mxu.sh $(BUILD)/bench
+# The benchmark suite and the simulation-speed sweep; tables, records and plots in $(PERF).
+bench: bench-suite bench-sim
 
+# Workloads after the TPU paper's table on the 16x16 core's RTL, with the cycle model beside.
+bench-suite: build
+	@mkdir -p $(PERF)
+	$(BUILD)/bin/bench_suite --json $(PERF)/bench.json --markdown $(PERF)/bench.md
+	$(PYTHON) scripts/plot_bench.py $(PERF)/bench.json $(PERF)
+
+# Verilator build time and simulation speed of the matrix unit, 4x4 to 32x32, 1 and 2 threads.
+bench-sim: deps
+	scripts/bench_sim_speed.sh $(PERF)
+
+# One 512 x 512 x 512 GEMM on the core.
 bench-core: build
 	$(BUILD)/bin/core_bench --m 512 --k 512 --n 512
+
+# The matrix unit alone, streaming tiles back to back.
+bench-mxu: deps
+	scripts/bench_mxu.sh $(BUILD)/bench
+
+# The trained Fashion-MNIST networks of sw/nets on the RTL, checked against the
+# functional model (same predictions) and host fp32 (accuracy).
+demo: build
+	$(BUILD)/bin/tpu eval --net sw/nets/mlp.json --backend rtl --images $(DEMO_COUNT) \
+	  --compare model host --stats
+	$(BUILD)/bin/tpu eval --net sw/nets/cnn.json --backend rtl --images $(DEMO_COUNT) \
+	  --compare model host --stats
+
+# Retrains the networks of sw/nets on the functional model (about 15 min for
+# the MLP, an hour for the CNN, on one core).
+nets: build
+	$(BUILD)/bin/tpu train --arch mlp --epochs 15 --out sw/nets/mlp.json
+	$(BUILD)/bin/tpu train --arch cnn --epochs 5 --out sw/nets/cnn.json
+
+# The same training in host fp32, the reference the mixed-precision runs compare with.
+nets-host: build
+	@mkdir -p $(BUILD)/nets-host
+	$(BUILD)/bin/tpu train --backend host --arch mlp --epochs 15 --out $(BUILD)/nets-host/mlp.json
+	$(BUILD)/bin/tpu train --backend host --arch cnn --epochs 5 --out $(BUILD)/nets-host/cnn.json
 
 # All 2^32 multiplier inputs and all 2^32 rounder inputs, in SHARDS processes.
 verify-exhaustive: build

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Builds the 16x16 matrix unit with Verilator (timed, from scratch; tracing is
-# compiled in but off, assertions are left out) and runs the
-# benchmark driver tb/mxu_bench.cpp. Usage: scripts/bench_mxu.sh <work dir>
+# Builds the matrix unit (ROWS x COLS, default 16x16) with Verilator (timed,
+# from scratch; tracing is compiled in but off, assertions are left out; with
+# THREADS > 1 a multithreaded model) and runs the benchmark driver
+# tb/mxu_bench.cpp. Usage: scripts/bench_mxu.sh <work dir> [driver options]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(realpath -m "${1:-$root/build/bench}")
 rows=${ROWS:-16}
 cols=${COLS:-16}
+threads=${THREADS:-1}
+shift || true
 # Only ever delete a directory this script made (it leaves a marker in it).
 if [ -e "$work" ] && [ ! -f "$work/.mxu-bench" ]; then
   echo "bench_mxu.sh: refusing to reuse $work: it exists and was not made by this script" >&2
@@ -20,7 +23,9 @@ cd "$root"
 start=$(date +%s.%N)
 # Verilator's -O3 flattens the array into a few huge functions: slower to
 # compile and to run than the default, so it is left off.
-verilator --cc --exe --build -j "$(nproc)" --trace-fst -MAKEFLAGS "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2" --Mdir "$work" -o mxu_bench \
+thread_args=()
+if [ "$threads" -gt 1 ]; then thread_args=(--threads "$threads"); fi
+verilator --cc --exe --build -j "$(nproc)" --trace-fst "${thread_args[@]}" -MAKEFLAGS "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2" --Mdir "$work" -o mxu_bench \
   --top-module tpu_mxu -GRows="$rows" -GCols="$cols" sim/lint.vlt $(cat rtl/mxu.f) \
   -CFLAGS "-O2 -std=c++17 -ffp-contract=off -I$root/tb -DMXU_ROWS=$rows -DMXU_COLS=$cols" \
   -LDFLAGS "-lfmt" \
@@ -30,4 +35,4 @@ verilator --cc --exe --build -j "$(nproc)" --trace-fst -MAKEFLAGS "OPT_FAST=-O2 
 end=$(date +%s.%N)
 build_seconds=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
 
-"$work/mxu_bench" --build-seconds "$build_seconds"
+"$work/mxu_bench" --build-seconds "$build_seconds" --threads "$threads" "$@"

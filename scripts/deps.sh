@@ -16,6 +16,7 @@ packages=(
   nlohmann-json3-dev   # network descriptions
   dataset-fashion-mnist  # the data set the networks train and run on
   gtkwave python3      # fst2vcd checks the .gtkw layout; GTKWave opens the waves
+  python3-matplotlib   # the benchmark plots (make bench)
 )
 
 missing=()

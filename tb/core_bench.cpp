@@ -7,12 +7,8 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
-#include <chrono>
-
-#include "harness/rtl_backend.hpp"
-#include "oracle/random_matrices.hpp"
-#include "tpu/compiler.hpp"
-#include "tpu/model.hpp"
+#include "harness/gemm_bench.hpp"
+#include "tpu/cycle_model.hpp"
 
 namespace {
 
@@ -35,48 +31,22 @@ int run(int argc, char** argv) {
   app.add_option("--seed", seed, "random operands");
   CLI11_PARSE(app, argc, argv);
 
-  tpu::HardwareConfig config;
-  bool found = false;
-  for (const tpu::HardwareConfig& c : tpu::harness::compiled_tops()) {
-    if (c.name() == array) {
-      config = c;
-      found = true;
-    }
-  }
-  if (!found) throw std::invalid_argument("no compiled tpu_top configuration " + array);
-
+  const tpu::HardwareConfig config = tpu::harness::compiled_top_named(array);
   tpu::GemmSpec spec;
   spec.m = m;
   spec.k = k;
   spec.n = n;
   spec.out = out_dtype == "bf16" ? tpu::OutType::Bf16 : tpu::OutType::Fp32;
-  const tpu::GemmPlan plan = tpu::plan_gemm(config, spec);
-  tpu::oracle::OperandRng rng(seed);
-  const auto a = tpu::oracle::random_bf16_matrix(rng, m, k, 1);
-  const auto b = tpu::oracle::random_bf16_matrix(rng, k, n, 1);
+  tpu::harness::AxiTiming timing;
+  timing.read_latency = latency;
+  timing.beats_per_cycle = bandwidth;
+  const tpu::harness::GemmMeasurement run = tpu::harness::measure_gemm(config, spec, timing, seed);
+  const tpu::GemmPlan& plan = run.plan;
+  const auto count = plan.program.size();
+  const bool exact = run.exact;
+  const double seconds = run.wall_seconds;
 
-  tpu::harness::RtlOptions options;
-  options.memory_bytes = plan.memory_bytes;
-  options.timing.read_latency = latency;
-  options.timing.beats_per_cycle = bandwidth;
-  tpu::harness::RtlBackend rtl(config, options);
-  tpu::write_gemm_inputs(plan, rtl.memory(), a, b, nullptr, nullptr);
-  const auto count = static_cast<std::uint32_t>(plan.program.size());
-  const auto start = std::chrono::steady_clock::now();
-  const tpu::RunResult result = rtl.run(plan.prog_addr, count);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!result.ok()) {
-    throw std::runtime_error(std::string("core stopped: ") + tpu::regs::error_name(result.error));
-  }
-
-  tpu::FunctionalModel model(config, plan.memory_bytes);
-  tpu::write_gemm_inputs(plan, model.memory(), a, b, nullptr, nullptr);
-  const tpu::RunResult model_result = model.run(plan.prog_addr, count);
-  const bool exact = model_result.ok() && tpu::read_gemm_output(plan, rtl.memory()).data ==
-                                              tpu::read_gemm_output(plan, model.memory()).data;
-
-  const tpu::Counters& c = *result.counters;
+  const tpu::Counters& c = run.counters;
   const double cycles = static_cast<double>(c[0]);
   const double ideal =
       static_cast<double>(m) * k * n / (static_cast<double>(config.dim) * config.dim);
@@ -92,6 +62,12 @@ int run(int argc, char** argv) {
   fmt::print("cycles                {}\n", c[0]);
   fmt::print("ideal cycles          {:.0f}  (M*K*N / (rows*cols))\n", ideal);
   fmt::print("utilisation           {:.2f} %\n", 100.0 * ideal / cycles);
+  tpu::MemoryTiming memory;
+  memory.read_latency = latency;
+  memory.beats_per_cycle = bandwidth;
+  const tpu::CycleEstimate estimate = tpu::estimate_cycles(plan, memory);
+  fmt::print("cycle model           {:.0f} ({:+.1f} %), {} bound\n", estimate.cycles,
+             100.0 * (estimate.cycles - cycles) / cycles, estimate.bound);
   // Cycle counters as a share of all cycles (the categories add up to 100 %),
   // useful MACs as a share of the array's peak, DMA beats as bus occupancy.
   const double peak_macs = cycles * config.dim * config.dim;

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <fstream>
 #include <random>
 
 #include "Vtpu_mxu.h"
@@ -26,10 +27,15 @@ int run(int argc, char** argv) {
   const unsigned rows = MXU_ROWS, cols = MXU_COLS;
   unsigned tiles = 64, rows_per_tile = 0;
   double build_seconds = 0;
+  unsigned threads = 1;
+  std::string json_path;
   app.add_option("--tiles", tiles, "weight tiles in the stream")->check(CLI::Range(1u, 100000u));
   app.add_option("--rows-per-tile", rows_per_tile, "activation rows per tile (default 16 x rows)")
       ->check(CLI::Range(1u, 1000000u));
   app.add_option("--build-seconds", build_seconds, "model build time, to print with the rest");
+  app.add_option("--threads", threads, "Verilator threads the model was built with, to record")
+      ->check(CLI::Range(1u, 64u));
+  app.add_option("--json", json_path, "also write the figures here, as one JSON object");
   CLI11_PARSE(app, argc, argv);
   if (rows_per_tile == 0) rows_per_tile = 16 * rows;
 
@@ -78,6 +84,17 @@ int run(int argc, char** argv) {
   fmt::print("simulation speed            {:.0f} cycles/s, {:.3g} MACs/s (wall {:.2f} s)\n",
              double(out.stats.cycles) / seconds, double(out.stats.macs) / seconds, seconds);
   fmt::print("results vs reference model  {}\n", exact ? "bit-exact" : "MISMATCH");
+  if (!json_path.empty()) {
+    std::ofstream json(json_path);
+    json << fmt::format(
+        "{{\"rows\": {}, \"cols\": {}, \"threads\": {}, \"build_seconds\": {:.1f}, "
+        "\"cycles\": {}, \"useful_macs\": {}, \"utilisation\": {:.6f}, "
+        "\"wall_seconds\": {:.3f}, \"cycles_per_second\": {:.1f}, \"macs_per_second\": {:.4g}, "
+        "\"exact\": {}}}\n",
+        rows, cols, threads, build_seconds, out.stats.cycles, out.stats.macs, utilisation, seconds,
+        double(out.stats.cycles) / seconds, double(out.stats.macs) / seconds, exact);
+    if (!json) throw std::runtime_error(json_path + ": cannot write");
+  }
   const bool ok =
       exact && out.stats.cycles == expected && (rows_per_tile < 16 * rows || utilisation >= 0.99);
   return ok ? 0 : 1;

@@ -39,10 +39,12 @@ class GemmEmitter {
     load_a(0);
     for (std::uint32_t b = 0; b < blocks; ++b) {
       compute(b);
-      if (b > 0) finish(b - 1);
       // The next A block loads into the other bank while this one computes.
+      // It goes before the previous pair's ACTIVATE and WRITE_HOST: issue is
+      // in order, and that WRITE_HOST waits until the ACTIVATE has finished.
       const std::uint32_t mb = b / n_tiles_, nt = b % n_tiles_;
       if (nt == std::min(1u, n_tiles_ - 1) && mb + 1 < m_blocks_) load_a(mb + 1);
+      if (b > 0) finish(b - 1);
     }
     finish(blocks - 1);
     builder_.halt();

@@ -286,12 +286,12 @@ Network load_network(const std::string& json_path) {
       shape = next_shape(layer, shape, net.layers.size());
       net.layers.push_back(std::move(layer));
     }
+    net.classes = layer_shapes(net).back()[0];
   } catch (const Json::exception& e) {
     fail(json_path, std::string("malformed network description: ") + e.what());
   } catch (const std::invalid_argument& e) {
     fail(json_path, e.what());
   }
-  net.classes = layer_shapes(net).back()[0];
   return net;
 }
 
@@ -364,31 +364,45 @@ Tensor forward_host_fp32(const Network& net, const Tensor& input) {
       });
 }
 
-std::vector<float> im2col(const Tensor& x, std::uint32_t kernel) {
-  if (x.shape.size() != 4) throw std::invalid_argument("im2col needs an [n, h, w, c] tensor");
-  const std::size_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
-  const std::ptrdiff_t half = kernel / 2;
+namespace {
+
+// Calls visit(column offset, image offset) for every kernel position of every
+// output pixel that falls inside the image ("same" padding, stride 1): the
+// `c` channels at that image offset belong at that offset of the pixel's
+// im2col row. Positions in the padding have no image element and are skipped.
+template <typename Visit>
+void for_each_window(const std::vector<std::uint32_t>& shape, std::uint32_t kernel, Visit visit) {
+  const std::size_t n = shape[0], h = shape[1], w = shape[2], c = shape[3];
+  const auto half = static_cast<std::ptrdiff_t>(kernel / 2);
   const std::size_t row_len = std::size_t{kernel} * kernel * c;
-  std::vector<float> cols(n * h * w * row_len, 0.0f);
   for (std::size_t b = 0; b < n; ++b) {
     for (std::size_t y = 0; y < h; ++y) {
       for (std::size_t xx = 0; xx < w; ++xx) {
-        float* row = &cols[((b * h + y) * w + xx) * row_len];
+        const std::size_t row = ((b * h + y) * w + xx) * row_len;
         for (std::uint32_t ky = 0; ky < kernel; ++ky) {
           const std::ptrdiff_t sy = static_cast<std::ptrdiff_t>(y) + ky - half;
           if (sy < 0 || sy >= static_cast<std::ptrdiff_t>(h)) continue;
           for (std::uint32_t kx = 0; kx < kernel; ++kx) {
             const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(xx) + kx - half;
             if (sx < 0 || sx >= static_cast<std::ptrdiff_t>(w)) continue;
-            const float* src = &x.data[((b * h + static_cast<std::size_t>(sy)) * w +
-                                        static_cast<std::size_t>(sx)) *
-                                       c];
-            std::copy(src, src + c, row + (std::size_t{ky} * kernel + kx) * c);
+            visit(row + (std::size_t{ky} * kernel + kx) * c,
+                  ((b * h + static_cast<std::size_t>(sy)) * w + static_cast<std::size_t>(sx)) * c);
           }
         }
       }
     }
   }
+}
+
+}  // namespace
+
+std::vector<float> im2col(const Tensor& x, std::uint32_t kernel) {
+  if (x.shape.size() != 4) throw std::invalid_argument("im2col needs an [n, h, w, c] tensor");
+  const std::size_t c = x.shape[3];
+  std::vector<float> cols(x.data.size() * kernel * kernel, 0.0f);
+  for_each_window(x.shape, kernel, [&](std::size_t col, std::size_t image) {
+    std::copy(&x.data[image], &x.data[image] + c, &cols[col]);
+  });
   return cols;
 }
 
@@ -396,32 +410,13 @@ Tensor col2im(const std::vector<float>& cols, const std::vector<std::uint32_t>& 
               std::uint32_t kernel) {
   if (shape.size() != 4) throw std::invalid_argument("col2im needs an [n, h, w, c] shape");
   Tensor x(shape);
-  const std::size_t n = shape[0], h = shape[1], w = shape[2], c = shape[3];
-  const std::ptrdiff_t half = kernel / 2;
-  const std::size_t row_len = std::size_t{kernel} * kernel * c;
-  if (cols.size() != n * h * w * row_len) {
+  if (cols.size() != x.data.size() * kernel * kernel) {
     throw std::invalid_argument("col2im: columns of the wrong size");
   }
-  for (std::size_t b = 0; b < n; ++b) {
-    for (std::size_t y = 0; y < h; ++y) {
-      for (std::size_t xx = 0; xx < w; ++xx) {
-        const float* row = &cols[((b * h + y) * w + xx) * row_len];
-        for (std::uint32_t ky = 0; ky < kernel; ++ky) {
-          const std::ptrdiff_t sy = static_cast<std::ptrdiff_t>(y) + ky - half;
-          if (sy < 0 || sy >= static_cast<std::ptrdiff_t>(h)) continue;
-          for (std::uint32_t kx = 0; kx < kernel; ++kx) {
-            const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(xx) + kx - half;
-            if (sx < 0 || sx >= static_cast<std::ptrdiff_t>(w)) continue;
-            float* dst = &x.data[((b * h + static_cast<std::size_t>(sy)) * w +
-                                  static_cast<std::size_t>(sx)) *
-                                 c];
-            const float* src = row + (std::size_t{ky} * kernel + kx) * c;
-            for (std::size_t ch = 0; ch < c; ++ch) dst[ch] += src[ch];
-          }
-        }
-      }
-    }
-  }
+  const std::size_t c = shape[3];
+  for_each_window(shape, kernel, [&](std::size_t col, std::size_t image) {
+    for (std::size_t ch = 0; ch < c; ++ch) x.data[image + ch] += cols[col + ch];
+  });
   return x;
 }
 

@@ -127,6 +127,9 @@ Trainer::Trainer(Network& net, Backend* accelerator, const TrainOptions& options
   if (options.batch == 0 || options.epochs == 0) {
     throw std::invalid_argument("training needs a batch size and a number of epochs");
   }
+  if (!(options.lr_decay > 0.0f && options.lr_decay <= 1.0f)) {
+    throw std::invalid_argument("the learning rate's decay must be in (0, 1]");
+  }
   for (const Layer& layer : net_.layers) {
     if (layer.activation != isa::Func::None && layer.activation != isa::Func::Relu) {
       throw std::invalid_argument("the trainer knows the gradients of relu and none only");
@@ -290,14 +293,17 @@ float Trainer::step(const Tensor& images, const std::vector<std::uint8_t>& label
             grad.data = std::move(da);
           }
         }
-        adam(layer.weights, dw, adam_m_[2 * l], adam_v_[2 * l], options_.learning_rate, steps_);
-        adam(layer.bias, db, adam_m_[2 * l + 1], adam_v_[2 * l + 1], options_.learning_rate,
-             steps_);
+        adam(layer.weights, dw, adam_m_[2 * l], adam_v_[2 * l], learning_rate(), steps_);
+        adam(layer.bias, db, adam_m_[2 * l + 1], adam_v_[2 * l + 1], learning_rate(), steps_);
         break;
       }
     }
   }
   return static_cast<float>(loss / n);
+}
+
+float Trainer::learning_rate() const {
+  return options_.learning_rate * std::pow(options_.lr_decay, static_cast<float>(epochs_done_));
 }
 
 float Trainer::epoch(const idx::Dataset& train,

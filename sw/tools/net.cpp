@@ -68,6 +68,9 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& options) {
   command->add_option("--lr", options.learning_rate, "Adam's learning rate")
       ->check(CLI::Range(1e-7f, 1.0f))
       ->capture_default_str();
+  command->add_option("--lr-decay", options.lr_decay, "factor of the learning rate per epoch")
+      ->check(CLI::Range(1e-3f, 1.0f))
+      ->capture_default_str();
   command->add_option("--seed", options.seed, "initial weights and example order")
       ->capture_default_str();
   command->add_option("--examples", options.examples, "train on the first N examples (0: all)");
@@ -101,6 +104,9 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& options) {
                    "also run on these backends and compare: predictions (model) and "
                    "accuracy (host)")
       ->check(CLI::IsMember({kBackendRtl, kBackendModel, kBackendHost}));
+  command->add_option("--clock-mhz", options.clock_mhz, "clock of the images/s figure (rtl)")
+      ->check(CLI::Range(1.0, 10000.0))
+      ->capture_default_str();
   command->add_flag("--stats", options.stats, "per-layer cycles and utilisation (rtl)");
   command->add_option("--trace", options.trace_path, "FST waveform (rtl; use few images)");
   command->add_option("--data", options.data_dir, "Fashion-MNIST IDX files");
@@ -118,13 +124,15 @@ int run_train(const TrainOptions& options) {
   train_options.epochs = options.epochs;
   train_options.batch = options.batch;
   train_options.learning_rate = options.learning_rate;
+  train_options.lr_decay = options.lr_decay;
   train_options.seed = options.seed;
   train_options.examples = options.examples;
   nn::Trainer trainer(net, backend.get(), train_options);
 
-  fmt::print("training {} on {} ({}): {} epochs, batch {}, Adam lr {}, seed {}\n", net.name,
-             options.backend, options.backend == kBackendHost ? "fp32" : "bf16 x bf16, fp32 sums",
-             options.epochs, options.batch, options.learning_rate, options.seed);
+  fmt::print("training {} on {} ({}): {} epochs, batch {}, Adam lr {} (x {} per epoch), seed {}\n",
+             net.name, options.backend,
+             options.backend == kBackendHost ? "fp32" : "bf16 x bf16, fp32 sums", options.epochs,
+             options.batch, options.learning_rate, options.lr_decay, options.seed);
   const auto start = std::chrono::steady_clock::now();
   for (unsigned e = 0; e < options.epochs; ++e) {
     const float loss = trainer.epoch(train, [&](unsigned done, unsigned all, float mean) {
@@ -212,8 +220,11 @@ int run_eval(const EvalOptions& options) {
     fmt::print("cycles per image         {:.0f}\n", cycles / count);
     fmt::print("MXU utilisation          {:.2f} % (useful MACs / (cycles x {}))\n",
                100.0 * macs / (cycles * dim * dim), dim * dim);
-    fmt::print("simulated images/s       {:.2f} ({:.0f} cycles/s of simulation)\n",
-               count / main.seconds, cycles / main.seconds);
+    fmt::print("{:<24} {:.0f} (the simulated chip)\n",
+               fmt::format("images/s at {:g} MHz", options.clock_mhz),
+               count / (cycles / (options.clock_mhz * 1e6)));
+    fmt::print("simulation speed         {:.2f} images/s, {:.0f} cycles/s\n", count / main.seconds,
+               cycles / main.seconds);
     if (options.stats) {
       fmt::print("\n{:<30} {:>12} {:>12} {:>8}\n", "layer (rows x K x N)", "cycles", "MACs",
                  "util %");

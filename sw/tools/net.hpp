@@ -16,6 +16,7 @@ struct TrainOptions {
   unsigned epochs = 10;
   unsigned batch = 64;
   float learning_rate = 1e-3f;
+  float lr_decay = 1.0f;
   std::uint64_t seed = 1;
   std::uint32_t examples = 0;
   std::uint32_t test_images = 0;
@@ -31,6 +32,7 @@ struct EvalOptions {
   std::uint32_t images = 0;
   std::uint32_t first = 0;
   std::uint32_t batch = 64;
+  double clock_mhz = 700;
   bool stats = false;
 };
 

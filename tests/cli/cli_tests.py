@@ -627,6 +627,62 @@ for _name in RUN_BAD_INPUTS:
     CASES[f"run_bad_{_name}"] = lambda tpu, n=_name: run_bad_input(tpu, n)
 
 
+# --- tpu train and tpu eval (Fashion-MNIST) ---
+
+SHIPPED_MLP = os.path.join(ROOT, "sw", "nets", "mlp.json")
+
+
+def accuracy_of(output, label="accuracy"):
+    found = re.search(rf"^{label} +([0-9.]+)", output, re.M)
+    check(found, f"no {label!r} line in:\n{output}")
+    return float(found.group(1))
+
+
+@case
+def train_then_eval(tpu):
+    """A short training run on the model backend writes a network that classifies far better
+    than chance (0.1), on the model and, for a few images, with the same predictions on the
+    RTL."""
+    out = tpu("train", "--arch", "mlp", "--epochs", "1", "--examples", "2048", "--batch", "64",
+              "--test-images", "200", "--out", "net.json").stdout
+    check("wrote net.json" in out, out)
+    check(sorted(f for f in listing() if f.endswith(".npy")) ==
+          [f"net.{l}.dense.{p}.npy" for l in (1, 2, 3) for p in ("bias", "weights")],
+          f"files: {listing()}")
+    model = tpu("eval", "--net", "net.json", "--backend", "model", "--images", "500").stdout
+    check(accuracy_of(model) > 0.6, model)
+    rtl = tpu("eval", "--net", "net.json", "--backend", "rtl", "--images", "8", "--batch", "4",
+              "--compare", "model").stdout
+    check("accuracy on model" in rtl and "8 of 8 predictions the same" in rtl, rtl)
+    check(re.search(r"^cycles per image +[0-9]+", rtl, re.M), rtl)
+
+
+@case
+def eval_bad_input(tpu):
+    with open("broken.json", "w") as f:
+        f.write('{"name": "x", "layers": [')
+    os.mkdir("empty")
+    check_bad_input(tpu, ["eval", "--net", "absent.json"], "absent.json: cannot open")
+    check_bad_input(tpu, ["eval", "--net", "broken.json"], "not valid JSON")
+    check_bad_input(tpu, ["eval", "--net", SHIPPED_MLP, "--data", "empty"],
+                    "Fashion-MNIST is not in empty")
+    check_bad_input(tpu, ["eval", "--net", SHIPPED_MLP, "--first", "10000"],
+                    "--first 10000: the test set has 10000 images")
+    with open(os.path.join("empty", "t10k-images-idx3-ubyte.gz"), "wb") as f:
+        f.write(b"\x1f\x8b\x08\x00garbage")
+    check_bad_input(tpu, ["eval", "--net", SHIPPED_MLP, "--data", "empty"], "corrupt")
+
+
+@case
+def train_bad_input(tpu):
+    os.mkdir("empty")
+    check_bad_input(tpu, ["train", "--out", "n.json", "--data", "empty"],
+                    "Fashion-MNIST is not in empty")
+    check_bad_input(tpu, ["train", "--out", "n.json", "--arch", "resnet"], "--arch")
+    check_bad_input(tpu, ["train", "--out", "n.json", "--batch", "0"], "--batch")
+    check_bad_input(tpu, ["train"], "--out is required")
+
+
 # --- tpu info, help, no subcommand ---
 
 @case
@@ -641,7 +697,7 @@ def info_lists_configurations(tpu):
 @case
 def help_texts(tpu):
     check("Subcommands:" in tpu("--help").stdout, "tpu --help lists no subcommands")
-    for command in ("gemm", "asm", "disasm", "run", "info"):
+    for command in ("gemm", "asm", "disasm", "run", "info", "train", "eval"):
         out = tpu(command, "--help").stdout
         check(out.splitlines()[1].startswith(f"Usage: tpu {command}"), out)
 

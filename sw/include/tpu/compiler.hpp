@@ -17,8 +17,10 @@
 //   of the pair's parity, so the activation unit and the store unit finish one
 //   pair while the array computes the next. One MATMUL with FETCH runs the
 //   whole K loop: its weights stream from host memory, tile by tile.
-// - The program issues the next pair's MATMUL before the previous pair's
-//   ACTIVATE and WRITE_HOST, so the array never waits for them.
+// - The program issues the next pair's MATMUL, and the next block's
+//   READ_HOST, before the previous pair's ACTIVATE and WRITE_HOST, so neither
+//   the array nor the load waits for them (issue is in order, and a
+//   WRITE_HOST waits until its ACTIVATE has finished).
 #pragma once
 
 #include <cstdint>

@@ -30,6 +30,7 @@ struct TrainOptions {
   unsigned epochs = 10;
   unsigned batch = 64;
   float learning_rate = 1e-3f;  // Adam
+  float lr_decay = 1.0f;        // the learning rate's factor from one epoch to the next
   std::uint64_t seed = 1;       // order of the examples
   std::uint32_t examples = 0;   // the first N training examples only (0: all)
 };
@@ -52,6 +53,7 @@ class Trainer {
   std::vector<float> matmul(const float* a, const float* b, std::uint32_t m, std::uint32_t k,
                             std::uint32_t n);
   Tensor forward_layer(std::size_t l, const Tensor& x, bool last);
+  float learning_rate() const;
 
   Network& net_;
   Backend* accelerator_;

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Collects the records of scripts/bench_sim_speed.sh (one JSON object per run of
+tb/mxu_bench.cpp) into OUT_DIR/sim_speed.json, a Markdown table OUT_DIR/sim_speed.md and a plot
+OUT_DIR/sim_speed.png.
+
+    sim_speed_table.py OUT_DIR RECORD.json ...
+"""
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+
+def fail(message):
+    print(f"sim_speed_table.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def verilator_version():
+    try:
+        return subprocess.run(["verilator", "--version"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "Verilator (version unknown)"
+
+
+def main():
+    if len(sys.argv) < 3:
+        fail("usage: sim_speed_table.py OUT_DIR RECORD.json ...")
+    out_dir, paths = sys.argv[1], sys.argv[2:]
+    records = []
+    for path in paths:
+        try:
+            with open(path) as f:
+                records.append(json.load(f))
+        except (OSError, json.JSONDecodeError) as e:
+            fail(f"{path}: {e}")
+    bad = [f"{r['rows']}x{r['cols']} with {r['threads']} thread(s)" for r in records
+           if not r["exact"]]
+    if bad:
+        fail("results differ from the reference model: " + ", ".join(bad))
+
+    with open(os.path.join(out_dir, "sim_speed.json"), "w") as f:
+        json.dump(records, f, indent=1)
+        f.write("\n")
+
+    lines = [
+        "# Simulation speed of the matrix unit",
+        "",
+        f"Produced by `make bench-sim` on {datetime.date.today()}: {os.cpu_count()} cores "
+        f"({cpu_model()}), {verilator_version()}. Each row builds `tpu_mxu` from scratch "
+        "(`scripts/bench_mxu.sh`, `-O2`, tracing compiled in but off, no assertions) and streams "
+        "64 back-to-back weight tiles of 16 x rows activation rows through it; every result is "
+        "checked bit for bit against the reference model. The simulated MACs are the array's "
+        "useful multiply-accumulates.",
+        "",
+        "| array | threads | build time, s | simulated cycles/s | simulated MACs/s | "
+        "MXU utilisation |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        lines.append(f"| {r['rows']}x{r['cols']} | {r['threads']} | {r['build_seconds']:.1f} | "
+                     f"{r['cycles_per_second']:,.0f} | {r['macs_per_second']:.3g} | "
+                     f"{100 * r['utilisation']:.2f} % |")
+    lines.append("")
+    lines.append("![simulated MACs per second against array size](sim_speed.png)")
+    with open(os.path.join(out_dir, "sim_speed.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for threads in sorted({r["threads"] for r in records}):
+        rows = sorted((r for r in records if r["threads"] == threads), key=lambda r: r["rows"])
+        ax.plot([r["rows"] for r in rows], [r["macs_per_second"] for r in rows], "o-",
+                label=f"{threads} thread{'s' if threads > 1 else ''}")
+    sizes = sorted({r["rows"] for r in records})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([f"{s}x{s}" for s in sizes])
+    ax.set_yscale("log")
+    ax.set_xlabel("array")
+    ax.set_ylabel("simulated MACs per second")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.set_title("Verilator simulation speed of the matrix unit")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "sim_speed.png"), dpi=110)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

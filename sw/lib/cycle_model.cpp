@@ -1,0 +1,98 @@
+#include "tpu/cycle_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace tpu {
+namespace {
+
+// Beats of a transfer of `bytes` per row: a row narrower than the bus is one
+// narrow beat (docs/core.md, "Data movement").
+double beats_per_row(unsigned bytes, unsigned bus_bytes) {
+  return std::max(1.0, static_cast<double>(bytes) / bus_bytes);
+}
+
+// Cycles the issue stage, the DMA engines and the units take around each
+// operation that the resource counts below leave out, measured on the RTL
+// (make bench prints model and measurement side by side).
+constexpr double kIssueCycles = 6;       // fetch and decode of the first instructions
+constexpr double kActivateLatency = 12;  // bias, function and rounding pipeline, and write-back
+constexpr double kMatmulOverhead = 2;    // per MATMUL: reader start and the hand-over between ops
+constexpr double kSeedTurnaround = 3;    // a result row's write, then its read as the next seed
+
+}  // namespace
+
+CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) {
+  const HardwareConfig& c = plan.config;
+  const GemmSpec& s = plan.spec;
+  const double d = c.dim, bw = timing.beats_per_cycle;
+  const unsigned k_tiles = plan.k_pad / c.dim, n_tiles = plan.n_pad / c.dim;
+  const bool partial_k = s.k % c.dim != 0;
+  const double ub_row_beats = beats_per_row(2 * c.dim, c.bus_bytes);
+  const double acc_row_beats = beats_per_row(4 * c.dim, c.bus_bytes);
+  const double out_row_beats = beats_per_row(plan.out_elem_bytes() * c.dim, c.bus_bytes);
+  const double act_cycles_per_row = std::ceil(d / c.act_lanes);
+  const bool activates = s.out == OutType::Bf16 || s.has_bias || s.act != isa::Func::None;
+  // Weight rows per (M block, N tile): whole tiles, then the k_valid rows of the last.
+  const double weight_beats = s.k * ub_row_beats;
+  const double matmuls = partial_k && s.k > c.dim ? 2 : 1;
+  // The array's pipeline, Dim - 1 + MulStages + Dim x (AddStages + 1) cycles
+  // (docs/core.md), and the shortest spacing of two tiles' first rows:
+  // Rows + 1 + FreeDelay, FreeDelay = (Rows - 1)(Lp - 2) for a partial-sum
+  // step of Lp = AddStages + 1 cycles above 2 (docs/architecture.md).
+  const double pipeline = d - 1 + c.mul_stages + d * (c.add_stages + 1);
+  const double step = c.add_stages + 1;
+  const double tile_period = d + 1 + (step > 2 ? (d - 1) * (step - 2) : 0);
+
+  CycleEstimate e;
+  e.ideal = static_cast<double>(s.m) * s.k * s.n / (d * d);
+  const std::size_t blocks = plan.block_first.size() - 1;
+  std::array<double, 4> bound_cycles{};  // array, read bus, activation, write bus
+  double steady = 0;
+  for (std::size_t mb = 0; mb < blocks; ++mb) {
+    const double rows = plan.block_first[mb + 1] - plan.block_first[mb];
+    const double next_rows =
+        mb + 1 < blocks ? plan.block_first[mb + 2] - plan.block_first[mb + 1] : 0;
+    // Each iteration streams the block's rows. The next tile commits no
+    // sooner than the tile period after this one (docs/architecture.md), and
+    // in a K loop an iteration's seed rows wait for the previous iteration's
+    // results to leave the array's pipeline (docs/core.md).
+    const double first = std::max(rows, tile_period);
+    const double chained = std::max(first, pipeline + kSeedTurnaround);
+    const double array =
+        n_tiles * (first + (k_tiles - 1) * chained + matmuls * kMatmulOverhead);
+    const double reads =
+        (n_tiles * (weight_beats + acc_row_beats + (s.has_c ? rows * acc_row_beats : 0)) +
+         next_rows * k_tiles * ub_row_beats) /
+        bw;
+    const double activation = activates ? n_tiles * rows * act_cycles_per_row : 0;
+    const double writes = n_tiles * rows * out_row_beats / bw;
+    const std::array<double, 4> need{array, reads, activation, writes};
+    const auto busiest = std::max_element(need.begin(), need.end());
+    bound_cycles[static_cast<std::size_t>(busiest - need.begin())] += *busiest;
+    steady += *busiest;
+    e.array += array;
+    e.read_bus += reads;
+    e.activation += activation;
+    e.write_bus += writes;
+  }
+  static const char* const kNames[] = {"array", "read bus", "activation", "write bus"};
+  e.bound = kNames[std::max_element(bound_cycles.begin(), bound_cycles.end()) -
+                   bound_cycles.begin()];
+
+  // Before the first row: the program, the first A block, then (the MATMUL
+  // that fetches it waits for that block) the first weight tile, which then
+  // shifts into the array.
+  const double first_rows = plan.block_first[1];
+  e.startup = kIssueCycles + timing.read_latency + first_rows * k_tiles * ub_row_beats / bw +
+              timing.read_latency + std::min<double>(s.k, d) * ub_row_beats / bw + d;
+  // After the last row: the array's pipeline, then the last pair's ACTIVATE and WRITE_HOST.
+  const double last_rows = plan.block_first[blocks] - plan.block_first[blocks - 1];
+  e.drain = pipeline + (activates ? last_rows * act_cycles_per_row + kActivateLatency : 0) +
+            last_rows * out_row_beats / bw + timing.write_latency;
+  e.cycles = e.startup + steady + e.drain;
+  return e;
+}
+
+}  // namespace tpu

@@ -1,0 +1,354 @@
+// The benchmark suite: workloads modelled on the TPU v1 paper's utilisation
+// table (Jouppi et al., ISCA 2017, Table 3), run as compiled GEMMs on the
+// core's RTL, each checked bit for bit against the functional model. Per
+// workload: cycles, ideal cycles, utilisation, the counter breakdown and the
+// throughput at a stated clock, with the analytical cycle model's estimate
+// beside the measurement. Two sweeps feed the plots: square GEMMs of growing
+// size, and host-memory bandwidth (roofline style).
+//
+//   bench_suite [--array 16x16] [--clock-mhz 700] [--json FILE] [--markdown FILE]
+//   bench_suite --check [--tolerance 0.1]    the cycle model against the RTL, on
+//                                            small workloads and every compiled core
+//                                            (CTest perf.cycle_model)
+#include <fmt/core.h>
+#include <fmt/ostream.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness/gemm_bench.hpp"
+#include "harness/top_model.hpp"
+#include "tpu/cycle_model.hpp"
+#include "tpu/regs.hpp"
+
+namespace {
+
+using Json = nlohmann::json;
+using tpu::GemmSpec;
+using tpu::OutType;
+using tpu::isa::Func;
+
+struct Workload {
+  std::string name;
+  std::string group;
+  GemmSpec spec;
+  bool in_check = false;  // small enough for the cycle-model test on every core
+};
+
+GemmSpec gemm(std::uint32_t m, std::uint32_t k, std::uint32_t n, bool bias, Func act,
+              OutType out) {
+  GemmSpec s;
+  s.m = m;
+  s.k = k;
+  s.n = n;
+  s.has_bias = bias;
+  s.act = act;
+  s.out = out;
+  return s;
+}
+
+// The networks of sw/nets (docs/networks.md) layer by layer, an LSTM step, a
+// transformer layer's projections and a large square GEMM.
+std::vector<Workload> workloads() {
+  std::vector<Workload> list;
+  for (std::uint32_t batch : {1u, 16u, 256u}) {
+    const std::string b = "b" + std::to_string(batch);
+    const bool small = batch <= 16;
+    list.push_back({"mlp.fc1 " + b, "MLP", gemm(batch, 784, 256, true, Func::Relu, OutType::Bf16),
+                    batch == 1});
+    list.push_back({"mlp.fc2 " + b, "MLP", gemm(batch, 256, 128, true, Func::Relu, OutType::Bf16),
+                    small});
+    list.push_back({"mlp.fc3 " + b, "MLP", gemm(batch, 128, 10, true, Func::None, OutType::Fp32),
+                    small});
+  }
+  // The CNN at batch 16: im2col rows are images x 28 x 28 and x 14 x 14.
+  list.push_back({"cnn.conv1 b16", "CNN", gemm(16 * 784, 25, 8, true, Func::Relu, OutType::Bf16)});
+  list.push_back(
+      {"cnn.conv2 b16", "CNN", gemm(16 * 196, 200, 16, true, Func::Relu, OutType::Bf16)});
+  list.push_back({"cnn.dense b16", "CNN", gemm(16, 784, 10, true, Func::None, OutType::Fp32), true});
+  // One step of a 512-cell LSTM: [x, h] (1024) times the four gates' weights.
+  list.push_back({"lstm.gates b1", "LSTM", gemm(1, 1024, 2048, false, Func::None, OutType::Fp32)});
+  list.push_back({"lstm.gates b8", "LSTM", gemm(8, 1024, 2048, false, Func::None, OutType::Fp32)});
+  // A BERT-base layer on 128 tokens: an attention projection and the feed-forward up projection.
+  list.push_back({"transformer.proj", "Transformer",
+                  gemm(128, 768, 768, true, Func::None, OutType::Bf16)});
+  list.push_back({"transformer.ffn", "Transformer",
+                  gemm(128, 768, 3072, true, Func::Gelu, OutType::Bf16)});
+  list.push_back({"gemm 512^3", "GEMM", gemm(512, 512, 512, false, Func::None, OutType::Fp32)});
+  return list;
+}
+
+std::vector<Workload> size_sweep() {
+  std::vector<Workload> list;
+  for (std::uint32_t n : {16u, 32u, 64u, 128u, 256u, 512u}) {
+    list.push_back({fmt::format("gemm {}^3", n), "GEMM", gemm(n, n, n, false, Func::None,
+                                                              OutType::Fp32),
+                    n <= 128});
+  }
+  return list;
+}
+
+// Workloads of low, middling and high arithmetic intensity.
+std::vector<Workload> bandwidth_workloads() {
+  return {{"mlp.fc1 b16", "MLP", gemm(16, 784, 256, true, Func::Relu, OutType::Bf16)},
+          {"gemm 256^3", "GEMM", gemm(256, 256, 256, false, Func::None, OutType::Fp32)},
+          {"cnn.conv2 b4", "CNN", gemm(4 * 196, 200, 16, true, Func::Relu, OutType::Bf16)}};
+}
+constexpr double kBandwidths[] = {1.0, 0.5, 0.25, 0.125, 0.0625};
+
+std::string counter_name(std::size_t index) {
+  return tpu::regs::kCounters[index].name;
+}
+
+std::string shape(const GemmSpec& s) {
+  return fmt::format("{} x {} x {}", s.m, s.k, s.n);
+}
+
+class Suite {
+ public:
+  Suite(const tpu::HardwareConfig& config, double clock_mhz) : config_(config), clock_(clock_mhz) {}
+
+  // Measures one workload (once per spec and bandwidth) and returns its record.
+  Json measure(const Workload& w, double beats_per_cycle) {
+    const std::string key =
+        fmt::format("{}/{}/{}/{}/{}", shape(w.spec), w.spec.has_bias, static_cast<int>(w.spec.act),
+                    static_cast<int>(w.spec.out), beats_per_cycle);
+    const auto cached = cache_.find(key);
+    if (cached != cache_.end()) return with_name(cached->second, w);
+    fmt::print(stderr, "  {:<18} {:>20}  {:.4g} beats/cycle ...", w.name, shape(w.spec),
+               beats_per_cycle);
+    tpu::harness::AxiTiming timing;
+    timing.beats_per_cycle = beats_per_cycle;
+    const tpu::harness::GemmMeasurement m = tpu::harness::measure_gemm(config_, w.spec, timing);
+    tpu::MemoryTiming memory;
+    memory.read_latency = timing.read_latency;
+    memory.write_latency = timing.write_latency;
+    memory.beats_per_cycle = beats_per_cycle;
+    const tpu::CycleEstimate model = tpu::estimate_cycles(m.plan, memory);
+    const double cycles = static_cast<double>(m.counters[0]);
+    Json r;
+    r["m"] = w.spec.m;
+    r["k"] = w.spec.k;
+    r["n"] = w.spec.n;
+    r["out"] = w.spec.out == OutType::Fp32 ? "fp32" : "bf16";
+    r["bias"] = w.spec.has_bias;
+    r["function"] = tpu::isa::kFuncTable[static_cast<unsigned>(w.spec.act)].mnemonic;
+    r["beats_per_cycle"] = beats_per_cycle;
+    r["bytes_per_cycle"] = beats_per_cycle * config_.bus_bytes;
+    r["cycles"] = m.counters[0];
+    r["ideal_cycles"] = model.ideal;
+    r["utilisation"] = model.ideal / cycles;
+    r["gflops"] = 2.0 * w.spec.m * w.spec.k * w.spec.n / cycles * clock_ * 1e-3;
+    r["model_cycles"] = std::round(model.cycles);
+    r["model_error"] = (model.cycles - cycles) / cycles;
+    r["model_bound"] = model.bound;
+    Json counters;
+    for (std::size_t i = 0; i < m.counters.size(); ++i) counters[counter_name(i)] = m.counters[i];
+    r["counters"] = counters;
+    r["exact"] = m.exact;
+    r["sim_seconds"] = m.wall_seconds;
+    fmt::print(stderr, " {} cycles, {:.1f} % utilisation, model {:+.1f} %, {:.1f} s{}\n",
+               m.counters[0], 100.0 * model.ideal / cycles, 100.0 * (model.cycles - cycles) / cycles,
+               m.wall_seconds, m.exact ? "" : "  RESULT MISMATCH");
+    if (!m.exact) mismatches_++;
+    cache_[key] = r;
+    return with_name(r, w);
+  }
+
+  // The model alone, for the curves between the measured points.
+  double model_cycles(const Workload& w, double beats_per_cycle) const {
+    tpu::MemoryTiming memory;
+    memory.beats_per_cycle = beats_per_cycle;
+    return tpu::estimate_cycles(tpu::plan_gemm(config_, w.spec), memory).cycles;
+  }
+
+  unsigned mismatches() const { return mismatches_; }
+
+ private:
+  static Json with_name(Json r, const Workload& w) {
+    r["name"] = w.name;
+    r["group"] = w.group;
+    return r;
+  }
+
+  tpu::HardwareConfig config_;
+  double clock_;
+  std::map<std::string, Json> cache_;
+  unsigned mismatches_ = 0;
+};
+
+std::string percent(double part, double whole) {
+  return fmt::format("{:.1f}", 100.0 * part / whole);
+}
+
+std::string markdown(const Json& doc) {
+  std::string md;
+  md += "# Benchmark suite\n\n";
+  md += fmt::format(
+      "Produced by `{}` on the `{}` core ({}-bit AXI, host memory {} cycles read latency); "
+      "throughput at {} MHz, where the array's peak is {:.1f} GFLOPS. Every result is checked "
+      "bit for bit against the functional model. Counter columns are shares of all cycles "
+      "(docs/core.md, \"Performance counters\"); the model column is the analytical cycle "
+      "model (`sw/lib/cycle_model.cpp`) and its error against the measurement.\n\n",
+      doc["command"].get<std::string>(), doc["array"].get<std::string>(),
+      doc["bus_bits"].get<unsigned>(), doc["read_latency"].get<unsigned>(),
+      doc["clock_mhz"].get<double>(), doc["peak_gflops"].get<double>());
+  auto table = [&](const Json& records, bool with_bandwidth) {
+    md += "| workload | M x K x N |";
+    if (with_bandwidth) md += " bytes/cycle |";
+    md +=
+        " cycles | model | ideal | utilisation | weight stall | weight shift | input stall | "
+        "RAW stall | non-matrix | GFLOPS |\n|---|---|";
+    if (with_bandwidth) md += "---|";
+    md += "---|---|---|---|---|---|---|---|---|---|\n";
+    for (const Json& r : records) {
+      const double cycles = r["cycles"].get<double>();
+      const Json& c = r["counters"];
+      md += fmt::format("| {} | {} x {} x {} |", r["name"].get<std::string>(), r["m"].get<unsigned>(),
+                        r["k"].get<unsigned>(), r["n"].get<unsigned>());
+      if (with_bandwidth) md += fmt::format(" {:g} |", r["bytes_per_cycle"].get<double>());
+      md += fmt::format(
+          " {} | {:.0f} ({:+.1f} %) | {:.0f} | **{:.1f} %** | {} | {} | {} | {} | {} | {:.1f} |\n",
+          r["cycles"].get<std::uint64_t>(), r["model_cycles"].get<double>(),
+          100.0 * r["model_error"].get<double>(), r["ideal_cycles"].get<double>(),
+          100.0 * r["utilisation"].get<double>(),
+          percent(c["WEIGHT_STALL"].get<double>(), cycles),
+          percent(c["WEIGHT_SHIFT"].get<double>(), cycles),
+          percent(c["INPUT_STALL"].get<double>(), cycles),
+          percent(c["RAW_STALL"].get<double>(), cycles),
+          percent(c["NON_MATRIX"].get<double>(), cycles), r["gflops"].get<double>());
+    }
+    md += "\n";
+  };
+  md += "## Workloads\n\n";
+  table(doc["workloads"], false);
+  md += "## Utilisation against matrix size (square GEMMs)\n\n";
+  table(doc["size_sweep"], false);
+  md += "## Utilisation against host-memory bandwidth\n\n";
+  table(doc["bandwidth_sweep"], true);
+  md += "Plots: `utilisation.png` (by workload), `size.png` (against matrix size), "
+        "`roofline.png` (achieved against peak as the bandwidth varies), made by "
+        "`scripts/plot_bench.py` from `bench.json`.\n";
+  return md;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw std::runtime_error(path + ": cannot write");
+}
+
+// The cycle model against the RTL on every compiled core; 1 when any estimate
+// is further off than `tolerance` (a fraction) and kSlackCycles, or any result
+// mismatches. The slack covers the few hundred cycles of start and end that
+// the model rounds off, which dominate only the smallest products.
+constexpr double kSlackCycles = 250;
+
+int check(double tolerance) {
+  std::vector<Workload> list;
+  for (const auto& group : {workloads(), size_sweep()}) {
+    for (const Workload& w : group) {
+      if (w.in_check) list.push_back(w);
+    }
+  }
+  unsigned failures = 0;
+  for (const tpu::HardwareConfig& config : tpu::harness::compiled_tops()) {
+    Suite suite(config, 1.0);
+    fmt::print(stderr, "{}:\n", config.name());
+    std::vector<std::pair<Workload, double>> runs;
+    for (const Workload& w : list) runs.emplace_back(w, 1.0);
+    runs.emplace_back(Workload{"mlp.fc2 b16", "MLP",
+                               gemm(16, 256, 128, true, Func::Relu, OutType::Bf16)},
+                      0.25);
+    for (const auto& [w, bandwidth] : runs) {
+      const Json r = suite.measure(w, bandwidth);
+      const double error = r["model_cycles"].get<double>() - r["cycles"].get<double>();
+      if (std::fabs(error) > std::max(tolerance * r["cycles"].get<double>(), kSlackCycles)) {
+        fmt::print("FAIL {} {} at {} beats/cycle: model {} cycles, RTL {} ({:+.1f} %)\n",
+                   config.name(), w.name, bandwidth, r["model_cycles"].get<double>(),
+                   r["cycles"].get<std::uint64_t>(), 100.0 * r["model_error"].get<double>());
+        ++failures;
+      }
+    }
+    failures += suite.mismatches();
+  }
+  fmt::print("cycle model: {} of the estimates outside {:.0f} % (or {:.0f} cycles) of the RTL\n",
+             failures, 100.0 * tolerance, kSlackCycles);
+  return failures ? 1 : 0;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"TPU benchmark suite on the core's RTL"};
+  std::string array = "16x16", json_path, markdown_path;
+  double clock_mhz = 700, tolerance = 0.1;
+  bool check_only = false;
+  app.add_option("--array", array, "compiled tpu_top configuration");
+  app.add_option("--clock-mhz", clock_mhz, "clock for the throughput figures (TPU v1: 700)")
+      ->check(CLI::Range(1.0, 10000.0));
+  app.add_option("--json", json_path, "write the records here");
+  app.add_option("--markdown", markdown_path, "write the tables here");
+  app.add_flag("--check", check_only, "only compare the cycle model with the RTL");
+  app.add_option("--tolerance", tolerance, "largest model error --check accepts (fraction)")
+      ->check(CLI::Range(0.0, 1.0));
+  CLI11_PARSE(app, argc, argv);
+  if (check_only) return check(tolerance);
+
+  const tpu::HardwareConfig config = tpu::harness::compiled_top_named(array);
+  Suite suite(config, clock_mhz);
+  Json doc;
+  std::string command = "bench_suite";
+  for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+  doc["command"] = command;
+  doc["array"] = config.name();
+  doc["dim"] = config.dim;
+  doc["bus_bits"] = config.bus_bytes * 8;
+  doc["read_latency"] = tpu::harness::AxiTiming{}.read_latency;
+  doc["clock_mhz"] = clock_mhz;
+  doc["peak_gflops"] = 2.0 * config.dim * config.dim * clock_mhz * 1e-3;
+  fmt::print(stderr, "workloads on {}:\n", config.name());
+  for (const Workload& w : workloads()) doc["workloads"].push_back(suite.measure(w, 1.0));
+  fmt::print(stderr, "matrix sizes:\n");
+  for (const Workload& w : size_sweep()) doc["size_sweep"].push_back(suite.measure(w, 1.0));
+  fmt::print(stderr, "host-memory bandwidth:\n");
+  for (const Workload& w : bandwidth_workloads()) {
+    for (double bandwidth : kBandwidths) {
+      doc["bandwidth_sweep"].push_back(suite.measure(w, bandwidth));
+    }
+    // The model's curve, finer than the measured points.
+    for (double bandwidth = 1.0; bandwidth >= 1.0 / 64; bandwidth /= std::sqrt(2.0)) {
+      doc["bandwidth_model"].push_back({{"name", w.name},
+                                        {"beats_per_cycle", bandwidth},
+                                        {"bytes_per_cycle", bandwidth * config.bus_bytes},
+                                        {"model_cycles", suite.model_cycles(w, bandwidth)},
+                                        {"ideal_cycles", static_cast<double>(w.spec.m) *
+                                                             w.spec.k * w.spec.n /
+                                                             (config.dim * config.dim)}});
+    }
+  }
+  const std::string md = markdown(doc);
+  fmt::print("{}", md);
+  if (!json_path.empty()) write_file(json_path, doc.dump(1) + "\n");
+  if (!markdown_path.empty()) write_file(markdown_path, md);
+  if (suite.mismatches() > 0) {
+    fmt::print(stderr, "bench_suite: {} results differ from the functional model\n",
+               suite.mismatches());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_suite: {}\n", e.what());
+    return 2;
+  }
+}

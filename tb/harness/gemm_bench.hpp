@@ -1,0 +1,31 @@
+// One compiled GEMM measured on the RTL backend: random operands, the run's
+// performance counters and wall time, and the result checked bit for bit
+// against the functional model. The benchmarks (core_bench, bench_suite) and
+// the cycle-model test share it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "harness/axi_memory.hpp"
+#include "tpu/backend.hpp"
+#include "tpu/compiler.hpp"
+
+namespace tpu::harness {
+
+struct GemmMeasurement {
+  GemmPlan plan;
+  Counters counters{};
+  double wall_seconds = 0;  // the RTL run alone
+  bool exact = false;       // the RTL's output equals the functional model's, bit for bit
+};
+
+// A compiled tpu_top configuration by name ("16x16"); std::invalid_argument
+// listing the compiled ones otherwise.
+HardwareConfig compiled_top_named(const std::string& name);
+
+// Throws std::runtime_error when the core stops with an error.
+GemmMeasurement measure_gemm(const HardwareConfig& config, const GemmSpec& spec,
+                             const AxiTiming& timing, std::uint64_t seed = 1);
+
+}  // namespace tpu::harness

@@ -1,0 +1,435 @@
+// Network layers and files on the functional model, each against an
+// independent expectation: im2col against a direct convolution, col2im as its
+// adjoint, max-pooling against a direct window scan, dense and conv2d layers
+// bit for bit against the reference model's MAC chain (ref::mac in k order,
+// then bias, function and rounding as docs/numerics.md says), the host fp32
+// path against double precision, the trainer's gradients against finite
+// differences, and the network file format with its rejections.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ref/activation.hpp"
+#include "ref/numerics.hpp"
+#include "tpu/model.hpp"
+#include "tpu/nn.hpp"
+#include "tpu/npy.hpp"
+#include "tpu/train.hpp"
+
+namespace tpu::nn {
+namespace {
+
+namespace fs = std::filesystem;
+
+HardwareConfig small_core() {
+  HardwareConfig c;
+  c.dim = 4;
+  c.ub_depth = 1024;
+  c.acc_depth = 256;
+  c.weight_tiles = 2;
+  return c;
+}
+
+// Small integers: every product and sum below is exact in fp32, so any
+// summation order gives the same value.
+Tensor integer_tensor(std::vector<std::uint32_t> shape, std::mt19937& rng) {
+  Tensor t(std::move(shape));
+  std::uniform_int_distribution<int> value(-4, 4);
+  for (float& v : t.data) v = static_cast<float>(value(rng));
+  return t;
+}
+
+Tensor uniform_tensor(std::vector<std::uint32_t> shape, std::mt19937& rng, float scale) {
+  Tensor t(std::move(shape));
+  std::uniform_real_distribution<float> value(-scale, scale);
+  for (float& v : t.data) v = value(rng);
+  return t;
+}
+
+float at(const Tensor& x, std::size_t b, std::ptrdiff_t y, std::ptrdiff_t xx, std::size_t c) {
+  const auto h = static_cast<std::ptrdiff_t>(x.shape[1]), w = static_cast<std::ptrdiff_t>(x.shape[2]);
+  if (y < 0 || y >= h || xx < 0 || xx >= w) return 0.0f;  // "same" zero padding
+  return x.data[((b * x.shape[1] + static_cast<std::size_t>(y)) * x.shape[2] +
+                 static_cast<std::size_t>(xx)) *
+                    x.shape[3] +
+                c];
+}
+
+Layer conv_layer(std::uint32_t kernel, std::uint32_t in_channels, std::uint32_t filters,
+                 isa::Func act, std::mt19937& rng, float scale) {
+  Layer layer;
+  layer.kind = LayerKind::Conv2d;
+  layer.kernel = kernel;
+  layer.units = filters;
+  layer.activation = act;
+  layer.weight_rows = kernel * kernel * in_channels;
+  std::uniform_real_distribution<float> value(-scale, scale);
+  layer.weights.resize(std::size_t{layer.weight_rows} * filters);
+  for (float& w : layer.weights) w = value(rng);
+  layer.bias.resize(filters);
+  for (float& b : layer.bias) b = value(rng);
+  return layer;
+}
+
+Layer dense_layer(std::uint32_t inputs, std::uint32_t units, isa::Func act, std::mt19937& rng,
+                  float scale) {
+  Layer layer;
+  layer.kind = LayerKind::Dense;
+  layer.units = units;
+  layer.activation = act;
+  layer.weight_rows = inputs;
+  std::uniform_real_distribution<float> value(-scale, scale);
+  layer.weights.resize(std::size_t{inputs} * units);
+  for (float& w : layer.weights) w = value(rng);
+  layer.bias.resize(units);
+  for (float& b : layer.bias) b = value(rng);
+  return layer;
+}
+
+Network image_network(const char* name, std::uint32_t height, std::uint32_t width,
+                      std::uint32_t channels) {
+  Network net;
+  net.name = name;
+  net.height = height;
+  net.width = width;
+  net.channels = channels;
+  return net;
+}
+
+Layer plain(LayerKind kind, std::uint32_t pool = 0) {
+  Layer layer;
+  layer.kind = kind;
+  layer.pool = pool;
+  return layer;
+}
+
+ref::bf16_t bf16_of(float x) { return ref::fp32_to_bf16(ref::float_to_fp32(x)); }
+
+// What the contract says one output is: the products in k order from +0,
+// then the bias, the function, and (hidden layers) the rounding to bf16.
+float contract_output(const std::vector<float>& inputs, const Layer& layer, std::size_t unit,
+                      const std::function<float(std::size_t)>& weight, bool round) {
+  ref::fp32_t sum = 0;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    sum = ref::mac(sum, bf16_of(inputs[k]), bf16_of(weight(k)));
+  }
+  sum = ref::add_fp32(sum, ref::float_to_fp32(layer.bias[unit]));
+  sum = ref::act_func(static_cast<unsigned>(layer.activation), sum, layer.alpha);
+  if (round) sum = ref::bf16_to_fp32(ref::fp32_to_bf16(sum));
+  return ref::fp32_to_float(sum);
+}
+
+void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want,
+                      const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(ref::float_to_fp32(got[i]), ref::float_to_fp32(want[i]))
+        << what << " element " << i << ": " << got[i] << " vs " << want[i];
+  }
+}
+
+TEST(Im2col, MatchesADirectConvolution) {
+  std::mt19937 rng(7);
+  for (std::uint32_t kernel : {1u, 3u, 5u}) {
+    const Tensor x = integer_tensor({2, 6, 5, 3}, rng);
+    const Tensor w = integer_tensor({kernel, kernel, 3, 4}, rng);  // (ky, kx, c) x filters
+    const std::vector<float> cols = im2col(x, kernel);
+    const std::size_t k = std::size_t{kernel} * kernel * 3;
+    ASSERT_EQ(cols.size(), 2u * 6 * 5 * k);
+    const auto half = static_cast<std::ptrdiff_t>(kernel / 2);
+    for (std::size_t b = 0; b < 2; ++b) {
+      for (std::ptrdiff_t y = 0; y < 6; ++y) {
+        for (std::ptrdiff_t xx = 0; xx < 5; ++xx) {
+          const std::size_t row = (b * 6 + static_cast<std::size_t>(y)) * 5 +
+                                  static_cast<std::size_t>(xx);
+          for (std::size_t f = 0; f < 4; ++f) {
+            float direct = 0.0f, lowered = 0.0f;
+            for (std::uint32_t ky = 0; ky < kernel; ++ky) {
+              for (std::uint32_t kx = 0; kx < kernel; ++kx) {
+                for (std::size_t c = 0; c < 3; ++c) {
+                  direct += at(x, b, y + ky - half, xx + kx - half, c) *
+                            w.data[((ky * kernel + kx) * 3 + c) * 4 + f];
+                }
+              }
+            }
+            for (std::size_t kk = 0; kk < k; ++kk) lowered += cols[row * k + kk] * w.data[kk * 4 + f];
+            ASSERT_EQ(lowered, direct) << "kernel " << kernel << " row " << row << " filter " << f;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Im2col, Col2imIsItsAdjoint) {
+  // <im2col(x), g> = <x, col2im(g)> for every x and g: the backward pass of a
+  // convolution's input is exact.
+  std::mt19937 rng(11);
+  const Tensor x = integer_tensor({2, 5, 7, 2}, rng);
+  const std::uint32_t kernel = 3;
+  const std::vector<float> cols = im2col(x, kernel);
+  Tensor g = integer_tensor({static_cast<std::uint32_t>(cols.size())}, rng);
+  const Tensor back = col2im(g.data, x.shape, kernel);
+  double left = 0.0, right = 0.0;
+  for (std::size_t i = 0; i < cols.size(); ++i) left += double{cols[i]} * g.data[i];
+  for (std::size_t i = 0; i < x.data.size(); ++i) right += double{x.data[i]} * back.data[i];
+  EXPECT_EQ(left, right);
+  EXPECT_THROW(col2im(std::vector<float>(3), x.shape, kernel), std::invalid_argument);
+}
+
+TEST(MaxPool, TakesTheLargestOfEachWindow) {
+  std::mt19937 rng(3);
+  const Tensor x = integer_tensor({2, 6, 4, 3}, rng);
+  const Tensor y = max_pool(x, 2);
+  ASSERT_EQ(y.shape, (std::vector<std::uint32_t>{2, 3, 2, 3}));
+  for (std::size_t b = 0; b < 2; ++b) {
+    for (std::ptrdiff_t oy = 0; oy < 3; ++oy) {
+      for (std::ptrdiff_t ox = 0; ox < 2; ++ox) {
+        for (std::size_t c = 0; c < 3; ++c) {
+          const float want = std::max({at(x, b, 2 * oy, 2 * ox, c), at(x, b, 2 * oy, 2 * ox + 1, c),
+                                       at(x, b, 2 * oy + 1, 2 * ox, c),
+                                       at(x, b, 2 * oy + 1, 2 * ox + 1, c)});
+          EXPECT_EQ(y.data[((b * 3 + static_cast<std::size_t>(oy)) * 2 +
+                            static_cast<std::size_t>(ox)) *
+                               3 +
+                           c],
+                    want);
+        }
+      }
+    }
+  }
+}
+
+TEST(Layers, DenseOnTheModelFollowsTheContract) {
+  std::mt19937 rng(5);
+  FunctionalModel model(small_core(), 1 << 20);
+  for (isa::Func act : {isa::Func::Relu, isa::Func::None, isa::Func::Tanh}) {
+    Layer layer = dense_layer(37, 11, act, rng, 0.5f);
+    const Tensor x = uniform_tensor({6, 37}, rng, 2.0f);
+    for (bool last : {false, true}) {
+      const std::vector<float> got = layer_forward(&model, layer, x.data.data(), 6, last);
+      std::vector<float> want;
+      for (std::size_t i = 0; i < 6; ++i) {
+        const std::vector<float> row(x.data.begin() + static_cast<std::ptrdiff_t>(i * 37),
+                                     x.data.begin() + static_cast<std::ptrdiff_t>(i * 37 + 37));
+        for (std::size_t j = 0; j < 11; ++j) {
+          want.push_back(contract_output(
+              row, layer, j, [&](std::size_t k) { return layer.weights[k * 11 + j]; }, !last));
+        }
+      }
+      expect_same_bits(got, want, "dense");
+    }
+  }
+}
+
+TEST(Layers, ConvAndPoolOnTheModelFollowTheContract) {
+  // conv2d (lowered by im2col on the host) -> maxpool -> flatten, against a
+  // direct convolution computed with the reference MAC chain.
+  std::mt19937 rng(9);
+  Network net = image_network("conv", 6, 8, 2);
+  net.layers.push_back(conv_layer(3, 2, 5, isa::Func::Relu, rng, 0.5f));
+  net.layers.push_back(plain(LayerKind::MaxPool, 2));
+  net.layers.push_back(plain(LayerKind::Flatten));
+  net.classes = layer_shapes(net).back()[0];
+  const Tensor x = uniform_tensor({3, 6, 8, 2}, rng, 1.0f);
+  FunctionalModel model(small_core(), 1 << 20);
+  const Tensor got = forward(model, net, x);
+
+  const Layer& conv = net.layers[0];
+  Tensor conv_out({3, 6, 8, 5});
+  for (std::size_t b = 0; b < 3; ++b) {
+    for (std::ptrdiff_t y = 0; y < 6; ++y) {
+      for (std::ptrdiff_t xx = 0; xx < 8; ++xx) {
+        std::vector<float> window;  // (ky, kx, c) order, zeros outside the image
+        for (std::ptrdiff_t ky = -1; ky <= 1; ++ky) {
+          for (std::ptrdiff_t kx = -1; kx <= 1; ++kx) {
+            for (std::size_t c = 0; c < 2; ++c) window.push_back(at(x, b, y + ky, xx + kx, c));
+          }
+        }
+        for (std::size_t f = 0; f < 5; ++f) {
+          conv_out.data[((b * 6 + static_cast<std::size_t>(y)) * 8 +
+                         static_cast<std::size_t>(xx)) *
+                            5 +
+                        f] = contract_output(
+              window, conv, f, [&](std::size_t k) { return conv.weights[k * 5 + f]; }, true);
+        }
+      }
+    }
+  }
+  const Tensor pooled = max_pool(conv_out, 2);
+  EXPECT_EQ(got.shape, (std::vector<std::uint32_t>{3, 3 * 4 * 5}));
+  expect_same_bits(got.data, pooled.data, "conv2d + maxpool");
+}
+
+TEST(Layers, HostFp32PathMatchesDoublePrecision) {
+  std::mt19937 rng(13);
+  Network net = image_network("mlp", 4, 4, 1);
+  net.layers.push_back(plain(LayerKind::Flatten));
+  net.layers.push_back(dense_layer(16, 8, isa::Func::Relu, rng, 0.5f));
+  net.layers.push_back(dense_layer(8, 3, isa::Func::None, rng, 0.5f));
+  net.classes = 3;
+  const Tensor x = uniform_tensor({5, 4, 4, 1}, rng, 1.0f);
+  const Tensor got = forward_host_fp32(net, x);
+  for (std::size_t i = 0; i < 5; ++i) {
+    std::vector<double> hidden(8);
+    for (std::size_t j = 0; j < 8; ++j) {
+      double s = net.layers[1].bias[j];
+      for (std::size_t k = 0; k < 16; ++k) {
+        s += double{x.data[i * 16 + k]} * net.layers[1].weights[k * 8 + j];
+      }
+      hidden[j] = std::max(s, 0.0);
+    }
+    for (std::size_t j = 0; j < 3; ++j) {
+      double s = net.layers[2].bias[j];
+      for (std::size_t k = 0; k < 8; ++k) s += hidden[k] * net.layers[2].weights[k * 3 + j];
+      EXPECT_NEAR(got.data[i * 3 + j], s, 1e-5);
+    }
+  }
+}
+
+// Mean softmax cross-entropy of the host fp32 network, in double.
+double loss_of(const Network& net, const Tensor& x, const std::vector<std::uint8_t>& labels) {
+  const Tensor z = forward_host_fp32(net, x);
+  const std::size_t n = labels.size(), classes = z.per_example();
+  double loss = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double top = z.data[i * classes];
+    for (std::size_t j = 1; j < classes; ++j) top = std::max(top, double{z.data[i * classes + j]});
+    double total = 0.0;
+    for (std::size_t j = 0; j < classes; ++j) total += std::exp(z.data[i * classes + j] - top);
+    loss -= z.data[i * classes + labels[i]] - top - std::log(total);
+  }
+  return loss / static_cast<double>(n);
+}
+
+TEST(Trainer, GradientsAgreeWithFiniteDifferences) {
+  // Adam's first step moves each parameter by -lr * g / (|g| + eps), that is
+  // by lr against the sign of its gradient: every parameter whose central
+  // difference is clearly non-zero must move the other way. A small CNN
+  // covers the conv (col2im), pooling, flatten and dense gradients.
+  std::mt19937 rng(17);
+  Network net = image_network("tiny", 8, 8, 1);
+  net.layers.push_back(conv_layer(3, 1, 3, isa::Func::Relu, rng, 0.6f));
+  net.layers.push_back(plain(LayerKind::MaxPool, 2));
+  net.layers.push_back(plain(LayerKind::Flatten));
+  net.layers.push_back(dense_layer(48, 10, isa::Func::Relu, rng, 0.3f));
+  net.layers.push_back(dense_layer(10, 4, isa::Func::None, rng, 0.5f));
+  net.classes = 4;
+  const Tensor x = uniform_tensor({4, 8, 8, 1}, rng, 1.0f);
+  const std::vector<std::uint8_t> labels{0, 1, 2, 3};
+
+  const Network before = net;
+  TrainOptions options;
+  options.learning_rate = 1e-4f;
+  Trainer trainer(net, nullptr, options);
+  trainer.step(x, labels);
+
+  const float h = 1e-3f;
+  std::size_t checked = 0;
+  for (std::size_t l = 0; l < before.layers.size(); ++l) {
+    for (bool bias : {false, true}) {
+      const std::size_t count =
+          bias ? before.layers[l].bias.size() : before.layers[l].weights.size();
+      for (std::size_t i = 0; i < count; ++i) {
+        Network probe = before;
+        float& p = bias ? probe.layers[l].bias[i] : probe.layers[l].weights[i];
+        const float original = p;
+        p = original + h;
+        const double up = loss_of(probe, x, labels);
+        p = original - h;
+        const double down = loss_of(probe, x, labels);
+        const double gradient = (up - down) / (2.0 * h);
+        if (std::fabs(gradient) < 2e-3) continue;
+        const float moved = (bias ? net.layers[l].bias[i] : net.layers[l].weights[i]) - original;
+        EXPECT_LT(moved * gradient, 0.0)
+            << "layer " << l << (bias ? " bias " : " weight ") << i << ": gradient " << gradient
+            << ", moved " << moved;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 100u);  // the check covered most parameters, not a handful
+}
+
+class NetworkFiles : public ::testing::Test {
+ protected:
+  fs::path dir_;
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tpu_net_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  static std::string message_of(const std::string& path) {
+    try {
+      load_network(path);
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "accepted";
+  }
+};
+
+TEST_F(NetworkFiles, RoundTripKeepsEveryBit) {
+  const Network net = make_network(Architecture::Cnn, 3);
+  const std::string path = (dir_ / "cnn.json").string();
+  save_network(net, path);
+  const Network back = load_network(path);
+  ASSERT_EQ(back.layers.size(), net.layers.size());
+  EXPECT_EQ(back.classes, 10u);
+  for (std::size_t l = 0; l < net.layers.size(); ++l) {
+    EXPECT_EQ(back.layers[l].kind, net.layers[l].kind);
+    EXPECT_EQ(back.layers[l].kernel, net.layers[l].kernel);
+    EXPECT_EQ(back.layers[l].pool, net.layers[l].pool);
+    EXPECT_EQ(back.layers[l].activation, net.layers[l].activation);
+    expect_same_bits(back.layers[l].weights, net.layers[l].weights, "weights");
+    expect_same_bits(back.layers[l].bias, net.layers[l].bias, "bias");
+  }
+}
+
+TEST_F(NetworkFiles, RejectsMalformedDescriptions) {
+  npy::write((dir_ / "w.npy").string(), {{4, 3}, std::vector<float>(12, 0.5f)});
+  npy::write((dir_ / "b.npy").string(), {{3}, std::vector<float>(3, 0.0f)});
+  const std::string head =
+      R"({"name": "n", "input": {"height": 2, "width": 2, "channels": 1}, "layers": [)"
+      R"({"type": "flatten"}, )";
+  auto dense = [](const std::string& extra) {
+    return R"({"type": "dense", "units": 3, "weights": "w.npy", "bias": "b.npy")" + extra + "}";
+  };
+  EXPECT_EQ(message_of(write("ok.json", head + dense("") + "]}")), "accepted");
+  EXPECT_NE(message_of((dir_ / "absent.json").string()).find("cannot open"), std::string::npos);
+  EXPECT_NE(message_of(write("syntax.json", head)).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(message_of(write("type.json", head + R"({"type": "lstm"}]})"))
+                .find("unknown layer type lstm"),
+            std::string::npos);
+  EXPECT_NE(message_of(write("act.json", head + dense(R"(, "activation": "swish")") + "]}"))
+                .find("unknown activation swish"),
+            std::string::npos);
+  EXPECT_NE(message_of(write("field.json", R"({"name": "n", "layers": []})")).find("malformed"),
+            std::string::npos);
+  npy::write((dir_ / "w5.npy").string(), {{5, 3}, std::vector<float>(15, 0.5f)});
+  const std::string wrong = head + R"({"type": "dense", "units": 3, "weights": "w5.npy", )" +
+                            R"("bias": "b.npy"}]})";
+  EXPECT_NE(message_of(write("shape.json", wrong)).find("should be 4 x 3"), std::string::npos);
+  const std::string unflat =
+      R"({"name": "n", "input": {"height": 2, "width": 2, "channels": 1}, "layers": []})";
+  EXPECT_NE(message_of(write("unflat.json", unflat)).find("flat layer"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tpu::nn
