@@ -106,7 +106,7 @@ bench-suite: build
 
 # Verilator build time and simulation speed of the matrix unit, 4x4 to 32x32, 1 and 2 threads.
 bench-sim: deps
-	scripts/bench_sim_speed.sh $(PERF)
+	PYTHON=$(PYTHON) scripts/bench_sim_speed.sh $(PERF)
 
 # One 512 x 512 x 512 GEMM on the core.
 bench-core: build
@@ -125,16 +125,16 @@ demo: build
 	  --compare model host --stats
 
 # Retrains the networks of sw/nets on the functional model (about 15 min for
-# the MLP, an hour for the CNN, on one core).
+# the MLP, 50 minutes for the CNN, on one core).
 nets: build
 	$(BUILD)/bin/tpu train --arch mlp --epochs 15 --out sw/nets/mlp.json
-	$(BUILD)/bin/tpu train --arch cnn --epochs 5 --out sw/nets/cnn.json
+	$(BUILD)/bin/tpu train --arch cnn --epochs 5 --lr-decay 0.7 --out sw/nets/cnn.json
 
 # The same training in host fp32, the reference the mixed-precision runs compare with.
 nets-host: build
 	@mkdir -p $(BUILD)/nets-host
 	$(BUILD)/bin/tpu train --backend host --arch mlp --epochs 15 --out $(BUILD)/nets-host/mlp.json
-	$(BUILD)/bin/tpu train --backend host --arch cnn --epochs 5 --out $(BUILD)/nets-host/cnn.json
+	$(BUILD)/bin/tpu train --backend host --arch cnn --epochs 5 --lr-decay 0.7 --out $(BUILD)/nets-host/cnn.json
 
 # All 2^32 multiplier inputs and all 2^32 rounder inputs, in SHARDS processes.
 verify-exhaustive: build

@@ -67,10 +67,12 @@ std::vector<Workload> workloads() {
                     small});
   }
   // The CNN at batch 16: im2col rows are images x 28 x 28 and x 14 x 14.
-  list.push_back({"cnn.conv1 b16", "CNN", gemm(16 * 784, 25, 8, true, Func::Relu, OutType::Bf16)});
+  list.push_back({"cnn.conv1 b16", "CNN", gemm(16 * 784, 9, 16, true, Func::Relu, OutType::Bf16)});
   list.push_back(
-      {"cnn.conv2 b16", "CNN", gemm(16 * 196, 200, 16, true, Func::Relu, OutType::Bf16)});
-  list.push_back({"cnn.dense b16", "CNN", gemm(16, 784, 10, true, Func::None, OutType::Fp32), true});
+      {"cnn.conv2 b16", "CNN", gemm(16 * 196, 144, 32, true, Func::Relu, OutType::Bf16)});
+  list.push_back(
+      {"cnn.fc1 b16", "CNN", gemm(16, 1568, 64, true, Func::Relu, OutType::Bf16), true});
+  list.push_back({"cnn.fc2 b16", "CNN", gemm(16, 64, 10, true, Func::None, OutType::Fp32), true});
   // One step of a 512-cell LSTM: [x, h] (1024) times the four gates' weights.
   list.push_back({"lstm.gates b1", "LSTM", gemm(1, 1024, 2048, false, Func::None, OutType::Fp32)});
   list.push_back({"lstm.gates b8", "LSTM", gemm(8, 1024, 2048, false, Func::None, OutType::Fp32)});
@@ -97,7 +99,7 @@ std::vector<Workload> size_sweep() {
 std::vector<Workload> bandwidth_workloads() {
   return {{"mlp.fc1 b16", "MLP", gemm(16, 784, 256, true, Func::Relu, OutType::Bf16)},
           {"gemm 256^3", "GEMM", gemm(256, 256, 256, false, Func::None, OutType::Fp32)},
-          {"cnn.conv2 b4", "CNN", gemm(4 * 196, 200, 16, true, Func::Relu, OutType::Bf16)}};
+          {"cnn.conv2 b4", "CNN", gemm(4 * 196, 144, 32, true, Func::Relu, OutType::Bf16)}};
 }
 constexpr double kBandwidths[] = {1.0, 0.5, 0.25, 0.125, 0.0625};
 

@@ -111,12 +111,13 @@ Network make_network(Architecture architecture, std::uint64_t seed) {
     net.layers.push_back(weighted_layer(LayerKind::Dense, 128, 10, 0, isa::Func::None, rng));
   } else {
     net.name = "cnn";
-    net.layers.push_back(weighted_layer(LayerKind::Conv2d, 25, 8, 5, isa::Func::Relu, rng));
+    net.layers.push_back(weighted_layer(LayerKind::Conv2d, 9, 16, 3, isa::Func::Relu, rng));
     net.layers.push_back(plain_layer(LayerKind::MaxPool, 2));
-    net.layers.push_back(weighted_layer(LayerKind::Conv2d, 200, 16, 5, isa::Func::Relu, rng));
+    net.layers.push_back(weighted_layer(LayerKind::Conv2d, 144, 32, 3, isa::Func::Relu, rng));
     net.layers.push_back(plain_layer(LayerKind::MaxPool, 2));
     net.layers.push_back(plain_layer(LayerKind::Flatten));
-    net.layers.push_back(weighted_layer(LayerKind::Dense, 784, 10, 0, isa::Func::None, rng));
+    net.layers.push_back(weighted_layer(LayerKind::Dense, 1568, 64, 0, isa::Func::Relu, rng));
+    net.layers.push_back(weighted_layer(LayerKind::Dense, 64, 10, 0, isa::Func::None, rng));
   }
   layer_shapes(net);  // the pieces fit together
   return net;

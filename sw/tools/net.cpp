@@ -45,6 +45,9 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& options) {
   command->add_option("--arch", options.architecture, "mlp (784-256-128-10) or cnn")
       ->check(CLI::IsMember({"mlp", "cnn"}))
       ->capture_default_str();
+  command->add_option("--init", options.init_path,
+                      "go on training this network (its layers replace --arch)")
+      ->type_name("NET.json");
   command->add_option("--out", options.out_path, "the trained network: JSON, with .npy weights")
       ->required()
       ->type_name("NET.json");
@@ -117,8 +120,18 @@ int run_train(const TrainOptions& options) {
   check_output_path(options.out_path);
   const idx::Dataset train = load_data(true, options.data_dir);
   const idx::Dataset test = load_data(false, options.data_dir);
-  nn::Network net = nn::make_network(
-      options.architecture == "mlp" ? nn::Architecture::Mlp : nn::Architecture::Cnn, options.seed);
+  nn::Network net;
+  if (options.init_path.empty()) {
+    net = nn::make_network(
+        options.architecture == "mlp" ? nn::Architecture::Mlp : nn::Architecture::Cnn,
+        options.seed);
+  } else {
+    try {
+      net = nn::load_network(options.init_path);
+    } catch (const std::runtime_error& error) {
+      throw BadInput(error.what());
+    }
+  }
   std::unique_ptr<Backend> backend = network_backend(options.backend, options.array);
   nn::TrainOptions train_options;
   train_options.epochs = options.epochs;
@@ -127,7 +140,13 @@ int run_train(const TrainOptions& options) {
   train_options.lr_decay = options.lr_decay;
   train_options.seed = options.seed;
   train_options.examples = options.examples;
-  nn::Trainer trainer(net, backend.get(), train_options);
+  std::unique_ptr<nn::Trainer> trainer_owner;
+  try {
+    trainer_owner = std::make_unique<nn::Trainer>(net, backend.get(), train_options);
+  } catch (const std::invalid_argument& error) {
+    throw BadInput(fmt::format("{}: {}", options.init_path, error.what()));
+  }
+  nn::Trainer& trainer = *trainer_owner;
 
   fmt::print("training {} on {} ({}): {} epochs, batch {}, Adam lr {} (x {} per epoch), seed {}\n",
              net.name, options.backend,

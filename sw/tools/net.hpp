@@ -9,6 +9,7 @@ namespace tpu::tool {
 
 struct TrainOptions {
   std::string architecture = "mlp";
+  std::string init_path;  // start from this network's weights instead of random ones
   std::string out_path;
   std::string backend = "model";
   std::string array = "16x16";

@@ -681,6 +681,19 @@ def train_bad_input(tpu):
     check_bad_input(tpu, ["train", "--out", "n.json", "--arch", "resnet"], "--arch")
     check_bad_input(tpu, ["train", "--out", "n.json", "--batch", "0"], "--batch")
     check_bad_input(tpu, ["train"], "--out is required")
+    check_bad_input(tpu, ["train", "--out", "n.json", "--init", "absent.json"],
+                    "absent.json: cannot open")
+    with open(SHIPPED_MLP) as f:
+        sigmoid = f.read().replace('"relu"', '"sigmoid"')
+    nets = os.path.dirname(SHIPPED_MLP)
+    for name in os.listdir(nets):
+        if name.startswith("mlp.") and name.endswith(".npy"):
+            with open(os.path.join(nets, name), "rb") as src, open(name, "wb") as dst:
+                dst.write(src.read())
+    with open("sigmoid.json", "w") as f:
+        f.write(sigmoid)
+    check_bad_input(tpu, ["train", "--out", "n.json", "--init", "sigmoid.json"],
+                    "sigmoid.json: the trainer knows the gradients of relu and none only")
 
 
 # --- tpu info, help, no subcommand ---

@@ -19,7 +19,7 @@ namespace tpu::nn {
 
 enum class Architecture : std::uint8_t {
   Mlp,  // 784-256-128-10, relu
-  Cnn,  // conv 5x5x8, pool 2, conv 5x5x16, pool 2, dense 10, relu
+  Cnn,  // conv 3x3x16, pool 2, conv 3x3x32, pool 2, dense 64, dense 10, relu
 };
 
 // A network of that architecture for 28 x 28 grey images and 10 classes, with
