@@ -10,6 +10,13 @@ rows=${ROWS:-16}
 cols=${COLS:-16}
 threads=${THREADS:-1}
 shift || true
+# Checked before the build, which takes minutes at the larger sizes.
+for setting in "ROWS=$rows" "COLS=$cols" "THREADS=$threads"; do
+  if ! [[ ${setting#*=} =~ ^[1-9][0-9]*$ ]]; then
+    echo "bench_mxu.sh: $setting: expected a positive whole number" >&2
+    exit 2
+  fi
+done
 # Only ever delete a directory this script made (it leaves a marker in it).
 if [ -e "$work" ] && [ ! -f "$work/.mxu-bench" ]; then
   echo "bench_mxu.sh: refusing to reuse $work: it exists and was not made by this script" >&2

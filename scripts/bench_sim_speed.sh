@@ -9,18 +9,34 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(realpath -m "${1:-$root/docs/perf}")
 sizes=${SIZES:-4 8 16 32}
 python=${PYTHON:-/usr/bin/python3}
-mkdir -p "$out" "$root/build/bench-sim"
+runs="$root/build/bench-sim"
+# Fail now rather than after an hour of builds.
+if ! "$python" -c "import matplotlib" 2>/dev/null; then
+  echo "bench-sim: $python cannot import matplotlib (make deps installs python3-matplotlib)" >&2
+  exit 1
+fi
+mkdir -p "$out" "$runs"
 records=()
 for size in $sizes; do
   for threads in 1 2; do
     name="${size}x${size}-t${threads}"
-    echo "bench-sim: building and running the ${size}x${size} matrix unit, $threads thread(s)" >&2
-    work="$root/build/bench-sim/$name"
-    ROWS=$size COLS=$size THREADS=$threads "$root/scripts/bench_mxu.sh" "$work" \
-      --json "$root/build/bench-sim/$name.json" > "$root/build/bench-sim/$name.log" \
-      || { cat "$root/build/bench-sim/$name.log" >&2;
-           echo "bench-sim: the ${size}x${size} run with $threads thread(s) failed" >&2; exit 1; }
-    records+=("$root/build/bench-sim/$name.json")
+    model="the ${size}x${size} model with $threads thread(s)"
+    echo "bench-sim: building and running $model" >&2
+    # A record left from an earlier sweep must not stand in for this run's.
+    rm -f "$runs/$name.json"
+    # About 33,000 cycles at every size (tiles of 16 x size rows), long enough to time.
+    tiles=$(( size >= 2048 ? 1 : 2048 / size ))
+    if ! ROWS=$size COLS=$size THREADS=$threads "$root/scripts/bench_mxu.sh" "$runs/$name" \
+        --tiles "$tiles" --json "$runs/$name.json" > "$runs/$name.log" 2>&1; then
+      if grep -qs '"exact": false' "$runs/$name.json"; then
+        echo "bench-sim: $model is not bit-exact; see $runs/$name.log" >&2
+      else
+        echo "bench-sim: building or running $model failed; see $runs/$name.log" >&2
+      fi
+      exit 1
+    fi
+    sed -n 's/^simulation speed  */bench-sim:   /p' "$runs/$name.log" >&2
+    records+=("$runs/$name.json")
   done
 done
 "$python" "$root/scripts/sim_speed_table.py" "$out" "${records[@]}"
