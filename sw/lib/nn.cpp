@@ -334,6 +334,30 @@ void save_network(const Network& net, const std::string& json_path) {
   std::filesystem::rename(temp, json_path);
 }
 
+std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, std::uint32_t m,
+                          std::uint32_t k, std::uint32_t n) {
+  std::vector<float> out(std::size_t{m} * n, 0.0f);
+  if (accelerator) {
+    GemmSpec spec;
+    spec.m = m;
+    spec.k = k;
+    spec.n = n;
+    const ref::MatrixFp32 product =
+        run_gemm(*accelerator, spec, bf16_matrix(a, m, k), bf16_matrix(b, k, n));
+    std::memcpy(out.data(), product.data.data(), out.size() * sizeof(float));
+    return out;
+  }
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t kk = 0; kk < k; ++kk) {
+      const float x = a[i * k + kk];
+      const float* row = &b[kk * n];
+      float* sums = &out[i * n];
+      for (std::size_t j = 0; j < n; ++j) sums[j] += x * row[j];
+    }
+  }
+  return out;
+}
+
 std::vector<float> layer_forward(Backend* accelerator, const Layer& layer, const float* rows_data,
                                  std::size_t rows, bool last, LayerRun* run) {
   if (!accelerator) return layer_gemm_host(layer, rows_data, rows);

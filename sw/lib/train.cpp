@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <random>
 #include <stdexcept>
 
-#include "ref/numerics.hpp"
-#include "tpu/compiler.hpp"
 
 namespace tpu::nn {
 namespace {
@@ -43,22 +40,6 @@ Layer plain_layer(LayerKind kind, std::uint32_t pool = 0) {
   layer.kind = kind;
   layer.pool = pool;
   return layer;
-}
-
-std::vector<float> bits_of(const ref::MatrixFp32& m) {
-  std::vector<float> values(m.data.size());
-  std::memcpy(values.data(), m.data.data(), values.size() * sizeof(float));
-  return values;
-}
-
-ref::MatrixBf16 to_bf16(const float* data, std::uint32_t rows, std::uint32_t cols) {
-  ref::MatrixBf16 m(rows, cols);
-  for (std::size_t i = 0; i < m.data.size(); ++i) {
-    ref::fp32_t bits;
-    std::memcpy(&bits, &data[i], sizeof bits);
-    m.data[i] = ref::fp32_to_bf16(bits);
-  }
-  return m;
 }
 
 std::vector<float> transpose(const float* data, std::size_t rows, std::size_t cols) {
@@ -145,23 +126,7 @@ Trainer::Trainer(Network& net, Backend* accelerator, const TrainOptions& options
 std::vector<float> Trainer::matmul(const float* a, const float* b, std::uint32_t m, std::uint32_t k,
                                    std::uint32_t n) {
   macs_ += std::uint64_t{m} * k * n;
-  if (accelerator_) {
-    GemmSpec spec;
-    spec.m = m;
-    spec.k = k;
-    spec.n = n;
-    return bits_of(run_gemm(*accelerator_, spec, to_bf16(a, m, k), to_bf16(b, k, n)));
-  }
-  std::vector<float> out(std::size_t{m} * n, 0.0f);
-  for (std::size_t i = 0; i < m; ++i) {
-    for (std::size_t kk = 0; kk < k; ++kk) {
-      const float x = a[i * k + kk];
-      const float* row = &b[kk * n];
-      float* sums = &out[i * n];
-      for (std::size_t j = 0; j < n; ++j) sums[j] += x * row[j];
-    }
-  }
-  return out;
+  return nn::matmul(accelerator_, a, b, m, k, n);
 }
 
 Tensor Trainer::forward_layer(std::size_t l, const Tensor& x, bool last) {

@@ -32,26 +32,19 @@ GemmMeasurement measure_gemm(const HardwareConfig& config, const GemmSpec& spec,
   const auto bias = oracle::random_seed_matrix(rng, 1, spec.n, 1).data;
   const ref::MatrixFp32* c_in = spec.has_c ? &c : nullptr;
   const std::vector<ref::fp32_t>* bias_in = spec.has_bias ? &bias : nullptr;
-  const auto count = static_cast<std::uint32_t>(m.plan.program.size());
 
   RtlOptions options;
   options.memory_bytes = m.plan.memory_bytes;
   options.timing = timing;
   RtlBackend rtl(config, options);
-  write_gemm_inputs(m.plan, rtl.memory(), a, b, c_in, bias_in);
+  RunResult result;
   const auto start = std::chrono::steady_clock::now();
-  const RunResult result = rtl.run(m.plan.prog_addr, count);
+  const ref::MatrixFp32 out = run_gemm(rtl, spec, a, b, c_in, bias_in, &result);
   m.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!result.ok()) {
-    throw std::runtime_error(std::string("core stopped: ") + regs::error_name(result.error));
-  }
   m.counters = *result.counters;
 
   FunctionalModel model(config, m.plan.memory_bytes);
-  write_gemm_inputs(m.plan, model.memory(), a, b, c_in, bias_in);
-  m.exact = model.run(m.plan.prog_addr, count).ok() &&
-            read_gemm_output(m.plan, rtl.memory()).data ==
-                read_gemm_output(m.plan, model.memory()).data;
+  m.exact = run_gemm(model, spec, a, b, c_in, bias_in).data == out.data;
   return m;
 }
 

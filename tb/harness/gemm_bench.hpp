@@ -24,7 +24,8 @@ struct GemmMeasurement {
 // listing the compiled ones otherwise.
 HardwareConfig compiled_top_named(const std::string& name);
 
-// Throws std::runtime_error when the core stops with an error.
+// Throws std::runtime_error when the core stops with an error. The wall time
+// covers the RTL run with its operand placement and result read-back.
 GemmMeasurement measure_gemm(const HardwareConfig& config, const GemmSpec& spec,
                              const AxiTiming& timing, std::uint64_t seed = 1);
 

@@ -83,6 +83,11 @@ Tensor forward_host_fp32(const Network& net, const Tensor& input);
 std::vector<float> layer_forward(Backend* accelerator, const Layer& layer, const float* rows_data,
                                  std::size_t rows, bool last, LayerRun* run = nullptr);
 
+// A plain product, A (m x k) times B (k x n), row-major: on an accelerator
+// with bf16 operands and fp32 sums, or in host fp32 when `accelerator` is null.
+std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, std::uint32_t m,
+                          std::uint32_t k, std::uint32_t n);
+
 // Host-side pieces, also used by the trainer.
 // im2col of an NHWC tensor for a square kernel, "same" padding, stride 1:
 // [n * h * w, kernel * kernel * c], columns in (ky, kx, c) order.
