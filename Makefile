@@ -16,14 +16,23 @@ DEMO_COUNT  := $(if $(FULL),0,$(DEMO_IMAGES))
 PERF    ?= docs/perf
 # Debian's interpreter, which has python3-matplotlib (scripts/deps.sh) for the plots.
 PYTHON  ?= /usr/bin/python3
+# make fpga / prog: the board (a folder of fpga/), and parameters to override (NAME=VALUE ...).
+BOARD   ?= ulx3s
+FPGA_SET ?=
+# The YoWASP builds of Yosys and nextpnr (fpga/requirements.txt) live in this virtual environment.
+VENV    ?= .venv
+FPGA_TOOLS := $(VENV)/.fpga-tools
+FPGA_FLOW  := TOOLS_BIN=$(abspath $(VENV))/bin $(PYTHON) scripts/fpga_flow.py
 
 RTL_FILES  := $(shell cat rtl/mxu.f)
 CORE_FILES := $(shell cat rtl/core.f)
+BOARD_FILES := $(CORE_FILES) $(shell cat rtl/board.f)
 LINT       := verilator --lint-only -Wall sim/lint.vlt $(RTL_FILES)
 LINT_CORE  := verilator --lint-only -Wall sim/lint.vlt $(CORE_FILES) --top-module tpu_top
+LINT_BOARD := verilator --lint-only -Wall sim/lint.vlt $(BOARD_FILES) --top-module tpu_board
 
 .PHONY: all deps build sim test lint synth wave wave-core bench bench-suite bench-sim bench-core \
-        bench-mxu demo nets nets-host verify-exhaustive defs clean
+        bench-mxu demo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table clean
 
 all: build
 
@@ -58,6 +67,12 @@ lint: deps
 	$(LINT_CORE)
 	$(LINT_CORE) -GDim=1 -GActLanes=1 -GBusBytes=4 -GQueueDepth=1 -GUbDepth=4 -GAccDepth=4
 	$(LINT_CORE) -GDim=8 -GMulStages=2 -GAddStages=3 -GBusBytes=64 -GActLanes=8 -GQueueDepth=3
+	$(LINT_BOARD)
+	$(LINT_BOARD) -GDim=1 -GBusBytes=4 -GMemBytes=256 -GClockHz=12000000 -GBaud=3000000 \
+	  -GUbDepth=4 -GAccDepth=4 -GQueueDepth=1 -GReadBufBeats=4
+	$(LINT_BOARD) -GDim=8 -GBusBytes=64 -GMemBytes=16777216 -GClockHz=100000000 -GBaud=115200
+	for top in tpu_reset_sync tpu_pulse_stretch; do \
+	  verilator --lint-only -Wall sim/lint.vlt rtl/$$top.sv --top-module $$top || exit 1; done
 	@echo "lint: clean"
 
 # Generic Yosys synthesis of the matrix unit, without and with every pipeline
@@ -144,6 +159,26 @@ verify-exhaustive: build
 # `make test` fails while they are stale.
 defs:
 	python3 scripts/gen_defs.py
+
+# The FPGA tools from PyPI, in $(VENV): Yosys, nextpnr for ECP5 and iCE40, ecppack, icepack.
+fpga-tools: $(FPGA_TOOLS)
+
+$(FPGA_TOOLS): fpga/requirements.txt | deps
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r fpga/requirements.txt
+	@touch $@
+
+# Bitstream and report of one board (docs/fpga.md): make fpga BOARD=ulx3s [FPGA_SET="Dim=2"].
+fpga: $(FPGA_TOOLS)
+	$(FPGA_FLOW) build $(BOARD) $(foreach setting,$(FPGA_SET),--set $(setting))
+
+# Programs the connected board with the bitstream `make fpga` built (openFPGALoader or iceprog).
+prog:
+	$(PYTHON) scripts/fpga_flow.py program $(BOARD) $(foreach setting,$(FPGA_SET),--set $(setting))
+
+# Every board at every array size of its board.toml's [table]: the table of docs/fpga.md.
+fpga-table: $(FPGA_TOOLS)
+	$(FPGA_FLOW) table
 
 clean:
 	rm -rf $(BUILD)

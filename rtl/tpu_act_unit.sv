@@ -6,9 +6,15 @@
 // Each iteration reads its bias row first and ends when its last row is
 // written, so an iteration sees every row an earlier one wrote. An operation
 // leaves the queue when its last iteration ends.
+//
+// The bias adder has one pipeline register; a core built with pipelined
+// adders (AddStages of 2 or 3, for the clock rates of an FPGA) gives it
+// AddStages registers and one more between it and the function unit, whose
+// first stage is a multiplication.
 module tpu_act_unit #(
   parameter int unsigned Dim        = 16,
   parameter int unsigned ActLanes   = 4,
+  parameter int unsigned AddStages  = 0,
   parameter int unsigned UbDepth    = 1024,
   parameter int unsigned AccDepth   = 1024,
   parameter int unsigned QueueDepth = 4,
@@ -46,12 +52,17 @@ module tpu_act_unit #(
   localparam int unsigned GroupWidth  = (Groups > 1) ? $clog2(Groups) : 1;
   localparam int unsigned LastGroupIdx = Groups - 1;
   localparam logic [GroupWidth-1:0] LastGroup = LastGroupIdx[GroupWidth-1:0];
-  // Bias adder (one register) then the function unit.
-  localparam int unsigned LaneLatency = 1 + tpu_pkg::ActFuncLatency;
+  // Bias adder (and its output register), then the function unit.
+  localparam bit          BiasOutReg  = AddStages >= 2;
+  localparam int unsigned BiasStages  = BiasOutReg ? AddStages : 1;
+  localparam int unsigned LaneLatency = BiasStages + (BiasOutReg ? 1 : 0) + tpu_pkg::ActFuncLatency;
   localparam logic [31:0] NegZeroFp32 = 32'h8000_0000;
 
   if (ActLanes < 1 || ActLanes > Dim || Dim % ActLanes != 0) begin : g_bad_lanes
     $error("tpu_act_unit: ActLanes must divide Dim");
+  end
+  if (AddStages > tpu_pkg::AddStagesMax) begin : g_bad_stages
+    $error("tpu_act_unit: AddStages must be 0, 1, 2 or 3");
   end
 
   tpu_core_pkg::op_t head, unused_peek;
@@ -193,11 +204,11 @@ module tpu_act_unit #(
   // ---------------------------------------------------------------------------
   // Lanes: N-ADD bias add (one register), the function, N-OUT rounding.
   // ---------------------------------------------------------------------------
-  logic [ActLanes*32-1:0] lane_sum, lane_y;
+  logic [ActLanes*32-1:0] lane_sum, lane_x, lane_y;
   logic [ActLanes*16-1:0] lane_bf16;
 
   for (genvar l = 0; l < ActLanes; l++) begin : g_lane
-    tpu_fp32_add #(.PipeStages(1)) u_bias_add (
+    tpu_fp32_add #(.PipeStages(BiasStages)) u_bias_add (
       .clk_i, .rst_ni,
       .en_i (adv),
       .x_i  (in_x[l*32 +: 32]),
@@ -205,12 +216,19 @@ module tpu_act_unit #(
       .sum_o(lane_sum[l*32 +: 32])
     );
 
+    tpu_pipe_reg #(.Width(32), .Enable(BiasOutReg)) u_bias_out (
+      .clk_i, .rst_ni,
+      .en_i  (adv),
+      .data_i(lane_sum[l*32 +: 32]),
+      .data_o(lane_x[l*32 +: 32])
+    );
+
     tpu_act_func u_func (
       .clk_i, .rst_ni,
       .en_i   (adv),
       .func_i (func),
       .alpha_i(alpha),
-      .x_i    (lane_sum[l*32 +: 32]),
+      .x_i    (lane_x[l*32 +: 32]),
       .y_o    (lane_y[l*32 +: 32])
     );
 

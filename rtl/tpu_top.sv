@@ -485,8 +485,8 @@ module tpu_top #(
   );
 
   tpu_act_unit #(
-    .Dim(DimL), .ActLanes(ActLanesL), .UbDepth(UbDepthL), .AccDepth(AccDepthL),
-    .QueueDepth(QueueDepthL)
+    .Dim(DimL), .ActLanes(ActLanesL), .AddStages(AddStages), .UbDepth(UbDepthL),
+    .AccDepth(AccDepthL), .QueueDepth(QueueDepthL)
   ) u_act (
     .clk_i, .rst_ni(core_rst_n),
     .push_i       (push[tpu_core_pkg::UnitAct]),

@@ -17,6 +17,8 @@ packages=(
   dataset-fashion-mnist  # the data set the networks train and run on
   gtkwave python3      # fst2vcd checks the .gtkw layout; GTKWave opens the waves
   python3-matplotlib   # the benchmark plots (make bench)
+  libserialport-dev    # the serial backend's port to an FPGA board
+  python3-venv         # the FPGA tools' virtual environment (make fpga-tools)
 )
 
 missing=()

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Generates the instruction-set and register-map definitions from one description.
+"""Generates the instruction-set, register-map and host-link definitions from one description.
 
-Reads rtl/isa.toml and rtl/regmap.toml and writes
-  rtl/tpu_isa_pkg.sv, rtl/tpu_regs_pkg.sv            SystemVerilog packages
-  sw/include/tpu/isa_defs.hpp, sw/include/tpu/regs.hpp  C++17 headers
-  the tables between the GENERATED marker lines of docs/isa.md and docs/registers.md.
+Reads rtl/isa.toml, rtl/regmap.toml and rtl/link.toml and writes
+  rtl/tpu_isa_pkg.sv, rtl/tpu_regs_pkg.sv, rtl/tpu_link_pkg.sv     SystemVerilog packages
+  sw/include/tpu/isa_defs.hpp, regs.hpp, link_defs.hpp            C++17 headers
+  the tables between the GENERATED marker lines of docs/isa.md, docs/registers.md and
+  docs/link.md.
 
-Usage: gen_defs.py [--check] [--isa FILE] [--regmap FILE] [--out-dir DIR]
+Usage: gen_defs.py [--check] [--isa FILE] [--regmap FILE] [--link FILE] [--out-dir DIR]
 Without --check it writes each output that differs from what it generates and names it. With
 --check it writes nothing and names each stale output. Exit status: 0 done or up to date,
 1 stale outputs (--check only), 2 bad input, reported in one line.
@@ -26,8 +27,11 @@ ISA_PKG = Path("rtl/tpu_isa_pkg.sv")
 REGS_PKG = Path("rtl/tpu_regs_pkg.sv")
 ISA_HPP = Path("sw/include/tpu/isa_defs.hpp")
 REGS_HPP = Path("sw/include/tpu/regs.hpp")
+LINK_PKG = Path("rtl/tpu_link_pkg.sv")
+LINK_HPP = Path("sw/include/tpu/link_defs.hpp")
 ISA_DOC = Path("docs/isa.md")
 REGS_DOC = Path("docs/registers.md")
+LINK_DOC = Path("docs/link.md")
 
 WORD_BITS = 32
 # The AXI4-Lite slave decodes a 4 KiB window; every register and counter lies in it.
@@ -39,6 +43,9 @@ COUNTER_STRIDE = 8
 REG_ACCESS = ("ro", "rw", "wo")
 # Fields every instruction has, whatever its opcode; opcodes may not list them.
 IMPLICIT_FIELDS = ("opcode", "flags")
+# The host link's commands, statuses and sync bytes are bytes; lengths are 16-bit numbers.
+LINK_BYTE_BITS = 8
+LINK_LENGTH_BITS = 16
 # Generated comments and C++ code stay within the project's 100 columns where they can.
 LINE_WIDTH = 100
 
@@ -171,6 +178,37 @@ class RegMap:
     registers: tuple
     counters: tuple
     errors: tuple
+
+
+@dataclass(frozen=True)
+class LinkCode:
+    name: str
+    value: int
+    doc: str
+
+
+@dataclass(frozen=True)
+class InfoField:
+    name: str
+    offset: int
+    bytes: int
+    doc: str
+
+
+@dataclass(frozen=True)
+class Link:
+    request_sync: int
+    reply_sync: int
+    max_payload: int
+    frame_timeout_bits: int
+    version: int
+    commands: tuple
+    statuses: tuple
+    info: tuple
+
+    @property
+    def info_bytes(self):
+        return sum(field.bytes for field in self.info)
 
 
 def checked(table, where, required, optional=None):
@@ -378,6 +416,57 @@ def parse_regmap(data, source):
                  f"{source}: errors")
 
     return RegMap(tuple(registers), tuple(counters), tuple(errors))
+
+
+def parse_link(data, source):
+    top = checked(data, source,
+                  {"request_sync": int, "reply_sync": int, "max_payload": int,
+                   "frame_timeout_bits": int, "version": int, "commands": dict,
+                   "statuses": dict, "info": dict})
+    byte_max = (1 << LINK_BYTE_BITS) - 1
+    check_range(top["request_sync"], 0, byte_max, source, "request_sync")
+    check_range(top["reply_sync"], 0, byte_max, source, "reply_sync")
+    if top["request_sync"] == top["reply_sync"]:
+        raise DefsError(f"{source}: request_sync and reply_sync must differ, so that a board "
+                        "never takes its own reply for a request")
+    check_range(top["max_payload"], 4, (1 << LINK_LENGTH_BITS) - 1, source, "max_payload")
+    check_range(top["frame_timeout_bits"], 20, 1 << 20, source, "frame_timeout_bits")
+    check_range(top["version"], 0, (1 << 16) - 1, source, "version")
+
+    def codes(table, what):
+        entries = []
+        for name, entry in table.items():
+            where = f"{source}: {what}.{name}"
+            check_name(name, UPPER_NAME, where)
+            spec = checked(entry, where, {"value": int, "doc": str})
+            check_range(spec["value"], 0, byte_max, where, "value")
+            check_doc(spec["doc"], where)
+            entries.append(LinkCode(name, spec["value"], spec["doc"]))
+        entries.sort(key=lambda code: code.value)
+        check_unique([(code.name, code.value) for code in entries], "value",
+                     f"{source}: {what}", show=lambda value: f"0x{value:02X}")
+        return tuple(entries)
+
+    commands = codes(top["commands"], "commands")
+    statuses = codes(top["statuses"], "statuses")
+    if not statuses or statuses[0].name != "OK" or statuses[0].value != 0:
+        raise DefsError(f"{source}: statuses: OK must be there, with value 0")
+
+    info, offset = [], 0
+    for name, entry in top["info"].items():
+        where = f"{source}: info.{name}"
+        check_name(name, UPPER_NAME, where)
+        spec = checked(entry, where, {"bytes": int, "doc": str})
+        if spec["bytes"] not in (1, 2, 4):
+            raise DefsError(f"{where}: bytes {spec['bytes']} is not 1, 2 or 4")
+        check_doc(spec["doc"], where)
+        info.append(InfoField(name, offset, spec["bytes"], spec["doc"]))
+        offset += spec["bytes"]
+    if offset > top["max_payload"]:
+        raise DefsError(f"{source}: info: {offset} bytes do not fit in max_payload "
+                        f"{top['max_payload']}")
+    return Link(top["request_sync"], top["reply_sync"], top["max_payload"],
+                top["frame_timeout_bits"], top["version"], commands, statuses, tuple(info))
 
 
 def check_offset(offset, highest, where):
@@ -614,6 +703,44 @@ def sv_regs_package(regmap, source):
         lines.append(f"{indent}localparam {sv_logic(ERROR_CODE_BITS)} "
                      f"{name('Err' + camel(error.name))} = {ERROR_CODE_BITS}'d{error.value};")
 
+    lines += ["", "endpackage"]
+    return "\n".join(lines) + "\n"
+
+
+def sv_link_package(link, source):
+    name = Names(LINK_PKG)
+    indent = "  "
+    byte = sv_logic(LINK_BYTE_BITS)
+    lines = generated_header(source) + [
+        "//",
+        "// The UART host link of the FPGA boards: sync bytes, commands, reply statuses and the",
+        "// INFO record (docs/link.md).",
+        "package tpu_link_pkg;",
+        "",
+        f"{indent}localparam {byte} {name('RequestSync')} = {sv_hex(link.request_sync, 8)};",
+        f"{indent}localparam {byte} {name('ReplySync')} = {sv_hex(link.reply_sync, 8)};",
+        f"{indent}localparam int unsigned {name('MaxPayload')} = {link.max_payload};",
+        f"{indent}localparam int unsigned {name('FrameTimeoutBits')} = {link.frame_timeout_bits};",
+        f"{indent}localparam int unsigned {name('Version')} = {link.version};",
+        "",
+        f"{indent}// Commands.",
+    ]
+    for command in link.commands:
+        lines += comment(f"{command.name}: {command.doc}", indent=indent)
+        lines.append(f"{indent}localparam {byte} {name('Cmd' + camel(command.name))} = "
+                     f"{sv_hex(command.value, 8)};")
+    lines += ["", f"{indent}// Reply statuses."]
+    for status in link.statuses:
+        lines += comment(f"{status.name}: {status.doc}", indent=indent)
+        lines.append(f"{indent}localparam {byte} {name('Status' + camel(status.name))} = "
+                     f"{sv_hex(status.value, 8)};")
+    lines += ["", f"{indent}// The INFO record: each field's byte offset and size."]
+    lines.append(f"{indent}localparam int unsigned {name('InfoBytes')} = {link.info_bytes};")
+    for field in link.info:
+        prefix = "Info" + camel(field.name)
+        lines += comment(f"{field.name}: {field.doc}", indent=indent)
+        lines.append(f"{indent}localparam int unsigned {name(prefix + 'Offset')} = {field.offset};")
+        lines.append(f"{indent}localparam int unsigned {name(prefix + 'Bytes')} = {field.bytes};")
     lines += ["", "endpackage"]
     return "\n".join(lines) + "\n"
 
@@ -899,6 +1026,74 @@ def cpp_regs_header(regmap, source):
     return "\n".join(lines) + "\n"
 
 
+def cpp_link_header(link, source):
+    name = Names(LINK_HPP)
+    lines = generated_header(source) + [
+        "//",
+        "// The UART host link of the FPGA boards: sync bytes, commands, reply statuses and the",
+        "// INFO record (docs/link.md).",
+        "#pragma once",
+        "",
+        "#include <array>",
+        "#include <cstdint>",
+        "",
+        "namespace tpu::link {",
+        "",
+        f"inline constexpr std::uint8_t {name('kRequestSync')} = 0x{link.request_sync:02X};",
+        f"inline constexpr std::uint8_t {name('kReplySync')} = 0x{link.reply_sync:02X};",
+        f"inline constexpr unsigned {name('kMaxPayload')} = {link.max_payload};",
+        f"inline constexpr unsigned {name('kFrameTimeoutBits')} = {link.frame_timeout_bits};",
+        f"inline constexpr unsigned {name('kVersion')} = {link.version};",
+        "",
+        f"enum class {name('Command')} : std::uint8_t {{",
+        *[f"{CPP_INDENT}{camel(command.name)} = 0x{command.value:02X},"
+          for command in link.commands],
+        "};",
+        "",
+        f"enum class {name('Status')} : std::uint8_t {{",
+        *[f"{CPP_INDENT}{camel(status.name)} = {status.value}," for status in link.statuses],
+        "};",
+        "",
+        f"struct {name('StatusSpec')} {{",
+        f"{CPP_INDENT}Status status;",
+        f"{CPP_INDENT}const char* name;",
+        f"{CPP_INDENT}const char* doc;",
+        "};",
+        f"inline constexpr std::array<StatusSpec, {len(link.statuses)}> {name('kStatuses')}{{{{",
+    ]
+    for status in link.statuses:
+        lines += cpp_table_row([f"Status::{camel(status.name)}", cpp_string(status.name)],
+                               status.doc)
+    lines += ["}};",
+              "",
+              "// The name of a status; \"UNKNOWN\" for a value that is none.",
+              f"constexpr const char* {name('status_name')}(Status status) {{",
+              f"{CPP_INDENT}for (const StatusSpec& spec : kStatuses) {{",
+              f"{CPP_INDENT * 2}if (spec.status == status) return spec.name;",
+              f"{CPP_INDENT}}}",
+              f"{CPP_INDENT}return \"UNKNOWN\";",
+              "}",
+              "",
+              "// What a status means; \"unknown status\" for a value that is none.",
+              f"constexpr const char* {name('status_doc')}(Status status) {{",
+              f"{CPP_INDENT}for (const StatusSpec& spec : kStatuses) {{",
+              f"{CPP_INDENT * 2}if (spec.status == status) return spec.doc;",
+              f"{CPP_INDENT}}}",
+              f"{CPP_INDENT}return \"unknown status\";",
+              "}",
+              "",
+              "// The INFO record: each field's byte offset and size.",
+              f"inline constexpr unsigned {name('kInfoBytes')} = {link.info_bytes};"]
+    for field in link.info:
+        lines += comment(f"{field.name}: {field.doc}")
+        lines.append(f"inline constexpr unsigned {name('kInfo' + camel(field.name) + 'Offset')} = "
+                     f"{field.offset};")
+        lines.append(f"inline constexpr unsigned {name('kInfo' + camel(field.name) + 'Bytes')} = "
+                     f"{field.bytes};")
+    lines += ["", "}  // namespace tpu::link"]
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------------------------------------
 # Documentation tables
 
@@ -944,6 +1139,29 @@ def regs_doc_tables(regmap):
         ["value", "name", "doc"],
         [[str(error.value), f"`{error.name}`", error.doc] for error in regmap.errors])
     return {"registers": registers, "counters": counters, "errors": errors}
+
+
+def link_doc_tables(link):
+    commands = markdown_table(
+        ["value", "command", "doc"],
+        [[f"0x{command.value:02X}", f"`{command.name}`", command.doc]
+         for command in link.commands])
+    statuses = markdown_table(
+        ["value", "status", "doc"],
+        [[str(status.value), f"`{status.name}`", status.doc] for status in link.statuses])
+    info = markdown_table(
+        ["offset", "bytes", "field", "doc"],
+        [[str(field.offset), str(field.bytes), f"`{field.name}`", field.doc]
+         for field in link.info])
+    constants = markdown_table(
+        ["constant", "value"],
+        [["request sync byte", f"0x{link.request_sync:02X}"],
+         ["reply sync byte", f"0x{link.reply_sync:02X}"],
+         ["longest payload", f"{link.max_payload} bytes"],
+         ["request timeout", f"{link.frame_timeout_bits} bit times without a byte"],
+         ["protocol version", str(link.version)]])
+    return {"link-constants": constants, "link-commands": commands,
+            "link-statuses": statuses, "link-info": info}
 
 
 def fill_markers(text, tables, where):
@@ -1005,19 +1223,24 @@ def read_existing(path, shown):
         raise DefsError(f"{shown}: not UTF-8 text") from None
 
 
-def generate(isa_path, regmap_path, out_dir):
+def generate(isa_path, regmap_path, link_path, out_dir):
     """Maps each output (relative to out_dir) to the text it should have."""
     isa_source, regmap_source = display(isa_path, out_dir), display(regmap_path, out_dir)
+    link_source = display(link_path, out_dir)
     isa = parse_isa(load_toml(isa_path, isa_source), isa_source)
     regmap = parse_regmap(load_toml(regmap_path, regmap_source), regmap_source)
+    link = parse_link(load_toml(link_path, link_source), link_source)
     outputs = {
         ISA_PKG: sv_isa_package(isa, isa_source),
         REGS_PKG: sv_regs_package(regmap, regmap_source),
+        LINK_PKG: sv_link_package(link, link_source),
         ISA_HPP: cpp_isa_header(isa, isa_source),
         REGS_HPP: cpp_regs_header(regmap, regmap_source),
+        LINK_HPP: cpp_link_header(link, link_source),
     }
     # The docs hold prose around the tables, so they must exist with their markers.
-    for doc, tables in ((ISA_DOC, isa_doc_tables(isa)), (REGS_DOC, regs_doc_tables(regmap))):
+    for doc, tables in ((ISA_DOC, isa_doc_tables(isa)), (REGS_DOC, regs_doc_tables(regmap)),
+                        (LINK_DOC, link_doc_tables(link))):
         text = read_existing(out_dir / doc, str(doc))
         if text is None:
             raise DefsError(f"{out_dir / doc}: no such file; it holds the generated tables "
@@ -1051,13 +1274,15 @@ def write_outputs(outputs, stale, out_dir):
 def parse_args():
     parser = argparse.ArgumentParser(
         description="Generates SystemVerilog packages, C++ headers and doc tables from the "
-                    "instruction-set and register-map descriptions.")
+                    "instruction-set, register-map and host-link descriptions.")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 naming each output that is out of date")
     parser.add_argument("--isa", type=Path, default=ROOT / "rtl/isa.toml", metavar="FILE",
                         help="instruction-set description (default: rtl/isa.toml)")
     parser.add_argument("--regmap", type=Path, default=ROOT / "rtl/regmap.toml", metavar="FILE",
                         help="register-map description (default: rtl/regmap.toml)")
+    parser.add_argument("--link", type=Path, default=ROOT / "rtl/link.toml", metavar="FILE",
+                        help="host-link description (default: rtl/link.toml)")
     parser.add_argument("--out-dir", type=Path, default=ROOT, metavar="DIR",
                         help="folder the output paths are relative to (default: the checkout)")
     return parser.parse_args()
@@ -1066,7 +1291,7 @@ def parse_args():
 def main():
     args = parse_args()
     try:
-        outputs = generate(args.isa, args.regmap, args.out_dir)
+        outputs = generate(args.isa, args.regmap, args.link, args.out_dir)
         stale = stale_outputs(outputs, args.out_dir)
         if args.check:
             for path, reason in stale.items():

@@ -61,11 +61,33 @@ doc = "bus beats"
 value = 0
 doc = "no error"
 EOF
+  cat >"$work/link.toml" <<'EOF'
+request_sync = 0xA5
+reply_sync = 0x5A
+max_payload = 64
+frame_timeout_bits = 100
+version = 1
+
+[commands.PING]
+value = 0x01
+doc = "answers"
+
+[statuses.OK]
+value = 0
+doc = "done"
+[statuses.BROKEN]
+value = 1
+doc = "damaged"
+
+[info.VERSION]
+bytes = 2
+doc = "protocol version"
+EOF
 }
 
 gen_defs() {
   python3 "$root/scripts/gen_defs.py" --isa "$work/isa.toml" --regmap "$work/regmap.toml" \
-    --out-dir "$out" "$@" 2>&1
+    --link "$work/link.toml" --out-dir "$out" "$@" 2>&1
 }
 
 # Every file under the output folder with its checksum, to prove nothing was written.
@@ -96,11 +118,14 @@ printf '<!-- BEGIN GENERATED: %s -->\n<!-- END GENERATED: %s -->\n' \
   fields fields opcodes opcodes flags flags functions functions >"$out/docs/isa.md"
 printf '<!-- BEGIN GENERATED: %s -->\n<!-- END GENERATED: %s -->\n' \
   registers registers counters counters errors errors >"$out/docs/registers.md"
+printf '<!-- BEGIN GENERATED: %s -->\n<!-- END GENERATED: %s -->\n' link-constants \
+  link-constants link-commands link-commands link-statuses link-statuses link-info link-info \
+  >"$out/docs/link.md"
 write_valid_inputs
 checks=$((checks + 1))
 if gen_defs >/dev/null && gen_defs --check >/dev/null &&
-  [ "$(snapshot | wc -l)" -eq 6 ]; then
-  echo "ok    valid description: 6 files generated, then up to date"
+  [ "$(snapshot | wc -l)" -eq 9 ]; then
+  echo "ok    valid description: 9 files generated, then up to date"
 else
   echo "FAIL  valid description not accepted:"
   gen_defs | head -5
@@ -163,6 +188,22 @@ expect_rejected "flag outside the flags field" "bit 8 is outside 0..7"
 write_valid_inputs
 sed -i '/END GENERATED: counters/d' "$out/docs/registers.md"
 expect_rejected "doc without an END marker" "expected the END marker for 'counters'"
+
+write_valid_inputs
+sed -i 's/^reply_sync = 0x5A/reply_sync = 0xA5/' "$work/link.toml"
+expect_rejected "equal sync bytes" "request_sync and reply_sync must differ"
+
+write_valid_inputs
+sed -i 's/^value = 1$/value = 0/' "$work/link.toml"
+expect_rejected "duplicate status values" "OK and BROKEN have the same value 0x00"
+
+write_valid_inputs
+sed -i 's/^\[statuses.OK\]/[statuses.FINE]/' "$work/link.toml"
+expect_rejected "no OK status" "OK must be there, with value 0"
+
+write_valid_inputs
+sed -i 's/^bytes = 2$/bytes = 3/' "$work/link.toml"
+expect_rejected "INFO field of 3 bytes" "bytes 3 is not 1, 2 or 4"
 
 echo "$((checks - failures)) passed, $failures failed"
 [ $failures -eq 0 ]

@@ -23,12 +23,16 @@
 #include <system_error>
 #include <vector>
 
+#include "harness/board_sim.hpp"
 #include "harness/rtl_backend.hpp"
 #include "ref/numerics.hpp"
 #include "tpu/assembler.hpp"
 #include "tpu/isa.hpp"
+#include "tpu/link.hpp"
 #include "tpu/model.hpp"
 #include "tpu/npy.hpp"
+#include "tpu/serial_backend.hpp"
+#include "tpu/serial_port.hpp"
 
 namespace tpu::tool {
 
@@ -39,9 +43,17 @@ using tpu::isa::Instruction;
 constexpr int kExitCoreError = 1;
 constexpr int kExitBadInput = 2;
 constexpr int kExitSimulationFailed = 3;
+constexpr int kExitLinkFailed = 4;
 
 constexpr const char* kBackendRtl = "rtl";
 constexpr const char* kBackendModel = "model";
+constexpr const char* kBackendSerial = "serial";
+// --port sim[:BOARD]: the board's RTL under Verilator, behind a model of the UART line.
+constexpr std::string_view kSimPort = "sim";
+constexpr std::uint32_t kDefaultBaud = 1'000'000;
+// The simulated board answers within microseconds of its time; a real one's USB UART may hold a
+// reply back for tens of milliseconds.
+constexpr unsigned kSimReplyTimeoutMs = 10;
 constexpr const char* kDefaultArray = "16x16";
 // The slope of --act leaky without --alpha: the customary one (PyTorch, Keras).
 constexpr const char* kDefaultLeakySlope = "0.01";
@@ -207,8 +219,12 @@ inline HardwareConfig config_named(const std::string& name) {
 struct Execution {
   std::string backend = kBackendRtl;
   std::string array = kDefaultArray;
+  std::string port;
+  std::uint32_t baud = kDefaultBaud;
   std::string trace_path;
   bool stats = false;
+  // Which of the options the command line gave (filled in after parsing).
+  bool array_given = false, baud_given = false;
 };
 
 inline void add_execution_options(CLI::App& command, Execution& execution) {
@@ -216,46 +232,148 @@ inline void add_execution_options(CLI::App& command, Execution& execution) {
       .add_option("--backend", execution.backend,
                   "rtl: the Verilator model of tpu_top, cycle by cycle\n"
                   "model: the functional model of the instruction set\n"
-                  "(the same results, no cycles, much faster)")
-      ->check(CLI::IsMember({kBackendRtl, kBackendModel}))
+                  "(the same results, no cycles, much faster)\n"
+                  "serial: the core on an FPGA board, over its UART\n"
+                  "(docs/fpga.md)")
+      ->check(CLI::IsMember({kBackendRtl, kBackendModel, kBackendSerial}))
       ->type_name("KIND")
       ->capture_default_str();
   command
       .add_option("--array", execution.array,
                   "core configuration: the array, then what differs from\n"
-                  "the default core (`tpu info` lists the parameters)")
+                  "the default core (`tpu info` lists the parameters);\n"
+                  "a board's core is the one its bitstream holds")
       ->check(CLI::IsMember(array_names()))
       ->type_name("NAME")
       ->capture_default_str();
   command
+      .add_option("--port", execution.port,
+                  "serial: the board's serial port (/dev/ttyUSB0), or\n"
+                  "sim for the board's RTL under Verilator")
+      ->type_name("PORT");
+  command.add_option("--baud", execution.baud, "serial: the line's bit rate, as the bitstream's")
+      ->check(CLI::Range(1u, 100'000'000u))
+      ->type_name("N")
+      ->capture_default_str();
+  command
       .add_option("--trace", execution.trace_path,
-                  "write an FST waveform of every cycle (rtl only; kept\n"
-                  "when the core stops with an error, to debug it)")
+                  "write an FST waveform of every cycle (rtl, or serial\n"
+                  "with --port sim; kept when the core stops with an\n"
+                  "error, to debug it)")
       ->type_name("FILE.fst");
   command.add_flag("--stats", execution.stats,
-                   "print the cycle counters (rtl), or the instructions\n"
-                   "and MACs (model)");
+                   "print the cycle counters (rtl, serial), or the\n"
+                   "instructions and MACs (model)");
+}
+
+// After parsing: which options were given.
+inline void note_given_options(const CLI::App& command, Execution& execution) {
+  execution.array_given = command.count("--array") > 0;
+  execution.baud_given = command.count("--baud") > 0;
+}
+
+inline bool simulated_port(const std::string& port) {
+  return port == kSimPort || port.rfind(std::string(kSimPort) + ":", 0) == 0;
 }
 
 // Checks what the parser cannot: the options that only go together.
 inline void check_execution(const Execution& execution) {
+  const bool serial = execution.backend == kBackendSerial;
+  if (serial && execution.port.empty()) {
+    throw BadInput("--backend serial needs --port: the board's serial port, or sim");
+  }
+  if (serial && execution.array_given) {
+    throw BadInput(
+        "--array does not go with --backend serial: the board's core is the one its "
+        "bitstream holds");
+  }
+  if (!serial && (!execution.port.empty() || execution.baud_given)) {
+    throw BadInput("--port and --baud go with --backend serial");
+  }
+  if (serial && simulated_port(execution.port) && execution.baud_given) {
+    throw BadInput(
+        "--baud does not go with --port sim: the simulated board's line runs at its "
+        "bitstream's rate");
+  }
   if (execution.trace_path.empty()) return;
-  if (execution.backend != kBackendRtl) {
-    throw BadInput("--trace needs --backend rtl: the functional model has no waveform");
+  if (execution.backend != kBackendRtl && !(serial && simulated_port(execution.port))) {
+    throw BadInput(
+        "--trace needs --backend rtl, or --backend serial --port sim: the functional "
+        "model and a real board have no waveform");
   }
   check_output_path(execution.trace_path);
 }
 
-inline std::unique_ptr<tpu::Backend> make_backend(const Execution& execution,
-                                                  const HardwareConfig& config,
+// The board on --port: a real one through libserialport, or its simulation. Throws
+// link::LinkError when there is none, or std::invalid_argument when its memory is smaller than
+// `memory_bytes`.
+inline std::unique_ptr<tpu::SerialBackend> open_board(const Execution& execution,
+                                                      std::size_t memory_bytes) {
+  tpu::link::LinkOptions link_options;
+  std::unique_ptr<tpu::link::SerialPort> port;
+  if (simulated_port(execution.port)) {
+    tpu::harness::SimBoardOptions options;
+    if (execution.port.size() > kSimPort.size()) {
+      options.board = execution.port.substr(kSimPort.size() + 1);
+    }
+    options.trace_path = execution.trace_path;
+    try {
+      auto board = std::make_unique<tpu::harness::SimulatedBoard>(options);
+      link_options.baud = board->params().baud;
+      port = std::move(board);
+    } catch (const std::invalid_argument& error) {
+      throw BadInput(fmt::format("--port {}: {}", execution.port, error.what()));
+    }
+    link_options.reply_timeout_ms = kSimReplyTimeoutMs;
+  } else {
+    port = tpu::link::open_serial_port(execution.port, execution.baud);
+    link_options.baud = execution.baud;
+  }
+  try {
+    return std::make_unique<tpu::SerialBackend>(std::move(port), link_options, memory_bytes);
+  } catch (const std::invalid_argument& error) {
+    throw tpu::link::LinkError(error.what());  // what the board says of itself
+  }
+}
+
+// The core a command compiles for: the board's (connecting to it) or a compiled configuration.
+struct Target {
+  HardwareConfig config;
+  std::unique_ptr<tpu::SerialBackend> board;  // with --backend serial
+};
+
+inline Target open_target(const Execution& execution) {
+  Target target;
+  if (execution.backend == kBackendSerial) {
+    target.board = open_board(execution, 0);
+    target.config = target.board->config();
+  } else {
+    target.config = config_named(execution.array);
+  }
+  return target;
+}
+
+// The backend to run on, with `memory_bytes` of host memory: the board's, or a new one.
+inline std::unique_ptr<tpu::Backend> make_backend(const Execution& execution, Target& target,
                                                   std::size_t memory_bytes) {
+  if (target.board) {
+    const std::uint32_t board_bytes = target.board->board().mem_bytes;
+    if (memory_bytes > board_bytes) {
+      throw BadInput(
+          fmt::format("the program and its data need {} bytes of host memory; the "
+                      "board has {}",
+                      memory_bytes, board_bytes));
+    }
+    target.board->memory().resize(memory_bytes);
+    return std::move(target.board);
+  }
   if (execution.backend == kBackendModel) {
-    return std::make_unique<tpu::FunctionalModel>(config, memory_bytes);
+    return std::make_unique<tpu::FunctionalModel>(target.config, memory_bytes);
   }
   tpu::harness::RtlOptions options;
   options.memory_bytes = memory_bytes;
   options.trace_path = execution.trace_path;
-  return std::make_unique<tpu::harness::RtlBackend>(config, options);
+  return std::make_unique<tpu::harness::RtlBackend>(target.config, options);
 }
 
 inline std::size_t counter_index(std::uint32_t lo_offset) {
@@ -339,6 +457,7 @@ inline int report_bad_input(std::string message) {
 // Help footers, wrapped by hand: CLI11 prints them as they are.
 constexpr const char* kExitStatusHelp =
     "Exit status: 0 success, 1 the core stopped with an error, 2 bad input (one\n"
-    "line on stderr, no output file written), 3 the simulation itself failed.";
+    "line on stderr, no output file written), 3 the simulation itself failed,\n"
+    "4 the board did not answer as it should (serial).";
 
 }  // namespace tpu::tool

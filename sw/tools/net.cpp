@@ -26,7 +26,8 @@ std::unique_ptr<Backend> network_backend(const std::string& kind, const std::str
   execution.array = array;
   execution.trace_path = trace_path;
   check_execution(execution);
-  return make_backend(execution, config_named(array), kNetworkMemory);
+  Target target = open_target(execution);
+  return make_backend(execution, target, kNetworkMemory);
 }
 
 idx::Dataset load_data(bool train, const std::string& dir) {
@@ -45,8 +46,9 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& options) {
   command->add_option("--arch", options.architecture, "mlp (784-256-128-10) or cnn")
       ->check(CLI::IsMember({"mlp", "cnn"}))
       ->capture_default_str();
-  command->add_option("--init", options.init_path,
-                      "go on training this network (its layers replace --arch)")
+  command
+      ->add_option("--init", options.init_path,
+                   "go on training this network (its layers replace --arch)")
       ->type_name("NET.json");
   command->add_option("--out", options.out_path, "the trained network: JSON, with .npy weights")
       ->required()

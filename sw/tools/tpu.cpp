@@ -1,11 +1,13 @@
 // The `tpu` command-line tool: matrix products through the GEMM compiler, the assembler and the
 // disassembler, hand-written programs, and the compiled core configurations. Programs run on the
-// Verilator model of tpu_top (backend rtl) or on the functional model of the instruction set
-// (backend model). docs/programming.md shows it at work.
+// Verilator model of tpu_top (backend rtl), on the functional model of the instruction set
+// (backend model), or on an FPGA board over its UART (backend serial, docs/fpga.md).
+// docs/programming.md shows it at work.
 //
 // Exit status: 0 success; 1 the core stopped with an error; 2 bad input, reported in one line on
 // stderr before any output file is written; 3 the simulation itself failed (an RTL assertion, a
-// broken bus protocol, a core that never stops), which is a bug in the RTL or the harness.
+// broken bus protocol, a core that never stops), which is a bug in the RTL or the harness; 4 the
+// board did not answer as it should (no board on the port, a broken line, a hang).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -110,7 +112,6 @@ tpu::GemmSpec gemm_spec(const GemmOptions& options, bool alpha_given) {
 
 int run_gemm(const GemmOptions& options, bool alpha_given) {
   check_execution(options.execution);
-  const HardwareConfig config = config_named(options.execution.array);
   tpu::GemmSpec spec = gemm_spec(options, alpha_given);
 
   const tpu::npy::Array a = read_matrix("A", options.a_path);
@@ -148,16 +149,17 @@ int run_gemm(const GemmOptions& options, bool alpha_given) {
     bias = to_fp32_bits(bias_array.data);
   }
 
+  check_output_path(options.out_path);
+  Target target = open_target(options.execution);
   tpu::GemmPlan plan;
   try {
-    plan = tpu::plan_gemm(config, spec);
+    plan = tpu::plan_gemm(target.config, spec);
   } catch (const std::invalid_argument& error) {
     throw BadInput(error.what());
   }
-  check_output_path(options.out_path);
 
   const std::unique_ptr<tpu::Backend> backend =
-      make_backend(options.execution, config, plan.memory_bytes);
+      make_backend(options.execution, target, plan.memory_bytes);
   tpu::write_gemm_inputs(plan, backend->memory(), to_bf16(a), to_bf16(b), spec.has_c ? &c : nullptr,
                          spec.has_bias ? &bias : nullptr);
   const RunResult result =
@@ -292,7 +294,9 @@ std::size_t host_memory_size(const RunOptions& options, const std::vector<HostRe
   for (const std::vector<HostRegion>* regions : {&written, &read}) {
     for (const HostRegion& region : *regions) needed = std::max(needed, region.end);
   }
-  if (options.memory.empty()) return std::max(needed, kDefaultRunMemory);
+  // A board's memory goes over its line byte by byte: no more than the program needs.
+  const bool board = options.execution.backend == kBackendSerial;
+  if (options.memory.empty()) return board ? needed : std::max(needed, kDefaultRunMemory);
   const std::uint64_t bytes = parse_number(options.memory, "--memory", kHostSpace);
   if (bytes < needed) {
     throw BadInput(fmt::format("--memory {}: the program, --in and --out need {} bytes",
@@ -320,7 +324,6 @@ tpu::npy::Array read_output(const HostOutput& output, const tpu::HostMemory& mem
 
 int run_program(const RunOptions& options) {
   check_execution(options.execution);
-  const HardwareConfig config = config_named(options.execution.array);
   const std::vector<Instruction> program = ends_with(options.program_path, ".bin")
                                                ? decode_file(options.program_path)
                                                : assemble_file(options.program_path);
@@ -346,8 +349,9 @@ int run_program(const RunOptions& options) {
   const std::size_t memory_bytes = host_memory_size(options, written, read);
   for (const HostOutput& output : outputs) check_output_path(output.path);
 
+  Target target = open_target(options.execution);
   const std::unique_ptr<tpu::Backend> backend =
-      make_backend(options.execution, config, memory_bytes);
+      make_backend(options.execution, target, memory_bytes);
   backend->memory().write_array(prog_addr, tpu::isa::encode_program(program));
   for (const HostInput& input : inputs) {
     backend->memory().write_array(input.region.begin, input.bytes);
@@ -388,7 +392,41 @@ int run_disasm(const std::string& binary_path, const std::string& output_path) {
   return 0;
 }
 
-int run_info(const std::string& only) {
+struct InfoOptions {
+  std::string array;
+  Execution execution;  // --port and --baud: describe a board instead
+};
+
+// The board on --port: its link, its memory and clock, and its core.
+int run_board_info(const Execution& execution) {
+  const std::unique_ptr<tpu::SerialBackend> board = open_board(execution, 0);
+  const tpu::link::BoardInfo& info = board->board();
+  const HardwareConfig& c = board->config();
+  fmt::print("port          {}\n", board->port().name());
+  fmt::print("host link     version {}, payloads of up to {} bytes, {} baud\n", info.version,
+             info.max_payload, info.baud);
+  fmt::print("clock         {:g} MHz\n", info.clock_hz / 1e6);
+  fmt::print("memory        {} bytes\n", info.mem_bytes);
+  fmt::print(
+      "core          {}: dim {}, mul_stages {}, add_stages {}, act_lanes {}, UB rows {}, "
+      "ACC rows {}, bus bytes {}, weight tiles {}\n",
+      c.name(), c.dim, c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth,
+      c.bus_bytes, c.weight_tiles);
+  fmt::print("peak          {:g} GFLOPS ({} MACs a cycle)\n",
+             2.0 * c.dim * c.dim * info.clock_hz / 1e9, c.dim * c.dim);
+  return 0;
+}
+
+int run_info(const InfoOptions& options) {
+  if (!options.execution.port.empty()) {
+    if (!options.array.empty()) throw BadInput("--array and --port: describe one or the other");
+    Execution execution = options.execution;
+    execution.backend = kBackendSerial;
+    check_execution(execution);
+    return run_board_info(execution);
+  }
+  if (options.execution.baud_given) throw BadInput("--baud goes with --port");
+  const std::string& only = options.array;
   fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12}\n", "array", "dim",
              "mul_stages", "add_stages", "act_lanes", "UB rows", "ACC rows", "bus bytes",
              "weight tiles");
@@ -500,19 +538,29 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
   command
       ->add_option("--memory", run.memory,
                    fmt::format("host memory size (default: what the program, --in\n"
-                               "and --out need, at least {})",
+                               "and --out need, at least {}; with --backend\n"
+                               "serial, what they need)",
                                kDefaultRunMemory))
       ->type_name("BYTES");
   add_execution_options(*command, run.execution);
   return command;
 }
 
-CLI::App* add_info_command(CLI::App& app, std::string& array) {
-  CLI::App* command =
-      app.add_subcommand("info", "list the compiled core configurations and their parameters");
-  command->add_option("--array", array, "only this configuration")
+CLI::App* add_info_command(CLI::App& app, InfoOptions& info) {
+  CLI::App* command = app.add_subcommand(
+      "info", "list the compiled core configurations, or describe the board on --port");
+  command->add_option("--array", info.array, "only this configuration")
       ->check(CLI::IsMember(array_names()))
       ->type_name("NAME");
+  command
+      ->add_option("--port", info.execution.port,
+                   "the board's serial port (/dev/ttyUSB0), or sim for the\n"
+                   "board's RTL under Verilator")
+      ->type_name("PORT");
+  command->add_option("--baud", info.execution.baud, "the line's bit rate, as the bitstream's")
+      ->check(CLI::Range(1u, 100'000'000u))
+      ->type_name("N")
+      ->capture_default_str();
   return command;
 }
 
@@ -533,7 +581,8 @@ int report_missing_subcommand(const CLI::App& app, int argc, char** argv) {
 int run_tool(int argc, char** argv) {
   CLI::App app{
       "Runs matrix products and programs on the TPU core: on the Verilator model\n"
-      "of its RTL, or on the functional model of its instruction set.",
+      "of its RTL, on the functional model of its instruction set, or on an FPGA\n"
+      "board.",
       "tpu"};
   app.require_subcommand(1);
   GemmOptions gemm;
@@ -544,8 +593,8 @@ int run_tool(int argc, char** argv) {
   CLI::App* disasm_command = add_disasm_command(app, disasm_binary, disasm_output);
   RunOptions run;
   CLI::App* run_command = add_run_command(app, run);
-  std::string info_array;
-  add_info_command(app, info_array);
+  InfoOptions info;
+  CLI::App* info_command = add_info_command(app, info);
   tpu::tool::TrainOptions train;
   CLI::App* train_command = add_train_command(app, train);
   tpu::tool::EvalOptions eval;
@@ -565,6 +614,9 @@ int run_tool(int argc, char** argv) {
     return report_bad_input(error.what());
   }
 
+  note_given_options(*gemm_command, gemm.execution);
+  note_given_options(*run_command, run.execution);
+  info.execution.baud_given = info_command->count("--baud") > 0;
   try {
     if (gemm_command->parsed()) return run_gemm(gemm, gemm_command->count("--alpha") > 0);
     if (asm_command->parsed()) return run_asm(asm_source, asm_output);
@@ -572,9 +624,12 @@ int run_tool(int argc, char** argv) {
     if (run_command->parsed()) return run_program(run);
     if (train_command->parsed()) return run_train(train);
     if (eval_command->parsed()) return run_eval(eval);
-    return run_info(info_array);
+    return run_info(info);
   } catch (const BadInput& error) {
     return report_bad_input(error.what());
+  } catch (const tpu::link::LinkError& error) {
+    fmt::print(stderr, "tpu: {}\n", error.what());
+    return kExitLinkFailed;
   }
 }
 

