@@ -19,6 +19,8 @@ PYTHON  ?= /usr/bin/python3
 # make fpga / prog: the board (a folder of fpga/), and parameters to override (NAME=VALUE ...).
 BOARD   ?= ulx3s
 FPGA_SET ?=
+# make fpga-table REUSE=1: rebuild the table from the reports already in build/fpga.
+REUSE   ?=
 # The YoWASP builds of Yosys and nextpnr (fpga/requirements.txt) live in this virtual environment.
 VENV    ?= .venv
 FPGA_TOOLS := $(VENV)/.fpga-tools
@@ -64,6 +66,8 @@ lint: deps
 	for stages in 0 3; do $(LINT) --top-module tpu_fp32_add -GPipeStages=$$stages || exit 1; done
 	for stages in 0 1; do $(LINT) --top-module tpu_fp32_to_bf16 -GPipeStages=$$stages || exit 1; done
 	verilator --lint-only -Wall sim/lint.vlt $$(cat rtl/act.f) --top-module tpu_act_func
+	verilator --lint-only -Wall sim/lint.vlt $$(cat rtl/act.f) --top-module tpu_act_func \
+	  "-GSplitStages=1'b1"
 	$(LINT_CORE)
 	$(LINT_CORE) -GDim=1 -GActLanes=1 -GBusBytes=4 -GQueueDepth=1 -GUbDepth=4 -GAccDepth=4
 	$(LINT_CORE) -GDim=8 -GMulStages=2 -GAddStages=3 -GBusBytes=64 -GActLanes=8 -GQueueDepth=3
@@ -178,7 +182,7 @@ prog:
 
 # Every board at every array size of its board.toml's [table]: the table of docs/fpga.md.
 fpga-table: $(FPGA_TOOLS)
-	$(FPGA_FLOW) table
+	$(FPGA_FLOW) table $(if $(REUSE),--reuse)
 
 clean:
 	rm -rf $(BUILD)

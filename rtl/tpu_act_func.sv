@@ -11,14 +11,19 @@
 //
 // Pipeline: tpu_pkg::ActFuncLatency = 5 registers, each stage at most one
 // multiplier and an adder deep; func_i, alpha_i and x_i are sampled together
-// and y_o is registered. Registers advance only while en_i is high.
+// and y_o is registered. Registers advance only while en_i is high. With
+// SplitStages, for the clock rates of an FPGA, every stage has a second
+// register: after its multipliers (before the multiplier in stage 1), so that
+// a multiplication has a cycle of its own; the latency doubles.
 //   1: classify, exact results (bypass), |x| to 8.22 fixed point, |x| * K
 //   2: gelu: square + Mills term; tanh below 2^-4: 1 - x^2/3
 //   3: 2^-w = 2^-n * u, u from the exp2 table
 //   4: v = 2^-w, r = 1/(1 + v) from the reciprocal table, 1 - v; pick the
 //      two operands of the product
 //   5: multiply, normalise, round, flush
-module tpu_act_func (
+module tpu_act_func #(
+  parameter bit SplitStages = 1'b0
+) (
   input  logic        clk_i,
   input  logic        rst_ni,
   input  logic        en_i,
@@ -54,6 +59,9 @@ module tpu_act_func (
   localparam logic [24:0] One = 25'h100_0000;  // 1.0 in 1.24
   localparam logic [29:0] ArgMax = '1;         // largest 8.22 value
   localparam logic [31:0] Six = 32'h40C0_0000;
+  // What passes from stage to stage: bypass, its value, sign, product kind,
+  // scale, x's significand, operand B.
+  localparam int unsigned CarryWidth = 1 + 32 + 1 + 3 + 11 + 25 + 25;
 
   // ---------------------------------------------------------------------------
   // Stage 1: classify x and alpha (N-IN), results that need no arithmetic,
@@ -68,7 +76,6 @@ module tpu_act_func (
   logic [29:0] abs_fixed;         // |x| in 8.22, truncated (meaningless when abs_big)
   logic        tanh_series;       // |x| < 2^-4
   logic [25:0] scale_const;       // K, 24 fraction bits
-  logic [55:0] scaled_product;
 
   logic        s1_bypass;         // the result is s1_bypass_value
   logic [31:0] s1_bypass_value;
@@ -138,9 +145,6 @@ module tpu_act_func (
       default: ;
     endcase
 
-    scaled_product = {26'h0, abs_fixed} * {30'h0, scale_const};
-    s1_scaled = (abs_big || scaled_product[55:54] != 2'b00) ? ArgMax : scaled_product[53:24];
-
     // Exact results. The identity (none, illegal codes) unless a case below
     // says otherwise; NaN in, canonical NaN out, whatever the function.
     s1_bypass       = 1'b1;
@@ -183,7 +187,28 @@ module tpu_act_func (
     end
   end
 
-  localparam int unsigned CarryWidth = 1 + 32 + 1 + 3 + 11 + 25 + 25;
+  // With SplitStages, the multiplication |x| * K gets a cycle of its own.
+  logic        m1_bypass, m1_sign, m1_gelu, m1_series, m1_abs_big;
+  logic [31:0] m1_bypass_value;
+  logic [2:0]  m1_prod;
+  logic [10:0] m1_scale;
+  logic [24:0] m1_sig, m1_operand_b;
+  logic [25:0] m1_abs, m1_scale_const;
+  logic [29:0] m1_abs_fixed;
+  logic [55:0] scaled_product;
+
+  tpu_pipe_reg #(.Width(CarryWidth + 26 + 2 + 1 + 30 + 26), .Enable(SplitStages)) u_split_scale (
+    .clk_i, .rst_ni, .en_i,
+    .data_i({s1_bypass, s1_bypass_value, s1_sign, s1_prod, s1_scale, s1_sig, s1_operand_b,
+             s1_abs, s1_gelu, s1_series, abs_big, abs_fixed, scale_const}),
+    .data_o({m1_bypass, m1_bypass_value, m1_sign, m1_prod, m1_scale, m1_sig, m1_operand_b,
+             m1_abs, m1_gelu, m1_series, m1_abs_big, m1_abs_fixed, m1_scale_const})
+  );
+
+  always_comb begin
+    scaled_product = {26'h0, m1_abs_fixed} * {30'h0, m1_scale_const};
+    s1_scaled = (m1_abs_big || scaled_product[55:54] != 2'b00) ? ArgMax : scaled_product[53:24];
+  end
 
   logic        s2_bypass, s2_sign, s2_gelu, s2_series;
   logic [31:0] s2_bypass_value;
@@ -195,8 +220,8 @@ module tpu_act_func (
 
   tpu_pipe_reg #(.Width(CarryWidth + 30 + 26 + 2)) u_stage_scaled (
     .clk_i, .rst_ni, .en_i,
-    .data_i({s1_bypass, s1_bypass_value, s1_sign, s1_prod, s1_scale, s1_sig, s1_operand_b,
-             s1_scaled, s1_abs, s1_gelu, s1_series}),
+    .data_i({m1_bypass, m1_bypass_value, m1_sign, m1_prod, m1_scale, m1_sig, m1_operand_b,
+             s1_scaled, m1_abs, m1_gelu, m1_series}),
     .data_o({s2_bypass, s2_bypass_value, s2_sign, s2_prod, s2_scale, s2_sig, s2_operand_b,
              s2_scaled, s2_abs, s2_gelu, s2_series})
   );
@@ -231,13 +256,34 @@ module tpu_act_func (
       mills_fraction = s2_abs[16:0];
     end
     mills_step = {17'h0, tpu_act_tables_pkg::mills_delta(mills_index)} * {18'h0, mills_fraction};
-    mills      = tpu_act_tables_pkg::mills_base(mills_index) + {7'h0, mills_step[34:17]};
+  end
+
+  logic        m2_bypass, m2_sign, m2_gelu, m2_series;
+  logic [31:0] m2_bypass_value;
+  logic [2:0]  m2_prod;
+  logic [10:0] m2_scale;
+  logic [24:0] m2_sig, m2_operand_b;
+  logic [29:0] m2_scaled;
+  logic [51:0] m2_square;
+  logic [7:0]  m2_mills_index;
+  logic [34:0] m2_mills_step;
+
+  tpu_pipe_reg #(.Width(CarryWidth + 30 + 2 + 52 + 8 + 35), .Enable(SplitStages)) u_split_square (
+    .clk_i, .rst_ni, .en_i,
+    .data_i({s2_bypass, s2_bypass_value, s2_sign, s2_prod, s2_scale, s2_sig, s2_operand_b,
+             s2_scaled, s2_gelu, s2_series, square, mills_index, mills_step}),
+    .data_o({m2_bypass, m2_bypass_value, m2_sign, m2_prod, m2_scale, m2_sig, m2_operand_b,
+             m2_scaled, m2_gelu, m2_series, m2_square, m2_mills_index, m2_mills_step})
+  );
+
+  always_comb begin
+    mills = tpu_act_tables_pkg::mills_base(m2_mills_index) + {7'h0, m2_mills_step[34:17]};
 
     // gelu: |x| < 16, so the square is below 185 and w below 191.
-    s2_w = s2_gelu ? square[51:22] + {5'h0, mills} : s2_scaled;
+    s2_w = m2_gelu ? m2_square[51:22] + {5'h0, mills} : m2_scaled;
 
     // tanh series: |x| < 2^-4, so x^2/3 < 2^-9 and square[51:45] is zero.
-    s2_operand_b_next = s2_series ? One - square[44:20] : s2_operand_b;
+    s2_operand_b_next = m2_series ? One - m2_square[44:20] : m2_operand_b;
   end
 
   logic        s3_bypass, s3_sign;
@@ -249,7 +295,7 @@ module tpu_act_func (
 
   tpu_pipe_reg #(.Width(CarryWidth + 30)) u_stage_arg (
     .clk_i, .rst_ni, .en_i,
-    .data_i({s2_bypass, s2_bypass_value, s2_sign, s2_prod, s2_scale, s2_sig,
+    .data_i({m2_bypass, m2_bypass_value, m2_sign, m2_prod, m2_scale, m2_sig,
              s2_operand_b_next, s2_w}),
     .data_o({s3_bypass, s3_bypass_value, s3_sign, s3_prod, s3_scale, s3_sig, s3_operand_b,
              s3_w})
@@ -262,10 +308,25 @@ module tpu_act_func (
   logic [31:0] exp2_step;
   logic [24:0] s3_u;
 
-  always_comb begin
-    exp2_step = {15'h0, tpu_act_tables_pkg::exp2_delta(s3_w[21:15])} * {17'h0, s3_w[14:0]};
-    s3_u      = tpu_act_tables_pkg::exp2_base(s3_w[21:15]) - {8'h0, exp2_step[31:15]};
-  end
+  assign exp2_step = {15'h0, tpu_act_tables_pkg::exp2_delta(s3_w[21:15])} * {17'h0, s3_w[14:0]};
+
+  logic        m3_bypass, m3_sign;
+  logic [31:0] m3_bypass_value;
+  logic [2:0]  m3_prod;
+  logic [10:0] m3_scale;
+  logic [24:0] m3_sig, m3_operand_b;
+  logic [29:0] m3_w;
+  logic [31:0] m3_exp2_step;
+
+  tpu_pipe_reg #(.Width(CarryWidth + 30 + 32), .Enable(SplitStages)) u_split_exp2 (
+    .clk_i, .rst_ni, .en_i,
+    .data_i({s3_bypass, s3_bypass_value, s3_sign, s3_prod, s3_scale, s3_sig, s3_operand_b,
+             s3_w, exp2_step}),
+    .data_o({m3_bypass, m3_bypass_value, m3_sign, m3_prod, m3_scale, m3_sig, m3_operand_b,
+             m3_w, m3_exp2_step})
+  );
+
+  assign s3_u = tpu_act_tables_pkg::exp2_base(m3_w[21:15]) - {8'h0, m3_exp2_step[31:15]};
 
   logic        s4_bypass, s4_sign;
   logic [31:0] s4_bypass_value;
@@ -276,8 +337,8 @@ module tpu_act_func (
 
   tpu_pipe_reg #(.Width(CarryWidth + 25 + 8)) u_stage_exp2 (
     .clk_i, .rst_ni, .en_i,
-    .data_i({s3_bypass, s3_bypass_value, s3_sign, s3_prod, s3_scale, s3_sig, s3_operand_b,
-             s3_u, s3_w[29:22]}),
+    .data_i({m3_bypass, m3_bypass_value, m3_sign, m3_prod, m3_scale, m3_sig, m3_operand_b,
+             s3_u, m3_w[29:22]}),
     .data_o({s4_bypass, s4_bypass_value, s4_sign, s4_prod, s4_scale, s4_sig, s4_operand_b,
              s4_u, s4_n})
   );
@@ -298,24 +359,43 @@ module tpu_act_func (
     exp2_value = s4_u >> s4_n;
     recip_step = {17'h0, tpu_act_tables_pkg::recip_delta(exp2_value[23:17])} *
                  {17'h0, exp2_value[16:0]};
-    // v = 1 only for w = 0: 1/(1 + 1) lies beyond the table.
-    recip = exp2_value[24] ? 25'h080_0000
-                           : tpu_act_tables_pkg::recip_base(exp2_value[23:17]) -
-                             {8'h0, recip_step[33:17]};
-    one_minus_exp2 = One - exp2_value;
+  end
 
-    s4_operand_a       = s4_sig;
-    s4_operand_b_final = s4_operand_b;
-    s4_prod_scale      = s4_scale;
-    unique case (s4_prod)
+  logic        m4_bypass, m4_sign;
+  logic [31:0] m4_bypass_value;
+  logic [2:0]  m4_prod;
+  logic [10:0] m4_scale;
+  logic [24:0] m4_sig, m4_operand_b, m4_u, m4_exp2_value;
+  logic [7:0]  m4_n;
+  logic [33:0] m4_recip_step;
+
+  tpu_pipe_reg #(.Width(CarryWidth + 25 + 8 + 25 + 34), .Enable(SplitStages)) u_split_recip (
+    .clk_i, .rst_ni, .en_i,
+    .data_i({s4_bypass, s4_bypass_value, s4_sign, s4_prod, s4_scale, s4_sig, s4_operand_b,
+             s4_u, s4_n, exp2_value, recip_step}),
+    .data_o({m4_bypass, m4_bypass_value, m4_sign, m4_prod, m4_scale, m4_sig, m4_operand_b,
+             m4_u, m4_n, m4_exp2_value, m4_recip_step})
+  );
+
+  always_comb begin
+    // v = 1 only for w = 0: 1/(1 + 1) lies beyond the table.
+    recip = m4_exp2_value[24] ? 25'h080_0000
+                              : tpu_act_tables_pkg::recip_base(m4_exp2_value[23:17]) -
+                                {8'h0, m4_recip_step[33:17]};
+    one_minus_exp2 = One - m4_exp2_value;
+
+    s4_operand_a       = m4_sig;
+    s4_operand_b_final = m4_operand_b;
+    s4_prod_scale      = m4_scale;
+    unique case (m4_prod)
       ProdRecip: begin
         s4_operand_a       = recip;
         s4_operand_b_final = One;
       end
       ProdExp2Recip: begin
-        s4_operand_a       = s4_u;
+        s4_operand_a       = m4_u;
         s4_operand_b_final = recip;
-        s4_prod_scale      = s4_scale - {3'b000, s4_n};
+        s4_prod_scale      = m4_scale - {3'b000, m4_n};
       end
       ProdDiffRecip: begin
         s4_operand_a       = one_minus_exp2;
@@ -325,8 +405,8 @@ module tpu_act_func (
         s4_operand_b_final = one_minus_exp2;
       end
       ProdInputExp2: begin
-        s4_operand_b_final = s4_u;
-        s4_prod_scale      = s4_scale - {3'b000, s4_n};
+        s4_operand_b_final = m4_u;
+        s4_prod_scale      = m4_scale - {3'b000, m4_n};
       end
       default: ;  // ProdInputB
     endcase
@@ -339,7 +419,7 @@ module tpu_act_func (
 
   tpu_pipe_reg #(.Width(1 + 32 + 1 + 11 + 25 + 25)) u_stage_operands (
     .clk_i, .rst_ni, .en_i,
-    .data_i({s4_bypass, s4_bypass_value, s4_sign, s4_prod_scale, s4_operand_a,
+    .data_i({m4_bypass, m4_bypass_value, m4_sign, s4_prod_scale, s4_operand_a,
              s4_operand_b_final}),
     .data_o({s5_bypass, s5_bypass_value, s5_sign, s5_scale, s5_operand_a, s5_operand_b})
   );
@@ -360,6 +440,10 @@ module tpu_act_func (
   endfunction
 
   logic [49:0] product;
+  logic        m5_bypass, m5_sign;
+  logic [31:0] m5_bypass_value;
+  logic [10:0] m5_scale;
+  logic [49:0] m5_product;
   logic [5:0]  lead_zeros;
   logic [49:0] normalised;       // leading one at bit 49
   logic [10:0] biased_exp;       // of the leading one, two's complement
@@ -368,34 +452,41 @@ module tpu_act_func (
   logic [10:0] rounded_exp;
   logic [31:0] s5_result;
 
+  assign product = {25'h0, s5_operand_a} * {25'h0, s5_operand_b};
+
+  tpu_pipe_reg #(.Width(1 + 32 + 1 + 11 + 50), .Enable(SplitStages)) u_split_product (
+    .clk_i, .rst_ni, .en_i,
+    .data_i({s5_bypass, s5_bypass_value, s5_sign, s5_scale, product}),
+    .data_o({m5_bypass, m5_bypass_value, m5_sign, m5_scale, m5_product})
+  );
+
   always_comb begin
-    product     = {25'h0, s5_operand_a} * {25'h0, s5_operand_b};
-    lead_zeros  = lzc50(product);
-    normalised  = product << lead_zeros;
-    biased_exp  = s5_scale + 11'd128 - {5'h0, lead_zeros};
+    lead_zeros  = lzc50(m5_product);
+    normalised  = m5_product << lead_zeros;
+    biased_exp  = m5_scale + 11'd128 - {5'h0, lead_zeros};
     round_up    = normalised[25] && (normalised[24:0] != 25'h0 || normalised[26]);
     rounded_sig = {1'b0, normalised[49:26]} + {24'h0, round_up};
     rounded_exp = rounded_sig[24] ? biased_exp + 11'd1 : biased_exp;
 
-    if (s5_bypass) begin
-      s5_result = s5_bypass_value;
-    end else if (product == 50'h0) begin
-      s5_result = {s5_sign, 31'h0};
+    if (m5_bypass) begin
+      s5_result = m5_bypass_value;
+    end else if (m5_product == 50'h0) begin
+      s5_result = {m5_sign, 31'h0};
     end else if (biased_exp[10] || biased_exp == 11'd0) begin
       // Below 2^-126. IEEE rounding to the subnormal grid reaches 2^-126 only
       // from [2^-126 - 2^-150, 2^-126): a leading one at 2^-127 followed by
       // 23 ones. Anything else is flushed.
       if (biased_exp == 11'd0 && normalised[48:26] == 23'h7F_FFFF) begin
-        s5_result = {s5_sign, 8'h01, 23'h0};
+        s5_result = {m5_sign, 8'h01, 23'h0};
       end else begin
-        s5_result = {s5_sign, 31'h0};
+        s5_result = {m5_sign, 31'h0};
       end
     end else if (rounded_exp >= 11'd255) begin
-      s5_result = {s5_sign, 8'hFF, 23'h0};  // only leaky can overflow
+      s5_result = {m5_sign, 8'hFF, 23'h0};  // only leaky can overflow
     end else begin
       // A carry out of rounding leaves a zero fraction, so bits [22:0] are
       // right in both cases.
-      s5_result = {s5_sign, rounded_exp[7:0], rounded_sig[22:0]};
+      s5_result = {m5_sign, rounded_exp[7:0], rounded_sig[22:0]};
     end
   end
 
@@ -403,8 +494,9 @@ module tpu_act_func (
   // design (truncation, docs/numerics.md, section Activation functions); the rounded significand's hidden
   // bit is implied by the exponent.
   logic unused_dropped_bits;
-  assign unused_dropped_bits = ^{scaled_product[23:0], square[19:0], mills_step[16:0],
-                                 exp2_step[14:0], recip_step[16:0], rounded_sig[23]};
+  assign unused_dropped_bits = ^{scaled_product[23:0], m2_square[19:0], m2_mills_step[16:0],
+                                 m3_w[14:0], m3_exp2_step[14:0], m4_recip_step[16:0],
+                                 rounded_sig[23]};
 
   tpu_pipe_reg #(.Width(32)) u_stage_out (
     .clk_i, .rst_ni, .en_i,

@@ -7,10 +7,11 @@
 // written, so an iteration sees every row an earlier one wrote. An operation
 // leaves the queue when its last iteration ends.
 //
-// The bias adder has one pipeline register; a core built with pipelined
-// adders (AddStages of 2 or 3, for the clock rates of an FPGA) gives it
-// AddStages registers and one more between it and the function unit, whose
-// first stage is a multiplication.
+// The bias adder has one pipeline register. A core built with pipelined
+// adders (AddStages of 2 or 3, for the clock rates of an FPGA) pipelines the
+// lanes as deeply: the bias adder gets AddStages registers and one more
+// before the function unit, and the function unit a register after each of
+// its multipliers (tpu_act_func's SplitStages).
 module tpu_act_unit #(
   parameter int unsigned Dim        = 16,
   parameter int unsigned ActLanes   = 4,
@@ -53,9 +54,11 @@ module tpu_act_unit #(
   localparam int unsigned LastGroupIdx = Groups - 1;
   localparam logic [GroupWidth-1:0] LastGroup = LastGroupIdx[GroupWidth-1:0];
   // Bias adder (and its output register), then the function unit.
-  localparam bit          BiasOutReg  = AddStages >= 2;
-  localparam int unsigned BiasStages  = BiasOutReg ? AddStages : 1;
-  localparam int unsigned LaneLatency = BiasStages + (BiasOutReg ? 1 : 0) + tpu_pkg::ActFuncLatency;
+  localparam bit          Pipelined   = AddStages >= 2;
+  localparam int unsigned BiasStages  = Pipelined ? AddStages + 1 : 1;
+  localparam int unsigned FuncStages  = Pipelined ? 2 * tpu_pkg::ActFuncLatency
+                                                  : tpu_pkg::ActFuncLatency;
+  localparam int unsigned LaneLatency = BiasStages + FuncStages;
   localparam logic [31:0] NegZeroFp32 = 32'h8000_0000;
 
   if (ActLanes < 1 || ActLanes > Dim || Dim % ActLanes != 0) begin : g_bad_lanes
@@ -208,7 +211,7 @@ module tpu_act_unit #(
   logic [ActLanes*16-1:0] lane_bf16;
 
   for (genvar l = 0; l < ActLanes; l++) begin : g_lane
-    tpu_fp32_add #(.PipeStages(BiasStages)) u_bias_add (
+    tpu_fp32_add #(.PipeStages(Pipelined ? AddStages : 1)) u_bias_add (
       .clk_i, .rst_ni,
       .en_i (adv),
       .x_i  (in_x[l*32 +: 32]),
@@ -216,14 +219,14 @@ module tpu_act_unit #(
       .sum_o(lane_sum[l*32 +: 32])
     );
 
-    tpu_pipe_reg #(.Width(32), .Enable(BiasOutReg)) u_bias_out (
+    tpu_pipe_reg #(.Width(32), .Enable(Pipelined)) u_bias_out (
       .clk_i, .rst_ni,
       .en_i  (adv),
       .data_i(lane_sum[l*32 +: 32]),
       .data_o(lane_x[l*32 +: 32])
     );
 
-    tpu_act_func u_func (
+    tpu_act_func #(.SplitStages(Pipelined)) u_func (
       .clk_i, .rst_ni,
       .en_i   (adv),
       .func_i (func),

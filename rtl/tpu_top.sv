@@ -105,6 +105,12 @@ module tpu_top #(
   if (ActLanes < 1 || ActLanes > Dim || (ActLanes & (ActLanes - 1)) != 0) begin : g_bad_lanes
     $error("tpu_top: ActLanes must be a power of two in 1..Dim");
   end
+  if (MulStages > 2) begin : g_bad_mul_stages
+    $error("tpu_top: MulStages must be in 0..2");
+  end
+  if (AddStages > 3) begin : g_bad_add_stages
+    $error("tpu_top: AddStages must be in 0..3");
+  end
   if (QueueDepth < 1 || QueueDepth > 16) begin : g_bad_queue
     $error("tpu_top: QueueDepth must be in 1..16");
   end
@@ -126,6 +132,8 @@ module tpu_top #(
   localparam int unsigned WeightTilesL = (WeightTiles >= 2 && WeightTiles <= 16) ? WeightTiles : 2;
   localparam int unsigned ActLanesL =
       (ActLanes >= 1 && ActLanes <= DimL && (ActLanes & (ActLanes - 1)) == 0) ? ActLanes : 1;
+  localparam int unsigned MulStagesL = (MulStages <= 2) ? MulStages : 0;
+  localparam int unsigned AddStagesL = (AddStages <= 3) ? AddStages : 0;
   localparam int unsigned QueueDepthL = (QueueDepth >= 1 && QueueDepth <= 16) ? QueueDepth : 1;
   localparam int unsigned ReadBufBeatsL =
       (ReadBufBeats >= 4 && ReadBufBeats <= 512 && ReadBufBeats >= 4 * DimL / BusBytesL) ?
@@ -154,7 +162,7 @@ module tpu_top #(
   assign unused_axil_prot = ^{s_axil_awprot, s_axil_arprot};
 
   tpu_regs #(
-    .Dim(DimL), .MulStages(MulStages), .AddStages(AddStages), .ActLanes(ActLanesL),
+    .Dim(DimL), .MulStages(MulStagesL), .AddStages(AddStagesL), .ActLanes(ActLanesL),
     .UbDepth(UbDepthL), .AccDepth(AccDepthL), .BusBytes(BusBytesL), .WeightTiles(WeightTilesL)
   ) u_regs (
     .clk_i, .rst_ni,
@@ -451,7 +459,7 @@ module tpu_top #(
   logic [17:0] act_macs;
 
   tpu_matmul_unit #(
-    .Dim(DimL), .MulStages(MulStages), .AddStages(AddStages), .UbDepth(UbDepthL),
+    .Dim(DimL), .MulStages(MulStagesL), .AddStages(AddStagesL), .UbDepth(UbDepthL),
     .AccDepth(AccDepthL), .QueueDepth(QueueDepthL)
   ) u_matmul (
     .clk_i, .rst_ni(core_rst_n),
@@ -485,7 +493,7 @@ module tpu_top #(
   );
 
   tpu_act_unit #(
-    .Dim(DimL), .ActLanes(ActLanesL), .AddStages(AddStages), .UbDepth(UbDepthL),
+    .Dim(DimL), .ActLanes(ActLanesL), .AddStages(AddStagesL), .UbDepth(UbDepthL),
     .AccDepth(AccDepthL), .QueueDepth(QueueDepthL)
   ) u_act (
     .clk_i, .rst_ni(core_rst_n),

@@ -24,6 +24,7 @@ another folder. Exit status: 0 done; 1 a build that does not fit or misses its c
 written, no bitstream); 2 bad input or a tool failure, reported in one line.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -102,7 +103,16 @@ def load_board(name):
         if key not in PARAMETERS:
             raise FlowError(f"{where}: parameters.{key} is not a parameter of tpu_board")
     board["folder"] = name
+    check_clock(board)
     return board
+
+
+def check_clock(board):
+    """An iCE40 top runs on its oscillator (no PLL): the clock is not a choice there."""
+    clock_hz = board["parameters"]["ClockHz"]
+    if board["family"] == "ice40" and clock_hz != board["oscillator_hz"]:
+        raise FlowError(f"{board['folder']}: ClockHz {clock_hz} is not the oscillator's "
+                        f"{board['oscillator_hz']}: the top has no PLL")
 
 
 def with_settings(board, settings):
@@ -119,7 +129,9 @@ def with_settings(board, settings):
             raise FlowError(f"--set {setting}: '{value}' is not an integer") from None
         if parameters[name] <= 0:
             raise FlowError(f"--set {setting}: must be positive")
-    return {**board, "parameters": parameters}
+    changed = {**board, "parameters": parameters}
+    check_clock(changed)
+    return changed
 
 
 def variant(board):
@@ -143,14 +155,48 @@ def tool(name):
     return str(path)
 
 
-def run(command, log, what):
+# nextpnr's log lines that start a phase, and what the progress lines call it.
+PNR_PHASES = (("Packing", "packing"), ("Running main analytical placer", "placing"),
+              ("Running simulated annealing placer", "refining the placement"),
+              ("Routing", "routing"), ("Routing complete", "timing analysis"))
+PROGRESS_SECONDS = 120
+
+
+def pnr_phase(log):
+    """The phase nextpnr's log shows it in now."""
+    phase = "starting"
+    if log.exists():
+        for line in log.read_text(errors="replace").splitlines():
+            for marker, name in PNR_PHASES:
+                if line.startswith(f"Info: {marker}"):
+                    phase = name
+    return phase
+
+
+def synthesis_phase(log):
+    """The top-level pass Yosys's log shows it in now (its lines "N. Executing X pass")."""
+    passes = re.findall(r"^\d+(?:\.\d+)?\. Executing (.+?)(?: pass)?[ .(]", log.read_text(
+        errors="replace"), re.M) if log.exists() else []
+    return passes[-1] if passes else "starting"
+
+
+def run(command, log, what, label="", progress=None):
     """Runs a tool from the checkout's root (YoWASP tools see only the current folder and below);
-    its output goes to `log`."""
+    its output goes to `log`. With `progress` (a function giving the tool's phase), says every
+    couple of minutes where the tool is."""
+    started = time.monotonic()
     with log.open("w") as out:
-        result = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    if result.returncode != 0:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        while True:
+            try:
+                process.wait(timeout=PROGRESS_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                if progress is not None:
+                    say(f"[{label}] {what}: {progress()} ({minutes(time.monotonic() - started)})")
+    if process.returncode != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
-        raise FlowError(f"{what} failed (exit {result.returncode}): {tail[0].strip()}; "
+        raise FlowError(f"{what} failed (exit {process.returncode}): {tail[0].strip()}; "
                         f"see {log.relative_to(ROOT)}")
 
 
@@ -187,7 +233,7 @@ def make_pll(board, out):
     return pll
 
 
-def synthesize(board, out):
+def synthesize(board, out, label):
     family = board["family"]
     extra = [make_pll(board, out)] if family == "ecp5" else []
     chparams = " ".join(f"-set {key} {board['parameters'][key]}" for key in PARAMETERS)
@@ -201,11 +247,12 @@ def synthesize(board, out):
               f"tee -q -o {relative(out / 'synth_stat.txt')} stat"]
     script.write_text("\n".join(lines) + "\n")
     log = out / "synth.log"
-    run([tool("yosys"), "-q", "-l", relative(log), "-s", relative(script)], log, "Yosys")
+    run([tool("yosys"), "-q", "-l", relative(log), "-s", relative(script)], out / "yosys.log",
+        "Yosys", label, lambda: synthesis_phase(log))
     return netlist
 
 
-def place_and_route(board, netlist, out, seed):
+def place_and_route(board, netlist, out, seed, label):
     family = board["family"]
     clock_mhz = board["parameters"]["ClockHz"] / 1e6
     constraints = f"fpga/{board['folder']}/{board['constraints']}"
@@ -216,12 +263,15 @@ def place_and_route(board, netlist, out, seed):
         placed = out / "placed.config"
         command = [tool("nextpnr-ecp5"), f"--{board['device']}", "--package", board["package"],
                    "--speed", str(board["speed"]), "--lpf", constraints,
-                   "--textcfg", relative(placed)] + common
+                   "--textcfg", relative(placed),
+                   # router2 routed the congested 4x4 core faster, and to a higher Fmax, than
+                   # the default router1 did.
+                   "--router", "router2"] + common
     else:
         placed = out / "placed.asc"
         command = [tool("nextpnr-ice40"), f"--{board['device']}", "--package", board["package"],
                    "--pcf", constraints, "--asc", relative(placed)] + common
-    run(command, out / "pnr_console.log", "nextpnr")
+    run(command, out / "pnr_console.log", "nextpnr", label, lambda: pnr_phase(out / "pnr.log"))
     return placed, json.loads(report.read_text())
 
 
@@ -241,6 +291,36 @@ def core_clock_fmax(pnr):
         raise FlowError("nextpnr reported no clock")
     name = max(clocks, key=lambda clock: clocks[clock]["constraint"])
     return name, clocks[name]["achieved"], clocks[name]["constraint"]
+
+
+def critical_path(pnr, out, clock):
+    """The core clock's worst register-to-register path as the RTL lines it passes through.
+
+    nextpnr names cells after Yosys's flattened nets, which say little; the netlist keeps each
+    cell's source location, so the path is told as the project's own files and lines."""
+    edge = f"posedge {clock}"
+    path = next((entry["path"] for entry in pnr.get("critical_paths", [])
+                 if entry["from"] == edge and entry["to"] == edge), None)
+    if not path:
+        return None
+    cells = {}
+    for module in json.loads((out / "netlist.json").read_text())["modules"].values():
+        cells.update(module.get("cells", {}))
+    # The cells the path leaves, then the register it ends in.
+    visited = [step["from"]["cell"] for step in path if step["type"] in ("clk-to-q", "logic")]
+    visited.append(path[-1]["to"]["cell"])
+    lines = []
+    for name in visited:
+        # Cells nextpnr splits while packing carry a suffix after the Yosys name.
+        cell = cells.get(name.split("$CCU2_COMB")[0], {})
+        for source in cell.get("attributes", {}).get("src", "").split("|"):
+            if source.startswith(("rtl/", "fpga/")):
+                line = re.sub(r"\.\d+-\d+\.\d+$", "", source)   # file:line
+                if not lines or lines[-1] != line:
+                    lines.append(line)
+    logic = sum(step["delay"] for step in path if step["type"] != "routing")
+    routing = sum(step["delay"] for step in path if step["type"] == "routing")
+    return {"through": lines, "logic_ns": round(logic, 2), "routing_ns": round(routing, 2)}
 
 
 def logged_resources(board, log):
@@ -263,14 +343,14 @@ def build(board, out, seed, bitstream):
     started = time.monotonic()
 
     say(f"[{label}] synthesis ({board['family']}, Yosys)")
-    netlist = synthesize(board, out)
+    netlist = synthesize(board, out, label)
     record["synthesis_s"] = round(time.monotonic() - started, 1)
     say(f"[{label}] synthesis done in {minutes(record['synthesis_s'])}")
 
     say(f"[{label}] place and route (nextpnr, {parameters['ClockHz'] / 1e6:g} MHz)")
     placed_started = time.monotonic()
     try:
-        placed, pnr = place_and_route(board, netlist, out, seed)
+        placed, pnr = place_and_route(board, netlist, out, seed, label)
     except FlowError as error:
         # A design that cannot fit: report what it needs of the device.
         log = out / "pnr.log"
@@ -293,6 +373,9 @@ def build(board, out, seed, bitstream):
     record["clock"] = {"net": clock, "fmax_mhz": round(achieved, 2),
                        "constraint_mhz": round(constraint, 2)}
     record["meets_timing"] = achieved >= constraint
+    path = critical_path(pnr, out, clock)
+    if path:
+        record["critical_path"] = path
     record["peak_gflops"] = round(2 * parameters["Dim"] ** 2 * parameters["ClockHz"] / 1e9, 3)
     say(f"[{label}] place and route done in {minutes(record['pnr_s'])}: Fmax "
         f"{achieved:.2f} MHz against {constraint:.2f} MHz")
@@ -314,7 +397,7 @@ def build(board, out, seed, bitstream):
 
 def write_report(record, out):
     (out / "report.json").write_text(json.dumps(record, indent=2) + "\n")
-    (out / "report.md").write_text(results_table([record]))
+    (out / "report.md").write_text(results_table([record]) + critical_path_notes([record]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,6 +436,21 @@ def results_table(records):
     return "\n".join(lines) + "\n"
 
 
+def critical_path_notes(records):
+    notes = []
+    for record in records:
+        path = record.get("critical_path")
+        if path:
+            array = f"{record['parameters']['Dim']}x{record['parameters']['Dim']}"
+            notes.append(f"- {record['board']} {array}: {path['logic_ns']:.1f} ns logic + "
+                         f"{path['routing_ns']:.1f} ns routing, through "
+                         f"{' → '.join(path['through'])}")
+    if not notes:
+        return ""
+    return "\nCritical path (the worst register-to-register path of the core clock):\n\n" + \
+        "\n".join(notes) + "\n"
+
+
 def fill_results(doc, table):
     text = doc.read_text()
     pattern = re.compile(rf"(<!-- BEGIN GENERATED: {RESULTS_MARKER} -->\n).*?"
@@ -386,7 +484,10 @@ def command_params(args):
 
 def command_build(args):
     board = with_settings(load_board(args.board), args.set)
-    out = args.out or BUILD / board["folder"] / variant(board)
+    out = args.out.resolve() if args.out else BUILD / board["folder"] / variant(board)
+    if not out.is_relative_to(ROOT):
+        raise FlowError(f"--out {args.out}: must lie inside the checkout, the only folder the "
+                        "YoWASP tools see")
     record = build(board, out, args.seed, not args.no_bitstream)
     say(f"report: {relative(out / 'report.md')}")
     print(results_table([record]), end="")
@@ -410,16 +511,42 @@ def command_program(args):
     return subprocess.run(command, cwd=ROOT).returncode
 
 
+def reused(out, board, seed):
+    """The record of an earlier build of the same parameters and seed, with its critical path
+    read again from the files it left."""
+    report = out / "report.json"
+    record = json.loads(report.read_text()) if report.is_file() else {}
+    if record.get("parameters") != board["parameters"] or record.get("seed") != seed:
+        raise FlowError(f"--reuse: {relative(out)} holds no build of these parameters and seed: "
+                        "run the table without --reuse")
+    if record.get("fits"):
+        record.pop("critical_path", None)
+        path = critical_path(json.loads((out / "pnr.json").read_text()), out,
+                             record["clock"]["net"])
+        if path:
+            record["critical_path"] = path
+    return record
+
+
 def command_table(args):
     names = args.boards or board_names()
-    records = []
+    builds = []
     for name in names:
         board = load_board(name)
-        dims = board.get("table", {}).get("Dim", [board["parameters"]["Dim"]])
-        for dim in dims:
+        for dim in board.get("table", {}).get("Dim", [board["parameters"]["Dim"]]):
             sized = with_settings(board, [f"Dim={dim}"])
-            records.append(build(sized, BUILD / name / variant(sized), args.seed, False))
-    table = results_table(records)
+            builds.append((sized, BUILD / name / variant(sized)))
+    if args.jobs < 1:
+        raise FlowError(f"--jobs {args.jobs}: must be at least 1")
+    if args.reuse:
+        records = [reused(out, board, args.seed) for board, out in builds]
+    else:
+        say(f"{len(builds)} builds, {args.jobs} at a time")
+        # Each build runs its tools as processes of their own: threads are enough to overlap
+        # them.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            records = list(pool.map(lambda job: build(job[0], job[1], args.seed, False), builds))
+    table = results_table(records) + critical_path_notes(records)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(records, indent=2) + "\n")
@@ -452,6 +579,11 @@ def parse_args():
     table.add_argument("--doc", type=Path, default=ROOT / "docs" / "fpga.md")
     table.add_argument("--json", type=Path, default=ROOT / "docs" / "fpga" / "results.json")
     table.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed")
+    table.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                       help="builds at a time (default: one per CPU)")
+    table.add_argument("--reuse", action="store_true",
+                       help="take the reports of earlier builds (same parameters and seed) "
+                            "instead of building again")
     return parser.parse_args()
 
 

@@ -796,6 +796,23 @@ def cpp_table_row(before, doc, after=()):
             f"{inner}{', '.join(after)}}},"]
 
 
+def cpp_lookups(name, value, enum, table, noun, unknown):
+    """The name and doc look-up functions of a generated table of `enum` values: e.g. value
+    "error", enum Error, table kErrors of ErrorSpec {Error error; name; doc}."""
+    lines = []
+    for member, what, missing in (("name", f"The name of {noun}", "UNKNOWN"),
+                                  ("doc", f"What {noun} means", unknown)):
+        lines += [f"// {what}; \"{missing}\" for a value that is none.",
+                  f"constexpr const char* {name(f'{value}_{member}')}({enum} {value}) {{",
+                  f"{CPP_INDENT}for (const {enum}Spec& spec : {table}) {{",
+                  f"{CPP_INDENT * 2}if (spec.{value} == {value}) return spec.{member};",
+                  f"{CPP_INDENT}}}",
+                  f"{CPP_INDENT}return \"{missing}\";",
+                  "}",
+                  ""]
+    return lines[:-1]
+
+
 def cpp_isa_header(isa, source):
     name = Names(ISA_HPP)
     lines = generated_header(source) + [
@@ -1004,25 +1021,9 @@ def cpp_regs_header(regmap, source):
     for error in regmap.errors:
         lines += cpp_table_row([f"Error::{camel(error.name)}", cpp_string(error.name)],
                                error.doc)
-    lines += ["}};",
-              "",
-              "// The name of an error code; \"UNKNOWN\" for a value that is none.",
-              f"constexpr const char* {name('error_name')}(Error error) {{",
-              f"{CPP_INDENT}for (const ErrorSpec& spec : kErrors) {{",
-              f"{CPP_INDENT * 2}if (spec.error == error) return spec.name;",
-              f"{CPP_INDENT}}}",
-              f"{CPP_INDENT}return \"UNKNOWN\";",
-              "}",
-              "",
-              "// What an error code means; \"unknown error code\" for a value that is none.",
-              f"constexpr const char* {name('error_doc')}(Error error) {{",
-              f"{CPP_INDENT}for (const ErrorSpec& spec : kErrors) {{",
-              f"{CPP_INDENT * 2}if (spec.error == error) return spec.doc;",
-              f"{CPP_INDENT}}}",
-              f"{CPP_INDENT}return \"unknown error code\";",
-              "}",
-              "",
-              "}  // namespace tpu::regs"]
+    lines += ["}};", ""]
+    lines += cpp_lookups(name, "error", "Error", "kErrors", "an error code", "unknown error code")
+    lines += ["", "}  // namespace tpu::regs"]
     return "\n".join(lines) + "\n"
 
 
@@ -1064,24 +1065,9 @@ def cpp_link_header(link, source):
     for status in link.statuses:
         lines += cpp_table_row([f"Status::{camel(status.name)}", cpp_string(status.name)],
                                status.doc)
-    lines += ["}};",
-              "",
-              "// The name of a status; \"UNKNOWN\" for a value that is none.",
-              f"constexpr const char* {name('status_name')}(Status status) {{",
-              f"{CPP_INDENT}for (const StatusSpec& spec : kStatuses) {{",
-              f"{CPP_INDENT * 2}if (spec.status == status) return spec.name;",
-              f"{CPP_INDENT}}}",
-              f"{CPP_INDENT}return \"UNKNOWN\";",
-              "}",
-              "",
-              "// What a status means; \"unknown status\" for a value that is none.",
-              f"constexpr const char* {name('status_doc')}(Status status) {{",
-              f"{CPP_INDENT}for (const StatusSpec& spec : kStatuses) {{",
-              f"{CPP_INDENT * 2}if (spec.status == status) return spec.doc;",
-              f"{CPP_INDENT}}}",
-              f"{CPP_INDENT}return \"unknown status\";",
-              "}",
-              "",
+    lines += ["}};", ""]
+    lines += cpp_lookups(name, "status", "Status", "kStatuses", "a status", "unknown status")
+    lines += ["",
               "// The INFO record: each field's byte offset and size.",
               f"inline constexpr unsigned {name('kInfoBytes')} = {link.info_bytes};"]
     for field in link.info:

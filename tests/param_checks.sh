@@ -57,7 +57,8 @@ for tool in verilator yosys; do
   check $tool tpu_top "WeightTiles=1" "tpu_top: WeightTiles must be in 2..16"
   check $tool tpu_top "ActLanes=3" "tpu_top: ActLanes must be a power of two in 1..Dim"
   check $tool tpu_top "QueueDepth=0" "tpu_top: QueueDepth must be in 1..16"
-  check $tool tpu_top "AddStages=4" "tpu_mxu: AddStages must be in 0..3"
+  check $tool tpu_top "MulStages=3" "tpu_top: MulStages must be in 0..2"
+  check $tool tpu_top "AddStages=4" "tpu_top: AddStages must be in 0..3"
 done
 echo "$((checks - failures)) passed, $failures failed"
 [ $failures -eq 0 ]

@@ -75,6 +75,7 @@ std::vector<std::uint8_t> encode_request(Command command, std::uint8_t tag, std:
 LinkClient::LinkClient(SerialPort& port, const LinkOptions& options)
     : port_(port), options_(options) {
   if (options_.baud == 0) throw LinkError("the baud rate must be above 0");
+  // Until the INFO record says otherwise, replies are assumed as long as the protocol allows.
   info_.max_payload = kMaxPayload;
   info_ = read_info();
 }

@@ -70,6 +70,16 @@ RunResult SerialBackend::run(std::uint32_t prog_addr, std::uint32_t count) {
     throw std::invalid_argument(fmt::format("{} bytes of host memory are needed; the board has {}",
                                             memory_.size(), board().mem_bytes));
   }
+  try {
+    return run_on_board(prog_addr, count);
+  } catch (const link::LinkError&) {
+    // The board may hold anything now: send everything next time.
+    known_.clear();
+    throw;
+  }
+}
+
+RunResult SerialBackend::run_on_board(std::uint32_t prog_addr, std::uint32_t count) {
   upload_changes();
   link_.write_register(regs::kProgAddr, prog_addr);
   link_.write_register(regs::kProgCount, count);

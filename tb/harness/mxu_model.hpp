@@ -10,9 +10,9 @@
 
 #include "harness/array_config.hpp"
 #include "harness/lanes.hpp"
+#include "harness/verilated_context.hpp"
 #include "ref/numerics.hpp"
 #include "verilated.h"
-#include "verilated_fst_c.h"
 
 namespace tpu::harness {
 
@@ -62,19 +62,14 @@ template <typename VModel>
 class VerilatedMxu final : public MxuModel {
  public:
   VerilatedMxu(const ArrayConfig& config, const ModelOptions& options)
-      : config_(config), context_(std::make_unique<VerilatedContext>()) {
-    context_->randReset(2);
-    // Verilator takes seed 0 to mean a random seed: keep every run repeatable.
-    context_->randSeed(static_cast<int>(options.random_init_seed % 0x7FFFFFFF) + 1);
-    context_->fatalOnError(false);  // assertion failures become AssertionFailure
-    context_->traceEverOn(true);
+      : config_(config), context_(make_context(options.random_init_seed)) {
     model_ = std::make_unique<VModel>(context_.get(), "tpu_mxu");
     model_->clk_i = 0;
     model_->rst_ni = 1;
   }
 
   ~VerilatedMxu() override {
-    if (trace_) trace_->close();
+    waveform_.close();
     model_->final();
   }
 
@@ -147,23 +142,15 @@ class VerilatedMxu final : public MxuModel {
     settle();
   }
 
-  void open_trace(const std::string& path) override {
-    trace_ = std::make_unique<VerilatedFstC>();
-    model_->trace(trace_.get(), 99);
-    trace_->open(path.c_str());
-    if (!trace_->isOpen()) throw std::runtime_error("cannot open trace file " + path);
-  }
+  void open_trace(const std::string& path) override { waveform_.open(*model_, path); }
 
  private:
-  void dump() {
-    context_->timeInc(5000);  // 1 ps resolution: a 10 ns clock in the waveform
-    if (trace_) trace_->dump(context_->time());
-  }
+  void dump() { waveform_.half_period(*context_); }
 
   ArrayConfig config_;
   std::unique_ptr<VerilatedContext> context_;
   std::unique_ptr<VModel> model_;
-  std::unique_ptr<VerilatedFstC> trace_;
+  Waveform waveform_;
   bool settled_ = false;
 };
 

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "harness/axi_memory.hpp"
+#include "harness/verilated_context.hpp"
 #include "tpu/backend.hpp"
 #include "verilated.h"
-#include "verilated_fst_c.h"
 
 namespace tpu::harness {
 
@@ -51,18 +51,13 @@ template <typename VTop>
 class VerilatedTop final : public TopModel {
  public:
   VerilatedTop(unsigned bus_bytes, std::uint32_t random_init_seed)
-      : bus_bytes_(bus_bytes), context_(std::make_unique<VerilatedContext>()) {
-    context_->randReset(2);
-    // Verilator takes seed 0 to mean a random seed: keep every run repeatable.
-    context_->randSeed(static_cast<int>(random_init_seed % 0x7FFFFFFF) + 1);
-    context_->fatalOnError(false);
-    context_->traceEverOn(true);
+      : bus_bytes_(bus_bytes), context_(make_context(random_init_seed)) {
     top_ = std::make_unique<VTop>(context_.get(), "tpu_top");
     top_->clk_i = 0;
     top_->rst_ni = 1;
   }
   ~VerilatedTop() override {
-    if (trace_) trace_->close();
+    waveform_.close();
     top_->final();
   }
   VerilatedTop(const VerilatedTop&) = delete;
@@ -147,12 +142,7 @@ class VerilatedTop final : public TopModel {
     }
   }
 
-  void open_trace(const std::string& path) override {
-    trace_ = std::make_unique<VerilatedFstC>();
-    top_->trace(trace_.get(), 99);
-    trace_->open(path.c_str());
-    if (!trace_->isOpen()) throw std::runtime_error("cannot open trace file " + path);
-  }
+  void open_trace(const std::string& path) override { waveform_.open(*top_, path); }
 
  private:
   // Data buses: up to 64 bits are integers, wider ones VlWide words.
@@ -183,15 +173,12 @@ class VerilatedTop final : public TopModel {
     }
   }
 
-  void dump() {
-    context_->timeInc(5000);  // 1 ps resolution: a 10 ns clock in the waveform
-    if (trace_) trace_->dump(context_->time());
-  }
+  void dump() { waveform_.half_period(*context_); }
 
   unsigned bus_bytes_;
   std::unique_ptr<VerilatedContext> context_;
   std::unique_ptr<VTop> top_;
-  std::unique_ptr<VerilatedFstC> trace_;
+  Waveform waveform_;
   bool settled_ = false;
 };
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "harness/verilated_context.hpp"
 #include "verilated.h"
 
 namespace tpu::harness {
@@ -13,11 +14,7 @@ template <typename VUnit>
 class UnitModel {
  public:
   explicit UnitModel(std::uint32_t random_init_seed = 1)
-      : context_(std::make_unique<VerilatedContext>()) {
-    context_->randReset(2);
-    // Verilator takes seed 0 to mean a random seed: keep every run repeatable.
-    context_->randSeed(static_cast<int>(random_init_seed % 0x7FFFFFFF) + 1);
-    context_->fatalOnError(false);
+      : context_(make_context(random_init_seed)) {
     unit_ = std::make_unique<VUnit>(context_.get(), "unit");
     unit_->clk_i = 0;
     unit_->en_i = 1;

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "common/gemm_operands.hpp"
 #include "common/test_seed.hpp"
 #include "harness/board_sim.hpp"
-#include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/link.hpp"
@@ -229,19 +229,8 @@ TEST(BoardLinkNoBoard, SilentPortIsNoBoard) {
 
 // --- The serial backend ---
 
-struct Operands {
-  ref::MatrixBf16 a, b;
-  ref::MatrixFp32 c;
-  std::vector<ref::fp32_t> bias;
-};
-
-Operands random_operands(oracle::OperandRng& rng, const GemmSpec& s) {
-  Operands o;
-  o.a = oracle::random_bf16_matrix(rng, s.m, s.k, 5, 115, 135);
-  o.b = oracle::random_bf16_matrix(rng, s.k, s.n, 5, 115, 135);
-  o.c = oracle::random_seed_matrix(rng, s.m, s.n, 5);
-  o.bias = oracle::random_seed_matrix(rng, 1, s.n, 5).data;
-  return o;
+test::GemmOperands random_operands(oracle::OperandRng& rng, const GemmSpec& s) {
+  return test::random_gemm_operands(rng, s, 5, 5);
 }
 
 std::unique_ptr<SerialBackend> open_board(harness::SimulatedBoard** board = nullptr) {
@@ -288,9 +277,9 @@ TEST(SerialBackend, GemmsMatchTheReferenceAndTheModel) {
     s.act = t.act;
     s.out = t.out;
     SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n));
-    const Operands o = random_operands(rng, s);
-    const ref::MatrixFp32* c = s.has_c ? &o.c : nullptr;
-    const std::vector<ref::fp32_t>* bias = s.has_bias ? &o.bias : nullptr;
+    const test::GemmOperands o = random_operands(rng, s);
+    const ref::MatrixFp32* c = o.c_for(s);
+    const std::vector<ref::fp32_t>* bias = o.bias_for(s);
     RunResult board_run;
     const ref::MatrixFp32 got = run_gemm(*backend, s, o.a, o.b, c, bias, &board_run);
     EXPECT_EQ(got.data, reference_gemm(s, o.a, o.b, c, bias).data);
@@ -312,7 +301,7 @@ TEST(SerialBackend, UploadsOnlyWhatChanged) {
   s.m = 6;
   s.k = 9;
   s.n = 5;
-  const Operands o = random_operands(rng, s);
+  const test::GemmOperands o = random_operands(rng, s);
   const ref::MatrixFp32 first = run_gemm(*backend, s, o.a, o.b);
   const std::uint64_t uploaded = backend->bytes_uploaded();
   const std::uint64_t downloaded = backend->bytes_downloaded();

@@ -517,9 +517,15 @@ halt
 """
 
 
-@case
-def run_hand_written_program(tpu):
-    rng = random.Random(6)
+# The data of HAND_WRITTEN: where its operands go and its results come from.
+HAND_WRITTEN_DATA = ["--in", "0x1000=a.npy:bf16", "--in", "0x2000=c.npy", "--in", "8448=bias.npy",
+                     "--in", "0x3000=b.npy:bf16", "--out", "0x4000=sum.npy:3x4",
+                     "--out", "0x5000=relu.npy:3x4:bf16"]
+
+
+def hand_written_program(rng):
+    """Writes HAND_WRITTEN and small integer operands for it; returns C + A x B and
+    relu(C + A x B + bias), exact in fp32 and bf16."""
     a = [[rng.randint(-4, 4) for _ in range(4)] for _ in range(3)]
     b = [[rng.randint(-4, 4) for _ in range(4)] for _ in range(4)]
     c = [[rng.randint(-20, 20) for _ in range(4)] for _ in range(3)]
@@ -527,15 +533,19 @@ def run_hand_written_program(tpu):
     for name, values in (("a", a), ("b", b), ("c", c)):
         npy.save(f"{name}.npy", values)
     npy.save("bias.npy", bias)
+    with open("program.s", "w") as f:
+        f.write(HAND_WRITTEN)
     product = [[c[i][j] + sum(a[i][k] * b[k][j] for k in range(4)) for j in range(4)]
                for i in range(3)]
     activated = [[max(v + bias[j], 0) for j, v in enumerate(row)] for row in product]
-    with open("program.s", "w") as f:
-        f.write(HAND_WRITTEN)
+    return product, activated
+
+
+@case
+def run_hand_written_program(tpu):
+    product, activated = hand_written_program(random.Random(6))
     tpu("asm", "program.s", "-o", "program.bin")
-    data = ["--in", "0x1000=a.npy:bf16", "--in", "0x2000=c.npy", "--in", "8448=bias.npy",
-            "--in", "0x3000=b.npy:bf16", "--out", "0x4000=sum.npy:3x4",
-            "--out", "0x5000=relu.npy:3x4:bf16", "--array", ARRAY]
+    data = [*HAND_WRITTEN_DATA, "--array", ARRAY]
     for program in ("program.s", "program.bin"):
         for backend in ("rtl", "model"):
             for prog_addr in ("0", "0x8000"):
@@ -755,26 +765,14 @@ def serial_gemm_stats(tpu):
 
 @case
 def serial_run_hand_written_program(tpu):
-    rng = random.Random(32)
-    a = [[rng.randint(-4, 4) for _ in range(4)] for _ in range(3)]
-    b = [[rng.randint(-4, 4) for _ in range(4)] for _ in range(4)]
-    c = [[rng.randint(-20, 20) for _ in range(4)] for _ in range(3)]
-    bias = [rng.randint(-20, 20) for _ in range(4)]
-    for name, values in (("a", a), ("b", b), ("c", c)):
-        npy.save(f"{name}.npy", values)
-    npy.save("bias.npy", bias)
-    product = [[c[i][j] + sum(a[i][k] * b[k][j] for k in range(4)) for j in range(4)]
-               for i in range(3)]
-    with open("program.s", "w") as f:
-        f.write(HAND_WRITTEN)
+    product, activated = hand_written_program(random.Random(32))
     dim = int(re.search(r"dim (\d+)", board_info(tpu)["core"]).group(1))
     check(dim == 4, f"the program is written for a 4x4 array; the simulated board's array is "
                     f"{dim}x{dim}")
-    out = tpu("run", "program.s", "--in", "0x1000=a.npy:bf16", "--in", "0x2000=c.npy",
-              "--in", "8448=bias.npy", "--in", "0x3000=b.npy:bf16",
-              "--out", "0x4000=sum.npy:3x4", *SERIAL)
+    out = tpu("run", "program.s", *HAND_WRITTEN_DATA, *SERIAL)
     check(out.stdout == "DONE after 7 instructions\n", f"stdout: {out.stdout!r}")
     check_matrix_bits("sum.npy", [[float(v) for v in r] for r in product], "on the board")
+    check_matrix_bits("relu.npy", [[float(v) for v in r] for r in activated], "on the board")
 
 
 @case

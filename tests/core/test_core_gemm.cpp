@@ -6,19 +6,15 @@
 
 #include <cmath>
 
+#include "common/gemm_operands.hpp"
 #include "common/test_seed.hpp"
 #include "core_harness.hpp"
-#include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 
 namespace tpu::testing {
 namespace {
 
-struct Operands {
-  ref::MatrixBf16 a, b;
-  ref::MatrixFp32 c;
-  std::vector<ref::fp32_t> bias;
-};
+using Operands = test::GemmOperands;
 
 // Runs the compiled GEMM on the RTL and the model and checks both against
 // the reference. Returns the RTL's counters.
@@ -26,8 +22,8 @@ Counters check_gemm(const HardwareConfig& config, const GemmSpec& spec, const Op
                     const harness::RtlOptions& options = {}) {
   const GemmPlan plan = plan_gemm(config, spec);
   CoreHarness h(config, options, plan.memory_bytes);
-  const ref::MatrixFp32* c = spec.has_c ? &o.c : nullptr;
-  const std::vector<ref::fp32_t>* bias = spec.has_bias ? &o.bias : nullptr;
+  const ref::MatrixFp32* c = o.c_for(spec);
+  const std::vector<ref::fp32_t>* bias = o.bias_for(spec);
   write_gemm_inputs(plan, h.rtl().memory(), o.a, o.b, c, bias);
   write_gemm_inputs(plan, h.model().memory(), o.a, o.b, c, bias);
   const BothResults r = h.run(plan.program, plan.prog_addr);
@@ -39,12 +35,7 @@ Counters check_gemm(const HardwareConfig& config, const GemmSpec& spec, const Op
 
 Operands random_operands(oracle::OperandRng& rng, const GemmSpec& s, unsigned special_percent,
                          unsigned min_exp = 115, unsigned max_exp = 135) {
-  Operands o;
-  o.a = oracle::random_bf16_matrix(rng, s.m, s.k, special_percent, min_exp, max_exp);
-  o.b = oracle::random_bf16_matrix(rng, s.k, s.n, special_percent, min_exp, max_exp);
-  o.c = oracle::random_seed_matrix(rng, s.m, s.n, special_percent);
-  o.bias = oracle::random_seed_matrix(rng, 1, s.n, special_percent).data;
-  return o;
+  return test::random_gemm_operands(rng, s, special_percent, special_percent, min_exp, max_exp);
 }
 
 std::string describe(const GemmSpec& s) {

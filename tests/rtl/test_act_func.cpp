@@ -1,6 +1,8 @@
 // The activation function unit in RTL (rtl/tpu_act_func.sv) against the reference model
 // (tb/ref/activation), bit for bit: every bf16 input for every function code, special values,
-// random fp32 inputs, function and slope changing every cycle, and the pipeline timing.
+// random fp32 inputs, function and slope changing every cycle, and the pipeline timing; as the
+// default core builds it and with SplitStages (a register after each multiplier), as the FPGA
+// builds have it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,9 +11,11 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "Vact_func.h"
+#include "Vact_func_split.h"
 #include "Vact_func_tpu_pkg.h"
 #include "common/test_seed.hpp"
 #include "harness/unit_model.hpp"
@@ -28,8 +32,17 @@ using tpu::ref::fp32_t;
 using tpu::test::test_seed;
 namespace oracle = tpu::oracle;
 
-// tpu_pkg::ActFuncLatency, exported by Verilator (the parameter is marked public).
-constexpr unsigned kLatency = Vact_func_tpu_pkg::ActFuncLatency;
+// The two builds of the unit and their latencies: tpu_pkg::ActFuncLatency, exported by
+// Verilator (the parameter is marked public), and twice that with SplitStages.
+struct Unsplit {
+  using Model = Vact_func;
+  static constexpr unsigned kLatency = Vact_func_tpu_pkg::ActFuncLatency;
+};
+struct Split {
+  using Model = Vact_func_split;
+  static constexpr unsigned kLatency = 2 * Vact_func_tpu_pkg::ActFuncLatency;
+};
+
 constexpr std::uint64_t kRandomInputsPerFunction = 1'000'000;
 constexpr unsigned kFunctionCount = 7;  // codes 0..6; 7..15 are illegal
 constexpr unsigned kFunctionCodes = 16;
@@ -69,6 +82,7 @@ class Mismatches {
 
 // Streams inputs through the unit, one per clock with en_i high, and checks each output against
 // the reference model's result for the input fed kLatency clocks earlier.
+template <typename Build>
 class Stream {
  public:
   void feed(const Input& in) {
@@ -78,19 +92,19 @@ class Stream {
     unit_->en_i = 1;
     unit_.clock();
     in_flight_.push_back(in);
-    if (in_flight_.size() == kLatency) {
+    if (in_flight_.size() == Build::kLatency) {
       mismatches_.check(unit_->y_o, in_flight_.front());
       in_flight_.pop_front();
     }
   }
   // Pushes the last real inputs out with zeros behind them (these are checked as well).
   void drain() {
-    for (unsigned n = 1; n < kLatency; ++n) feed({0, 0, 0});
+    for (unsigned n = 1; n < Build::kLatency; ++n) feed({0, 0, 0});
   }
   const Mismatches& mismatches() const { return mismatches_; }
 
  private:
-  UnitModel<Vact_func> unit_;
+  UnitModel<typename Build::Model> unit_;
   std::deque<Input> in_flight_;
   Mismatches mismatches_;
 };
@@ -102,8 +116,20 @@ std::vector<fp32_t> every_bf16_input() {
   return inputs;
 }
 
-TEST(RtlAct, EveryBf16InputEveryFunction) {
-  Stream stream;
+template <typename Build>
+class RtlAct : public ::testing::Test {};
+using Builds = ::testing::Types<Unsplit, Split>;
+class BuildNames {
+ public:
+  template <typename Build>
+  static std::string GetName(int) {
+    return std::is_same_v<Build, Split> ? "Split" : "Unsplit";
+  }
+};
+TYPED_TEST_SUITE(RtlAct, Builds, BuildNames);
+
+TYPED_TEST(RtlAct, EveryBf16InputEveryFunction) {
+  Stream<TypeParam> stream;
   for (unsigned func = 0; func < kFunctionCount; ++func) {
     if (func == static_cast<unsigned>(ActFunc::kLeaky)) continue;
     for (fp32_t x : every_bf16_input()) stream.feed({func, x, 0});
@@ -132,12 +158,12 @@ std::vector<fp32_t> special_inputs() {
   return inputs;
 }
 
-TEST(RtlAct, SpecialValuesEveryCodeAndSlope) {
+TYPED_TEST(RtlAct, SpecialValuesEveryCodeAndSlope) {
   // Special slopes: +-0, a subnormal, +-inf, NaN, the largest finite, the smallest normal.
   std::vector<bf16_t> alphas(std::begin(kSlopes), std::end(kSlopes));
   for (unsigned special : {0x8000u, 0x0001u, 0x7F80u, 0xFF80u, 0x7FC1u, 0x7F7Fu, 0x0080u})
     alphas.push_back(static_cast<bf16_t>(special));
-  Stream stream;
+  Stream<TypeParam> stream;
   for (fp32_t x : special_inputs())
     for (unsigned func = 0; func < kFunctionCodes; ++func)
       for (bf16_t alpha : alphas) stream.feed({func, x, alpha});
@@ -145,9 +171,9 @@ TEST(RtlAct, SpecialValuesEveryCodeAndSlope) {
   EXPECT_NO_MISMATCH(stream.mismatches());
 }
 
-TEST(RtlAct, RandomFp32InputsEveryFunction) {
+TYPED_TEST(RtlAct, RandomFp32InputsEveryFunction) {
   oracle::OperandRng rng(test_seed());
-  Stream stream;
+  Stream<TypeParam> stream;
   for (unsigned func = 0; func < kFunctionCount; ++func)
     for (std::uint64_t n = 0; n < kRandomInputsPerFunction; ++n)
       stream.feed({func, oracle::activation_input(rng), rng.bf16()});
@@ -155,9 +181,9 @@ TEST(RtlAct, RandomFp32InputsEveryFunction) {
   EXPECT_NO_MISMATCH(stream.mismatches());
 }
 
-TEST(RtlAct, FunctionAndSlopeChangeEveryCycle) {
+TYPED_TEST(RtlAct, FunctionAndSlopeChangeEveryCycle) {
   oracle::OperandRng rng(test_seed() + 1);
-  Stream stream;
+  Stream<TypeParam> stream;
   for (std::uint64_t n = 0; n < kRandomInputsPerFunction; ++n) {
     const auto func = static_cast<unsigned>(rng.uniform(0, kFunctionCodes - 1));
     stream.feed({func, oracle::activation_input(rng), rng.bf16()});
@@ -168,7 +194,8 @@ TEST(RtlAct, FunctionAndSlopeChangeEveryCycle) {
 
 // Pulses rst_ni. UnitModel drives rst_ni low before the model's first evaluation, which
 // Verilator does not take for a falling edge, so its reset does not reach the registers.
-void reset(UnitModel<Vact_func>& unit) {
+template <typename Model>
+void reset(UnitModel<Model>& unit) {
   unit->rst_ni = 1;
   unit->eval();
   unit->rst_ni = 0;
@@ -178,9 +205,9 @@ void reset(UnitModel<Vact_func>& unit) {
 }
 
 // A value fed in cycle t is at y_o in cycle t + kLatency, and not earlier.
-TEST(RtlAct, LatencyIsActFuncLatency) {
-  ASSERT_GE(kLatency, 1u);
-  UnitModel<Vact_func> unit;
+TYPED_TEST(RtlAct, LatencyIsTheBuildsLatency) {
+  constexpr unsigned kLatency = TypeParam::kLatency;
+  UnitModel<typename TypeParam::Model> unit;
   reset(unit);
   EXPECT_EQ(unit->y_o, 0u) << "reset clears the output register";
   // Distinct values through the identity: the output says which input it came from.
@@ -202,9 +229,10 @@ TEST(RtlAct, LatencyIsActFuncLatency) {
 // Under a random clock enable the output after n enabled clocks is the result for the input
 // applied at enabled clock n - kLatency, and it holds while the enable is low, whatever the
 // inputs do meanwhile.
-TEST(RtlAct, ClockEnableFreezesThePipeline) {
+TYPED_TEST(RtlAct, ClockEnableFreezesThePipeline) {
+  constexpr unsigned kLatency = TypeParam::kLatency;
   const std::uint64_t seed = test_seed() + 2;
-  UnitModel<Vact_func> unit(static_cast<std::uint32_t>(seed));
+  UnitModel<typename TypeParam::Model> unit(static_cast<std::uint32_t>(seed));
   oracle::OperandRng rng(seed);
   std::deque<Input> in_flight;
   std::uint64_t enabled = 0;

@@ -4,8 +4,8 @@
 // (tpu::reference_gemm: ref::gemm, then bias, function and rounding).
 #include <gtest/gtest.h>
 
+#include "common/gemm_operands.hpp"
 #include "common/test_seed.hpp"
-#include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/model.hpp"
 
@@ -22,27 +22,17 @@ HardwareConfig small_core() {
   return c;
 }
 
-struct Operands {
-  ref::MatrixBf16 a, b;
-  ref::MatrixFp32 c;
-  std::vector<ref::fp32_t> bias;
-};
+using Operands = test::GemmOperands;
 
 Operands random_operands(oracle::OperandRng& rng, const GemmSpec& s) {
-  Operands o;
-  o.a = oracle::random_bf16_matrix(rng, s.m, s.k, 5);
-  o.b = oracle::random_bf16_matrix(rng, s.k, s.n, 5);
-  o.c = oracle::random_seed_matrix(rng, s.m, s.n, 10);
-  o.bias = oracle::random_seed_matrix(rng, 1, s.n, 10).data;
-  return o;
+  return test::random_gemm_operands(rng, s, 5, 10);
 }
 
 ref::MatrixFp32 run_on_model(const HardwareConfig& config, const GemmSpec& spec, const Operands& o,
                              std::uint64_t* uninitialized = nullptr) {
   const GemmPlan plan = plan_gemm(config, spec);
   FunctionalModel model(config, plan.memory_bytes);
-  write_gemm_inputs(plan, model.memory(), o.a, o.b, spec.has_c ? &o.c : nullptr,
-                    spec.has_bias ? &o.bias : nullptr);
+  write_gemm_inputs(plan, model.memory(), o.a, o.b, o.c_for(spec), o.bias_for(spec));
   const RunResult r = model.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
   EXPECT_TRUE(r.ok()) << regs::error_name(r.error) << ": " << model.error_detail();
   if (uninitialized) *uninitialized = model.uninitialized_reads();
@@ -68,8 +58,7 @@ TEST(Compiler, ShapesAndOptionsMatchReference) {
     const Operands o = random_operands(rng, s);
     std::uint64_t uninitialized = 0;
     const ref::MatrixFp32 got = run_on_model(config, s, o, &uninitialized);
-    const ref::MatrixFp32 want =
-        reference_gemm(s, o.a, o.b, s.has_c ? &o.c : nullptr, s.has_bias ? &o.bias : nullptr);
+    const ref::MatrixFp32 want = reference_gemm(s, o.a, o.b, o.c_for(s), o.bias_for(s));
     ASSERT_EQ(got.data, want.data);
     EXPECT_EQ(uninitialized, 0u) << "the program read memory it never wrote";
   }

@@ -41,6 +41,7 @@ class SerialBackend final : public Backend {
   std::uint64_t bytes_downloaded() const { return downloaded_; }
 
  private:
+  RunResult run_on_board(std::uint32_t prog_addr, std::uint32_t count);
   void upload_changes();
   void download(std::uint64_t begin, std::uint64_t end);
   // The host bytes [begin, end) the program's WRITE_HOST instructions cover, merged.
