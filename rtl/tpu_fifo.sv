@@ -45,8 +45,11 @@ module tpu_fifo #(
   assign push        = in_valid_i && in_ready_o;
 
   always_comb begin
+    // The slot under the write pointer is free whenever the FIFO is ready, so
+    // it may take whatever is offered: it counts only once pushed. The wide
+    // write enable then does not wait for the producer's valid.
     slots_d = slots_q;
-    if (push) slots_d[wr_ptr_q*Width +: Width] = in_data_i;
+    if (in_ready_o) slots_d[wr_ptr_q*Width +: Width] = in_data_i;
 
     wr_ptr_d = wr_ptr_q;
     if (push) wr_ptr_d = (wr_ptr_q == LastSlot) ? '0 : wr_ptr_q + 1'b1;

@@ -100,22 +100,30 @@ module tpu_matmul_unit #(
 
   // ---------------------------------------------------------------------------
   // Tracker: iterations whose rows have been read but whose results are not
-  // all written, oldest first. Entry e writes rows [base, base + rows).
+  // all written, oldest first. Entry e writes rows [base, end). The head
+  // entry's next row is wr_addr_q, kept as an address rather than a row count
+  // so that neither the result writer nor the seed check adds on the way to
+  // the accumulator memory's arbitration.
   // ---------------------------------------------------------------------------
-  logic [TrackDepth*16-1:0]  trk_base_d, trk_base_q, trk_rows_d, trk_rows_q;
+  logic [TrackDepth*16-1:0]  trk_base_d, trk_base_q, trk_end_d, trk_end_q;
   logic [TrackDepth-1:0]     trk_last_d, trk_last_q;    // last iteration of its operation
   logic [TrackIdxWidth-1:0]  trk_head_d, trk_head_q, trk_tail_d, trk_tail_q;
+  logic [TrackIdxWidth-1:0]  trk_next, trk_newest;
   logic [TrackIdxWidth:0]    trk_count_d, trk_count_q;
-  logic [15:0]               wr_row_d, wr_row_q;          // rows of the head entry written
+  logic [15:0]               wr_addr_d, wr_addr_q;
   logic                      trk_push, trk_pop;
 
   // ---------------------------------------------------------------------------
   // Reader
   // ---------------------------------------------------------------------------
-  logic        rd_have_op, rd_seeding, rd_first_row, rd_last_row, rd_last_iter;
+  // The row addresses live in registers once an operation has started (its
+  // first row read); before that they are the operation's own, so nothing is
+  // added between the queue and the memory ports.
+  logic        rd_have_op, rd_fresh, rd_seeding, rd_first_row, rd_last_row, rd_last_iter;
   logic [15:0] rd_iter_d, rd_iter_q, rd_row_d, rd_row_q;
-  logic [15:0] rd_src_off_d, rd_src_off_q, rd_dst_off_d, rd_dst_off_q;
-  logic [15:0] rd_src, rd_dst_base, rd_dst;
+  logic [15:0] rd_src_d, rd_src_q, rd_dst_d, rd_dst_q;
+  logic [15:0] rd_src_base_d, rd_src_base_q, rd_dst_base_d, rd_dst_base_q;
+  logic [15:0] rd_src, rd_dst, rd_src_base, rd_dst_base;
   logic        pending, stage_credit, can_read, read_fire;
   logic [$clog2(StageDepth+1)-1:0] stage_count;
   logic [17:0] rd_macs;
@@ -127,27 +135,30 @@ module tpu_matmul_unit #(
     rd_first_row = rd_row_q == '0;
     rd_last_row  = rd_row_q == rd_op.rows - 1'b1;
     rd_last_iter = rd_iter_q == rd_op.count - 1'b1;
-    rd_src       = rd_op.addr_a + rd_src_off_q + rd_row_q;
-    rd_dst_base  = rd_op.addr_b + rd_dst_off_q;
-    rd_dst       = rd_dst_base + rd_row_q;
+    rd_fresh     = rd_first_row && rd_iter_q == '0;
+    rd_src_base  = rd_fresh ? rd_op.addr_a : rd_src_base_q;
+    rd_dst_base  = rd_fresh ? rd_op.addr_b : rd_dst_base_q;
+    rd_src       = rd_fresh ? rd_op.addr_a : rd_src_q;
+    rd_dst       = rd_fresh ? rd_op.addr_b : rd_dst_q;
     rd_macs      = 18'(rd_op.aux_lo[8:0] * rd_op.aux_hi[8:0]);
   end
 
   // A seed row may be read once no earlier iteration still has to write it.
-  // The current iteration (the tracker's tail once its first row is read)
-  // writes other rows than the one being read.
+  // The current iteration (the newest tracker entry once its first row is
+  // read) writes other rows than the one being read. Each tracker slot is
+  // checked in place: whether it holds an iteration depends on registers only.
   always_comb begin
-    pending = 1'b0;
+    trk_next   = trk_head_q + 1'b1;
+    trk_newest = trk_tail_q - 1'b1;
+    pending    = 1'b0;
     for (int e = 0; e < TrackDepth; e++) begin
-      logic [TrackIdxWidth-1:0] slot;
-      logic [TrackIdxWidth:0]   entry;
-      logic [15:0]              lo, hi;
-      entry = (TrackIdxWidth + 1)'(e);
-      slot  = trk_head_q + entry[TrackIdxWidth-1:0];
-      lo    = trk_base_q[slot*16 +: 16] + ((e == 0) ? wr_row_q : 16'd0);
-      hi    = trk_base_q[slot*16 +: 16] + trk_rows_q[slot*16 +: 16];
-      if (entry < trk_count_q && !(!rd_first_row && entry + 1'b1 == trk_count_q) &&
-          rd_dst >= lo && rd_dst < hi) begin
+      logic [TrackIdxWidth-1:0] slot, age;
+      logic [15:0]              lo;
+      slot = TrackIdxWidth'(e);
+      age  = slot - trk_head_q;
+      lo   = (slot == trk_head_q) ? wr_addr_q : trk_base_q[e*16 +: 16];
+      if ({1'b0, age} < trk_count_q && !(!rd_first_row && slot == trk_newest) &&
+          rd_dst >= lo && rd_dst < trk_end_q[e*16 +: 16]) begin
         pending = 1'b1;
       end
     end
@@ -160,29 +171,39 @@ module tpu_matmul_unit #(
   assign ub_rd_addr_o   = rd_src[UbAddrWidth-1:0];
   assign acc_rd_req_o   = can_read && rd_seeding;
   assign acc_rd_addr_o  = rd_dst[AccAddrWidth-1:0];
-  assign read_fire      = can_read && ub_rd_gnt_i && (!rd_seeding || acc_rd_gnt_i);
+  // The unit has the highest priority on its memory ports (a_reads_granted),
+  // so a read it asks for happens: the grants are not waited for, which keeps
+  // the arbitration out of this unit's state.
+  assign read_fire      = can_read;
   assign trk_push       = read_fire && rd_first_row;
   assign pending_wait_o = rd_have_op && rd_seeding && pending;
   assign reading_o      = rd_have_op;
 
   always_comb begin
-    rd_iter_d    = rd_iter_q;
-    rd_row_d     = rd_row_q;
-    rd_src_off_d = rd_src_off_q;
-    rd_dst_off_d = rd_dst_off_q;
-    rd_off_d     = rd_off_q;
+    rd_iter_d     = rd_iter_q;
+    rd_row_d      = rd_row_q;
+    rd_src_d      = rd_src_q;
+    rd_dst_d      = rd_dst_q;
+    rd_src_base_d = rd_src_base_q;
+    rd_dst_base_d = rd_dst_base_q;
+    rd_off_d      = rd_off_q;
     if (read_fire) begin
-      rd_row_d = rd_row_q + 1'b1;
+      rd_row_d      = rd_row_q + 1'b1;
+      rd_src_d      = rd_src + 1'b1;
+      rd_dst_d      = rd_dst + 1'b1;
+      rd_src_base_d = rd_src_base;
+      rd_dst_base_d = rd_dst_base;
       if (rd_last_row) begin
-        rd_row_d     = '0;
-        rd_iter_d    = rd_iter_q + 1'b1;
-        rd_src_off_d = rd_src_off_q + rd_op.step_a;
-        rd_dst_off_d = rd_dst_off_q + rd_op.step_b;
+        rd_row_d      = '0;
+        rd_iter_d     = rd_iter_q + 1'b1;
+        rd_src_base_d = rd_src_base + rd_op.step_a;
+        rd_dst_base_d = rd_dst_base + rd_op.step_b;
+        rd_src_d      = rd_src_base_d;
+        rd_dst_d      = rd_dst_base_d;
+        // The next operation starts fresh from its own addresses.
         if (rd_last_iter) begin
-          rd_iter_d    = '0;
-          rd_src_off_d = '0;
-          rd_dst_off_d = '0;
-          rd_off_d     = rd_off_q + 1'b1;
+          rd_iter_d = '0;
+          rd_off_d  = rd_off_q + 1'b1;
         end
       end
     end
@@ -258,32 +279,34 @@ module tpu_matmul_unit #(
     .res_last_o  (res_last)
   );
 
-  logic [15:0] wr_addr;
-
   assign wr_slot       = trk_head_q;
-  assign wr_addr       = trk_base_q[wr_slot*16 +: 16] + wr_row_q;
   assign acc_wr_req_o  = res_valid;
-  assign acc_wr_addr_o = wr_addr[AccAddrWidth-1:0];
+  assign acc_wr_addr_o = wr_addr_q[AccAddrWidth-1:0];
   assign acc_wr_data_o = res_data;
-  assign res_ready     = acc_wr_gnt_i;
-  assign trk_pop       = res_valid && res_ready && res_last;
+  // As for reads: this unit's writes are always granted (a_results_written).
+  assign res_ready     = 1'b1;
+  assign trk_pop       = res_valid && res_last;
   assign retire        = trk_pop && trk_last_q[wr_slot];
   assign act_fire_o    = stage_valid && act_ready && seed_ready;
   assign weight_wait_o = stage_valid && !(act_ready && seed_ready);
 
   always_comb begin
-    wr_row_d = wr_row_q;
-    if (res_valid && res_ready) wr_row_d = res_last ? '0 : wr_row_q + 1'b1;
+    // The head's next row; when the head moves on, the next entry's first row,
+    // which is being pushed now if the tracker held only the old head.
+    wr_addr_d = wr_addr_q;
+    if (res_valid && !res_last) wr_addr_d = wr_addr_q + 1'b1;
+    if (trk_pop) wr_addr_d = (trk_count_q == 1) ? rd_dst_base : trk_base_q[trk_next*16 +: 16];
+    if (trk_push && trk_count_q == 0) wr_addr_d = rd_dst_base;
 
     trk_base_d  = trk_base_q;
-    trk_rows_d  = trk_rows_q;
+    trk_end_d   = trk_end_q;
     trk_last_d  = trk_last_q;
     trk_head_d  = trk_head_q;
     trk_tail_d  = trk_tail_q;
     trk_count_d = trk_count_q;
     if (trk_push) begin
       trk_base_d[trk_tail_q*16 +: 16] = rd_dst_base;
-      trk_rows_d[trk_tail_q*16 +: 16] = rd_op.rows;
+      trk_end_d[trk_tail_q*16 +: 16]  = rd_dst_base + rd_op.rows;
       trk_last_d[trk_tail_q]          = rd_last_iter;
       trk_tail_d = (trk_tail_q == LastTrack) ? '0 : trk_tail_q + 1'b1;
     end
@@ -297,38 +320,42 @@ module tpu_matmul_unit #(
       rd_off_q           <= '0;
       rd_iter_q          <= '0;
       rd_row_q           <= '0;
-      rd_src_off_q       <= '0;
-      rd_dst_off_q       <= '0;
+      rd_src_q           <= '0;
+      rd_dst_q           <= '0;
+      rd_src_base_q      <= '0;
+      rd_dst_base_q      <= '0;
       read_inflight_q    <= 1'b0;
       inflight_seeding_q <= 1'b0;
       inflight_last_q    <= 1'b0;
       inflight_k_valid_q <= '0;
       inflight_macs_q    <= '0;
       trk_base_q         <= '0;
-      trk_rows_q         <= '0;
+      trk_end_q          <= '0;
       trk_last_q         <= '0;
       trk_head_q         <= '0;
       trk_tail_q         <= '0;
       trk_count_q        <= '0;
-      wr_row_q           <= '0;
+      wr_addr_q          <= '0;
     end else begin
       rd_off_q           <= rd_off_d;
       rd_iter_q          <= rd_iter_d;
       rd_row_q           <= rd_row_d;
-      rd_src_off_q       <= rd_src_off_d;
-      rd_dst_off_q       <= rd_dst_off_d;
+      rd_src_q           <= rd_src_d;
+      rd_dst_q           <= rd_dst_d;
+      rd_src_base_q      <= rd_src_base_d;
+      rd_dst_base_q      <= rd_dst_base_d;
       read_inflight_q    <= read_inflight_d;
       inflight_seeding_q <= inflight_seeding_d;
       inflight_last_q    <= inflight_last_d;
       inflight_k_valid_q <= inflight_k_valid_d;
       inflight_macs_q    <= inflight_macs_d;
       trk_base_q         <= trk_base_d;
-      trk_rows_q         <= trk_rows_d;
+      trk_end_q          <= trk_end_d;
       trk_last_q         <= trk_last_d;
       trk_head_q         <= trk_head_d;
       trk_tail_q         <= trk_tail_d;
       trk_count_q        <= trk_count_d;
-      wr_row_q           <= wr_row_d;
+      wr_addr_q          <= wr_addr_d;
     end
   end
 
@@ -346,7 +373,7 @@ module tpu_matmul_unit #(
       can_read |-> ub_rd_gnt_i && (!rd_seeding || acc_rd_gnt_i))
     else $error("tpu_matmul_unit: a memory read was not granted");
   a_result_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      res_valid |-> {1'b0, wr_addr} < 17'(AccDepth))
+      res_valid |-> {1'b0, wr_addr_q} < 17'(AccDepth))
     else $error("tpu_matmul_unit: result address beyond the memory");
   a_results_written: assert property (@(posedge clk_i) disable iff (!rst_ni)
       res_valid |-> acc_wr_gnt_i)

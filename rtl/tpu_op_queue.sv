@@ -64,9 +64,16 @@ module tpu_op_queue #(
       valid_d[head_q] = 1'b0;
       head_d = (head_q == LastSlot) ? '0 : head_q + 1'b1;
     end
-    if (push_i) begin
+    // The tail slot is free while the queue is not full, so it takes the
+    // offered operation every cycle and push only marks it valid: the issue
+    // stage's dispatch decision (its hazard checks) then drives a few pointer
+    // bits instead of the enables of every bit of the wide entries, which was
+    // the critical path on the FPGA.
+    if (!full_o) begin
       ops_d[tail_q*OpBits +: OpBits] = push_op_i;
       fps_d[tail_q*FpBits +: FpBits] = push_fp_i;
+    end
+    if (push_i) begin
       valid_d[tail_q] = 1'b1;
       tail_d = (tail_q == LastSlot) ? '0 : tail_q + 1'b1;
     end
