@@ -14,7 +14,8 @@
 // and y_o is registered. Registers advance only while en_i is high. With
 // SplitStages, for the clock rates of an FPGA, every stage has a second
 // register: after its multipliers (before the multiplier in stage 1), so that
-// a multiplication has a cycle of its own; the latency doubles.
+// a multiplication has a cycle of its own, and stage 5 a third, between
+// normalising and rounding: tpu_pkg::ActFuncSplitLatency = 11 registers.
 //   1: classify, exact results (bypass), |x| to 8.22 fixed point, |x| * K
 //   2: gelu: square + Mills term; tanh below 2^-4: 1 - x^2/3
 //   3: 2^-w = 2^-n * u, u from the exp2 table
@@ -51,9 +52,10 @@ module tpu_act_func #(
   localparam logic [2:0] ProdInputExp2 = 3'd4;  // gelu, x < 0: s * u
   localparam logic [2:0] ProdInputB    = 3'd5;  // tanh series, leaky: s * B
 
-  // The five tpu_pipe_reg stages below are the latency the package advertises.
-  if (tpu_pkg::ActFuncLatency != 5) begin : g_bad_latency
-    $error("tpu_act_func: tpu_pkg::ActFuncLatency must be 5, the depth of the pipeline");
+  // The five tpu_pipe_reg stages below (eleven with SplitStages) are the
+  // latencies the package advertises.
+  if (tpu_pkg::ActFuncLatency != 5 || tpu_pkg::ActFuncSplitLatency != 11) begin : g_bad_latency
+    $error("tpu_act_func: tpu_pkg::ActFuncLatency and ActFuncSplitLatency must be 5 and 11, the depths of the pipeline");
   end
 
   localparam logic [24:0] One = 25'h100_0000;  // 1.0 in 1.24
@@ -445,8 +447,12 @@ module tpu_act_func #(
   logic [10:0] m5_scale;
   logic [49:0] m5_product;
   logic [5:0]  lead_zeros;
-  logic [49:0] normalised;       // leading one at bit 49
-  logic [10:0] biased_exp;       // of the leading one, two's complement
+  logic [49:0] m5_normalised;    // leading one at bit 49
+  logic [10:0] m5_biased_exp;    // of the leading one, two's complement
+  logic        n5_bypass, n5_sign, n5_zero;
+  logic [31:0] n5_bypass_value;
+  logic [49:0] normalised;
+  logic [10:0] biased_exp;
   logic        round_up;
   logic [24:0] rounded_sig;
   logic [10:0] rounded_exp;
@@ -461,32 +467,44 @@ module tpu_act_func #(
   );
 
   always_comb begin
-    lead_zeros  = lzc50(m5_product);
-    normalised  = m5_product << lead_zeros;
-    biased_exp  = m5_scale + 11'd128 - {5'h0, lead_zeros};
+    lead_zeros    = lzc50(m5_product);
+    m5_normalised = m5_product << lead_zeros;
+    m5_biased_exp = m5_scale + 11'd128 - {5'h0, lead_zeros};
+  end
+
+  // With SplitStages, normalising (a 50-bit leading-zero count and shift) and
+  // rounding are each as deep as a multiplier: they get a cycle each.
+  tpu_pipe_reg #(.Width(1 + 32 + 1 + 1 + 50 + 11), .Enable(SplitStages)) u_split_normalise (
+    .clk_i, .rst_ni, .en_i,
+    .data_i({m5_bypass, m5_bypass_value, m5_sign, m5_product == 50'h0, m5_normalised,
+             m5_biased_exp}),
+    .data_o({n5_bypass, n5_bypass_value, n5_sign, n5_zero, normalised, biased_exp})
+  );
+
+  always_comb begin
     round_up    = normalised[25] && (normalised[24:0] != 25'h0 || normalised[26]);
     rounded_sig = {1'b0, normalised[49:26]} + {24'h0, round_up};
     rounded_exp = rounded_sig[24] ? biased_exp + 11'd1 : biased_exp;
 
-    if (m5_bypass) begin
-      s5_result = m5_bypass_value;
-    end else if (m5_product == 50'h0) begin
-      s5_result = {m5_sign, 31'h0};
+    if (n5_bypass) begin
+      s5_result = n5_bypass_value;
+    end else if (n5_zero) begin
+      s5_result = {n5_sign, 31'h0};
     end else if (biased_exp[10] || biased_exp == 11'd0) begin
       // Below 2^-126. IEEE rounding to the subnormal grid reaches 2^-126 only
       // from [2^-126 - 2^-150, 2^-126): a leading one at 2^-127 followed by
       // 23 ones. Anything else is flushed.
       if (biased_exp == 11'd0 && normalised[48:26] == 23'h7F_FFFF) begin
-        s5_result = {m5_sign, 8'h01, 23'h0};
+        s5_result = {n5_sign, 8'h01, 23'h0};
       end else begin
-        s5_result = {m5_sign, 31'h0};
+        s5_result = {n5_sign, 31'h0};
       end
     end else if (rounded_exp >= 11'd255) begin
-      s5_result = {m5_sign, 8'hFF, 23'h0};  // only leaky can overflow
+      s5_result = {n5_sign, 8'hFF, 23'h0};  // only leaky can overflow
     end else begin
       // A carry out of rounding leaves a zero fraction, so bits [22:0] are
       // right in both cases.
-      s5_result = {m5_sign, rounded_exp[7:0], rounded_sig[22:0]};
+      s5_result = {n5_sign, rounded_exp[7:0], rounded_sig[22:0]};
     end
   end
 

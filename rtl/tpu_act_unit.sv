@@ -11,7 +11,7 @@
 // adders (AddStages of 2 or 3, for the clock rates of an FPGA) pipelines the
 // lanes as deeply: the bias adder gets AddStages registers and one more
 // before the function unit, and the function unit a register after each of
-// its multipliers (tpu_act_func's SplitStages).
+// its multipliers and one more in its rounding (tpu_act_func's SplitStages).
 module tpu_act_unit #(
   parameter int unsigned Dim        = 16,
   parameter int unsigned ActLanes   = 4,
@@ -56,7 +56,7 @@ module tpu_act_unit #(
   // Bias adder (and its output register), then the function unit.
   localparam bit          Pipelined   = AddStages >= 2;
   localparam int unsigned BiasStages  = Pipelined ? AddStages + 1 : 1;
-  localparam int unsigned FuncStages  = Pipelined ? 2 * tpu_pkg::ActFuncLatency
+  localparam int unsigned FuncStages  = Pipelined ? tpu_pkg::ActFuncSplitLatency
                                                   : tpu_pkg::ActFuncLatency;
   localparam int unsigned LaneLatency = BiasStages + FuncStages;
   localparam logic [31:0] NegZeroFp32 = 32'h8000_0000;

@@ -1,8 +1,8 @@
 // The activation function unit in RTL (rtl/tpu_act_func.sv) against the reference model
 // (tb/ref/activation), bit for bit: every bf16 input for every function code, special values,
 // random fp32 inputs, function and slope changing every cycle, and the pipeline timing; as the
-// default core builds it and with SplitStages (a register after each multiplier), as the FPGA
-// builds have it.
+// default core builds it and with SplitStages (a register after each multiplier and one between
+// normalising and rounding), as the FPGA builds have it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -33,14 +33,14 @@ using tpu::test::test_seed;
 namespace oracle = tpu::oracle;
 
 // The two builds of the unit and their latencies: tpu_pkg::ActFuncLatency, exported by
-// Verilator (the parameter is marked public), and twice that with SplitStages.
+// Verilator (the parameters are marked public), and tpu_pkg::ActFuncSplitLatency with SplitStages.
 struct Unsplit {
   using Model = Vact_func;
   static constexpr unsigned kLatency = Vact_func_tpu_pkg::ActFuncLatency;
 };
 struct Split {
   using Model = Vact_func_split;
-  static constexpr unsigned kLatency = 2 * Vact_func_tpu_pkg::ActFuncLatency;
+  static constexpr unsigned kLatency = Vact_func_tpu_pkg::ActFuncSplitLatency;
 };
 
 constexpr std::uint64_t kRandomInputsPerFunction = 1'000'000;
