@@ -31,4 +31,5 @@ rtl/tpu_matmul_unit.sv
 rtl/tpu_act_unit.sv
 rtl/tpu_store_unit.sv
 rtl/tpu_regs.sv
+rtl/tpu_reset_copy.sv
 rtl/tpu_top.sv

@@ -14,8 +14,9 @@
 // and y_o is registered. Registers advance only while en_i is high. With
 // SplitStages, for the clock rates of an FPGA, every stage has a second
 // register: after its multipliers (before the multiplier in stage 1), so that
-// a multiplication has a cycle of its own, and stage 5 a third, between
-// normalising and rounding: tpu_pkg::ActFuncSplitLatency = 11 registers.
+// a multiplication has a cycle of its own; stage 4 a third, after the shift
+// by n, and stage 5 a third, between normalising and rounding:
+// tpu_pkg::ActFuncSplitLatency = 12 registers.
 //   1: classify, exact results (bypass), |x| to 8.22 fixed point, |x| * K
 //   2: gelu: square + Mills term; tanh below 2^-4: 1 - x^2/3
 //   3: 2^-w = 2^-n * u, u from the exp2 table
@@ -52,10 +53,10 @@ module tpu_act_func #(
   localparam logic [2:0] ProdInputExp2 = 3'd4;  // gelu, x < 0: s * u
   localparam logic [2:0] ProdInputB    = 3'd5;  // tanh series, leaky: s * B
 
-  // The five tpu_pipe_reg stages below (eleven with SplitStages) are the
+  // The five tpu_pipe_reg stages below (twelve with SplitStages) are the
   // latencies the package advertises.
-  if (tpu_pkg::ActFuncLatency != 5 || tpu_pkg::ActFuncSplitLatency != 11) begin : g_bad_latency
-    $error("tpu_act_func: tpu_pkg::ActFuncLatency and ActFuncSplitLatency must be 5 and 11, the depths of the pipeline");
+  if (tpu_pkg::ActFuncLatency != 5 || tpu_pkg::ActFuncSplitLatency != 12) begin : g_bad_latency
+    $error("tpu_act_func: tpu_pkg::ActFuncLatency and ActFuncSplitLatency must be 5 and 12, the depths of the pipeline");
   end
 
   localparam logic [24:0] One = 25'h100_0000;  // 1.0 in 1.24
@@ -357,11 +358,27 @@ module tpu_act_func #(
   logic [24:0] s4_operand_a, s4_operand_b_final;
   logic [10:0] s4_prod_scale;
 
-  always_comb begin
-    exp2_value = s4_u >> s4_n;
-    recip_step = {17'h0, tpu_act_tables_pkg::recip_delta(exp2_value[23:17])} *
-                 {17'h0, exp2_value[16:0]};
-  end
+  assign exp2_value = s4_u >> s4_n;
+
+  // With SplitStages, the shift by n gets a cycle of its own: the table
+  // lookup and the multiplier that follow it are a cycle's worth already.
+  logic        h4_bypass, h4_sign;
+  logic [31:0] h4_bypass_value;
+  logic [2:0]  h4_prod;
+  logic [10:0] h4_scale;
+  logic [24:0] h4_sig, h4_operand_b, h4_u, h4_exp2_value;
+  logic [7:0]  h4_n;
+
+  tpu_pipe_reg #(.Width(CarryWidth + 25 + 8 + 25), .Enable(SplitStages)) u_split_shift (
+    .clk_i, .rst_ni, .en_i,
+    .data_i({s4_bypass, s4_bypass_value, s4_sign, s4_prod, s4_scale, s4_sig, s4_operand_b,
+             s4_u, s4_n, exp2_value}),
+    .data_o({h4_bypass, h4_bypass_value, h4_sign, h4_prod, h4_scale, h4_sig, h4_operand_b,
+             h4_u, h4_n, h4_exp2_value})
+  );
+
+  assign recip_step = {17'h0, tpu_act_tables_pkg::recip_delta(h4_exp2_value[23:17])} *
+                      {17'h0, h4_exp2_value[16:0]};
 
   logic        m4_bypass, m4_sign;
   logic [31:0] m4_bypass_value;
@@ -373,8 +390,8 @@ module tpu_act_func #(
 
   tpu_pipe_reg #(.Width(CarryWidth + 25 + 8 + 25 + 34), .Enable(SplitStages)) u_split_recip (
     .clk_i, .rst_ni, .en_i,
-    .data_i({s4_bypass, s4_bypass_value, s4_sign, s4_prod, s4_scale, s4_sig, s4_operand_b,
-             s4_u, s4_n, exp2_value, recip_step}),
+    .data_i({h4_bypass, h4_bypass_value, h4_sign, h4_prod, h4_scale, h4_sig, h4_operand_b,
+             h4_u, h4_n, h4_exp2_value, recip_step}),
     .data_o({m4_bypass, m4_bypass_value, m4_sign, m4_prod, m4_scale, m4_sig, m4_operand_b,
              m4_u, m4_n, m4_exp2_value, m4_recip_step})
   );

@@ -47,15 +47,17 @@ module tpu_axi_bursts #(
   logic [2:0]           size_d, size_q;
   logic [RunWidth-1:0]  beats_per_run_d, beats_per_run_q;
   logic [31:0]          stride_d, stride_q;
-  logic [RowsWidth-1:0] runs_left_d, runs_left_q;  // runs after the current one
-  logic [31:0]          run_addr_d, run_addr_q;    // start of the current run
-  logic [31:0]          addr_d, addr_q;            // next byte to request
-  logic [RunWidth-1:0]  run_left_d, run_left_q;    // beats left in the current run
+  logic [RowsWidth-1:0] runs_left_d, runs_left_q;   // runs after the current one
+  logic [31:0]          next_run_d, next_run_q;     // start of the next run
+  logic [31:0]          addr_d, addr_q;             // next byte to request
+  logic [12:0]          to_4k_d, to_4k_q;           // beats from addr_q to a 4 KiB boundary
+  logic [RunWidth-1:0]  run_left_d, run_left_q;     // beats left in the current run
 
   logic                 contiguous;
   logic [2:0]           new_size;
   logic [RunWidth-1:0]  new_beats_per_row;
-  logic [12:0]          bytes_to_4k, beats_to_4k;
+  logic [12:0]          burst_cap, burst_bytes, to_4k_after;
+  logic                 run_fits;                   // the rest of the run is one burst
 
   assign cmd_ready_o = !active_q && !abort_i;
 
@@ -66,16 +68,20 @@ module tpu_axi_bursts #(
                         cmd_stride_i == (32'd1 << cmd_row_log2_i);
   end
 
+  // The distance to the next 4 KiB boundary and the start of the next run are
+  // kept in registers, so the burst offered and the state after it need no
+  // address arithmetic before the burst length is known: these are the
+  // longest paths of a DMA engine at an FPGA's clock.
   always_comb begin
-    bytes_to_4k   = 13'h1000 - {1'b0, addr_q[11:0]};
-    beats_to_4k   = bytes_to_4k >> size_q;
-    burst_beats_o = run_left_q;
-    if (burst_beats_o > MaxBurstBeats) burst_beats_o = MaxBurstBeats;
-    if (burst_beats_o > RunWidth'(beats_to_4k)) burst_beats_o = RunWidth'(beats_to_4k);
+    burst_cap     = (to_4k_q > 13'(MaxBurst)) ? 13'(MaxBurst) : to_4k_q;
+    run_fits      = run_left_q <= RunWidth'(burst_cap);
+    burst_beats_o = run_fits ? run_left_q : RunWidth'(burst_cap);
+    burst_bytes   = 13'(burst_beats_o) << size_q;
+    to_4k_after   = to_4k_q - 13'(burst_beats_o);
     burst_valid_o = active_q && !abort_i;
     burst_addr_o  = addr_q;
     burst_size_o  = size_q;
-    burst_last_o  = burst_beats_o == run_left_q && runs_left_q == '0;
+    burst_last_o  = run_fits && runs_left_q == '0;
   end
 
   // Next state, in its own block: it depends on burst_take_i, which the engine
@@ -86,16 +92,18 @@ module tpu_axi_bursts #(
     beats_per_run_d = beats_per_run_q;
     stride_d        = stride_q;
     runs_left_d     = runs_left_q;
-    run_addr_d      = run_addr_q;
+    next_run_d      = next_run_q;
     addr_d          = addr_q;
+    to_4k_d         = to_4k_q;
     run_left_d      = run_left_q;
 
     if (cmd_valid_i && cmd_ready_o) begin
       active_d   = 1'b1;
       size_d     = new_size;
       stride_d   = cmd_stride_i;
-      run_addr_d = cmd_addr_i;
+      next_run_d = cmd_addr_i + cmd_stride_i;
       addr_d     = cmd_addr_i;
+      to_4k_d    = (13'h1000 - {1'b0, cmd_addr_i[11:0]}) >> new_size;
       if (contiguous) begin
         beats_per_run_d = new_beats_per_row * RunWidth'(cmd_rows_i);
         runs_left_d     = '0;
@@ -105,17 +113,18 @@ module tpu_axi_bursts #(
       end
       run_left_d = beats_per_run_d;
     end else if (burst_valid_o && burst_take_i) begin
-      addr_d     = addr_q + (32'(burst_beats_o) << size_q);
-      run_left_d = run_left_q - burst_beats_o;
-      if (run_left_d == '0) begin
-        if (runs_left_q == '0) begin
-          active_d = 1'b0;
-        end else begin
-          runs_left_d = runs_left_q - 1'b1;
-          run_addr_d  = run_addr_q + stride_q;
-          addr_d      = run_addr_d;
-          run_left_d  = beats_per_run_q;
-        end
+      if (!run_fits) begin
+        addr_d     = addr_q + {19'h0, burst_bytes};
+        to_4k_d    = (to_4k_after == '0) ? 13'h1000 >> size_q : to_4k_after;
+        run_left_d = run_left_q - burst_beats_o;
+      end else if (runs_left_q == '0) begin
+        active_d = 1'b0;
+      end else begin
+        runs_left_d = runs_left_q - 1'b1;
+        addr_d      = next_run_q;
+        to_4k_d     = (13'h1000 - {1'b0, next_run_q[11:0]}) >> size_q;
+        next_run_d  = next_run_q + stride_q;
+        run_left_d  = beats_per_run_q;
       end
     end
     if (abort_i) active_d = 1'b0;
@@ -128,8 +137,9 @@ module tpu_axi_bursts #(
       beats_per_run_q <= '0;
       stride_q        <= '0;
       runs_left_q     <= '0;
-      run_addr_q      <= '0;
+      next_run_q      <= '0;
       addr_q          <= '0;
+      to_4k_q         <= 13'h1000;
       run_left_q      <= '0;
     end else begin
       active_q        <= active_d;
@@ -137,8 +147,9 @@ module tpu_axi_bursts #(
       beats_per_run_q <= beats_per_run_d;
       stride_q        <= stride_d;
       runs_left_q     <= runs_left_d;
-      run_addr_q      <= run_addr_d;
+      next_run_q      <= next_run_d;
       addr_q          <= addr_d;
+      to_4k_q         <= to_4k_d;
       run_left_q      <= run_left_d;
     end
   end
@@ -151,6 +162,9 @@ module tpu_axi_bursts #(
   a_burst_aligned: assert property (@(posedge clk_i) disable iff (!rst_ni)
       burst_valid_o |-> (burst_addr_o & ((32'd1 << burst_size_o) - 1)) == '0)
     else $error("tpu_axi_bursts: burst address not aligned to its beat size");
+  a_to_4k_tracks_addr: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      active_q |-> to_4k_q == (13'h1000 - {1'b0, addr_q[11:0]}) >> size_q)
+    else $error("tpu_axi_bursts: distance to the 4 KiB boundary lost track of the address");
   a_burst_nonempty: assert property (@(posedge clk_i) disable iff (!rst_ni)
       burst_valid_o |-> burst_beats_o != '0 && burst_beats_o <= MaxBurstBeats)
     else $error("tpu_axi_bursts: burst length out of range");

@@ -14,7 +14,7 @@ package tpu_pkg;
   // Latency of the activation function unit (tpu_act_func) in enabled cycles.
   localparam int unsigned ActFuncLatency /*verilator public*/ = 5;
   // ... and with its SplitStages, for FPGA clocks.
-  localparam int unsigned ActFuncSplitLatency /*verilator public*/ = 11;
+  localparam int unsigned ActFuncSplitLatency /*verilator public*/ = 12;
 
   // Largest legal array edge (TPU v1's array is 256 x 256).
   localparam int unsigned ArrayDimMax = 256;

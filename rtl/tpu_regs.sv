@@ -6,8 +6,8 @@
 // together; byte strobes apply to read/write registers. An offset that is not
 // in the map, or a write to a read-only register, gets SLVERR.
 //
-// START and RESET both reset the core for one cycle (core_reset_o); START then
-// starts it. Reading a counter's LO half latches its HI half, so LO then HI is
+// START and RESET both reset the core for one cycle (core_reset_req_o asks for
+// it a cycle ahead); START then starts it. Reading a counter's LO half latches its HI half, so LO then HI is
 // one consistent 64-bit value while the core runs.
 module tpu_regs #(
   parameter int unsigned Dim         = 16,
@@ -42,7 +42,7 @@ module tpu_regs #(
   output logic                   s_rvalid_o,
   input  logic                   s_rready_i,
 
-  output logic                   core_reset_o,   // one cycle, on START and RESET
+  output logic                   core_reset_req_o,  // the core is in reset in the next cycle
   output logic                   start_o,        // the cycle after the reset of a START
   output logic [31:0]            prog_addr_o,
   output logic [23:0]            prog_count_o,
@@ -279,7 +279,7 @@ module tpu_regs #(
   assign s_rvalid_o   = rvalid_q;
   assign s_rdata_o    = rdata_q;
   assign s_rresp_o    = rresp_q;
-  assign core_reset_o = core_reset_q;
+  assign core_reset_req_o = core_reset_d;
   assign start_o      = start_q;
   assign prog_addr_o  = prog_addr_q;
   assign prog_count_o = prog_count_q;

@@ -151,7 +151,21 @@ module tpu_top #(
   // ---------------------------------------------------------------------------
   // Registers, and the core reset that START and RESET pulse.
   // ---------------------------------------------------------------------------
-  logic        core_reset, core_rst_n, start, irq;
+  // Units with their own copy of the core reset (tpu_reset_copy).
+  localparam int unsigned RstRdMux  = 0;
+  localparam int unsigned RstFetch  = 1;
+  localparam int unsigned RstIssue  = 2;
+  localparam int unsigned RstUb     = 3;
+  localparam int unsigned RstAcc    = 4;
+  localparam int unsigned RstLoad   = 5;
+  localparam int unsigned RstWeight = 6;
+  localparam int unsigned RstMatmul = 7;
+  localparam int unsigned RstAct    = 8;
+  localparam int unsigned RstStore  = 9;
+  localparam int unsigned NumRstCopies = 10;
+
+  logic        core_reset_req, start, irq;
+  logic [NumRstCopies-1:0] core_rst_n;
   logic [31:0] prog_addr;
   logic [23:0] prog_count, pc, error_pc;
   logic        busy, done, error;
@@ -183,7 +197,7 @@ module tpu_top #(
     .s_rresp_o   (s_axil_rresp),
     .s_rvalid_o  (s_axil_rvalid),
     .s_rready_i  (s_axil_rready),
-    .core_reset_o(core_reset),
+    .core_reset_req_o(core_reset_req),
     .start_o     (start),
     .prog_addr_o (prog_addr),
     .prog_count_o(prog_count),
@@ -198,9 +212,17 @@ module tpu_top #(
   );
 
   assign irq_o      = irq;
+
   // The register block stays out of the core reset; START and RESET reset the
-  // rest (a flop drives it, so the reset is glitch-free).
-  assign core_rst_n = rst_ni && !core_reset;
+  // rest for one cycle, each unit from its own flop (glitch-free, and a local
+  // net instead of one that spans the chip).
+  for (genvar u = 0; u < NumRstCopies; u++) begin : g_core_reset
+    tpu_reset_copy u_copy (
+      .clk_i, .rst_ni,
+      .reset_i(core_reset_req),
+      .rst_no (core_rst_n[u])
+    );
+  end
 
   // ---------------------------------------------------------------------------
   // AXI4 read channel, shared by instruction fetch, READ_HOST and the weights.
@@ -212,7 +234,7 @@ module tpu_top #(
   logic [IdWidth-1:0] unused_rd_mux_id_high;
 
   tpu_axi_rd_mux #(.NumClients(3)) u_rd_mux (
-    .clk_i, .rst_ni(core_rst_n),
+    .clk_i, .rst_ni(core_rst_n[RstRdMux]),
     .c_ar_valid_i(c_ar_valid),
     .c_ar_ready_o(c_ar_ready),
     .c_ar_addr_i (c_ar_addr),
@@ -255,7 +277,7 @@ module tpu_top #(
   tpu_axi_reader #(
     .BusBytes(BusBytesL), .MaxRowBytes(tpu_isa_pkg::InstrBytes), .BufBeats(16), .RowsWidth(24)
   ) u_fetch (
-    .clk_i, .rst_ni(core_rst_n),
+    .clk_i, .rst_ni(core_rst_n[RstFetch]),
     .abort_i             (fetch_abort),
     .cmd_valid_i         (fetch_cmd_valid),
     .cmd_ready_o         (fetch_cmd_ready),
@@ -299,7 +321,7 @@ module tpu_top #(
     .Dim(DimL), .BusBytes(BusBytesL), .UbDepth(UbDepthL), .AccDepth(AccDepthL),
     .WeightTiles(WeightTilesL), .QueueDepth(QueueDepthL)
   ) u_issue (
-    .clk_i, .rst_ni(core_rst_n),
+    .clk_i, .rst_ni(core_rst_n[RstIssue]),
     .start_i          (start),
     .prog_addr_i      (prog_addr),
     .prog_count_i     (prog_count),
@@ -354,7 +376,7 @@ module tpu_top #(
   logic [3*DimL*32-1:0]       acc_wr_data, acc_rd_data;
 
   tpu_banked_mem #(.Width(DimL * 16), .Depth(UbDepthL), .NumWr(2), .NumRd(2)) u_ub (
-    .clk_i, .rst_ni(core_rst_n),
+    .clk_i, .rst_ni(core_rst_n[RstUb]),
     .wr_req_i (ub_wr_req),
     .wr_addr_i(ub_wr_addr),
     .wr_data_i(ub_wr_data),
@@ -366,7 +388,7 @@ module tpu_top #(
   );
 
   tpu_banked_mem #(.Width(DimL * 32), .Depth(AccDepthL), .NumWr(3), .NumRd(3)) u_acc (
-    .clk_i, .rst_ni(core_rst_n),
+    .clk_i, .rst_ni(core_rst_n[RstAcc]),
     .wr_req_i (acc_wr_req),
     .wr_addr_i(acc_wr_addr),
     .wr_data_i(acc_wr_data),
@@ -390,7 +412,7 @@ module tpu_top #(
     .Dim(DimL), .BusBytes(BusBytesL), .UbDepth(UbDepthL), .AccDepth(AccDepthL),
     .QueueDepth(QueueDepthL), .BufBeats(ReadBufBeatsL)
   ) u_load (
-    .clk_i, .rst_ni(core_rst_n),
+    .clk_i, .rst_ni(core_rst_n[RstLoad]),
     .abort_i      (abort),
     .push_i       (push[tpu_core_pkg::UnitLoad]),
     .push_op_i    (op),
@@ -428,7 +450,7 @@ module tpu_top #(
     .Dim(DimL), .BusBytes(BusBytesL), .WeightTiles(WeightTilesL), .QueueDepth(QueueDepthL),
     .BufBeats(ReadBufBeatsL)
   ) u_weight (
-    .clk_i, .rst_ni(core_rst_n),
+    .clk_i, .rst_ni(core_rst_n[RstWeight]),
     .abort_i     (abort),
     .push_i      (push[tpu_core_pkg::UnitWeight]),
     .push_op_i   (weight_op),
@@ -462,7 +484,7 @@ module tpu_top #(
     .Dim(DimL), .MulStages(MulStagesL), .AddStages(AddStagesL), .UbDepth(UbDepthL),
     .AccDepth(AccDepthL), .QueueDepth(QueueDepthL)
   ) u_matmul (
-    .clk_i, .rst_ni(core_rst_n),
+    .clk_i, .rst_ni(core_rst_n[RstMatmul]),
     .push_i        (push[tpu_core_pkg::UnitMatmul]),
     .push_op_i     (op),
     .push_fp_i     (fp),
@@ -496,7 +518,7 @@ module tpu_top #(
     .Dim(DimL), .ActLanes(ActLanesL), .AddStages(AddStagesL), .UbDepth(UbDepthL),
     .AccDepth(AccDepthL), .QueueDepth(QueueDepthL)
   ) u_act (
-    .clk_i, .rst_ni(core_rst_n),
+    .clk_i, .rst_ni(core_rst_n[RstAct]),
     .push_i       (push[tpu_core_pkg::UnitAct]),
     .push_op_i    (op),
     .push_fp_i    (fp),
@@ -522,7 +544,7 @@ module tpu_top #(
     .Dim(DimL), .BusBytes(BusBytesL), .UbDepth(UbDepthL), .AccDepth(AccDepthL),
     .QueueDepth(QueueDepthL)
   ) u_store (
-    .clk_i, .rst_ni(core_rst_n),
+    .clk_i, .rst_ni(core_rst_n[RstStore]),
     .abort_i      (abort),
     .push_i       (push[tpu_core_pkg::UnitStore]),
     .push_op_i    (op),
