@@ -11,7 +11,8 @@
 // adders (AddStages of 2 or 3, for the clock rates of an FPGA) pipelines the
 // lanes as deeply: the bias adder gets AddStages registers and one more
 // before the function unit, and the function unit a register after each of
-// its multipliers and one more in its rounding (tpu_act_func's SplitStages).
+// its multipliers, one after a shift and one in its rounding (tpu_act_func's
+// SplitStages).
 module tpu_act_unit #(
   parameter int unsigned Dim        = 16,
   parameter int unsigned ActLanes   = 4,

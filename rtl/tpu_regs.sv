@@ -7,8 +7,8 @@
 // in the map, or a write to a read-only register, gets SLVERR.
 //
 // START and RESET both reset the core for one cycle (core_reset_req_o asks for
-// it a cycle ahead); START then starts it. Reading a counter's LO half latches its HI half, so LO then HI is
-// one consistent 64-bit value while the core runs.
+// it a cycle ahead); START then starts it. Reading a counter's LO half latches
+// its HI half, so LO then HI is one consistent 64-bit value while the core runs.
 module tpu_regs #(
   parameter int unsigned Dim         = 16,
   parameter int unsigned MulStages   = 0,

@@ -9,6 +9,7 @@
 module tpu_reset_copy (
   input  logic clk_i,
   input  logic rst_ni,     // the board's reset: the unit is in reset while it is low
+                           // and for one cycle after
   input  logic reset_i,    // a core reset request: the unit is reset in the next cycle
   output logic rst_no      // the unit's asynchronous reset, from a flop (glitch-free)
 );

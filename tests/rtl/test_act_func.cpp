@@ -1,8 +1,8 @@
 // The activation function unit in RTL (rtl/tpu_act_func.sv) against the reference model
 // (tb/ref/activation), bit for bit: every bf16 input for every function code, special values,
 // random fp32 inputs, function and slope changing every cycle, and the pipeline timing; as the
-// default core builds it and with SplitStages (a register after each multiplier and one between
-// normalising and rounding), as the FPGA builds have it.
+// default core builds it and with SplitStages (a register after each multiplier, one after the
+// shift of 2^-n and one between normalising and rounding), as the FPGA builds have it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
