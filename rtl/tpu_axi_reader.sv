@@ -337,6 +337,11 @@ module tpu_axi_reader #(
   a_beat_has_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
       beat_in |-> buf_in_ready)
     else $error("tpu_axi_reader: read data arrived with no buffer room (credit error)");
+  // Credits count what is requested and not yet taken from the buffer: never
+  // more than the buffer holds, never less than what is still on the way.
+  a_credits_in_limit: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      credits_used_q <= CreditLimit && outstanding_q <= credits_used_q)
+    else $error("tpu_axi_reader: credits out of step with the buffer (credit error)");
   a_no_unrequested_beat: assert property (@(posedge clk_i) disable iff (!rst_ni)
       r_valid_i |-> outstanding_q != '0)
     else $error("tpu_axi_reader: read data arrived that were never requested");

@@ -62,7 +62,8 @@ module tpu_issue #(
   input  logic [NumUnits*QueueDepth-1:0]        fp_valid_i,
   input  logic [NumUnits*QueueDepth*FpBits-1:0] fps_i,
 
-  // Bus errors: stop everything, let the AXI traffic in flight finish.
+  // Bus errors: stop everything, let the AXI traffic in flight finish. abort_o
+  // stays up while stopped (the units are idle then unless a bus error hit).
   input  logic                       bus_error_i,
   input  logic [7:0]                 bus_error_code_i,
   input  logic [23:0]                bus_error_pc_i,
@@ -316,16 +317,24 @@ module tpu_issue #(
   // ---------------------------------------------------------------------------
   // Hazards against each unit's operations in flight.
   // ---------------------------------------------------------------------------
-  logic [NumUnits-1:0] unit_hazard, targets;
-  logic                hazard, queues_free;
+  // Judge compares the new footprint with every queue slot and keeps which
+  // slots it conflicts with; Dispatch only masks that with the slots still
+  // valid. This is exact: only this stage fills the queues, so from Judge to
+  // the dispatch no slot becomes valid and a valid slot keeps its footprint.
+  // It keeps the wide range compares out of the dispatch decision (the FPGA's
+  // critical path) without a cycle more per instruction.
+  logic [NumUnits*QueueDepth-1:0] conflicts, conflict_d, conflict_q;
+  logic [NumUnits-1:0]            unit_hazard, targets;
+  logic                           hazard, queues_free;
 
   for (genvar u = 0; u < NumUnits; u++) begin : g_hazard
     tpu_hazard_check #(.NumEntries(QueueDepth)) u_check (
-      .new_fp_i(fp_q),
-      .valid_i (fp_valid_i[u*QueueDepth +: QueueDepth]),
-      .fps_i   (fps_i[u*QueueDepth*FpBits +: QueueDepth*FpBits]),
-      .hazard_o(unit_hazard[u])
+      .new_fp_i  (fp_new),
+      .fps_i     (fps_i[u*QueueDepth*FpBits +: QueueDepth*FpBits]),
+      .conflict_o(conflicts[u*QueueDepth +: QueueDepth])
     );
+    assign unit_hazard[u] = (conflict_q[u*QueueDepth +: QueueDepth] &
+                             fp_valid_i[u*QueueDepth +: QueueDepth]) != '0;
   end
 
   always_comb begin
@@ -388,6 +397,7 @@ module tpu_issue #(
     iter_span_d = iter_span_q;
     op_d        = op_q;
     fp_d        = fp_q;
+    conflict_d  = conflict_q;
     weight_op_d = weight_op_q;
     weight_fp_d = weight_fp_q;
     unclaimed_d = unclaimed_q;
@@ -402,8 +412,11 @@ module tpu_issue #(
     fetch_cmd_addr_o  = prog_addr_q;
     fetch_cmd_rows_o  = prog_count_q;
     instr_ready_o     = state_q == Fetch && pc_q != prog_count_q;
-    fetch_abort_o     = state_q == Finish || state_q == BusAbort;
-    abort_o           = state_q == BusAbort;
+    // Aborts hold until the core is reset: work cut off by a bus error must
+    // not resume once the core has stopped, nor a read engine take leftover
+    // beats from its buffer (it would then count credits it never gave).
+    fetch_abort_o     = state_q == Finish || state_q == BusAbort || state_q == Stopped;
+    abort_o           = state_q == BusAbort || state_q == Stopped;
     push_o            = '0;
 
     unique case (state_q)
@@ -468,6 +481,7 @@ module tpu_issue #(
       Judge: begin
         op_d        = op_new;
         fp_d        = fp_new;
+        conflict_d  = conflicts;
         weight_op_d = weight_op_new;
         weight_fp_d = weight_fp_new;
         if (range_a_bad) begin
@@ -561,6 +575,7 @@ module tpu_issue #(
       iter_span_q <= '0;
       op_q        <= '0;
       fp_q        <= '0;
+      conflict_q  <= '0;
       weight_op_q <= '0;
       weight_fp_q <= '0;
       unclaimed_q <= '0;
@@ -580,6 +595,7 @@ module tpu_issue #(
       iter_span_q <= iter_span_d;
       op_q        <= op_d;
       fp_q        <= fp_d;
+      conflict_q  <= conflict_d;
       weight_op_q <= weight_op_d;
       weight_fp_q <= weight_fp_d;
       unclaimed_q <= unclaimed_d;
@@ -613,6 +629,20 @@ module tpu_issue #(
   a_tiles_bounded: assert property (@(posedge clk_i) disable iff (!rst_ni)
       unclaimed_q <= TileCap)
     else $error("tpu_issue: more weight tiles loaded ahead than the FIFO holds");
+
+  // The conflicts kept from Judge are those of the footprint being dispatched
+  // with the queues as they are now.
+  logic [NumUnits*QueueDepth-1:0] conflicts_now;
+  for (genvar u = 0; u < NumUnits; u++) begin : g_hazard_now
+    tpu_hazard_check #(.NumEntries(QueueDepth)) u_check (
+      .new_fp_i  (fp_q),
+      .fps_i     (fps_i[u*QueueDepth*FpBits +: QueueDepth*FpBits]),
+      .conflict_o(conflicts_now[u*QueueDepth +: QueueDepth])
+    );
+  end
+  a_conflicts_current: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      state_q == Dispatch |-> ((conflict_q ^ conflicts_now) & fp_valid_i) == '0)
+    else $error("tpu_issue: the conflicts found in Judge no longer hold in Dispatch");
 `endif
 
 endmodule

@@ -71,6 +71,8 @@ module tpu_matmul_unit #(
   localparam logic [TrackIdxWidth-1:0] LastTrack = LastTrackIdx[TrackIdxWidth-1:0];
   localparam logic [TrackIdxWidth:0]   TrackFull = TrackDepth[TrackIdxWidth:0];
   localparam logic [15:0] NegZeroBf16 = 16'h8000;
+  localparam int unsigned LastQueueIdx = QueueDepth - 1;
+  localparam logic [QOffWidth-1:0] LastQueueSlot = LastQueueIdx[QOffWidth-1:0];
 
   // ---------------------------------------------------------------------------
   // Queue: the head is the oldest operation not yet complete; the reader works
@@ -79,7 +81,11 @@ module tpu_matmul_unit #(
   tpu_core_pkg::op_t unused_head, rd_op;
   // Up to QueueDepth: once the reader has passed every queued operation.
   logic [$clog2(QueueDepth+1)-1:0] rd_off_d, rd_off_q;
-  logic [QOffWidth-1:0] peek_off;
+  // The slot of that operation, head + rd_off modulo QueueDepth, kept in a
+  // register: it moves only when the reader moves on (a retirement moves the
+  // head and rd_off together), and no pointer adder then sits in front of
+  // the seed check and the memory ports.
+  logic [QOffWidth-1:0] rd_slot_d, rd_slot_q;
   logic [$clog2(QueueDepth+1)-1:0] queue_count;
   logic queue_empty, retire;
 
@@ -89,14 +95,12 @@ module tpu_matmul_unit #(
     .empty_o   (queue_empty),
     .count_o   (queue_count),
     .head_o    (unused_head),
-    .peek_off_i(peek_off),
+    .peek_slot_i(rd_slot_q),
     .peek_o    (rd_op),
     .pop_i     (retire),
     .valid_o   (fp_valid_o),
     .fps_o
   );
-
-  assign peek_off = QOffWidth'(rd_off_q);
 
   // ---------------------------------------------------------------------------
   // Tracker: iterations whose rows have been read but whose results are not
@@ -187,6 +191,7 @@ module tpu_matmul_unit #(
     rd_src_base_d = rd_src_base_q;
     rd_dst_base_d = rd_dst_base_q;
     rd_off_d      = rd_off_q;
+    rd_slot_d     = rd_slot_q;
     if (read_fire) begin
       rd_row_d      = rd_row_q + 1'b1;
       rd_src_d      = rd_src + 1'b1;
@@ -204,6 +209,7 @@ module tpu_matmul_unit #(
         if (rd_last_iter) begin
           rd_iter_d = '0;
           rd_off_d  = rd_off_q + 1'b1;
+          rd_slot_d = (rd_slot_q == LastQueueSlot) ? '0 : rd_slot_q + 1'b1;
         end
       end
     end
@@ -318,6 +324,7 @@ module tpu_matmul_unit #(
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       rd_off_q           <= '0;
+      rd_slot_q          <= '0;
       rd_iter_q          <= '0;
       rd_row_q           <= '0;
       rd_src_q           <= '0;
@@ -338,6 +345,7 @@ module tpu_matmul_unit #(
       wr_addr_q          <= '0;
     end else begin
       rd_off_q           <= rd_off_d;
+      rd_slot_q          <= rd_slot_d;
       rd_iter_q          <= rd_iter_d;
       rd_row_q           <= rd_row_d;
       rd_src_q           <= rd_src_d;
@@ -362,6 +370,9 @@ module tpu_matmul_unit #(
   assign idle_o = queue_empty;
 
 `ifndef SYNTHESIS
+  a_reads_queued_slot: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      rd_have_op |-> fp_valid_o[rd_slot_q])
+    else $error("tpu_matmul_unit: the slot read is not a queued operation");
   a_rows_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
       rd_have_op |-> {1'b0, rd_src} < 17'(UbDepth) && {1'b0, rd_dst} < 17'(AccDepth))
     else $error("tpu_matmul_unit: row address beyond the memory");

@@ -1,9 +1,10 @@
 // The queue of decoded operations in front of one unit. An entry stays in the
 // queue until the unit reports it complete, so the queue is also the list of
 // that unit's operations in flight: it shows every entry's footprint to the
-// issue stage for hazard checks. `peek` reads the entry `peek_off_i` places
-// behind the head (the matrix unit starts later operations before earlier ones
-// have completed).
+// issue stage for hazard checks. `peek` reads the entry in slot `peek_slot_i`
+// (the matrix unit starts later operations before earlier ones have completed;
+// it keeps the slot it reads in a register, so no pointer arithmetic comes
+// before the entry).
 module tpu_op_queue #(
   parameter int unsigned Depth = 4,
   localparam int unsigned OffWidth = (Depth > 1) ? $clog2(Depth) : 1
@@ -19,7 +20,7 @@ module tpu_op_queue #(
   output logic                                    empty_o,
   output logic [$clog2(Depth+1)-1:0]              count_o,
   output tpu_core_pkg::op_t                       head_o,
-  input  logic [OffWidth-1:0]                     peek_off_i,
+  input  logic [OffWidth-1:0]                     peek_slot_i,
   output tpu_core_pkg::op_t                       peek_o,
   input  logic                                    pop_i,
 
@@ -33,7 +34,6 @@ module tpu_op_queue #(
   localparam int unsigned LastSlotIdx = Depth - 1;
   localparam logic [OffWidth-1:0]   LastSlot  = LastSlotIdx[OffWidth-1:0];
   localparam logic [CountWidth-1:0] FullCount = Depth[CountWidth-1:0];
-  localparam logic [OffWidth:0]     DepthWide = Depth[OffWidth:0];
 
   if (Depth < 1 || Depth > 16) begin : g_bad_depth
     $error("tpu_op_queue: Depth must be in 1..16");
@@ -42,17 +42,14 @@ module tpu_op_queue #(
   logic [Depth*OpBits-1:0] ops_d, ops_q;
   logic [Depth*FpBits-1:0] fps_d, fps_q;
   logic [Depth-1:0]        valid_d, valid_q;
-  logic [OffWidth-1:0]     head_d, head_q, tail_d, tail_q, peek_slot;
+  logic [OffWidth-1:0]     head_d, head_q, tail_d, tail_q;
   logic [CountWidth-1:0]   count_d, count_q;
-  logic [OffWidth:0]       peek_sum;
 
   always_comb begin
     full_o    = count_q == FullCount;
     empty_o   = count_q == '0;
     head_o    = ops_q[head_q*OpBits +: OpBits];
-    peek_sum  = {1'b0, head_q} + {1'b0, peek_off_i};
-    peek_slot = (peek_sum > {1'b0, LastSlot}) ? OffWidth'(peek_sum - DepthWide) : peek_sum[OffWidth-1:0];
-    peek_o    = ops_q[peek_slot*OpBits +: OpBits];
+    peek_o    = ops_q[peek_slot_i*OpBits +: OpBits];
 
     ops_d   = ops_q;
     fps_d   = fps_q;

@@ -78,6 +78,15 @@ module tpu_regs #(
   logic [23:0] error_pc_d, error_pc_q;
   logic        core_reset_d, core_reset_q, start_d, start_q, start_pending_d, start_pending_q;
   logic [NumCounters*64-1:0] counters_d, counters_q;
+  // This cycle's increments, added in the next: the 64-bit adders then start
+  // from a register, not from the core's dispatch logic (the FPGA's critical
+  // path). A counter lags by one cycle, which no register read can observe.
+  logic [NumCounters*18-1:0] counter_add_d, counter_add_q;
+  logic [NumCounters*64-1:0] counters_sum;
+
+  for (genvar c = 0; c < NumCounters; c++) begin : g_counter
+    assign counters_sum[c*64 +: 64] = counters_q[c*64 +: 64] + 64'(counter_add_q[c*18 +: 18]);
+  end
   logic [31:0] hi_latch_d, hi_latch_q;
 
   // ---------------------------------------------------------------------------
@@ -219,12 +228,8 @@ module tpu_regs #(
       error_pc_d   = '0;
     end
 
-    counters_d = counters_q;
-    if (busy_i) begin
-      for (int c = 0; c < NumCounters; c++) begin
-        counters_d[c*64 +: 64] = counters_q[c*64 +: 64] + 64'(counter_add_i[c*18 +: 18]);
-      end
-    end
+    counter_add_d = busy_i ? counter_add_i : '0;
+    counters_d    = counters_sum;
     if (core_reset_q && start_pending_q) counters_d = '0;
 
     hi_latch_d = hi_latch_q;
@@ -247,6 +252,7 @@ module tpu_regs #(
       start_q         <= 1'b0;
       start_pending_q <= 1'b0;
       counters_q      <= '0;
+      counter_add_q   <= '0;
       hi_latch_q      <= '0;
       bvalid_q        <= 1'b0;
       bresp_q         <= RespOkay;
@@ -265,6 +271,7 @@ module tpu_regs #(
       start_q         <= start_d;
       start_pending_q <= start_pending_d;
       counters_q      <= counters_d;
+      counter_add_q   <= counter_add_d;
       hi_latch_q      <= hi_latch_d;
       bvalid_q        <= bvalid_d;
       bresp_q         <= bresp_d;

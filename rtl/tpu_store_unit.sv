@@ -68,7 +68,7 @@ module tpu_store_unit #(
     .empty_o   (queue_empty),
     .count_o   (unused_count),
     .head_o    (head),
-    .peek_off_i(QOffWidth'(0)),
+    .peek_slot_i(QOffWidth'(0)),
     .peek_o    (unused_peek),
     .pop_i     (pop),
     .valid_o   (fp_valid_o),
