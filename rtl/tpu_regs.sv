@@ -80,7 +80,8 @@ module tpu_regs #(
   logic [NumCounters*64-1:0] counters_d, counters_q;
   // This cycle's increments, added in the next: the 64-bit adders then start
   // from a register, not from the core's dispatch logic (the FPGA's critical
-  // path). A counter lags by one cycle, which no register read can observe.
+  // path). The counters settle one cycle after DONE rises: a host that reads
+  // STATUS and then a counter reads the settled value.
   logic [NumCounters*18-1:0] counter_add_d, counter_add_q;
   logic [NumCounters*64-1:0] counters_sum;
 
