@@ -92,13 +92,13 @@ module tpu_matmul_unit #(
   tpu_op_queue #(.Depth(QueueDepth)) u_queue (
     .clk_i, .rst_ni,
     .push_i, .push_op_i, .push_fp_i, .full_o,
-    .empty_o   (queue_empty),
-    .count_o   (queue_count),
-    .head_o    (unused_head),
+    .empty_o    (queue_empty),
+    .count_o    (queue_count),
+    .head_o     (unused_head),
     .peek_slot_i(rd_slot_q),
-    .peek_o    (rd_op),
-    .pop_i     (retire),
-    .valid_o   (fp_valid_o),
+    .peek_o     (rd_op),
+    .pop_i      (retire),
+    .valid_o    (fp_valid_o),
     .fps_o
   );
 

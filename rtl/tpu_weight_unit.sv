@@ -62,13 +62,13 @@ module tpu_weight_unit #(
   tpu_op_queue #(.Depth(QueueDepth)) u_queue (
     .clk_i, .rst_ni,
     .push_i, .push_op_i, .push_fp_i, .full_o,
-    .empty_o   (queue_empty),
-    .count_o   (unused_count),
-    .head_o    (head),
+    .empty_o    (queue_empty),
+    .count_o    (unused_count),
+    .head_o     (head),
     .peek_slot_i(QOffWidth'(0)),
-    .peek_o    (unused_peek),
-    .pop_i     (pop),
-    .valid_o   (fp_valid_o),
+    .peek_o     (unused_peek),
+    .pop_i      (pop),
+    .valid_o    (fp_valid_o),
     .fps_o
   );
 
