@@ -121,5 +121,32 @@ TEST(CoreErrorsFetch, ErrorsPastHaltAreIgnored) {
   EXPECT_TRUE(r.rtl.ok()) << regs::error_name(r.rtl.error);
 }
 
+// A bus error cuts a READ_HOST off in its first iterations; the ones it has
+// left must not go out once the core has stopped (the abort holds until the
+// next START or RESET).
+TEST(CoreErrorsBus, NoTrafficAfterTheStop) {
+  CoreHarness h(config_named("4x4_m1a1"), {}, kMemory);
+  const std::string failing =
+      "read_host count=16 rows=4 step_b=4 host_addr=0x100000 host_stride=8 host_step=32";
+  const std::vector<std::uint8_t> program =
+      isa::encode_program(isa::assemble(around(failing)));
+  h.write(0, program);
+  const BothResults r =
+      h.run_in_place(0, static_cast<std::uint32_t>(program.size() / isa::kInstrBytes), false);
+  ASSERT_EQ(std::string(regs::error_name(r.rtl.error)), regs::error_name(regs::Error::BusRead));
+
+  const harness::AxiTraffic stopped = h.rtl().axi().traffic();
+  // The stop came before the READ_HOST had asked for its 64 rows (512 bytes, at
+  // least 32 beats of 16 bytes), fetch and prelude reads included.
+  EXPECT_LT(stopped.read_beats, 32u);
+  const std::uint64_t cycle = h.rtl().cycle();
+  while (h.rtl().cycle() < cycle + 1000) h.rtl().read_register(regs::kStatus);
+  const harness::AxiTraffic later = h.rtl().axi().traffic();
+  EXPECT_EQ(later.read_bursts, stopped.read_bursts);
+  EXPECT_EQ(later.read_beats, stopped.read_beats);
+  EXPECT_EQ(later.write_bursts, stopped.write_bursts);
+  EXPECT_EQ(later.write_beats, stopped.write_beats);
+}
+
 }  // namespace
 }  // namespace tpu::testing
