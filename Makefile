@@ -80,7 +80,8 @@ lint: deps
 	@echo "lint: clean"
 
 # Generic Yosys synthesis of the matrix unit, without and with every pipeline
-# register; any Yosys warning fails.
+# register; any Yosys warning fails. The cell count printed is the last in the
+# statistics, the whole design's (modules kept apart come first on their own).
 synth: deps
 	@mkdir -p $(BUILD)
 	@for stages in "0 0" "2 3"; do set -- $$stages; \
@@ -91,7 +92,7 @@ synth: deps
 	    synth -flatten -top tpu_mxu; tee -q -o $$log.stat stat" || exit 1; \
 	  if grep -q "^Warning" $$log.log; then grep "^Warning" $$log.log; exit 1; fi; \
 	  echo "synth: tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) MulStages=$$1 AddStages=$$2:" \
-	    "$$(grep -m1 'Number of cells' $$log.stat | tr -s ' '), no warnings"; \
+	    "$$(grep 'Number of cells' $$log.stat | tail -1 | tr -s ' '), no warnings"; \
 	done
 	@log=$(BUILD)/synth_core; \
 	  yosys -q -l $$log.log -p "read_verilog -sv -DSYNTHESIS $(CORE_FILES); \
@@ -100,7 +101,7 @@ synth: deps
 	    synth -flatten -top tpu_top; tee -q -o $$log.stat stat" || exit 1; \
 	  if grep -q "^Warning" $$log.log; then grep "^Warning" $$log.log; exit 1; fi; \
 	  echo "synth: tpu_top 2x2, 64-row memories:" \
-	    "$$(grep -m1 'Number of cells' $$log.stat | tr -s ' '), no warnings"
+	    "$$(grep 'Number of cells' $$log.stat | tail -1 | tr -s ' '), no warnings"
 
 # Waveform of one regression case: make wave CASE=<config>/<case> (see mxu_sim --list).
 wave: build

@@ -32,4 +32,5 @@ rtl/tpu_act_unit.sv
 rtl/tpu_store_unit.sv
 rtl/tpu_regs.sv
 rtl/tpu_reset_copy.sv
+rtl/tpu_flop_copy.sv
 rtl/tpu_top.sv

@@ -15,9 +15,10 @@
 // SplitStages, for the clock rates of an FPGA, every stage has a second
 // register: after its multipliers (before the multiplier in stage 1), so that
 // a multiplication has a cycle of its own; stage 4 a third, after the shift
-// by n, and stage 5 a third, between normalising and rounding:
-// tpu_pkg::ActFuncSplitLatency = 12 registers.
-//   1: classify, exact results (bypass), |x| to 8.22 fixed point, |x| * K
+// by n, and stage 5 a third and a fourth, after the leading-zero count and
+// after the shift that normalises: tpu_pkg::ActFuncSplitLatency = 13 registers.
+//   1: classify, exact results (bypass), |x| to 8.22 fixed point, |x| * K,
+//      gelu's Mills table entries
 //   2: gelu: square + Mills term; tanh below 2^-4: 1 - x^2/3
 //   3: 2^-w = 2^-n * u, u from the exp2 table
 //   4: v = 2^-w, r = 1/(1 + v) from the reciprocal table, 1 - v; pick the
@@ -53,10 +54,10 @@ module tpu_act_func #(
   localparam logic [2:0] ProdInputExp2 = 3'd4;  // gelu, x < 0: s * u
   localparam logic [2:0] ProdInputB    = 3'd5;  // tanh series, leaky: s * B
 
-  // The five tpu_pipe_reg stages below (twelve with SplitStages) are the
+  // The five tpu_pipe_reg stages below (thirteen with SplitStages) are the
   // latencies the package advertises.
-  if (tpu_pkg::ActFuncLatency != 5 || tpu_pkg::ActFuncSplitLatency != 12) begin : g_bad_latency
-    $error("tpu_act_func: tpu_pkg::ActFuncLatency and ActFuncSplitLatency must be 5 and 12, the depths of the pipeline");
+  if (tpu_pkg::ActFuncLatency != 5 || tpu_pkg::ActFuncSplitLatency != 13) begin : g_bad_latency
+    $error("tpu_act_func: tpu_pkg::ActFuncLatency and ActFuncSplitLatency must be 5 and 13, the depths of the pipeline");
   end
 
   localparam logic [24:0] One = 25'h100_0000;  // 1.0 in 1.24
@@ -208,9 +209,31 @@ module tpu_act_func #(
              m1_abs, m1_gelu, m1_series, m1_abs_big, m1_abs_fixed, m1_scale_const})
   );
 
+  // gelu's Mills node and its table entries are looked up here, beside the
+  // multiplication, so that stage 2 starts its multipliers from registers.
+  logic [7:0]  mills_index;
+  logic [16:0] mills_fraction;
+  logic [24:0] mills_base;
+  logic [17:0] mills_delta;
+
   always_comb begin
     scaled_product = {26'h0, m1_abs_fixed} * {30'h0, m1_scale_const};
     s1_scaled = (m1_abs_big || scaled_product[55:54] != 2'b00) ? ArgMax : scaled_product[53:24];
+
+    // Nodes every 1/32 on [0, 4), 1/16 on [4, 8), 1/8 on [8, 16); the
+    // fraction is the 17 bits below the node step.
+    if (m1_abs[25]) begin
+      mills_index    = {2'b11, m1_abs[24:19]};
+      mills_fraction = m1_abs[18:2];
+    end else if (m1_abs[24]) begin
+      mills_index    = {2'b10, m1_abs[23:18]};
+      mills_fraction = m1_abs[17:1];
+    end else begin
+      mills_index    = {1'b0, m1_abs[23:17]};
+      mills_fraction = m1_abs[16:0];
+    end
+    mills_base  = tpu_act_tables_pkg::mills_base(mills_index);
+    mills_delta = tpu_act_tables_pkg::mills_delta(mills_index);
   end
 
   logic        s2_bypass, s2_sign, s2_gelu, s2_series;
@@ -219,14 +242,16 @@ module tpu_act_func #(
   logic [10:0] s2_scale;
   logic [24:0] s2_sig, s2_operand_b;
   logic [29:0] s2_scaled;
-  logic [25:0] s2_abs;
+  logic [16:0] s2_mills_fraction;
+  logic [24:0] s2_mills_base;
+  logic [17:0] s2_mills_delta;
 
-  tpu_pipe_reg #(.Width(CarryWidth + 30 + 26 + 2)) u_stage_scaled (
+  tpu_pipe_reg #(.Width(CarryWidth + 30 + 17 + 25 + 18 + 2)) u_stage_scaled (
     .clk_i, .rst_ni, .en_i,
     .data_i({m1_bypass, m1_bypass_value, m1_sign, m1_prod, m1_scale, m1_sig, m1_operand_b,
-             s1_scaled, m1_abs, m1_gelu, m1_series}),
+             s1_scaled, mills_fraction, mills_base, mills_delta, m1_gelu, m1_series}),
     .data_o({s2_bypass, s2_bypass_value, s2_sign, s2_prod, s2_scale, s2_sig, s2_operand_b,
-             s2_scaled, s2_abs, s2_gelu, s2_series})
+             s2_scaled, s2_mills_fraction, s2_mills_base, s2_mills_delta, s2_gelu, s2_series})
   );
 
   // ---------------------------------------------------------------------------
@@ -235,8 +260,6 @@ module tpu_act_func #(
   // Sigmoid and tanh pass |x| * K on as w.
   // ---------------------------------------------------------------------------
   logic [51:0] square;           // s2_scaled[25:0]^2, 16.44
-  logic [7:0]  mills_index;
-  logic [16:0] mills_fraction;
   logic [34:0] mills_step;
   logic [24:0] mills;            // M(|x|) in 3.22
 
@@ -244,21 +267,8 @@ module tpu_act_func #(
   logic [24:0] s2_operand_b_next;
 
   always_comb begin
-    square = {26'h0, s2_scaled[25:0]} * {26'h0, s2_scaled[25:0]};
-
-    // Nodes every 1/32 on [0, 4), 1/16 on [4, 8), 1/8 on [8, 16); the
-    // fraction is the 17 bits below the node step.
-    if (s2_abs[25]) begin
-      mills_index    = {2'b11, s2_abs[24:19]};
-      mills_fraction = s2_abs[18:2];
-    end else if (s2_abs[24]) begin
-      mills_index    = {2'b10, s2_abs[23:18]};
-      mills_fraction = s2_abs[17:1];
-    end else begin
-      mills_index    = {1'b0, s2_abs[23:17]};
-      mills_fraction = s2_abs[16:0];
-    end
-    mills_step = {17'h0, tpu_act_tables_pkg::mills_delta(mills_index)} * {18'h0, mills_fraction};
+    square     = {26'h0, s2_scaled[25:0]} * {26'h0, s2_scaled[25:0]};
+    mills_step = {17'h0, s2_mills_delta} * {18'h0, s2_mills_fraction};
   end
 
   logic        m2_bypass, m2_sign, m2_gelu, m2_series;
@@ -268,19 +278,19 @@ module tpu_act_func #(
   logic [24:0] m2_sig, m2_operand_b;
   logic [29:0] m2_scaled;
   logic [51:0] m2_square;
-  logic [7:0]  m2_mills_index;
+  logic [24:0] m2_mills_base;
   logic [34:0] m2_mills_step;
 
-  tpu_pipe_reg #(.Width(CarryWidth + 30 + 2 + 52 + 8 + 35), .Enable(SplitStages)) u_split_square (
+  tpu_pipe_reg #(.Width(CarryWidth + 30 + 2 + 52 + 25 + 35), .Enable(SplitStages)) u_split_square (
     .clk_i, .rst_ni, .en_i,
     .data_i({s2_bypass, s2_bypass_value, s2_sign, s2_prod, s2_scale, s2_sig, s2_operand_b,
-             s2_scaled, s2_gelu, s2_series, square, mills_index, mills_step}),
+             s2_scaled, s2_gelu, s2_series, square, s2_mills_base, mills_step}),
     .data_o({m2_bypass, m2_bypass_value, m2_sign, m2_prod, m2_scale, m2_sig, m2_operand_b,
-             m2_scaled, m2_gelu, m2_series, m2_square, m2_mills_index, m2_mills_step})
+             m2_scaled, m2_gelu, m2_series, m2_square, m2_mills_base, m2_mills_step})
   );
 
   always_comb begin
-    mills = tpu_act_tables_pkg::mills_base(m2_mills_index) + {7'h0, m2_mills_step[34:17]};
+    mills = m2_mills_base + {7'h0, m2_mills_step[34:17]};
 
     // gelu: |x| < 16, so the square is below 185 and w below 191.
     s2_w = m2_gelu ? m2_square[51:22] + {5'h0, mills} : m2_scaled;
@@ -448,14 +458,21 @@ module tpu_act_func #(
   // even as IEEE binary32 rounds (gradual underflow), then flushed below
   // 2^-126.
   // ---------------------------------------------------------------------------
-  // Number of leading zeros of a 50-bit value (50 when it is zero).
+  // Number of leading zeros of a 50-bit value (50 when it is zero), as
+  // tpu_pkg::lzc27 counts them: leading zero bytes, then leading zeros within
+  // the first nonzero byte. The value is padded with ones to 64 bits (bit 0
+  // left out), so its last byte is never zero.
   function automatic logic [5:0] lzc50(input logic [49:0] value);
-    logic [5:0] count;
-    count = 6'd50;
-    for (int bit_idx = 0; bit_idx < 50; bit_idx++) begin
-      if (value[bit_idx]) count = 6'd49 - bit_idx[5:0];
-    end
-    lzc50 = count;
+    logic [63:1] padded;
+    padded = {value, 13'h1FFF};
+    if      (padded[63:56] != 8'h00) lzc50 = {3'd0, tpu_pkg::lzc8(padded[63:57])};
+    else if (padded[55:48] != 8'h00) lzc50 = {3'd1, tpu_pkg::lzc8(padded[55:49])};
+    else if (padded[47:40] != 8'h00) lzc50 = {3'd2, tpu_pkg::lzc8(padded[47:41])};
+    else if (padded[39:32] != 8'h00) lzc50 = {3'd3, tpu_pkg::lzc8(padded[39:33])};
+    else if (padded[31:24] != 8'h00) lzc50 = {3'd4, tpu_pkg::lzc8(padded[31:25])};
+    else if (padded[23:16] != 8'h00) lzc50 = {3'd5, tpu_pkg::lzc8(padded[23:17])};
+    else if (padded[15:8] != 8'h00)  lzc50 = {3'd6, tpu_pkg::lzc8(padded[15:9])};
+    else                             lzc50 = {3'd7, tpu_pkg::lzc8(padded[7:1])};
   endfunction
 
   logic [49:0] product;
@@ -464,8 +481,13 @@ module tpu_act_func #(
   logic [10:0] m5_scale;
   logic [49:0] m5_product;
   logic [5:0]  lead_zeros;
-  logic [49:0] m5_normalised;    // leading one at bit 49
-  logic [10:0] m5_biased_exp;    // of the leading one, two's complement
+  logic        c5_bypass, c5_sign;
+  logic [31:0] c5_bypass_value;
+  logic [10:0] c5_scale;
+  logic [49:0] c5_product;
+  logic [5:0]  c5_lead_zeros;
+  logic [49:0] c5_normalised;    // leading one at bit 49
+  logic [10:0] c5_biased_exp;    // of the leading one, two's complement
   logic        n5_bypass, n5_sign, n5_zero;
   logic [31:0] n5_bypass_value;
   logic [49:0] normalised;
@@ -483,18 +505,25 @@ module tpu_act_func #(
     .data_o({m5_bypass, m5_bypass_value, m5_sign, m5_scale, m5_product})
   );
 
+  assign lead_zeros = lzc50(m5_product);
+
+  // With SplitStages, the 50-bit leading-zero count, the shift by it and
+  // rounding are each as deep as a multiplier: they get a cycle each.
+  tpu_pipe_reg #(.Width(1 + 32 + 1 + 11 + 50 + 6), .Enable(SplitStages)) u_split_count (
+    .clk_i, .rst_ni, .en_i,
+    .data_i({m5_bypass, m5_bypass_value, m5_sign, m5_scale, m5_product, lead_zeros}),
+    .data_o({c5_bypass, c5_bypass_value, c5_sign, c5_scale, c5_product, c5_lead_zeros})
+  );
+
   always_comb begin
-    lead_zeros    = lzc50(m5_product);
-    m5_normalised = m5_product << lead_zeros;
-    m5_biased_exp = m5_scale + 11'd128 - {5'h0, lead_zeros};
+    c5_normalised = c5_product << c5_lead_zeros;
+    c5_biased_exp = c5_scale + 11'd128 - {5'h0, c5_lead_zeros};
   end
 
-  // With SplitStages, normalising (a 50-bit leading-zero count and shift) and
-  // rounding are each as deep as a multiplier: they get a cycle each.
   tpu_pipe_reg #(.Width(1 + 32 + 1 + 1 + 50 + 11), .Enable(SplitStages)) u_split_normalise (
     .clk_i, .rst_ni, .en_i,
-    .data_i({m5_bypass, m5_bypass_value, m5_sign, m5_product == 50'h0, m5_normalised,
-             m5_biased_exp}),
+    .data_i({c5_bypass, c5_bypass_value, c5_sign, c5_lead_zeros == 6'd50, c5_normalised,
+             c5_biased_exp}),
     .data_o({n5_bypass, n5_bypass_value, n5_sign, n5_zero, normalised, biased_exp})
   );
 

@@ -51,37 +51,72 @@ module tpu_axi_bursts #(
   logic [31:0]          next_run_d, next_run_q;     // start of the next run
   logic [31:0]          addr_d, addr_q;             // next byte to request
   logic [12:0]          to_4k_d, to_4k_q;           // beats from addr_q to a 4 KiB boundary
+  logic [12:0]          cap_d, cap_q;               // min(to_4k_q, MaxBurst): the longest burst
   logic [RunWidth-1:0]  run_left_d, run_left_q;     // beats left in the current run
+  logic                 fits_d, fits_q;             // the rest of the run is one burst
+  logic [RunWidth-1:0]  beats_d, beats_q;           // the burst offered: min(run_left_q, cap_q)
 
   logic                 contiguous;
   logic [2:0]           new_size;
+  logic [2:0]           new_beats_log2;             // log2 beats per row
   logic [RunWidth-1:0]  new_beats_per_row;
-  logic [12:0]          burst_cap, burst_bytes, to_4k_after;
-  logic                 run_fits;                   // the rest of the run is one burst
+  logic [12:0]          cap_bytes;
+  logic [12:0]          to_4k_cmd, to_4k_cut, to_4k_run;  // to_4k after each kind of step
+  logic [12:0]          cap_cmd, cap_cut, cap_run;        // ... and the longest burst then
+  logic [RunWidth-1:0]  cmd_beats_per_run, run_left_cut;
+  logic                 fits_cmd, fits_cut, fits_run;     // ... and the burst offered then
+  logic [RunWidth-1:0]  beats_cmd, beats_cut, beats_run;
 
   assign cmd_ready_o = !active_q && !abort_i;
 
   always_comb begin
     new_size          = (cmd_row_log2_i < BusLog2[2:0]) ? cmd_row_log2_i : BusLog2[2:0];
-    new_beats_per_row = RunWidth'(1) << (cmd_row_log2_i - new_size);
+    new_beats_log2    = cmd_row_log2_i - new_size;
+    new_beats_per_row = RunWidth'(1) << new_beats_log2;
     contiguous        = cmd_rows_i == RowsWidth'(1) ||
                         cmd_stride_i == (32'd1 << cmd_row_log2_i);
   end
 
-  // The distance to the next 4 KiB boundary and the start of the next run are
-  // kept in registers, so the burst offered and the state after it need no
-  // address arithmetic before the burst length is known: these are the
-  // longest paths of a DMA engine at an FPGA's clock.
+  // The distance to the next 4 KiB boundary, the longest burst it allows and
+  // the start of the next run are kept in registers, so the burst offered and
+  // the state after it need no address arithmetic before the burst length is
+  // known: these are the longest paths of a DMA engine at an FPGA's clock.
+  // Each step's new distance is computed, and capped, before the step is
+  // chosen; the burst it leads to is kept in a register too, so the engine's
+  // decision to take it starts from flops.
+  function automatic logic [12:0] capped(input logic [12:0] to_4k);
+    capped = (to_4k > 13'(MaxBurst)) ? 13'(MaxBurst) : to_4k;
+  endfunction
+
+  // Whether the rest of a run is one burst, and that burst's length.
+  function automatic logic [RunWidth:0] burst_of(input logic [RunWidth-1:0] run_left,
+                                                 input logic [12:0]         cap);
+    logic fits;
+    fits     = run_left <= RunWidth'(cap);
+    burst_of = {fits, fits ? run_left : RunWidth'(cap)};
+  endfunction
+
   always_comb begin
-    burst_cap     = (to_4k_q > 13'(MaxBurst)) ? 13'(MaxBurst) : to_4k_q;
-    run_fits      = run_left_q <= RunWidth'(burst_cap);
-    burst_beats_o = run_fits ? run_left_q : RunWidth'(burst_cap);
-    burst_bytes   = 13'(burst_beats_o) << size_q;
-    to_4k_after   = to_4k_q - 13'(burst_beats_o);
+    burst_beats_o = beats_q;
+    // A burst cut short of its run's end is cap_q beats long; it reaches the
+    // boundary exactly when the boundary is within MaxBurst beats.
+    cap_bytes     = cap_q << size_q;
+    to_4k_cut     = (to_4k_q == cap_q) ? 13'h1000 >> size_q : to_4k_q - cap_q;
+    to_4k_run     = (13'h1000 - {1'b0, next_run_q[11:0]}) >> size_q;
+    to_4k_cmd     = (13'h1000 - {1'b0, cmd_addr_i[11:0]}) >> new_size;
+    cap_cut       = capped(to_4k_cut);
+    cap_run       = capped(to_4k_run);
+    cap_cmd       = capped(to_4k_cmd);
+    // rows x beats per row, a power of two: a shift, not a multiplier.
+    cmd_beats_per_run = contiguous ? RunWidth'(cmd_rows_i) << new_beats_log2 : new_beats_per_row;
+    run_left_cut  = run_left_q - RunWidth'(cap_q);
+    {fits_cmd, beats_cmd} = burst_of(cmd_beats_per_run, cap_cmd);
+    {fits_cut, beats_cut} = burst_of(run_left_cut, cap_cut);
+    {fits_run, beats_run} = burst_of(beats_per_run_q, cap_run);
     burst_valid_o = active_q && !abort_i;
     burst_addr_o  = addr_q;
     burst_size_o  = size_q;
-    burst_last_o  = run_fits && runs_left_q == '0;
+    burst_last_o  = fits_q && runs_left_q == '0;
   end
 
   // Next state, in its own block: it depends on burst_take_i, which the engine
@@ -95,7 +130,10 @@ module tpu_axi_bursts #(
     next_run_d      = next_run_q;
     addr_d          = addr_q;
     to_4k_d         = to_4k_q;
+    cap_d           = cap_q;
     run_left_d      = run_left_q;
+    fits_d          = fits_q;
+    beats_d         = beats_q;
 
     if (cmd_valid_i && cmd_ready_o) begin
       active_d   = 1'b1;
@@ -103,28 +141,32 @@ module tpu_axi_bursts #(
       stride_d   = cmd_stride_i;
       next_run_d = cmd_addr_i + cmd_stride_i;
       addr_d     = cmd_addr_i;
-      to_4k_d    = (13'h1000 - {1'b0, cmd_addr_i[11:0]}) >> new_size;
-      if (contiguous) begin
-        beats_per_run_d = new_beats_per_row * RunWidth'(cmd_rows_i);
-        runs_left_d     = '0;
-      end else begin
-        beats_per_run_d = new_beats_per_row;
-        runs_left_d     = cmd_rows_i - 1'b1;
-      end
-      run_left_d = beats_per_run_d;
+      to_4k_d    = to_4k_cmd;
+      cap_d      = cap_cmd;
+      beats_per_run_d = cmd_beats_per_run;
+      runs_left_d     = contiguous ? '0 : cmd_rows_i - 1'b1;
+      run_left_d = cmd_beats_per_run;
+      fits_d     = fits_cmd;
+      beats_d    = beats_cmd;
     end else if (burst_valid_o && burst_take_i) begin
-      if (!run_fits) begin
-        addr_d     = addr_q + {19'h0, burst_bytes};
-        to_4k_d    = (to_4k_after == '0) ? 13'h1000 >> size_q : to_4k_after;
-        run_left_d = run_left_q - burst_beats_o;
+      if (!fits_q) begin
+        addr_d     = addr_q + {19'h0, cap_bytes};
+        to_4k_d    = to_4k_cut;
+        cap_d      = cap_cut;
+        run_left_d = run_left_cut;
+        fits_d     = fits_cut;
+        beats_d    = beats_cut;
       end else if (runs_left_q == '0) begin
         active_d = 1'b0;
       end else begin
         runs_left_d = runs_left_q - 1'b1;
         addr_d      = next_run_q;
-        to_4k_d     = (13'h1000 - {1'b0, next_run_q[11:0]}) >> size_q;
+        to_4k_d     = to_4k_run;
+        cap_d       = cap_run;
         next_run_d  = next_run_q + stride_q;
         run_left_d  = beats_per_run_q;
+        fits_d      = fits_run;
+        beats_d     = beats_run;
       end
     end
     if (abort_i) active_d = 1'b0;
@@ -140,7 +182,10 @@ module tpu_axi_bursts #(
       next_run_q      <= '0;
       addr_q          <= '0;
       to_4k_q         <= 13'h1000;
+      cap_q           <= 13'(MaxBurst);
       run_left_q      <= '0;
+      fits_q          <= 1'b1;
+      beats_q         <= '0;
     end else begin
       active_q        <= active_d;
       size_q          <= size_d;
@@ -150,7 +195,10 @@ module tpu_axi_bursts #(
       next_run_q      <= next_run_d;
       addr_q          <= addr_d;
       to_4k_q         <= to_4k_d;
+      cap_q           <= cap_d;
       run_left_q      <= run_left_d;
+      fits_q          <= fits_d;
+      beats_q         <= beats_d;
     end
   end
 
@@ -165,6 +213,13 @@ module tpu_axi_bursts #(
   a_to_4k_tracks_addr: assert property (@(posedge clk_i) disable iff (!rst_ni)
       active_q |-> to_4k_q == (13'h1000 - {1'b0, addr_q[11:0]}) >> size_q)
     else $error("tpu_axi_bursts: distance to the 4 KiB boundary lost track of the address");
+  a_burst_tracks_run: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      fits_q == (run_left_q <= RunWidth'(cap_q)) &&
+      beats_q == (fits_q ? run_left_q : RunWidth'(cap_q)))
+    else $error("tpu_axi_bursts: the burst offered lost track of the run and the boundary");
+  a_cap_tracks_to_4k: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      cap_q == capped(to_4k_q))
+    else $error("tpu_axi_bursts: the longest burst lost track of the distance to the boundary");
   a_burst_nonempty: assert property (@(posedge clk_i) disable iff (!rst_ni)
       burst_valid_o |-> burst_beats_o != '0 && burst_beats_o <= MaxBurstBeats)
     else $error("tpu_axi_bursts: burst length out of range");

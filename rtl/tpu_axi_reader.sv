@@ -179,7 +179,9 @@ module tpu_axi_reader #(
   assign ar_len_o   = ar_len_q;
   assign ar_size_o  = ar_size_q;
 
-  tpu_fifo #(.Width(32 + 32 + RowsWidth + 3), .Depth(2)) u_asm_cmds (
+  // Ready from registers: the assembler's pop depends on the data path, the
+  // push leads into the burst splitter's state.
+  tpu_fifo #(.Width(32 + 32 + RowsWidth + 3), .Depth(2), .InReadyRegistered(1'b1)) u_asm_cmds (
     .clk_i, .rst_ni,
     .in_valid_i (take_cmd),
     .in_ready_o (asm_cmd_in_ready),

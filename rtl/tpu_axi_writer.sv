@@ -152,7 +152,9 @@ module tpu_axi_writer #(
   assign aw_len_o   = aw_len_q;
   assign aw_size_o  = aw_size_q;
 
-  tpu_fifo #(.Width(32 + 32 + RowsWidth + 3), .Depth(2)) u_wcmds (
+  // Ready from registers: the command and length FIFOs' pops depend on the
+  // data path, their pushes lead into the burst splitter's state.
+  tpu_fifo #(.Width(32 + 32 + RowsWidth + 3), .Depth(2), .InReadyRegistered(1'b1)) u_wcmds (
     .clk_i, .rst_ni,
     .in_valid_i (cmd_valid_i && cmd_ready_o),
     .in_ready_o (wcmd_in_ready),
@@ -165,7 +167,7 @@ module tpu_axi_writer #(
 
   // Burst lengths, for WLAST. (Data may reach the slave before the address, as
   // AXI4 allows; a slave that needs the address first holds WREADY low.)
-  tpu_fifo #(.Width(8), .Depth(2)) u_wlens (
+  tpu_fifo #(.Width(8), .Depth(2), .InReadyRegistered(1'b1)) u_wlens (
     .clk_i, .rst_ni,
     .in_valid_i (take_burst),
     .in_ready_o (wlen_in_ready),

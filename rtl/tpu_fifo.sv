@@ -1,9 +1,13 @@
 // First-word-fall-through FIFO in registers, with valid/ready on both sides.
 // For small queues (a few entries); tpu_ram_fifo keeps deep ones in block RAM.
-// A push into a full FIFO is allowed in the cycle it pops.
+// A push into a full FIFO is allowed in the cycle it pops, unless
+// InReadyRegistered: then in_ready_o comes from the count register alone, so
+// no path runs from out_ready_i to in_ready_o (a full FIFO takes its next entry
+// a cycle after the pop).
 module tpu_fifo #(
   parameter int unsigned Width = 8,
-  parameter int unsigned Depth = 2
+  parameter int unsigned Depth = 2,
+  parameter bit          InReadyRegistered = 1'b0
 ) (
   input  logic             clk_i,
   input  logic             rst_ni,
@@ -41,7 +45,7 @@ module tpu_fifo #(
   assign out_valid_o = count_q != '0;
   assign out_data_o  = slots_q[rd_ptr_q*Width +: Width];
   assign pop         = out_valid_o && out_ready_i;
-  assign in_ready_o  = count_q != FullCount || pop;
+  assign in_ready_o  = count_q != FullCount || (pop && !InReadyRegistered);
   assign push        = in_valid_i && in_ready_o;
 
   always_comb begin

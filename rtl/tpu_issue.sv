@@ -44,7 +44,7 @@ module tpu_issue #(
   input  logic                       fetch_cmd_ready_i,
   output logic [31:0]                fetch_cmd_addr_o,
   output logic [23:0]                fetch_cmd_rows_o,
-  output logic                       fetch_abort_o,
+  output logic                       fetch_abort_next_o,  // fetch abort from the next cycle on
   input  logic                       fetch_quiet_i,
   input  logic                       instr_valid_i,
   output logic                       instr_ready_o,
@@ -62,12 +62,12 @@ module tpu_issue #(
   input  logic [NumUnits*QueueDepth-1:0]        fp_valid_i,
   input  logic [NumUnits*QueueDepth*FpBits-1:0] fps_i,
 
-  // Bus errors: stop everything, let the AXI traffic in flight finish. abort_o
-  // stays up while stopped (the units are idle then unless a bus error hit).
+  // Bus errors: stop everything, let the AXI traffic in flight finish. The
+  // abort stays up while stopped (the units are idle then unless a bus error hit).
   input  logic                       bus_error_i,
   input  logic [7:0]                 bus_error_code_i,
   input  logic [23:0]                bus_error_pc_i,
-  output logic                       abort_o,
+  output logic                       abort_next_o,  // abort from the next cycle on
   input  logic                       axi_quiet_i,    // no unit has AXI traffic in flight
 
   output logic                       busy_o,
@@ -190,25 +190,57 @@ module tpu_issue #(
     if (is_act && !uses_bias && (bias_addr != '0 || bias_step != '0)) field_error = 1'b1;
   end
 
+  // States of the issue stage (the state machine is below).
+  typedef enum logic [3:0] {
+    Idle,        // waiting for START
+    FetchCmd,    // asking the read engine for the program
+    Fetch,       // waiting for the next instruction
+    Check,       // opcode and field checks
+    Measure,     // the five extent products
+    Judge,       // range, alignment and overlap checks; footprints
+    Dispatch,    // waiting for hazards and queue space
+    Drain,       // SYNC or HALT: waiting for every unit
+    Finish,      // stopping instruction fetch before DONE or ERROR
+    BusAbort,    // a bus error: waiting for AXI traffic to end
+    Stopped      // DONE or ERROR, until the core is reset
+  } state_e;
+
+  state_e      state_d, state_q;
+
   // ---------------------------------------------------------------------------
   // Extents: five products on one multiplier.
   // ---------------------------------------------------------------------------
+  // The operands of each step are chosen a cycle ahead (step 0's in Check,
+  // whatever its checks find) and kept in registers, so the multiplier starts
+  // from flops.
+  logic [2:0]  mul_next_step;
   logic [2:0]  mul_step_d, mul_step_q;
-  logic [15:0] mul_a;
-  logic [31:0] mul_b;
+  logic [15:0] mul_a_d, mul_a_q;
+  logic [31:0] mul_b_d, mul_b_q;
   logic [47:0] mul_p;
   logic [47:0] span_a_d, span_a_q, span_b_d, span_b_q, span_bias_d, span_bias_q;
   logic [47:0] row_span_d, row_span_q, iter_span_d, iter_span_q;
 
   always_comb begin
-    unique case (mul_step_q)
-      3'd0:    begin mul_a = count - 1'b1;     mul_b = {16'd0, step_a};    end
-      3'd1:    begin mul_a = count - 1'b1;     mul_b = {16'd0, step_b};    end
-      3'd2:    begin mul_a = count - 1'b1;     mul_b = {16'd0, bias_step}; end
-      3'd3:    begin mul_a = host_rows - 1'b1; mul_b = host_stride;        end
-      default: begin mul_a = count - 1'b1;     mul_b = host_step;          end
+    mul_next_step = (state_q == Measure) ? mul_step_q + 1'b1 : 3'd0;
+    unique case (mul_next_step)
+      3'd0:    begin mul_a_d = count - 1'b1;     mul_b_d = {16'd0, step_a};    end
+      3'd1:    begin mul_a_d = count - 1'b1;     mul_b_d = {16'd0, step_b};    end
+      3'd2:    begin mul_a_d = count - 1'b1;     mul_b_d = {16'd0, bias_step}; end
+      3'd3:    begin mul_a_d = host_rows - 1'b1; mul_b_d = host_stride;        end
+      default: begin mul_a_d = count - 1'b1;     mul_b_d = host_step;          end
     endcase
-    mul_p = {32'd0, mul_a} * {16'd0, mul_b};
+    mul_p = {32'd0, mul_a_q} * {16'd0, mul_b_q};
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      mul_a_q <= '0;
+      mul_b_q <= '0;
+    end else begin
+      mul_a_q <= mul_a_d;
+      mul_b_q <= mul_b_d;
+    end
   end
 
   // Ranges of the instruction, as [lo, hi) with hi computed wide enough never
@@ -352,27 +384,16 @@ module tpu_issue #(
   // ---------------------------------------------------------------------------
   // State machine
   // ---------------------------------------------------------------------------
-  typedef enum logic [3:0] {
-    Idle,        // waiting for START
-    FetchCmd,    // asking the read engine for the program
-    Fetch,       // waiting for the next instruction
-    Check,       // opcode and field checks
-    Measure,     // the five extent products
-    Judge,       // range, alignment and overlap checks; footprints
-    Dispatch,    // waiting for hazards and queue space
-    Drain,       // SYNC or HALT: waiting for every unit
-    Finish,      // stopping instruction fetch before DONE or ERROR
-    BusAbort,    // a bus error: waiting for AXI traffic to end
-    Stopped      // DONE or ERROR, until the core is reset
-  } state_e;
-
-  state_e      state_d, state_q;
   logic [16:0] unclaimed_d, unclaimed_q;  // U, weight tiles loaded and not claimed
   logic [7:0]  err_code_d, err_code_q;
   logic [23:0] err_pc_d, err_pc_q;
   logic        done_pulse, error_pulse;
   logic        dispatch_now;
-  logic [7:0]  weight_error;
+  // Weight-tile accounting is judged in Judge and kept for Dispatch, like the
+  // conflicts: U only changes when an instruction dispatches, so it is the
+  // same in both states.
+  logic [7:0]  weight_error, weight_error_d, weight_error_q;
+  logic [16:0] unclaimed_next, unclaimed_next_d, unclaimed_next_q;  // U once dispatched
 
   always_comb begin
     weight_error = tpu_regs_pkg::ErrNone;
@@ -381,7 +402,10 @@ module tpu_issue #(
     end
     if (is_mm && !fetches && 17'(count) > unclaimed_q) weight_error = tpu_regs_pkg::ErrWeightUnderflow;
     if (fetches && unclaimed_q != '0) weight_error = tpu_regs_pkg::ErrWeightLeftover;
-    dispatch_now = state_q == Dispatch && weight_error == tpu_regs_pkg::ErrNone &&
+    unclaimed_next = unclaimed_q;
+    if (is_rw) unclaimed_next = unclaimed_q + 17'(count);
+    if (is_mm && !fetches) unclaimed_next = unclaimed_q - 17'(count);
+    dispatch_now = state_q == Dispatch && weight_error_q == tpu_regs_pkg::ErrNone &&
                    !hazard && queues_free;
   end
 
@@ -398,6 +422,8 @@ module tpu_issue #(
     op_d        = op_q;
     fp_d        = fp_q;
     conflict_d  = conflict_q;
+    weight_error_d   = weight_error_q;
+    unclaimed_next_d = unclaimed_next_q;
     weight_op_d = weight_op_q;
     weight_fp_d = weight_fp_q;
     unclaimed_d = unclaimed_q;
@@ -412,11 +438,6 @@ module tpu_issue #(
     fetch_cmd_addr_o  = prog_addr_q;
     fetch_cmd_rows_o  = prog_count_q;
     instr_ready_o     = state_q == Fetch && pc_q != prog_count_q;
-    // Aborts hold until the core is reset: work cut off by a bus error must
-    // not resume once the core has stopped, nor a read engine take leftover
-    // beats from its buffer (it would then count credits it never gave).
-    fetch_abort_o     = state_q == Finish || state_q == BusAbort || state_q == Stopped;
-    abort_o           = state_q == BusAbort || state_q == Stopped;
     push_o            = '0;
 
     unique case (state_q)
@@ -482,6 +503,8 @@ module tpu_issue #(
         op_d        = op_new;
         fp_d        = fp_new;
         conflict_d  = conflicts;
+        weight_error_d   = weight_error;
+        unclaimed_next_d = unclaimed_next;
         weight_op_d = weight_op_new;
         weight_fp_d = weight_fp_new;
         if (range_a_bad) begin
@@ -509,14 +532,13 @@ module tpu_issue #(
         end
       end
       Dispatch: begin
-        if (weight_error != tpu_regs_pkg::ErrNone) begin
-          err_code_d = weight_error;
+        if (weight_error_q != tpu_regs_pkg::ErrNone) begin
+          err_code_d = weight_error_q;
           state_d    = Drain;
         end else if (dispatch_now) begin
-          push_o = targets;
-          if (is_rw) unclaimed_d = unclaimed_q + 17'(count);
-          if (is_mm && !fetches) unclaimed_d = unclaimed_q - 17'(count);
-          pc_d    = pc_q + 1'b1;
+          push_o      = targets;
+          unclaimed_d = unclaimed_next_q;
+          pc_d        = pc_q + 1'b1;
           state_d = Fetch;
         end
       end
@@ -562,6 +584,14 @@ module tpu_issue #(
     end
   end
 
+  // Aborts hold until the core is reset: work cut off by a bus error must not
+  // resume once the core has stopped, nor a read engine take leftover beats
+  // from its buffer (it would then count credits it never gave). They are
+  // decoded from the next state: each unit keeps them in a flop of its own
+  // (tpu_top), as if decoded from the state register.
+  assign abort_next_o       = state_d == BusAbort || state_d == Stopped;
+  assign fetch_abort_next_o = abort_next_o || state_d == Finish;
+
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       state_q     <= Idle;
@@ -576,6 +606,8 @@ module tpu_issue #(
       op_q        <= '0;
       fp_q        <= '0;
       conflict_q  <= '0;
+      weight_error_q   <= tpu_regs_pkg::ErrNone;
+      unclaimed_next_q <= '0;
       weight_op_q <= '0;
       weight_fp_q <= '0;
       unclaimed_q <= '0;
@@ -596,6 +628,8 @@ module tpu_issue #(
       op_q        <= op_d;
       fp_q        <= fp_d;
       conflict_q  <= conflict_d;
+      weight_error_q   <= weight_error_d;
+      unclaimed_next_q <= unclaimed_next_d;
       weight_op_q <= weight_op_d;
       weight_fp_q <= weight_fp_d;
       unclaimed_q <= unclaimed_d;
@@ -643,6 +677,9 @@ module tpu_issue #(
   a_conflicts_current: assert property (@(posedge clk_i) disable iff (!rst_ni)
       state_q == Dispatch |-> ((conflict_q ^ conflicts_now) & fp_valid_i) == '0)
     else $error("tpu_issue: the conflicts found in Judge no longer hold in Dispatch");
+  a_weight_error_current: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      state_q == Dispatch |-> weight_error_q == weight_error && unclaimed_next_q == unclaimed_next)
+    else $error("tpu_issue: the weight-tile accounting judged in Judge no longer holds in Dispatch");
 `endif
 
 endmodule

@@ -14,20 +14,37 @@ package tpu_pkg;
   // Latency of the activation function unit (tpu_act_func) in enabled cycles.
   localparam int unsigned ActFuncLatency /*verilator public*/ = 5;
   // ... and with its SplitStages, for FPGA clocks.
-  localparam int unsigned ActFuncSplitLatency /*verilator public*/ = 12;
+  localparam int unsigned ActFuncSplitLatency /*verilator public*/ = 13;
 
   // Largest legal array edge (TPU v1's array is 256 x 256).
   localparam int unsigned ArrayDimMax = 256;
 
+  // Number of leading zeros of a nonzero byte, from its bits 7..1 (bit 0 is
+  // then the leading one). No loop: Yosys infers a latch for a loop variable
+  // of a function called in some branches of an if only.
+  function automatic logic [2:0] lzc8(input logic [7:1] upper);
+    if      (upper[7]) lzc8 = 3'd0;
+    else if (upper[6]) lzc8 = 3'd1;
+    else if (upper[5]) lzc8 = 3'd2;
+    else if (upper[4]) lzc8 = 3'd3;
+    else if (upper[3]) lzc8 = 3'd4;
+    else if (upper[2]) lzc8 = 3'd5;
+    else if (upper[1]) lzc8 = 3'd6;
+    else               lzc8 = 3'd7;
+  endfunction
+
   // Number of leading zeros of a 27-bit value (27 when it is zero); used to
-  // normalise an fp32 sum after cancellation.
+  // normalise an fp32 sum after cancellation. Leading zero bytes, then leading
+  // zeros within the first nonzero byte: a bit-serial priority chain would map
+  // to a deep chain of LUTs. The value is padded with ones to 32 bits (bit 0,
+  // which no count needs, left out), so its last byte is never zero.
   function automatic logic [4:0] lzc27(input logic [26:0] value);
-    logic [4:0] count;
-    count = 5'd27;
-    for (int bit_idx = 0; bit_idx < 27; bit_idx++) begin
-      if (value[bit_idx]) count = 5'd26 - bit_idx[4:0];
-    end
-    lzc27 = count;
+    logic [31:1] padded;
+    padded = {value, 4'b1111};
+    if      (padded[31:24] != 8'h00) lzc27 = {2'd0, lzc8(padded[31:25])};
+    else if (padded[23:16] != 8'h00) lzc27 = {2'd1, lzc8(padded[23:17])};
+    else if (padded[15:8] != 8'h00)  lzc27 = {2'd2, lzc8(padded[15:9])};
+    else                             lzc27 = {2'd3, lzc8(padded[7:1])};
   endfunction
 
 endpackage

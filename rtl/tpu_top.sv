@@ -312,7 +312,8 @@ module tpu_top #(
   logic [NumUnits*QueueDepthL*FpBits-1:0] fps;
   tpu_core_pkg::op_t              op, weight_op;
   logic [FpBits-1:0]              fp, weight_fp;
-  logic                           abort, axi_quiet, issued, mm_wait_input, mm_wait_other;
+  logic                           abort_next, fetch_abort_next;
+  logic                           axi_quiet, issued, mm_wait_input, mm_wait_other;
   logic                           bus_error;
   logic [7:0]                     bus_error_code;
   logic [23:0]                    bus_error_pc;
@@ -329,7 +330,7 @@ module tpu_top #(
     .fetch_cmd_ready_i(fetch_cmd_ready),
     .fetch_cmd_addr_o (fetch_cmd_addr),
     .fetch_cmd_rows_o (fetch_cmd_rows),
-    .fetch_abort_o    (fetch_abort),
+    .fetch_abort_next_o(fetch_abort_next),
     .fetch_quiet_i    (fetch_quiet),
     .instr_valid_i    (instr_valid),
     .instr_ready_o    (instr_ready),
@@ -347,7 +348,7 @@ module tpu_top #(
     .bus_error_i      (bus_error),
     .bus_error_code_i (bus_error_code),
     .bus_error_pc_i   (bus_error_pc),
-    .abort_o          (abort),
+    .abort_next_o     (abort_next),
     .axi_quiet_i      (axi_quiet),
     .busy_o           (busy),
     .done_o           (done),
@@ -358,6 +359,24 @@ module tpu_top #(
     .issued_o         (issued),
     .mm_wait_input_o  (mm_wait_input),
     .mm_wait_other_o  (mm_wait_other)
+  );
+
+  // The aborts reach the instruction fetch and the DMA engines of three units:
+  // each takes them from its own flop, loaded from the issue stage's next
+  // state (tpu_flop_copy), so that no abort net spans the chip.
+  logic abort_load, abort_weight, abort_store;
+
+  tpu_flop_copy u_fetch_abort (
+    .clk_i, .rst_ni(core_rst_n[RstFetch]), .d_i(fetch_abort_next), .q_o(fetch_abort)
+  );
+  tpu_flop_copy u_abort_load (
+    .clk_i, .rst_ni(core_rst_n[RstLoad]), .d_i(abort_next), .q_o(abort_load)
+  );
+  tpu_flop_copy u_abort_weight (
+    .clk_i, .rst_ni(core_rst_n[RstWeight]), .d_i(abort_next), .q_o(abort_weight)
+  );
+  tpu_flop_copy u_abort_store (
+    .clk_i, .rst_ni(core_rst_n[RstStore]), .d_i(abort_next), .q_o(abort_store)
   );
 
   // ---------------------------------------------------------------------------
@@ -413,7 +432,7 @@ module tpu_top #(
     .QueueDepth(QueueDepthL), .BufBeats(ReadBufBeatsL)
   ) u_load (
     .clk_i, .rst_ni(core_rst_n[RstLoad]),
-    .abort_i      (abort),
+    .abort_i      (abort_load),
     .push_i       (push[tpu_core_pkg::UnitLoad]),
     .push_op_i    (op),
     .push_fp_i    (fp),
@@ -451,7 +470,7 @@ module tpu_top #(
     .BufBeats(ReadBufBeatsL)
   ) u_weight (
     .clk_i, .rst_ni(core_rst_n[RstWeight]),
-    .abort_i     (abort),
+    .abort_i     (abort_weight),
     .push_i      (push[tpu_core_pkg::UnitWeight]),
     .push_op_i   (weight_op),
     .push_fp_i   (weight_fp),
@@ -545,7 +564,7 @@ module tpu_top #(
     .QueueDepth(QueueDepthL)
   ) u_store (
     .clk_i, .rst_ni(core_rst_n[RstStore]),
-    .abort_i      (abort),
+    .abort_i      (abort_store),
     .push_i       (push[tpu_core_pkg::UnitStore]),
     .push_op_i    (op),
     .push_fp_i    (fp),
