@@ -505,37 +505,46 @@ def disasm_bad_size(tpu):
 # --- tpu run ---
 
 # On the 4x4 core: OUT = relu(C + A x B + bias) as bf16, and C + A x B as fp32.
-HAND_WRITTEN = """\
-read_host rows=3 host_addr=0x1000 host_stride=8                   # A, 3 x 4 bf16
-read_host acc rows=3 addr_b=0 host_addr=0x2000 host_stride=16     # C, 3 x 4 fp32
-read_host acc rows=1 addr_b=8 host_addr=0x2100                    # bias, 4 fp32
-matmul fetch acc0 rows=3 host_addr=0x3000 host_stride=8 k_valid=4 n_valid=4
+def hand_written(dim):
+    """C + A x B and relu(C + A x B + bias) for a dim x dim array: A is 3 x dim."""
+    return f"""\
+read_host rows=3 host_addr=0x1000 host_stride={2 * dim}          # A, 3 x {dim} bf16
+read_host acc rows=3 addr_b=0 host_addr=0x2000 host_stride={4 * dim}  # C, 3 x {dim} fp32
+read_host acc rows=1 addr_b=8 host_addr=0x2100                    # bias, {dim} fp32
+matmul fetch acc0 rows=3 host_addr=0x3000 host_stride={2 * dim} k_valid={dim} n_valid={dim}
 activate bias func=relu rows=3 addr_a=0 addr_b=16 bias_addr=8     # bf16 into the UB
-write_host acc rows=3 host_addr=0x4000 host_stride=16
-write_host rows=3 addr_a=16 host_addr=0x5000 host_stride=8
+write_host acc rows=3 host_addr=0x4000 host_stride={4 * dim}
+write_host rows=3 addr_a=16 host_addr=0x5000 host_stride={2 * dim}
 halt
 """
 
 
-# The data of HAND_WRITTEN: where its operands go and its results come from.
-HAND_WRITTEN_DATA = ["--in", "0x1000=a.npy:bf16", "--in", "0x2000=c.npy", "--in", "8448=bias.npy",
-                     "--in", "0x3000=b.npy:bf16", "--out", "0x4000=sum.npy:3x4",
-                     "--out", "0x5000=relu.npy:3x4:bf16"]
+HAND_WRITTEN = hand_written(4)
 
 
-def hand_written_program(rng):
-    """Writes HAND_WRITTEN and small integer operands for it; returns C + A x B and
+def hand_written_data(dim):
+    """The data of hand_written(dim): where its operands go and its results come from."""
+    return ["--in", "0x1000=a.npy:bf16", "--in", "0x2000=c.npy", "--in", "8448=bias.npy",
+            "--in", "0x3000=b.npy:bf16", "--out", f"0x4000=sum.npy:3x{dim}",
+            "--out", f"0x5000=relu.npy:3x{dim}:bf16"]
+
+
+HAND_WRITTEN_DATA = hand_written_data(4)
+
+
+def hand_written_program(rng, dim=4):
+    """Writes hand_written(dim) and small integer operands for it; returns C + A x B and
     relu(C + A x B + bias), exact in fp32 and bf16."""
-    a = [[rng.randint(-4, 4) for _ in range(4)] for _ in range(3)]
-    b = [[rng.randint(-4, 4) for _ in range(4)] for _ in range(4)]
-    c = [[rng.randint(-20, 20) for _ in range(4)] for _ in range(3)]
-    bias = [rng.randint(-20, 20) for _ in range(4)]
+    a = [[rng.randint(-4, 4) for _ in range(dim)] for _ in range(3)]
+    b = [[rng.randint(-4, 4) for _ in range(dim)] for _ in range(dim)]
+    c = [[rng.randint(-20, 20) for _ in range(dim)] for _ in range(3)]
+    bias = [rng.randint(-20, 20) for _ in range(dim)]
     for name, values in (("a", a), ("b", b), ("c", c)):
         npy.save(f"{name}.npy", values)
     npy.save("bias.npy", bias)
     with open("program.s", "w") as f:
-        f.write(HAND_WRITTEN)
-    product = [[c[i][j] + sum(a[i][k] * b[k][j] for k in range(4)) for j in range(4)]
+        f.write(hand_written(dim))
+    product = [[c[i][j] + sum(a[i][k] * b[k][j] for k in range(dim)) for j in range(dim)]
                for i in range(3)]
     activated = [[max(v + bias[j], 0) for j, v in enumerate(row)] for row in product]
     return product, activated
@@ -765,11 +774,10 @@ def serial_gemm_stats(tpu):
 
 @case
 def serial_run_hand_written_program(tpu):
-    product, activated = hand_written_program(random.Random(32))
+    # The same program, written for the simulated board's array.
     dim = int(re.search(r"dim (\d+)", board_info(tpu)["core"]).group(1))
-    check(dim == 4, f"the program is written for a 4x4 array; the simulated board's array is "
-                    f"{dim}x{dim}")
-    out = tpu("run", "program.s", *HAND_WRITTEN_DATA, *SERIAL)
+    product, activated = hand_written_program(random.Random(32), dim)
+    out = tpu("run", "program.s", *hand_written_data(dim), *SERIAL)
     check(out.stdout == "DONE after 7 instructions\n", f"stdout: {out.stdout!r}")
     check_matrix_bits("sum.npy", [[float(v) for v in r] for r in product], "on the board")
     check_matrix_bits("relu.npy", [[float(v) for v in r] for r in activated], "on the board")
