@@ -34,7 +34,7 @@ LINT_CORE  := verilator --lint-only -Wall sim/lint.vlt $(CORE_FILES) --top-modul
 LINT_BOARD := verilator --lint-only -Wall sim/lint.vlt $(BOARD_FILES) --top-module tpu_board
 
 .PHONY: all deps build sim test lint synth wave wave-core bench bench-suite bench-sim bench-core \
-        bench-mxu demo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table clean
+        bench-mxu demo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table fpga-breakdown clean
 
 all: build
 
@@ -184,6 +184,11 @@ prog:
 # Every board at every array size of its board.toml's [table]: the table of docs/fpga.md.
 fpga-table: $(FPGA_TOOLS)
 	$(FPGA_FLOW) table $(if $(REUSE),--reuse)
+
+# Logic per unit of the core on a board, into docs/fpga.md: make fpga-breakdown BOARD=icebreaker.
+fpga-breakdown: $(FPGA_TOOLS)
+	$(FPGA_FLOW) breakdown $(BOARD) $(foreach setting,$(FPGA_SET),--set $(setting)) \
+	    --doc docs/fpga.md
 
 clean:
 	rm -rf $(BUILD)

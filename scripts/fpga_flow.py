@@ -14,6 +14,10 @@ Usage:
       (iCE40) when the design fits and meets its clock
   fpga_flow.py program BOARD [--set NAME=VALUE ...]
       loads the bitstream `build` made into the connected board (openFPGALoader, iceprog)
+  fpga_flow.py breakdown BOARD [--set NAME=VALUE ...] [--doc FILE]
+      where the logic goes: a synthesis that keeps the module hierarchy, its LUTs, carries,
+      flip-flops, multipliers and block RAM summed per unit of the core; with --doc also
+      written between the GENERATED fpga-breakdown-BOARD markers of FILE
   fpga_flow.py table [BOARD ...] [--doc FILE] [--json FILE]
       builds every array size listed under [table] in each board.toml and writes the results
       between the GENERATED fpga-results markers of FILE (docs/fpga.md) and into a JSON record
@@ -233,22 +237,27 @@ def make_pll(board, out):
     return pll
 
 
-def synthesize(board, out, label):
-    family = board["family"]
-    extra = [make_pll(board, out)] if family == "ecp5" else []
+def run_yosys(board, out, label, synth, stat):
+    """Synthesises the board's top with the `synth` command line (its netlist options included)
+    and writes Yosys's statistics to `stat`."""
+    extra = [make_pll(board, out)] if board["family"] == "ecp5" else []
     chparams = " ".join(f"-set {key} {board['parameters'][key]}" for key in PARAMETERS)
-    netlist = out / "netlist.json"
     script = out / "synth.ys"
-    synth = {"ecp5": "synth_ecp5 -abc9", "ice40": "synth_ice40 -abc9 -dsp"}[family]
     lines = [f"read_verilog -sv -DSYNTHESIS {' '.join(rtl_sources(board))}"]
     lines += [f"read_verilog {relative(path)}" for path in extra]
     lines += [f"chparam {chparams} {board['top']}",
-              f"{synth} -top {board['top']} -json {relative(netlist)}",
-              f"tee -q -o {relative(out / 'synth_stat.txt')} stat"]
+              f"{synth} -top {board['top']}",
+              f"tee -q -o {relative(stat)} stat"]
     script.write_text("\n".join(lines) + "\n")
     log = out / "synth.log"
     run([tool("yosys"), "-q", "-l", relative(log), "-s", relative(script)], out / "yosys.log",
         "Yosys", label, lambda: synthesis_phase(log))
+
+
+def synthesize(board, out, label):
+    netlist = out / "netlist.json"
+    synth = {"ecp5": "synth_ecp5 -abc9", "ice40": "synth_ice40 -abc9 -dsp"}[board["family"]]
+    run_yosys(board, out, label, f"{synth} -json {relative(netlist)}", out / "synth_stat.txt")
     return netlist
 
 
@@ -457,13 +466,138 @@ def critical_path_notes(records):
         "\n".join(notes) + "\n"
 
 
-def fill_results(doc, table):
-    text = doc.read_text()
-    pattern = re.compile(rf"(<!-- BEGIN GENERATED: {RESULTS_MARKER} -->\n).*?"
-                         rf"(<!-- END GENERATED: {RESULTS_MARKER} -->)", re.S)
-    if not pattern.search(text):
-        raise FlowError(f"{doc}: no {RESULTS_MARKER} marker pair")
-    doc.write_text(pattern.sub(lambda match: match[1] + table + match[2], text))
+def fill_generated(doc, marker, text):
+    """Replaces what lies between the GENERATED `marker` pair of `doc` with `text`."""
+    content = doc.read_text()
+    pattern = re.compile(rf"(<!-- BEGIN GENERATED: {marker} -->\n).*?"
+                         rf"(<!-- END GENERATED: {marker} -->)", re.S)
+    if not pattern.search(content):
+        raise FlowError(f"{doc}: no {marker} marker pair")
+    doc.write_text(pattern.sub(lambda match: match[1] + text + match[2], content))
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the logic goes: a synthesis that keeps the module hierarchy, summed per unit
+
+
+# The cells each family's synthesis maps to, by the column they count in (prefixes of the cell
+# type). An ECP5 CCU2C is two bits of an adder, each in a LUT4 with its carry logic.
+PRIMITIVES = {
+    "ice40": (("SB_LUT4", "LUT4", 1), ("SB_CARRY", "carry", 1), ("SB_DFF", "FF", 1),
+              ("SB_MAC16", "DSP", 1), ("SB_RAM40_4K", "BRAM", 1), ("SB_SPRAM256KA", "BRAM", 1)),
+    "ecp5": (("LUT4", "LUT4", 1), ("CCU2C", "carry", 2), ("TRELLIS_FF", "FF", 1),
+             ("MULT18X18D", "DSP", 1), ("DP16KD", "BRAM", 1)),
+}
+COLUMNS = ("LUT4", "carry", "FF", "DSP", "BRAM")
+# Modules whose instances the breakdown lists one by one rather than as one row.
+EXPANDED = ("tpu_board", "tpu_top")
+
+
+def module_name(name):
+    """The SystemVerilog name of a Yosys module: `$paramod$<hash>\\tpu_top` and
+    `$paramod\\tpu_fifo\\Width=...` are tpu_top and tpu_fifo."""
+    found = re.match(r"^\$paramod(?:\$[0-9a-f]+)?\\([^\\]+)", name)
+    return found[1] if found else name
+
+
+def unit_usage(modules, top, family):
+    """Rows (instance path, module, counts) for the units of the design `modules` (Yosys's JSON
+    "modules"), from `top` down through the EXPANDED modules; each row counts its instance's
+    cells with everything below it. An expanded module's own cells are a row of their own."""
+    kinds = PRIMITIVES[family]
+    # The netlist also defines the primitives, as black or white boxes; the rest is the design.
+    design = {name for name, module in modules.items()
+              if not {"blackbox", "whitebox"} & set(module.get("attributes", {}))}
+    totals = {}
+
+    def local(module):
+        counts = dict.fromkeys(COLUMNS, 0)
+        for cell in modules[module].get("cells", {}).values():
+            primitive = module_name(cell["type"])
+            kind = next((entry for entry in kinds if primitive.startswith(entry[0])), None)
+            if kind and cell["type"] not in design:
+                counts[kind[1]] += kind[2]
+        return counts
+
+    def total(module):
+        if module not in totals:
+            counts = local(module)
+            for cell in modules[module].get("cells", {}).values():
+                if cell["type"] in design:
+                    for column, value in total(cell["type"]).items():
+                        counts[column] += value
+            totals[module] = counts
+        return totals[module]
+
+    if top not in design:
+        raise FlowError(f"the netlist has no module {top}")
+    rows = []
+
+    def walk(module, path):
+        own = local(module)
+        if any(own.values()):
+            rows.append((path or module_name(module), f"{module_name(module)} (own logic)", own))
+        for name, cell in sorted(modules[module].get("cells", {}).items()):
+            if cell["type"] not in design:
+                continue
+            where = f"{path}.{name}" if path else name
+            if module_name(cell["type"]) in EXPANDED:
+                walk(cell["type"], where)
+            elif any(total(cell["type"]).values()):
+                rows.append((where, module_name(cell["type"]), total(cell["type"])))
+
+    walk(top, "")
+    return rows, total(top)
+
+
+def breakdown_table(board, rows, whole):
+    """Markdown: the units, most LUT4 first, those under 1 % of the LUT4s and of the flip-flops
+    in one row, then the whole design."""
+    lines = ["| unit | module | LUT4 | carry | FF | DSP | block RAM | share of LUT4 |",
+             "|---|---|---|---|---|---|---|---|"]
+
+    def figures(counts):
+        share = 100 * counts["LUT4"] / whole["LUT4"] if whole["LUT4"] else 0
+        return " | ".join(f"{counts[column]:,}" for column in COLUMNS) + f" | {share:.0f} %"
+
+    def small(counts):
+        return all(100 * counts[column] < whole[column] for column in ("LUT4", "FF")) and \
+            not counts["DSP"] and not counts["BRAM"]
+
+    rest = dict.fromkeys(COLUMNS, 0)
+    rest_modules = []
+    for path, module, counts in sorted(rows, key=lambda row: (-row[2]["LUT4"], row[0])):
+        if small(counts):
+            rest = {column: rest[column] + counts[column] for column in COLUMNS}
+            rest_modules.append(module.split(" ")[0])
+        else:
+            lines.append(f"| `{path}` | {module} | {figures(counts)} |")
+    if rest_modules:
+        kinds = ", ".join(sorted(set(rest_modules)))
+        lines.append(f"| {len(rest_modules)} smaller instances | {kinds} | {figures(rest)} |")
+    parameters = board["parameters"]
+    lines.append(f"| **{board['name']} {parameters['Dim']}x{parameters['Dim']}, all** | | "
+                 f"{figures(whole)} |")
+    return "\n".join(lines) + "\n"
+
+
+def breakdown(board, out):
+    out.mkdir(parents=True, exist_ok=True)
+    label = f"{board['folder']} {variant(board)} breakdown"
+    netlist = out / "hierarchy.json"
+    synth = {"ecp5": "synth_ecp5 -noflatten", "ice40": "synth_ice40 -noflatten -dsp"}
+    say(f"[{label}] synthesis keeping the hierarchy ({board['family']}, Yosys)")
+    run_yosys(board, out, label, f"{synth[board['family']]} -json {relative(netlist)}",
+              out / "synth_stat.txt")
+    modules = json.loads(netlist.read_text())["modules"]
+    rows, whole = unit_usage(modules, board["top"], board["family"])
+    (out / "breakdown.json").write_text(json.dumps(
+        {"board": board["name"], "parameters": board["parameters"], "total": whole,
+         "units": [{"path": path, "module": module, **counts} for path, module, counts in rows]},
+        indent=2) + "\n")
+    table = breakdown_table(board, rows, whole)
+    (out / "breakdown.md").write_text(table)
+    return table
 
 
 # ---------------------------------------------------------------------------------------------
@@ -517,6 +651,16 @@ def command_program(args):
     return subprocess.run(command, cwd=ROOT).returncode
 
 
+def command_breakdown(args):
+    board = with_settings(load_board(args.board), args.set)
+    table = breakdown(board, BUILD / board["folder"] / f"{variant(board)}-breakdown")
+    if args.doc:
+        fill_generated(args.doc, f"fpga-breakdown-{board['folder']}", table)
+        say(f"wrote {args.doc}")
+    print(table, end="")
+    return 0
+
+
 def reused(out, board, seed):
     """The record of an earlier build of the same parameters and seed, with its critical path
     read again from the files it left."""
@@ -556,7 +700,7 @@ def command_table(args):
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(records, indent=2) + "\n")
-    fill_results(args.doc, table)
+    fill_generated(args.doc, RESULTS_MARKER, table)
     say(f"wrote {args.doc}" + (f" and {args.json}" if args.json else ""))
     print(table, end="")
     return 0
@@ -580,6 +724,13 @@ def parse_args():
     program.add_argument("board")
     program.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                          help="the parameters the bitstream was built with (repeatable)")
+    parts = commands.add_parser("breakdown", help="logic per unit, from a synthesis that keeps "
+                                "the hierarchy")
+    parts.add_argument("board")
+    parts.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                       help="override a parameter of board.toml (repeatable)")
+    parts.add_argument("--doc", type=Path, help="also write the table between the "
+                       "GENERATED fpga-breakdown-BOARD markers of this file")
     table = commands.add_parser("table", help="the results table of docs/fpga.md")
     table.add_argument("boards", nargs="*", help="boards (default: all of fpga/)")
     table.add_argument("--doc", type=Path, default=ROOT / "docs" / "fpga.md")
@@ -597,7 +748,7 @@ def main():
     args = parse_args()
     try:
         return {"boards": command_boards, "params": command_params, "build": command_build,
-                "program": command_program,
+                "program": command_program, "breakdown": command_breakdown,
                 "table": command_table}[args.command](args)
     except FlowError as error:
         print(f"fpga_flow.py: error: {' '.join(str(error).split())}", file=sys.stderr)

@@ -35,6 +35,8 @@ check "--jobs 0: must be at least 1" table --jobs 0
 check "holds no build of these parameters" table ulx3s --reuse --seed 987654
 check "no bitstream of ulx3s 1x1_MemBytes4096" program ulx3s --set Dim=1 --set MemBytes=4096
 check "no board 'nosuch'" params nosuch
+check "no board 'nosuch'" breakdown nosuch
+check "expected NAME=VALUE" breakdown icebreaker --set Dim
 
 echo "$((checks - failures)) passed, $failures failed"
 [ $failures -eq 0 ]
