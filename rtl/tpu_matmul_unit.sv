@@ -151,21 +151,29 @@ module tpu_matmul_unit #(
   // The current iteration (the newest tracker entry once its first row is
   // read) writes other rows than the one being read. Each tracker slot is
   // checked in place: whether it holds an iteration depends on registers only.
+  // Both candidate rows, an operation's first (from its queue entry) and the
+  // kept one, are compared, and rd_fresh picks between the answers, so the
+  // choice does not sit in front of the comparators.
+  logic pending_fresh, pending_kept;
+
   always_comb begin
-    trk_next   = trk_head_q + 1'b1;
-    trk_newest = trk_tail_q - 1'b1;
-    pending    = 1'b0;
+    trk_next      = trk_head_q + 1'b1;
+    trk_newest    = trk_tail_q - 1'b1;
+    pending_fresh = 1'b0;
+    pending_kept  = 1'b0;
     for (int e = 0; e < TrackDepth; e++) begin
       logic [TrackIdxWidth-1:0] slot, age;
-      logic [15:0]              lo;
+      logic [15:0]              lo, hi;
+      logic                     live;
       slot = TrackIdxWidth'(e);
       age  = slot - trk_head_q;
       lo   = (slot == trk_head_q) ? wr_addr_q : trk_base_q[e*16 +: 16];
-      if ({1'b0, age} < trk_count_q && !(!rd_first_row && slot == trk_newest) &&
-          rd_dst >= lo && rd_dst < trk_end_q[e*16 +: 16]) begin
-        pending = 1'b1;
-      end
+      hi   = trk_end_q[e*16 +: 16];
+      live = {1'b0, age} < trk_count_q && !(!rd_first_row && slot == trk_newest);
+      if (live && rd_op.addr_b >= lo && rd_op.addr_b < hi) pending_fresh = 1'b1;
+      if (live && rd_dst_q >= lo && rd_dst_q < hi) pending_kept = 1'b1;
     end
+    pending = rd_fresh ? pending_fresh : pending_kept;
   end
 
   assign stage_credit   = ({1'b0, stage_count} + {3'b0, read_inflight_q}) < StageSlots;
