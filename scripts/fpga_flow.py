@@ -17,7 +17,7 @@ Usage:
   fpga_flow.py breakdown BOARD [--set NAME=VALUE ...] [--doc FILE]
       where the logic goes: a synthesis that keeps the module hierarchy, its LUTs, carries,
       flip-flops, multipliers and block RAM summed per unit of the core; with --doc also
-      written between the GENERATED fpga-breakdown-BOARD markers of FILE
+      written between the GENERATED fpga-breakdown-BOARD markers of FILE, where it has them
   fpga_flow.py table [BOARD ...] [--doc FILE] [--json FILE]
       builds every array size listed under [table] in each board.toml and writes the results
       between the GENERATED fpga-results markers of FILE (docs/fpga.md) and into a JSON record
@@ -653,10 +653,15 @@ def command_program(args):
 
 def command_breakdown(args):
     board = with_settings(load_board(args.board), args.set)
+    if args.doc and not args.doc.is_file():
+        raise FlowError(f"--doc {args.doc}: no such file")
     table = breakdown(board, BUILD / board["folder"] / f"{variant(board)}-breakdown")
-    if args.doc:
-        fill_generated(args.doc, f"fpga-breakdown-{board['folder']}", table)
+    marker = f"fpga-breakdown-{board['folder']}"
+    if args.doc and f"<!-- BEGIN GENERATED: {marker} -->" in args.doc.read_text():
+        fill_generated(args.doc, marker, table)
         say(f"wrote {args.doc}")
+    elif args.doc:
+        say(f"{args.doc} has no {marker} markers: the table is only printed")
     print(table, end="")
     return 0
 
@@ -730,7 +735,7 @@ def parse_args():
     parts.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                        help="override a parameter of board.toml (repeatable)")
     parts.add_argument("--doc", type=Path, help="also write the table between the "
-                       "GENERATED fpga-breakdown-BOARD markers of this file")
+                       "GENERATED fpga-breakdown-BOARD markers of this file, if it has them")
     table = commands.add_parser("table", help="the results table of docs/fpga.md")
     table.add_argument("boards", nargs="*", help="boards (default: all of fpga/)")
     table.add_argument("--doc", type=Path, default=ROOT / "docs" / "fpga.md")

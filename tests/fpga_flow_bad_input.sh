@@ -37,6 +37,7 @@ check "no bitstream of ulx3s 1x1_MemBytes4096" program ulx3s --set Dim=1 --set M
 check "no board 'nosuch'" params nosuch
 check "no board 'nosuch'" breakdown nosuch
 check "expected NAME=VALUE" breakdown icebreaker --set Dim
+check "--doc /nonexistent/fpga.md: no such file" breakdown icebreaker --doc /nonexistent/fpga.md
 
 echo "$((checks - failures)) passed, $failures failed"
 [ $failures -eq 0 ]
