@@ -34,7 +34,8 @@ LINT_CORE  := verilator --lint-only -Wall sim/lint.vlt $(CORE_FILES) --top-modul
 LINT_BOARD := verilator --lint-only -Wall sim/lint.vlt $(BOARD_FILES) --top-module tpu_board
 
 .PHONY: all deps build sim test lint synth wave wave-core bench bench-suite bench-sim bench-core \
-        bench-mxu demo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table fpga-breakdown clean
+        bench-mxu demo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
+        fpga-breakdown clean
 
 all: build
 
@@ -185,7 +186,7 @@ prog:
 fpga-table: $(FPGA_TOOLS)
 	$(FPGA_FLOW) table $(if $(REUSE),--reuse)
 
-# Logic per unit of the core on a board, into docs/fpga.md: make fpga-breakdown BOARD=icebreaker.
+# Logic per unit of the core on a board, into docs/fpga.md where it has the board's markers.
 fpga-breakdown: $(FPGA_TOOLS)
 	$(FPGA_FLOW) breakdown $(BOARD) $(foreach setting,$(FPGA_SET),--set $(setting)) \
 	    --doc docs/fpga.md

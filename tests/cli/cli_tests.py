@@ -504,7 +504,7 @@ def disasm_bad_size(tpu):
 
 # --- tpu run ---
 
-# On the 4x4 core: OUT = relu(C + A x B + bias) as bf16, and C + A x B as fp32.
+# On a dim x dim core: OUT = relu(C + A x B + bias) as bf16, and C + A x B as fp32.
 def hand_written(dim):
     """C + A x B and relu(C + A x B + bias) for a dim x dim array: A is 3 x dim."""
     return f"""\
