@@ -29,9 +29,11 @@ FPGA_FLOW  := TOOLS_BIN=$(abspath $(VENV))/bin $(PYTHON) scripts/fpga_flow.py
 RTL_FILES  := $(shell cat rtl/mxu.f)
 CORE_FILES := $(shell cat rtl/core.f)
 BOARD_FILES := $(CORE_FILES) $(shell cat rtl/board.f)
+SEQ_FILES  := $(shell cat rtl/seq.f)
 LINT       := verilator --lint-only -Wall sim/lint.vlt $(RTL_FILES)
 LINT_CORE  := verilator --lint-only -Wall sim/lint.vlt $(CORE_FILES) --top-module tpu_top
 LINT_BOARD := verilator --lint-only -Wall sim/lint.vlt $(BOARD_FILES) --top-module tpu_board
+LINT_SEQ   := verilator --lint-only -Wall sim/lint.vlt $(SEQ_FILES) --top-module tpu_seq_top
 
 .PHONY: all deps build sim test lint synth wave wave-core bench bench-suite bench-sim bench-core \
         bench-mxu demo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
@@ -76,13 +78,19 @@ lint: deps
 	$(LINT_BOARD) -GDim=1 -GBusBytes=4 -GMemBytes=256 -GClockHz=12000000 -GBaud=3000000 \
 	  -GUbDepth=4 -GAccDepth=4 -GQueueDepth=1 -GReadBufBeats=4
 	$(LINT_BOARD) -GDim=8 -GBusBytes=64 -GMemBytes=16777216 -GClockHz=100000000 -GBaud=115200
+	$(LINT_BOARD) -GSequential=1 -GCounterWidth=40 -GDim=4 -GBusBytes=4 -GMemBytes=8192 \
+	  -GClockHz=12000000
+	$(LINT_SEQ)
+	$(LINT_SEQ) -GDim=1 -GUbDepth=4 -GAccDepth=4 -GCounterWidth=32
+	$(LINT_SEQ) -GDim=16 -GUbDepth=65536 -GAccDepth=65536 -GWeightTiles=16
 	for top in tpu_reset_sync tpu_pulse_stretch; do \
 	  verilator --lint-only -Wall sim/lint.vlt rtl/$$top.sv --top-module $$top || exit 1; done
 	@echo "lint: clean"
 
 # Generic Yosys synthesis of the matrix unit, without and with every pipeline
-# register; any Yosys warning fails. The cell count printed is the last in the
-# statistics, the whole design's (modules kept apart come first on their own).
+# register, of a small array core and of the sequential core; any Yosys warning
+# fails. The cell count printed is the last in the statistics, the whole
+# design's (modules kept apart come first on their own).
 synth: deps
 	@mkdir -p $(BUILD)
 	@for stages in "0 0" "2 3"; do set -- $$stages; \
@@ -102,6 +110,13 @@ synth: deps
 	    synth -flatten -top tpu_top; tee -q -o $$log.stat stat" || exit 1; \
 	  if grep -q "^Warning" $$log.log; then grep "^Warning" $$log.log; exit 1; fi; \
 	  echo "synth: tpu_top 2x2, 64-row memories:" \
+	    "$$(grep 'Number of cells' $$log.stat | tail -1 | tr -s ' '), no warnings"
+	@log=$(BUILD)/synth_seq; \
+	  yosys -q -l $$log.log -p "read_verilog -sv -DSYNTHESIS $(SEQ_FILES); \
+	    chparam -set Dim 4 -set UbDepth 256 -set AccDepth 128 tpu_seq_top; \
+	    synth -flatten -top tpu_seq_top; tee -q -o $$log.stat stat" || exit 1; \
+	  if grep -q "^Warning" $$log.log; then grep "^Warning" $$log.log; exit 1; fi; \
+	  echo "synth: tpu_seq_top 4x4:" \
 	    "$$(grep 'Number of cells' $$log.stat | tail -1 | tr -s ' '), no warnings"
 
 # Waveform of one regression case: make wave CASE=<config>/<case> (see mxu_sim --list).

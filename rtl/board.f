@@ -1,3 +1,8 @@
+rtl/tpu_seq_act.sv
+rtl/tpu_seq_bus.sv
+rtl/tpu_seq_check.sv
+rtl/tpu_seq_ctrl.sv
+rtl/tpu_seq_top.sv
 rtl/tpu_link_pkg.sv
 rtl/tpu_uart_rx.sv
 rtl/tpu_uart_tx.sv

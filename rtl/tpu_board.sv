@@ -1,11 +1,15 @@
-// What an FPGA board holds, without its clock and pins: the TPU core, block RAM
+// What an FPGA board holds, without its clock and pins: the TPU core (the array
+// core, tpu_top, or with Sequential the sequential core, tpu_seq_top), block RAM
 // standing in for host memory (tpu_axi_ram), and the UART host link that lets a
 // computer read and write the core's registers and that memory
 // (tpu_link_bridge, docs/link.md). The board tops in fpga/ add the clock, the
 // reset and the pins; the Verilator model of this module is the board the
 // `serial` backend's simulation talks to.
 module tpu_board #(
-  // The core (rtl/tpu_top.sv).
+  // The core (rtl/tpu_top.sv; with Sequential rtl/tpu_seq_top.sv, which takes Dim, UbDepth,
+  // AccDepth, WeightTiles and CounterWidth and needs BusBytes = 4).
+  parameter int unsigned Sequential   = 0,     // 1: tpu_seq_top
+  parameter int unsigned CounterWidth = 64,
   parameter int unsigned Dim          = 4,
   parameter int unsigned MulStages    = 1,
   parameter int unsigned AddStages    = 2,
@@ -45,6 +49,12 @@ module tpu_board #(
   if (RateError > ClockHz / 50) begin : g_bad_rate
     $error("tpu_board: Baud is more than 2 percent off at a whole number of cycles per bit");
   end
+  if (Sequential > 1) begin : g_bad_sequential
+    $error("tpu_board: Sequential must be 0 (the array core) or 1 (the sequential core)");
+  end
+  if (Sequential == 1 && BusBytes != 4) begin : g_bad_seq_bus
+    $error("tpu_board: the sequential core has a 4-byte bus (BusBytes = 4)");
+  end
 
   localparam int unsigned IdWidth      = 2;
   localparam int unsigned BusBits      = BusBytes * 8;
@@ -54,88 +64,64 @@ module tpu_board #(
   // ---------------------------------------------------------------------------
   // The core
   // ---------------------------------------------------------------------------
-  logic [RegAddrWidth-1:0] axil_awaddr, axil_araddr;
-  logic                    axil_awvalid, axil_awready, axil_wvalid, axil_wready;
-  logic [31:0]             axil_wdata, axil_rdata;
-  logic [3:0]              axil_wstrb;
-  logic [1:0]              axil_bresp, axil_rresp;
-  logic                    axil_bvalid, axil_bready, axil_arvalid, axil_arready;
-  logic                    axil_rvalid, axil_rready;
+  logic [RegAddrWidth-1:0] s_axil_awaddr, s_axil_araddr;
+  logic                    s_axil_awvalid, s_axil_awready, s_axil_wvalid, s_axil_wready;
+  logic [31:0]             s_axil_wdata, s_axil_rdata;
+  logic [3:0]              s_axil_wstrb;
+  logic [1:0]              s_axil_bresp, s_axil_rresp;
+  logic                    s_axil_bvalid, s_axil_bready, s_axil_arvalid, s_axil_arready;
+  logic                    s_axil_rvalid, s_axil_rready;
 
-  logic [IdWidth-1:0]  arid, rid, awid, bid;
-  logic [31:0]         araddr, awaddr;
-  logic [7:0]          arlen, awlen;
-  logic [2:0]          arsize, awsize, arprot, awprot;
-  logic [1:0]          arburst, awburst, rresp, bresp;
-  logic [3:0]          arcache, awcache;
-  logic                arvalid, arready, rlast, rvalid, rready;
-  logic                awvalid, awready, wlast, wvalid, wready, bvalid, bready;
-  logic [BusBits-1:0]  rdata, wdata;
-  logic [BusBytes-1:0] wstrb;
+  logic [IdWidth-1:0]  m_axi_arid, m_axi_rid, m_axi_awid, m_axi_bid;
+  logic [31:0]         m_axi_araddr, m_axi_awaddr;
+  logic [7:0]          m_axi_arlen, m_axi_awlen;
+  logic [2:0]          m_axi_arsize, m_axi_awsize, m_axi_arprot, m_axi_awprot;
+  logic [1:0]          m_axi_arburst, m_axi_awburst, m_axi_rresp, m_axi_bresp;
+  logic [3:0]          m_axi_arcache, m_axi_awcache;
+  logic                m_axi_arvalid, m_axi_arready, m_axi_rlast, m_axi_rvalid, m_axi_rready;
+  logic                m_axi_awvalid, m_axi_awready, m_axi_wlast, m_axi_wvalid, m_axi_wready;
+  logic                m_axi_bvalid, m_axi_bready;
+  logic [BusBits-1:0]  m_axi_rdata, m_axi_wdata;
+  logic [BusBytes-1:0] m_axi_wstrb;
   logic                unused_axi_attributes;
 
-  assign unused_axi_attributes = ^{arcache, arprot, awcache, awprot};
+  assign unused_axi_attributes = ^{m_axi_arcache, m_axi_arprot, m_axi_awcache, m_axi_awprot};
 
-  tpu_top #(
-    .Dim(Dim), .MulStages(MulStages), .AddStages(AddStages), .UbDepth(UbDepth),
-    .AccDepth(AccDepth), .WeightTiles(WeightTiles), .BusBytes(BusBytes), .ActLanes(ActLanes),
-    .QueueDepth(QueueDepth), .ReadBufBeats(ReadBufBeats)
-  ) u_core (
-    .clk_i, .rst_ni,
-    .s_axil_awaddr (axil_awaddr),
-    .s_axil_awprot (3'b000),
-    .s_axil_awvalid(axil_awvalid),
-    .s_axil_awready(axil_awready),
-    .s_axil_wdata  (axil_wdata),
-    .s_axil_wstrb  (axil_wstrb),
-    .s_axil_wvalid (axil_wvalid),
-    .s_axil_wready (axil_wready),
-    .s_axil_bresp  (axil_bresp),
-    .s_axil_bvalid (axil_bvalid),
-    .s_axil_bready (axil_bready),
-    .s_axil_araddr (axil_araddr),
-    .s_axil_arprot (3'b000),
-    .s_axil_arvalid(axil_arvalid),
-    .s_axil_arready(axil_arready),
-    .s_axil_rdata  (axil_rdata),
-    .s_axil_rresp  (axil_rresp),
-    .s_axil_rvalid (axil_rvalid),
-    .s_axil_rready (axil_rready),
-    .m_axi_arid    (arid),
-    .m_axi_araddr  (araddr),
-    .m_axi_arlen   (arlen),
-    .m_axi_arsize  (arsize),
-    .m_axi_arburst (arburst),
-    .m_axi_arcache (arcache),
-    .m_axi_arprot  (arprot),
-    .m_axi_arvalid (arvalid),
-    .m_axi_arready (arready),
-    .m_axi_rid     (rid),
-    .m_axi_rdata   (rdata),
-    .m_axi_rresp   (rresp),
-    .m_axi_rlast   (rlast),
-    .m_axi_rvalid  (rvalid),
-    .m_axi_rready  (rready),
-    .m_axi_awid    (awid),
-    .m_axi_awaddr  (awaddr),
-    .m_axi_awlen   (awlen),
-    .m_axi_awsize  (awsize),
-    .m_axi_awburst (awburst),
-    .m_axi_awcache (awcache),
-    .m_axi_awprot  (awprot),
-    .m_axi_awvalid (awvalid),
-    .m_axi_awready (awready),
-    .m_axi_wdata   (wdata),
-    .m_axi_wstrb   (wstrb),
-    .m_axi_wlast   (wlast),
-    .m_axi_wvalid  (wvalid),
-    .m_axi_wready  (wready),
-    .m_axi_bid     (bid),
-    .m_axi_bresp   (bresp),
-    .m_axi_bvalid  (bvalid),
-    .m_axi_bready  (bready),
-    .irq_o
-  );
+  // Both cores have the same ports.
+  if (Sequential == 1) begin : g_seq_core
+    tpu_seq_top #(
+      .Dim(Dim), .UbDepth(UbDepth), .AccDepth(AccDepth), .WeightTiles(WeightTiles),
+      .CounterWidth(CounterWidth)
+    ) u_core (
+      .clk_i, .rst_ni,
+      .s_axil_awaddr, .s_axil_awprot(3'b000), .s_axil_awvalid, .s_axil_awready, .s_axil_wdata,
+      .s_axil_wstrb, .s_axil_wvalid, .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready,
+      .s_axil_araddr, .s_axil_arprot(3'b000), .s_axil_arvalid, .s_axil_arready, .s_axil_rdata,
+      .s_axil_rresp, .s_axil_rvalid, .s_axil_rready, .m_axi_arid, .m_axi_araddr, .m_axi_arlen,
+      .m_axi_arsize, .m_axi_arburst, .m_axi_arcache, .m_axi_arprot, .m_axi_arvalid, .m_axi_arready,
+      .m_axi_rid, .m_axi_rdata, .m_axi_rresp, .m_axi_rlast, .m_axi_rvalid, .m_axi_rready,
+      .m_axi_awid, .m_axi_awaddr, .m_axi_awlen, .m_axi_awsize, .m_axi_awburst, .m_axi_awcache,
+      .m_axi_awprot, .m_axi_awvalid, .m_axi_awready, .m_axi_wdata, .m_axi_wstrb, .m_axi_wlast,
+      .m_axi_wvalid, .m_axi_wready, .m_axi_bid, .m_axi_bresp, .m_axi_bvalid, .m_axi_bready, .irq_o
+    );
+  end else begin : g_array_core
+    tpu_top #(
+      .Dim(Dim), .MulStages(MulStages), .AddStages(AddStages), .UbDepth(UbDepth),
+      .AccDepth(AccDepth), .WeightTiles(WeightTiles), .BusBytes(BusBytes), .ActLanes(ActLanes),
+      .QueueDepth(QueueDepth), .ReadBufBeats(ReadBufBeats)
+    ) u_core (
+      .clk_i, .rst_ni,
+      .s_axil_awaddr, .s_axil_awprot(3'b000), .s_axil_awvalid, .s_axil_awready, .s_axil_wdata,
+      .s_axil_wstrb, .s_axil_wvalid, .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready,
+      .s_axil_araddr, .s_axil_arprot(3'b000), .s_axil_arvalid, .s_axil_arready, .s_axil_rdata,
+      .s_axil_rresp, .s_axil_rvalid, .s_axil_rready, .m_axi_arid, .m_axi_araddr, .m_axi_arlen,
+      .m_axi_arsize, .m_axi_arburst, .m_axi_arcache, .m_axi_arprot, .m_axi_arvalid, .m_axi_arready,
+      .m_axi_rid, .m_axi_rdata, .m_axi_rresp, .m_axi_rlast, .m_axi_rvalid, .m_axi_rready,
+      .m_axi_awid, .m_axi_awaddr, .m_axi_awlen, .m_axi_awsize, .m_axi_awburst, .m_axi_awcache,
+      .m_axi_awprot, .m_axi_awvalid, .m_axi_awready, .m_axi_wdata, .m_axi_wstrb, .m_axi_wlast,
+      .m_axi_wvalid, .m_axi_wready, .m_axi_bid, .m_axi_bresp, .m_axi_bvalid, .m_axi_bready, .irq_o
+    );
+  end
 
   // ---------------------------------------------------------------------------
   // Board memory
@@ -146,35 +132,35 @@ module tpu_board #(
 
   tpu_axi_ram #(.BusBytes(BusBytes), .MemBytes(MemBytes), .IdWidth(IdWidth)) u_memory (
     .clk_i, .rst_ni,
-    .s_axi_arid   (arid),
-    .s_axi_araddr (araddr),
-    .s_axi_arlen  (arlen),
-    .s_axi_arsize (arsize),
-    .s_axi_arburst(arburst),
-    .s_axi_arvalid(arvalid),
-    .s_axi_arready(arready),
-    .s_axi_rid    (rid),
-    .s_axi_rdata  (rdata),
-    .s_axi_rresp  (rresp),
-    .s_axi_rlast  (rlast),
-    .s_axi_rvalid (rvalid),
-    .s_axi_rready (rready),
-    .s_axi_awid   (awid),
-    .s_axi_awaddr (awaddr),
-    .s_axi_awlen  (awlen),
-    .s_axi_awsize (awsize),
-    .s_axi_awburst(awburst),
-    .s_axi_awvalid(awvalid),
-    .s_axi_awready(awready),
-    .s_axi_wdata  (wdata),
-    .s_axi_wstrb  (wstrb),
-    .s_axi_wlast  (wlast),
-    .s_axi_wvalid (wvalid),
-    .s_axi_wready (wready),
-    .s_axi_bid    (bid),
-    .s_axi_bresp  (bresp),
-    .s_axi_bvalid (bvalid),
-    .s_axi_bready (bready),
+    .s_axi_arid   (m_axi_arid),
+    .s_axi_araddr (m_axi_araddr),
+    .s_axi_arlen  (m_axi_arlen),
+    .s_axi_arsize (m_axi_arsize),
+    .s_axi_arburst(m_axi_arburst),
+    .s_axi_arvalid(m_axi_arvalid),
+    .s_axi_arready(m_axi_arready),
+    .s_axi_rid    (m_axi_rid),
+    .s_axi_rdata  (m_axi_rdata),
+    .s_axi_rresp  (m_axi_rresp),
+    .s_axi_rlast  (m_axi_rlast),
+    .s_axi_rvalid (m_axi_rvalid),
+    .s_axi_rready (m_axi_rready),
+    .s_axi_awid   (m_axi_awid),
+    .s_axi_awaddr (m_axi_awaddr),
+    .s_axi_awlen  (m_axi_awlen),
+    .s_axi_awsize (m_axi_awsize),
+    .s_axi_awburst(m_axi_awburst),
+    .s_axi_awvalid(m_axi_awvalid),
+    .s_axi_awready(m_axi_awready),
+    .s_axi_wdata  (m_axi_wdata),
+    .s_axi_wstrb  (m_axi_wstrb),
+    .s_axi_wlast  (m_axi_wlast),
+    .s_axi_wvalid (m_axi_wvalid),
+    .s_axi_wready (m_axi_wready),
+    .s_axi_bid    (m_axi_bid),
+    .s_axi_bresp  (m_axi_bresp),
+    .s_axi_bvalid (m_axi_bvalid),
+    .s_axi_bready (m_axi_bready),
     .side_req_i   (mem_req),
     .side_we_i    (mem_we),
     .side_addr_i  (mem_addr),
@@ -207,7 +193,7 @@ module tpu_board #(
   );
 
   tpu_link_bridge #(
-    .MemBytes(MemBytes), .ClksPerBit(ClksPerBit), .ClockHz(ClockHz), .Baud(Baud)
+    .MemBytes, .ClksPerBit, .ClockHz, .Baud
   ) u_bridge (
     .clk_i, .rst_ni,
     .rx_valid_i    (rx_valid),
@@ -216,23 +202,23 @@ module tpu_board #(
     .tx_valid_o    (tx_valid),
     .tx_ready_i    (tx_ready),
     .tx_data_o     (tx_data),
-    .m_axil_awaddr (axil_awaddr),
-    .m_axil_awvalid(axil_awvalid),
-    .m_axil_awready(axil_awready),
-    .m_axil_wdata  (axil_wdata),
-    .m_axil_wstrb  (axil_wstrb),
-    .m_axil_wvalid (axil_wvalid),
-    .m_axil_wready (axil_wready),
-    .m_axil_bresp  (axil_bresp),
-    .m_axil_bvalid (axil_bvalid),
-    .m_axil_bready (axil_bready),
-    .m_axil_araddr (axil_araddr),
-    .m_axil_arvalid(axil_arvalid),
-    .m_axil_arready(axil_arready),
-    .m_axil_rdata  (axil_rdata),
-    .m_axil_rresp  (axil_rresp),
-    .m_axil_rvalid (axil_rvalid),
-    .m_axil_rready (axil_rready),
+    .m_axil_awaddr (s_axil_awaddr),
+    .m_axil_awvalid(s_axil_awvalid),
+    .m_axil_awready(s_axil_awready),
+    .m_axil_wdata  (s_axil_wdata),
+    .m_axil_wstrb  (s_axil_wstrb),
+    .m_axil_wvalid (s_axil_wvalid),
+    .m_axil_wready (s_axil_wready),
+    .m_axil_bresp  (s_axil_bresp),
+    .m_axil_bvalid (s_axil_bvalid),
+    .m_axil_bready (s_axil_bready),
+    .m_axil_araddr (s_axil_araddr),
+    .m_axil_arvalid(s_axil_arvalid),
+    .m_axil_arready(s_axil_arready),
+    .m_axil_rdata  (s_axil_rdata),
+    .m_axil_rresp  (s_axil_rresp),
+    .m_axil_rvalid (s_axil_rvalid),
+    .m_axil_rready (s_axil_rready),
     .mem_req_o     (mem_req),
     .mem_we_o      (mem_we),
     .mem_addr_o    (mem_addr),

@@ -18,6 +18,10 @@ module tpu_regs #(
   parameter int unsigned AccDepth    = 1024,
   parameter int unsigned BusBytes    = 16,
   parameter int unsigned WeightTiles = 4,
+  parameter bit          Sequential  = 1'b0,  // HW_CORE.SEQUENTIAL: built by tpu_seq_top
+  // Counter bits, 32..64: narrower counters wrap sooner and save an FPGA's logic; HI reads
+  // the bits above 32 that there are.
+  parameter int unsigned CounterWidth = 64,
   localparam int unsigned AddrWidth  = tpu_regs_pkg::RegAddrWidth,
   localparam int unsigned NumCounters = tpu_regs_pkg::CounterCount
 ) (
@@ -61,6 +65,9 @@ module tpu_regs #(
   if (NumCounters > 16) begin : g_too_many_counters
     $error("tpu_regs: the counter address decode handles at most 16 counters");
   end
+  if (CounterWidth < 32 || CounterWidth > 64) begin : g_bad_counter_width
+    $error("tpu_regs: CounterWidth must be in 32..64");
+  end
 
   localparam logic [1:0] RespOkay   = 2'b00;
   localparam logic [1:0] RespSlvErr = 2'b10;
@@ -77,16 +84,19 @@ module tpu_regs #(
   logic [7:0]  error_code_d, error_code_q;
   logic [23:0] error_pc_d, error_pc_q;
   logic        core_reset_d, core_reset_q, start_d, start_q, start_pending_d, start_pending_q;
-  logic [NumCounters*64-1:0] counters_d, counters_q;
+  logic [NumCounters*CounterWidth-1:0] counters_d, counters_q;
   // This cycle's increments, added in the next: the 64-bit adders then start
   // from a register, not from the core's dispatch logic (the FPGA's critical
   // path). The counters settle one cycle after DONE rises: a host that reads
   // STATUS and then a counter reads the settled value.
   logic [NumCounters*18-1:0] counter_add_d, counter_add_q;
-  logic [NumCounters*64-1:0] counters_sum;
+  logic [NumCounters*CounterWidth-1:0] counters_sum;
+  logic [NumCounters*64-1:0] counters_wide;   // as the 64-bit registers read them
 
   for (genvar c = 0; c < NumCounters; c++) begin : g_counter
-    assign counters_sum[c*64 +: 64] = counters_q[c*64 +: 64] + 64'(counter_add_q[c*18 +: 18]);
+    assign counters_sum[c*CounterWidth +: CounterWidth] =
+        counters_q[c*CounterWidth +: CounterWidth] + CounterWidth'(counter_add_q[c*18 +: 18]);
+    assign counters_wide[c*64 +: 64] = 64'(counters_q[c*CounterWidth +: CounterWidth]);
   end
   logic [31:0] hi_latch_d, hi_latch_q;
 
@@ -128,7 +138,7 @@ module tpu_regs #(
                       s_araddr_i[1:0] == 2'b00;
     if (read_is_counter) begin
       if (!s_araddr_i[2]) begin
-        read_value      = counters_q[counter_idx*64 +: 32];
+        read_value      = counters_wide[counter_idx*64 +: 32];
         read_latches_hi = 1'b1;
       end else begin
         read_value = hi_latch_q;
@@ -161,6 +171,7 @@ module tpu_regs #(
         tpu_regs_pkg::RegProgAddr:  read_value = prog_addr_q;
         tpu_regs_pkg::RegProgCount: read_value = {8'd0, prog_count_q};
         tpu_regs_pkg::RegPc:        read_value = {8'd0, pc_i};
+        tpu_regs_pkg::RegHwCore:    read_value[tpu_regs_pkg::HwCoreSequentialBit] = Sequential;
         default:                    read_resp  = RespSlvErr;
       endcase
     end
@@ -234,7 +245,7 @@ module tpu_regs #(
     if (core_reset_q && start_pending_q) counters_d = '0;
 
     hi_latch_d = hi_latch_q;
-    if (read_fire && read_latches_hi) hi_latch_d = counters_q[counter_idx*64 + 32 +: 32];
+    if (read_fire && read_latches_hi) hi_latch_d = counters_wide[counter_idx*64 + 32 +: 32];
   end
 
   // A START remembers itself through the reset cycle.

@@ -14,7 +14,7 @@ package tpu_regs_pkg;
   localparam logic [31:0] RegIdReset = 32'h5450_5531;
   // VERSION (ro): Register map and instruction set version, major.minor in 16-bit halves.
   localparam logic [11:0] RegVersion = 12'h004;
-  localparam logic [31:0] RegVersionReset = 32'h0001_0000;
+  localparam logic [31:0] RegVersionReset = 32'h0001_0001;
   // HW_ARRAY (ro): Build parameters of the datapath.
   localparam logic [11:0] RegHwArray = 12'h008;
   // HW_ARRAY.DIM: systolic array size (rows = columns)
@@ -73,6 +73,11 @@ package tpu_regs_pkg;
   localparam logic [11:0] RegProgCount = 12'h024;
   // PC (ro): Index of the next instruction to issue.
   localparam logic [11:0] RegPc = 12'h028;
+  // HW_CORE (ro): Which implementation of the instruction set this is.
+  localparam logic [11:0] RegHwCore = 12'h02C;
+  // HW_CORE.SEQUENTIAL: 1: the sequential core (tpu_seq_top), one multiply-add at a time, for the
+  // smallest FPGAs; 0: the systolic array (tpu_top)
+  localparam int unsigned HwCoreSequentialBit = 0;
 
   // 64-bit counters, contiguous from CounterBase: counter i has LO at CounterBase + 8*i and HI 4
   // bytes above. Reading LO latches HI.

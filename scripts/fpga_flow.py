@@ -45,8 +45,11 @@ BUILD = ROOT / "build" / "fpga"
 TOOLS_BIN = Path(os.environ.get("TOOLS_BIN", ROOT / ".venv" / "bin"))
 
 # tpu_board's parameters, in the order of its declaration.
-PARAMETERS = ("Dim", "MulStages", "AddStages", "UbDepth", "AccDepth", "WeightTiles", "BusBytes",
-              "ActLanes", "QueueDepth", "ReadBufBeats", "MemBytes", "ClockHz", "Baud")
+PARAMETERS = ("Sequential", "CounterWidth", "Dim", "MulStages", "AddStages", "UbDepth",
+              "AccDepth", "WeightTiles", "BusBytes", "ActLanes", "QueueDepth", "ReadBufBeats",
+              "MemBytes", "ClockHz", "Baud")
+# The one parameter that is a choice, not a size: 1 builds the sequential core (tpu_seq_top).
+FLAGS = ("Sequential",)
 FAMILIES = ("ecp5", "ice40")
 # The RTL every board builds from, in compile order.
 RTL_LISTS = ("rtl/core.f", "rtl/board.f")
@@ -93,15 +96,20 @@ def load_board(name):
                       ("parameters", dict)):
         if not isinstance(board.get(key), kind):
             raise FlowError(f"{where}: '{key}' is missing or not {kind.__name__}")
-    if not isinstance(board.get("simulate", False), bool):
-        raise FlowError(f"{where}: 'simulate' is not true or false")
+    for key in ("simulate", "simulation_default"):
+        if not isinstance(board.get(key, False), bool):
+            raise FlowError(f"{where}: '{key}' is not true or false")
     if board["family"] not in FAMILIES:
         raise FlowError(f"{where}: family '{board['family']}' is not one of {', '.join(FAMILIES)}")
     if board["family"] == "ecp5" and not isinstance(board.get("speed"), int):
         raise FlowError(f"{where}: an ECP5 board needs its speed grade ('speed')")
     parameters = board["parameters"]
     for key in PARAMETERS:
-        if not isinstance(parameters.get(key), int) or parameters[key] <= 0:
+        value = parameters.get(key)
+        if key in FLAGS:
+            if value not in (0, 1) or isinstance(value, bool):
+                raise FlowError(f"{where}: parameters.{key} is missing or not 0 or 1")
+        elif not isinstance(value, int) or value <= 0:
             raise FlowError(f"{where}: parameters.{key} is missing or not a positive integer")
     for key in parameters:
         if key not in PARAMETERS:
@@ -131,7 +139,9 @@ def with_settings(board, settings):
             parameters[name] = int(value, 0)
         except ValueError:
             raise FlowError(f"--set {setting}: '{value}' is not an integer") from None
-        if parameters[name] <= 0:
+        if name in FLAGS and parameters[name] not in (0, 1):
+            raise FlowError(f"--set {setting}: must be 0 or 1")
+        if name not in FLAGS and parameters[name] <= 0:
             raise FlowError(f"--set {setting}: must be positive")
     changed = {**board, "parameters": parameters}
     check_clock(changed)
@@ -609,9 +619,13 @@ def board_names():
 
 
 def command_boards(args):
-    for name in board_names():
-        if not args.simulated or load_board(name).get("simulate", False):
-            print(name)
+    boards = [load_board(name) for name in board_names()]
+    if args.simulated:
+        # The simulation default first: `--port sim` and the board tests' default open it.
+        boards = sorted((board for board in boards if board.get("simulate", False)),
+                        key=lambda board: not board.get("simulation_default", False))
+    for board in boards:
+        print(board["folder"])
     return 0
 
 

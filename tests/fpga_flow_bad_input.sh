@@ -28,6 +28,7 @@ check "no board 'nosuch'" build nosuch
 check "expected NAME=VALUE" build ulx3s --set Dim
 check "is not an integer" build ulx3s --set Dim=four
 check "must be positive" build ulx3s --set Dim=0
+check "must be 0 or 1" build ulx3s --set Sequential=2
 check "expected NAME=VALUE with NAME one of" build ulx3s --set Width=4
 check "is not the oscillator's" build icebreaker --set ClockHz=24000000
 check "must lie inside the checkout" build ulx3s --out /tmp/fpga-out

@@ -4,6 +4,8 @@
 // LEDs: green a request arriving or a reply going out, red the core's interrupt (DONE or ERROR
 // with IRQ_ENABLE). The user button resets.
 module icebreaker_top #(
+  parameter int unsigned Sequential   = 1,
+  parameter int unsigned CounterWidth = 40,
   parameter int unsigned Dim          = 1,
   parameter int unsigned MulStages    = 1,
   parameter int unsigned AddStages    = 1,
@@ -35,10 +37,10 @@ module icebreaker_top #(
   );
 
   tpu_board #(
-    .Dim(Dim), .MulStages(MulStages), .AddStages(AddStages), .UbDepth(UbDepth),
-    .AccDepth(AccDepth), .WeightTiles(WeightTiles), .BusBytes(BusBytes), .ActLanes(ActLanes),
-    .QueueDepth(QueueDepth), .ReadBufBeats(ReadBufBeats), .MemBytes(MemBytes),
-    .ClockHz(ClockHz), .Baud(Baud)
+    .Sequential(Sequential), .CounterWidth(CounterWidth), .Dim(Dim), .MulStages(MulStages),
+    .AddStages(AddStages), .UbDepth(UbDepth), .AccDepth(AccDepth), .WeightTiles(WeightTiles),
+    .BusBytes(BusBytes), .ActLanes(ActLanes), .QueueDepth(QueueDepth),
+    .ReadBufBeats(ReadBufBeats), .MemBytes(MemBytes), .ClockHz(ClockHz), .Baud(Baud)
   ) u_board (
     .clk_i      (CLK),
     .rst_ni     (rst_n),

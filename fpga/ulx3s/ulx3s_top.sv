@@ -5,6 +5,8 @@
 // LEDs: 0 heartbeat, 1 a request arriving, 2 a reply going out, 3 the core's
 // interrupt (DONE or ERROR with IRQ_ENABLE), 7 PLL locked. FIRE1 resets.
 module ulx3s_top #(
+  parameter int unsigned Sequential   = 0,
+  parameter int unsigned CounterWidth = 64,
   parameter int unsigned Dim          = 4,
   parameter int unsigned MulStages    = 1,
   parameter int unsigned AddStages    = 2,
@@ -42,10 +44,10 @@ module ulx3s_top #(
   );
 
   tpu_board #(
-    .Dim(Dim), .MulStages(MulStages), .AddStages(AddStages), .UbDepth(UbDepth),
-    .AccDepth(AccDepth), .WeightTiles(WeightTiles), .BusBytes(BusBytes), .ActLanes(ActLanes),
-    .QueueDepth(QueueDepth), .ReadBufBeats(ReadBufBeats), .MemBytes(MemBytes),
-    .ClockHz(ClockHz), .Baud(Baud)
+    .Sequential(Sequential), .CounterWidth(CounterWidth), .Dim(Dim), .MulStages(MulStages),
+    .AddStages(AddStages), .UbDepth(UbDepth), .AccDepth(AccDepth), .WeightTiles(WeightTiles),
+    .BusBytes(BusBytes), .ActLanes(ActLanes), .QueueDepth(QueueDepth),
+    .ReadBufBeats(ReadBufBeats), .MemBytes(MemBytes), .ClockHz(ClockHz), .Baud(Baud)
   ) u_board (
     .clk_i      (clk),
     .rst_ni     (rst_n),

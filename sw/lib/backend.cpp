@@ -5,6 +5,7 @@ namespace tpu {
 std::string HardwareConfig::name() const {
   const HardwareConfig defaults;
   std::string s = std::to_string(dim) + "x" + std::to_string(dim);
+  if (sequential) return s + "_seq";
   if (mul_stages || add_stages) {
     s += "_m" + std::to_string(mul_stages) + "a" + std::to_string(add_stages);
   }
@@ -15,7 +16,7 @@ std::string HardwareConfig::name() const {
 bool HardwareConfig::operator==(const HardwareConfig& o) const {
   return dim == o.dim && mul_stages == o.mul_stages && add_stages == o.add_stages &&
          act_lanes == o.act_lanes && ub_depth == o.ub_depth && acc_depth == o.acc_depth &&
-         bus_bytes == o.bus_bytes && weight_tiles == o.weight_tiles;
+         bus_bytes == o.bus_bytes && weight_tiles == o.weight_tiles && sequential == o.sequential;
 }
 
 }  // namespace tpu

@@ -19,7 +19,8 @@ unsigned field(std::uint32_t value, std::uint32_t mask, unsigned lsb) {
 
 }  // namespace
 
-HardwareConfig config_from_registers(std::uint32_t hw_array, std::uint32_t hw_memory) {
+HardwareConfig config_from_registers(std::uint32_t hw_array, std::uint32_t hw_memory,
+                                     std::uint32_t hw_core) {
   HardwareConfig config;
   config.dim = field(hw_array, regs::kHwArrayDimMask, regs::kHwArrayDimLsb);
   config.mul_stages = field(hw_array, regs::kHwArrayMulStagesMask, regs::kHwArrayMulStagesLsb);
@@ -42,6 +43,7 @@ HardwareConfig config_from_registers(std::uint32_t hw_array, std::uint32_t hw_me
   config.bus_bytes = 1u << bus_log2;
   config.weight_tiles =
       field(hw_memory, regs::kHwMemoryWeightTilesMask, regs::kHwMemoryWeightTilesLsb);
+  config.sequential = field(hw_core, regs::kHwCoreSequentialMask, regs::kHwCoreSequentialBit) != 0;
   isa::validate_config(config);
   return config;
 }
@@ -57,7 +59,8 @@ SerialBackend::SerialBackend(std::unique_ptr<link::SerialPort> port,
                     port_->name(), id, regs::kIdReset));
   }
   config_ = config_from_registers(link_.read_register(regs::kHwArray),
-                                  link_.read_register(regs::kHwMemory));
+                                  link_.read_register(regs::kHwMemory),
+                                  link_.read_register(regs::kHwCore));
   if (memory_bytes > board().mem_bytes) {
     throw std::invalid_argument(fmt::format("{} bytes of host memory are needed; the board has {}",
                                             memory_bytes, board().mem_bytes));

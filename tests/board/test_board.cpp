@@ -233,25 +233,41 @@ test::GemmOperands random_operands(oracle::OperandRng& rng, const GemmSpec& s) {
   return test::random_gemm_operands(rng, s, 5, 5);
 }
 
-std::unique_ptr<SerialBackend> open_board(harness::SimulatedBoard** board = nullptr) {
-  auto port = std::make_unique<harness::SimulatedBoard>();
+// Every simulated board runs the serial backend's tests: the ULX3S carries the array core, the
+// iCEBreaker the sequential one.
+std::vector<std::string> board_names() {
+  std::vector<std::string> names;
+  for (const harness::BoardParams& params : harness::compiled_boards()) {
+    names.push_back(params.name);
+  }
+  return names;
+}
+
+class SerialBackendOn : public ::testing::TestWithParam<std::string> {};
+
+std::unique_ptr<SerialBackend> open_board(const std::string& name,
+                                          harness::SimulatedBoard** board = nullptr) {
+  harness::SimBoardOptions sim;
+  sim.board = name;
+  auto port = std::make_unique<harness::SimulatedBoard>(sim);
   if (board) *board = port.get();
   const LinkOptions options = options_for(*port, 2);
   return std::make_unique<SerialBackend>(std::move(port), options, 0);
 }
 
-TEST(SerialBackend, ConfigurationComesFromTheCore) {
-  const std::unique_ptr<SerialBackend> backend = open_board();
+TEST_P(SerialBackendOn, ConfigurationComesFromTheCore) {
+  const std::unique_ptr<SerialBackend> backend = open_board(GetParam());
   const HardwareConfig& c = backend->config();
   EXPECT_TRUE(c.dim >= 1 && (c.dim & (c.dim - 1)) == 0);
   EXPECT_NO_THROW(isa::validate_config(c));
   EXPECT_EQ(config_from_registers(backend->link().read_register(regs::kHwArray),
-                                  backend->link().read_register(regs::kHwMemory)),
+                                  backend->link().read_register(regs::kHwMemory),
+                                  backend->link().read_register(regs::kHwCore)),
             c);
 }
 
-TEST(SerialBackend, GemmsMatchTheReferenceAndTheModel) {
-  const std::unique_ptr<SerialBackend> backend = open_board();
+TEST_P(SerialBackendOn, GemmsMatchTheReferenceAndTheModel) {
+  const std::unique_ptr<SerialBackend> backend = open_board(GetParam());
   const HardwareConfig config = backend->config();
   oracle::OperandRng rng(test::test_seed());
   const std::uint32_t d = config.dim;
@@ -294,8 +310,8 @@ TEST(SerialBackend, GemmsMatchTheReferenceAndTheModel) {
   }
 }
 
-TEST(SerialBackend, UploadsOnlyWhatChanged) {
-  const std::unique_ptr<SerialBackend> backend = open_board();
+TEST_P(SerialBackendOn, UploadsOnlyWhatChanged) {
+  const std::unique_ptr<SerialBackend> backend = open_board(GetParam());
   oracle::OperandRng rng(test::test_seed());
   GemmSpec s;
   s.m = 6;
@@ -313,8 +329,8 @@ TEST(SerialBackend, UploadsOnlyWhatChanged) {
   EXPECT_EQ(downloaded, std::uint64_t{s.m} * plan.n_pad * 4);
 }
 
-TEST(SerialBackend, CoreErrorsAreReportedAsTheModelReportsThem) {
-  const std::unique_ptr<SerialBackend> backend = open_board();
+TEST_P(SerialBackendOn, CoreErrorsAreReportedAsTheModelReportsThem) {
+  const std::unique_ptr<SerialBackend> backend = open_board(GetParam());
   FunctionalModel model(backend->config(), 512);
   // A READ_HOST with rows = 0 is ILLEGAL_FIELD (the builder would refuse it).
   const std::vector<std::uint8_t> program = isa::encode_program(
@@ -332,16 +348,21 @@ TEST(SerialBackend, CoreErrorsAreReportedAsTheModelReportsThem) {
   EXPECT_EQ(on_board.error, regs::Error::IllegalField);
 }
 
-TEST(SerialBackend, MemoryBeyondTheBoardIsRefused) {
+TEST_P(SerialBackendOn, MemoryBeyondTheBoardIsRefused) {
   harness::SimulatedBoard* board = nullptr;
-  const std::unique_ptr<SerialBackend> backend = open_board(&board);
+  const std::unique_ptr<SerialBackend> backend = open_board(GetParam(), &board);
   backend->memory().resize(std::size_t{board->params().mem_bytes} + 32);
   EXPECT_THROW(backend->run(0, 1), std::invalid_argument);
-  auto port = std::make_unique<harness::SimulatedBoard>();
+  harness::SimBoardOptions sim;
+  sim.board = GetParam();
+  auto port = std::make_unique<harness::SimulatedBoard>(sim);
   const LinkOptions options = options_for(*port, 0);
   EXPECT_THROW(SerialBackend(std::move(port), options, std::size_t{1} << 31),
                std::invalid_argument);
 }
+
+INSTANTIATE_TEST_SUITE_P(Boards, SerialBackendOn, ::testing::ValuesIn(board_names()),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 TEST(SerialBackend, LongRunBeyondTheTimeoutIsAnErrorNotAWait) {
   auto port = std::make_unique<harness::SimulatedBoard>();

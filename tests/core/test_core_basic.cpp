@@ -23,6 +23,8 @@ TEST_P(CoreBasic, RegistersDescribeTheBuild) {
   EXPECT_EQ(1u << ((memory >> 8) & 0xFF), config.acc_depth);
   EXPECT_EQ(1u << ((memory >> 16) & 0xFF), config.bus_bytes);
   EXPECT_EQ(memory >> 24, config.weight_tiles);
+  EXPECT_EQ(rtl.read_register(regs::kHwCore) & regs::kHwCoreSequentialMask,
+            config.sequential ? 1u : 0u);
   unsigned resp = 0;
   rtl.read_register(0xFFC, &resp);
   EXPECT_EQ(resp, 2u) << "unmapped offsets answer SLVERR";
@@ -69,7 +71,9 @@ TEST_P(CoreBasic, OneTileGemmMatchesReference) {
   EXPECT_EQ(h.rtl().memory().read_array<ref::fp32_t>(out_addr, m * d), expected.data);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tops, CoreBasic, ::testing::Values("4x4_m1a1", "8x8_bus4", "16x16"),
+INSTANTIATE_TEST_SUITE_P(Tops, CoreBasic,
+                         ::testing::Values("4x4_m1a1", "8x8_bus4", "16x16", "4x4_seq", "1x1_seq",
+                                           "8x8_seq"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace

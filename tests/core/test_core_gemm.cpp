@@ -136,7 +136,9 @@ TEST_P(CoreGemm, RandomHostMemoryTiming) {
   check_gemm(config, s, random_operands(rng, s, 5), options);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tops, CoreGemm, ::testing::Values("4x4_m1a1", "8x8_bus4", "16x16"),
+INSTANTIATE_TEST_SUITE_P(Tops, CoreGemm,
+                         ::testing::Values("4x4_m1a1", "8x8_bus4", "16x16", "4x4_seq", "1x1_seq",
+                                           "8x8_seq"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace

@@ -42,12 +42,22 @@ std::vector<std::uint8_t> host_data() {
 
 class CoreHazards : public ::testing::TestWithParam<HazardCase> {};
 
-TEST_P(CoreHazards, ResultsAsIfSequential) {
-  CoreHarness h(config_named("4x4_m1a1"), slow_memory(), 1u << 18);
+void results_as_if_sequential(const std::string& config, const HazardCase& c) {
+  CoreHarness h(config_named(config), slow_memory(), 1u << 18);
   h.write(0x8000, host_data());
-  const BothResults r = h.run(isa::assemble(GetParam().program));
+  const BothResults r = h.run(isa::assemble(c.program));
   EXPECT_TRUE(r.rtl.ok()) << regs::error_name(r.rtl.error);
   EXPECT_EQ(h.model().uninitialized_reads(), 0u);
+}
+
+TEST_P(CoreHazards, ResultsAsIfSequential) {
+  results_as_if_sequential("4x4_m1a1", GetParam());
+}
+
+// The sequential core has no hazards to get wrong, but the same programs check its loops,
+// addresses and weight slots against the model.
+TEST_P(CoreHazards, SequentialCoreResults) {
+  results_as_if_sequential("4x4_seq", GetParam());
 }
 
 // Every case starts by filling the rows it reads and ends by writing out the
@@ -153,6 +163,33 @@ TEST(CoreOverlap, IndependentUnitsRunTogether) {
   }
   EXPECT_EQ(categories, c[0]) << "every cycle falls in exactly one category";
   EXPECT_EQ(c[(regs::kCntUsefulMacsLo - regs::kCounterBase) / 8], 8u * 64 * 4 * 4);
+}
+
+// The sequential core counts a completed MATMUL row as ARRAY_ACTIVE and every other cycle as
+// NON_MATRIX; it never stalls on weights or inputs.
+TEST(CoreCounters, SequentialCoreCategories) {
+  CoreHarness h(config_named("4x4_seq"), slow_memory(), 1u << 18);
+  h.write(0x8000, host_data());
+  const BothResults r = h.run(isa::assemble(
+      "read_host rows=16 host_addr=0x8000 host_stride=8\n"
+      "matmul fetch count=2 rows=16 accn host_addr=0xA000 host_stride=8 host_step=32 k_valid=3 "
+      "n_valid=2\n"
+      "write_host acc rows=16 host_addr=0x10000 host_stride=16\nhalt\n"));
+  ASSERT_TRUE(r.rtl.ok()) << regs::error_name(r.rtl.error);
+  const Counters& c = r.rtl.counters.value();
+  const auto counter = [&](std::uint32_t lo) { return c[(lo - regs::kCounterBase) / 8]; };
+  EXPECT_EQ(counter(regs::kCntArrayActiveLo), 2u * 16);
+  EXPECT_EQ(counter(regs::kCntUsefulMacsLo), 2u * 16 * 3 * 2);
+  EXPECT_EQ(counter(regs::kCntArrayActiveLo) + counter(regs::kCntNonMatrixLo), c[0]);
+  for (std::uint32_t lo : {regs::kCntWeightStallLo, regs::kCntWeightShiftLo, regs::kCntInputStallLo,
+                           regs::kCntRawStallLo}) {
+    EXPECT_EQ(counter(lo), 0u);
+  }
+  EXPECT_EQ(counter(regs::kCntInstructionsLo), 3u);
+  // One beat per 4-byte word: 4 instructions of 8 words, 16 rows of 4 bf16 lanes (a lane a
+  // beat), 2 tiles of 3 rows of 4 weights; 16 rows of 4 fp32 lanes out.
+  EXPECT_EQ(counter(regs::kCntDmaReadBeatsLo), 4u * 8 + 16 * 4 + 2 * 3 * 4);
+  EXPECT_EQ(counter(regs::kCntDmaWriteBeatsLo), 16u * 4);
 }
 
 }  // namespace

@@ -67,7 +67,9 @@ INSTANTIATE_TEST_SUITE_P(
     Tops, CoreRandom,
     ::testing::Values(RandomCase{"4x4_m1a1", 24, false}, RandomCase{"4x4_m1a1", 12, true},
                       RandomCase{"8x8_bus4", 12, false}, RandomCase{"8x8_bus4", 6, true},
-                      RandomCase{"16x16", 4, false}, RandomCase{"16x16", 2, true}),
+                      RandomCase{"16x16", 4, false}, RandomCase{"16x16", 2, true},
+                      RandomCase{"4x4_seq", 12, false}, RandomCase{"4x4_seq", 6, true},
+                      RandomCase{"1x1_seq", 12, false}, RandomCase{"8x8_seq", 6, true}),
     [](const ::testing::TestParamInfo<RandomCase>& p) {
       return p.param.config + (p.param.stalls ? "_stalls" : "");
     });

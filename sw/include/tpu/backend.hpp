@@ -25,8 +25,10 @@ struct HardwareConfig {
   unsigned acc_depth = 4096;  // accumulator rows
   unsigned bus_bytes = 16;    // AXI4 data bytes
   unsigned weight_tiles = 4;  // weight FIFO depth in tiles
+  bool sequential = false;    // the sequential core (tpu_seq_top), not the array
 
-  // "16x16", "4x4_m1a1", "8x8_bus4": the array, then what differs from the defaults.
+  // "16x16", "4x4_m1a1", "8x8_bus4": the array, then what differs from the defaults; "4x4_seq":
+  // the sequential core, whose bus is always 4 bytes and whose arithmetic has no stages.
   std::string name() const;
   bool operator==(const HardwareConfig& other) const;
   bool operator!=(const HardwareConfig& other) const { return !(*this == other); }

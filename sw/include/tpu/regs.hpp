@@ -19,7 +19,7 @@ inline constexpr std::uint32_t kId = 0x000;
 inline constexpr std::uint32_t kIdReset = 0x54505531;
 // VERSION (ro): Register map and instruction set version, major.minor in 16-bit halves.
 inline constexpr std::uint32_t kVersion = 0x004;
-inline constexpr std::uint32_t kVersionReset = 0x00010000;
+inline constexpr std::uint32_t kVersionReset = 0x00010001;
 // HW_ARRAY (ro): Build parameters of the datapath.
 inline constexpr std::uint32_t kHwArray = 0x008;
 // HW_ARRAY.DIM: systolic array size (rows = columns)
@@ -92,6 +92,12 @@ inline constexpr std::uint32_t kProgAddr = 0x020;
 inline constexpr std::uint32_t kProgCount = 0x024;
 // PC (ro): Index of the next instruction to issue.
 inline constexpr std::uint32_t kPc = 0x028;
+// HW_CORE (ro): Which implementation of the instruction set this is.
+inline constexpr std::uint32_t kHwCore = 0x02C;
+// HW_CORE.SEQUENTIAL: 1: the sequential core (tpu_seq_top), one multiply-add at a time, for the
+// smallest FPGAs; 0: the systolic array (tpu_top)
+inline constexpr unsigned kHwCoreSequentialBit = 0;
+inline constexpr std::uint32_t kHwCoreSequentialMask = 0x00000001;
 
 // 64-bit counters, contiguous from kCounterBase: counter i has LO at
 // kCounterBase + 8*i and HI 4 bytes above. Reading LO latches HI.

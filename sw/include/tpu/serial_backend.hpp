@@ -58,8 +58,9 @@ class SerialBackend final : public Backend {
   std::uint64_t uploaded_ = 0, downloaded_ = 0;
 };
 
-// The configuration HW_ARRAY and HW_MEMORY describe; std::invalid_argument when they describe
-// none (isa::validate_config).
-HardwareConfig config_from_registers(std::uint32_t hw_array, std::uint32_t hw_memory);
+// The configuration HW_ARRAY, HW_MEMORY and HW_CORE describe; std::invalid_argument when they
+// describe none (isa::validate_config).
+HardwareConfig config_from_registers(std::uint32_t hw_array, std::uint32_t hw_memory,
+                                     std::uint32_t hw_core);
 
 }  // namespace tpu

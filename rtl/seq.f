@@ -1,0 +1,17 @@
+rtl/tpu_pkg.sv
+rtl/tpu_core_pkg.sv
+rtl/tpu_isa_pkg.sv
+rtl/tpu_regs_pkg.sv
+rtl/tpu_act_tables_pkg.sv
+rtl/tpu_pipe_reg.sv
+rtl/tpu_bf16_mul.sv
+rtl/tpu_fp32_add.sv
+rtl/tpu_fp32_to_bf16.sv
+rtl/tpu_seq_act.sv
+rtl/tpu_ram_sdp.sv
+rtl/tpu_regs.sv
+rtl/tpu_reset_copy.sv
+rtl/tpu_seq_bus.sv
+rtl/tpu_seq_check.sv
+rtl/tpu_seq_ctrl.sv
+rtl/tpu_seq_top.sv

@@ -1,0 +1,340 @@
+// The instruction checks of the sequential core (tpu_seq_top): the "Errors" of
+// docs/isa.md, in their order, one step per cycle through one 16 x 16
+// multiplier and one 50-bit accumulator. The array core's issue stage
+// (tpu_issue) computes every span in parallel, in the cycle it issues; here
+// an instruction waits a dozen cycles, which costs nothing next to the
+// hundreds it takes to run, and the arithmetic is shared.
+//
+// A span of on-chip rows ends at base + (count - 1) * step + rows (rows is 1
+// for the bias); the host bytes end at host_addr + (count - 1) * host_step +
+// (rows - 1) * host_stride + the row's bytes. Both are built in the
+// accumulator, a 32-bit operand as two 16-bit halves.
+module tpu_seq_check #(
+  parameter int unsigned Dim         = 4,
+  parameter int unsigned UbDepth     = 256,
+  parameter int unsigned AccDepth    = 256,
+  parameter int unsigned WeightTiles = 2
+) (
+  input  logic         clk_i,
+  input  logic         rst_ni,
+
+  input  logic         start_i,     // check instr_i (held until done_o)
+  input  logic [255:0] instr_i,
+  input  logic         stray_i,     // a bit instr_i's opcode does not use is set
+  input  logic [4:0]   tiles_i,     // weight tiles loaded and not yet claimed
+  output logic         done_o,      // one cycle; error_o is valid with it
+  output logic [7:0]   error_o      // tpu_regs_pkg::Err*, ErrNone if the instruction may run
+);
+
+  // Fields (tpu_isa_pkg, generated from rtl/isa.toml).
+  logic [7:0]  opcode, flags;
+  logic [3:0]  func;
+  logic [15:0] count, rows, addr_a, addr_b, step_a, step_b, alpha, bias_addr, bias_step;
+  logic [31:0] host_addr, host_stride, host_step;
+  logic [8:0]  k_valid, n_valid;
+
+  assign opcode      = instr_i[tpu_isa_pkg::FieldOpcodeLsb +: 8];
+  assign flags       = instr_i[tpu_isa_pkg::FieldFlagsLsb +: 8];
+  assign func        = instr_i[tpu_isa_pkg::FieldFuncLsb +: 4];
+  assign count       = instr_i[tpu_isa_pkg::FieldCountLsb +: 16];
+  assign rows        = instr_i[tpu_isa_pkg::FieldRowsLsb +: 16];
+  assign addr_a      = instr_i[tpu_isa_pkg::FieldAddrALsb +: 16];
+  assign addr_b      = instr_i[tpu_isa_pkg::FieldAddrBLsb +: 16];
+  assign step_a      = instr_i[tpu_isa_pkg::FieldStepALsb +: 16];
+  assign step_b      = instr_i[tpu_isa_pkg::FieldStepBLsb +: 16];
+  assign host_addr   = instr_i[tpu_isa_pkg::FieldHostAddrLsb +: 32];
+  assign alpha       = instr_i[tpu_isa_pkg::FieldAlphaLsb +: 16];
+  assign host_stride = instr_i[tpu_isa_pkg::FieldHostStrideLsb +: 32];
+  assign host_step   = instr_i[tpu_isa_pkg::FieldHostStepLsb +: 32];
+  assign k_valid     = instr_i[tpu_isa_pkg::FieldKValidLsb +: 9];
+  assign n_valid     = instr_i[tpu_isa_pkg::FieldNValidLsb +: 9];
+  assign bias_addr   = instr_i[tpu_isa_pkg::FieldBiasAddrLsb +: 16];
+  assign bias_step   = instr_i[tpu_isa_pkg::FieldBiasStepLsb +: 16];
+
+  // What the instruction touches (isa::footprint in sw/lib/isa.cpp).
+  logic is_read_host, is_read_weights, is_matmul, is_activate, is_write_host, is_halt;
+  logic legal_opcode, moves_data, fetch, bias, f32, host_acc;
+  logic src_used, src_acc, dst_used, dst_acc, bias_used, host_used;
+  logic [15:0] host_rows_minus1;
+  logic [8:0]  host_row_bytes;
+  logic [2:0]  beat_mask;
+
+  always_comb begin
+    is_read_host    = opcode == tpu_isa_pkg::OpReadHost;
+    is_read_weights = opcode == tpu_isa_pkg::OpReadWeights;
+    is_matmul       = opcode == tpu_isa_pkg::OpMatmul;
+    is_activate     = opcode == tpu_isa_pkg::OpActivate;
+    is_write_host   = opcode == tpu_isa_pkg::OpWriteHost;
+    is_halt         = opcode == tpu_isa_pkg::OpHalt;
+    legal_opcode    = is_read_host || is_read_weights || is_matmul || is_activate ||
+                      is_write_host || opcode == tpu_isa_pkg::OpSync || is_halt;
+    moves_data      = is_read_host || is_read_weights || is_matmul || is_activate || is_write_host;
+    fetch    = is_matmul && flags[tpu_isa_pkg::MatmulFlagFetch];
+    bias     = is_activate && flags[tpu_isa_pkg::ActivateFlagBias];
+    f32      = is_activate && flags[tpu_isa_pkg::ActivateFlagF32];
+    // READ_HOST.ACC and WRITE_HOST.ACC are both flag bit 0.
+    host_acc = flags[tpu_isa_pkg::ReadHostFlagAcc];
+
+    src_used  = is_matmul || is_activate || is_write_host;
+    src_acc   = is_activate || (is_write_host && host_acc);
+    dst_used  = is_read_host || is_matmul || is_activate;
+    dst_acc   = (is_read_host && host_acc) || is_matmul || f32;
+    bias_used = bias;
+    host_used = is_read_host || is_read_weights || fetch || is_write_host;
+
+    host_rows_minus1 = fetch ? 16'(k_valid) - 16'd1 : rows - 16'd1;
+    host_row_bytes   = (host_acc && (is_read_host || is_write_host)) ? 9'(4 * Dim) : 9'(2 * Dim);
+    // HOST_ALIGN: a multiple of the row or of the 4-byte bus, whichever is smaller.
+    beat_mask = (host_row_bytes < 9'd4) ? 3'(host_row_bytes - 9'd1) : 3'd3;
+  end
+
+  logic field_error;
+  always_comb begin
+    field_error = stray_i || (moves_data && (count == '0 || rows == '0));
+    if (is_read_weights && rows > 16'(Dim)) field_error = 1'b1;
+    if (is_matmul) begin
+      if (k_valid == '0 || k_valid > 9'(Dim) || n_valid == '0 || n_valid > 9'(Dim)) begin
+        field_error = 1'b1;
+      end
+      if (!fetch && (host_addr != '0 || host_stride != '0 || host_step != '0)) field_error = 1'b1;
+    end
+    if (is_activate) begin
+      if (func >= 4'(tpu_isa_pkg::FuncCount)) field_error = 1'b1;
+      if (func != tpu_isa_pkg::FuncLeaky && alpha != '0) field_error = 1'b1;
+      if (!bias && (bias_addr != '0 || bias_step != '0)) field_error = 1'b1;
+    end
+  end
+
+  // ---------------------------------------------------------------------------
+  // The steps. Span steps come in pairs: load base + rows, then add
+  // (count - 1) * step; the next step compares the end with the depth.
+  // ---------------------------------------------------------------------------
+  typedef enum logic [3:0] {
+    StIdle,
+    StFields,
+    StSrcLoad, StSrcMul, StSrcEnd,
+    StDstLoad, StDstMul, StDstEnd,
+    StBiasLoad, StBiasMul, StBiasEnd,
+    StHostLoad, StHostMul, StHostEnd,
+    StOrder,      // ACC_OVERLAP and the weight tiles
+    StDone
+  } state_e;
+
+  state_e      state_d, state_q;
+  logic [1:0]  part_d, part_q;      // StHostMul: which of the four 16 x 16 products
+  logic [49:0] acc_d, acc_q;
+  logic [16:0] src_end_d, src_end_q, dst_end_d, dst_end_q, bias_end_d, bias_end_q;
+  logic [7:0]  error_d, error_q;
+
+  logic [15:0] mul_a, mul_b;
+  logic [31:0] product;
+  logic [49:0] product_shifted;
+
+  always_comb begin
+    mul_a = count - 16'd1;
+    mul_b = step_a;
+    unique case (state_q)
+      StDstMul:  mul_b = step_b;
+      StBiasMul: mul_b = bias_step;
+      StHostMul: begin
+        mul_a = part_q[1] ? host_rows_minus1 : count - 16'd1;
+        unique case (part_q)
+          2'd0:    mul_b = host_step[15:0];
+          2'd1:    mul_b = host_step[31:16];
+          2'd2:    mul_b = host_stride[15:0];
+          default: mul_b = host_stride[31:16];
+        endcase
+      end
+      default: ;
+    endcase
+    product         = 32'(mul_a) * 32'(mul_b);
+    product_shifted = (state_q == StHostMul && part_q[0]) ? {2'b00, product, 16'd0} :
+                                                            {18'd0, product};
+  end
+
+  // acc_q > 2^log2: a bit above log2, or bit log2 and any below it. Depths are powers of two,
+  // so the comparisons with them and with 2^32 need no carry chains.
+  function automatic logic above_pow2(input logic [49:0] value, input int unsigned log2);
+    logic above, below;
+    above = 1'b0;
+    below = 1'b0;
+    for (int b = 0; b < 50; b++) begin
+      if (b > log2) above |= value[b];
+      if (b < log2) below |= value[b];
+    end
+    above_pow2 = above || (value[log2] && below);
+  endfunction
+
+  logic past_ub, past_acc, past_host;
+  assign past_ub   = above_pow2(acc_q, $clog2(UbDepth));
+  assign past_acc  = above_pow2(acc_q, $clog2(AccDepth));
+  assign past_host = above_pow2(acc_q, 32);
+
+  // The first iteration's ends, where each accumulation starts.
+  logic [16:0] src_rows_end, dst_rows_end, bias_rows_end;
+  logic [32:0] host_row_end;
+  assign src_rows_end  = {1'b0, addr_a} + {1'b0, rows};
+  assign dst_rows_end  = {1'b0, addr_b} + {1'b0, rows};
+  assign bias_rows_end = {1'b0, bias_addr} + 17'd1;
+  assign host_row_end  = {1'b0, host_addr} + {24'd0, host_row_bytes};
+
+  logic in_place;
+  assign in_place = addr_a == addr_b && step_a == step_b;
+
+  always_comb begin
+    state_d    = state_q;
+    part_d     = part_q;
+    acc_d      = acc_q;
+    src_end_d  = src_end_q;
+    dst_end_d  = dst_end_q;
+    bias_end_d = bias_end_q;
+    error_d    = error_q;
+
+    unique case (state_q)
+      StIdle: begin
+        if (start_i) begin
+          error_d = tpu_regs_pkg::ErrNone;
+          state_d = StFields;
+        end
+      end
+      StFields: begin
+        if (!legal_opcode) begin
+          error_d = tpu_regs_pkg::ErrIllegalOpcode;
+          state_d = StDone;
+        end else if (field_error) begin
+          error_d = tpu_regs_pkg::ErrIllegalField;
+          state_d = StDone;
+        end else begin
+          state_d = StSrcLoad;
+        end
+      end
+
+      StSrcLoad: begin
+        acc_d   = 50'(src_rows_end);
+        state_d = src_used ? StSrcMul : StDstLoad;
+      end
+      StSrcMul: begin
+        acc_d   = acc_q + product_shifted;
+        state_d = StSrcEnd;
+      end
+      StSrcEnd: begin
+        src_end_d = acc_q[16:0];
+        state_d   = StDstLoad;
+        if (src_acc ? past_acc : past_ub) begin
+          error_d = src_acc ? tpu_regs_pkg::ErrAccRange : tpu_regs_pkg::ErrUbRange;
+          state_d = StDone;
+        end
+      end
+
+      StDstLoad: begin
+        acc_d   = 50'(dst_rows_end);
+        state_d = dst_used ? StDstMul : StBiasLoad;
+      end
+      StDstMul: begin
+        acc_d   = acc_q + product_shifted;
+        state_d = StDstEnd;
+      end
+      StDstEnd: begin
+        dst_end_d = acc_q[16:0];
+        state_d   = StBiasLoad;
+        if (dst_acc ? past_acc : past_ub) begin
+          error_d = dst_acc ? tpu_regs_pkg::ErrAccRange : tpu_regs_pkg::ErrUbRange;
+          state_d = StDone;
+        end
+      end
+
+      StBiasLoad: begin
+        acc_d   = 50'(bias_rows_end);
+        state_d = bias_used ? StBiasMul : StHostLoad;
+      end
+      StBiasMul: begin
+        acc_d   = acc_q + product_shifted;
+        state_d = StBiasEnd;
+      end
+      StBiasEnd: begin
+        bias_end_d = acc_q[16:0];
+        state_d    = StHostLoad;
+        if (past_acc) begin
+          error_d = tpu_regs_pkg::ErrAccRange;
+          state_d = StDone;
+        end
+      end
+
+      StHostLoad: begin
+        acc_d   = 50'(host_row_end);
+        part_d  = 2'd0;
+        state_d = StOrder;
+        if (host_used) begin
+          state_d = StHostMul;
+          if (((host_addr[2:0] | host_stride[2:0] | host_step[2:0]) & beat_mask) != '0) begin
+            error_d = tpu_regs_pkg::ErrHostAlign;
+            state_d = StDone;
+          end
+        end
+      end
+      StHostMul: begin
+        acc_d  = acc_q + product_shifted;
+        part_d = part_q + 2'd1;
+        if (part_q == 2'd3) state_d = StHostEnd;
+      end
+      StHostEnd: begin
+        state_d = StOrder;
+        if (past_host) begin
+          error_d = tpu_regs_pkg::ErrHostRange;
+          state_d = StDone;
+        end
+      end
+
+      StOrder: begin
+        state_d = StDone;
+        if (f32 && ((bias && tpu_core_pkg::rows_overlap(addr_b, dst_end_q, bias_addr, bias_end_q)) ||
+                    (!in_place && tpu_core_pkg::rows_overlap(addr_b, dst_end_q, addr_a, src_end_q))))
+        begin
+          error_d = tpu_regs_pkg::ErrAccOverlap;
+        end else if (is_read_weights && 17'(tiles_i) + 17'(count) > 17'(WeightTiles + 1)) begin
+          error_d = tpu_regs_pkg::ErrWeightOverflow;
+        end else if ((fetch || is_halt) && tiles_i != '0) begin
+          error_d = tpu_regs_pkg::ErrWeightLeftover;
+        end else if (is_matmul && !fetch && 16'(tiles_i) < count) begin
+          error_d = tpu_regs_pkg::ErrWeightUnderflow;
+        end
+      end
+
+      StDone:  state_d = StIdle;
+      default: state_d = StIdle;
+    endcase
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      state_q    <= StIdle;
+      part_q     <= '0;
+      acc_q      <= '0;
+      src_end_q  <= '0;
+      dst_end_q  <= '0;
+      bias_end_q <= '0;
+      error_q    <= '0;
+    end else begin
+      state_q    <= state_d;
+      part_q     <= part_d;
+      acc_q      <= acc_d;
+      src_end_q  <= src_end_d;
+      dst_end_q  <= dst_end_d;
+      bias_end_q <= bias_end_d;
+      error_q    <= error_d;
+    end
+  end
+
+  assign done_o  = state_q == StDone;
+  assign error_o = error_q;
+
+`ifndef SYNTHESIS
+  a_start_when_idle: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      start_i |-> state_q == StIdle)
+    else $error("tpu_seq_check: start while a check is running");
+  a_instr_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      state_q != StIdle && state_q != StDone |=> $stable(instr_i[31:0]) && $stable(instr_i[255:224]))
+    else $error("tpu_seq_check: the instruction changed during its check");
+`endif
+
+endmodule

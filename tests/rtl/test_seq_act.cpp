@@ -1,0 +1,388 @@
+// The sequential activation function unit (rtl/tpu_seq_act.sv) against the reference model
+// (tb/ref/activation), bit for bit, as test_act_func checks the pipelined unit: every bf16 input
+// for every function code (leaky with slopes of every kind), special values with every code and
+// slope, random fp32 inputs, and a random function per value. Throughout, in_valid_i and
+// out_ready_i are held low at random and the inputs change at random whenever they are not being
+// offered, so a result must wait in y_o and only the offered input may be taken. Then the
+// handshakes on their own: the result held until taken, nothing taken while a value is in
+// flight, and reset in the middle of a value. A value that takes more than kMaxCycles fails the
+// test instead of hanging it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "Vseq_act.h"
+#include "common/test_seed.hpp"
+#include "harness/verilated_context.hpp"
+#include "oracle/activation.hpp"
+#include "oracle/operand_sets.hpp"
+#include "ref/activation.hpp"
+
+namespace {
+
+using tpu::ref::ActFunc;
+using tpu::ref::bf16_t;
+using tpu::ref::fp32_t;
+using tpu::test::test_seed;
+namespace oracle = tpu::oracle;
+
+constexpr std::uint64_t kRandomInputsPerFunction = 500'000;
+constexpr unsigned kFunctionCount = 7;  // codes 0..6; 7..15 are illegal
+constexpr unsigned kFunctionCodes = 16;
+// Cycles from acceptance to out_valid_o that no value may exceed (the slowest, gelu of a small
+// |x|, takes about 200).
+constexpr unsigned kMaxCycles = 300;
+
+// 0.01, 0.2, 1, -0.5 and 0.
+constexpr bf16_t kSlopes[] = {0x3C24u, 0x3E4Du, 0x3F80u, 0xBF00u, 0x0000u};
+// -0, a subnormal, +-inf, a NaN, the largest finite, the smallest normal, -3.
+constexpr bf16_t kSpecialSlopes[] = {0x8000u, 0x0001u, 0x7F80u, 0xFF80u,
+                                     0x7FC1u, 0x7F7Fu, 0x0080u, 0xC040u};
+
+struct Input {
+  unsigned func;
+  fp32_t x;
+  bf16_t alpha;
+};
+
+// Counts mismatches and keeps the first few for the failure message.
+class Mismatches {
+ public:
+  void check(std::uint32_t got, const Input& in) {
+    const std::uint32_t want = tpu::ref::act_func(in.func, in.x, in.alpha);
+    if (got == want) return;
+    if (count_++ < 8)
+      text_ << std::hex << " func=" << in.func << " x=0x" << in.x << " alpha=0x" << in.alpha
+            << " got=0x" << got << " want=0x" << want << "\n";
+  }
+  std::uint64_t count() const { return count_; }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::uint64_t count_ = 0;
+  std::ostringstream text_;
+};
+
+#define EXPECT_NO_MISMATCH(m) EXPECT_EQ((m).count(), 0u) << (m).text()
+
+// The unit's Verilator model in its context (random initial register values), reset, with its
+// inputs idle. UnitModel (tb/harness) drives an en_i this unit does not have.
+class SeqActModel {
+ public:
+  explicit SeqActModel(std::uint32_t random_init_seed)
+      : context_(tpu::harness::make_context(random_init_seed)),
+        unit_(std::make_unique<Vseq_act>(context_.get(), "unit")) {
+    unit_->clk_i = 0;
+    unit_->in_valid_i = 0;
+    unit_->out_ready_i = 0;
+    unit_->func_i = 0;
+    unit_->alpha_i = 0;
+    unit_->x_i = 0;
+    reset();
+  }
+  ~SeqActModel() { unit_->final(); }
+  SeqActModel(const SeqActModel&) = delete;
+  SeqActModel& operator=(const SeqActModel&) = delete;
+
+  Vseq_act* operator->() { return unit_.get(); }
+
+  // The model resets only on a falling edge of rst_ni that it sees. Two clocks in reset give the
+  // assertions' sampled past values (random at first, like every register) the reset state.
+  void reset() {
+    unit_->rst_ni = 1;
+    unit_->eval();
+    unit_->rst_ni = 0;
+    unit_->eval();
+    clock();
+    clock();
+    unit_->rst_ni = 1;
+    unit_->eval();
+  }
+
+  void clock() {
+    unit_->clk_i = 1;
+    unit_->eval();
+    unit_->clk_i = 0;
+    unit_->eval();
+    if (context_->gotError()) throw std::runtime_error("RTL assertion failed");
+  }
+
+ private:
+  std::unique_ptr<VerilatedContext> context_;
+  std::unique_ptr<Vseq_act> unit_;
+};
+
+// A small, fast generator for the per-cycle choices (stalls, scrambled inputs).
+class Xorshift {
+ public:
+  explicit Xorshift(std::uint64_t seed) : state_(seed | 1) {}
+  std::uint64_t next() {
+    state_ ^= state_ << 13;
+    state_ ^= state_ >> 7;
+    state_ ^= state_ << 17;
+    return state_;
+  }
+  bool percent(unsigned p) { return next() % 100 < p; }
+
+ private:
+  std::uint64_t state_;
+};
+
+// Offers inputs one after the other and takes the results, both with random stalls, and checks
+// each result against the reference model's for its input. Half the inputs are offered while
+// the previous value is still in flight, the other half only once in_ready_o is high; outside an
+// offer the inputs carry random values with in_valid_i low. An offered input stays until taken.
+class Stream {
+ public:
+  explicit Stream(std::uint64_t seed, unsigned stall_percent = 20)
+      : unit_(static_cast<std::uint32_t>(seed)), rng_(seed), stall_percent_(stall_percent) {}
+
+  void feed(const Input& in) {
+    if (rng_.percent(50))
+      while (!unit_->in_ready_o) cycle(nullptr);
+    while (rng_.percent(stall_percent_)) cycle(nullptr);
+    while (!cycle(&in)) {
+    }
+  }
+  // Takes the results still in flight.
+  void drain() {
+    while (!in_flight_.empty()) cycle(nullptr);
+  }
+
+  const Mismatches& mismatches() const { return mismatches_; }
+  unsigned max_cycles() const { return max_cycles_; }
+  double mean_cycles() const {
+    return delivered_ == 0 ? 0.0
+                           : static_cast<double>(busy_cycles_) / static_cast<double>(delivered_);
+  }
+
+ private:
+  // One clock cycle; true if `offer` was taken.
+  bool cycle(const Input* offer) {
+    if (offer != nullptr) {
+      unit_->in_valid_i = 1;
+      unit_->func_i = static_cast<std::uint8_t>(offer->func);
+      unit_->alpha_i = offer->alpha;
+      unit_->x_i = offer->x;
+    } else {
+      const std::uint64_t noise = rng_.next();
+      unit_->in_valid_i = 0;
+      unit_->func_i = static_cast<std::uint8_t>(noise & 0xF);
+      unit_->alpha_i = static_cast<std::uint16_t>(noise >> 4);
+      unit_->x_i = static_cast<std::uint32_t>(noise >> 20);
+    }
+    const bool out_ready = !rng_.percent(stall_percent_);
+    unit_->out_ready_i = out_ready;
+
+    const bool taken = offer != nullptr && unit_->in_ready_o;
+    if (unit_->out_valid_o) {
+      if (in_flight_.empty()) throw std::runtime_error("a result without an input");
+      if (waiting_ && unit_->y_o != waiting_value_)
+        throw std::runtime_error("y_o changed while out_valid_o waited for out_ready_i");
+      if (!waiting_) record_latency();
+      waiting_ = !out_ready;
+      waiting_value_ = unit_->y_o;
+      if (out_ready) {
+        mismatches_.check(unit_->y_o, in_flight_.front());
+        in_flight_.pop_front();
+        ++delivered_;
+      }
+    } else if (!in_flight_.empty() && ++busy_ > kMaxCycles) {
+      throw std::runtime_error("no result " + std::to_string(kMaxCycles) +
+                               " cycles after the input was taken");
+    }
+    if (taken) {
+      if (!in_flight_.empty()) throw std::runtime_error("an input taken while one is in flight");
+      in_flight_.push_back(*offer);
+      busy_ = 0;
+    }
+    if (offer != nullptr && !taken && in_flight_.empty() && !unit_->out_valid_o)
+      throw std::runtime_error("nothing in flight, but in_ready_o is low");
+    // Nothing taken and nothing delivered for this long: the unit hangs with nothing in flight.
+    stuck_ = taken || (unit_->out_valid_o && out_ready) ? 0 : stuck_ + 1;
+    if (stuck_ > kMaxCycles) throw std::runtime_error("no progress, nothing in flight");
+    unit_.clock();
+    return taken;
+  }
+
+  void record_latency() {
+    max_cycles_ = std::max(max_cycles_, busy_ + 1);
+    busy_cycles_ += busy_ + 1;
+  }
+
+  SeqActModel unit_;
+  Xorshift rng_;
+  unsigned stall_percent_;
+  std::deque<Input> in_flight_;
+  unsigned busy_ = 0;   // cycles since the value in flight was taken
+  unsigned stuck_ = 0;  // cycles since the last input was taken or result delivered
+  bool waiting_ = false;
+  std::uint32_t waiting_value_ = 0;
+  Mismatches mismatches_;
+  unsigned max_cycles_ = 0;
+  std::uint64_t busy_cycles_ = 0;
+  std::uint64_t delivered_ = 0;
+};
+
+std::vector<bf16_t> every_slope() {
+  std::vector<bf16_t> slopes(std::begin(kSlopes), std::end(kSlopes));
+  slopes.insert(slopes.end(), std::begin(kSpecialSlopes), std::end(kSpecialSlopes));
+  return slopes;
+}
+
+// Every bf16 pattern widened to fp32 (x << 16).
+std::vector<fp32_t> every_bf16_input() {
+  std::vector<fp32_t> inputs;
+  for (std::uint32_t bits = 0; bits <= 0xFFFFu; ++bits) inputs.push_back(bits << 16);
+  return inputs;
+}
+
+TEST(RtlSeqAct, EveryBf16InputEveryFunction) {
+  Stream stream(test_seed());
+  for (unsigned func = 0; func < kFunctionCount; ++func) {
+    if (func == static_cast<unsigned>(ActFunc::kLeaky)) continue;
+    for (fp32_t x : every_bf16_input()) stream.feed({func, x, 0});
+  }
+  for (bf16_t alpha : every_slope())
+    for (fp32_t x : every_bf16_input())
+      stream.feed({static_cast<unsigned>(ActFunc::kLeaky), x, alpha});
+  stream.drain();
+  EXPECT_NO_MISMATCH(stream.mismatches());
+}
+
+// Zeros, subnormals, the normal extremes, infinities, NaNs with either sign and several
+// payloads, and the boundaries of the unit's paths, each with its neighbours: relu6's 6,
+// |x| = 2^-22 below which the fixed-point |x| is 0, tanh's series below 2^-4, tanh and gelu
+// from 16, sigmoid from 32 and to -128, the scaled argument's saturation at 256, 1.0, and the
+// flush of sigmoid and gelu near -87.3 and -13.2; plus the structured fp32 operands.
+std::vector<fp32_t> special_inputs() {
+  std::vector<fp32_t> inputs = oracle::structured_fp32_operands();
+  const fp32_t magnitudes[] = {0x00000000u, 0x00000001u, 0x007FFFFFu, 0x00800000u, 0x7F7FFFFFu,
+                               0x7F800000u, 0x7F800001u, 0x7FC00000u, 0x7FFFFFFFu, 0x40C00000u,
+                               0x34800000u, 0x34FFFFFFu, 0x3D800000u, 0x3D7FFFFFu, 0x41800000u,
+                               0x41FFFFFFu, 0x42000000u, 0x43000000u, 0x437FFFFFu, 0x43800000u,
+                               0x42AEAC50u, 0x41533333u, 0x3F800000u, 0x34000000u};
+  for (fp32_t magnitude : magnitudes)
+    for (fp32_t sign : {0u, 0x80000000u})
+      for (fp32_t neighbour : {magnitude - 1, magnitude, magnitude + 1})
+        inputs.push_back(sign | (neighbour & 0x7FFFFFFFu));
+  return inputs;
+}
+
+TEST(RtlSeqAct, SpecialValuesEveryCodeAndSlope) {
+  Stream stream(test_seed() + 1);
+  for (fp32_t x : special_inputs())
+    for (unsigned func = 0; func < kFunctionCodes; ++func)
+      for (bf16_t alpha : every_slope()) stream.feed({func, x, alpha});
+  stream.drain();
+  EXPECT_NO_MISMATCH(stream.mismatches());
+}
+
+TEST(RtlSeqAct, RandomFp32InputsEveryFunction) {
+  const std::uint64_t seed = test_seed();
+  oracle::OperandRng rng(seed + 2);
+  for (unsigned func = 0; func < kFunctionCount; ++func) {
+    Stream stream(seed + 3 + func);
+    for (std::uint64_t n = 0; n < kRandomInputsPerFunction; ++n)
+      stream.feed({func, oracle::activation_input(rng), rng.bf16()});
+    stream.drain();
+    EXPECT_NO_MISMATCH(stream.mismatches()) << "func " << func;
+    std::cout << "[ cycles   ] func " << func << ": mean " << stream.mean_cycles() << ", max "
+              << stream.max_cycles() << " from acceptance to out_valid_o\n";
+  }
+}
+
+TEST(RtlSeqAct, FunctionAndSlopeChangeEveryValue) {
+  const std::uint64_t seed = test_seed();
+  oracle::OperandRng rng(seed + 10);
+  Stream stream(seed + 11, 50);
+  for (std::uint64_t n = 0; n < 100'000; ++n) {
+    const auto func = static_cast<unsigned>(rng.uniform(0, kFunctionCodes - 1));
+    stream.feed({func, oracle::activation_input(rng), rng.bf16()});
+  }
+  stream.drain();
+  EXPECT_NO_MISMATCH(stream.mismatches());
+}
+
+// Runs the clock until out_valid_o, with out_ready_i low; returns the cycles taken.
+unsigned wait_for_result(SeqActModel& unit) {
+  unit->out_ready_i = 0;
+  for (unsigned cycles = 1; cycles <= kMaxCycles; ++cycles) {
+    unit.clock();
+    if (unit->out_valid_o) return cycles;
+  }
+  throw std::runtime_error("no result within " + std::to_string(kMaxCycles) + " cycles");
+}
+
+// A result stays in y_o, with out_valid_o high and in_ready_o low, for as long as out_ready_i is
+// low; an input offered meanwhile is taken only once the result has been.
+TEST(RtlSeqAct, ResultHeldUntilTaken) {
+  SeqActModel unit(7);
+  const Input first{static_cast<unsigned>(ActFunc::kGelu), 0xBF400000u, 0};      // gelu(-0.75)
+  const Input second{static_cast<unsigned>(ActFunc::kSigmoid), 0x40200000u, 0};  // sigmoid(2.5)
+  ASSERT_TRUE(unit->in_ready_o);
+  ASSERT_FALSE(unit->out_valid_o);
+  unit->in_valid_i = 1;
+  unit->func_i = static_cast<std::uint8_t>(first.func);
+  unit->x_i = first.x;
+  unit.clock();
+  // The second input is offered from here on, while the first is in flight.
+  unit->func_i = static_cast<std::uint8_t>(second.func);
+  unit->x_i = second.x;
+  ASSERT_FALSE(unit->in_ready_o);
+  wait_for_result(unit);
+  const std::uint32_t want = tpu::ref::act_func(first.func, first.x, first.alpha);
+  for (int cycle = 0; cycle < 50; ++cycle) {
+    ASSERT_TRUE(unit->out_valid_o) << "cycle " << cycle;
+    ASSERT_FALSE(unit->in_ready_o) << "cycle " << cycle;
+    ASSERT_EQ(unit->y_o, want) << "cycle " << cycle;
+    unit.clock();
+  }
+  unit->out_ready_i = 1;
+  unit.clock();  // the first result is taken
+  ASSERT_FALSE(unit->out_valid_o);
+  ASSERT_TRUE(unit->in_ready_o);
+  unit.clock();  // the second input is taken
+  unit->in_valid_i = 0;
+  ASSERT_FALSE(unit->in_ready_o);
+  wait_for_result(unit);
+  EXPECT_EQ(unit->y_o, tpu::ref::act_func(second.func, second.x, second.alpha));
+}
+
+// Reset in the middle of a value leaves the unit idle, and the next value is right.
+TEST(RtlSeqAct, ResetInTheMiddleOfAValue) {
+  SeqActModel unit(8);
+  for (unsigned after : {1u, 20u, 90u, 150u}) {
+    unit->in_valid_i = 1;
+    unit->func_i = static_cast<std::uint8_t>(ActFunc::kGelu);
+    unit->x_i = 0x3F912345u;
+    unit.clock();
+    unit->in_valid_i = 0;
+    for (unsigned cycle = 0; cycle < after; ++cycle) unit.clock();
+    unit.reset();
+    EXPECT_TRUE(unit->in_ready_o) << "reset after " << after;
+    EXPECT_FALSE(unit->out_valid_o) << "reset after " << after;
+    const Input in{static_cast<unsigned>(ActFunc::kTanh), 0xBE7FFFFFu, 0};
+    unit->in_valid_i = 1;
+    unit->func_i = static_cast<std::uint8_t>(in.func);
+    unit->x_i = in.x;
+    unit.clock();
+    unit->in_valid_i = 0;
+    wait_for_result(unit);
+    EXPECT_EQ(unit->y_o, tpu::ref::act_func(in.func, in.x, in.alpha)) << "reset after " << after;
+    unit->out_ready_i = 1;
+    unit.clock();
+  }
+}
+
+}  // namespace
