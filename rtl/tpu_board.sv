@@ -193,7 +193,7 @@ module tpu_board #(
   );
 
   tpu_link_bridge #(
-    .MemBytes, .ClksPerBit, .ClockHz, .Baud
+    .MemBytes(MemBytes), .ClksPerBit(ClksPerBit), .ClockHz(ClockHz), .Baud(Baud)
   ) u_bridge (
     .clk_i, .rst_ni,
     .rx_valid_i    (rx_valid),

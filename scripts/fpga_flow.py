@@ -500,7 +500,7 @@ PRIMITIVES = {
 }
 COLUMNS = ("LUT4", "carry", "FF", "DSP", "BRAM")
 # Modules whose instances the breakdown lists one by one rather than as one row.
-EXPANDED = ("tpu_board", "tpu_top")
+EXPANDED = ("tpu_board", "tpu_top", "tpu_seq_top", "tpu_seq_ctrl")
 
 
 def module_name(name):

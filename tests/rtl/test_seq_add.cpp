@@ -1,0 +1,410 @@
+// The sequential fp32 adder (rtl/tpu_seq_add.sv) against the reference model's add_fp32
+// (tb/ref/numerics), bit for bit: the directed cases of the pipelined adder, every pair of the
+// structured fp32 operands and of a list of special values, constructed pairs (exact
+// cancellation, neighbours one ulp apart, rounding carries into the next binade, sums at the
+// flush boundary, every exponent difference from 0 to 40) and 2,000,000 random pairs. Throughout,
+// in_valid_i and out_ready_i are held low at random and the inputs change at random whenever
+// they are not offered, so a result must wait in sum_o and only the offered pair may be taken.
+// Then the handshakes on their own: the result held until taken, nothing taken while a sum is in
+// flight, and reset in the middle of a sum. A sum that takes more than kMaxCycles fails the test
+// instead of hanging it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "Vseq_add.h"
+#include "common/test_seed.hpp"
+#include "directed_vectors.hpp"
+#include "harness/verilated_context.hpp"
+#include "oracle/operand_sets.hpp"
+#include "ref/numerics.hpp"
+
+namespace {
+
+using tpu::ref::fp32_t;
+using tpu::test::test_seed;
+namespace oracle = tpu::oracle;
+
+constexpr std::uint64_t kRandomPairs = 2'000'000;
+// Clock edges from acceptance to out_valid_o that no sum may exceed (the design takes at most 59).
+constexpr unsigned kMaxCycles = 200;
+
+constexpr fp32_t kSignMask = 0x80000000u;
+constexpr fp32_t kFractionMask = 0x007FFFFFu;
+
+fp32_t pack(fp32_t sign, unsigned biased_exponent, fp32_t fraction) {
+  return sign | (static_cast<fp32_t>(biased_exponent) << 23) | (fraction & kFractionMask);
+}
+
+// Counts mismatches and keeps the first few for the failure message.
+class Mismatches {
+ public:
+  void check(std::uint32_t got, fp32_t x, fp32_t y) {
+    const fp32_t want = tpu::ref::add_fp32(x, y);
+    if (got == want) return;
+    if (count_++ < 8)
+      text_ << std::hex << " x=0x" << x << " y=0x" << y << " got=0x" << got << " want=0x" << want
+            << "\n";
+  }
+  std::uint64_t count() const { return count_; }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::uint64_t count_ = 0;
+  std::ostringstream text_;
+};
+
+#define EXPECT_NO_MISMATCH(m) EXPECT_EQ((m).count(), 0u) << (m).text()
+
+// The unit's Verilator model in its context (random initial register values), reset, with its
+// inputs idle. UnitModel (tb/harness) drives an en_i this unit does not have.
+class SeqAddModel {
+ public:
+  explicit SeqAddModel(std::uint32_t random_init_seed)
+      : context_(tpu::harness::make_context(random_init_seed)),
+        unit_(std::make_unique<Vseq_add>(context_.get(), "unit")) {
+    unit_->clk_i = 0;
+    unit_->in_valid_i = 0;
+    unit_->out_ready_i = 0;
+    unit_->x_i = 0;
+    unit_->y_i = 0;
+    reset();
+  }
+  ~SeqAddModel() { unit_->final(); }
+  SeqAddModel(const SeqAddModel&) = delete;
+  SeqAddModel& operator=(const SeqAddModel&) = delete;
+
+  Vseq_add* operator->() { return unit_.get(); }
+
+  // The model resets only on a falling edge of rst_ni that it sees. Two clocks in reset give the
+  // assertions' sampled past values (random at first, like every register) the reset state.
+  void reset() {
+    unit_->rst_ni = 1;
+    unit_->eval();
+    unit_->rst_ni = 0;
+    unit_->eval();
+    clock();
+    clock();
+    unit_->rst_ni = 1;
+    unit_->eval();
+  }
+
+  void clock() {
+    unit_->clk_i = 1;
+    unit_->eval();
+    unit_->clk_i = 0;
+    unit_->eval();
+    if (context_->gotError()) throw std::runtime_error("RTL assertion failed");
+  }
+
+ private:
+  std::unique_ptr<VerilatedContext> context_;
+  std::unique_ptr<Vseq_add> unit_;
+};
+
+// A small, fast generator for the per-cycle choices (stalls, scrambled inputs).
+class Xorshift {
+ public:
+  explicit Xorshift(std::uint64_t seed) : state_(seed | 1) {}
+  std::uint64_t next() {
+    state_ ^= state_ << 13;
+    state_ ^= state_ >> 7;
+    state_ ^= state_ << 17;
+    return state_;
+  }
+  bool percent(unsigned p) { return next() % 100 < p; }
+
+ private:
+  std::uint64_t state_;
+};
+
+// Offers pairs one after the other and takes the results, both with random stalls, and checks
+// each result against the reference model's for its pair. Outside an offer the inputs carry
+// random values with in_valid_i low; an offered pair stays until it is taken.
+class Stream {
+ public:
+  explicit Stream(std::uint64_t seed, unsigned stall_percent = 20)
+      : unit_(static_cast<std::uint32_t>(seed)), rng_(seed), stall_percent_(stall_percent) {}
+
+  void feed(fp32_t x, fp32_t y) {
+    while (rng_.percent(stall_percent_)) cycle(nullptr);
+    const std::pair<fp32_t, fp32_t> offer{x, y};
+    while (!cycle(&offer)) {
+    }
+  }
+  // Takes the result still in flight.
+  void drain() {
+    while (!in_flight_.empty()) cycle(nullptr);
+  }
+
+  const Mismatches& mismatches() const { return mismatches_; }
+  unsigned max_cycles() const { return max_cycles_; }
+  double mean_cycles() const {
+    return delivered_ == 0 ? 0.0
+                           : static_cast<double>(busy_cycles_) / static_cast<double>(delivered_);
+  }
+
+ private:
+  // One clock cycle; true if `offer` was taken.
+  bool cycle(const std::pair<fp32_t, fp32_t>* offer) {
+    if (offer != nullptr) {
+      unit_->in_valid_i = 1;
+      unit_->x_i = offer->first;
+      unit_->y_i = offer->second;
+    } else {
+      const std::uint64_t noise = rng_.next();
+      unit_->in_valid_i = 0;
+      unit_->x_i = static_cast<std::uint32_t>(noise);
+      unit_->y_i = static_cast<std::uint32_t>(noise >> 32);
+    }
+    const bool out_ready = !rng_.percent(stall_percent_);
+    unit_->out_ready_i = out_ready;
+
+    const bool taken = offer != nullptr && unit_->in_ready_o;
+    if (unit_->out_valid_o) {
+      if (in_flight_.empty()) throw std::runtime_error("a result without an input");
+      if (waiting_ && unit_->sum_o != waiting_value_)
+        throw std::runtime_error("sum_o changed while out_valid_o waited for out_ready_i");
+      if (!waiting_) record_latency();
+      waiting_ = !out_ready;
+      waiting_value_ = unit_->sum_o;
+      if (out_ready) {
+        mismatches_.check(unit_->sum_o, in_flight_.front().first, in_flight_.front().second);
+        in_flight_.pop_front();
+        ++delivered_;
+      }
+    } else if (!in_flight_.empty() && ++busy_ > kMaxCycles) {
+      throw std::runtime_error("no result " + std::to_string(kMaxCycles) +
+                               " cycles after the input was taken");
+    }
+    if (taken) {
+      if (!in_flight_.empty()) throw std::runtime_error("an input taken while one is in flight");
+      in_flight_.push_back(*offer);
+      busy_ = 0;
+    }
+    if (offer != nullptr && !taken && in_flight_.empty() && !unit_->out_valid_o)
+      throw std::runtime_error("idle, but in_ready_o is low");
+    unit_.clock();
+    return taken;
+  }
+
+  void record_latency() {
+    max_cycles_ = std::max(max_cycles_, busy_ + 1);
+    busy_cycles_ += busy_ + 1;
+  }
+
+  SeqAddModel unit_;
+  Xorshift rng_;
+  unsigned stall_percent_;
+  std::deque<std::pair<fp32_t, fp32_t>> in_flight_;
+  unsigned busy_ = 0;  // cycles since the pair in flight was taken
+  bool waiting_ = false;
+  std::uint32_t waiting_value_ = 0;
+  Mismatches mismatches_;
+  unsigned max_cycles_ = 0;
+  std::uint64_t busy_cycles_ = 0;
+  std::uint64_t delivered_ = 0;
+};
+
+void report_cycles(const Stream& stream) {
+  std::cout << "[ cycles   ] mean " << stream.mean_cycles() << ", max " << stream.max_cycles()
+            << " from acceptance to out_valid_o\n";
+}
+
+// Zeros, subnormals, the smallest and largest normals and their neighbours, infinities, NaNs
+// (quiet, signalling, with payloads), 1 and its neighbours, powers of two near the flush
+// boundary; both signs.
+std::vector<fp32_t> special_values() {
+  const fp32_t magnitudes[] = {
+      0x00000000u, 0x00000001u, 0x00400000u, 0x007FFFFFu, 0x00800000u, 0x00800001u,
+      0x00FFFFFFu, 0x01000000u, 0x01000001u, 0x0D000000u, 0x3F7FFFFFu, 0x3F800000u,
+      0x3F800001u, 0x3FC00000u, 0x3FFFFFFFu, 0x4B800000u, 0x7F000000u, 0x7F7FFFFEu,
+      0x7F7FFFFFu, 0x7F800000u, 0x7F800001u, 0x7FBFFFFFu, 0x7FC00000u, 0x7FFFFFFFu};
+  std::vector<fp32_t> values;
+  for (fp32_t magnitude : magnitudes)
+    for (fp32_t sign : {0u, kSignMask}) values.push_back(sign | magnitude);
+  return values;
+}
+
+// Pairs built to hit the adder's edges.
+std::vector<std::pair<fp32_t, fp32_t>> constructed_pairs() {
+  std::vector<std::pair<fp32_t, fp32_t>> pairs;
+  const fp32_t fractions[] = {0x000000u, 0x000001u, 0x000002u, 0x3FFFFFu, 0x400000u,
+                              0x400001u, 0x555555u, 0x2AAAAAu, 0x7FFFFEu, 0x7FFFFFu,
+                              0x123456u, 0x6DB6DBu};
+  const unsigned exponents[] = {1, 2, 3, 24, 25, 26, 27, 100, 126, 127, 128, 200, 252, 253, 254};
+  // Exact cancellation, and neighbours a few ulps apart with equal and opposite signs.
+  for (unsigned e : exponents)
+    for (fp32_t f : fractions)
+      for (fp32_t sign : {0u, kSignMask}) {
+        const fp32_t x = pack(sign, e, f);
+        for (fp32_t delta = 0; delta <= 3; ++delta)
+          for (fp32_t neighbour : {x + delta, x - delta}) {
+            if (((neighbour >> 23) & 0xFFu) == 0 || ((neighbour >> 23) & 0xFFu) == 0xFFu) continue;
+            pairs.emplace_back(x, neighbour ^ kSignMask);
+            pairs.emplace_back(x, neighbour);
+          }
+      }
+  // Rounding carries into the next binade: 1.11..1 * 2^e plus about half an ulp, and the
+  // largest finite plus about half an ulp (overflow to infinity or not).
+  for (unsigned e : {1u, 24u, 126u, 127u, 253u, 254u})
+    for (unsigned below = 23; below <= 27; ++below) {
+      if (e <= below) continue;
+      for (fp32_t f : {0x000000u, 0x000001u, 0x7FFFFFu, 0x400000u})
+        for (fp32_t sign : {0u, kSignMask}) {
+          const fp32_t x = pack(sign, e, 0x7FFFFFu);
+          pairs.emplace_back(x, pack(sign, e - below, f));
+          pairs.emplace_back(pack(sign, e - below, f), x);
+          pairs.emplace_back(x, pack(sign ^ kSignMask, e - below, f));
+        }
+    }
+  // Sums at the flush boundary: operands near 2^-126 whose difference falls below it or not.
+  for (unsigned ex = 1; ex <= 3; ++ex)
+    for (unsigned ey = 1; ey <= 3; ++ey)
+      for (fp32_t f : fractions)
+        for (fp32_t g : fractions) {
+          pairs.emplace_back(pack(0, ex, f), pack(kSignMask, ey, g));
+          pairs.emplace_back(pack(kSignMask, ex, f), pack(0, ey, g));
+        }
+  // Every exponent difference from 0 to 40, both orders, all four sign combinations.
+  for (unsigned distance = 0; distance <= 40; ++distance)
+    for (unsigned e : {41u, 127u, 254u})
+      for (fp32_t f : fractions)
+        for (fp32_t g : fractions)
+          for (fp32_t signs = 0; signs < 4; ++signs) {
+            const fp32_t x = pack((signs & 1u) != 0 ? kSignMask : 0u, e, f);
+            const fp32_t y = pack((signs & 2u) != 0 ? kSignMask : 0u, e - distance, g);
+            pairs.emplace_back(x, y);
+            pairs.emplace_back(y, x);
+          }
+  return pairs;
+}
+
+TEST(RtlSeqAdd, DirectedCases) {
+  Stream stream(test_seed());
+  for (const auto& c : tpu::test::kAddCases) {
+    stream.feed(c.x, c.y);
+    stream.feed(c.y, c.x);
+    EXPECT_EQ(tpu::ref::add_fp32(c.x, c.y), c.expected) << "reference disagrees: " << c.what;
+  }
+  stream.drain();
+  EXPECT_NO_MISMATCH(stream.mismatches());
+}
+
+TEST(RtlSeqAdd, EverySpecialAndStructuredPair) {
+  Stream stream(test_seed() + 1);
+  const auto specials = special_values();
+  for (fp32_t x : specials)
+    for (fp32_t y : specials) stream.feed(x, y);
+  const auto operands = oracle::structured_fp32_operands();
+  for (fp32_t x : operands)
+    for (fp32_t y : operands) stream.feed(x, y);
+  stream.drain();
+  EXPECT_NO_MISMATCH(stream.mismatches());
+  report_cycles(stream);
+}
+
+TEST(RtlSeqAdd, ConstructedPairs) {
+  Stream stream(test_seed() + 2);
+  for (const auto& [x, y] : constructed_pairs()) stream.feed(x, y);
+  stream.drain();
+  EXPECT_NO_MISMATCH(stream.mismatches());
+  report_cycles(stream);
+}
+
+// Random bit patterns and mixed special values (fp32_pair), and normal pairs with close
+// exponents, cancellations and rounding ties (fp32_pair_finite_normal), half each.
+TEST(RtlSeqAdd, RandomPairs) {
+  const std::uint64_t seed = test_seed();
+  oracle::OperandRng rng(seed + 3);
+  Stream stream(seed + 4, 5);
+  for (std::uint64_t i = 0; i < kRandomPairs; ++i) {
+    const auto [x, y] = (i % 2) != 0 ? rng.fp32_pair() : rng.fp32_pair_finite_normal();
+    stream.feed(x, y);
+  }
+  stream.drain();
+  EXPECT_NO_MISMATCH(stream.mismatches());
+  report_cycles(stream);
+}
+
+// Runs the clock until out_valid_o, with out_ready_i low; returns the cycles taken.
+unsigned wait_for_result(SeqAddModel& unit) {
+  unit->out_ready_i = 0;
+  for (unsigned cycles = 1; cycles <= kMaxCycles; ++cycles) {
+    unit.clock();
+    if (unit->out_valid_o) return cycles;
+  }
+  throw std::runtime_error("no result within " + std::to_string(kMaxCycles) + " cycles");
+}
+
+// A result stays in sum_o, with out_valid_o high and in_ready_o low, for as long as out_ready_i
+// is low; a pair offered meanwhile is taken only once the result has been.
+TEST(RtlSeqAdd, ResultHeldUntilTaken) {
+  SeqAddModel unit(7);
+  const std::pair<fp32_t, fp32_t> first{0x3F800001u, 0xBF800000u};   // cancellation: 2^-23
+  const std::pair<fp32_t, fp32_t> second{0x7F7FFFFFu, 0x73000000u};  // rounds up to +inf
+  ASSERT_TRUE(unit->in_ready_o);
+  ASSERT_FALSE(unit->out_valid_o);
+  unit->in_valid_i = 1;
+  unit->x_i = first.first;
+  unit->y_i = first.second;
+  unit.clock();
+  // The second pair is offered from here on, while the first is in flight.
+  unit->x_i = second.first;
+  unit->y_i = second.second;
+  ASSERT_FALSE(unit->in_ready_o);
+  wait_for_result(unit);
+  const fp32_t want = tpu::ref::add_fp32(first.first, first.second);
+  for (int cycle = 0; cycle < 50; ++cycle) {
+    ASSERT_TRUE(unit->out_valid_o) << "cycle " << cycle;
+    ASSERT_FALSE(unit->in_ready_o) << "cycle " << cycle;
+    ASSERT_EQ(unit->sum_o, want) << "cycle " << cycle;
+    unit.clock();
+  }
+  unit->out_ready_i = 1;
+  unit.clock();  // the first result is taken
+  ASSERT_FALSE(unit->out_valid_o);
+  ASSERT_TRUE(unit->in_ready_o);
+  unit.clock();  // the second pair is taken
+  unit->in_valid_i = 0;
+  ASSERT_FALSE(unit->in_ready_o);
+  wait_for_result(unit);
+  EXPECT_EQ(unit->sum_o, tpu::ref::add_fp32(second.first, second.second));
+}
+
+// Reset in the middle of a sum leaves the unit idle, and the next sum is right.
+TEST(RtlSeqAdd, ResetInTheMiddleOfASum) {
+  SeqAddModel unit(8);
+  for (unsigned after : {0u, 1u, 10u, 30u, 50u}) {
+    unit->in_valid_i = 1;
+    unit->x_i = 0x3F912345u;
+    unit->y_i = 0xB3ABCDEFu;
+    unit.clock();
+    unit->in_valid_i = 0;
+    for (unsigned cycle = 0; cycle < after; ++cycle) unit.clock();
+    unit.reset();
+    EXPECT_TRUE(unit->in_ready_o) << "reset after " << after;
+    EXPECT_FALSE(unit->out_valid_o) << "reset after " << after;
+    const std::pair<fp32_t, fp32_t> in{0xC0400000u, 0x40000000u};  // -3 + 2 = -1
+    unit->in_valid_i = 1;
+    unit->x_i = in.first;
+    unit->y_i = in.second;
+    unit.clock();
+    unit->in_valid_i = 0;
+    wait_for_result(unit);
+    EXPECT_EQ(unit->sum_o, tpu::ref::add_fp32(in.first, in.second)) << "reset after " << after;
+    unit->out_ready_i = 1;
+    unit.clock();
+  }
+}
+
+}  // namespace
