@@ -1,3 +1,5 @@
+rtl/tpu_seq_add.sv
+rtl/tpu_seq_ram.sv
 rtl/tpu_seq_act.sv
 rtl/tpu_seq_bus.sv
 rtl/tpu_seq_check.sv

@@ -5,10 +5,10 @@ rtl/tpu_regs_pkg.sv
 rtl/tpu_act_tables_pkg.sv
 rtl/tpu_pipe_reg.sv
 rtl/tpu_bf16_mul.sv
-rtl/tpu_fp32_add.sv
+rtl/tpu_seq_add.sv
 rtl/tpu_fp32_to_bf16.sv
 rtl/tpu_seq_act.sv
-rtl/tpu_ram_sdp.sv
+rtl/tpu_seq_ram.sv
 rtl/tpu_regs.sv
 rtl/tpu_reset_copy.sv
 rtl/tpu_seq_bus.sv

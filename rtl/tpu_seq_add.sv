@@ -12,20 +12,23 @@
 // bit first. Phases:
 //   align  the operand with the smaller exponent shifts right one place per
 //          cycle, its lost bits ORed into the sticky bit, min(|ex - ey|, 26)
-//          places (after 26 its hidden bit is the sticky bit).
+//          places (after 26 its hidden bit is the sticky bit, and further
+//          shifts would change nothing).
 //   add    28 cycles: both registers shift right into the full adder, and the
 //          sum bit enters a_q at the top. For an effective subtraction b_q
 //          holds y inverted (from acceptance on) and the carry in is 1: x - y.
 //          If y is the larger magnitude the sum is inverted instead:
-//          ~(x + ~y) = y - x. The normalising left shift (0, 1 or 2 places) is
-//          known before the pass from the top bits of the same sum taken from
-//          the FPGA's carry chain (carry cells, no LUT per bit), so the sum
-//          bit is delayed by that many cycles, then rounded on the fly.
+//          ~(x + ~y) = y - x. Which magnitude is larger, and the normalising
+//          left shift (0, 1 or 2 places), are known before the pass from the
+//          carry out and top bits of the same sum taken from the FPGA's carry
+//          chain (carry cells, no LUT per bit), so the sum bit is delayed by
+//          that many cycles, then rounded on the fly.
 //   norm   only after a cancellation (exponents at most one apart), where the
 //          sum is exact: a_q rotates until the sum's leading one is at bit 27.
 //   pack   infinities, NaNs, overflow, flush and zero sums.
 // Clock edges from acceptance to out_valid_o: 31 + min(|ex - ey|, 26), so 31
-// to 57; at most 59 after a cancellation.
+// to 57; at most 58 after a cancellation. About 230 LUTs and 100 flip-flops on
+// an iCE40 (synth_ice40 -abc9).
 //
 // Zero and subnormal operands are loaded like the others (hidden bit 1) and
 // masked where their bits enter the full adder.
@@ -55,7 +58,6 @@ module tpu_seq_add (
   localparam logic [4:0] LastBit  = 5'd27;  // the add pass handles bits 0..27
   localparam logic [4:0] GuardBit = 5'd3;   // of the normalised sum
   localparam logic [4:0] LsbBit   = 5'd4;
-  localparam logic [4:0] FracTop  = 5'd25;  // top fraction bit before the add
 
   // ---------------------------------------------------------------------------
   // Registers
@@ -63,7 +65,9 @@ module tpu_seq_add (
   state_e      state_q, state_d;
   logic [27:0] a_q, a_d;      // x's significand; after the add pass the sum
   logic [27:0] b_q, b_d;      // y's significand, inverted for a subtraction
-  logic [8:0]  exp_q, exp_d;  // signed biased exponent of the sum
+  // Signed biased exponent of the sum: 9 bits hold -26 .. 255, all that
+  // finite operands give (their sum rounds to at most 2^128).
+  logic [8:0]  exp_q, exp_d;
   logic [4:0]  cnt_q, cnt_d;    // shifts to go, bit of the add pass, rotations to go
   logic [4:0]  lead_q, lead_d;  // after a cancellation: the sum's leading one + 1
 
@@ -87,26 +91,25 @@ module tpu_seq_add (
   logic nonzero_q, nonzero_d;  // a one seen in the sum
   logic nan_q, nan_d;          // a NaN's fraction bit seen; at pack: result NaN
 
-  // Result, from pack on.
+  // Result sign, from pack on.
   logic sign_q, sign_d;
-  logic exp_ones_q, exp_ones_d;  // exponent field 255 (inf, NaN)
-  logic exp_zero_q, exp_zero_d;  // exponent field 0 (zero, flush)
 
   // ---------------------------------------------------------------------------
   // Acceptance: exponent difference and the alignment count.
   // ---------------------------------------------------------------------------
   logic       in_sub, in_align_x, in_far;
   logic [8:0] diff_m1;  // ex - ey - 1
-  logic [7:0] diff_mag;
+  logic [7:1] diff_mag;  // bit 0 does not decide >= 26
   logic [4:0] align_start;
 
   always_comb begin
     in_sub     = x_i[31] ^ y_i[31];
     diff_m1    = {1'b0, x_i[30:23]} + {1'b1, ~y_i[30:23]};
     in_align_x = diff_m1[8];
-    // ey - ex when x is aligned, else ex - ey - 1.
-    diff_mag   = diff_m1[7:0] ^ {8{in_align_x}};
-    in_far     = diff_mag >= (in_align_x ? 8'd26 : 8'd25);
+    // ey - ex when x is aligned, else ex - ey - 1; at 26 or more the shifts
+    // stop at 26.
+    diff_mag   = diff_m1[7:1] ^ {7{in_align_x}};
+    in_far     = |diff_mag[7:5] || (&diff_mag[4:3] && |diff_mag[2:1]);  // >= 26
     // The alignment counts to 0, one shift per count: down from ey - ex, or
     // up from -(ex - ey) = ~(ex - ey - 1).
     if (in_far) align_start = in_align_x ? 5'd26 : 5'd6;
@@ -120,6 +123,8 @@ module tpu_seq_add (
   logic        sub, cnt_zero, small_zero;
   logic [29:0] chain;     // {carry out, a_q + b_q + carry in, 1}
   logic [2:0]  sum_top;   // bits 27..25 of the sum's magnitude
+  logic        align_invert, align_cancel;
+  logic [1:0]  align_shift;
   logic        unused_chain;
 
   assign unused_chain = ^chain[25:0];
@@ -128,24 +133,24 @@ module tpu_seq_add (
     sub        = x_sign_q ^ y_sign_q;
     cnt_zero   = cnt_q == 5'd0;
     small_zero = align_x_q ? x_zero_q : y_zero_q;
-    // x - y when y was aligned, else x - y - 1 (adding 1 below the LSB turns
-    // the low bit of b into the carry in).
+    // A subtraction forms x - y when y was aligned, else x - y - 1 (adding 1
+    // below the LSB turns the low bit of b into the carry in).
     chain = {1'b0, a_q, 1'b1} + {1'b0, b_q, sub & ~align_x_q};
 
-    // No carry out: x - y - 1 < 0, so |y| >= |x| (the sum is y - x).
-    invert_d = sub & ~chain[29];
+    // No carry out: the difference is negative, |y| >= |x| (the sum is y - x).
+    align_invert = sub & ~chain[29];
     // With equal exponents and |x| > |y| these are the top bits of x - y - 1;
     // they can only move a sum of 2^25 to the cancellation path, which is
     // exact for any sum.
-    sum_top  = chain[28:26] ^ {3{invert_d}};
-    cancel_d = 1'b0;
-    if (small_zero)      shift_d = 2'd1;  // the sum is the other operand
-    else if (sum_top[2]) shift_d = 2'd0;
-    else if (sum_top[1]) shift_d = 2'd1;
-    else if (sum_top[0]) shift_d = 2'd2;
+    sum_top      = chain[28:26] ^ {3{align_invert}};
+    align_cancel = 1'b0;
+    if (small_zero)      align_shift = 2'd1;  // the sum is the other operand
+    else if (sum_top[2]) align_shift = 2'd0;
+    else if (sum_top[1]) align_shift = 2'd1;
+    else if (sum_top[0]) align_shift = 2'd2;
     else begin
-      shift_d  = 2'd0;
-      cancel_d = 1'b1;
+      align_shift  = 2'd0;
+      align_cancel = 1'b1;
     end
   end
 
@@ -153,9 +158,14 @@ module tpu_seq_add (
   // Add pass: full adder, normalising delay, rounding to nearest even.
   // ---------------------------------------------------------------------------
   logic a_bit, b_bit, sum_bit, sum_carry, norm_bit, round_in, out_bit;
-  logic round_carry_out;
+  logic round_carry_out, cnt_before_guard, cnt_after_lsb, cnt_after_frac;
 
   always_comb begin
+    // Ranges of the bit count, spelt out: comparisons map to carry chains.
+    cnt_before_guard = cnt_q[4:2] == 3'b000 && cnt_q[1:0] != 2'b11;               // < 3
+    cnt_after_lsb    = cnt_q[4:3] != 2'b00 || (cnt_q[2] && cnt_q[1:0] != 2'b00);  // > 4
+    cnt_after_frac   = cnt_q[4:3] == 2'b11 && cnt_q[2:1] != 2'b00;                // > 25
+
     a_bit     = a_q[0] & ~x_zero_q;
     b_bit     = y_zero_q ? sub : b_q[0];  // a zero y is all ones inverted
     sum_bit   = a_bit ^ b_bit ^ carry_q ^ invert_q;
@@ -170,8 +180,8 @@ module tpu_seq_add (
     // Bits 0..2 of the normalised sum are sticky, 3 the guard, 4 the LSB.
     round_in = 1'b0;
     if (!cancel_q) begin
-      if (cnt_q == LsbBit)     round_in = guard_q & (round_q | norm_bit);
-      else if (cnt_q > LsbBit) round_in = round_q;
+      if (cnt_q == LsbBit)    round_in = guard_q & (round_q | norm_bit);
+      else if (cnt_after_lsb) round_in = round_q;
     end
     out_bit         = norm_bit ^ round_in;
     round_carry_out = cnt_q == LastBit && norm_bit && round_in;
@@ -180,7 +190,7 @@ module tpu_seq_add (
   // ---------------------------------------------------------------------------
   // Pack.
   // ---------------------------------------------------------------------------
-  logic special, is_nan, overflow, underflow, kill;
+  logic special, is_nan, overflow, underflow, kill, exp_ones, exp_zero, pack_sign;
 
   always_comb begin
     special   = x_max_q | y_max_q;
@@ -189,12 +199,13 @@ module tpu_seq_add (
     underflow = exp_q[8] | exp_q == 9'd0;
     kill      = special | ~nonzero_q | overflow | underflow;
 
-    exp_ones_d = special | (nonzero_q & overflow);
-    exp_zero_d = ~special & (~nonzero_q | underflow);
-    if (is_nan)          sign_d = 1'b0;
-    else if (special)    sign_d = x_max_q ? x_sign_q : y_sign_q;
-    else if (!nonzero_q) sign_d = x_sign_q & y_sign_q;
-    else                 sign_d = invert_q ? y_sign_q : x_sign_q;
+    exp_ones  = special | (nonzero_q & overflow);  // inf, NaN
+    exp_zero  = ~special & (~nonzero_q | underflow);  // zero, flush
+    // An infinity goes through the datapath like any operand with its
+    // exponent, so its sign comes out as a finite one's would.
+    if (is_nan)          pack_sign = 1'b0;
+    else if (!nonzero_q) pack_sign = x_sign_q & y_sign_q;
+    else                 pack_sign = invert_q ? y_sign_q : x_sign_q;
   end
 
   // ---------------------------------------------------------------------------
@@ -216,6 +227,9 @@ module tpu_seq_add (
     x_max_d     = x_max_q;
     y_max_d     = y_max_q;
     align_x_d   = align_x_q;
+    invert_d    = invert_q;
+    cancel_d    = cancel_q;
+    shift_d     = shift_q;
     carry_d     = carry_q;
     delay1_d    = 1'b0;
     delay2_d    = 1'b0;
@@ -223,6 +237,7 @@ module tpu_seq_add (
     guard_d     = guard_q;
     nonzero_d   = nonzero_q;
     nan_d       = nan_q;
+    sign_d      = sign_q;
     exp_step    = 1'b0;
     exp_down    = 1'b0;
     cnt_step    = 1'b0;
@@ -249,7 +264,10 @@ module tpu_seq_add (
       StAlign: begin
         nonzero_d = 1'b0;
         nan_d     = 1'b0;
-        carry_d   = sub & ~invert_d;
+        invert_d  = align_invert;
+        cancel_d  = align_cancel;
+        shift_d   = align_shift;
+        carry_d   = sub & ~align_invert;
         if (cnt_zero) begin
           state_d = StAdd;
         end else begin
@@ -267,14 +285,14 @@ module tpu_seq_add (
         delay1_d  = sum_bit;
         delay2_d  = delay1_q;
         nonzero_d = nonzero_q | norm_bit;
-        if (cnt_q < GuardBit) round_d = round_q | norm_bit;
+        if (cnt_before_guard) round_d = round_q | norm_bit;
         else if (cnt_q == GuardBit) begin
           round_d = round_q;
           guard_d = norm_bit;
         end else round_d = norm_bit & round_in;
         // A NaN's fraction: bits 3..25 of an operand with exponent 255, which
-        // the alignment never shifts.
-        if (cnt_q <= FracTop) begin
+        // the alignment never shifts (bits 0..2 are still 0).
+        if (!cnt_after_frac) begin
           nan_d = nan_q | (x_max_q & a_q[0]) | (y_max_q & (b_q[0] ^ sub));
         end
         // The sum's leading one is at p: record p + 1 on the next bit.
@@ -318,7 +336,10 @@ module tpu_seq_add (
       StPack: begin
         state_d = StDone;
         nan_d   = is_nan;
+        sign_d  = pack_sign;
         if (kill) a_d = '0;
+        if (exp_ones) exp_d = 9'h0FF;
+        else if (exp_zero) exp_d = 9'h000;
       end
 
       StDone: begin
@@ -358,8 +379,6 @@ module tpu_seq_add (
       nonzero_q   <= 1'b0;
       nan_q       <= 1'b0;
       sign_q      <= 1'b0;
-      exp_ones_q  <= 1'b0;
-      exp_zero_q  <= 1'b0;
     end else begin
       state_q     <= state_d;
       a_q         <= a_d;
@@ -374,9 +393,9 @@ module tpu_seq_add (
       x_max_q     <= x_max_d;
       y_max_q     <= y_max_d;
       align_x_q   <= align_x_d;
-      invert_q    <= (state_q == StAlign) ? invert_d : invert_q;
-      cancel_q    <= (state_q == StAlign) ? cancel_d : cancel_q;
-      shift_q     <= (state_q == StAlign) ? shift_d : shift_q;
+      invert_q    <= invert_d;
+      cancel_q    <= cancel_d;
+      shift_q     <= shift_d;
       carry_q     <= carry_d;
       delay1_q    <= delay1_d;
       delay2_q    <= delay2_d;
@@ -384,9 +403,7 @@ module tpu_seq_add (
       guard_q     <= guard_d;
       nonzero_q   <= nonzero_d;
       nan_q       <= nan_d;
-      sign_q      <= (state_q == StPack) ? sign_d : sign_q;
-      exp_ones_q  <= (state_q == StPack) ? exp_ones_d : exp_ones_q;
-      exp_zero_q  <= (state_q == StPack) ? exp_zero_d : exp_zero_q;
+      sign_q      <= sign_d;
     end
   end
 
@@ -395,8 +412,7 @@ module tpu_seq_add (
   // ---------------------------------------------------------------------------
   assign in_ready_o  = state_q == StIdle;
   assign out_valid_o = state_q == StDone;
-  assign sum_o = {sign_q, (exp_q[7:0] | {8{exp_ones_q}}) & ~{8{exp_zero_q}},
-                  a_q[26] | nan_q, a_q[25:4]};
+  assign sum_o       = {sign_q, exp_q[7:0], a_q[26] | nan_q, a_q[25:4]};
 
 `ifndef SYNTHESIS
   a_result_held: assert property (@(posedge clk_i) disable iff (!rst_ni)

@@ -14,11 +14,12 @@
 //                (tpu_seq_act), then bf16 (N-OUT) to UB or fp32 to ACC
 //   WRITE_HOST   one bus write per lane (byte strobes for a bf16 lane)
 //
-// The results are those of the array core bit for bit: the same arithmetic
-// units in the same order. Everything the array core overlaps here runs one
-// after the other, so a program's meaning ("as if each instruction ran to
-// completion before the next began", docs/isa.md) holds by construction, and
-// no hazard checks are needed.
+// The results are those of the array core bit for bit: the same arithmetic in
+// the same order (tpu_bf16_mul; tpu_seq_add and tpu_seq_act compute the bits of
+// tpu_fp32_add and tpu_act_func over many cycles, in a fraction of the logic).
+// Everything the array core overlaps runs here one after the other, so a
+// program's meaning ("as if each instruction ran to completion before the next
+// began", docs/isa.md) holds by construction, and no hazard checks are needed.
 //
 // Memories are addressed by lane: UB word = row * Dim + lane, ACC likewise,
 // weight word = (slot * Dim + k) * Dim + j. Each has one read port with a
@@ -106,11 +107,13 @@ module tpu_seq_ctrl #(
     StMmSeed,      // MATMUL: read the seed of column lane_q
     StMmOperands,  // read a_k and W[k][j]; take the seed at k = 0
     StMmMul,       // the product
-    StMmAdd,       // S = add(S, product)
+    StMmAdd,       // hand S and the product to the adder
+    StMmSum,       // S = their sum
     StMmWrite,     // ACC = S
     StAcRead,      // ACTIVATE: read x
     StAcBias,      // take x; read the bias lane
-    StAcAdd,       // x = add(x, bias)
+    StAcAdd,       // hand x and the bias to the adder
+    StAcSum,       // x = their sum
     StAcFunc,      // hand x to the function unit
     StAcWait,      // write its result
     StWhRead,      // WRITE_HOST: read the lane
@@ -248,10 +251,12 @@ module tpu_seq_ctrl #(
   end
 
   // ---------------------------------------------------------------------------
-  // Arithmetic: the array core's units, without pipeline registers (the
-  // sequencer gives each its own cycle), and the sequential function unit.
+  // Arithmetic: the array core's multiplier and rounding, without pipeline
+  // registers (the sequencer gives each its own cycle), and the sequential
+  // adder and function unit.
   // ---------------------------------------------------------------------------
   logic [31:0] s_d, s_q, prod_d, prod_q, product, sum, add_operand;
+  logic        add_in_valid, add_in_ready, add_out_valid, add_out_ready;
   logic [15:0] activation, y_bf16;
   logic        act_in_valid, act_in_ready, act_out_valid, act_out_ready;
   logic [31:0] act_y;
@@ -262,10 +267,18 @@ module tpu_seq_ctrl #(
     .clk_i, .rst_ni, .en_i(1'b1), .a_i(activation), .b_i(wgt_rd_data_i), .product_o(product)
   );
 
-  assign add_operand = (state_q == StAcAdd) ? acc_rd_data_i : prod_q;
+  assign add_operand = is_activate ? acc_rd_data_i : prod_q;
 
-  tpu_fp32_add #(.PipeStages(0)) u_add (
-    .clk_i, .rst_ni, .en_i(1'b1), .x_i(s_q), .y_i(add_operand), .sum_o(sum)
+  // The bias stays at the accumulator memory's output until the adder takes it.
+  tpu_seq_add u_add (
+    .clk_i, .rst_ni,
+    .in_valid_i (add_in_valid),
+    .in_ready_o (add_in_ready),
+    .x_i        (s_q),
+    .y_i        (add_operand),
+    .out_valid_o(add_out_valid),
+    .out_ready_i(add_out_ready),
+    .sum_o      (sum)
   );
 
   tpu_seq_act u_act (
@@ -369,6 +382,8 @@ module tpu_seq_ctrl #(
     wgt_rd_en_o     = 1'b0;
     wgt_rd_addr_o   = wgt_use_addr;
     act_in_valid    = 1'b0;
+    add_in_valid    = 1'b0;
+    add_out_ready   = 1'b0;
     act_out_ready   = 1'b0;
 
     unique case (state_q)
@@ -513,9 +528,16 @@ module tpu_seq_ctrl #(
         state_d = StMmAdd;
       end
       StMmAdd: begin
-        s_d     = sum;
-        k_d     = k_q + 1'b1;
-        state_d = last_k ? StMmWrite : StMmOperands;
+        add_in_valid = 1'b1;
+        if (add_in_ready) state_d = StMmSum;
+      end
+      StMmSum: begin
+        add_out_ready = 1'b1;
+        if (add_out_valid) begin
+          s_d     = sum;
+          k_d     = k_q + 1'b1;
+          state_d = last_k ? StMmWrite : StMmOperands;
+        end
       end
       StMmWrite: begin
         acc_wr_en_o   = 1'b1;
@@ -537,8 +559,15 @@ module tpu_seq_ctrl #(
         state_d       = bias ? StAcAdd : StAcFunc;
       end
       StAcAdd: begin
-        s_d     = sum;
-        state_d = StAcFunc;
+        add_in_valid = 1'b1;
+        if (add_in_ready) state_d = StAcSum;
+      end
+      StAcSum: begin
+        add_out_ready = 1'b1;
+        if (add_out_valid) begin
+          s_d     = sum;
+          state_d = StAcFunc;
+        end
       end
       StAcFunc: begin
         act_in_valid = 1'b1;

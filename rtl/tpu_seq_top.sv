@@ -213,17 +213,17 @@ module tpu_seq_top #(
   logic [15:0]             ub_wr_data, ub_rd_data, wgt_wr_data, wgt_rd_data;
   logic [31:0]             acc_wr_data, acc_rd_data;
 
-  tpu_ram_sdp #(.Width(16), .Depth(UbDepthL * DimL)) u_ub (
+  tpu_seq_ram #(.Width(16), .Depth(UbDepthL * DimL)) u_ub (
     .clk_i,
     .wr_en_i(ub_wr_en), .wr_addr_i(ub_wr_addr), .wr_data_i(ub_wr_data),
     .rd_en_i(ub_rd_en), .rd_addr_i(ub_rd_addr), .rd_data_o(ub_rd_data)
   );
-  tpu_ram_sdp #(.Width(32), .Depth(AccDepthL * DimL)) u_acc (
+  tpu_seq_ram #(.Width(32), .Depth(AccDepthL * DimL)) u_acc (
     .clk_i,
     .wr_en_i(acc_wr_en), .wr_addr_i(acc_wr_addr), .wr_data_i(acc_wr_data),
     .rd_en_i(acc_rd_en), .rd_addr_i(acc_rd_addr), .rd_data_o(acc_rd_data)
   );
-  tpu_ram_sdp #(.Width(16), .Depth(2 ** WgtAddrWidth)) u_weights (
+  tpu_seq_ram #(.Width(16), .Depth(2 ** WgtAddrWidth)) u_weights (
     .clk_i,
     .wr_en_i(wgt_wr_en), .wr_addr_i(wgt_wr_addr), .wr_data_i(wgt_wr_data),
     .rd_en_i(wgt_rd_en), .rd_addr_i(wgt_rd_addr), .rd_data_o(wgt_rd_data)

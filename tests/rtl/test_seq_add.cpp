@@ -35,7 +35,7 @@ using tpu::test::test_seed;
 namespace oracle = tpu::oracle;
 
 constexpr std::uint64_t kRandomPairs = 2'000'000;
-// Clock edges from acceptance to out_valid_o that no sum may exceed (the design takes at most 59).
+// Clock edges from acceptance to out_valid_o that no sum may exceed (the design takes at most 58).
 constexpr unsigned kMaxCycles = 200;
 
 constexpr fp32_t kSignMask = 0x80000000u;
