@@ -401,7 +401,9 @@ def build(board, out, seed, bitstream):
     path = critical_path(pnr, out, clock)
     if path:
         record["critical_path"] = path
-    record["peak_gflops"] = round(2 * parameters["Dim"] ** 2 * parameters["ClockHz"] / 1e9, 3)
+    # The array's Dim^2 multiply-adds a cycle; the sequential core has no such figure.
+    record["peak_gflops"] = (None if parameters.get("Sequential") else
+                             round(2 * parameters["Dim"] ** 2 * parameters["ClockHz"] / 1e9, 3))
     say(f"[{label}] place and route done in {minutes(record['pnr_s'])}: Fmax "
         f"{achieved:.2f} MHz against {constraint:.2f} MHz")
 
@@ -436,6 +438,8 @@ def results_table(records):
     for record in records:
         parameters = record["parameters"]
         array = f"{parameters['Dim']}x{parameters['Dim']}"
+        if parameters.get("Sequential"):
+            array += " sequential"
         clock = f"{parameters['ClockHz'] / 1e6:g} MHz"
         resources = record["resources"]
 
@@ -454,7 +458,8 @@ def results_table(records):
             result, fmax, peak = "does not fit", "—", "—"
         else:
             result = "meets clock" if record["meets_timing"] else "misses clock"
-            fmax, peak = f"{record['clock']['fmax_mhz']:.1f} MHz", f"{record['peak_gflops']:g}"
+            fmax = f"{record['clock']['fmax_mhz']:.1f} MHz"
+            peak = "—" if record["peak_gflops"] is None else f"{record['peak_gflops']:g}"
         lines.append(f"| {record['board']} | {array} | {clock} | {fmax} | "
                      f"{cell(logic_label)} {logic_label} | {ff} | {cell(dsp_label)} | {ram} | "
                      f"{peak} | {result} |")

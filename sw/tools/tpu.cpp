@@ -412,8 +412,13 @@ int run_board_info(const Execution& execution) {
       "ACC rows {}, bus bytes {}, weight tiles {}\n",
       c.name(), c.dim, c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth,
       c.bus_bytes, c.weight_tiles);
-  fmt::print("peak          {:g} GFLOPS ({} MACs a cycle)\n",
-             2.0 * c.dim * c.dim * info.clock_hz / 1e9, c.dim * c.dim);
+  if (c.sequential) {
+    fmt::print(
+        "peak          one multiply-add at a time (the sequential core, docs/seq_core.md)\n");
+  } else {
+    fmt::print("peak          {:g} GFLOPS ({} MACs a cycle)\n",
+               2.0 * c.dim * c.dim * info.clock_hz / 1e9, c.dim * c.dim);
+  }
   return 0;
 }
 
