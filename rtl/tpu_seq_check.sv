@@ -106,15 +106,17 @@ module tpu_seq_check #(
   end
 
   // ---------------------------------------------------------------------------
-  // The steps. Span steps come in pairs: load base + rows, then add
-  // (count - 1) * step; the next step compares the end with the depth.
+  // The steps. Each on-chip span, in the order of the checks (source,
+  // destination, bias), takes three: load base + rows, add (count - 1) * step,
+  // compare the end with the depth.
   // ---------------------------------------------------------------------------
+  localparam logic [1:0] SpanSrc  = 2'd0;
+  localparam logic [1:0] SpanDst  = 2'd1;
+  localparam logic [1:0] SpanBias = 2'd2;
   typedef enum logic [3:0] {
     StIdle,
     StFields,
-    StSrcLoad, StSrcMul, StSrcEnd,
-    StDstLoad, StDstMul, StDstEnd,
-    StBiasLoad, StBiasMul, StBiasEnd,
+    StSpanLoad, StSpanMul, StSpanEnd,   // the on-chip span span_q
     StHostLoad, StHostMul, StHostEnd,
     StOrder,      // ACC_OVERLAP and the weight tiles
     StDone
@@ -122,6 +124,7 @@ module tpu_seq_check #(
 
   state_e      state_d, state_q;
   logic [1:0]  part_d, part_q;      // StHostMul: which of the four 16 x 16 products
+  logic [1:0]  span_d, span_q;      // StSpan*: which span
   logic [49:0] acc_d, acc_q;
   logic [16:0] src_end_d, src_end_q, dst_end_d, dst_end_q, bias_end_d, bias_end_q;
   logic [7:0]  error_d, error_q;
@@ -134,8 +137,13 @@ module tpu_seq_check #(
     mul_a = count - 16'd1;
     mul_b = step_a;
     unique case (state_q)
-      StDstMul:  mul_b = step_b;
-      StBiasMul: mul_b = bias_step;
+      StSpanMul: begin
+        unique case (span_q)
+          SpanSrc:  mul_b = step_a;
+          SpanDst:  mul_b = step_b;
+          default:  mul_b = bias_step;
+        endcase
+      end
       StHostMul: begin
         mul_a = part_q[1] ? host_rows_minus1 : count - 16'd1;
         unique case (part_q)
@@ -178,12 +186,36 @@ module tpu_seq_check #(
   assign bias_rows_end = {1'b0, bias_addr} + 17'd1;
   assign host_row_end  = {1'b0, host_addr} + {24'd0, host_row_bytes};
 
+  // The span in hand.
+  logic        span_used, span_acc;
+  logic [16:0] span_rows_end;
+  always_comb begin
+    unique case (span_q)
+      SpanSrc: begin
+        span_used     = src_used;
+        span_acc      = src_acc;
+        span_rows_end = src_rows_end;
+      end
+      SpanDst: begin
+        span_used     = dst_used;
+        span_acc      = dst_acc;
+        span_rows_end = dst_rows_end;
+      end
+      default: begin
+        span_used     = bias_used;
+        span_acc      = 1'b1;
+        span_rows_end = bias_rows_end;
+      end
+    endcase
+  end
+
   logic in_place;
   assign in_place = addr_a == addr_b && step_a == step_b;
 
   always_comb begin
     state_d    = state_q;
     part_d     = part_q;
+    span_d     = span_q;
     acc_d      = acc_q;
     src_end_d  = src_end_q;
     dst_end_d  = dst_end_q;
@@ -205,57 +237,33 @@ module tpu_seq_check #(
           error_d = tpu_regs_pkg::ErrIllegalField;
           state_d = StDone;
         end else begin
-          state_d = StSrcLoad;
+          span_d  = SpanSrc;
+          state_d = StSpanLoad;
         end
       end
 
-      StSrcLoad: begin
-        acc_d   = 50'(src_rows_end);
-        state_d = src_used ? StSrcMul : StDstLoad;
-      end
-      StSrcMul: begin
-        acc_d   = acc_q + product_shifted;
-        state_d = StSrcEnd;
-      end
-      StSrcEnd: begin
-        src_end_d = acc_q[16:0];
-        state_d   = StDstLoad;
-        if (src_acc ? past_acc : past_ub) begin
-          error_d = src_acc ? tpu_regs_pkg::ErrAccRange : tpu_regs_pkg::ErrUbRange;
-          state_d = StDone;
+      StSpanLoad: begin
+        acc_d   = 50'(span_rows_end);
+        state_d = StSpanMul;
+        if (!span_used) begin
+          span_d  = span_q + 2'd1;
+          state_d = (span_q == SpanBias) ? StHostLoad : StSpanLoad;
         end
       end
-
-      StDstLoad: begin
-        acc_d   = 50'(dst_rows_end);
-        state_d = dst_used ? StDstMul : StBiasLoad;
-      end
-      StDstMul: begin
+      StSpanMul: begin
         acc_d   = acc_q + product_shifted;
-        state_d = StDstEnd;
+        state_d = StSpanEnd;
       end
-      StDstEnd: begin
-        dst_end_d = acc_q[16:0];
-        state_d   = StBiasLoad;
-        if (dst_acc ? past_acc : past_ub) begin
-          error_d = dst_acc ? tpu_regs_pkg::ErrAccRange : tpu_regs_pkg::ErrUbRange;
-          state_d = StDone;
-        end
-      end
-
-      StBiasLoad: begin
-        acc_d   = 50'(bias_rows_end);
-        state_d = bias_used ? StBiasMul : StHostLoad;
-      end
-      StBiasMul: begin
-        acc_d   = acc_q + product_shifted;
-        state_d = StBiasEnd;
-      end
-      StBiasEnd: begin
-        bias_end_d = acc_q[16:0];
-        state_d    = StHostLoad;
-        if (past_acc) begin
-          error_d = tpu_regs_pkg::ErrAccRange;
+      StSpanEnd: begin
+        unique case (span_q)
+          SpanSrc: src_end_d  = acc_q[16:0];
+          SpanDst: dst_end_d  = acc_q[16:0];
+          default: bias_end_d = acc_q[16:0];
+        endcase
+        span_d  = span_q + 2'd1;
+        state_d = (span_q == SpanBias) ? StHostLoad : StSpanLoad;
+        if (span_acc ? past_acc : past_ub) begin
+          error_d = span_acc ? tpu_regs_pkg::ErrAccRange : tpu_regs_pkg::ErrUbRange;
           state_d = StDone;
         end
       end
@@ -309,6 +317,7 @@ module tpu_seq_check #(
     if (!rst_ni) begin
       state_q    <= StIdle;
       part_q     <= '0;
+      span_q     <= '0;
       acc_q      <= '0;
       src_end_q  <= '0;
       dst_end_q  <= '0;
@@ -317,6 +326,7 @@ module tpu_seq_check #(
     end else begin
       state_q    <= state_d;
       part_q     <= part_d;
+      span_q     <= span_d;
       acc_q      <= acc_d;
       src_end_q  <= src_end_d;
       dst_end_q  <= dst_end_d;

@@ -23,7 +23,7 @@
 
 #include "Vseq_act.h"
 #include "common/test_seed.hpp"
-#include "harness/verilated_context.hpp"
+#include "handshake_unit.hpp"
 #include "oracle/activation.hpp"
 #include "oracle/operand_sets.hpp"
 #include "ref/activation.hpp"
@@ -75,68 +75,8 @@ class Mismatches {
 
 #define EXPECT_NO_MISMATCH(m) EXPECT_EQ((m).count(), 0u) << (m).text()
 
-// The unit's Verilator model in its context (random initial register values), reset, with its
-// inputs idle. UnitModel (tb/harness) drives an en_i this unit does not have.
-class SeqActModel {
- public:
-  explicit SeqActModel(std::uint32_t random_init_seed)
-      : context_(tpu::harness::make_context(random_init_seed)),
-        unit_(std::make_unique<Vseq_act>(context_.get(), "unit")) {
-    unit_->clk_i = 0;
-    unit_->in_valid_i = 0;
-    unit_->out_ready_i = 0;
-    unit_->func_i = 0;
-    unit_->alpha_i = 0;
-    unit_->x_i = 0;
-    reset();
-  }
-  ~SeqActModel() { unit_->final(); }
-  SeqActModel(const SeqActModel&) = delete;
-  SeqActModel& operator=(const SeqActModel&) = delete;
-
-  Vseq_act* operator->() { return unit_.get(); }
-
-  // The model resets only on a falling edge of rst_ni that it sees. Two clocks in reset give the
-  // assertions' sampled past values (random at first, like every register) the reset state.
-  void reset() {
-    unit_->rst_ni = 1;
-    unit_->eval();
-    unit_->rst_ni = 0;
-    unit_->eval();
-    clock();
-    clock();
-    unit_->rst_ni = 1;
-    unit_->eval();
-  }
-
-  void clock() {
-    unit_->clk_i = 1;
-    unit_->eval();
-    unit_->clk_i = 0;
-    unit_->eval();
-    if (context_->gotError()) throw std::runtime_error("RTL assertion failed");
-  }
-
- private:
-  std::unique_ptr<VerilatedContext> context_;
-  std::unique_ptr<Vseq_act> unit_;
-};
-
-// A small, fast generator for the per-cycle choices (stalls, scrambled inputs).
-class Xorshift {
- public:
-  explicit Xorshift(std::uint64_t seed) : state_(seed | 1) {}
-  std::uint64_t next() {
-    state_ ^= state_ << 13;
-    state_ ^= state_ >> 7;
-    state_ ^= state_ << 17;
-    return state_;
-  }
-  bool percent(unsigned p) { return next() % 100 < p; }
-
- private:
-  std::uint64_t state_;
-};
+using SeqActModel = tpu::test::HandshakeUnit<Vseq_act>;
+using tpu::test::Xorshift;
 
 // Offers inputs one after the other and takes the results, both with random stalls, and checks
 // each result against the reference model's for its input. Half the inputs are offered while

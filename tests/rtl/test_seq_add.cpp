@@ -24,7 +24,7 @@
 #include "Vseq_add.h"
 #include "common/test_seed.hpp"
 #include "directed_vectors.hpp"
-#include "harness/verilated_context.hpp"
+#include "handshake_unit.hpp"
 #include "oracle/operand_sets.hpp"
 #include "ref/numerics.hpp"
 
@@ -65,67 +65,8 @@ class Mismatches {
 
 #define EXPECT_NO_MISMATCH(m) EXPECT_EQ((m).count(), 0u) << (m).text()
 
-// The unit's Verilator model in its context (random initial register values), reset, with its
-// inputs idle. UnitModel (tb/harness) drives an en_i this unit does not have.
-class SeqAddModel {
- public:
-  explicit SeqAddModel(std::uint32_t random_init_seed)
-      : context_(tpu::harness::make_context(random_init_seed)),
-        unit_(std::make_unique<Vseq_add>(context_.get(), "unit")) {
-    unit_->clk_i = 0;
-    unit_->in_valid_i = 0;
-    unit_->out_ready_i = 0;
-    unit_->x_i = 0;
-    unit_->y_i = 0;
-    reset();
-  }
-  ~SeqAddModel() { unit_->final(); }
-  SeqAddModel(const SeqAddModel&) = delete;
-  SeqAddModel& operator=(const SeqAddModel&) = delete;
-
-  Vseq_add* operator->() { return unit_.get(); }
-
-  // The model resets only on a falling edge of rst_ni that it sees. Two clocks in reset give the
-  // assertions' sampled past values (random at first, like every register) the reset state.
-  void reset() {
-    unit_->rst_ni = 1;
-    unit_->eval();
-    unit_->rst_ni = 0;
-    unit_->eval();
-    clock();
-    clock();
-    unit_->rst_ni = 1;
-    unit_->eval();
-  }
-
-  void clock() {
-    unit_->clk_i = 1;
-    unit_->eval();
-    unit_->clk_i = 0;
-    unit_->eval();
-    if (context_->gotError()) throw std::runtime_error("RTL assertion failed");
-  }
-
- private:
-  std::unique_ptr<VerilatedContext> context_;
-  std::unique_ptr<Vseq_add> unit_;
-};
-
-// A small, fast generator for the per-cycle choices (stalls, scrambled inputs).
-class Xorshift {
- public:
-  explicit Xorshift(std::uint64_t seed) : state_(seed | 1) {}
-  std::uint64_t next() {
-    state_ ^= state_ << 13;
-    state_ ^= state_ >> 7;
-    state_ ^= state_ << 17;
-    return state_;
-  }
-  bool percent(unsigned p) { return next() % 100 < p; }
-
- private:
-  std::uint64_t state_;
-};
+using SeqAddModel = tpu::test::HandshakeUnit<Vseq_add>;
+using tpu::test::Xorshift;
 
 // Offers pairs one after the other and takes the results, both with random stalls, and checks
 // each result against the reference model's for its pair. Outside an offer the inputs carry
@@ -224,11 +165,11 @@ void report_cycles(const Stream& stream) {
 // (quiet, signalling, with payloads), 1 and its neighbours, powers of two near the flush
 // boundary; both signs.
 std::vector<fp32_t> special_values() {
-  const fp32_t magnitudes[] = {
-      0x00000000u, 0x00000001u, 0x00400000u, 0x007FFFFFu, 0x00800000u, 0x00800001u,
-      0x00FFFFFFu, 0x01000000u, 0x01000001u, 0x0D000000u, 0x3F7FFFFFu, 0x3F800000u,
-      0x3F800001u, 0x3FC00000u, 0x3FFFFFFFu, 0x4B800000u, 0x7F000000u, 0x7F7FFFFEu,
-      0x7F7FFFFFu, 0x7F800000u, 0x7F800001u, 0x7FBFFFFFu, 0x7FC00000u, 0x7FFFFFFFu};
+  const fp32_t magnitudes[] = {0x00000000u, 0x00000001u, 0x00400000u, 0x007FFFFFu, 0x00800000u,
+                               0x00800001u, 0x00FFFFFFu, 0x01000000u, 0x01000001u, 0x0D000000u,
+                               0x3F7FFFFFu, 0x3F800000u, 0x3F800001u, 0x3FC00000u, 0x3FFFFFFFu,
+                               0x4B800000u, 0x7F000000u, 0x7F7FFFFEu, 0x7F7FFFFFu, 0x7F800000u,
+                               0x7F800001u, 0x7FBFFFFFu, 0x7FC00000u, 0x7FFFFFFFu};
   std::vector<fp32_t> values;
   for (fp32_t magnitude : magnitudes)
     for (fp32_t sign : {0u, kSignMask}) values.push_back(sign | magnitude);
@@ -238,9 +179,8 @@ std::vector<fp32_t> special_values() {
 // Pairs built to hit the adder's edges.
 std::vector<std::pair<fp32_t, fp32_t>> constructed_pairs() {
   std::vector<std::pair<fp32_t, fp32_t>> pairs;
-  const fp32_t fractions[] = {0x000000u, 0x000001u, 0x000002u, 0x3FFFFFu, 0x400000u,
-                              0x400001u, 0x555555u, 0x2AAAAAu, 0x7FFFFEu, 0x7FFFFFu,
-                              0x123456u, 0x6DB6DBu};
+  const fp32_t fractions[] = {0x000000u, 0x000001u, 0x000002u, 0x3FFFFFu, 0x400000u, 0x400001u,
+                              0x555555u, 0x2AAAAAu, 0x7FFFFEu, 0x7FFFFFu, 0x123456u, 0x6DB6DBu};
   const unsigned exponents[] = {1, 2, 3, 24, 25, 26, 27, 100, 126, 127, 128, 200, 252, 253, 254};
   // Exact cancellation, and neighbours a few ulps apart with equal and opposite signs.
   for (unsigned e : exponents)
