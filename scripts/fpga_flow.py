@@ -96,6 +96,9 @@ def load_board(name):
                       ("parameters", dict)):
         if not isinstance(board.get(key), kind):
             raise FlowError(f"{where}: '{key}' is missing or not {kind.__name__}")
+    seed = board.get("seed", 1)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 1:
+        raise FlowError(f"{where}: 'seed' is not a positive integer")
     for key in ("simulate", "simulation_default"):
         if not isinstance(board.get(key, False), bool):
             raise FlowError(f"{where}: '{key}' is not true or false")
@@ -647,7 +650,8 @@ def command_build(args):
     if not out.is_relative_to(ROOT):
         raise FlowError(f"--out {args.out}: must lie inside the checkout, the only folder the "
                         "YoWASP tools see")
-    record = build(board, out, args.seed, not args.no_bitstream)
+    seed = args.seed if args.seed is not None else board_seed(board)
+    record = build(board, out, seed, not args.no_bitstream)
     say(f"report: {relative(out / 'report.md')}")
     print(results_table([record]), end="")
     return 0 if record.get("fits") and record.get("meets_timing") else 1
@@ -702,6 +706,11 @@ def reused(out, board, seed):
     return record
 
 
+def board_seed(board):
+    """nextpnr's placement seed for the board's builds: board.toml's `seed`, else 1."""
+    return board.get("seed", 1)
+
+
 def command_table(args):
     names = args.boards or board_names()
     builds = []
@@ -712,14 +721,18 @@ def command_table(args):
             builds.append((sized, BUILD / name / variant(sized)))
     if args.jobs < 1:
         raise FlowError(f"--jobs {args.jobs}: must be at least 1")
+    def seed(board):
+        return args.seed if args.seed is not None else board_seed(board)
+
     if args.reuse:
-        records = [reused(out, board, args.seed) for board, out in builds]
+        records = [reused(out, board, seed(board)) for board, out in builds]
     else:
         say(f"{len(builds)} builds, {args.jobs} at a time")
         # Each build runs its tools as processes of their own: threads are enough to overlap
         # them.
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            records = list(pool.map(lambda job: build(job[0], job[1], args.seed, False), builds))
+            records = list(pool.map(lambda job: build(job[0], job[1], seed(job[0]), False),
+                                    builds))
     table = results_table(records) + critical_path_notes(records)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -742,7 +755,8 @@ def parse_args():
     one.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                      help="override a parameter of board.toml (repeatable)")
     one.add_argument("--out", type=Path, help="build folder (default build/fpga/BOARD/VARIANT)")
-    one.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed")
+    one.add_argument("--seed", type=int, help="nextpnr's placement seed (default: board.toml's "
+                     "seed, else 1)")
     one.add_argument("--no-bitstream", action="store_true", help="stop after place and route")
     program = commands.add_parser("program", help="load the bitstream into the board")
     program.add_argument("board")
@@ -759,7 +773,8 @@ def parse_args():
     table.add_argument("boards", nargs="*", help="boards (default: all of fpga/)")
     table.add_argument("--doc", type=Path, default=ROOT / "docs" / "fpga.md")
     table.add_argument("--json", type=Path, default=ROOT / "docs" / "fpga" / "results.json")
-    table.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed")
+    table.add_argument("--seed", type=int, help="nextpnr's placement seed for every board "
+                       "(default: each board.toml's seed, else 1)")
     table.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                        help="builds at a time (default: one per CPU)")
     table.add_argument("--reuse", action="store_true",
