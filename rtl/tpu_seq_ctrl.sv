@@ -22,8 +22,8 @@
 // began", docs/isa.md) holds by construction, and no hazard checks are needed.
 //
 // Memories are addressed by lane: UB word = row * Dim + lane, ACC likewise,
-// weight word = (slot * Dim + k) * Dim + j. Each has one read port with a
-// registered output and one write port (tpu_ram_sdp).
+// weight word = (slot * Dim + k) * Dim + j. Each has one port (tpu_seq_ram), a
+// read or a write a cycle, and a registered read.
 module tpu_seq_ctrl #(
   parameter int unsigned Dim         = 4,
   parameter int unsigned UbDepth     = 256,
@@ -67,26 +67,23 @@ module tpu_seq_ctrl #(
 
   // The unified buffer: bf16 lanes.
   output logic                    ub_wr_en_o,
-  output logic [UbAddrWidth-1:0]  ub_wr_addr_o,
-  output logic [15:0]             ub_wr_data_o,
   output logic                    ub_rd_en_o,
-  output logic [UbAddrWidth-1:0]  ub_rd_addr_o,
+  output logic [UbAddrWidth-1:0]  ub_addr_o,
+  output logic [15:0]             ub_wr_data_o,
   input  logic [15:0]             ub_rd_data_i,
 
   // The accumulators: fp32 lanes.
   output logic                    acc_wr_en_o,
-  output logic [AccAddrWidth-1:0] acc_wr_addr_o,
-  output logic [31:0]             acc_wr_data_o,
   output logic                    acc_rd_en_o,
-  output logic [AccAddrWidth-1:0] acc_rd_addr_o,
+  output logic [AccAddrWidth-1:0] acc_addr_o,
+  output logic [31:0]             acc_wr_data_o,
   input  logic [31:0]             acc_rd_data_i,
 
   // The weight store: WeightTiles + 1 tiles of bf16 weights, in slots used in turn.
   output logic                    wgt_wr_en_o,
-  output logic [WgtAddrWidth-1:0] wgt_wr_addr_o,
-  output logic [15:0]             wgt_wr_data_o,
   output logic                    wgt_rd_en_o,
-  output logic [WgtAddrWidth-1:0] wgt_rd_addr_o,
+  output logic [WgtAddrWidth-1:0] wgt_addr_o,
+  output logic [15:0]             wgt_wr_data_o,
   input  logic [15:0]             wgt_rd_data_i
 );
 
@@ -366,21 +363,19 @@ module tpu_seq_ctrl #(
     bus_req_addr_o  = h_lane_q;
     bus_req_wdata_o = '0;
     bus_req_wstrb_o = '0;
+    // Writes go to the B row (the destination), weights to the loading slot.
     ub_wr_en_o      = 1'b0;
-    ub_wr_addr_o    = ub_b_addr;
-    ub_wr_data_o    = h_lane_q[1] ? bus_rsp_rdata_i[31:16] : bus_rsp_rdata_i[15:0];
     ub_rd_en_o      = 1'b0;
-    ub_rd_addr_o    = ub_a_addr;
+    ub_addr_o       = ub_b_addr;
+    ub_wr_data_o    = h_lane_q[1] ? bus_rsp_rdata_i[31:16] : bus_rsp_rdata_i[15:0];
     acc_wr_en_o     = 1'b0;
-    acc_wr_addr_o   = acc_b_addr;
-    acc_wr_data_o   = bus_rsp_rdata_i;
     acc_rd_en_o     = 1'b0;
-    acc_rd_addr_o   = acc_a_addr;
+    acc_addr_o      = acc_b_addr;
+    acc_wr_data_o   = bus_rsp_rdata_i;
     wgt_wr_en_o     = 1'b0;
-    wgt_wr_addr_o   = wgt_load_addr;
-    wgt_wr_data_o   = h_lane_q[1] ? bus_rsp_rdata_i[31:16] : bus_rsp_rdata_i[15:0];
     wgt_rd_en_o     = 1'b0;
-    wgt_rd_addr_o   = wgt_use_addr;
+    wgt_addr_o      = wgt_load_addr;
+    wgt_wr_data_o   = h_lane_q[1] ? bus_rsp_rdata_i[31:16] : bus_rsp_rdata_i[15:0];
     act_in_valid    = 1'b0;
     add_in_valid    = 1'b0;
     add_out_ready   = 1'b0;
@@ -511,7 +506,6 @@ module tpu_seq_ctrl #(
       // MATMUL
       StMmSeed: begin
         acc_rd_en_o   = 1'b1;
-        acc_rd_addr_o = acc_b_addr;
         k_d           = '0;
         state_d       = StMmOperands;
       end
@@ -520,7 +514,9 @@ module tpu_seq_ctrl #(
           s_d = ((iter_q == '0) ? accumulate_first : accumulate_rest) ? acc_rd_data_i : '0;
         end
         ub_rd_en_o  = 1'b1;
+        ub_addr_o   = ub_a_addr;
         wgt_rd_en_o = 1'b1;
+        wgt_addr_o  = wgt_use_addr;
         state_d     = StMmMul;
       end
       StMmMul: begin
@@ -550,12 +546,13 @@ module tpu_seq_ctrl #(
       // ACTIVATE
       StAcRead: begin
         acc_rd_en_o = 1'b1;
+        acc_addr_o  = acc_a_addr;
         state_d     = StAcBias;
       end
       StAcBias: begin
         s_d           = acc_rd_data_i;
         acc_rd_en_o   = bias;
-        acc_rd_addr_o = acc_bias_addr;
+        acc_addr_o    = acc_bias_addr;
         state_d       = bias ? StAcAdd : StAcFunc;
       end
       StAcAdd: begin
@@ -588,8 +585,9 @@ module tpu_seq_ctrl #(
       // WRITE_HOST
       StWhRead: begin
         ub_rd_en_o    = !acc_flag;
-        ub_rd_addr_o  = (UbAddrWidth'(a_row_q) << DimLog2) | UbAddrWidth'(lane_q);
+        ub_addr_o     = (UbAddrWidth'(a_row_q) << DimLog2) | UbAddrWidth'(lane_q);
         acc_rd_en_o   = acc_flag;
+        acc_addr_o    = acc_a_addr;
         state_d       = StWhReq;
       end
       StWhReq: begin

@@ -207,26 +207,26 @@ module tpu_seq_top #(
   // On-chip memories, one lane per word
   // ---------------------------------------------------------------------------
   logic                    ub_wr_en, ub_rd_en, acc_wr_en, acc_rd_en, wgt_wr_en, wgt_rd_en;
-  logic [UbAddrWidth-1:0]  ub_wr_addr, ub_rd_addr;
-  logic [AccAddrWidth-1:0] acc_wr_addr, acc_rd_addr;
-  logic [WgtAddrWidth-1:0] wgt_wr_addr, wgt_rd_addr;
+  logic [UbAddrWidth-1:0]  ub_addr;
+  logic [AccAddrWidth-1:0] acc_addr;
+  logic [WgtAddrWidth-1:0] wgt_addr;
   logic [15:0]             ub_wr_data, ub_rd_data, wgt_wr_data, wgt_rd_data;
   logic [31:0]             acc_wr_data, acc_rd_data;
 
   tpu_seq_ram #(.Width(16), .Depth(UbDepthL * DimL)) u_ub (
     .clk_i,
-    .wr_en_i(ub_wr_en), .wr_addr_i(ub_wr_addr), .wr_data_i(ub_wr_data),
-    .rd_en_i(ub_rd_en), .rd_addr_i(ub_rd_addr), .rd_data_o(ub_rd_data)
+    .wr_en_i(ub_wr_en), .rd_en_i(ub_rd_en), .addr_i(ub_addr),
+    .wr_data_i(ub_wr_data), .rd_data_o(ub_rd_data)
   );
   tpu_seq_ram #(.Width(32), .Depth(AccDepthL * DimL)) u_acc (
     .clk_i,
-    .wr_en_i(acc_wr_en), .wr_addr_i(acc_wr_addr), .wr_data_i(acc_wr_data),
-    .rd_en_i(acc_rd_en), .rd_addr_i(acc_rd_addr), .rd_data_o(acc_rd_data)
+    .wr_en_i(acc_wr_en), .rd_en_i(acc_rd_en), .addr_i(acc_addr),
+    .wr_data_i(acc_wr_data), .rd_data_o(acc_rd_data)
   );
   tpu_seq_ram #(.Width(16), .Depth(2 ** WgtAddrWidth)) u_weights (
     .clk_i,
-    .wr_en_i(wgt_wr_en), .wr_addr_i(wgt_wr_addr), .wr_data_i(wgt_wr_data),
-    .rd_en_i(wgt_rd_en), .rd_addr_i(wgt_rd_addr), .rd_data_o(wgt_rd_data)
+    .wr_en_i(wgt_wr_en), .rd_en_i(wgt_rd_en), .addr_i(wgt_addr),
+    .wr_data_i(wgt_wr_data), .rd_data_o(wgt_rd_data)
   );
 
   // ---------------------------------------------------------------------------
@@ -258,22 +258,19 @@ module tpu_seq_top #(
     .bus_rsp_rdata_i(bus_rsp_rdata),
     .bus_rsp_error_i(bus_rsp_error),
     .ub_wr_en_o     (ub_wr_en),
-    .ub_wr_addr_o   (ub_wr_addr),
     .ub_wr_data_o   (ub_wr_data),
     .ub_rd_en_o     (ub_rd_en),
-    .ub_rd_addr_o   (ub_rd_addr),
+    .ub_addr_o      (ub_addr),
     .ub_rd_data_i   (ub_rd_data),
     .acc_wr_en_o    (acc_wr_en),
-    .acc_wr_addr_o  (acc_wr_addr),
     .acc_wr_data_o  (acc_wr_data),
     .acc_rd_en_o    (acc_rd_en),
-    .acc_rd_addr_o  (acc_rd_addr),
+    .acc_addr_o     (acc_addr),
     .acc_rd_data_i  (acc_rd_data),
     .wgt_wr_en_o    (wgt_wr_en),
-    .wgt_wr_addr_o  (wgt_wr_addr),
     .wgt_wr_data_o  (wgt_wr_data),
     .wgt_rd_en_o    (wgt_rd_en),
-    .wgt_rd_addr_o  (wgt_rd_addr),
+    .wgt_addr_o     (wgt_addr),
     .wgt_rd_data_i  (wgt_rd_data)
   );
 
