@@ -28,8 +28,9 @@ FPGA_FLOW  := TOOLS_BIN=$(abspath $(VENV))/bin $(PYTHON) scripts/fpga_flow.py
 
 RTL_FILES  := $(shell cat rtl/mxu.f)
 CORE_FILES := $(shell cat rtl/core.f)
-BOARD_FILES := $(CORE_FILES) $(shell cat rtl/board.f)
 SEQ_FILES  := $(shell cat rtl/seq.f)
+# tpu_board names both cores; rtl/board.f lists the board's own files.
+BOARD_FILES := $(CORE_FILES) $(filter-out $(CORE_FILES),$(SEQ_FILES) $(shell cat rtl/board.f))
 LINT       := verilator --lint-only -Wall sim/lint.vlt $(RTL_FILES)
 LINT_CORE  := verilator --lint-only -Wall sim/lint.vlt $(CORE_FILES) --top-module tpu_top
 LINT_BOARD := verilator --lint-only -Wall sim/lint.vlt $(BOARD_FILES) --top-module tpu_board

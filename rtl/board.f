@@ -1,10 +1,5 @@
-rtl/tpu_seq_add.sv
-rtl/tpu_seq_ram.sv
-rtl/tpu_seq_act.sv
-rtl/tpu_seq_bus.sv
-rtl/tpu_seq_check.sv
-rtl/tpu_seq_ctrl.sv
-rtl/tpu_seq_top.sv
+rtl/tpu_fifo.sv
+rtl/tpu_ram_sdp.sv
 rtl/tpu_link_pkg.sv
 rtl/tpu_uart_rx.sv
 rtl/tpu_uart_tx.sv

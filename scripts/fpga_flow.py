@@ -51,8 +51,11 @@ PARAMETERS = ("Sequential", "CounterWidth", "Dim", "MulStages", "AddStages", "Ub
 # The one parameter that is a choice, not a size: 1 builds the sequential core (tpu_seq_top).
 FLAGS = ("Sequential",)
 FAMILIES = ("ecp5", "ice40")
-# The RTL every board builds from, in compile order.
-RTL_LISTS = ("rtl/core.f", "rtl/board.f")
+# The RTL of each core (Sequential = 0, 1) and of the board around it, in compile order. A board
+# reads only its own core's files: Yosys numbers its internal names over everything it reads, so
+# an edit of the other core would otherwise move the names, and with them nextpnr's placement.
+CORE_LISTS = ("rtl/core.f", "rtl/seq.f")
+BOARD_LIST = "rtl/board.f"
 BOARD_RTL = ("rtl/tpu_reset_sync.sv", "rtl/tpu_pulse_stretch.sv")
 # What each family calls its resources in nextpnr's report, and what the table shows them as.
 RESOURCES = {
@@ -96,9 +99,11 @@ def load_board(name):
                       ("parameters", dict)):
         if not isinstance(board.get(key), kind):
             raise FlowError(f"{where}: '{key}' is missing or not {kind.__name__}")
-    seed = board.get("seed", 1)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 1:
-        raise FlowError(f"{where}: 'seed' is not a positive integer")
+    seeds = board.get("seeds", [1])
+    if (not isinstance(seeds, list) or not seeds or
+            any(not isinstance(seed, int) or isinstance(seed, bool) or seed < 1
+                for seed in seeds)):
+        raise FlowError(f"{where}: 'seeds' is not a list of positive integers")
     for key in ("simulate", "simulation_default"):
         if not isinstance(board.get(key, False), bool):
             raise FlowError(f"{where}: '{key}' is not true or false")
@@ -227,8 +232,9 @@ def relative(path):
 
 def rtl_sources(board):
     sources = []
-    for listing in RTL_LISTS:
-        sources += (ROOT / listing).read_text().split()
+    for listing in (CORE_LISTS[board["parameters"]["Sequential"]], BOARD_LIST):
+        # The board's list repeats the shared memories and FIFO the array core lists too.
+        sources += [path for path in (ROOT / listing).read_text().split() if path not in sources]
     sources += BOARD_RTL
     sources += [f"fpga/{board['folder']}/{source}" for source in board["sources"]]
     return sources
@@ -256,7 +262,7 @@ def run_yosys(board, out, label, synth, stat):
     extra = [make_pll(board, out)] if board["family"] == "ecp5" else []
     chparams = " ".join(f"-set {key} {board['parameters'][key]}" for key in PARAMETERS)
     script = out / "synth.ys"
-    lines = [f"read_verilog -sv -DSYNTHESIS {' '.join(rtl_sources(board))}"]
+    lines = [f"read_verilog -defer -sv -DSYNTHESIS {' '.join(rtl_sources(board))}"]
     lines += [f"read_verilog {relative(path)}" for path in extra]
     lines += [f"chparam {chparams} {board['top']}",
               f"{synth} -top {board['top']}",
@@ -269,7 +275,7 @@ def run_yosys(board, out, label, synth, stat):
 
 def synthesize(board, out, label):
     netlist = out / "netlist.json"
-    synth = {"ecp5": "synth_ecp5 -abc9", "ice40": "synth_ice40 -abc9 -dsp"}[board["family"]]
+    synth = {"ecp5": "synth_ecp5 -abc9", "ice40": "synth_ice40 -abc9 -dsp -spram"}[board["family"]]
     run_yosys(board, out, label, f"{synth} -json {relative(netlist)}", out / "synth_stat.txt")
     return netlist
 
@@ -362,12 +368,14 @@ def logged_resources(board, log):
     return figures
 
 
-def build(board, out, seed, bitstream):
+def build(board, out, seeds, bitstream):
+    """Synthesis, then place and route with each of `seeds` in turn until one meets the clock
+    (a placement that does not fit ends the build: another seed would not fit either)."""
     out.mkdir(parents=True, exist_ok=True)
     parameters = board["parameters"]
     label = f"{board['folder']} {variant(board)}"
     record = {"board": board["name"], "folder": board["folder"], "variant": variant(board),
-              "parameters": parameters, "seed": seed}
+              "parameters": parameters, "seeds": seeds, "tried": []}
     started = time.monotonic()
 
     say(f"[{label}] synthesis ({board['family']}, Yosys)")
@@ -375,32 +383,41 @@ def build(board, out, seed, bitstream):
     record["synthesis_s"] = round(time.monotonic() - started, 1)
     say(f"[{label}] synthesis done in {minutes(record['synthesis_s'])}")
 
-    say(f"[{label}] place and route (nextpnr, {parameters['ClockHz'] / 1e6:g} MHz)")
-    placed_started = time.monotonic()
-    try:
-        placed, pnr = place_and_route(board, netlist, out, seed, label)
-    except FlowError as error:
-        # A design that cannot fit: report what it needs of the device.
-        log = out / "pnr.log"
-        needed = logged_resources(board, log) if log.exists() else {}
-        over = [label for label, entry in needed.items() if entry["used"] > entry["available"]]
-        if over:
-            record["fits"] = False
-            record["resources"] = needed
-            record["problem"] = ", ".join(
-                f"{needed[label]['used']:,} {label} of {needed[label]['available']:,}"
-                for label in over)
-            write_report(record, out)
-            say(f"[{label}] does not fit: it needs {record['problem']}")
-            return record
-        raise
-    record["pnr_s"] = round(time.monotonic() - placed_started, 1)
-    record["fits"] = True
-    record["resources"] = resource_figures(board, pnr)
-    clock, achieved, constraint = core_clock_fmax(pnr)
-    record["clock"] = {"net": clock, "fmax_mhz": round(achieved, 2),
-                       "constraint_mhz": round(constraint, 2)}
-    record["meets_timing"] = achieved >= constraint
+    for seed in seeds:
+        say(f"[{label}] place and route (nextpnr, {parameters['ClockHz'] / 1e6:g} MHz, "
+            f"seed {seed})")
+        record["seed"] = seed
+        placed_started = time.monotonic()
+        try:
+            placed, pnr = place_and_route(board, netlist, out, seed, label)
+        except FlowError as error:
+            # A design that cannot fit: report what it needs of the device.
+            log = out / "pnr.log"
+            needed = logged_resources(board, log) if log.exists() else {}
+            over = [label for label, entry in needed.items()
+                    if entry["used"] > entry["available"]]
+            if over:
+                record["fits"] = False
+                record["resources"] = needed
+                record["problem"] = ", ".join(
+                    f"{needed[label]['used']:,} {label} of {needed[label]['available']:,}"
+                    for label in over)
+                write_report(record, out)
+                say(f"[{label}] does not fit: it needs {record['problem']}")
+                return record
+            raise
+        record["pnr_s"] = round(time.monotonic() - placed_started, 1)
+        record["fits"] = True
+        record["resources"] = resource_figures(board, pnr)
+        clock, achieved, constraint = core_clock_fmax(pnr)
+        record["clock"] = {"net": clock, "fmax_mhz": round(achieved, 2),
+                           "constraint_mhz": round(constraint, 2)}
+        record["meets_timing"] = achieved >= constraint
+        record["tried"].append({"seed": seed, "fmax_mhz": round(achieved, 2)})
+        if record["meets_timing"] or seed == seeds[-1]:
+            break
+        say(f"[{label}] seed {seed}: Fmax {achieved:.2f} MHz, below {constraint:.2f} MHz; "
+            "the next seed")
     path = critical_path(pnr, out, clock)
     if path:
         record["critical_path"] = path
@@ -475,13 +492,17 @@ def critical_path_notes(records):
         path = record.get("critical_path")
         if path:
             array = f"{record['parameters']['Dim']}x{record['parameters']['Dim']}"
-            notes.append(f"- {record['board']} {array}: {path['logic_ns']:.1f} ns logic + "
-                         f"{path['routing_ns']:.1f} ns routing, through "
-                         f"{' → '.join(path['through'])}")
+            # The seeds that came first and missed the clock, if any.
+            missed = ", ".join(f"seed {entry['seed']} at {entry['fmax_mhz']:.2f} MHz"
+                               for entry in record.get("tried", [])[:-1])
+            notes.append(f"- {record['board']} {array}, seed {record['seed']}"
+                         f"{f' (after {missed})' if missed else ''}: "
+                         f"{path['logic_ns']:.1f} ns logic + {path['routing_ns']:.1f} ns "
+                         f"routing, through {' → '.join(path['through'])}")
     if not notes:
         return ""
-    return "\nCritical path (the worst register-to-register path of the core clock):\n\n" + \
-        "\n".join(notes) + "\n"
+    return "\nCritical path (the worst register-to-register path of the core clock) and the " \
+        "placement seed:\n\n" + "\n".join(notes) + "\n"
 
 
 def fill_generated(doc, marker, text):
@@ -502,11 +523,11 @@ def fill_generated(doc, marker, text):
 # type). An ECP5 CCU2C is two bits of an adder, each in a LUT4 with its carry logic.
 PRIMITIVES = {
     "ice40": (("SB_LUT4", "LUT4", 1), ("SB_CARRY", "carry", 1), ("SB_DFF", "FF", 1),
-              ("SB_MAC16", "DSP", 1), ("SB_RAM40_4K", "BRAM", 1), ("SB_SPRAM256KA", "BRAM", 1)),
+              ("SB_MAC16", "DSP", 1), ("SB_RAM40_4K", "BRAM", 1), ("SB_SPRAM256KA", "SPRAM", 1)),
     "ecp5": (("LUT4", "LUT4", 1), ("CCU2C", "carry", 2), ("TRELLIS_FF", "FF", 1),
              ("MULT18X18D", "DSP", 1), ("DP16KD", "BRAM", 1)),
 }
-COLUMNS = ("LUT4", "carry", "FF", "DSP", "BRAM")
+COLUMNS = ("LUT4", "carry", "FF", "DSP", "BRAM", "SPRAM")
 # Modules whose instances the breakdown lists one by one rather than as one row.
 EXPANDED = ("tpu_board", "tpu_top", "tpu_seq_top", "tpu_seq_ctrl")
 
@@ -576,11 +597,13 @@ def breakdown_table(board, rows, whole):
 
     def figures(counts):
         share = 100 * counts["LUT4"] / whole["LUT4"] if whole["LUT4"] else 0
-        return " | ".join(f"{counts[column]:,}" for column in COLUMNS) + f" | {share:.0f} %"
+        ram = f"{counts['BRAM']:,}" + (f" + {counts['SPRAM']} SPRAM" if counts["SPRAM"] else "")
+        return " | ".join(f"{counts[column]:,}" for column in COLUMNS[:4]) + \
+            f" | {ram} | {share:.0f} %"
 
     def small(counts):
         return all(100 * counts[column] < whole[column] for column in ("LUT4", "FF")) and \
-            not counts["DSP"] and not counts["BRAM"]
+            not counts["DSP"] and not counts["BRAM"] and not counts["SPRAM"]
 
     rest = dict.fromkeys(COLUMNS, 0)
     rest_modules = []
@@ -603,7 +626,7 @@ def breakdown(board, out):
     out.mkdir(parents=True, exist_ok=True)
     label = f"{board['folder']} {variant(board)} breakdown"
     netlist = out / "hierarchy.json"
-    synth = {"ecp5": "synth_ecp5 -noflatten", "ice40": "synth_ice40 -noflatten -dsp"}
+    synth = {"ecp5": "synth_ecp5 -noflatten", "ice40": "synth_ice40 -noflatten -dsp -spram"}
     say(f"[{label}] synthesis keeping the hierarchy ({board['family']}, Yosys)")
     run_yosys(board, out, label, f"{synth[board['family']]} -json {relative(netlist)}",
               out / "synth_stat.txt")
@@ -650,8 +673,7 @@ def command_build(args):
     if not out.is_relative_to(ROOT):
         raise FlowError(f"--out {args.out}: must lie inside the checkout, the only folder the "
                         "YoWASP tools see")
-    seed = args.seed if args.seed is not None else board_seed(board)
-    record = build(board, out, seed, not args.no_bitstream)
+    record = build(board, out, board_seeds(board, args.seed), not args.no_bitstream)
     say(f"report: {relative(out / 'report.md')}")
     print(results_table([record]), end="")
     return 0 if record.get("fits") and record.get("meets_timing") else 1
@@ -689,13 +711,13 @@ def command_breakdown(args):
     return 0
 
 
-def reused(out, board, seed):
+def reused(out, board, seeds):
     """The record of an earlier build of the same parameters and seed, with its critical path
     read again from the files it left."""
     report = out / "report.json"
     record = json.loads(report.read_text()) if report.is_file() else {}
-    if record.get("parameters") != board["parameters"] or record.get("seed") != seed:
-        raise FlowError(f"--reuse: {relative(out)} holds no build of these parameters and seed: "
+    if record.get("parameters") != board["parameters"] or record.get("seeds") != seeds:
+        raise FlowError(f"--reuse: {relative(out)} holds no build of these parameters and seeds: "
                         "run the table without --reuse")
     if record.get("fits"):
         record.pop("critical_path", None)
@@ -706,9 +728,10 @@ def reused(out, board, seed):
     return record
 
 
-def board_seed(board):
-    """nextpnr's placement seed for the board's builds: board.toml's `seed`, else 1."""
-    return board.get("seed", 1)
+def board_seeds(board, seed=None):
+    """nextpnr's placement seeds to try for the board's builds: `seed` where one is given,
+    else board.toml's `seeds`, else 1."""
+    return [seed] if seed is not None else board.get("seeds", [1])
 
 
 def command_table(args):
@@ -721,18 +744,15 @@ def command_table(args):
             builds.append((sized, BUILD / name / variant(sized)))
     if args.jobs < 1:
         raise FlowError(f"--jobs {args.jobs}: must be at least 1")
-    def seed(board):
-        return args.seed if args.seed is not None else board_seed(board)
-
     if args.reuse:
-        records = [reused(out, board, seed(board)) for board, out in builds]
+        records = [reused(out, board, board_seeds(board, args.seed)) for board, out in builds]
     else:
         say(f"{len(builds)} builds, {args.jobs} at a time")
         # Each build runs its tools as processes of their own: threads are enough to overlap
         # them.
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            records = list(pool.map(lambda job: build(job[0], job[1], seed(job[0]), False),
-                                    builds))
+            records = list(pool.map(
+                lambda job: build(job[0], job[1], board_seeds(job[0], args.seed), False), builds))
     table = results_table(records) + critical_path_notes(records)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -756,7 +776,7 @@ def parse_args():
                      help="override a parameter of board.toml (repeatable)")
     one.add_argument("--out", type=Path, help="build folder (default build/fpga/BOARD/VARIANT)")
     one.add_argument("--seed", type=int, help="nextpnr's placement seed (default: board.toml's "
-                     "seed, else 1)")
+                     "seeds in turn until one meets the clock, else 1)")
     one.add_argument("--no-bitstream", action="store_true", help="stop after place and route")
     program = commands.add_parser("program", help="load the bitstream into the board")
     program.add_argument("board")
@@ -774,7 +794,7 @@ def parse_args():
     table.add_argument("--doc", type=Path, default=ROOT / "docs" / "fpga.md")
     table.add_argument("--json", type=Path, default=ROOT / "docs" / "fpga" / "results.json")
     table.add_argument("--seed", type=int, help="nextpnr's placement seed for every board "
-                       "(default: each board.toml's seed, else 1)")
+                       "(default: each board.toml's seeds in turn, else 1)")
     table.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                        help="builds at a time (default: one per CPU)")
     table.add_argument("--reuse", action="store_true",

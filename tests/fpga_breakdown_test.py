@@ -31,7 +31,7 @@ ICE40 = {
     BOARD: merged(named(u_core=CORE, u_bridge="bridge"), cells("SB_LUT4")),
     CORE: merged(named(u_a=UNIT, u_b=UNIT), cells("SB_DFFER")),
     UNIT: merged(named(u_leaf="leaf"), cells("SB_LUT4", "SB_LUT4", "SB_CARRY", "SB_DFF")),
-    "leaf": cells("SB_MAC16", "SB_RAM40_4K"),
+    "leaf": cells("SB_MAC16", "SB_RAM40_4K", "SB_SPRAM256KA"),
     "bridge": cells("SB_LUT4", "SB_LUT4", "SB_LUT4", "SB_DFFE"),
 }
 # Yosys's netlist defines the primitives too, as black boxes or (parameterised) white boxes.
@@ -39,11 +39,11 @@ MAC16 = "$paramod$4e5f\\SB_MAC16"
 ICE40.update({kind: {"attributes": {"blackbox": "1"}, "cells": {}}
               for kind in ("SB_LUT4", "SB_CARRY", "SB_DFF", "SB_DFFE", "SB_DFFER", "SB_IO")})
 ICE40[MAC16] = {"attributes": {"whitebox": "1"}, "cells": {"c0": {"type": "$buf"}}}
-ICE40["leaf"] = cells(MAC16, "SB_RAM40_4K")
+ICE40["leaf"] = cells(MAC16, "SB_RAM40_4K", "SB_SPRAM256KA")
 
 
-def counts(lut4=0, carry=0, ff=0, dsp=0, bram=0):
-    return {"LUT4": lut4, "carry": carry, "FF": ff, "DSP": dsp, "BRAM": bram}
+def counts(lut4=0, carry=0, ff=0, dsp=0, bram=0, spram=0):
+    return {"LUT4": lut4, "carry": carry, "FF": ff, "DSP": dsp, "BRAM": bram, "SPRAM": spram}
 
 
 def check(name, got, expected):
@@ -61,10 +61,10 @@ def main():
         ("u_board", "tpu_board (own logic)", counts(lut4=1)),
         ("u_board.u_bridge", "bridge", counts(lut4=3, ff=1)),
         ("u_board.u_core", "tpu_top (own logic)", counts(ff=1)),
-        ("u_board.u_core.u_a", "tpu_unit", counts(lut4=2, carry=1, ff=1, dsp=1, bram=1)),
-        ("u_board.u_core.u_b", "tpu_unit", counts(lut4=2, carry=1, ff=1, dsp=1, bram=1)),
+        ("u_board.u_core.u_a", "tpu_unit", counts(lut4=2, carry=1, ff=1, dsp=1, bram=1, spram=1)),
+        ("u_board.u_core.u_b", "tpu_unit", counts(lut4=2, carry=1, ff=1, dsp=1, bram=1, spram=1)),
     ]))
-    failures += check("iCE40 whole design", whole, counts(lut4=8, carry=2, ff=4, dsp=2, bram=2))
+    failures += check("iCE40 whole design", whole, counts(lut4=8, carry=2, ff=4, dsp=2, bram=2, spram=2))
 
     ecp5 = {"top": merged(named(u_core=CORE), cells("TRELLIS_IO")),
             CORE: cells("LUT4", "CCU2C", "CCU2C", "TRELLIS_FF", "MULT18X18D", "DP16KD", "PFUMX")}
