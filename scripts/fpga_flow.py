@@ -597,7 +597,8 @@ def breakdown_table(board, rows, whole):
 
     def figures(counts):
         share = 100 * counts["LUT4"] / whole["LUT4"] if whole["LUT4"] else 0
-        ram = f"{counts['BRAM']:,}" + (f" + {counts['SPRAM']} SPRAM" if counts["SPRAM"] else "")
+        ram = " + ".join(([f"{counts['BRAM']:,}"] if counts["BRAM"] or not counts["SPRAM"] else [])
+                         + ([f"{counts['SPRAM']} SPRAM"] if counts["SPRAM"] else []))
         return " | ".join(f"{counts[column]:,}" for column in COLUMNS[:4]) + \
             f" | {ram} | {share:.0f} %"
 
