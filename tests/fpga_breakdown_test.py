@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import fpga_flow  # noqa: E402
+from flow_checks import check  # noqa: E402
 
 
 def cells(*types):
@@ -44,14 +45,6 @@ ICE40["leaf"] = cells(MAC16, "SB_RAM40_4K", "SB_SPRAM256KA")
 
 def counts(lut4=0, carry=0, ff=0, dsp=0, bram=0, spram=0):
     return {"LUT4": lut4, "carry": carry, "FF": ff, "DSP": dsp, "BRAM": bram, "SPRAM": spram}
-
-
-def check(name, got, expected):
-    if got != expected:
-        print(f"FAIL  {name}:\n  got      {got}\n  expected {expected}")
-        return 1
-    print(f"ok    {name}")
-    return 0
 
 
 def main():

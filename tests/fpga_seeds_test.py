@@ -8,6 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import fpga_flow  # noqa: E402
+from flow_checks import check  # noqa: E402
 
 
 class StandInTools:
@@ -43,14 +44,6 @@ def build(fmax_by_seed, seeds):
     with tempfile.TemporaryDirectory() as folder:
         record = fpga_flow.build(board, Path(folder), seeds, bitstream=False)
     return tools, record
-
-
-def check(name, got, expected):
-    if got != expected:
-        print(f"FAIL  {name}:\n  got      {got}\n  expected {expected}")
-        return 1
-    print(f"ok    {name}")
-    return 0
 
 
 def main():
