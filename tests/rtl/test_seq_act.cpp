@@ -5,20 +5,14 @@
 // out_ready_i are held low at random and the inputs change at random whenever they are not being
 // offered, so a result must wait in y_o and only the offered input may be taken. Then the
 // handshakes on their own: the result held until taken, nothing taken while a value is in
-// flight, and reset in the middle of a value. A value that takes more than kMaxCycles fails the
-// test instead of hanging it.
+// flight, and reset in the middle of a value. A value that takes more than kMaxValueCycles fails
+// the test instead of hanging it.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <initializer_list>
 #include <iostream>
 #include <iterator>
-#include <memory>
-#include <sstream>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "Vseq_act.h"
@@ -41,7 +35,7 @@ constexpr unsigned kFunctionCount = 7;  // codes 0..6; 7..15 are illegal
 constexpr unsigned kFunctionCodes = 16;
 // Cycles from acceptance to out_valid_o that no value may exceed (the slowest, gelu of a small
 // |x|, takes about 200).
-constexpr unsigned kMaxCycles = 300;
+constexpr unsigned kMaxValueCycles = 300;
 
 // 0.01, 0.2, 1, -0.5 and 0.
 constexpr bf16_t kSlopes[] = {0x3C24u, 0x3E4Du, 0x3F80u, 0xBF00u, 0x0000u};
@@ -49,130 +43,39 @@ constexpr bf16_t kSlopes[] = {0x3C24u, 0x3E4Du, 0x3F80u, 0xBF00u, 0x0000u};
 constexpr bf16_t kSpecialSlopes[] = {0x8000u, 0x0001u, 0x7F80u, 0xFF80u,
                                      0x7FC1u, 0x7F7Fu, 0x0080u, 0xC040u};
 
-struct Input {
+struct ActInput {
   unsigned func;
   fp32_t x;
   bf16_t alpha;
 };
 
-// Counts mismatches and keeps the first few for the failure message.
-class Mismatches {
- public:
-  void check(std::uint32_t got, const Input& in) {
-    const std::uint32_t want = tpu::ref::act_func(in.func, in.x, in.alpha);
-    if (got == want) return;
-    if (count_++ < 8)
-      text_ << std::hex << " func=" << in.func << " x=0x" << in.x << " alpha=0x" << in.alpha
-            << " got=0x" << got << " want=0x" << want << "\n";
+// tpu_seq_act as the stream drives it: a function code, x and a slope in, y out.
+struct ActUnit {
+  using Model = Vseq_act;
+  using Input = ActInput;
+  static constexpr unsigned kMaxCycles = kMaxValueCycles;
+  static void offer(Model& unit, const Input& in) {
+    unit.func_i = static_cast<std::uint8_t>(in.func);
+    unit.alpha_i = in.alpha;
+    unit.x_i = in.x;
   }
-  std::uint64_t count() const { return count_; }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::uint64_t count_ = 0;
-  std::ostringstream text_;
+  static void scramble(Model& unit, std::uint64_t noise) {
+    unit.func_i = static_cast<std::uint8_t>(noise & 0xF);
+    unit.alpha_i = static_cast<std::uint16_t>(noise >> 4);
+    unit.x_i = static_cast<std::uint32_t>(noise >> 20);
+  }
+  static std::uint32_t result(const Model& unit) { return unit.y_o; }
+  static std::uint32_t expected(const Input& in) {
+    return tpu::ref::act_func(in.func, in.x, in.alpha);
+  }
+  static void describe(std::ostream& out, const Input& in) {
+    out << " func=" << in.func << " x=0x" << in.x << " alpha=0x" << in.alpha;
+  }
 };
-
-#define EXPECT_NO_MISMATCH(m) EXPECT_EQ((m).count(), 0u) << (m).text()
 
 using SeqActModel = tpu::test::HandshakeUnit<Vseq_act>;
-using tpu::test::Xorshift;
-
-// Offers inputs one after the other and takes the results, both with random stalls, and checks
-// each result against the reference model's for its input. Half the inputs are offered while
-// the previous value is still in flight, the other half only once in_ready_o is high; outside an
-// offer the inputs carry random values with in_valid_i low. An offered input stays until taken.
-class Stream {
- public:
-  explicit Stream(std::uint64_t seed, unsigned stall_percent = 20)
-      : unit_(static_cast<std::uint32_t>(seed)), rng_(seed), stall_percent_(stall_percent) {}
-
-  void feed(const Input& in) {
-    if (rng_.percent(50))
-      while (!unit_->in_ready_o) cycle(nullptr);
-    while (rng_.percent(stall_percent_)) cycle(nullptr);
-    while (!cycle(&in)) {
-    }
-  }
-  // Takes the results still in flight.
-  void drain() {
-    while (!in_flight_.empty()) cycle(nullptr);
-  }
-
-  const Mismatches& mismatches() const { return mismatches_; }
-  unsigned max_cycles() const { return max_cycles_; }
-  double mean_cycles() const {
-    return delivered_ == 0 ? 0.0
-                           : static_cast<double>(busy_cycles_) / static_cast<double>(delivered_);
-  }
-
- private:
-  // One clock cycle; true if `offer` was taken.
-  bool cycle(const Input* offer) {
-    if (offer != nullptr) {
-      unit_->in_valid_i = 1;
-      unit_->func_i = static_cast<std::uint8_t>(offer->func);
-      unit_->alpha_i = offer->alpha;
-      unit_->x_i = offer->x;
-    } else {
-      const std::uint64_t noise = rng_.next();
-      unit_->in_valid_i = 0;
-      unit_->func_i = static_cast<std::uint8_t>(noise & 0xF);
-      unit_->alpha_i = static_cast<std::uint16_t>(noise >> 4);
-      unit_->x_i = static_cast<std::uint32_t>(noise >> 20);
-    }
-    const bool out_ready = !rng_.percent(stall_percent_);
-    unit_->out_ready_i = out_ready;
-
-    const bool taken = offer != nullptr && unit_->in_ready_o;
-    if (unit_->out_valid_o) {
-      if (in_flight_.empty()) throw std::runtime_error("a result without an input");
-      if (waiting_ && unit_->y_o != waiting_value_)
-        throw std::runtime_error("y_o changed while out_valid_o waited for out_ready_i");
-      if (!waiting_) record_latency();
-      waiting_ = !out_ready;
-      waiting_value_ = unit_->y_o;
-      if (out_ready) {
-        mismatches_.check(unit_->y_o, in_flight_.front());
-        in_flight_.pop_front();
-        ++delivered_;
-      }
-    } else if (!in_flight_.empty() && ++busy_ > kMaxCycles) {
-      throw std::runtime_error("no result " + std::to_string(kMaxCycles) +
-                               " cycles after the input was taken");
-    }
-    if (taken) {
-      if (!in_flight_.empty()) throw std::runtime_error("an input taken while one is in flight");
-      in_flight_.push_back(*offer);
-      busy_ = 0;
-    }
-    if (offer != nullptr && !taken && in_flight_.empty() && !unit_->out_valid_o)
-      throw std::runtime_error("nothing in flight, but in_ready_o is low");
-    // Nothing taken and nothing delivered for this long: the unit hangs with nothing in flight.
-    stuck_ = taken || (unit_->out_valid_o && out_ready) ? 0 : stuck_ + 1;
-    if (stuck_ > kMaxCycles) throw std::runtime_error("no progress, nothing in flight");
-    unit_.clock();
-    return taken;
-  }
-
-  void record_latency() {
-    max_cycles_ = std::max(max_cycles_, busy_ + 1);
-    busy_cycles_ += busy_ + 1;
-  }
-
-  SeqActModel unit_;
-  Xorshift rng_;
-  unsigned stall_percent_;
-  std::deque<Input> in_flight_;
-  unsigned busy_ = 0;   // cycles since the value in flight was taken
-  unsigned stuck_ = 0;  // cycles since the last input was taken or result delivered
-  bool waiting_ = false;
-  std::uint32_t waiting_value_ = 0;
-  Mismatches mismatches_;
-  unsigned max_cycles_ = 0;
-  std::uint64_t busy_cycles_ = 0;
-  std::uint64_t delivered_ = 0;
-};
+using Stream = tpu::test::HandshakeStream<ActUnit>;
+using tpu::test::wait_for_result;
 
 std::vector<bf16_t> every_slope() {
   std::vector<bf16_t> slopes(std::begin(kSlopes), std::end(kSlopes));
@@ -254,22 +157,12 @@ TEST(RtlSeqAct, FunctionAndSlopeChangeEveryValue) {
   EXPECT_NO_MISMATCH(stream.mismatches());
 }
 
-// Runs the clock until out_valid_o, with out_ready_i low; returns the cycles taken.
-unsigned wait_for_result(SeqActModel& unit) {
-  unit->out_ready_i = 0;
-  for (unsigned cycles = 1; cycles <= kMaxCycles; ++cycles) {
-    unit.clock();
-    if (unit->out_valid_o) return cycles;
-  }
-  throw std::runtime_error("no result within " + std::to_string(kMaxCycles) + " cycles");
-}
-
 // A result stays in y_o, with out_valid_o high and in_ready_o low, for as long as out_ready_i is
 // low; an input offered meanwhile is taken only once the result has been.
 TEST(RtlSeqAct, ResultHeldUntilTaken) {
   SeqActModel unit(7);
-  const Input first{static_cast<unsigned>(ActFunc::kGelu), 0xBF400000u, 0};      // gelu(-0.75)
-  const Input second{static_cast<unsigned>(ActFunc::kSigmoid), 0x40200000u, 0};  // sigmoid(2.5)
+  const ActInput first{static_cast<unsigned>(ActFunc::kGelu), 0xBF400000u, 0};      // gelu(-0.75)
+  const ActInput second{static_cast<unsigned>(ActFunc::kSigmoid), 0x40200000u, 0};  // sigmoid(2.5)
   ASSERT_TRUE(unit->in_ready_o);
   ASSERT_FALSE(unit->out_valid_o);
   unit->in_valid_i = 1;
@@ -280,7 +173,7 @@ TEST(RtlSeqAct, ResultHeldUntilTaken) {
   unit->func_i = static_cast<std::uint8_t>(second.func);
   unit->x_i = second.x;
   ASSERT_FALSE(unit->in_ready_o);
-  wait_for_result(unit);
+  wait_for_result(unit, kMaxValueCycles);
   const std::uint32_t want = tpu::ref::act_func(first.func, first.x, first.alpha);
   for (int cycle = 0; cycle < 50; ++cycle) {
     ASSERT_TRUE(unit->out_valid_o) << "cycle " << cycle;
@@ -295,7 +188,7 @@ TEST(RtlSeqAct, ResultHeldUntilTaken) {
   unit.clock();  // the second input is taken
   unit->in_valid_i = 0;
   ASSERT_FALSE(unit->in_ready_o);
-  wait_for_result(unit);
+  wait_for_result(unit, kMaxValueCycles);
   EXPECT_EQ(unit->y_o, tpu::ref::act_func(second.func, second.x, second.alpha));
 }
 
@@ -312,13 +205,13 @@ TEST(RtlSeqAct, ResetInTheMiddleOfAValue) {
     unit.reset();
     EXPECT_TRUE(unit->in_ready_o) << "reset after " << after;
     EXPECT_FALSE(unit->out_valid_o) << "reset after " << after;
-    const Input in{static_cast<unsigned>(ActFunc::kTanh), 0xBE7FFFFFu, 0};
+    const ActInput in{static_cast<unsigned>(ActFunc::kTanh), 0xBE7FFFFFu, 0};
     unit->in_valid_i = 1;
     unit->func_i = static_cast<std::uint8_t>(in.func);
     unit->x_i = in.x;
     unit.clock();
     unit->in_valid_i = 0;
-    wait_for_result(unit);
+    wait_for_result(unit, kMaxValueCycles);
     EXPECT_EQ(unit->y_o, tpu::ref::act_func(in.func, in.x, in.alpha)) << "reset after " << after;
     unit->out_ready_i = 1;
     unit.clock();

@@ -6,18 +6,12 @@
 // in_valid_i and out_ready_i are held low at random and the inputs change at random whenever
 // they are not offered, so a result must wait in sum_o and only the offered pair may be taken.
 // Then the handshakes on their own: the result held until taken, nothing taken while a sum is in
-// flight, and reset in the middle of a sum. A sum that takes more than kMaxCycles fails the test
+// flight, and reset in the middle of a sum. A sum that takes more than kMaxSumCycles fails the test
 // instead of hanging it.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <iostream>
-#include <memory>
-#include <sstream>
-#include <stdexcept>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -36,7 +30,7 @@ namespace oracle = tpu::oracle;
 
 constexpr std::uint64_t kRandomPairs = 2'000'000;
 // Clock edges from acceptance to out_valid_o that no sum may exceed (the design takes at most 58).
-constexpr unsigned kMaxCycles = 200;
+constexpr unsigned kMaxSumCycles = 200;
 
 constexpr fp32_t kSignMask = 0x80000000u;
 constexpr fp32_t kFractionMask = 0x007FFFFFu;
@@ -45,116 +39,32 @@ fp32_t pack(fp32_t sign, unsigned biased_exponent, fp32_t fraction) {
   return sign | (static_cast<fp32_t>(biased_exponent) << 23) | (fraction & kFractionMask);
 }
 
-// Counts mismatches and keeps the first few for the failure message.
-class Mismatches {
- public:
-  void check(std::uint32_t got, fp32_t x, fp32_t y) {
-    const fp32_t want = tpu::ref::add_fp32(x, y);
-    if (got == want) return;
-    if (count_++ < 8)
-      text_ << std::hex << " x=0x" << x << " y=0x" << y << " got=0x" << got << " want=0x" << want
-            << "\n";
+// tpu_seq_add as the stream drives it: a pair in, the sum out.
+struct AddUnit {
+  using Model = Vseq_add;
+  struct Input {
+    fp32_t x;
+    fp32_t y;
+  };
+  static constexpr unsigned kMaxCycles = kMaxSumCycles;
+  static void offer(Model& unit, const Input& in) {
+    unit.x_i = in.x;
+    unit.y_i = in.y;
   }
-  std::uint64_t count() const { return count_; }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::uint64_t count_ = 0;
-  std::ostringstream text_;
+  static void scramble(Model& unit, std::uint64_t noise) {
+    unit.x_i = static_cast<std::uint32_t>(noise);
+    unit.y_i = static_cast<std::uint32_t>(noise >> 32);
+  }
+  static std::uint32_t result(const Model& unit) { return unit.sum_o; }
+  static std::uint32_t expected(const Input& in) { return tpu::ref::add_fp32(in.x, in.y); }
+  static void describe(std::ostream& out, const Input& in) {
+    out << " x=0x" << in.x << " y=0x" << in.y;
+  }
 };
-
-#define EXPECT_NO_MISMATCH(m) EXPECT_EQ((m).count(), 0u) << (m).text()
 
 using SeqAddModel = tpu::test::HandshakeUnit<Vseq_add>;
-using tpu::test::Xorshift;
-
-// Offers pairs one after the other and takes the results, both with random stalls, and checks
-// each result against the reference model's for its pair. Outside an offer the inputs carry
-// random values with in_valid_i low; an offered pair stays until it is taken.
-class Stream {
- public:
-  explicit Stream(std::uint64_t seed, unsigned stall_percent = 20)
-      : unit_(static_cast<std::uint32_t>(seed)), rng_(seed), stall_percent_(stall_percent) {}
-
-  void feed(fp32_t x, fp32_t y) {
-    while (rng_.percent(stall_percent_)) cycle(nullptr);
-    const std::pair<fp32_t, fp32_t> offer{x, y};
-    while (!cycle(&offer)) {
-    }
-  }
-  // Takes the result still in flight.
-  void drain() {
-    while (!in_flight_.empty()) cycle(nullptr);
-  }
-
-  const Mismatches& mismatches() const { return mismatches_; }
-  unsigned max_cycles() const { return max_cycles_; }
-  double mean_cycles() const {
-    return delivered_ == 0 ? 0.0
-                           : static_cast<double>(busy_cycles_) / static_cast<double>(delivered_);
-  }
-
- private:
-  // One clock cycle; true if `offer` was taken.
-  bool cycle(const std::pair<fp32_t, fp32_t>* offer) {
-    if (offer != nullptr) {
-      unit_->in_valid_i = 1;
-      unit_->x_i = offer->first;
-      unit_->y_i = offer->second;
-    } else {
-      const std::uint64_t noise = rng_.next();
-      unit_->in_valid_i = 0;
-      unit_->x_i = static_cast<std::uint32_t>(noise);
-      unit_->y_i = static_cast<std::uint32_t>(noise >> 32);
-    }
-    const bool out_ready = !rng_.percent(stall_percent_);
-    unit_->out_ready_i = out_ready;
-
-    const bool taken = offer != nullptr && unit_->in_ready_o;
-    if (unit_->out_valid_o) {
-      if (in_flight_.empty()) throw std::runtime_error("a result without an input");
-      if (waiting_ && unit_->sum_o != waiting_value_)
-        throw std::runtime_error("sum_o changed while out_valid_o waited for out_ready_i");
-      if (!waiting_) record_latency();
-      waiting_ = !out_ready;
-      waiting_value_ = unit_->sum_o;
-      if (out_ready) {
-        mismatches_.check(unit_->sum_o, in_flight_.front().first, in_flight_.front().second);
-        in_flight_.pop_front();
-        ++delivered_;
-      }
-    } else if (!in_flight_.empty() && ++busy_ > kMaxCycles) {
-      throw std::runtime_error("no result " + std::to_string(kMaxCycles) +
-                               " cycles after the input was taken");
-    }
-    if (taken) {
-      if (!in_flight_.empty()) throw std::runtime_error("an input taken while one is in flight");
-      in_flight_.push_back(*offer);
-      busy_ = 0;
-    }
-    if (offer != nullptr && !taken && in_flight_.empty() && !unit_->out_valid_o)
-      throw std::runtime_error("idle, but in_ready_o is low");
-    unit_.clock();
-    return taken;
-  }
-
-  void record_latency() {
-    max_cycles_ = std::max(max_cycles_, busy_ + 1);
-    busy_cycles_ += busy_ + 1;
-  }
-
-  SeqAddModel unit_;
-  Xorshift rng_;
-  unsigned stall_percent_;
-  std::deque<std::pair<fp32_t, fp32_t>> in_flight_;
-  unsigned busy_ = 0;  // cycles since the pair in flight was taken
-  bool waiting_ = false;
-  std::uint32_t waiting_value_ = 0;
-  Mismatches mismatches_;
-  unsigned max_cycles_ = 0;
-  std::uint64_t busy_cycles_ = 0;
-  std::uint64_t delivered_ = 0;
-};
+using Stream = tpu::test::HandshakeStream<AddUnit>;
+using tpu::test::wait_for_result;
 
 void report_cycles(const Stream& stream) {
   std::cout << "[ cycles   ] mean " << stream.mean_cycles() << ", max " << stream.max_cycles()
@@ -232,8 +142,8 @@ std::vector<std::pair<fp32_t, fp32_t>> constructed_pairs() {
 TEST(RtlSeqAdd, DirectedCases) {
   Stream stream(test_seed());
   for (const auto& c : tpu::test::kAddCases) {
-    stream.feed(c.x, c.y);
-    stream.feed(c.y, c.x);
+    stream.feed({c.x, c.y});
+    stream.feed({c.y, c.x});
     EXPECT_EQ(tpu::ref::add_fp32(c.x, c.y), c.expected) << "reference disagrees: " << c.what;
   }
   stream.drain();
@@ -244,10 +154,10 @@ TEST(RtlSeqAdd, EverySpecialAndStructuredPair) {
   Stream stream(test_seed() + 1);
   const auto specials = special_values();
   for (fp32_t x : specials)
-    for (fp32_t y : specials) stream.feed(x, y);
+    for (fp32_t y : specials) stream.feed({x, y});
   const auto operands = oracle::structured_fp32_operands();
   for (fp32_t x : operands)
-    for (fp32_t y : operands) stream.feed(x, y);
+    for (fp32_t y : operands) stream.feed({x, y});
   stream.drain();
   EXPECT_NO_MISMATCH(stream.mismatches());
   report_cycles(stream);
@@ -255,7 +165,7 @@ TEST(RtlSeqAdd, EverySpecialAndStructuredPair) {
 
 TEST(RtlSeqAdd, ConstructedPairs) {
   Stream stream(test_seed() + 2);
-  for (const auto& [x, y] : constructed_pairs()) stream.feed(x, y);
+  for (const auto& [x, y] : constructed_pairs()) stream.feed({x, y});
   stream.drain();
   EXPECT_NO_MISMATCH(stream.mismatches());
   report_cycles(stream);
@@ -269,21 +179,11 @@ TEST(RtlSeqAdd, RandomPairs) {
   Stream stream(seed + 4, 5);
   for (std::uint64_t i = 0; i < kRandomPairs; ++i) {
     const auto [x, y] = (i % 2) != 0 ? rng.fp32_pair() : rng.fp32_pair_finite_normal();
-    stream.feed(x, y);
+    stream.feed({x, y});
   }
   stream.drain();
   EXPECT_NO_MISMATCH(stream.mismatches());
   report_cycles(stream);
-}
-
-// Runs the clock until out_valid_o, with out_ready_i low; returns the cycles taken.
-unsigned wait_for_result(SeqAddModel& unit) {
-  unit->out_ready_i = 0;
-  for (unsigned cycles = 1; cycles <= kMaxCycles; ++cycles) {
-    unit.clock();
-    if (unit->out_valid_o) return cycles;
-  }
-  throw std::runtime_error("no result within " + std::to_string(kMaxCycles) + " cycles");
 }
 
 // A result stays in sum_o, with out_valid_o high and in_ready_o low, for as long as out_ready_i
@@ -302,7 +202,7 @@ TEST(RtlSeqAdd, ResultHeldUntilTaken) {
   unit->x_i = second.first;
   unit->y_i = second.second;
   ASSERT_FALSE(unit->in_ready_o);
-  wait_for_result(unit);
+  wait_for_result(unit, kMaxSumCycles);
   const fp32_t want = tpu::ref::add_fp32(first.first, first.second);
   for (int cycle = 0; cycle < 50; ++cycle) {
     ASSERT_TRUE(unit->out_valid_o) << "cycle " << cycle;
@@ -317,7 +217,7 @@ TEST(RtlSeqAdd, ResultHeldUntilTaken) {
   unit.clock();  // the second pair is taken
   unit->in_valid_i = 0;
   ASSERT_FALSE(unit->in_ready_o);
-  wait_for_result(unit);
+  wait_for_result(unit, kMaxSumCycles);
   EXPECT_EQ(unit->sum_o, tpu::ref::add_fp32(second.first, second.second));
 }
 
@@ -340,7 +240,7 @@ TEST(RtlSeqAdd, ResetInTheMiddleOfASum) {
     unit->y_i = in.second;
     unit.clock();
     unit->in_valid_i = 0;
-    wait_for_result(unit);
+    wait_for_result(unit, kMaxSumCycles);
     EXPECT_EQ(unit->sum_o, tpu::ref::add_fp32(in.first, in.second)) << "reset after " << after;
     unit->out_ready_i = 1;
     unit.clock();
