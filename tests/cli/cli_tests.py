@@ -797,6 +797,14 @@ def serial_trace(tpu):
     write_operands(random.Random(33), 3, 5, 2)
     tpu("gemm", *OPERAND_ARGS, "--out", "traced.npy", *SERIAL, "--trace", "board.fst")
     check(os.path.getsize("board.fst") > 1000, "the waveform is missing or empty")
+    # The iCEBreaker's board, whose signals sim/board_seq.gtkw lays out: every one it names must
+    # be in the waveform.
+    tpu("gemm", *OPERAND_ARGS, "--out", "traced_seq.npy", "--backend", "serial", "--port",
+        "sim:icebreaker", "--trace", "board_seq.fst")
+    layout = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "check_gtkw.py"),
+                             os.path.join(ROOT, "sim", "board_seq.gtkw"), "board_seq.fst"],
+                            capture_output=True, text=True)
+    check(layout.returncode == 0, f"sim/board_seq.gtkw: {layout.stdout}{layout.stderr}")
 
 
 def serial_bad_inputs():
