@@ -4,6 +4,8 @@
 // takes results with random stalls, checking each against the reference model.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <deque>
@@ -209,6 +211,39 @@ unsigned wait_for_result(HandshakeUnit<VUnit>& unit, unsigned max_cycles) {
     if (unit->out_valid_o) return cycles;
   }
   throw std::runtime_error("no result within " + std::to_string(max_cycles) + " cycles");
+}
+
+// A result stays at the output, with out_valid_o high and in_ready_o low, for as long as
+// out_ready_i is low; an input offered meanwhile (`second`) is taken only once the result of
+// `first` has been.
+template <typename Unit>
+void expect_result_held_until_taken(const typename Unit::Input& first,
+                                    const typename Unit::Input& second) {
+  HandshakeUnit<typename Unit::Model> unit(7);
+  ASSERT_TRUE(unit->in_ready_o);
+  ASSERT_FALSE(unit->out_valid_o);
+  unit->in_valid_i = 1;
+  Unit::offer(unit.model(), first);
+  unit.clock();
+  // The second input is offered from here on, while the first is in flight.
+  Unit::offer(unit.model(), second);
+  ASSERT_FALSE(unit->in_ready_o);
+  wait_for_result(unit, Unit::kMaxCycles);
+  for (int cycle = 0; cycle < 50; ++cycle) {
+    ASSERT_TRUE(unit->out_valid_o) << "cycle " << cycle;
+    ASSERT_FALSE(unit->in_ready_o) << "cycle " << cycle;
+    ASSERT_EQ(Unit::result(unit.model()), Unit::expected(first)) << "cycle " << cycle;
+    unit.clock();
+  }
+  unit->out_ready_i = 1;
+  unit.clock();  // the first result is taken
+  ASSERT_FALSE(unit->out_valid_o);
+  ASSERT_TRUE(unit->in_ready_o);
+  unit.clock();  // the second input is taken
+  unit->in_valid_i = 0;
+  ASSERT_FALSE(unit->in_ready_o);
+  wait_for_result(unit, Unit::kMaxCycles);
+  EXPECT_EQ(Unit::result(unit.model()), Unit::expected(second));
 }
 
 }  // namespace tpu::test

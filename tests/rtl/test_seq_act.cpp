@@ -157,39 +157,11 @@ TEST(RtlSeqAct, FunctionAndSlopeChangeEveryValue) {
   EXPECT_NO_MISMATCH(stream.mismatches());
 }
 
-// A result stays in y_o, with out_valid_o high and in_ready_o low, for as long as out_ready_i is
-// low; an input offered meanwhile is taken only once the result has been.
+// A result stays in y_o until taken; an input offered meanwhile waits for that.
 TEST(RtlSeqAct, ResultHeldUntilTaken) {
-  SeqActModel unit(7);
-  const ActInput first{static_cast<unsigned>(ActFunc::kGelu), 0xBF400000u, 0};      // gelu(-0.75)
-  const ActInput second{static_cast<unsigned>(ActFunc::kSigmoid), 0x40200000u, 0};  // sigmoid(2.5)
-  ASSERT_TRUE(unit->in_ready_o);
-  ASSERT_FALSE(unit->out_valid_o);
-  unit->in_valid_i = 1;
-  unit->func_i = static_cast<std::uint8_t>(first.func);
-  unit->x_i = first.x;
-  unit.clock();
-  // The second input is offered from here on, while the first is in flight.
-  unit->func_i = static_cast<std::uint8_t>(second.func);
-  unit->x_i = second.x;
-  ASSERT_FALSE(unit->in_ready_o);
-  wait_for_result(unit, kMaxValueCycles);
-  const std::uint32_t want = tpu::ref::act_func(first.func, first.x, first.alpha);
-  for (int cycle = 0; cycle < 50; ++cycle) {
-    ASSERT_TRUE(unit->out_valid_o) << "cycle " << cycle;
-    ASSERT_FALSE(unit->in_ready_o) << "cycle " << cycle;
-    ASSERT_EQ(unit->y_o, want) << "cycle " << cycle;
-    unit.clock();
-  }
-  unit->out_ready_i = 1;
-  unit.clock();  // the first result is taken
-  ASSERT_FALSE(unit->out_valid_o);
-  ASSERT_TRUE(unit->in_ready_o);
-  unit.clock();  // the second input is taken
-  unit->in_valid_i = 0;
-  ASSERT_FALSE(unit->in_ready_o);
-  wait_for_result(unit, kMaxValueCycles);
-  EXPECT_EQ(unit->y_o, tpu::ref::act_func(second.func, second.x, second.alpha));
+  tpu::test::expect_result_held_until_taken<ActUnit>(
+      {static_cast<unsigned>(ActFunc::kGelu), 0xBF400000u, 0},      // gelu(-0.75)
+      {static_cast<unsigned>(ActFunc::kSigmoid), 0x40200000u, 0});  // sigmoid(2.5)
 }
 
 // Reset in the middle of a value leaves the unit idle, and the next value is right.

@@ -186,39 +186,11 @@ TEST(RtlSeqAdd, RandomPairs) {
   report_cycles(stream);
 }
 
-// A result stays in sum_o, with out_valid_o high and in_ready_o low, for as long as out_ready_i
-// is low; a pair offered meanwhile is taken only once the result has been.
+// A result stays in sum_o until taken; a pair offered meanwhile waits for that.
 TEST(RtlSeqAdd, ResultHeldUntilTaken) {
-  SeqAddModel unit(7);
-  const std::pair<fp32_t, fp32_t> first{0x3F800001u, 0xBF800000u};   // cancellation: 2^-23
-  const std::pair<fp32_t, fp32_t> second{0x7F7FFFFFu, 0x73000000u};  // rounds up to +inf
-  ASSERT_TRUE(unit->in_ready_o);
-  ASSERT_FALSE(unit->out_valid_o);
-  unit->in_valid_i = 1;
-  unit->x_i = first.first;
-  unit->y_i = first.second;
-  unit.clock();
-  // The second pair is offered from here on, while the first is in flight.
-  unit->x_i = second.first;
-  unit->y_i = second.second;
-  ASSERT_FALSE(unit->in_ready_o);
-  wait_for_result(unit, kMaxSumCycles);
-  const fp32_t want = tpu::ref::add_fp32(first.first, first.second);
-  for (int cycle = 0; cycle < 50; ++cycle) {
-    ASSERT_TRUE(unit->out_valid_o) << "cycle " << cycle;
-    ASSERT_FALSE(unit->in_ready_o) << "cycle " << cycle;
-    ASSERT_EQ(unit->sum_o, want) << "cycle " << cycle;
-    unit.clock();
-  }
-  unit->out_ready_i = 1;
-  unit.clock();  // the first result is taken
-  ASSERT_FALSE(unit->out_valid_o);
-  ASSERT_TRUE(unit->in_ready_o);
-  unit.clock();  // the second pair is taken
-  unit->in_valid_i = 0;
-  ASSERT_FALSE(unit->in_ready_o);
-  wait_for_result(unit, kMaxSumCycles);
-  EXPECT_EQ(unit->sum_o, tpu::ref::add_fp32(second.first, second.second));
+  tpu::test::expect_result_held_until_taken<AddUnit>(
+      {0x3F800001u, 0xBF800000u},   // cancellation: 2^-23
+      {0x7F7FFFFFu, 0x73000000u});  // rounds up to +inf
 }
 
 // Reset in the middle of a sum leaves the unit idle, and the next sum is right.
