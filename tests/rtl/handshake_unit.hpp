@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
 #include "harness/verilated_context.hpp"
+#include "mismatch_log.hpp"
 
 namespace tpu::test {
 
@@ -80,30 +80,17 @@ class Xorshift {
   std::uint64_t state_;
 };
 
-// Counts mismatches against the reference and keeps the first few for the failure message.
-// `Unit` describes the unit under test: its model and input, how the reference computes the
-// result, how to drive and read its ports (see the tests' AddUnit and ActUnit).
+// Mismatches of the unit's results against the reference. `Unit` describes the unit under test:
+// its model and input, how the reference computes the result, how to drive and read its ports
+// (see the tests' AddUnit and ActUnit).
 template <typename Unit>
-class Mismatches {
+class Mismatches : public MismatchLog {
  public:
   void check(std::uint32_t got, const typename Unit::Input& in) {
-    const std::uint32_t want = Unit::expected(in);
-    if (got == want) return;
-    if (count_++ < 8) {
-      text_ << std::hex;
-      Unit::describe(text_, in);
-      text_ << " got=0x" << got << " want=0x" << want << "\n";
-    }
+    MismatchLog::check(got, Unit::expected(in),
+                       [&](std::ostream& out) { Unit::describe(out, in); });
   }
-  std::uint64_t count() const { return count_; }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::uint64_t count_ = 0;
-  std::ostringstream text_;
 };
-
-#define EXPECT_NO_MISMATCH(m) EXPECT_EQ((m).count(), 0u) << (m).text()
 
 // Offers inputs one after the other and takes the results, both with random stalls, and checks
 // each result against the reference model's for its input. Half the inputs are offered while

@@ -9,7 +9,6 @@
 #include <deque>
 #include <initializer_list>
 #include <iterator>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "Vact_func_tpu_pkg.h"
 #include "common/test_seed.hpp"
 #include "harness/unit_model.hpp"
+#include "mismatch_log.hpp"
 #include "oracle/activation.hpp"
 #include "oracle/operand_sets.hpp"
 #include "ref/activation.hpp"
@@ -61,24 +61,14 @@ fp32_t reference(const Input& in) {
 }
 
 // Counts mismatches and keeps the first few for the failure message.
-class Mismatches {
+class Mismatches : public tpu::test::MismatchLog {
  public:
   void check(std::uint32_t got, const Input& in) {
-    const std::uint32_t want = reference(in);
-    if (got == want) return;
-    if (count_++ < 8)
-      text_ << std::hex << " func=" << in.func << " x=0x" << in.x << " alpha=0x" << in.alpha
-            << " got=0x" << got << " want=0x" << want << "\n";
+    MismatchLog::check(got, reference(in), [&](std::ostream& out) {
+      out << " func=" << in.func << " x=0x" << in.x << " alpha=0x" << in.alpha;
+    });
   }
-  std::uint64_t count() const { return count_; }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::uint64_t count_ = 0;
-  std::ostringstream text_;
 };
-
-#define EXPECT_NO_MISMATCH(m) EXPECT_EQ((m).count(), 0u) << (m).text()
 
 // Streams inputs through the unit, one per clock with en_i high, and checks each output against
 // the reference model's result for the input fed kLatency clocks earlier.

@@ -6,7 +6,6 @@
 #include <deque>
 #include <functional>
 #include <iostream>
-#include <sstream>
 
 #include "Vbf16_mul_s0.h"
 #include "Vbf16_mul_s1.h"
@@ -20,6 +19,7 @@
 #include "common/test_seed.hpp"
 #include "directed_vectors.hpp"
 #include "harness/unit_model.hpp"
+#include "mismatch_log.hpp"
 #include "oracle/host_float.hpp"
 #include "oracle/operand_sets.hpp"
 
@@ -32,27 +32,14 @@ namespace oracle = tpu::oracle;
 
 constexpr std::uint64_t kRandomVectors = 10'000'000;
 
-// Counts mismatches and keeps the first few for the failure message.
-class Mismatches {
+// Mismatches, each described by the raw inputs that gave it.
+class Mismatches : public tpu::test::MismatchLog {
  public:
   template <typename... Fields>
   void check(std::uint32_t got, std::uint32_t want, Fields... inputs) {
-    if (got == want) return;
-    if (count_++ < 8) {
-      text_ << std::hex;
-      ((text_ << " in=0x" << inputs), ...);
-      text_ << " got=0x" << got << " want=0x" << want << "\n";
-    }
+    MismatchLog::check(got, want, [&](std::ostream& out) { ((out << " in=0x" << inputs), ...); });
   }
-  std::uint64_t count() const { return count_; }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::uint64_t count_ = 0;
-  std::ostringstream text_;
 };
-
-#define EXPECT_NO_MISMATCH(m) EXPECT_EQ((m).count(), 0u) << (m).text()
 
 std::uint32_t eval_mul(UnitModel<Vbf16_mul_s0>& unit, std::uint16_t a, std::uint16_t b) {
   unit->a_i = a;
