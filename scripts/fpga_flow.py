@@ -10,8 +10,9 @@ Usage:
   fpga_flow.py params BOARD
       tpu_board's parameters as Verilator -G options, one per line (sim/CMakeLists.txt reads them)
   fpga_flow.py build BOARD [--set NAME=VALUE ...] [--out DIR] [--seed N] [--no-bitstream]
-      one build; writes DIR/report.json and DIR/report.md, and DIR/<board>.bit (ECP5) or .bin
-      (iCE40) when the design fits and meets its clock
+      one build (place and route with each of board.toml's `seeds` in turn until one meets the
+      clock, or only with --seed N); writes DIR/report.json and DIR/report.md, and
+      DIR/<board>.bit (ECP5) or .bin (iCE40) when the design fits and meets its clock
   fpga_flow.py program BOARD [--set NAME=VALUE ...]
       loads the bitstream `build` made into the connected board (openFPGALoader, iceprog)
   fpga_flow.py breakdown BOARD [--set NAME=VALUE ...] [--doc FILE]
@@ -99,6 +100,8 @@ def load_board(name):
                       ("parameters", dict)):
         if not isinstance(board.get(key), kind):
             raise FlowError(f"{where}: '{key}' is missing or not {kind.__name__}")
+    if "seed" in board:
+        raise FlowError(f"{where}: 'seed' is now 'seeds', a list of seeds to try in turn")
     seeds = board.get("seeds", [1])
     if (not isinstance(seeds, list) or not seeds or
             any(not isinstance(seed, int) or isinstance(seed, bool) or seed < 1
@@ -713,7 +716,7 @@ def command_breakdown(args):
 
 
 def reused(out, board, seeds):
-    """The record of an earlier build of the same parameters and seed, with its critical path
+    """The record of an earlier build of the same parameters and seeds, with its critical path
     read again from the files it left."""
     report = out / "report.json"
     record = json.loads(report.read_text()) if report.is_file() else {}
@@ -799,7 +802,7 @@ def parse_args():
     table.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                        help="builds at a time (default: one per CPU)")
     table.add_argument("--reuse", action="store_true",
-                       help="take the reports of earlier builds (same parameters and seed) "
+                       help="take the reports of earlier builds (same parameters and seeds) "
                             "instead of building again")
     return parser.parse_args()
 
