@@ -90,15 +90,19 @@ module tpu_axi_ram #(
     if (ram_re) ram_rdata <= mem[ram_raddr];
   end
 
-  // The next address of an INCR burst: the beat's aligned address plus its size.
-  function automatic logic [31:0] next_beat(input logic [31:0] addr, input logic [2:0] size);
-    logic [31:0] step;
-    step = 32'd1 << size;
-    next_beat = (addr & ~(step - 1)) + step;
-  endfunction
+  // A burst's address is kept as its offset in the memory and a flag that it
+  // has left the memory: a 32-bit address needs no more, since a burst that
+  // leaves the memory never comes back into it (the flag stays set). MemBytes
+  // is a power of two, so an address is outside if a bit above the offset is
+  // set (a >= would cost Yosys a 32-bit carry chain).
 
-  function automatic logic in_memory(input logic [31:0] addr);
-    in_memory = addr < 32'(MemBytes);
+  // The next beat's address in an INCR burst, the aligned address plus the
+  // beat size, with the carry out of the memory on top.
+  function automatic logic [MemAddrWidth:0] next_beat(input logic [MemAddrWidth-1:0] addr,
+                                                      input logic [2:0] size);
+    logic [MemAddrWidth:0] step;
+    step = (MemAddrWidth + 1)'(1) << size;
+    next_beat = ({1'b0, addr} & ~(step - 1)) + step;
   endfunction
 
   // ---------------------------------------------------------------------------
@@ -107,7 +111,9 @@ module tpu_axi_ram #(
   // ---------------------------------------------------------------------------
   logic               rd_active_d, rd_active_q;
   logic [IdWidth-1:0] rd_id_d, rd_id_q;
-  logic [31:0]        rd_addr_d, rd_addr_q;
+  logic [MemAddrWidth-1:0] rd_addr_d, rd_addr_q;
+  logic               rd_out_d, rd_out_q;       // the beat's address is outside the memory
+  logic [MemAddrWidth:0] rd_next;
   logic [2:0]         rd_size_d, rd_size_q;
   logic [7:0]         rd_left_d, rd_left_q;     // beats after the next one
   logic               issued_d, issued_q;       // a beat read last cycle lands now
@@ -127,19 +133,23 @@ module tpu_axi_ram #(
     rd_active_d   = rd_active_q;
     rd_id_d       = rd_id_q;
     rd_addr_d     = rd_addr_q;
+    rd_out_d      = rd_out_q;
     rd_size_d     = rd_size_q;
     rd_left_d     = rd_left_q;
+    rd_next       = next_beat(rd_addr_q, rd_size_q);
     issued_d      = issue_rd;
-    issued_err_d  = issue_rd && !in_memory(rd_addr_q);
+    issued_err_d  = issue_rd && rd_out_q;
     issued_last_d = issue_rd && rd_left_q == '0;
     if (s_axi_arvalid && s_axi_arready) begin
       rd_active_d = 1'b1;
       rd_id_d     = s_axi_arid;
-      rd_addr_d   = s_axi_araddr;
+      rd_addr_d   = s_axi_araddr[MemAddrWidth-1:0];
+      rd_out_d    = s_axi_araddr[31:MemAddrWidth] != '0;
       rd_size_d   = s_axi_arsize;
       rd_left_d   = s_axi_arlen;
     end else if (issue_rd) begin
-      rd_addr_d = next_beat(rd_addr_q, rd_size_q);
+      rd_addr_d = rd_next[MemAddrWidth-1:0];
+      rd_out_d  = rd_out_q || rd_next[MemAddrWidth];
       rd_left_d = rd_left_q - 1'b1;
       if (rd_left_q == '0) rd_active_d = 1'b0;
     end
@@ -168,7 +178,9 @@ module tpu_axi_ram #(
   // ---------------------------------------------------------------------------
   logic               wr_active_d, wr_active_q;
   logic [IdWidth-1:0] wr_id_d, wr_id_q;
-  logic [31:0]        wr_addr_d, wr_addr_q;
+  logic [MemAddrWidth-1:0] wr_addr_d, wr_addr_q;
+  logic               wr_out_d, wr_out_q;       // the beat's address is outside the memory
+  logic [MemAddrWidth:0] wr_next;
   logic [2:0]         wr_size_d, wr_size_q;
   logic               wr_err_d, wr_err_q;
   logic               b_valid_d, b_valid_q, b_err_d, b_err_q;
@@ -183,6 +195,8 @@ module tpu_axi_ram #(
     wr_active_d = wr_active_q;
     wr_id_d     = wr_id_q;
     wr_addr_d   = wr_addr_q;
+    wr_out_d    = wr_out_q;
+    wr_next     = next_beat(wr_addr_q, wr_size_q);
     wr_size_d   = wr_size_q;
     wr_err_d    = wr_err_q;
     b_valid_d   = b_valid_q && !s_axi_bready;
@@ -190,17 +204,19 @@ module tpu_axi_ram #(
     if (s_axi_awvalid && s_axi_awready) begin
       wr_active_d = 1'b1;
       wr_id_d     = s_axi_awid;
-      wr_addr_d   = s_axi_awaddr;
+      wr_addr_d   = s_axi_awaddr[MemAddrWidth-1:0];
+      wr_out_d    = s_axi_awaddr[31:MemAddrWidth] != '0;
       wr_size_d   = s_axi_awsize;
       wr_err_d    = 1'b0;
     end
     if (take_w) begin
-      wr_addr_d = next_beat(wr_addr_q, wr_size_q);
-      wr_err_d  = wr_err_q || !in_memory(wr_addr_q);
+      wr_addr_d = wr_next[MemAddrWidth-1:0];
+      wr_out_d  = wr_out_q || wr_next[MemAddrWidth];
+      wr_err_d  = wr_err_q || wr_out_q;
       if (s_axi_wlast) begin
         wr_active_d = 1'b0;
         b_valid_d   = 1'b1;
-        b_err_d     = wr_err_q || !in_memory(wr_addr_q);
+        b_err_d     = wr_err_q || wr_out_q;
       end
     end
   end
@@ -217,7 +233,7 @@ module tpu_axi_ram #(
   logic                     axi_wr;
 
   always_comb begin
-    axi_wr  = take_w && in_memory(wr_addr_q);
+    axi_wr  = take_w && !wr_out_q;
     side_rd = side_req_i && !side_we_i && !issue_rd;
     side_wr = side_req_i && side_we_i && !axi_wr;
 
@@ -242,6 +258,7 @@ module tpu_axi_ram #(
       rd_active_q   <= 1'b0;
       rd_id_q       <= '0;
       rd_addr_q     <= '0;
+      rd_out_q      <= 1'b0;
       rd_size_q     <= '0;
       rd_left_q     <= '0;
       issued_q      <= 1'b0;
@@ -250,6 +267,7 @@ module tpu_axi_ram #(
       wr_active_q   <= 1'b0;
       wr_id_q       <= '0;
       wr_addr_q     <= '0;
+      wr_out_q      <= 1'b0;
       wr_size_q     <= '0;
       wr_err_q      <= 1'b0;
       b_valid_q     <= 1'b0;
@@ -260,6 +278,7 @@ module tpu_axi_ram #(
       rd_active_q   <= rd_active_d;
       rd_id_q       <= rd_id_d;
       rd_addr_q     <= rd_addr_d;
+      rd_out_q      <= rd_out_d;
       rd_size_q     <= rd_size_d;
       rd_left_q     <= rd_left_d;
       issued_q      <= issued_d;
@@ -268,6 +287,7 @@ module tpu_axi_ram #(
       wr_active_q   <= wr_active_d;
       wr_id_q       <= wr_id_d;
       wr_addr_q     <= wr_addr_d;
+      wr_out_q      <= wr_out_d;
       wr_size_q     <= wr_size_d;
       wr_err_q      <= wr_err_d;
       b_valid_q     <= b_valid_d;

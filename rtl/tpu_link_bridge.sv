@@ -67,6 +67,9 @@ module tpu_link_bridge #(
   if (ClksPerBit < 4 || ClksPerBit > 65535) begin : g_bad_clks
     $error("tpu_link_bridge: ClksPerBit must be in 4..65535");
   end
+  if ((tpu_link_pkg::MaxPayload & (tpu_link_pkg::MaxPayload - 1)) != 0) begin : g_bad_payload
+    $error("tpu_link_bridge: the protocol's MaxPayload must be a power of two");
+  end
 
   localparam int unsigned MaxPayload   = tpu_link_pkg::MaxPayload;
   localparam int unsigned BufAddrWidth = $clog2(MaxPayload);
@@ -86,7 +89,10 @@ module tpu_link_bridge #(
       (InfoBits'(Baud)                     << (8 * tpu_link_pkg::InfoBaudOffset));
 
   // CRC-32 of IEEE 802.3, reflected (zlib's crc32): the register starts at all
-  // ones and is sent inverted, least significant byte first.
+  // ones and is sent inverted, least significant byte first. Run on over a
+  // frame and its own CRC, the register ends at the CRC's residue whatever the
+  // frame, so a request's CRC is checked without storing it.
+  localparam logic [31:0] CrcResidue = 32'hDEBB_20E3;
   function automatic logic [31:0] crc32_byte(input logic [31:0] crc, input logic [7:0] data);
     logic [31:0] c;
     c = crc ^ {24'h0, data};
@@ -111,7 +117,6 @@ module tpu_link_bridge #(
   logic [15:0]        count_d, count_q;        // byte index within the current part
   logic [31:0]        word_d, word_q;          // first payload bytes; READ_REG data
   logic [31:0]        crc_d, crc_q;
-  logic [31:0]        rx_crc_d, rx_crc_q;
   logic               bad_char_d, bad_char_q;
   logic [IdleWidth-1:0] idle_d, idle_q;
   logic [7:0]         status_d, status_q;
@@ -134,6 +139,7 @@ module tpu_link_bridge #(
   logic [15:0]        reply_bytes;
   logic [3:0]         payload_byte;            // of INFO and READ_REG replies
   logic               tx_take;
+  logic [31:0]        crc_next;                // crc_q after the byte received or sent
 
   assign command = header_q[7:0];
   assign tag     = header_q[15:8];
@@ -155,12 +161,14 @@ module tpu_link_bridge #(
       end
       tpu_link_pkg::CmdReadReg, tpu_link_pkg::CmdWriteReg: begin
         length_ok  = length == ((command == tpu_link_pkg::CmdWriteReg) ? 16'd4 : 16'd0);
-        address_ok = address[1:0] == 2'b00 && address < (32'd1 << RegAddrWidth);
+        address_ok = address[1:0] == 2'b00 && address[31:RegAddrWidth] == '0;
       end
       tpu_link_pkg::CmdReadMem, tpu_link_pkg::CmdWriteMem: begin
         length_ok  = (command == tpu_link_pkg::CmdReadMem) ? length == 16'd2 : 1'b1;
-        length_ok  = length_ok && mem_count != '0 && mem_count <= 16'(MaxPayload);
-        address_ok = mem_end <= 33'(MemBytes);
+        // At most a power of two: no bit above it, or exactly it (no carry chain).
+        length_ok  = length_ok && mem_count != '0 &&
+                     (mem_count[15:BufAddrWidth] == '0 || mem_count == 16'(MaxPayload));
+        address_ok = mem_end[32:MemAddrWidth] == '0 || mem_end == 33'(MemBytes);
       end
       default: known_command = 1'b0;
     endcase
@@ -183,6 +191,8 @@ module tpu_link_bridge #(
   // The frame state machine
   // ---------------------------------------------------------------------------
   assign tx_take       = tx_valid_q && tx_ready_i;
+  // One CRC network for both directions: a request is received whole before its reply is sent.
+  assign crc_next      = crc32_byte(crc_q, (state_q == Reply) ? tx_data_q : rx_data_i);
   assign reply_bytes   = 16'(ReplyHeader) + reply_len_q;
   assign payload_byte  = 4'(count_q - 16'(ReplyHeader));
 
@@ -205,7 +215,6 @@ module tpu_link_bridge #(
     count_d      = count_q;
     word_d       = word_q;
     crc_d        = crc_q;
-    rx_crc_d     = rx_crc_q;
     bad_char_d   = bad_char_q;
     idle_d       = '0;
     status_d     = status_q;
@@ -236,7 +245,7 @@ module tpu_link_bridge #(
           idle_d     = '0;
           bad_char_d = bad_char_q || rx_error_i;
           count_d    = count_q + 1'b1;
-          if (state_q != Crc) crc_d = crc32_byte(crc_q, rx_data_i);
+          crc_d      = crc_next;
           unique case (state_q)
             Header: begin
               header_d = {rx_data_i, header_q[63:8]};
@@ -247,15 +256,14 @@ module tpu_link_bridge #(
               end
             end
             Payload: begin
-              buf_wr = count_q < 16'(MaxPayload);
-              if (count_q < 16'd4) word_d[8*count_q[1:0] +: 8] = rx_data_i;
+              buf_wr = count_q[15:BufAddrWidth] == '0;
+              if (count_q[15:2] == '0) word_d[8*count_q[1:0] +: 8] = rx_data_i;
               if (count_q == length - 1'b1) begin
                 count_d = '0;
                 state_d = Crc;
               end
             end
             default: begin  // Crc
-              rx_crc_d = {rx_data_i, rx_crc_q[31:8]};
               if (count_q == 16'd3) state_d = Check;
             end
           endcase
@@ -277,7 +285,7 @@ module tpu_link_bridge #(
         reply_len_d = '0;
         status_d    = tpu_link_pkg::StatusOk;
         state_d     = Reply;
-        if (rx_crc_q != ~crc_q || bad_char_q) status_d = tpu_link_pkg::StatusCorrupt;
+        if (crc_q != CrcResidue || bad_char_q) status_d = tpu_link_pkg::StatusCorrupt;
         else if (!known_command)              status_d = tpu_link_pkg::StatusBadCommand;
         else if (!length_ok)                  status_d = tpu_link_pkg::StatusBadLength;
         else if (!address_ok)                 status_d = tpu_link_pkg::StatusBadAddress;
@@ -333,11 +341,13 @@ module tpu_link_bridge #(
         end
       end
 
-      // Bytes 0 .. reply_bytes - 1, then the four CRC bytes. A byte is loaded
-      // once the previous one has gone; READ_MEM's are fetched first.
+      // Bytes 0 .. reply_bytes - 1, then the four CRC bytes, which shift out of
+      // crc_q. A byte is loaded once the previous one has gone; READ_MEM's are
+      // fetched first.
       Reply: begin
         if (tx_take) begin
-          if (count_q != '0 && count_q < reply_bytes) crc_d = crc32_byte(crc_q, tx_data_q);
+          if (count_q >= reply_bytes)  crc_d = crc_q >> 8;
+          else if (count_q != '0)      crc_d = crc_next;
           count_d = count_q + 1'b1;
           if (count_q == reply_bytes + 16'd3) state_d = Hunt;
         end else if (!tx_valid_q) begin
@@ -348,7 +358,7 @@ module tpu_link_bridge #(
           else if (count_q == 16'd3) tx_data_d = reply_len_q[7:0];
           else if (count_q == 16'd4) tx_data_d = reply_len_q[15:8];
           else if (count_q >= reply_bytes) begin
-            tx_data_d = 8'(~crc_q >> (8 * (count_q - reply_bytes)));
+            tx_data_d = ~crc_q[7:0];
           end else if (command == tpu_link_pkg::CmdInfo) begin
             tx_data_d = InfoRecord[8*payload_byte +: 8];
           end else if (command == tpu_link_pkg::CmdReadReg) begin
@@ -378,7 +388,6 @@ module tpu_link_bridge #(
       count_q      <= '0;
       word_q       <= '0;
       crc_q        <= '1;
-      rx_crc_q     <= '0;
       bad_char_q   <= 1'b0;
       idle_q       <= '0;
       status_q     <= '0;
@@ -396,7 +405,6 @@ module tpu_link_bridge #(
       count_q      <= count_d;
       word_q       <= word_d;
       crc_q        <= crc_d;
-      rx_crc_q     <= rx_crc_d;
       bad_char_q   <= bad_char_d;
       idle_q       <= idle_d;
       status_q     <= status_d;
