@@ -30,6 +30,7 @@ rtl/tpu_weight_unit.sv
 rtl/tpu_matmul_unit.sv
 rtl/tpu_act_unit.sv
 rtl/tpu_store_unit.sv
+rtl/tpu_counter_ram.sv
 rtl/tpu_regs.sv
 rtl/tpu_reset_copy.sv
 rtl/tpu_flop_copy.sv

@@ -9,6 +9,8 @@ rtl/tpu_seq_add.sv
 rtl/tpu_fp32_to_bf16.sv
 rtl/tpu_seq_act.sv
 rtl/tpu_seq_ram.sv
+rtl/tpu_ram_sdp.sv
+rtl/tpu_counter_ram.sv
 rtl/tpu_regs.sv
 rtl/tpu_reset_copy.sv
 rtl/tpu_seq_bus.sv

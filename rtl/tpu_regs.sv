@@ -9,6 +9,8 @@
 // START and RESET both reset the core for one cycle (core_reset_req_o asks for
 // it a cycle ahead); START then starts it. Reading a counter's LO half latches
 // its HI half, so LO then HI is one consistent 64-bit value while the core runs.
+// The counters are flip-flops, or with CounterRam a block RAM (tpu_counter_ram),
+// where a LO read is answered within NumCounters + 2 cycles instead of one.
 module tpu_regs #(
   parameter int unsigned Dim         = 16,
   parameter int unsigned MulStages   = 0,
@@ -22,6 +24,9 @@ module tpu_regs #(
   // Counter bits, 32..64: narrower counters wrap sooner and save an FPGA's logic; HI reads
   // the bits above 32 that there are.
   parameter int unsigned CounterWidth = 64,
+  parameter bit          CounterRam   = 1'b0,
+  // The bits of a counter increment (counter_add_i's 18 per counter) that may be set.
+  parameter int unsigned CounterAddWidth = 18,
   localparam int unsigned AddrWidth  = tpu_regs_pkg::RegAddrWidth,
   localparam int unsigned NumCounters = tpu_regs_pkg::CounterCount
 ) (
@@ -68,6 +73,9 @@ module tpu_regs #(
   if (CounterWidth < 32 || CounterWidth > 64) begin : g_bad_counter_width
     $error("tpu_regs: CounterWidth must be in 32..64");
   end
+  if (CounterAddWidth < 1 || CounterAddWidth > 18) begin : g_bad_counter_add_width
+    $error("tpu_regs: CounterAddWidth must be in 1..18");
+  end
 
   localparam logic [1:0] RespOkay   = 2'b00;
   localparam logic [1:0] RespSlvErr = 2'b10;
@@ -84,19 +92,54 @@ module tpu_regs #(
   logic [7:0]  error_code_d, error_code_q;
   logic [23:0] error_pc_d, error_pc_q;
   logic        core_reset_d, core_reset_q, start_d, start_q, start_pending_d, start_pending_q;
-  logic [NumCounters*CounterWidth-1:0] counters_d, counters_q;
-  // This cycle's increments, added in the next: the 64-bit adders then start
-  // from a register, not from the core's dispatch logic (the FPGA's critical
-  // path). The counters settle one cycle after DONE rises: a host that reads
-  // STATUS and then a counter reads the settled value.
-  logic [NumCounters*18-1:0] counter_add_d, counter_add_q;
-  logic [NumCounters*CounterWidth-1:0] counters_sum;
-  logic [NumCounters*64-1:0] counters_wide;   // as the 64-bit registers read them
+  // This cycle's increments, counted in the next: the counters' adders then
+  // start from a register, not from the core's dispatch logic (the FPGA's
+  // critical path). The counters settle one cycle after DONE rises: a host
+  // that reads STATUS and then a counter reads the settled value.
+  logic [NumCounters*CounterAddWidth-1:0] counter_add_d, counter_add_q;
+  logic        counter_clear;           // START: every counter to zero
+  logic        counter_read;            // a LO read taken now
+  logic [3:0]  counter_idx;
+  logic        counter_ready;           // the value of the counter read is counter_value
+  logic [63:0] counter_value;
 
-  for (genvar c = 0; c < NumCounters; c++) begin : g_counter
-    assign counters_sum[c*CounterWidth +: CounterWidth] =
-        counters_q[c*CounterWidth +: CounterWidth] + CounterWidth'(counter_add_q[c*18 +: 18]);
-    assign counters_wide[c*64 +: 64] = 64'(counters_q[c*CounterWidth +: CounterWidth]);
+  // The increments' bits above CounterAddWidth, which must be zero (checked below).
+  logic [NumCounters*18-1:0] counter_add_high;
+  logic                      unused_counter_add_high;
+  for (genvar c = 0; c < NumCounters; c++) begin : g_counter_add_high
+    assign counter_add_high[c*18 +: 18] = counter_add_i[c*18 +: 18] >> CounterAddWidth;
+  end
+  assign unused_counter_add_high = ^counter_add_high;
+
+  if (CounterRam) begin : g_counter_ram
+    logic [CounterWidth-1:0] value;
+    tpu_counter_ram #(
+      .NumCounters(NumCounters), .CounterWidth(CounterWidth), .AddWidth(CounterAddWidth)
+    ) u_counters (
+      .clk_i, .rst_ni,
+      .clear_i     (counter_clear),
+      .add_i       (counter_add_q),
+      .read_i      (counter_read),
+      .read_idx_i  (counter_idx[$clog2(NumCounters)-1:0]),
+      .read_valid_o(counter_ready),
+      .read_value_o(value)
+    );
+    assign counter_value = 64'(value);
+  end else begin : g_counter_flops
+    logic [NumCounters*CounterWidth-1:0] counters_d, counters_q;
+    logic [NumCounters*64-1:0] counters_wide;   // as the 64-bit registers read them
+    for (genvar c = 0; c < NumCounters; c++) begin : g_counter
+      assign counters_d[c*CounterWidth +: CounterWidth] =
+          counter_clear ? '0 : counters_q[c*CounterWidth +: CounterWidth] +
+                               CounterWidth'(counter_add_q[c*CounterAddWidth +: CounterAddWidth]);
+      assign counters_wide[c*64 +: 64] = 64'(counters_q[c*CounterWidth +: CounterWidth]);
+    end
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) counters_q <= '0;
+      else         counters_q <= counters_d;
+    end
+    assign counter_ready = counter_read;
+    assign counter_value = counters_wide[counter_idx*64 +: 64];
   end
   logic [31:0] hi_latch_d, hi_latch_q;
 
@@ -118,14 +161,14 @@ module tpu_regs #(
   // Read channel
   // ---------------------------------------------------------------------------
   logic        read_fire, rvalid_d, rvalid_q;
+  logic        counter_wait_d, counter_wait_q;   // a LO read waits for tpu_counter_ram
   logic [31:0] rdata_d, rdata_q, read_value;
   logic [1:0]  rresp_d, rresp_q, read_resp;
   logic        read_is_counter, read_latches_hi, unused_off_bits;
   logic [AddrWidth-1:0] counter_off;  // bits [6:3] select the counter, [2] the half
-  logic [3:0]  counter_idx;
 
   always_comb begin
-    s_arready_o = !rvalid_q;
+    s_arready_o = !rvalid_q && !counter_wait_q;
     read_fire   = s_arvalid_i && s_arready_o;
 
     read_resp       = RespOkay;
@@ -138,7 +181,7 @@ module tpu_regs #(
                       s_araddr_i[1:0] == 2'b00;
     if (read_is_counter) begin
       if (!s_araddr_i[2]) begin
-        read_value      = counters_wide[counter_idx*64 +: 32];
+        read_value      = counter_value[31:0];
         read_latches_hi = 1'b1;
       end else begin
         read_value = hi_latch_q;
@@ -175,14 +218,29 @@ module tpu_regs #(
         default:                    read_resp  = RespSlvErr;
       endcase
     end
+  end
 
-    rvalid_d = rvalid_q && !s_rready_i;
-    rdata_d  = rdata_q;
-    rresp_d  = rresp_q;
+  assign counter_read = read_fire && read_latches_hi;
+
+  always_comb begin
+    rvalid_d       = rvalid_q && !s_rready_i;
+    rdata_d        = rdata_q;
+    rresp_d        = rresp_q;
+    counter_wait_d = counter_wait_q;
     if (read_fire) begin
-      rvalid_d = 1'b1;
-      rdata_d  = read_value;
-      rresp_d  = read_resp;
+      if (counter_read && CounterRam) begin
+        counter_wait_d = 1'b1;
+      end else begin
+        rvalid_d = 1'b1;
+        rdata_d  = read_value;
+        rresp_d  = read_resp;
+      end
+    end
+    if (counter_wait_q && counter_ready) begin
+      counter_wait_d = 1'b0;
+      rvalid_d       = 1'b1;
+      rdata_d        = counter_value[31:0];
+      rresp_d        = RespOkay;
     end
   end
 
@@ -240,12 +298,14 @@ module tpu_regs #(
       error_pc_d   = '0;
     end
 
-    counter_add_d = busy_i ? counter_add_i : '0;
-    counters_d    = counters_sum;
-    if (core_reset_q && start_pending_q) counters_d = '0;
+    for (int c = 0; c < NumCounters; c++) begin
+      counter_add_d[c*CounterAddWidth +: CounterAddWidth] =
+          busy_i ? counter_add_i[c*18 +: CounterAddWidth] : '0;
+    end
+    counter_clear = core_reset_q && start_pending_q;
 
     hi_latch_d = hi_latch_q;
-    if (read_fire && read_latches_hi) hi_latch_d = counters_wide[counter_idx*64 + 32 +: 32];
+    if (counter_ready) hi_latch_d = counter_value[63:32];
   end
 
   // A START remembers itself through the reset cycle.
@@ -263,7 +323,7 @@ module tpu_regs #(
       core_reset_q    <= 1'b0;
       start_q         <= 1'b0;
       start_pending_q <= 1'b0;
-      counters_q      <= '0;
+      counter_wait_q  <= 1'b0;
       counter_add_q   <= '0;
       hi_latch_q      <= '0;
       bvalid_q        <= 1'b0;
@@ -282,7 +342,7 @@ module tpu_regs #(
       core_reset_q    <= core_reset_d;
       start_q         <= start_d;
       start_pending_q <= start_pending_d;
-      counters_q      <= counters_d;
+      counter_wait_q  <= counter_wait_d;
       counter_add_q   <= counter_add_d;
       hi_latch_q      <= hi_latch_d;
       bvalid_q        <= bvalid_d;
@@ -305,6 +365,9 @@ module tpu_regs #(
   assign irq_o        = irq_enable_q && (done_q || error_q);
 
 `ifndef SYNTHESIS
+  a_counter_add_fits: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      counter_add_high == '0)
+    else $error("tpu_regs: a counter increment wider than CounterAddWidth");
   a_bvalid_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
       s_bvalid_o && !s_bready_i |=> s_bvalid_o && $stable(s_bresp_o))
     else $error("tpu_regs: B changed or withdrawn before it was accepted");

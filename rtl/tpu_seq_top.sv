@@ -115,7 +115,6 @@ module tpu_seq_top #(
   localparam int unsigned UbAddrWidth  = $clog2(UbDepthL) + DimLog2;
   localparam int unsigned AccAddrWidth = $clog2(AccDepthL) + DimLog2;
   localparam int unsigned WgtAddrWidth = $clog2(WeightTilesL + 1) + 2 * DimLog2;
-  localparam int unsigned MacsWidth    = 2 * (DimLog2 + 1);
   localparam int unsigned NumCounters  = tpu_regs_pkg::CounterCount;
 
   // ---------------------------------------------------------------------------
@@ -124,9 +123,8 @@ module tpu_seq_top #(
   logic                      core_reset_req, core_rst_n, start;
   logic [31:0]               prog_addr;
   logic [23:0]               prog_count, pc, error_pc;
-  logic                      busy, done, error, issued, row_done;
+  logic                      busy, done, error, issued, row_done, mac;
   logic [7:0]                error_code;
-  logic [MacsWidth-1:0]      row_macs;
   logic [NumCounters*18-1:0] counter_add;
   logic                      unused_axil_prot;
 
@@ -135,7 +133,8 @@ module tpu_seq_top #(
   tpu_regs #(
     .Dim(DimL), .MulStages(0), .AddStages(0), .ActLanes(1), .UbDepth(UbDepthL),
     .AccDepth(AccDepthL), .BusBytes(BusBytes), .WeightTiles(WeightTilesL), .Sequential(1'b1),
-    .CounterWidth(CounterWidth)
+    // Counters in block RAM: in flip-flops they would take a tenth of the iCE40 UP5K's logic.
+    .CounterWidth(CounterWidth), .CounterRam(1'b1), .CounterAddWidth(1)
   ) u_regs (
     .clk_i, .rst_ni,
     .s_awaddr_i  (s_axil_awaddr),
@@ -247,7 +246,7 @@ module tpu_seq_top #(
     .pc_o           (pc),
     .issued_o       (issued),
     .row_done_o     (row_done),
-    .row_macs_o     (row_macs),
+    .mac_o          (mac),
     .bus_req_valid_o(bus_req_valid),
     .bus_req_ready_i(bus_req_ready),
     .bus_req_write_o(bus_req_write),
@@ -281,9 +280,11 @@ module tpu_seq_top #(
   always_comb begin
     counter_add = '0;
     counter_add[tpu_regs_pkg::CntCyclesIndex*18 +: 18] = 18'd1;
+    // A multiply-add takes dozens of cycles, so USEFUL_MACS counts each as it
+    // completes: its total is the array core's, k_valid * n_valid a row.
+    counter_add[tpu_regs_pkg::CntUsefulMacsIndex*18 +: 18] = 18'(mac);
     if (row_done) begin
       counter_add[tpu_regs_pkg::CntArrayActiveIndex*18 +: 18] = 18'd1;
-      counter_add[tpu_regs_pkg::CntUsefulMacsIndex*18 +: 18]  = 18'(row_macs);
     end else begin
       counter_add[tpu_regs_pkg::CntNonMatrixIndex*18 +: 18] = 18'd1;
     end
