@@ -1,6 +1,6 @@
 // The instruction checks of the sequential core (tpu_seq_top): the "Errors" of
 // docs/isa.md, in their order, one step per cycle through one 16 x 16
-// multiplier and one 50-bit accumulator. The array core's issue stage
+// multiplier and one 34-bit accumulator. The array core's issue stage
 // (tpu_issue) computes every span in parallel, in the cycle it issues; here
 // an instruction waits a dozen cycles, which costs nothing next to the
 // hundreds it takes to run, and the arithmetic is shared.
@@ -8,7 +8,9 @@
 // A span of on-chip rows ends at base + (count - 1) * step + rows (rows is 1
 // for the bias); the host bytes end at host_addr + (count - 1) * host_step +
 // (rows - 1) * host_stride + the row's bytes. Both are built in the
-// accumulator, a 32-bit operand as two 16-bit halves.
+// accumulator, a 32-bit operand as two 16-bit halves. A host span may reach
+// 2^49, but anything from 2^34 up is past 2^32 all the same: such bits and
+// carries only set a sticky flag, so the accumulator needs 34 bits, not 50.
 module tpu_seq_check #(
   parameter int unsigned Dim         = 4,
   parameter int unsigned UbDepth     = 256,
@@ -88,12 +90,35 @@ module tpu_seq_check #(
     beat_mask = (host_row_bytes < 9'd4) ? 3'(host_row_bytes - 9'd1) : 3'd3;
   end
 
+  // value > 2^log2: a bit above log2, or bit log2 and any below it. Depths and Dim are powers
+  // of two, so the comparisons with them and with 2^32 need no carry chains.
+  function automatic logic above_pow2(input logic [33:0] value, input int unsigned log2);
+    logic above, below;
+    above = 1'b0;
+    below = 1'b0;
+    for (int b = 0; b < 34; b++) begin
+      if (b > log2) above |= value[b];
+      if (b < log2) below |= value[b];
+    end
+    above_pow2 = above || (value[log2] && below);
+  endfunction
+
+  // value > limit, for a 5-bit limit (weight tiles): the low bits alone need a carry chain.
+  function automatic logic count_above(input logic [15:0] value, input logic [4:0] limit);
+    count_above = value[15:5] != '0 || value[4:0] > limit;
+  endfunction
+
+  localparam int unsigned DimLog2 = $clog2(Dim);
+  logic [4:0] tile_room;   // the weight tiles that may still be loaded
+  assign tile_room = 5'(WeightTiles + 1) - tiles_i;
+
   logic field_error;
   always_comb begin
     field_error = stray_i || (moves_data && (count == '0 || rows == '0));
-    if (is_read_weights && rows > 16'(Dim)) field_error = 1'b1;
+    if (is_read_weights && above_pow2(34'(rows), DimLog2)) field_error = 1'b1;
     if (is_matmul) begin
-      if (k_valid == '0 || k_valid > 9'(Dim) || n_valid == '0 || n_valid > 9'(Dim)) begin
+      if (k_valid == '0 || above_pow2(34'(k_valid), DimLog2) || n_valid == '0 ||
+          above_pow2(34'(n_valid), DimLog2)) begin
         field_error = 1'b1;
       end
       if (!fetch && (host_addr != '0 || host_stride != '0 || host_step != '0)) field_error = 1'b1;
@@ -125,13 +150,16 @@ module tpu_seq_check #(
   state_e      state_d, state_q;
   logic [1:0]  part_d, part_q;      // StHostMul: which of the four 16 x 16 products
   logic [1:0]  span_d, span_q;      // StSpan*: which span
-  logic [49:0] acc_d, acc_q;
+  logic [33:0] acc_d, acc_q;
+  logic        over_d, over_q;      // the host span is at 2^34 or more
   logic [16:0] src_end_d, src_end_q, dst_end_d, dst_end_q, bias_end_d, bias_end_q;
   logic [7:0]  error_d, error_q;
 
   logic [15:0] mul_a, mul_b;
   logic [31:0] product;
-  logic [49:0] product_shifted;
+  logic [33:0] product_shifted;
+  logic        product_over;        // product_shifted's bits from 2^34 up are not all zero
+  logic [34:0] acc_sum;
 
   always_comb begin
     mul_a = count - 16'd1;
@@ -156,57 +184,47 @@ module tpu_seq_check #(
       default: ;
     endcase
     product         = 32'(mul_a) * 32'(mul_b);
-    product_shifted = (state_q == StHostMul && part_q[0]) ? {2'b00, product, 16'd0} :
-                                                            {18'd0, product};
+    product_shifted = (state_q == StHostMul && part_q[0]) ? {product[17:0], 16'd0} :
+                                                            {2'b00, product};
+    product_over    = state_q == StHostMul && part_q[0] && product[31:18] != '0;
+    acc_sum         = {1'b0, acc_q} + {1'b0, product_shifted};
   end
 
-  // acc_q > 2^log2: a bit above log2, or bit log2 and any below it. Depths are powers of two,
-  // so the comparisons with them and with 2^32 need no carry chains.
-  function automatic logic above_pow2(input logic [49:0] value, input int unsigned log2);
-    logic above, below;
-    above = 1'b0;
-    below = 1'b0;
-    for (int b = 0; b < 50; b++) begin
-      if (b > log2) above |= value[b];
-      if (b < log2) below |= value[b];
-    end
-    above_pow2 = above || (value[log2] && below);
-  endfunction
 
   logic past_ub, past_acc, past_host;
   assign past_ub   = above_pow2(acc_q, $clog2(UbDepth));
   assign past_acc  = above_pow2(acc_q, $clog2(AccDepth));
-  assign past_host = above_pow2(acc_q, 32);
+  assign past_host = over_q || above_pow2(acc_q, 32);
 
-  // The first iteration's ends, where each accumulation starts.
-  logic [16:0] src_rows_end, dst_rows_end, bias_rows_end;
+  // The first iteration's host end, where the host accumulation starts.
   logic [32:0] host_row_end;
-  assign src_rows_end  = {1'b0, addr_a} + {1'b0, rows};
-  assign dst_rows_end  = {1'b0, addr_b} + {1'b0, rows};
-  assign bias_rows_end = {1'b0, bias_addr} + 17'd1;
-  assign host_row_end  = {1'b0, host_addr} + {24'd0, host_row_bytes};
+  assign host_row_end = {1'b0, host_addr} + {24'd0, host_row_bytes};
 
-  // The span in hand.
+  // The span in hand, and its first iteration's end.
   logic        span_used, span_acc;
+  logic [15:0] span_base, span_rows;
   logic [16:0] span_rows_end;
   always_comb begin
+    span_rows = rows;
     unique case (span_q)
       SpanSrc: begin
-        span_used     = src_used;
-        span_acc      = src_acc;
-        span_rows_end = src_rows_end;
+        span_used = src_used;
+        span_acc  = src_acc;
+        span_base = addr_a;
       end
       SpanDst: begin
-        span_used     = dst_used;
-        span_acc      = dst_acc;
-        span_rows_end = dst_rows_end;
+        span_used = dst_used;
+        span_acc  = dst_acc;
+        span_base = addr_b;
       end
       default: begin
-        span_used     = bias_used;
-        span_acc      = 1'b1;
-        span_rows_end = bias_rows_end;
+        span_used = bias_used;
+        span_acc  = 1'b1;
+        span_base = bias_addr;
+        span_rows = 16'd1;
       end
     endcase
+    span_rows_end = {1'b0, span_base} + {1'b0, span_rows};
   end
 
   logic in_place;
@@ -217,6 +235,7 @@ module tpu_seq_check #(
     part_d     = part_q;
     span_d     = span_q;
     acc_d      = acc_q;
+    over_d     = over_q;
     src_end_d  = src_end_q;
     dst_end_d  = dst_end_q;
     bias_end_d = bias_end_q;
@@ -243,7 +262,7 @@ module tpu_seq_check #(
       end
 
       StSpanLoad: begin
-        acc_d   = 50'(span_rows_end);
+        acc_d   = 34'(span_rows_end);
         state_d = StSpanMul;
         if (!span_used) begin
           span_d  = span_q + 2'd1;
@@ -251,7 +270,7 @@ module tpu_seq_check #(
         end
       end
       StSpanMul: begin
-        acc_d   = acc_q + product_shifted;
+        acc_d   = acc_sum[33:0];   // on-chip spans stay below 2^33
         state_d = StSpanEnd;
       end
       StSpanEnd: begin
@@ -269,7 +288,8 @@ module tpu_seq_check #(
       end
 
       StHostLoad: begin
-        acc_d   = 50'(host_row_end);
+        acc_d   = 34'(host_row_end);
+        over_d  = 1'b0;
         part_d  = 2'd0;
         state_d = StOrder;
         if (host_used) begin
@@ -281,7 +301,8 @@ module tpu_seq_check #(
         end
       end
       StHostMul: begin
-        acc_d  = acc_q + product_shifted;
+        acc_d  = acc_sum[33:0];
+        over_d = over_q || acc_sum[34] || product_over;
         part_d = part_q + 2'd1;
         if (part_q == 2'd3) state_d = StHostEnd;
       end
@@ -299,11 +320,11 @@ module tpu_seq_check #(
                     (!in_place && tpu_core_pkg::rows_overlap(addr_b, dst_end_q, addr_a, src_end_q))))
         begin
           error_d = tpu_regs_pkg::ErrAccOverlap;
-        end else if (is_read_weights && 17'(tiles_i) + 17'(count) > 17'(WeightTiles + 1)) begin
+        end else if (is_read_weights && count_above(count, tile_room)) begin
           error_d = tpu_regs_pkg::ErrWeightOverflow;
         end else if ((fetch || is_halt) && tiles_i != '0) begin
           error_d = tpu_regs_pkg::ErrWeightLeftover;
-        end else if (is_matmul && !fetch && 16'(tiles_i) < count) begin
+        end else if (is_matmul && !fetch && count_above(count, tiles_i)) begin
           error_d = tpu_regs_pkg::ErrWeightUnderflow;
         end
       end
@@ -319,6 +340,7 @@ module tpu_seq_check #(
       part_q     <= '0;
       span_q     <= '0;
       acc_q      <= '0;
+      over_q     <= 1'b0;
       src_end_q  <= '0;
       dst_end_q  <= '0;
       bias_end_q <= '0;
@@ -328,6 +350,7 @@ module tpu_seq_check #(
       part_q     <= part_d;
       span_q     <= span_d;
       acc_q      <= acc_d;
+      over_q     <= over_d;
       src_end_q  <= src_end_d;
       dst_end_q  <= dst_end_d;
       bias_end_q <= bias_end_d;

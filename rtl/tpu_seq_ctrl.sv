@@ -35,7 +35,8 @@ module tpu_seq_ctrl #(
   localparam int unsigned UbAddrWidth  = $clog2(UbDepth) + DimLog2,
   localparam int unsigned AccAddrWidth = $clog2(AccDepth) + DimLog2,
   localparam int unsigned WgtAddrWidth = SlotWidth + 2 * DimLog2,
-  localparam int unsigned MacsWidth    = 2 * (DimLog2 + 1)
+  // An on-chip row address: the checks keep rows within the memories.
+  localparam int unsigned RowWidth = (UbDepth > AccDepth) ? $clog2(UbDepth) : $clog2(AccDepth)
 ) (
   input  logic                    clk_i,
   input  logic                    rst_ni,       // the core reset
@@ -52,7 +53,7 @@ module tpu_seq_ctrl #(
   output logic [23:0]             pc_o,
   output logic                    issued_o,     // pulse: an instruction passed its checks
   output logic                    row_done_o,   // pulse: a MATMUL row is complete
-  output logic [MacsWidth-1:0]    row_macs_o,   // with row_done_o: k_valid * n_valid
+  output logic                    mac_o,        // pulse: a multiply-add with k < k_valid, j < n_valid
 
   // Host memory (tpu_seq_bus).
   output logic                    bus_req_valid_o,
@@ -103,8 +104,7 @@ module tpu_seq_ctrl #(
     StWtWait,
     StMmSeed,      // MATMUL: read the seed of column lane_q
     StMmOperands,  // read a_k and W[k][j]; take the seed at k = 0
-    StMmMul,       // the product
-    StMmAdd,       // hand S and the product to the adder
+    StMmAdd,       // hand S and their product to the adder
     StMmSum,       // S = their sum
     StMmWrite,     // ACC = S
     StAcRead,      // ACTIVATE: read x
@@ -197,18 +197,20 @@ module tpu_seq_ctrl #(
   logic [15:0]          iter_d, iter_q, row_d, row_q;
   logic [LaneWidth-1:0] lane_d, lane_q, k_d, k_q;
   // An iteration's bases are the instruction's own address fields, which move on by their steps
-  // once the checks have read them: a_base, b_base, bias_row and h_base below.
-  logic [15:0]          a_base, b_base, bias_row, a_row_d, a_row_q, b_row_d, b_row_q;
-  logic [31:0]          h_base, h_row_d, h_row_q, h_lane_d, h_lane_q;
+  // once the checks have read them: a_base, b_base, bias_row and h_base below. On-chip rows are
+  // base + row; a host row's address moves on by host_stride, and a lane is an offset in it.
+  logic [15:0]          a_base, b_base, bias_row;
+  logic [RowWidth-1:0]  a_row, b_row;
+  logic [31:0]          h_base, h_row_d, h_row_q, h_lane;
 
   assign a_base      = instr_q[tpu_isa_pkg::FieldAddrALsb +: 16];
   assign b_base      = instr_q[tpu_isa_pkg::FieldAddrBLsb +: 16];
   assign bias_row    = instr_q[tpu_isa_pkg::FieldBiasAddrLsb +: 16];
   assign h_base      = instr_q[tpu_isa_pkg::FieldHostAddrLsb +: 32];
 
-  logic        last_lane, last_k, last_iter, tile_phase, last_row, host_row;
-  logic [15:0] row_count, next_a_base, next_b_base;
-  logic [31:0] next_h_base, next_h_row, lane_bytes;
+  logic        last_lane, last_k, last_iter, tile_phase, last_row, host_row, acc_lanes;
+  logic [15:0] row_count, next_row, next_iter, next_a_base, next_b_base;
+  logic [31:0] next_h_base, next_h_row;
 
   always_comb begin
     tile_phase = state_q == StWtReq || state_q == StWtWait;
@@ -217,9 +219,15 @@ module tpu_seq_ctrl #(
     host_row   = row_q < (is_matmul ? 16'(k_valid) : rows);
     last_lane  = lane_q == LastLane;
     last_k     = k_q == LastLane;
-    last_row   = row_q == row_count - 16'd1;
-    last_iter  = iter_q == count - 16'd1;
-    lane_bytes = (acc_flag && (is_read_host || is_write_host)) ? 32'd4 : 32'd2;
+    next_row   = row_q + 16'd1;
+    next_iter  = iter_q + 16'd1;
+    last_row   = next_row == row_count;
+    last_iter  = next_iter == count;
+    // fp32 lanes of 4 bytes in host memory, else bf16 lanes of 2.
+    acc_lanes  = acc_flag && (is_read_host || is_write_host);
+    h_lane     = h_row_q + (acc_lanes ? 32'(lane_q) << 2 : 32'(lane_q) << 1);
+    a_row      = RowWidth'(a_base + row_q);
+    b_row      = RowWidth'(b_base + row_q);
     next_a_base = a_base + step_a;
     next_b_base = b_base + step_b;
     next_h_base = h_base + host_step;
@@ -235,10 +243,10 @@ module tpu_seq_ctrl #(
 
   // Lanes fill the low bits a row leaves zero, so the addresses are concatenations (an OR), not sums.
   always_comb begin
-    ub_a_addr     = (UbAddrWidth'(a_row_q) << DimLog2) | UbAddrWidth'(k_q);
-    ub_b_addr     = (UbAddrWidth'(b_row_q) << DimLog2) | UbAddrWidth'(lane_q);
-    acc_a_addr    = (AccAddrWidth'(a_row_q) << DimLog2) | AccAddrWidth'(lane_q);
-    acc_b_addr    = (AccAddrWidth'(b_row_q) << DimLog2) | AccAddrWidth'(lane_q);
+    ub_a_addr     = (UbAddrWidth'(a_row) << DimLog2) | UbAddrWidth'(k_q);
+    ub_b_addr     = (UbAddrWidth'(b_row) << DimLog2) | UbAddrWidth'(lane_q);
+    acc_a_addr    = (AccAddrWidth'(a_row) << DimLog2) | AccAddrWidth'(lane_q);
+    acc_b_addr    = (AccAddrWidth'(b_row) << DimLog2) | AccAddrWidth'(lane_q);
     acc_bias_addr = (AccAddrWidth'(bias_row) << DimLog2) | AccAddrWidth'(lane_q);
     // Weight k of column j of the tile in slot s; a loaded row is row_q, column lane_q.
     wgt_load_addr = (((WgtAddrWidth'(tail_q) << DimLog2) | WgtAddrWidth'(row_q[LaneWidth-1:0]))
@@ -249,10 +257,10 @@ module tpu_seq_ctrl #(
 
   // ---------------------------------------------------------------------------
   // Arithmetic: the array core's multiplier and rounding, without pipeline
-  // registers (the sequencer gives each its own cycle), and the sequential
-  // adder and function unit.
+  // registers (their operands stay put while the adder or the memory takes the
+  // result), and the sequential adder and function unit.
   // ---------------------------------------------------------------------------
-  logic [31:0] s_d, s_q, prod_d, prod_q, product, sum, add_operand;
+  logic [31:0] s_d, s_q, product, sum, add_operand;
   logic        add_in_valid, add_in_ready, add_out_valid, add_out_ready;
   logic [15:0] activation, y_bf16;
   logic        act_in_valid, act_in_ready, act_out_valid, act_out_ready;
@@ -264,9 +272,10 @@ module tpu_seq_ctrl #(
     .clk_i, .rst_ni, .en_i(1'b1), .a_i(activation), .b_i(wgt_rd_data_i), .product_o(product)
   );
 
-  assign add_operand = is_activate ? acc_rd_data_i : prod_q;
+  assign add_operand = is_activate ? acc_rd_data_i : product;
 
-  // The bias stays at the accumulator memory's output until the adder takes it.
+  // The operands stay at the memories' outputs until the adder takes them: the
+  // bias, or a_k and W[k][j] through the multiplier.
   tpu_seq_add u_add (
     .clk_i, .rst_ni,
     .in_valid_i (add_in_valid),
@@ -341,15 +350,11 @@ module tpu_seq_ctrl #(
     row_d        = row_q;
     lane_d       = lane_q;
     k_d          = k_q;
-    a_row_d      = a_row_q;
-    b_row_d      = b_row_q;
     h_row_d      = h_row_q;
-    h_lane_d     = h_lane_q;
     head_d       = head_q;
     tail_d       = tail_q;
     tiles_d      = tiles_q;
     s_d          = s_q;
-    prod_d       = prod_q;
     error_code_d = error_code_q;
     error_pc_d   = error_pc_q;
 
@@ -358,16 +363,17 @@ module tpu_seq_ctrl #(
     check_start     = 1'b0;
     issued_o        = 1'b0;
     row_done_o      = 1'b0;
+    mac_o           = 1'b0;
     bus_req_valid_o = 1'b0;
     bus_req_write_o = 1'b0;
-    bus_req_addr_o  = h_lane_q;
+    bus_req_addr_o  = h_lane;
     bus_req_wdata_o = '0;
     bus_req_wstrb_o = '0;
     // Writes go to the B row (the destination), weights to the loading slot.
     ub_wr_en_o      = 1'b0;
     ub_rd_en_o      = 1'b0;
     ub_addr_o       = ub_b_addr;
-    ub_wr_data_o    = h_lane_q[1] ? bus_rsp_rdata_i[31:16] : bus_rsp_rdata_i[15:0];
+    ub_wr_data_o    = h_lane[1] ? bus_rsp_rdata_i[31:16] : bus_rsp_rdata_i[15:0];
     acc_wr_en_o     = 1'b0;
     acc_rd_en_o     = 1'b0;
     acc_addr_o      = acc_b_addr;
@@ -375,7 +381,7 @@ module tpu_seq_ctrl #(
     wgt_wr_en_o     = 1'b0;
     wgt_rd_en_o     = 1'b0;
     wgt_addr_o      = wgt_load_addr;
-    wgt_wr_data_o   = h_lane_q[1] ? bus_rsp_rdata_i[31:16] : bus_rsp_rdata_i[15:0];
+    wgt_wr_data_o   = h_lane[1] ? bus_rsp_rdata_i[31:16] : bus_rsp_rdata_i[15:0];
     act_in_valid    = 1'b0;
     add_in_valid    = 1'b0;
     add_out_ready   = 1'b0;
@@ -416,7 +422,10 @@ module tpu_seq_ctrl #(
       end
       StFetchWait: begin
         if (bus_rsp_valid_i) begin
-          instr_d[32 * word_q +: 32] = bus_rsp_rdata_i;
+          // A constant index per word: a variable part-select here cost Yosys 180 LUTs.
+          for (int w = 0; w < 8; w++) begin
+            if (word_q == 3'(w)) instr_d[32 * w +: 32] = bus_rsp_rdata_i;
+          end
           stray_d      = stray_q || (bus_rsp_rdata_i & ~used_bits(word_opcode, word_q)) != '0;
           fetch_addr_d = fetch_addr_q + 32'd4;
           word_d       = word_q + 3'd1;
@@ -440,13 +449,11 @@ module tpu_seq_ctrl #(
           row_d      = '0;
           lane_d     = '0;
           k_d        = '0;
-          a_row_d    = a_base;
-          b_row_d    = b_base;
           h_row_d    = h_base;
-          h_lane_d   = h_base;
+          // A run-time error is this instruction's, too.
+          error_pc_d = pc_q;
           if (check_error != tpu_regs_pkg::ErrNone) begin
             error_code_d = check_error;
-            error_pc_d   = pc_q;
             state_d      = StStop;
           end else begin
             pc_d     = pc_q + 24'd1;
@@ -467,7 +474,6 @@ module tpu_seq_ctrl #(
         if (bus_rsp_valid_i) begin
           if (bus_rsp_error_i) begin
             error_code_d = tpu_regs_pkg::ErrBusRead;
-            error_pc_d   = pc_q - 24'd1;
             state_d      = StStop;
           end else begin
             ub_wr_en_o  = !acc_flag;
@@ -493,7 +499,6 @@ module tpu_seq_ctrl #(
         if (bus_rsp_valid_i) begin
           if (bus_rsp_error_i) begin
             error_code_d = tpu_regs_pkg::ErrBusRead;
-            error_pc_d   = pc_q - 24'd1;
             state_d      = StStop;
           end else begin
             wgt_wr_en_o = 1'b1;
@@ -517,11 +522,7 @@ module tpu_seq_ctrl #(
         ub_addr_o   = ub_a_addr;
         wgt_rd_en_o = 1'b1;
         wgt_addr_o  = wgt_use_addr;
-        state_d     = StMmMul;
-      end
-      StMmMul: begin
-        prod_d  = product;
-        state_d = StMmAdd;
+        state_d     = StMmAdd;
       end
       StMmAdd: begin
         add_in_valid = 1'b1;
@@ -531,6 +532,7 @@ module tpu_seq_ctrl #(
         add_out_ready = 1'b1;
         if (add_out_valid) begin
           s_d     = sum;
+          mac_o   = 32'(k_q) < 32'(k_valid) && 32'(lane_q) < 32'(n_valid);
           k_d     = k_q + 1'b1;
           state_d = last_k ? StMmWrite : StMmOperands;
         end
@@ -585,7 +587,7 @@ module tpu_seq_ctrl #(
       // WRITE_HOST
       StWhRead: begin
         ub_rd_en_o    = !acc_flag;
-        ub_addr_o     = (UbAddrWidth'(a_row_q) << DimLog2) | UbAddrWidth'(lane_q);
+        ub_addr_o     = (UbAddrWidth'(a_row) << DimLog2) | UbAddrWidth'(lane_q);
         acc_rd_en_o   = acc_flag;
         acc_addr_o    = acc_a_addr;
         state_d       = StWhReq;
@@ -594,14 +596,13 @@ module tpu_seq_ctrl #(
         bus_req_valid_o = 1'b1;
         bus_req_write_o = 1'b1;
         bus_req_wdata_o = acc_flag ? acc_rd_data_i : {ub_rd_data_i, ub_rd_data_i};
-        bus_req_wstrb_o = acc_flag ? 4'b1111 : (h_lane_q[1] ? 4'b1100 : 4'b0011);
+        bus_req_wstrb_o = acc_flag ? 4'b1111 : (h_lane[1] ? 4'b1100 : 4'b0011);
         if (bus_req_ready_i) state_d = StWhWait;
       end
       StWhWait: begin
         if (bus_rsp_valid_i) begin
           if (bus_rsp_error_i) begin
             error_code_d = tpu_regs_pkg::ErrBusWrite;
-            error_pc_d   = pc_q - 24'd1;
             state_d      = StStop;
           end else begin
             advance = 1'b1;
@@ -618,14 +619,10 @@ module tpu_seq_ctrl #(
     if (advance) begin
       if (!last_lane) begin
         lane_d   = lane_q + 1'b1;
-        h_lane_d = h_lane_q + lane_bytes;
       end else if (!last_row) begin
         lane_d   = '0;
-        row_d    = row_q + 16'd1;
-        a_row_d  = a_row_q + 16'd1;
-        b_row_d  = b_row_q + 16'd1;
+        row_d    = next_row;
         h_row_d  = next_h_row;
-        h_lane_d = next_h_row;
       end else begin
         lane_d = '0;
         row_d  = '0;
@@ -634,8 +631,6 @@ module tpu_seq_ctrl #(
           tiles_d = tiles_q + 5'd1;
           if (is_matmul) begin
             // The iteration's own tile is in: now its rows.
-            a_row_d   = a_base;
-            b_row_d   = b_base;
             state_d   = StMmSeed;
           end else begin
             iter_done = 1'b1;
@@ -654,15 +649,12 @@ module tpu_seq_ctrl #(
       if (last_iter) begin
         state_d = StNext;
       end else begin
-        iter_d     = iter_q + 16'd1;
+        iter_d     = next_iter;
         instr_d[tpu_isa_pkg::FieldAddrALsb +: 16]    = next_a_base;
         instr_d[tpu_isa_pkg::FieldAddrBLsb +: 16]    = next_b_base;
         if (is_activate) instr_d[tpu_isa_pkg::FieldBiasAddrLsb +: 16] = bias_row + bias_step;
         else             instr_d[tpu_isa_pkg::FieldHostAddrLsb +: 32] = next_h_base;
-        a_row_d    = next_a_base;
-        b_row_d    = next_b_base;
         h_row_d    = next_h_base;
-        h_lane_d   = next_h_base;
         state_d    = iter_first;
       end
     end
@@ -680,15 +672,11 @@ module tpu_seq_ctrl #(
       row_q        <= '0;
       lane_q       <= '0;
       k_q          <= '0;
-      a_row_q      <= '0;
-      b_row_q      <= '0;
       h_row_q      <= '0;
-      h_lane_q     <= '0;
       head_q       <= '0;
       tail_q       <= '0;
       tiles_q      <= '0;
       s_q          <= '0;
-      prod_q       <= '0;
       error_code_q <= '0;
       error_pc_q   <= '0;
     end else begin
@@ -702,15 +690,11 @@ module tpu_seq_ctrl #(
       row_q        <= row_d;
       lane_q       <= lane_d;
       k_q          <= k_d;
-      a_row_q      <= a_row_d;
-      b_row_q      <= b_row_d;
       h_row_q      <= h_row_d;
-      h_lane_q     <= h_lane_d;
       head_q       <= head_d;
       tail_q       <= tail_d;
       tiles_q      <= tiles_d;
       s_q          <= s_d;
-      prod_q       <= prod_d;
       error_code_q <= error_code_d;
       error_pc_q   <= error_pc_d;
     end
@@ -722,10 +706,6 @@ module tpu_seq_ctrl #(
   assign error_code_o = error_code_q;
   assign error_pc_o   = error_pc_q;
   assign pc_o         = pc_q;
-  // k_valid and n_valid are at most Dim once checked.
-  assign row_macs_o   = MacsWidth'(k_valid) * MacsWidth'(n_valid);
-  logic unused_n_valid_high;
-  assign unused_n_valid_high = ^n_valid[8:DimLog2+1];
 
 `ifndef SYNTHESIS
   a_tiles_in_range: assert property (@(posedge clk_i) disable iff (!rst_ni)
