@@ -408,7 +408,13 @@ def build(board, out, seeds, bitstream):
                 write_report(record, out)
                 say(f"[{label}] does not fit: it needs {record['problem']}")
                 return record
-            raise
+            # It fits but nextpnr failed (a nearly full device may not route): another
+            # placement may succeed.
+            record["tried"].append({"seed": seed, "fmax_mhz": None})
+            if seed == seeds[-1]:
+                raise
+            say(f"[{label}] seed {seed}: {error}; the next seed")
+            continue
         record["pnr_s"] = round(time.monotonic() - placed_started, 1)
         record["fits"] = True
         record["resources"] = resource_figures(board, pnr)
@@ -495,8 +501,10 @@ def critical_path_notes(records):
         path = record.get("critical_path")
         if path:
             array = f"{record['parameters']['Dim']}x{record['parameters']['Dim']}"
-            # The seeds that came first and missed the clock, if any.
+            # The seeds that came first and missed the clock or failed to route, if any.
             missed = ", ".join(f"seed {entry['seed']} at {entry['fmax_mhz']:.2f} MHz"
+                               if entry["fmax_mhz"] is not None else
+                               f"seed {entry['seed']} unroutable"
                                for entry in record.get("tried", [])[:-1])
             notes.append(f"- {record['board']} {array}, seed {record['seed']}"
                          f"{f' (after {missed})' if missed else ''}: "

@@ -13,7 +13,7 @@ from flow_checks import check  # noqa: E402
 
 class StandInTools:
     """Synthesis and place and route as the flow calls them, with the Fmax of each seed given
-    (None: the design does not fit)."""
+    (None: the design does not fit; "unroutable": it fits, but nextpnr fails)."""
 
     def __init__(self, fmax_by_seed):
         self.fmax_by_seed = fmax_by_seed
@@ -27,6 +27,10 @@ class StandInTools:
     def place_and_route(self, board, netlist, out, seed, label):
         self.placed.append(seed)
         fmax = self.fmax_by_seed[seed]
+        if fmax == "unroutable":
+            (out / "pnr.log").write_text(
+                "Info: \t         ICESTORM_LC:    5200/   5280    98%\n")
+            raise fpga_flow.FlowError("nextpnr failed")
         if fmax is None:
             (out / "pnr.log").write_text(
                 "Info: \t         ICESTORM_LC:    6000/   5280   113%\n")
@@ -67,7 +71,24 @@ def main():
                       (tools.placed, record["fits"], record["problem"]),
                       ([3], False, "6,000 LC of 5,280"))
 
-    print(f"{5 - failures} passed, {failures} failed")
+    tools, record = build({3: "unroutable", 2: 50.5}, [3, 2])
+    failures += check("a placement that fits but fails is followed by the next seed",
+                      (tools.placed, record["seed"], record["meets_timing"], record["tried"]),
+                      ([3, 2], 2, True, [{"seed": 3, "fmax_mhz": None},
+                                         {"seed": 2, "fmax_mhz": 50.5}]))
+
+    tools = StandInTools({3: "unroutable"})
+    fpga_flow.synthesize = tools.synthesize
+    fpga_flow.place_and_route = tools.place_and_route
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            fpga_flow.build(fpga_flow.load_board("icebreaker"), Path(folder), [3], bitstream=False)
+            raised = False
+        except fpga_flow.FlowError:
+            raised = True
+    failures += check("when the last seed fails, the error stands", raised, True)
+
+    print(f"{7 - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 
