@@ -10,8 +10,8 @@ Usage:
   fpga_flow.py params BOARD
       tpu_board's parameters as Verilator -G options, one per line (sim/CMakeLists.txt reads them)
   fpga_flow.py build BOARD [--set NAME=VALUE ...] [--out DIR] [--seed N] [--no-bitstream]
-      one build (place and route with each of board.toml's `seeds` in turn until one meets the
-      clock, or only with --seed N); writes DIR/report.json and DIR/report.md, and
+      one build (place and route with each of board.toml's `seeds` in turn until one routes and
+      meets the clock, or only with --seed N); writes DIR/report.json and DIR/report.md, and
       DIR/<board>.bit (ECP5) or .bin (iCE40) when the design fits and meets its clock
   fpga_flow.py program BOARD [--set NAME=VALUE ...]
       loads the bitstream `build` made into the connected board (openFPGALoader, iceprog)
@@ -372,8 +372,8 @@ def logged_resources(board, log):
 
 
 def build(board, out, seeds, bitstream):
-    """Synthesis, then place and route with each of `seeds` in turn until one meets the clock
-    (a placement that does not fit ends the build: another seed would not fit either)."""
+    """Synthesis, then place and route with each of `seeds` in turn until one routes and meets
+    the clock (a placement that does not fit ends the build: another seed would not fit either)."""
     out.mkdir(parents=True, exist_ok=True)
     parameters = board["parameters"]
     label = f"{board['folder']} {variant(board)}"
