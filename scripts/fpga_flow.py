@@ -348,8 +348,10 @@ def critical_path(pnr, out, clock):
     visited.append(path[-1]["to"]["cell"])
     lines = []
     for name in visited:
-        # Cells nextpnr splits while packing carry a suffix after the Yosys name.
-        cell = cells.get(name.split("$CCU2_COMB")[0], {})
+        # Cells nextpnr splits or packs carry a suffix after the Yosys name: $CCU2_COMB on
+        # ECP5, $CARRY or _LC on iCE40 (cells it creates itself have no Yosys name at all).
+        base = name.split("$CCU2_COMB")[0].split("$CARRY")[0]
+        cell = cells.get(base) or cells.get(base.removesuffix("_LC"), {})
         for source in cell.get("attributes", {}).get("src", "").split("|"):
             if source.startswith(("rtl/", "fpga/")):
                 line = re.sub(r"\.\d+-\d+\.\d+$", "", source)   # file:line
