@@ -422,7 +422,7 @@ module tpu_seq_ctrl #(
       end
       StFetchWait: begin
         if (bus_rsp_valid_i) begin
-          // A constant index per word: a variable part-select here cost Yosys 180 LUTs.
+          // A constant index per word: for a variable part-select Yosys builds a shift network.
           for (int w = 0; w < 8; w++) begin
             if (word_q == 3'(w)) instr_d[32 * w +: 32] = bus_rsp_rdata_i;
           end

@@ -133,7 +133,7 @@ module tpu_seq_top #(
   tpu_regs #(
     .Dim(DimL), .MulStages(0), .AddStages(0), .ActLanes(1), .UbDepth(UbDepthL),
     .AccDepth(AccDepthL), .BusBytes(BusBytes), .WeightTiles(WeightTilesL), .Sequential(1'b1),
-    // Counters in block RAM: in flip-flops they would take a tenth of the iCE40 UP5K's logic.
+    // Counters in block RAM: in flip-flops, with their adders, they crowd the iCE40 UP5K.
     .CounterWidth(CounterWidth), .CounterRam(1'b1), .CounterAddWidth(1)
   ) u_regs (
     .clk_i, .rst_ni,
