@@ -2,6 +2,8 @@
 # fresh Debian 12 machine (scripts/deps.sh installs what is missing).
 
 BUILD   ?= build
+# make sw: the software alone, without the RTL simulation (TPU_RTL=OFF), in its own build folder.
+SW_BUILD ?= build-sw
 JOBS    ?= $(shell nproc)
 SEED    ?=
 CASE    ?= 4x4_m0a0/back-to-back
@@ -26,17 +28,18 @@ VENV    ?= .venv
 FPGA_TOOLS := $(VENV)/.fpga-tools
 FPGA_FLOW  := TOOLS_BIN=$(abspath $(VENV))/bin $(PYTHON) scripts/fpga_flow.py
 
-RTL_FILES  := $(shell cat rtl/mxu.f)
-CORE_FILES := $(shell cat rtl/core.f)
-SEQ_FILES  := $(shell cat rtl/seq.f)
-# tpu_board names both cores; rtl/board.f lists the board's own files.
-BOARD_FILES := $(CORE_FILES) $(filter-out $(CORE_FILES),$(SEQ_FILES) $(shell cat rtl/board.f))
-LINT       := verilator --lint-only -Wall sim/lint.vlt $(RTL_FILES)
-LINT_CORE  := verilator --lint-only -Wall sim/lint.vlt $(CORE_FILES) --top-module tpu_top
-LINT_BOARD := verilator --lint-only -Wall sim/lint.vlt $(BOARD_FILES) --top-module tpu_board
-LINT_SEQ   := verilator --lint-only -Wall sim/lint.vlt $(SEQ_FILES) --top-module tpu_seq_top
+# The RTL file lists of rtl/<subsystem>/<subsystem>.f, flattened in compile order.
+rtl_files   = $(shell $(PYTHON) scripts/rtl_files.py $(1))
+MXU_FILES   := $(call rtl_files,rtl/mxu/mxu.f)
+TOP_FILES   := $(call rtl_files,rtl/top/top.f)
+BOARD_FILES := $(call rtl_files,rtl/top/top.f rtl/board/board.f)
+LINT        := verilator --lint-only -Wall sim/lint.vlt
+LINT_MXU    := $(LINT) $(MXU_FILES) --top-module tpu_mxu
+LINT_CORE   := $(LINT) $(TOP_FILES) --top-module tpu_top
+LINT_SEQ    := $(LINT_CORE) "-GSequential=1'b1" -GBusBytes=4
+LINT_BOARD  := $(LINT) $(BOARD_FILES) --top-module tpu_board
 
-.PHONY: all deps build sim test lint synth wave wave-core bench bench-suite bench-sim bench-core \
+.PHONY: all deps build sw sim test lint synth wave wave-core bench bench-suite bench-sim bench-core \
         bench-mxu demo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
         fpga-breakdown clean
 
@@ -51,6 +54,13 @@ $(BUILD)/Makefile: CMakeLists.txt | deps
 build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The numerics, the runtime, the functional model and `tpu` without the RTL simulation (no
+# Verilator model is built: --backend model and serial), and their tests.
+sw: deps
+	cmake -S . -B $(SW_BUILD) -DCMAKE_BUILD_TYPE=Release -DTPU_RTL=OFF
+	cmake --build $(SW_BUILD) -j $(JOBS)
+	cd $(SW_BUILD) && ctest --output-on-failure -j $(JOBS)
+
 # Verilator regression: directed and seeded random GEMMs on every compiled matrix
 # unit, then compiled GEMMs on every compiled core, on the RTL and the model.
 sim: build
@@ -63,62 +73,54 @@ test: build
 
 # Lint every top at its default and extreme parameters; any warning fails.
 lint: deps
-	$(LINT) --top-module tpu_mxu
-	$(LINT) --top-module tpu_mxu -GRows=1 -GCols=1
-	$(LINT) --top-module tpu_mxu -GRows=3 -GCols=5 -GMulStages=2 -GAddStages=3
-	for stages in 0 2; do $(LINT) --top-module tpu_bf16_mul -GPipeStages=$$stages || exit 1; done
-	for stages in 0 3; do $(LINT) --top-module tpu_fp32_add -GPipeStages=$$stages || exit 1; done
-	for stages in 0 1; do $(LINT) --top-module tpu_fp32_to_bf16 -GPipeStages=$$stages || exit 1; done
-	verilator --lint-only -Wall sim/lint.vlt $$(cat rtl/act.f) --top-module tpu_act_func
-	verilator --lint-only -Wall sim/lint.vlt $$(cat rtl/act.f) --top-module tpu_act_func \
-	  "-GSplitStages=1'b1"
+	$(LINT_MXU)
+	$(LINT_MXU) -GRows=1 -GCols=1
+	$(LINT_MXU) -GRows=3 -GCols=5 -GMulStages=2 -GAddStages=3
+	for stages in 0 2; do $(LINT_MXU:tpu_mxu=tpu_bf16_mul) -GPipeStages=$$stages || exit 1; done
+	for stages in 0 3; do $(LINT_MXU:tpu_mxu=tpu_fp32_add) -GPipeStages=$$stages || exit 1; done
+	for stages in 0 1; do $(LINT_MXU:tpu_mxu=tpu_fp32_to_bf16) -GPipeStages=$$stages || exit 1; done
+	$(LINT) $(call rtl_files,rtl/core/core.f) --top-module tpu_act_func
+	$(LINT) $(call rtl_files,rtl/core/core.f) --top-module tpu_act_func "-GSplitStages=1'b1"
 	$(LINT_CORE)
 	$(LINT_CORE) -GDim=1 -GActLanes=1 -GBusBytes=4 -GQueueDepth=1 -GUbDepth=4 -GAccDepth=4
 	$(LINT_CORE) -GDim=8 -GMulStages=2 -GAddStages=3 -GBusBytes=64 -GActLanes=8 -GQueueDepth=3
+	$(LINT_SEQ) -GDim=4 -GUbDepth=256 -GAccDepth=256 -GWeightTiles=2
+	$(LINT_SEQ) -GDim=1 -GUbDepth=4 -GAccDepth=4 -GCounterWidth=32
+	$(LINT_SEQ) -GDim=16 -GUbDepth=65536 -GAccDepth=65536 -GWeightTiles=16
 	$(LINT_BOARD)
 	$(LINT_BOARD) -GDim=1 -GBusBytes=4 -GMemBytes=256 -GClockHz=12000000 -GBaud=3000000 \
 	  -GUbDepth=4 -GAccDepth=4 -GQueueDepth=1 -GReadBufBeats=4
 	$(LINT_BOARD) -GDim=8 -GBusBytes=64 -GMemBytes=16777216 -GClockHz=100000000 -GBaud=115200
 	$(LINT_BOARD) -GSequential=1 -GCounterWidth=40 -GDim=4 -GBusBytes=4 -GMemBytes=8192 \
 	  -GClockHz=12000000
-	$(LINT_SEQ)
-	$(LINT_SEQ) -GDim=1 -GUbDepth=4 -GAccDepth=4 -GCounterWidth=32
-	$(LINT_SEQ) -GDim=16 -GUbDepth=65536 -GAccDepth=65536 -GWeightTiles=16
 	for top in tpu_reset_sync tpu_pulse_stretch; do \
-	  verilator --lint-only -Wall sim/lint.vlt rtl/$$top.sv --top-module $$top || exit 1; done
+	  $(LINT) rtl/prim/$$top.sv --top-module $$top || exit 1; done
 	@echo "lint: clean"
 
-# Generic Yosys synthesis of the matrix unit, without and with every pipeline
-# register, of a small array core and of the sequential core; any Yosys warning
-# fails. The cell count printed is the last in the statistics, the whole
-# design's (modules kept apart come first on their own).
-synth: deps
+# One Yosys synthesis check: $(call yosys_synth,NAME,FILES,TOP,PARAMETERS,WHAT) runs a generic
+# `synth -flatten` of TOP with chparam's -set PARAMETERS, logs to $(BUILD)/synth_NAME.log, fails on
+# any warning and prints WHAT with the design's cell count (the last in the statistics: modules
+# kept apart come first on their own).
+define yosys_synth
 	@mkdir -p $(BUILD)
-	@for stages in "0 0" "2 3"; do set -- $$stages; \
-	  log=$(BUILD)/synth_m$$1a$$2; \
-	  yosys -q -l $$log.log -p "read_verilog -sv -DSYNTHESIS $(RTL_FILES); \
-	    chparam -set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \
-	      -set MulStages $$1 -set AddStages $$2 tpu_mxu; \
-	    synth -flatten -top tpu_mxu; tee -q -o $$log.stat stat" || exit 1; \
+	@log=$(BUILD)/synth_$(1); \
+	  yosys -q -l $$log.log -p "read_verilog -sv -DSYNTHESIS $(2); chparam $(4) $(3); \
+	    synth -flatten -top $(3); tee -q -o $$log.stat stat" || exit 1; \
 	  if grep -q "^Warning" $$log.log; then grep "^Warning" $$log.log; exit 1; fi; \
-	  echo "synth: tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) MulStages=$$1 AddStages=$$2:" \
-	    "$$(grep 'Number of cells' $$log.stat | tail -1 | tr -s ' '), no warnings"; \
-	done
-	@log=$(BUILD)/synth_core; \
-	  yosys -q -l $$log.log -p "read_verilog -sv -DSYNTHESIS $(CORE_FILES); \
-	    chparam -set Dim 2 -set UbDepth 64 -set AccDepth 64 -set ActLanes 1 \
-	      -set QueueDepth 2 -set ReadBufBeats 8 tpu_top; \
-	    synth -flatten -top tpu_top; tee -q -o $$log.stat stat" || exit 1; \
-	  if grep -q "^Warning" $$log.log; then grep "^Warning" $$log.log; exit 1; fi; \
-	  echo "synth: tpu_top 2x2, 64-row memories:" \
-	    "$$(grep 'Number of cells' $$log.stat | tail -1 | tr -s ' '), no warnings"
-	@log=$(BUILD)/synth_seq; \
-	  yosys -q -l $$log.log -p "read_verilog -sv -DSYNTHESIS $(SEQ_FILES); \
-	    chparam -set Dim 4 -set UbDepth 256 -set AccDepth 128 tpu_seq_top; \
-	    synth -flatten -top tpu_seq_top; tee -q -o $$log.stat stat" || exit 1; \
-	  if grep -q "^Warning" $$log.log; then grep "^Warning" $$log.log; exit 1; fi; \
-	  echo "synth: tpu_seq_top 4x4:" \
-	    "$$(grep 'Number of cells' $$log.stat | tail -1 | tr -s ' '), no warnings"
+	  echo "synth: $(5): $$(grep 'Number of cells' $$log.stat | tail -1 | tr -s ' '), no warnings"
+endef
+
+# Generic Yosys synthesis of the matrix unit, without and with every pipeline register, of a
+# small array core and of the sequential core; any Yosys warning fails.
+synth: deps
+	$(call yosys_synth,m0a0,$(MXU_FILES),tpu_mxu,-set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \
+	  -set MulStages 0 -set AddStages 0,tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) MulStages=0 AddStages=0)
+	$(call yosys_synth,m2a3,$(MXU_FILES),tpu_mxu,-set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \
+	  -set MulStages 2 -set AddStages 3,tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) MulStages=2 AddStages=3)
+	$(call yosys_synth,core,$(TOP_FILES),tpu_top,-set Dim 2 -set UbDepth 64 -set AccDepth 64 \
+	  -set ActLanes 1 -set QueueDepth 2 -set ReadBufBeats 8,tpu_top 2x2 with 64-row memories)
+	$(call yosys_synth,seq,$(TOP_FILES),tpu_top,-set Sequential 1 -set Dim 4 -set BusBytes 4 \
+	  -set UbDepth 256 -set AccDepth 128,tpu_top Sequential 4x4)
 
 # Waveform of one regression case: make wave CASE=<config>/<case> (see mxu_sim --list).
 wave: build
@@ -177,8 +179,8 @@ nets-host: build
 verify-exhaustive: build
 	scripts/verify_exhaustive.sh $(BUILD)/bin/exhaustive $(SHARDS)
 
-# SystemVerilog packages, C++ headers and doc tables from rtl/isa.toml and rtl/regmap.toml;
-# `make test` fails while they are stale.
+# SystemVerilog packages, the instruction decoder, C++ headers and doc tables from
+# rtl/defs/*.toml; `make test` fails while they are stale.
 defs:
 	python3 scripts/gen_defs.py
 
@@ -208,4 +210,4 @@ fpga-breakdown: $(FPGA_TOOLS)
 	    --doc docs/fpga.md
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SW_BUILD)

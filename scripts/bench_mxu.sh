@@ -33,11 +33,11 @@ start=$(date +%s.%N)
 thread_args=()
 if [ "$threads" -gt 1 ]; then thread_args=(--threads "$threads"); fi
 verilator --cc --exe --build -j "$(nproc)" --trace-fst "${thread_args[@]}" -MAKEFLAGS "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2" --Mdir "$work" -o mxu_bench \
-  --top-module tpu_mxu -GRows="$rows" -GCols="$cols" sim/lint.vlt $(cat rtl/mxu.f) \
-  -CFLAGS "-O2 -std=c++17 -ffp-contract=off -I$root/tb -DMXU_ROWS=$rows -DMXU_COLS=$cols" \
+  --top-module tpu_mxu -GRows="$rows" -GCols="$cols" sim/lint.vlt $(python3 scripts/rtl_files.py rtl/mxu/mxu.f) \
+  -CFLAGS "-O2 -std=c++17 -ffp-contract=off -I$root/tb -I$root/sim -I$root/sw/include -DMXU_ROWS=$rows -DMXU_COLS=$cols" \
   -LDFLAGS "-lfmt" \
   "$root"/tb/mxu_bench.cpp "$root"/tb/harness/array_config.cpp "$root"/tb/harness/mxu_stream.cpp \
-  "$root"/tb/ref/numerics.cpp "$root"/tb/ref/gemm.cpp > "$work/build.log" 2>&1 \
+  "$root"/sw/numerics/float.cpp "$root"/sw/numerics/gemm.cpp > "$work/build.log" 2>&1 \
   || { tail -20 "$work/build.log"; exit 1; }
 end=$(date +%s.%N)
 build_seconds=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')

@@ -40,6 +40,8 @@ import time
 import tomllib
 from pathlib import Path
 
+import rtl_files
+
 ROOT = Path(__file__).resolve().parent.parent
 FPGA = ROOT / "fpga"
 BUILD = ROOT / "build" / "fpga"
@@ -49,15 +51,16 @@ TOOLS_BIN = Path(os.environ.get("TOOLS_BIN", ROOT / ".venv" / "bin"))
 PARAMETERS = ("Sequential", "CounterWidth", "Dim", "MulStages", "AddStages", "UbDepth",
               "AccDepth", "WeightTiles", "BusBytes", "ActLanes", "QueueDepth", "ReadBufBeats",
               "MemBytes", "ClockHz", "Baud")
-# The one parameter that is a choice, not a size: 1 builds the sequential core (tpu_seq_top).
+# The one parameter that is a choice, not a size: 1 builds the sequential core (tpu_seq_core).
 FLAGS = ("Sequential",)
 FAMILIES = ("ecp5", "ice40")
-# The RTL of each core (Sequential = 0, 1) and of the board around it, in compile order. A board
-# reads only its own core's files: Yosys numbers its internal names over everything it reads, so
-# an edit of the other core would otherwise move the names, and with them nextpnr's placement.
-CORE_LISTS = ("rtl/core.f", "rtl/seq.f")
-BOARD_LIST = "rtl/board.f"
-BOARD_RTL = ("rtl/tpu_reset_sync.sv", "rtl/tpu_pulse_stretch.sv")
+# The RTL file lists (scripts/rtl_files.py) of each core (Sequential = 0, 1), of tpu_top's shell
+# and of the board around it. A board reads only its own core's files: Yosys numbers its
+# internal names over everything it reads, so an edit of the other core would otherwise move the
+# names, and with them nextpnr's placement.
+CORE_LISTS = ("rtl/core/core.f", "rtl/seq/seq.f")
+SHELL_LIST = "rtl/top/shell.f"
+BOARD_LIST = "rtl/board/board.f"
 # What each family calls its resources in nextpnr's report, and what the table shows them as.
 RESOURCES = {
     "ecp5": [("TRELLIS_COMB", "LUT4"), ("TRELLIS_FF", "FF"), ("MULT18X18D", "MULT18"),
@@ -234,11 +237,11 @@ def relative(path):
 
 
 def rtl_sources(board):
-    sources = []
-    for listing in (CORE_LISTS[board["parameters"]["Sequential"]], BOARD_LIST):
-        # The board's list repeats the shared memories and FIFO the array core lists too.
-        sources += [path for path in (ROOT / listing).read_text().split() if path not in sources]
-    sources += BOARD_RTL
+    lists = (CORE_LISTS[board["parameters"]["Sequential"]], SHELL_LIST, BOARD_LIST)
+    try:
+        sources = [relative(path) for path in rtl_files.rtl_files(ROOT / name for name in lists)]
+    except rtl_files.ListError as error:
+        raise FlowError(str(error)) from None
     sources += [f"fpga/{board['folder']}/{source}" for source in board["sources"]]
     return sources
 
@@ -542,7 +545,7 @@ PRIMITIVES = {
 }
 COLUMNS = ("LUT4", "carry", "FF", "DSP", "BRAM", "SPRAM")
 # Modules whose instances the breakdown lists one by one rather than as one row.
-EXPANDED = ("tpu_board", "tpu_top", "tpu_seq_top", "tpu_seq_ctrl")
+EXPANDED = ("tpu_board", "tpu_top", "tpu_array_core", "tpu_seq_core", "tpu_seq_ctrl")
 
 
 def module_name(name):

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Generates the instruction-set, register-map and host-link definitions from one description.
 
-Reads rtl/isa.toml, rtl/regmap.toml and rtl/link.toml and writes
-  rtl/tpu_isa_pkg.sv, rtl/tpu_regs_pkg.sv, rtl/tpu_link_pkg.sv     SystemVerilog packages
-  sw/include/tpu/isa_defs.hpp, regs.hpp, link_defs.hpp            C++17 headers
+Reads rtl/defs/isa.toml, rtl/defs/regmap.toml and rtl/defs/link.toml and writes
+  rtl/isa/tpu_isa_pkg.sv, rtl/isa/tpu_regs_pkg.sv, rtl/link/tpu_link_pkg.sv  SystemVerilog packages
+  rtl/isa/tpu_decode.sv                                 the instruction decoder of both cores
+  sw/include/tpu/isa_defs.hpp, regs.hpp, link_defs.hpp  C++17 headers
   the tables between the GENERATED marker lines of docs/isa.md, docs/registers.md and
   docs/link.md.
 
@@ -23,11 +24,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = "scripts/gen_defs.py"
 
-ISA_PKG = Path("rtl/tpu_isa_pkg.sv")
-REGS_PKG = Path("rtl/tpu_regs_pkg.sv")
+ISA_PKG = Path("rtl/isa/tpu_isa_pkg.sv")
+DECODER = Path("rtl/isa/tpu_decode.sv")
+REGS_PKG = Path("rtl/isa/tpu_regs_pkg.sv")
 ISA_HPP = Path("sw/include/tpu/isa_defs.hpp")
 REGS_HPP = Path("sw/include/tpu/regs.hpp")
-LINK_PKG = Path("rtl/tpu_link_pkg.sv")
+LINK_PKG = Path("rtl/link/tpu_link_pkg.sv")
 LINK_HPP = Path("sw/include/tpu/link_defs.hpp")
 ISA_DOC = Path("docs/isa.md")
 REGS_DOC = Path("docs/registers.md")
@@ -53,7 +55,17 @@ UPPER_NAME = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*")
 LOWER_NAME = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 BEGIN_MARKER = re.compile(r"<!-- BEGIN GENERATED: (\S+) -->")
 END_MARKER = re.compile(r"<!-- END GENERATED: (\S+) -->")
-TYPE_NAMES = {int: "an integer", str: "a string", list: "an array", dict: "a table"}
+TYPE_NAMES = {int: "an integer", str: "a string", list: "an array", dict: "a table",
+              bool: "true or false"}
+# What an opcode touches and its field-value rules (the keys are described in rtl/defs/isa.toml).
+MEMORIES = ("ub", "acc")
+HOST_DIRECTIONS = ("read", "write")
+HOST_ROW_FIELDS = ("rows", "k_valid")
+LIMITS = ("1..dim", "function")
+# The fields each operand addresses with, which its opcode must use.
+OPERAND_FIELDS = {"source": ("addr_a", "step_a"), "destination": ("addr_b", "step_b"),
+                  "bias": ("bias_addr", "bias_step"),
+                  "host": ("host_addr", "host_stride", "host_step")}
 
 
 class DefsError(Exception):
@@ -93,6 +105,35 @@ class Flag:
 
 
 @dataclass(frozen=True)
+class Rows:
+    """On-chip rows an opcode reads or writes: in `memory`, or the accumulators when the flag
+    `acc_if` (a Flag or None) is set."""
+    memory: str
+    acc_if: object
+
+
+@dataclass(frozen=True)
+class Host:
+    """Host bytes an opcode reads or writes."""
+    write: bool
+    rows: str       # the field that counts rows per iteration
+    only_if: object  # the Flag without which there is no host access, or None
+    fp32_if: object  # the Flag that makes rows fp32 (4 bytes a lane), or None
+
+
+@dataclass(frozen=True)
+class ZeroUnless:
+    """Fields that must be zero unless a flag is set (`flag`) or func is a function (`function`)."""
+    flag: object
+    function: object
+    fields: tuple
+
+    @property
+    def condition(self):
+        return self.flag.name if self.flag else self.function.name
+
+
+@dataclass(frozen=True)
 class Opcode:
     name: str
     value: int
@@ -100,6 +141,17 @@ class Opcode:
     fields: tuple
     flags: tuple
     doc: str
+    repeats: bool = False
+    source: object = None       # Rows
+    destination: object = None  # Rows
+    bias_if: object = None      # the Flag that adds a bias row, or None
+    host: object = None         # Host
+    limits: tuple = ()          # (Field, "1..dim" or "function")
+    zero_unless: tuple = ()     # ZeroUnless
+
+    @property
+    def snake(self):
+        return self.name.lower()
 
 
 @dataclass(frozen=True)
@@ -292,7 +344,8 @@ def parse_isa(data, source):
         if name not in fields:
             raise DefsError(f"{source}: fields: the '{name}' field is missing")
 
-    opcodes = [parse_opcode(name, entry, fields, f"{source}: opcodes.{name}")
+    functions = parse_functions(top["functions"], fields, source)
+    opcodes = [parse_opcode(name, entry, fields, functions, f"{source}: opcodes.{name}")
                for name, entry in top["opcodes"].items()]
     opcodes.sort(key=lambda opcode: opcode.value)
     check_unique([(opcode.name, opcode.value) for opcode in opcodes], "value",
@@ -300,8 +353,12 @@ def parse_isa(data, source):
     check_unique([(opcode.name, opcode.mnemonic) for opcode in opcodes], "mnemonic",
                  f"{source}: opcodes")
 
+    return Isa(instruction_bytes, fields, tuple(opcodes), functions)
+
+
+def parse_functions(table, fields, source):
     functions = []
-    for name, entry in top["functions"].items():
+    for name, entry in table.items():
         where = f"{source}: functions.{name}"
         check_name(name, UPPER_NAME, where)
         spec = checked(entry, where, {"value": int, "mnemonic": str, "doc": str})
@@ -318,14 +375,15 @@ def parse_isa(data, source):
     if [function.value for function in functions] != list(range(len(functions))):
         raise DefsError(f"{source}: functions: values must be 0 .. {len(functions) - 1}, "
                         "without gaps")
+    return tuple(functions)
 
-    return Isa(instruction_bytes, fields, tuple(opcodes), tuple(functions))
 
-
-def parse_opcode(name, entry, fields, where):
+def parse_opcode(name, entry, fields, functions, where):
     check_name(name, UPPER_NAME, where)
     spec = checked(entry, where, {"value": int, "mnemonic": str, "fields": list, "flags": dict,
-                                  "doc": str})
+                                  "doc": str},
+                   {"repeats": bool, "source": dict, "destination": dict, "bias": dict,
+                    "host": dict, "limits": dict, "zero_unless": dict})
     check_range(spec["value"], 0, (1 << fields["opcode"].width) - 1, where, "value")
     check_name(spec["mnemonic"], LOWER_NAME, f"{where}.mnemonic")
     check_doc(spec["doc"], where)
@@ -354,7 +412,83 @@ def parse_opcode(name, entry, fields, where):
     # The whole flags field counts, not only the defined flags: its other bits are reserved.
     check_disjoint([(f"field {field.name} (w{field.word}[{field.bits}])", field.flat_mask)
                     for field in [fields[name] for name in IMPLICIT_FIELDS] + used], where)
-    return Opcode(name, spec["value"], spec["mnemonic"], tuple(used), tuple(flags), spec["doc"])
+    return Opcode(name, spec["value"], spec["mnemonic"], tuple(used), tuple(flags), spec["doc"],
+                  **parse_semantics(spec, fields, functions, used, flags, where))
+
+
+def parse_semantics(spec, fields, functions, used, flags, where):
+    """What an opcode touches and its field-value rules, as Opcode's keyword arguments."""
+    used_names = {field.name for field in used}
+    flag_named = {flag.name: flag for flag in flags}
+
+    def needs(field_names, key):
+        for field_name in field_names:
+            if field_name not in used_names:
+                raise DefsError(f"{where}.{key}: needs the field '{field_name}', which the "
+                                "opcode does not use")
+
+    def flag(name, key):
+        if name is None:
+            return None
+        if name not in flag_named:
+            raise DefsError(f"{where}.{key}: '{name}' is not a flag of this opcode")
+        return flag_named[name]
+
+    def choice(value, allowed, key):
+        if value not in allowed:
+            raise DefsError(f"{where}.{key}: '{value}' is not one of {', '.join(allowed)}")
+        return value
+
+    semantics = {"repeats": spec.get("repeats", False)}
+    if semantics["repeats"]:
+        needs(("count", "rows"), "repeats")
+    for role in ("source", "destination"):
+        if role in spec:
+            rows = checked(spec[role], f"{where}.{role}", {"memory": str}, {"acc_if": str})
+            memory = choice(rows["memory"], MEMORIES, f"{role}.memory")
+            needs(OPERAND_FIELDS[role], role)
+            semantics[role] = Rows(memory, flag(rows.get("acc_if"), f"{role}.acc_if"))
+    if "bias" in spec:
+        bias = checked(spec["bias"], f"{where}.bias", {"if": str})
+        needs(OPERAND_FIELDS["bias"], "bias")
+        semantics["bias_if"] = flag(bias["if"], "bias.if")
+    if "host" in spec:
+        host = checked(spec["host"], f"{where}.host", {"direction": str, "rows": str},
+                       {"if": str, "fp32_if": str})
+        rows = choice(host["rows"], HOST_ROW_FIELDS, "host.rows")
+        needs(OPERAND_FIELDS["host"] + (rows,), "host")
+        semantics["host"] = Host(choice(host["direction"], HOST_DIRECTIONS, "host.direction") ==
+                                 "write", rows, flag(host.get("if"), "host.if"),
+                                 flag(host.get("fp32_if"), "host.fp32_if"))
+    limits = []
+    for field_name, limit in spec.get("limits", {}).items():
+        key = f"limits.{field_name}"
+        needs((field_name,), key)
+        if not isinstance(limit, str):
+            raise DefsError(f"{where}.{key}: expected a string")
+        limits.append((fields[field_name], choice(limit, LIMITS, key)))
+    semantics["limits"] = tuple(limits)
+    function_named = {function.name: function for function in functions}
+    zero_unless = []
+    for condition, field_names in spec.get("zero_unless", {}).items():
+        key = f"zero_unless.{condition}"
+        if condition in flag_named and condition in function_named:
+            raise DefsError(f"{where}.{key}: '{condition}' is both a flag and a function")
+        if condition in function_named:
+            needs(("func",), key)
+        elif condition not in flag_named:
+            raise DefsError(f"{where}.{key}: '{condition}' is neither a flag of this opcode nor "
+                            "a function")
+        if not isinstance(field_names, list) or not field_names:
+            raise DefsError(f"{where}.{key}: expected a non-empty array of field names")
+        for field_name in field_names:
+            if not isinstance(field_name, str):
+                raise DefsError(f"{where}.{key}: expected a non-empty array of field names")
+            needs((field_name,), key)
+        zero_unless.append(ZeroUnless(flag_named.get(condition), function_named.get(condition),
+                                      tuple(fields[field_name] for field_name in field_names)))
+    semantics["zero_unless"] = tuple(zero_unless)
+    return semantics
 
 
 def parse_regmap(data, source):
@@ -638,9 +772,169 @@ def sv_isa_package(isa, source):
         lines.append(f"{indent}localparam {sv_logic(isa.instruction_bits)} "
                      f"{name(camel(opcode.name) + 'UsedBits')} =")
         lines.append(f"{indent * 3}{sv_hex(isa.used_bits(opcode), isa.instruction_bits)};")
+    lines.append("")
+    lines += comment("The bits an instruction with this opcode may set. An unknown opcode is "
+                     "ILLEGAL_OPCODE before its bits matter; it may set none.", indent=indent)
+    lines += [f"{indent}function automatic {sv_logic(isa.instruction_bits)} "
+              f"{name('used_bits')}(input {opcode_type} opcode);",
+              f"{indent * 2}unique case (opcode)"]
+    for opcode in isa.opcodes:
+        lines.append(f"{indent * 3}Op{camel(opcode.name)}: used_bits = "
+                     f"{camel(opcode.name)}UsedBits;")
+    lines += [f"{indent * 3}default: used_bits = '0;", f"{indent * 2}endcase",
+              f"{indent}endfunction", ""]
 
-    lines += ["", "endpackage"]
+    lines += comment("An instruction's fields, as tpu_decode takes them apart (fields that share "
+                     "bits all appear).", indent=indent)
+    lines.append(f"{indent}typedef struct packed {{")
+    for field in isa.fields.values():
+        lines.append(f"{indent * 2}{sv_logic(field.width)} {field.name};")
+    lines += [f"{indent}}} {name('fields_t')};", ""]
+    lines += comment("What an instruction is and what it touches (rtl/defs/isa.toml): one bit "
+                     "per opcode, then its operands.", indent=indent)
+    lines.append(f"{indent}typedef struct packed {{")
+    for opcode in isa.opcodes:
+        lines.append(f"{indent * 2}logic {opcode.snake};")
+    for member, doc in KIND_MEMBERS:
+        lines.append(f"{indent * 2}logic {member};  // {doc}")
+    lines += [f"{indent}}} {name('kind_t')};", "", "endpackage"]
     return "\n".join(lines) + "\n"
+
+
+# The operand bits of tpu_isa_pkg::kind_t, after one bit per opcode.
+KIND_MEMBERS = (
+    ("legal", "a known opcode"),
+    ("repeats", "count iterations of rows rows"),
+    ("src_used", "reads the source rows (addr_a, step_a)"),
+    ("src_acc", "... in the accumulators, not the unified buffer"),
+    ("dst_used", "writes the destination rows (addr_b, step_b)"),
+    ("dst_acc", "... in the accumulators, not the unified buffer"),
+    ("bias_used", "reads a bias row per iteration (bias_addr, bias_step)"),
+    ("host_used", "reads or writes host memory"),
+    ("host_write", "... writes it"),
+    ("host_fp32", "... in fp32 rows (4 bytes a lane), not bf16"),
+    ("host_k_valid", "... k_valid rows per iteration, not rows"),
+)
+
+
+def sv_any(terms):
+    return " || ".join(terms) if terms else "1'b0"
+
+
+def sv_decoder(isa, source):
+    """The decoder module both cores instantiate."""
+    indent = "  "
+    flags_of = "fields_o.flags"
+
+    def is_op(opcode):
+        return f"kind_o.{opcode.snake}"
+
+    def flag_set(opcode, flag):
+        return f"{flags_of}[tpu_isa_pkg::{camel(opcode.name)}Flag{camel(flag.name)}]"
+
+    def when(opcode, flag):
+        return is_op(opcode) if flag is None else f"({is_op(opcode)} && {flag_set(opcode, flag)})"
+
+    def rows_acc(opcode, rows):
+        if rows.memory == "acc":
+            return is_op(opcode)
+        return None if rows.acc_if is None else when(opcode, rows.acc_if)
+
+    ops = isa.opcodes
+    kind = {
+        "legal": [is_op(op) for op in ops],
+        "repeats": [is_op(op) for op in ops if op.repeats],
+        "src_used": [is_op(op) for op in ops if op.source],
+        "src_acc": [t for op in ops if op.source for t in [rows_acc(op, op.source)] if t],
+        "dst_used": [is_op(op) for op in ops if op.destination],
+        "dst_acc": [t for op in ops if op.destination
+                    for t in [rows_acc(op, op.destination)] if t],
+        "bias_used": [when(op, op.bias_if) for op in ops if op.bias_if],
+        "host_used": [when(op, op.host.only_if) for op in ops if op.host],
+        "host_write": [is_op(op) for op in ops if op.host and op.host.write],
+        "host_fp32": [when(op, op.host.fp32_if) for op in ops if op.host and op.host.fp32_if],
+        "host_k_valid": [is_op(op) for op in ops if op.host and op.host.rows == "k_valid"],
+    }
+    assert [member for member, _ in KIND_MEMBERS] == list(kind)
+
+    errors = []
+    if kind["repeats"]:
+        errors.append("(kind_o.repeats && (fields_o.count == '0 || fields_o.rows == '0))")
+    for op in ops:
+        for field, limit in op.limits:
+            value = f"fields_o.{field.name}"
+            if limit == "1..dim":
+                errors.append(f"({is_op(op)} && outside_1_to_dim(16'({value})))")
+            else:
+                errors.append(f"({is_op(op)} && {value} >= "
+                              f"{field.width}'(tpu_isa_pkg::FuncCount))")
+        for rule in op.zero_unless:
+            unless = (f"!{flag_set(op, rule.flag)}" if rule.flag else
+                      f"fields_o.func != tpu_isa_pkg::Func{camel(rule.function.name)}")
+            nonzero = ", ".join(f"fields_o.{field.name}" for field in rule.fields)
+            errors.append(f"({is_op(op)} && {unless} && |{{{nonzero}}})")
+
+    lines = generated_header(source) + [
+        "//",
+        "// The instruction decoder of both cores (tpu_issue of the array core, tpu_seq_ctrl of",
+        "// the sequential core): an instruction's fields, what it is and touches, and whether",
+        "// its field values break a rule of ILLEGAL_FIELD (docs/isa.md, \"Errors\"). Bits set",
+        "// outside the opcode's fields are ILLEGAL_FIELD too; each core finds those its own way,",
+        "// with tpu_isa_pkg::used_bits.",
+        "module tpu_decode #(",
+        f"{indent}parameter int unsigned Dim = 16,  // the array size, a power of two",
+        f"{indent}localparam int unsigned DimLog2 = $clog2(Dim)",
+        ") (",
+        f"{indent}input  {sv_logic(isa.instruction_bits)} instr_i,",
+        f"{indent}output tpu_isa_pkg::fields_t fields_o,",
+        f"{indent}output tpu_isa_pkg::kind_t   kind_o,",
+        f"{indent}output logic                 field_error_o",
+        ");",
+        "",
+        f"{indent}always_comb begin",
+    ]
+    for field in isa.fields.values():
+        lines.append(f"{indent * 2}fields_o.{field.name} = "
+                     f"instr_i[tpu_isa_pkg::Field{camel(field.name)}Lsb +: {field.width}];")
+    lines += [f"{indent}end", ""]
+    reserved = ((1 << isa.instruction_bits) - 1) & ~sum(field.flat_mask
+                                                         for field in isa.fields.values())
+    if reserved:
+        lines += [f"{indent}// Bits no field covers: reserved, as each core's check of the bits "
+                  "outside",
+                  f"{indent}// the opcode's fields finds.",
+                  f"{indent}logic unused_reserved;",
+                  f"{indent}assign unused_reserved =",
+                  f"{indent * 3}^(instr_i & {sv_hex(reserved, isa.instruction_bits)});", ""]
+    lines.append(f"{indent}always_comb begin")
+    for op in ops:
+        lines.append(f"{indent * 2}{is_op(op)} = fields_o.opcode == "
+                     f"tpu_isa_pkg::Op{camel(op.name)};")
+    for member, terms in kind.items():
+        lines += wrap_expression(f"{indent * 2}kind_o.{member} = ", terms, " ||", ";",
+                                 indent * 4)
+    lines += [f"{indent}end", "",
+              f"{indent}// Dim is a power of two: value > Dim needs no carry chain.",
+              f"{indent}function automatic logic outside_1_to_dim(input logic [15:0] value);",
+              f"{indent * 2}outside_1_to_dim = value == '0 || "
+              "tpu_pkg::above_pow2(34'(value), DimLog2);",
+              f"{indent}endfunction", "",
+              f"{indent}// The rules of rtl/defs/isa.toml: repeats, limits and zero_unless.",
+              f"{indent}assign field_error_o ="]
+    for index, term in enumerate(errors or ["1'b0"]):
+        text = term + (" ||" if index + 1 < len(errors) else ";")
+        lines += textwrap.wrap(text, width=LINE_WIDTH, initial_indent=indent * 3,
+                               subsequent_indent=indent * 5, break_long_words=False,
+                               break_on_hyphens=False)
+    lines += ["", "endmodule"]
+    return "\n".join(lines) + "\n"
+
+
+def wrap_expression(head, terms, joiner, tail, continuation):
+    """head + terms joined by `joiner` + tail, broken at spaces to fit LINE_WIDTH."""
+    text = head + (f"{joiner} ".join(terms) if terms else "1'b0") + tail
+    return textwrap.wrap(text, width=LINE_WIDTH, subsequent_indent=continuation,
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def sv_regs_package(regmap, source):
@@ -882,6 +1176,56 @@ def cpp_isa_header(isa, source):
               "",
               f"using {name('UsedBits')} = std::array<std::uint32_t, kInstrWords>;",
               "",
+              "// What an opcode touches and which field values it allows (the keys of the",
+              "// description), as the checks read them: RTL decoder and runtime alike.",
+              f"enum class {name('Memory')} : std::uint8_t {{ Ub, Acc }};",
+              f"inline constexpr unsigned {name('kNoFlag')} = 0xFF;  // no flag selects it",
+              "",
+              "// On-chip rows base + i * step + r: in `memory`, or the accumulators with the flag",
+              "// acc_if.",
+              f"struct {name('RowsOperand')} {{",
+              f"{CPP_INDENT}bool used;",
+              f"{CPP_INDENT}Memory memory;",
+              f"{CPP_INDENT}unsigned acc_if;",
+              "};",
+              "",
+              "// Host rows read or written: `rows` of them per iteration (the field), only with the",
+              "// flag only_if (kNoFlag: always), fp32 rows with the flag fp32_if, bf16 otherwise.",
+              f"struct {name('HostOperand')} {{",
+              f"{CPP_INDENT}bool used;",
+              f"{CPP_INDENT}bool write;",
+              f"{CPP_INDENT}const FieldSpec* rows;",
+              f"{CPP_INDENT}unsigned only_if;",
+              f"{CPP_INDENT}unsigned fp32_if;",
+              "};",
+              "",
+              "// A field's legal values: 1 .. the array size, or a function code.",
+              f"enum class {name('Limit')} : std::uint8_t {{ OneToDim, Function }};",
+              f"struct {name('FieldLimit')} {{",
+              f"{CPP_INDENT}const FieldSpec* field;",
+              f"{CPP_INDENT}Limit limit;",
+              "};",
+              "",
+              "// Fields that must be zero unless a flag is set or func holds a function:",
+              "// `condition` is the flag's bit or the function's code, `name` its name.",
+              f"struct {name('ZeroUnless')} {{",
+              f"{CPP_INDENT}bool function;",
+              f"{CPP_INDENT}unsigned condition;",
+              f"{CPP_INDENT}const char* name;",
+              f"{CPP_INDENT}ConstList<const FieldSpec*> fields;",
+              "};",
+              "",
+              f"struct {name('OpcodeRules')} {{",
+              f"{CPP_INDENT}bool repeats;  // count iterations of rows rows, both at least 1",
+              f"{CPP_INDENT}RowsOperand source;       // addr_a, step_a",
+              f"{CPP_INDENT}RowsOperand destination;  // addr_b, step_b",
+              f"{CPP_INDENT}unsigned bias_if;  // a bias row per iteration with this flag "
+              "(kNoFlag: none)",
+              f"{CPP_INDENT}HostOperand host;",
+              f"{CPP_INDENT}ConstList<FieldLimit> limits;",
+              f"{CPP_INDENT}ConstList<ZeroUnless> zero_unless;",
+              "};",
+              "",
               f"struct {name('OpcodeInfo')} {{",
               f"{CPP_INDENT}Opcode opcode;",
               f"{CPP_INDENT}const char* mnemonic;",
@@ -892,10 +1236,11 @@ def cpp_isa_header(isa, source):
               f"{CPP_INDENT}std::uint8_t flags_mask;  // the flag bits it defines",
               f"{CPP_INDENT}UsedBits used_bits;       // per word, the bits its instructions "
               "may set",
+              f"{CPP_INDENT}const OpcodeRules* rules;",
               "};",
               "",
-              "// Per opcode: the fields it uses, its flags, and the bits its instructions may set",
-              "// (any other bit set is ILLEGAL_FIELD)."]
+              "// Per opcode: the fields it uses, its flags, the bits its instructions may set",
+              "// (any other bit set is ILLEGAL_FIELD), and its rules."]
     table = []
     for opcode in isa.opcodes:
         prefix = "k" + camel(opcode.name)
@@ -918,10 +1263,11 @@ def cpp_isa_header(isa, source):
         lines += [f"{CPP_CONTINUATION}{', '.join(words[first:first + 4])},"
                   for first in range(0, len(words), 4)]
         lines[-1] = lines[-1].removesuffix(",") + "}};"
+        lines += cpp_opcode_rules(isa, opcode, prefix, name)
         table += cpp_table_row([f"Opcode::{camel(opcode.name)}", cpp_string(opcode.mnemonic)],
                                opcode.doc, [fields_list, flags_list,
                                             f"0x{isa.flags_mask(opcode):02X}",
-                                            f"{prefix}UsedBits"])
+                                            f"{prefix}UsedBits", f"&{prefix}Rules"])
     lines += ["",
               f"inline constexpr std::array<OpcodeInfo, {len(isa.opcodes)}> "
               f"{name('kOpcodeTable')}{{{{",
@@ -941,6 +1287,49 @@ def cpp_isa_header(isa, source):
     return "\n".join(lines) + "\n"
 
 
+def cpp_opcode_rules(isa, opcode, prefix, name):
+    """The OpcodeRules of `opcode`, k<Opcode>Rules, with the arrays it points to."""
+    def flag_bit(flag):
+        return str(flag.bit) if flag else "kNoFlag"
+
+    def rows(operand):
+        if operand is None:
+            return "{false, Memory::Ub, kNoFlag}"
+        return (f"{{true, Memory::{operand.memory.capitalize()}, "
+                f"{flag_bit(operand.acc_if)}}}")
+
+    lines = []
+    limits = zero_unless = "{nullptr, 0}"
+    if opcode.limits:
+        items = [f"{{&k{camel(field.name)}, Limit::"
+                 f"{'OneToDim' if limit == '1..dim' else 'Function'}}}"
+                 for field, limit in opcode.limits]
+        lines += cpp_list(f"inline constexpr FieldLimit {name(prefix + 'Limits')}[] = {{", items,
+                          "};")
+        limits = f"{{{prefix}Limits, {len(items)}}}"
+    if opcode.zero_unless:
+        items = []
+        for rule in opcode.zero_unless:
+            fields_name = name(f"{prefix}ZeroUnless{camel(rule.condition)}")
+            lines += cpp_list(f"inline constexpr const FieldSpec* {fields_name}[] = {{",
+                              [f"&k{camel(field.name)}" for field in rule.fields], "};")
+            condition = (f"false, {rule.flag.bit}, {cpp_string(rule.flag.name)}" if rule.flag else
+                         f"true, {rule.function.value}, {cpp_string(rule.function.mnemonic)}")
+            items.append(f"{{{condition}, {{{fields_name}, {len(rule.fields)}}}}}")
+        lines += cpp_list(f"inline constexpr ZeroUnless {name(prefix + 'ZeroUnless')}[] = {{",
+                          items, "};")
+        zero_unless = f"{{{prefix}ZeroUnless, {len(items)}}}"
+    host = opcode.host
+    host_text = ("{false, false, nullptr, kNoFlag, kNoFlag}" if host is None else
+                 f"{{true, {'true' if host.write else 'false'}, &k{camel(host.rows)}, "
+                 f"{flag_bit(host.only_if)}, {flag_bit(host.fp32_if)}}}")
+    members = ["true" if opcode.repeats else "false", rows(opcode.source),
+               rows(opcode.destination), flag_bit(opcode.bias_if), host_text, limits,
+               zero_unless]
+    lines += cpp_list(f"inline constexpr OpcodeRules {name(prefix + 'Rules')}{{", members, "};")
+    return lines
+
+
 def cpp_regs_header(regmap, source):
     name = Names(REGS_HPP)
     lines = generated_header(source) + [
@@ -950,6 +1339,7 @@ def cpp_regs_header(regmap, source):
         "#pragma once",
         "",
         "#include <array>",
+        "#include <cstddef>",
         "#include <cstdint>",
         "",
         "namespace tpu::regs {",
@@ -985,14 +1375,16 @@ def cpp_regs_header(regmap, source):
     lines += ["",
               "// 64-bit counters, contiguous from kCounterBase: counter i has LO at",
               f"// kCounterBase + {COUNTER_STRIDE}*i and HI 4 bytes above. Reading LO latches HI.",
+              "// k<Counter>Index is its index i, in kCounters and in Counters.",
               f"inline constexpr unsigned {name('kCounterCount')} = {len(regmap.counters)};",
               f"inline constexpr std::uint32_t {name('kCounterBase')} = 0x{base:03X};"]
-    for counter in regmap.counters:
+    for index, counter in enumerate(regmap.counters):
         prefix = "kCnt" + camel(counter.name)
         lines.append(f"inline constexpr std::uint32_t {name(prefix + 'Lo')} = "
                      f"0x{counter.offset:03X};")
         lines.append(f"inline constexpr std::uint32_t {name(prefix + 'Hi')} = "
                      f"0x{counter.offset + 4:03X};")
+        lines.append(f"inline constexpr std::size_t {name(prefix + 'Index')} = {index};")
     lines += ["",
               f"struct {name('CounterSpec')} {{",
               f"{CPP_INDENT}const char* name;",
@@ -1103,7 +1495,46 @@ def isa_doc_tables(isa):
         ["mnemonic", "value", "doc"],
         [[f"`{function.mnemonic}`", str(function.value), function.doc]
          for function in isa.functions])
-    return {"fields": fields, "opcodes": opcodes, "flags": flags, "functions": functions}
+    rules = markdown_table(
+        ["mnemonic", "source rows", "destination rows", "bias row", "host rows",
+         "ILLEGAL_FIELD unless"],
+        [[f"`{opcode.mnemonic}`", doc_rows(opcode.source), doc_rows(opcode.destination),
+          f"ACC, with `{opcode.bias_if.name}`" if opcode.bias_if else "—",
+          doc_host(opcode.host), doc_rules(opcode)] for opcode in isa.opcodes])
+    return {"fields": fields, "opcodes": opcodes, "flags": flags, "functions": functions,
+            "rules": rules}
+
+
+def doc_rows(rows):
+    if rows is None:
+        return "—"
+    text = rows.memory.upper()
+    return f"{text}; ACC with `{rows.acc_if.name}`" if rows.acc_if else text
+
+
+def doc_host(host):
+    if host is None:
+        return "—"
+    text = f"{'writes' if host.write else 'reads'} `{host.rows}` rows per iteration, bf16"
+    if host.fp32_if:
+        text += f" (fp32 with `{host.fp32_if.name}`)"
+    if host.only_if:
+        text += f", with `{host.only_if.name}`"
+    return text
+
+
+def doc_rules(opcode):
+    rules = []
+    if opcode.repeats:
+        rules.append("`count`, `rows` ≥ 1")
+    for field, limit in opcode.limits:
+        rules.append(f"`{field.name}` in 1 .. D" if limit == "1..dim" else
+                     f"`{field.name}` a function code")
+    for rule in opcode.zero_unless:
+        fields = ", ".join(f"`{field.name}`" for field in rule.fields)
+        unless = (f"`{rule.flag.name}`" if rule.flag else f"`func` = `{rule.function.mnemonic}`")
+        rules.append(f"{fields} 0 without {unless}")
+    return "; ".join(rules) or "—"
 
 
 def regs_doc_tables(regmap):
@@ -1218,6 +1649,7 @@ def generate(isa_path, regmap_path, link_path, out_dir):
     link = parse_link(load_toml(link_path, link_source), link_source)
     outputs = {
         ISA_PKG: sv_isa_package(isa, isa_source),
+        DECODER: sv_decoder(isa, isa_source),
         REGS_PKG: sv_regs_package(regmap, regmap_source),
         LINK_PKG: sv_link_package(link, link_source),
         ISA_HPP: cpp_isa_header(isa, isa_source),
@@ -1263,12 +1695,13 @@ def parse_args():
                     "instruction-set, register-map and host-link descriptions.")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 naming each output that is out of date")
-    parser.add_argument("--isa", type=Path, default=ROOT / "rtl/isa.toml", metavar="FILE",
-                        help="instruction-set description (default: rtl/isa.toml)")
-    parser.add_argument("--regmap", type=Path, default=ROOT / "rtl/regmap.toml", metavar="FILE",
-                        help="register-map description (default: rtl/regmap.toml)")
-    parser.add_argument("--link", type=Path, default=ROOT / "rtl/link.toml", metavar="FILE",
-                        help="host-link description (default: rtl/link.toml)")
+    parser.add_argument("--isa", type=Path, default=ROOT / "rtl/defs/isa.toml", metavar="FILE",
+                        help="instruction-set description (default: rtl/defs/isa.toml)")
+    parser.add_argument("--regmap", type=Path, default=ROOT / "rtl/defs/regmap.toml",
+                        metavar="FILE",
+                        help="register-map description (default: rtl/defs/regmap.toml)")
+    parser.add_argument("--link", type=Path, default=ROOT / "rtl/defs/link.toml", metavar="FILE",
+                        help="host-link description (default: rtl/defs/link.toml)")
     parser.add_argument("--out-dir", type=Path, default=ROOT, metavar="DIR",
                         help="folder the output paths are relative to (default: the checkout)")
     return parser.parse_args()

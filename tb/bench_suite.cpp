@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "harness/gemm_bench.hpp"
-#include "harness/top_model.hpp"
+#include "backends/top_model.hpp"
 #include "tpu/cycle_model.hpp"
 #include "tpu/regs.hpp"
 
@@ -124,7 +124,7 @@ class Suite {
     if (cached != cache_.end()) return with_name(cached->second, w);
     fmt::print(stderr, "  {:<18} {:>20}  {:.4g} beats/cycle ...", w.name, shape(w.spec),
                beats_per_cycle);
-    tpu::harness::AxiTiming timing;
+    tpu::sim::AxiTiming timing;
     timing.beats_per_cycle = beats_per_cycle;
     const tpu::harness::GemmMeasurement m = tpu::harness::measure_gemm(config_, w.spec, timing);
     tpu::MemoryTiming memory;
@@ -260,7 +260,7 @@ int check(double tolerance) {
     }
   }
   unsigned failures = 0;
-  for (const tpu::HardwareConfig& config : tpu::harness::compiled_tops()) {
+  for (const tpu::HardwareConfig& config : tpu::core_configs()) {
     if (config.sequential) continue;
     Suite suite(config, 1.0);
     fmt::print(stderr, "{}:\n", config.name());
@@ -311,7 +311,7 @@ int run(int argc, char** argv) {
   doc["array"] = config.name();
   doc["dim"] = config.dim;
   doc["bus_bits"] = config.bus_bytes * 8;
-  doc["read_latency"] = tpu::harness::AxiTiming{}.read_latency;
+  doc["read_latency"] = tpu::sim::AxiTiming{}.read_latency;
   doc["clock_mhz"] = clock_mhz;
   doc["peak_gflops"] = 2.0 * config.dim * config.dim * clock_mhz * 1e-3;
   fmt::print(stderr, "workloads on {}:\n", config.name());

@@ -37,7 +37,7 @@ int run(int argc, char** argv) {
   spec.k = k;
   spec.n = n;
   spec.out = out_dtype == "bf16" ? tpu::OutType::Bf16 : tpu::OutType::Fp32;
-  tpu::harness::AxiTiming timing;
+  tpu::sim::AxiTiming timing;
   timing.read_latency = latency;
   timing.beats_per_cycle = bandwidth;
   const tpu::harness::GemmMeasurement run = tpu::harness::measure_gemm(config, spec, timing, seed);
@@ -72,8 +72,9 @@ int run(int argc, char** argv) {
   // useful MACs as a share of the array's peak, DMA beats as bus occupancy.
   const double peak_macs = cycles * config.dim * config.dim;
   fmt::print("counters              {:>14}  {:>8}\n", "value", "share");
-  for (const auto& counter : tpu::regs::kCounters) {
-    const double value = static_cast<double>(c[(counter.offset - tpu::regs::kCounterBase) / 8]);
+  for (std::size_t index = 0; index < tpu::regs::kCounters.size(); ++index) {
+    const auto& counter = tpu::regs::kCounters[index];
+    const double value = static_cast<double>(c[index]);
     const std::string name = counter.name;
     std::string share;
     if (name == "USEFUL_MACS")

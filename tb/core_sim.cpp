@@ -12,7 +12,7 @@
 #include <functional>
 #include <random>
 
-#include "harness/rtl_backend.hpp"
+#include "backends/rtl_backend.hpp"
 #include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/model.hpp"
@@ -20,15 +20,15 @@
 namespace {
 
 namespace oracle = tpu::oracle;
-namespace ref = tpu::ref;
+namespace num = tpu::num;
 using tpu::GemmSpec;
 using tpu::HardwareConfig;
 using tpu::OutType;
 
 struct Operands {
-  ref::MatrixBf16 a, b;
-  ref::MatrixFp32 c;
-  std::vector<ref::fp32_t> bias;
+  num::MatrixBf16 a, b;
+  num::MatrixFp32 c;
+  std::vector<num::fp32_t> bias;
 };
 
 struct Case {
@@ -117,10 +117,6 @@ std::string options_of(const GemmSpec& s) {
   return o;
 }
 
-std::uint64_t counter(const tpu::Counters& c, std::uint32_t lo) {
-  return c[(lo - tpu::regs::kCounterBase) / 8];
-}
-
 int run(int argc, char** argv) {
   CLI::App app{"Verilator regression of the programmable TPU core"};
   std::uint64_t seed = std::random_device{}();
@@ -146,7 +142,7 @@ int run(int argc, char** argv) {
     std::string name;
   };
   std::vector<Planned> plan;
-  for (const HardwareConfig& config : tpu::harness::compiled_tops()) {
+  for (const HardwareConfig& config : tpu::core_configs()) {
     for (const Case& c : cases(random_cases))
       plan.push_back({config, c, config.name() + "/" + c.name});
   }
@@ -182,16 +178,16 @@ int run(int argc, char** argv) {
     tpu::Counters c{};
     try {
       const tpu::GemmPlan gemm = tpu::plan_gemm(p.config, spec);
-      const ref::MatrixFp32* cmat = spec.has_c ? &o.c : nullptr;
-      const std::vector<ref::fp32_t>* bias = spec.has_bias ? &o.bias : nullptr;
+      const num::MatrixFp32* cmat = spec.has_c ? &o.c : nullptr;
+      const std::vector<num::fp32_t>* bias = spec.has_bias ? &o.bias : nullptr;
       const auto want = tpu::reference_gemm(spec, o.a, o.b, cmat, bias).data;
       const auto count = static_cast<std::uint32_t>(gemm.program.size());
 
-      tpu::harness::RtlOptions options;
+      tpu::sim::RtlOptions options;
       options.memory_bytes = gemm.memory_bytes;
       options.random_init_seed = static_cast<std::uint32_t>(seed);
       options.trace_path = wave;
-      tpu::harness::RtlBackend rtl(p.config, options);
+      tpu::sim::RtlBackend rtl(p.config, options);
       tpu::write_gemm_inputs(gemm, rtl.memory(), o.a, o.b, cmat, bias);
       const tpu::RunResult r = rtl.run(gemm.prog_addr, count);
       c = r.counters.value_or(tpu::Counters{});
@@ -213,15 +209,15 @@ int run(int argc, char** argv) {
     // Dim x Dim multiply-adds a cycle on the array; one on the sequential core.
     const double macs_per_cycle = p.config.sequential ? 1.0 : double(p.config.dim) * p.config.dim;
     const double ideal = double(spec.m) * spec.k * spec.n / macs_per_cycle;
-    auto share = [&](std::uint32_t lo) { return 100.0 * double(counter(c, lo)) / cycles; };
+    auto share = [&](std::size_t index) { return 100.0 * double(c[index]) / cycles; };
     fmt::print(
         "{:<9} {:<12} {:>11} {:<18} {:>7} {:>7.0f} {:>6.1f} {:>6.1f} {:>6.1f} {:>6.1f} "
         "{:>6.1f}  {:<6} {}\n",
         p.config.name(), p.test.name, fmt::format("{}x{}x{}", spec.m, spec.k, spec.n),
         options_of(spec), c[0], ideal, 100.0 * ideal / cycles,
-        share(tpu::regs::kCntWeightStallLo) + share(tpu::regs::kCntWeightShiftLo),
-        share(tpu::regs::kCntInputStallLo), share(tpu::regs::kCntRawStallLo),
-        share(tpu::regs::kCntNonMatrixLo), pass ? "PASS" : "FAIL", note);
+        share(tpu::regs::kCntWeightStallIndex) + share(tpu::regs::kCntWeightShiftIndex),
+        share(tpu::regs::kCntInputStallIndex), share(tpu::regs::kCntRawStallIndex),
+        share(tpu::regs::kCntNonMatrixIndex), pass ? "PASS" : "FAIL", note);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -19,13 +19,13 @@
 #include "harness/unit_model.hpp"
 #include "oracle/activation.hpp"
 #include "oracle/host_float.hpp"
-#include "ref/activation.hpp"
-#include "ref/numerics.hpp"
+#include "tpu/numerics/activation.hpp"
+#include "tpu/numerics/float.hpp"
 
 namespace {
 
 namespace oracle = tpu::oracle;
-namespace ref = tpu::ref;
+namespace num = tpu::num;
 
 struct Tally {
   std::uint64_t checked = 0;
@@ -112,7 +112,7 @@ class ActError {
   // Returns the distance in bf16 ulps.
   int add(std::uint32_t x, std::uint32_t result, double truth) {
     const int ulps =
-        oracle::bf16_ulp_distance(ref::fp32_to_bf16(result), oracle::round_real_to_bf16(truth));
+        oracle::bf16_ulp_distance(num::fp32_to_bf16(result), oracle::round_real_to_bf16(truth));
     if (ulps > max_ulps_) {
       max_ulps_ = ulps;
       worst_ulp_input_ = x;
@@ -164,47 +164,47 @@ int main(int argc, char** argv) {
   if (unit == "mul") {
     tpu::harness::UnitModel<Vbf16_mul_s0> rtl;
     tally = sweep("mul", shard, shards, [&](Tally& t, std::uint32_t input) {
-      const auto a = static_cast<ref::bf16_t>(input >> 16), b = static_cast<ref::bf16_t>(input);
+      const auto a = static_cast<num::bf16_t>(input >> 16), b = static_cast<num::bf16_t>(input);
       rtl->a_i = a;
       rtl->b_i = b;
       rtl->eval();
-      t.compare(input, rtl->product_o, ref::mul_bf16(a, b), oracle::mul_bf16(a, b));
+      t.compare(input, rtl->product_o, num::mul_bf16(a, b), oracle::mul_bf16(a, b));
     });
   } else if (unit == "round") {
     tpu::harness::UnitModel<Vfp32_to_bf16_s0> rtl;
     tally = sweep("round", shard, shards, [&](Tally& t, std::uint32_t input) {
       rtl->value_i = input;
       rtl->eval();
-      t.compare(input, rtl->value_o, ref::fp32_to_bf16(input), oracle::fp32_to_bf16(input));
+      t.compare(input, rtl->value_o, num::fp32_to_bf16(input), oracle::fp32_to_bf16(input));
     });
   } else {
     // The RTL must equal the reference model bit for bit; the reference model
     // must be within 1 bf16 ulp of the oracle (a "reference mismatch" is more).
     struct Smooth {
-      ref::ActFunc func;
+      num::ActFunc func;
       const char* name;
       double (*truth)(std::uint32_t);
       ActError error;
     };
-    Smooth functions[] = {{ref::ActFunc::kSigmoid, "sigmoid", oracle::sigmoid_double, {}},
-                          {ref::ActFunc::kTanh, "tanh", oracle::tanh_double, {}},
-                          {ref::ActFunc::kGelu, "gelu", oracle::gelu_double, {}}};
+    Smooth functions[] = {{num::ActFunc::kSigmoid, "sigmoid", oracle::sigmoid_double, {}},
+                          {num::ActFunc::kTanh, "tanh", oracle::tanh_double, {}},
+                          {num::ActFunc::kGelu, "gelu", oracle::gelu_double, {}}};
     ActStream rtl;
     tally = sweep("act", shard, shards, [&](Tally& t, std::uint32_t input) {
       ++t.checked;
-      const bool nan = ref::canon_in_fp32(input) == ref::kCanonicalNanFp32;
+      const bool nan = num::canon_in_fp32(input) == num::kCanonicalNanFp32;
       for (Smooth& f : functions) {
         const auto func = static_cast<unsigned>(f.func);
-        const std::uint32_t result = ref::act_func(func, input, 0);
+        const std::uint32_t result = num::act_func(func, input, 0);
         rtl.feed(t, func, input, result);
         if (nan) {
-          if (result != ref::kCanonicalNanFp32)
-            t.report_first(f.name, input, result, ref::kCanonicalNanFp32, ++t.ref_mismatches);
+          if (result != num::kCanonicalNanFp32)
+            t.report_first(f.name, input, result, num::kCanonicalNanFp32, ++t.ref_mismatches);
           continue;
         }
         const double truth = f.truth(input);
         if (f.error.add(input, result, truth) > 1)
-          t.report_first(f.name, input, ref::fp32_to_bf16(result),
+          t.report_first(f.name, input, num::fp32_to_bf16(result),
                          oracle::round_real_to_bf16(truth), ++t.ref_mismatches);
       }
     });

@@ -11,7 +11,7 @@
 
 #include "Vtpu_mxu.h"
 #include "harness/mxu_stream.hpp"
-#include "ref/gemm.hpp"
+#include "tpu/numerics/gemm.hpp"
 
 // The array size is fixed when the model is built (scripts/bench_mxu.sh passes
 // it here too), so the driver cannot disagree with the model.
@@ -23,7 +23,7 @@ namespace {
 
 int run(int argc, char** argv) {
   namespace harness = tpu::harness;
-  namespace ref = tpu::ref;
+  namespace num = tpu::num;
   CLI::App app{"Matrix-unit benchmark"};
   const unsigned rows = MXU_ROWS, cols = MXU_COLS;
   unsigned tiles = 64, rows_per_tile = 0;
@@ -51,7 +51,7 @@ int run(int argc, char** argv) {
   // Random finite operands; every tile has its own weights and +0 seeds.
   std::mt19937 rng(1);
   auto value = [&] {
-    return static_cast<ref::bf16_t>(0x3C00 + (rng() & 0x07FF) + ((rng() & 1) << 15));
+    return static_cast<num::bf16_t>(0x3C00 + (rng() & 0x07FF) + ((rng() & 1) << 15));
   };
   std::vector<harness::TileJob> jobs(tiles);
   for (auto& job : jobs) {
@@ -70,10 +70,10 @@ int run(int argc, char** argv) {
 
   bool exact = true;
   for (std::size_t t = 0; t < jobs.size() && exact; ++t) {
-    ref::MatrixBf16 a(rows_per_tile, rows), w(rows, cols);
+    num::MatrixBf16 a(rows_per_tile, rows), w(rows, cols);
     a.data = jobs[t].acts;
     w.data = jobs[t].weights;
-    exact = ref::gemm(a, w).data == out.results[t];
+    exact = num::gemm(a, w).data == out.results[t];
   }
 
   const double utilisation = out.stats.macs_per_cycle() / (rows * cols);

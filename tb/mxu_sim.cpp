@@ -13,7 +13,7 @@
 #include "harness/mxu_gemm.hpp"
 #include "harness/tile_jobs.hpp"
 #include "oracle/random_matrices.hpp"
-#include "ref/gemm.hpp"
+#include "tpu/numerics/gemm.hpp"
 
 namespace {
 
@@ -21,11 +21,11 @@ using tpu::harness::ArrayConfig;
 using tpu::harness::MxuModel;
 using tpu::harness::StallProfile;
 using tpu::harness::StreamStats;
-using tpu::ref::MatrixBf16;
-using tpu::ref::MatrixFp32;
+using tpu::num::MatrixBf16;
+using tpu::num::MatrixFp32;
 namespace harness = tpu::harness;
 namespace oracle = tpu::oracle;
-namespace ref = tpu::ref;
+namespace num = tpu::num;
 
 struct CaseResult {
   std::string shape;
@@ -49,7 +49,7 @@ CaseResult gemm_case(MxuModel& mxu, const MatrixBf16& a, const MatrixBf16& w,
   r.tiles = ((a.cols + cfg.rows - 1) / cfg.rows) * ((w.cols + cfg.cols - 1) / cfg.cols);
   r.useful_macs = std::uint64_t{a.rows} * a.cols * w.cols;
   const MatrixFp32 got = harness::run_gemm(mxu, a, w, seed, stalls, &r.stats);
-  r.pass = got.data == ref::gemm(a, w, seed).data;
+  r.pass = got.data == num::gemm(a, w, seed).data;
   if (stalls.any()) r.note = "random stalls";
   return r;
 }

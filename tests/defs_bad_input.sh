@@ -25,6 +25,7 @@ value = 0x01
 mnemonic = "copy"
 fields = ["count"]
 flags = { ACC = { bit = 0, doc = "accumulate" } }
+limits = { count = "1..dim" }
 doc = "copies"
 
 [opcodes.HALT]
@@ -115,7 +116,7 @@ expect_rejected() {
 # The valid description first: it must generate, and then be up to date.
 mkdir -p "$out/docs"
 printf '<!-- BEGIN GENERATED: %s -->\n<!-- END GENERATED: %s -->\n' \
-  fields fields opcodes opcodes flags flags functions functions >"$out/docs/isa.md"
+  fields fields opcodes opcodes flags flags functions functions rules rules >"$out/docs/isa.md"
 printf '<!-- BEGIN GENERATED: %s -->\n<!-- END GENERATED: %s -->\n' \
   registers registers counters counters errors errors >"$out/docs/registers.md"
 printf '<!-- BEGIN GENERATED: %s -->\n<!-- END GENERATED: %s -->\n' link-constants \
@@ -124,8 +125,8 @@ printf '<!-- BEGIN GENERATED: %s -->\n<!-- END GENERATED: %s -->\n' link-constan
 write_valid_inputs
 checks=$((checks + 1))
 if gen_defs >/dev/null && gen_defs --check >/dev/null &&
-  [ "$(snapshot | wc -l)" -eq 9 ]; then
-  echo "ok    valid description: 9 files generated, then up to date"
+  [ "$(snapshot | wc -l)" -eq 10 ]; then
+  echo "ok    valid description: 10 files generated, then up to date"
 else
   echo "FAIL  valid description not accepted:"
   gen_defs | head -5
@@ -184,6 +185,26 @@ expect_rejected "unknown field in an opcode" "'cuont' is not a field"
 write_valid_inputs
 sed -i 's/ACC = { bit = 0/ACC = { bit = 8/' "$work/isa.toml"
 expect_rejected "flag outside the flags field" "bit 8 is outside 0..7"
+
+write_valid_inputs
+sed -i 's/^limits = .*/source = { memory = "rom" }/' "$work/isa.toml"
+expect_rejected "unknown memory" "opcodes.COPY.source.memory: 'rom' is not one of ub, acc"
+
+write_valid_inputs
+sed -i 's/^limits = .*/destination = { memory = "acc" }/' "$work/isa.toml"
+expect_rejected "operand without its fields" "destination: needs the field 'addr_b'"
+
+write_valid_inputs
+sed -i 's/^limits = .*/limits = { count = "2..dim" }/' "$work/isa.toml"
+expect_rejected "unknown limit" "limits.count: '2..dim' is not one of 1..dim, function"
+
+write_valid_inputs
+sed -i 's/^limits = .*/zero_unless = { BIAS = ["count"] }/' "$work/isa.toml"
+expect_rejected "unknown condition" "'BIAS' is neither a flag of this opcode nor a function"
+
+write_valid_inputs
+sed -i 's/^limits = .*/repeats = 1/' "$work/isa.toml"
+expect_rejected "repeats not a boolean" "opcodes.COPY.repeats: expected true or false"
 
 write_valid_inputs
 sed -i '/END GENERATED: counters/d' "$out/docs/registers.md"

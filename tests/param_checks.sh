@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Bad parameters must stop elaboration with a clear message, in Verilator and in
 # Yosys. Each case: the parameter overrides, then the message expected.
-# Usage: param_checks.sh mxu|core (the matrix unit and its parts, or tpu_top).
+# Usage: param_checks.sh mxu|core (the matrix unit and its parts, or tpu_top with either core).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 part=${1:-}
 case "$part" in
-  mxu) rtl=$(tr '\n' ' ' < rtl/mxu.f) ;;
-  core) rtl=$(tr '\n' ' ' < rtl/core.f) ;;
+  mxu) rtl=$(python3 scripts/rtl_files.py rtl/mxu/mxu.f | tr '\n' ' ') ;;
+  core) rtl=$(python3 scripts/rtl_files.py rtl/top/top.f | tr '\n' ' ') ;;
   *) echo "usage: param_checks.sh mxu|core" >&2; exit 2 ;;
 esac
 failures=0
@@ -59,6 +59,9 @@ for tool in verilator yosys; do
   check $tool tpu_top "QueueDepth=0" "tpu_top: QueueDepth must be in 1..16"
   check $tool tpu_top "MulStages=3" "tpu_top: MulStages must be in 0..2"
   check $tool tpu_top "AddStages=4" "tpu_top: AddStages must be in 0..3"
+  check $tool tpu_top "CounterWidth=16" "tpu_top: CounterWidth must be in 32..64"
+  check $tool tpu_top "Sequential=1'b1 BusBytes=4 Dim=32" "(the sequential core: 1..16)"
+  check $tool tpu_top "Sequential=1'b1 BusBytes=8" "tpu_top: the sequential core has a 4-byte bus"
 done
 echo "$((checks - failures)) passed, $failures failed"
 [ $failures -eq 0 ]

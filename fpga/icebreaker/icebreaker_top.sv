@@ -1,4 +1,4 @@
-// iCEBreaker (Lattice iCE40UP5K): the TPU board (rtl/tpu_board.sv) on the 12 MHz oscillator,
+// iCEBreaker (Lattice iCE40UP5K): the TPU board (rtl/board/tpu_board.sv) on the 12 MHz oscillator,
 // talking to the host through the FT2232H's second channel as a UART.
 //
 // LEDs: green a request arriving or a reply going out, red the core's interrupt (DONE or ERROR

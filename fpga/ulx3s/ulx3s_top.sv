@@ -1,4 +1,4 @@
-// ULX3S (Lattice ECP5 LFE5U-85F): the TPU board (rtl/tpu_board.sv) clocked from
+// ULX3S (Lattice ECP5 LFE5U-85F): the TPU board (rtl/board/tpu_board.sv) clocked from
 // the 25 MHz oscillator through the PLL (ulx3s_pll, which the flow generates
 // for ClockHz with ecppll), talking to the host through the FTDI UART.
 //

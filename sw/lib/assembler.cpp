@@ -6,7 +6,7 @@
 #include <charconv>
 #include <stdexcept>
 
-#include "ref/numerics.hpp"
+#include "tpu/numerics/float.hpp"
 
 namespace tpu::isa {
 namespace {
@@ -59,12 +59,12 @@ std::uint64_t parse_alpha(std::string_view text) {
   if (ec == std::errc::result_out_of_range) {
     fail(fmt::format("alpha {} is outside the range of fp32", text));
   }
-  const ref::fp32_t bits = ref::float_to_fp32(value);
+  const num::fp32_t bits = num::float_to_fp32(value);
   const bool finite = ((bits >> 23) & 0xFF) != 0xFF;
   if (ec != std::errc() || ptr != end || !finite) {
     fail(fmt::format("malformed alpha '{}': expected a decimal number or a 0x bf16 pattern", text));
   }
-  return ref::fp32_to_bf16(bits);
+  return num::fp32_to_bf16(bits);
 }
 
 // Every field some opcode lists, for telling an unknown field from one this opcode lacks.

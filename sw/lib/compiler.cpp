@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "ref/activation.hpp"
+#include "tpu/numerics/activation.hpp"
 #include "tpu/program.hpp"
 
 namespace tpu {
@@ -260,9 +260,9 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
   return plan;
 }
 
-void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const ref::MatrixBf16& a,
-                       const ref::MatrixBf16& b, const ref::MatrixFp32* c,
-                       const std::vector<ref::fp32_t>* bias) {
+void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& a,
+                       const num::MatrixBf16& b, const num::MatrixFp32* c,
+                       const std::vector<num::fp32_t>* bias) {
   const GemmSpec& s = plan.spec;
   check_matrix("A", a.rows, a.cols, s.m, s.k, a.data.size());
   check_matrix("B", b.rows, b.cols, s.k, s.n, b.data.size());
@@ -277,17 +277,17 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const ref::Matr
   }
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
 
-  std::vector<ref::bf16_t> a_row(plan.k_pad, 0);
+  std::vector<num::bf16_t> a_row(plan.k_pad, 0);
   for (std::uint32_t i = 0; i < s.m; ++i) {
     std::copy_n(&a.data[std::size_t{i} * s.k], s.k, a_row.begin());
     memory.write_array(plan.a_addr + std::uint64_t{i} * plan.k_pad * 2, a_row);
   }
-  std::vector<ref::bf16_t> b_row(plan.n_pad, 0);
+  std::vector<num::bf16_t> b_row(plan.n_pad, 0);
   for (std::uint32_t k = 0; k < s.k; ++k) {
     std::copy_n(&b.data[std::size_t{k} * s.n], s.n, b_row.begin());
     memory.write_array(plan.b_addr + std::uint64_t{k} * plan.n_pad * 2, b_row);
   }
-  std::vector<ref::fp32_t> f_row(plan.n_pad, 0);
+  std::vector<num::fp32_t> f_row(plan.n_pad, 0);
   if (c) {
     for (std::uint32_t i = 0; i < s.m; ++i) {
       std::copy_n(&c->data[std::size_t{i} * s.n], s.n, f_row.begin());
@@ -302,47 +302,55 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const ref::Matr
   memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
 }
 
-ref::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory) {
+num::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory) {
   const GemmSpec& s = plan.spec;
-  ref::MatrixFp32 out(s.m, s.n);
+  num::MatrixFp32 out(s.m, s.n);
   for (std::uint32_t i = 0; i < s.m; ++i) {
     const std::uint64_t row = plan.out_addr + std::uint64_t{i} * plan.n_pad * plan.out_elem_bytes();
     if (s.out == OutType::Fp32) {
-      const auto values = memory.read_array<ref::fp32_t>(row, s.n);
+      const auto values = memory.read_array<num::fp32_t>(row, s.n);
       std::copy(values.begin(), values.end(), &out.at(i, 0));
     } else {
-      const auto values = memory.read_array<ref::bf16_t>(row, s.n);
-      for (std::uint32_t j = 0; j < s.n; ++j) out.at(i, j) = ref::bf16_to_fp32(values[j]);
+      const auto values = memory.read_array<num::bf16_t>(row, s.n);
+      for (std::uint32_t j = 0; j < s.n; ++j) out.at(i, j) = num::bf16_to_fp32(values[j]);
     }
   }
   return out;
 }
 
-ref::MatrixFp32 run_gemm(Backend& backend, const GemmSpec& spec, const ref::MatrixBf16& a,
-                         const ref::MatrixBf16& b, const ref::MatrixFp32* c,
-                         const std::vector<ref::fp32_t>* bias, RunResult* result) {
-  const GemmPlan plan = plan_gemm(backend.config(), spec);
+GemmRun execute_gemm(const GemmPlan& plan, Backend& backend, const num::MatrixBf16& a,
+                     const num::MatrixBf16& b, const num::MatrixFp32* c,
+                     const std::vector<num::fp32_t>* bias) {
   write_gemm_inputs(plan, backend.memory(), a, b, c, bias);
-  const RunResult run =
-      backend.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
-  if (!run.ok()) {
-    throw std::runtime_error(std::string("the core stopped: ") + regs::error_name(run.error) +
-                             " at instruction " + std::to_string(run.error_pc));
-  }
-  if (result) *result = run;
-  return read_gemm_output(plan, backend.memory());
+  GemmRun run;
+  run.result = backend.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
+  if (run.result.ok()) run.out = read_gemm_output(plan, backend.memory());
+  return run;
 }
 
-ref::MatrixFp32 reference_gemm(const GemmSpec& spec, const ref::MatrixBf16& a,
-                               const ref::MatrixBf16& b, const ref::MatrixFp32* c,
-                               const std::vector<ref::fp32_t>* bias) {
-  ref::MatrixFp32 out = ref::gemm(a, b, c);
+num::MatrixFp32 run_gemm(Backend& backend, const GemmSpec& spec, const num::MatrixBf16& a,
+                         const num::MatrixBf16& b, const num::MatrixFp32* c,
+                         const std::vector<num::fp32_t>* bias, RunResult* result) {
+  GemmRun run = execute_gemm(plan_gemm(backend.config(), spec), backend, a, b, c, bias);
+  if (!run.result.ok()) {
+    throw std::runtime_error(std::string("the core stopped: ") +
+                             regs::error_name(run.result.error) + " at instruction " +
+                             std::to_string(run.result.error_pc));
+  }
+  if (result) *result = run.result;
+  return std::move(run.out);
+}
+
+num::MatrixFp32 reference_gemm(const GemmSpec& spec, const num::MatrixBf16& a,
+                               const num::MatrixBf16& b, const num::MatrixFp32* c,
+                               const std::vector<num::fp32_t>* bias) {
+  num::MatrixFp32 out = num::gemm(a, b, c);
   for (std::size_t i = 0; i < out.rows; ++i) {
     for (std::size_t j = 0; j < out.cols; ++j) {
-      ref::fp32_t x = out.at(i, j);
-      if (bias) x = ref::add_fp32(x, (*bias)[j]);
-      x = ref::act_func(static_cast<unsigned>(spec.act), x, spec.alpha);
-      if (spec.out == OutType::Bf16) x = ref::bf16_to_fp32(ref::fp32_to_bf16(x));
+      num::fp32_t x = out.at(i, j);
+      if (bias) x = num::add_fp32(x, (*bias)[j]);
+      x = num::act_func(static_cast<unsigned>(spec.act), x, spec.alpha);
+      if (spec.out == OutType::Bf16) x = num::bf16_to_fp32(num::fp32_to_bf16(x));
       out.at(i, j) = x;
     }
   }

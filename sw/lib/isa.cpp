@@ -1,9 +1,12 @@
 #include "tpu/isa.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace tpu::isa {
 namespace {
@@ -20,11 +23,7 @@ bool is_power_of_two(unsigned value) {
   return value != 0 && (value & (value - 1)) == 0;
 }
 
-// The opcodes that repeat `count` times over `rows` rows.
-bool moves_data(Opcode opcode) {
-  return opcode == Opcode::ReadHost || opcode == Opcode::ReadWeights || opcode == Opcode::Matmul ||
-         opcode == Opcode::Activate || opcode == Opcode::WriteHost;
-}
+bool flag_set(const Instruction& in, unsigned bit) { return bit != kNoFlag && in.flag(bit); }
 
 // Rows base + i * step + r for i < count, r < rows: [base, base + (count-1)*step + rows).
 RowSpan span(Memory memory, std::uint32_t base, std::uint32_t step, std::uint32_t count,
@@ -45,7 +44,8 @@ Error range_error(Memory memory) {
   return memory == Memory::Ub ? Error::UbRange : Error::AccRange;
 }
 
-// Step 2 of "Errors": encoding and field-value rules.
+// Step 2 of "Errors": encoding and field-value rules (the opcode's rules in rtl/defs/isa.toml,
+// which the cores' decoder is generated from too).
 std::string field_problem(const Instruction& in, const OpcodeInfo& info, unsigned dim) {
   for (unsigned w = 0; w < kInstrWords; ++w) {
     const std::uint32_t stray = in.words[w] & ~info.used_bits[w];
@@ -53,38 +53,30 @@ std::string field_problem(const Instruction& in, const OpcodeInfo& info, unsigne
       return fmt::format("{} does not use bits 0x{:08x} of word {}", info.mnemonic, stray, w);
     }
   }
-  const Opcode opcode = info.opcode;
-  if (moves_data(opcode)) {
+  const OpcodeRules& rules = *info.rules;
+  if (rules.repeats) {
     if (in.count() == 0) return "count is 0";
     if (in.rows() == 0) return "rows is 0";
   }
-  switch (opcode) {
-    case Opcode::ReadWeights:
-      if (in.rows() > dim) return fmt::format("rows {} exceeds the array size {}", in.rows(), dim);
-      break;
-    case Opcode::Matmul:
-      if (in.k_valid() == 0 || in.k_valid() > dim) {
-        return fmt::format("k_valid {} is outside 1..{}", in.k_valid(), dim);
-      }
-      if (in.n_valid() == 0 || in.n_valid() > dim) {
-        return fmt::format("n_valid {} is outside 1..{}", in.n_valid(), dim);
-      }
-      if (!in.flag(kMatmulFlagFetch) &&
-          (in.host_addr() != 0 || in.host_stride() != 0 || in.host_step() != 0)) {
-        return "host fields are set without FETCH";
-      }
-      break;
-    case Opcode::Activate:
-      if (in.func() >= kFuncCount) return fmt::format("function code {} is above 6", in.func());
-      if (in.func() != static_cast<unsigned>(Func::Leaky) && in.alpha() != 0) {
-        return "alpha is set for a function other than leaky";
-      }
-      if (!in.flag(kActivateFlagBias) && (in.bias_addr() != 0 || in.bias_step() != 0)) {
-        return "bias fields are set without BIAS";
-      }
-      break;
-    default:
-      break;
+  for (const FieldLimit& limit : rules.limits) {
+    const std::uint32_t value = in.get(*limit.field);
+    if (limit.limit == Limit::OneToDim && (value == 0 || value > dim)) {
+      return fmt::format("{} {} is outside 1..{}", limit.field->name, value, dim);
+    }
+    if (limit.limit == Limit::Function && value >= kFuncCount) {
+      return fmt::format("function code {} is above {}", value, kFuncCount - 1);
+    }
+  }
+  for (const ZeroUnless& rule : rules.zero_unless) {
+    const bool allowed = rule.function ? in.func() == rule.condition : in.flag(rule.condition);
+    const bool set = std::any_of(rule.fields.begin(), rule.fields.end(),
+                                 [&](const FieldSpec* field) { return in.get(*field) != 0; });
+    if (allowed || !set) continue;
+    std::vector<std::string> names;
+    for (const FieldSpec* field : rule.fields) names.emplace_back(field->name);
+    return rule.function ? fmt::format("{} must be 0 for a function other than {}",
+                                       fmt::join(names, ", "), rule.name)
+                         : fmt::format("{} must be 0 without {}", fmt::join(names, ", "), rule.name);
   }
   return {};
 }
@@ -209,59 +201,29 @@ void validate_config(const HardwareConfig& config) {
 
 Footprint footprint(const Instruction& in, unsigned dim) {
   Footprint fp;
+  const OpcodeInfo* info = find_opcode(in.opcode_value());
+  if (info == nullptr) return fp;
+  const OpcodeRules& rules = *info->rules;
   const std::uint32_t count = in.count();
   const std::uint32_t rows = in.rows();
-  const auto source = [&](Memory memory) {
-    fp.source = span(memory, in.addr_a(), in.step_a(), count, rows);
+  const auto memory = [&](const RowsOperand& operand) {
+    return flag_set(in, operand.acc_if) ? Memory::Acc : operand.memory;
   };
-  const auto destination = [&](Memory memory) {
-    fp.destination = span(memory, in.addr_b(), in.step_b(), count, rows);
-  };
-  const std::uint32_t bf16_row_bytes = 2 * dim;
-  const std::uint32_t fp32_row_bytes = 4 * dim;
-  switch (in.opcode()) {
-    case Opcode::ReadHost: {
-      const bool acc = in.flag(kReadHostFlagAcc);
-      destination(acc ? Memory::Acc : Memory::Ub);
-      fp.uses_host = true;
-      fp.host_row_bytes = acc ? fp32_row_bytes : bf16_row_bytes;
-      fp.host_rows = rows;
-      break;
-    }
-    case Opcode::ReadWeights:
-      fp.uses_host = true;
-      fp.host_row_bytes = bf16_row_bytes;
-      fp.host_rows = rows;
-      break;
-    case Opcode::Matmul:
-      source(Memory::Ub);
-      destination(Memory::Acc);
-      if (in.flag(kMatmulFlagFetch)) {
-        fp.uses_host = true;
-        fp.host_row_bytes = bf16_row_bytes;
-        fp.host_rows = in.k_valid();
-      }
-      break;
-    case Opcode::Activate:
-      source(Memory::Acc);
-      destination(in.flag(kActivateFlagF32) ? Memory::Acc : Memory::Ub);
-      if (in.flag(kActivateFlagBias)) {
-        fp.bias = span(Memory::Acc, in.bias_addr(), in.bias_step(), count, 1);
-      }
-      break;
-    case Opcode::WriteHost: {
-      const bool acc = in.flag(kWriteHostFlagAcc);
-      source(acc ? Memory::Acc : Memory::Ub);
-      fp.uses_host = true;
-      fp.writes_host = true;
-      fp.host_row_bytes = acc ? fp32_row_bytes : bf16_row_bytes;
-      fp.host_rows = rows;
-      break;
-    }
-    default:
-      break;
+  if (rules.source.used) {
+    fp.source = span(memory(rules.source), in.addr_a(), in.step_a(), count, rows);
   }
-  if (fp.uses_host) {
+  if (rules.destination.used) {
+    fp.destination = span(memory(rules.destination), in.addr_b(), in.step_b(), count, rows);
+  }
+  if (flag_set(in, rules.bias_if)) {
+    fp.bias = span(Memory::Acc, in.bias_addr(), in.bias_step(), count, 1);
+  }
+  const HostOperand& host = rules.host;
+  if (host.used && (host.only_if == kNoFlag || in.flag(host.only_if))) {
+    fp.uses_host = true;
+    fp.writes_host = host.write;
+    fp.host_row_bytes = (flag_set(in, host.fp32_if) ? 4 : 2) * dim;
+    fp.host_rows = in.get(*host.rows);
     const std::uint64_t iterations = count == 0 ? 0 : count - 1;
     const std::uint64_t last_row = fp.host_rows == 0 ? 0 : fp.host_rows - 1;
     fp.host_end = std::uint64_t{in.host_addr()} + iterations * in.host_step() +

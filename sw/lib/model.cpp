@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "tpu/array_fold.hpp"
-#include "ref/activation.hpp"
+#include "tpu/numerics/activation.hpp"
 
 namespace tpu {
 namespace {
@@ -15,20 +15,20 @@ using isa::Opcode;
 using regs::Error;
 
 // -0: the padding activation of lanes k >= k_valid, the identity of N-ADD.
-constexpr ref::bf16_t kNegativeZero = 0x8000;
+constexpr num::bf16_t kNegativeZero = 0x8000;
 
-ref::bf16_t load_le16(const std::uint8_t* p) {
-  return static_cast<ref::bf16_t>(p[0] | (p[1] << 8));
+num::bf16_t load_le16(const std::uint8_t* p) {
+  return static_cast<num::bf16_t>(p[0] | (p[1] << 8));
 }
-ref::fp32_t load_le32(const std::uint8_t* p) {
-  return ref::fp32_t{p[0]} | (ref::fp32_t{p[1]} << 8) | (ref::fp32_t{p[2]} << 16) |
-         (ref::fp32_t{p[3]} << 24);
+num::fp32_t load_le32(const std::uint8_t* p) {
+  return num::fp32_t{p[0]} | (num::fp32_t{p[1]} << 8) | (num::fp32_t{p[2]} << 16) |
+         (num::fp32_t{p[3]} << 24);
 }
-void store_le16(std::uint8_t* p, ref::bf16_t value) {
+void store_le16(std::uint8_t* p, num::bf16_t value) {
   p[0] = static_cast<std::uint8_t>(value);
   p[1] = static_cast<std::uint8_t>(value >> 8);
 }
-void store_le32(std::uint8_t* p, ref::fp32_t value) {
+void store_le32(std::uint8_t* p, num::fp32_t value) {
   for (unsigned b = 0; b < 4; ++b) p[b] = static_cast<std::uint8_t>(value >> (8 * b));
 }
 
@@ -48,7 +48,7 @@ FunctionalModel::FunctionalModel(const HardwareConfig& config, std::size_t host_
   acc_written_.assign(config_.acc_depth, 0);
 }
 
-std::vector<ref::bf16_t> FunctionalModel::ub_row(std::uint32_t row) const {
+std::vector<num::bf16_t> FunctionalModel::ub_row(std::uint32_t row) const {
   if (row >= config_.ub_depth) {
     throw std::out_of_range(
         fmt::format("unified-buffer row {} is outside its {} rows", row, config_.ub_depth));
@@ -57,7 +57,7 @@ std::vector<ref::bf16_t> FunctionalModel::ub_row(std::uint32_t row) const {
   return {first, first + static_cast<std::ptrdiff_t>(dim_)};
 }
 
-std::vector<ref::fp32_t> FunctionalModel::acc_row(std::uint32_t row) const {
+std::vector<num::fp32_t> FunctionalModel::acc_row(std::uint32_t row) const {
   if (row >= config_.acc_depth) {
     throw std::out_of_range(
         fmt::format("accumulator row {} is outside its {} rows", row, config_.acc_depth));
@@ -175,11 +175,11 @@ void FunctionalModel::read_host(const Instruction& in) {
       const std::uint64_t row = in.addr_b() + i * in.step_b() + r;
       const std::uint8_t* src = memory_.data() + host_address(in, i, r);
       if (to_acc) {
-        ref::fp32_t* dst = acc(row);
+        num::fp32_t* dst = acc(row);
         for (std::size_t j = 0; j < dim_; ++j) dst[j] = load_le32(src + 4 * j);
         acc_written_[row] = 1;
       } else {
-        ref::bf16_t* dst = ub(row);
+        num::bf16_t* dst = ub(row);
         for (std::size_t j = 0; j < dim_; ++j) dst[j] = load_le16(src + 2 * j);
         ub_written_[row] = 1;
       }
@@ -206,7 +206,7 @@ void FunctionalModel::read_weights(const Instruction& in) {
 void FunctionalModel::matmul(const Instruction& in) {
   const bool fetch = in.flag(isa::kMatmulFlagFetch);
   const std::size_t k_valid = in.k_valid();
-  std::vector<ref::bf16_t> lanes(dim_, kNegativeZero);
+  std::vector<num::bf16_t> lanes(dim_, kNegativeZero);
   for (std::uint64_t i = 0; i < in.count(); ++i) {
     Tile tile;
     if (fetch) {
@@ -223,7 +223,7 @@ void FunctionalModel::matmul(const Instruction& in) {
       note_read(ub_written_, a_row);
       if (accumulate) note_read(acc_written_, b_row);
       std::copy(ub(a_row), ub(a_row) + k_valid, lanes.begin());
-      ref::fp32_t* out = acc(b_row);
+      num::fp32_t* out = acc(b_row);
       if (!accumulate) std::fill(out, out + dim_, 0u);  // the seed +0
       detail::fold_row(lanes.data(), prepared, out, dim_);
       acc_written_[b_row] = 1;
@@ -235,10 +235,10 @@ void FunctionalModel::activate(const Instruction& in) {
   const bool to_acc = in.flag(isa::kActivateFlagF32);
   const bool with_bias = in.flag(isa::kActivateFlagBias);
   const unsigned func = in.func();
-  const ref::bf16_t alpha = in.alpha();
+  const num::bf16_t alpha = in.alpha();
   for (std::uint64_t i = 0; i < in.count(); ++i) {
     // ACC_OVERLAP guarantees that no row of this instruction writes the bias rows.
-    const ref::fp32_t* bias = nullptr;
+    const num::fp32_t* bias = nullptr;
     if (with_bias) {
       const std::uint64_t bias_row = in.bias_addr() + i * in.bias_step();
       note_read(acc_written_, bias_row);
@@ -249,19 +249,19 @@ void FunctionalModel::activate(const Instruction& in) {
       const std::uint64_t b_row = in.addr_b() + i * in.step_b() + r;
       note_read(acc_written_, a_row);
       // Lane by lane, so that an in-place F32 row reads each value before overwriting it.
-      const ref::fp32_t* x = acc(a_row);
+      const num::fp32_t* x = acc(a_row);
       if (to_acc) {
-        ref::fp32_t* out = acc(b_row);
+        num::fp32_t* out = acc(b_row);
         for (std::size_t j = 0; j < dim_; ++j) {
-          const ref::fp32_t sum = bias ? ref::add_fp32(x[j], bias[j]) : x[j];
-          out[j] = ref::act_func(func, sum, alpha);
+          const num::fp32_t sum = bias ? num::add_fp32(x[j], bias[j]) : x[j];
+          out[j] = num::act_func(func, sum, alpha);
         }
         acc_written_[b_row] = 1;
       } else {
-        ref::bf16_t* out = ub(b_row);
+        num::bf16_t* out = ub(b_row);
         for (std::size_t j = 0; j < dim_; ++j) {
-          const ref::fp32_t sum = bias ? ref::add_fp32(x[j], bias[j]) : x[j];
-          out[j] = ref::fp32_to_bf16(ref::act_func(func, sum, alpha));
+          const num::fp32_t sum = bias ? num::add_fp32(x[j], bias[j]) : x[j];
+          out[j] = num::fp32_to_bf16(num::act_func(func, sum, alpha));
         }
         ub_written_[b_row] = 1;
       }
@@ -277,11 +277,11 @@ void FunctionalModel::write_host(const Instruction& in) {
       std::uint8_t* dst = memory_.data() + host_address(in, i, r);
       if (from_acc) {
         note_read(acc_written_, row);
-        const ref::fp32_t* src = acc(row);
+        const num::fp32_t* src = acc(row);
         for (std::size_t j = 0; j < dim_; ++j) store_le32(dst + 4 * j, src[j]);
       } else {
         note_read(ub_written_, row);
-        const ref::bf16_t* src = ub(row);
+        const num::bf16_t* src = ub(row);
         for (std::size_t j = 0; j < dim_; ++j) store_le16(dst + 2 * j, src[j]);
       }
     }

@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "ref/numerics.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/npy.hpp"
+#include "tpu/numerics/float.hpp"
 
 namespace tpu::nn {
 namespace {
@@ -37,21 +37,21 @@ const char* kind_name(LayerKind kind) {
   return "?";
 }
 
-ref::bf16_t to_bf16(float x) {
-  ref::fp32_t bits;
+num::bf16_t to_bf16(float x) {
+  num::fp32_t bits;
   std::memcpy(&bits, &x, sizeof bits);
-  return ref::fp32_to_bf16(bits);
+  return num::fp32_to_bf16(bits);
 }
 
-float bits_to_float(ref::fp32_t bits) {
+float bits_to_float(num::fp32_t bits) {
   float x;
   std::memcpy(&x, &bits, sizeof x);
   return x;
 }
 
 // A float matrix as the accelerator takes it: bf16 by N-OUT.
-ref::MatrixBf16 bf16_matrix(const float* data, std::size_t rows, std::size_t cols) {
-  ref::MatrixBf16 m(rows, cols);
+num::MatrixBf16 bf16_matrix(const float* data, std::size_t rows, std::size_t cols) {
+  num::MatrixBf16 m(rows, cols);
   for (std::size_t i = 0; i < rows * cols; ++i) m.data[i] = to_bf16(data[i]);
   return m;
 }
@@ -90,12 +90,12 @@ std::vector<float> layer_gemm(Backend& accelerator, const Layer& layer, const fl
   spec.alpha = layer.alpha;
   // Hidden results go to the next layer, which takes them as bf16 anyway.
   spec.out = last ? OutType::Fp32 : OutType::Bf16;
-  const ref::MatrixBf16 a = bf16_matrix(rows_data, rows, spec.k);
-  const ref::MatrixBf16 b = bf16_matrix(layer.weights.data(), spec.k, spec.n);
-  std::vector<ref::fp32_t> bias(layer.bias.size());
+  const num::MatrixBf16 a = bf16_matrix(rows_data, rows, spec.k);
+  const num::MatrixBf16 b = bf16_matrix(layer.weights.data(), spec.k, spec.n);
+  std::vector<num::fp32_t> bias(layer.bias.size());
   std::memcpy(bias.data(), layer.bias.data(), bias.size() * sizeof(float));
   RunResult result;
-  const ref::MatrixFp32 out = run_gemm(accelerator, spec, a, b, nullptr, &bias, &result);
+  const num::MatrixFp32 out = run_gemm(accelerator, spec, a, b, nullptr, &bias, &result);
   if (run) {
     run->macs = std::uint64_t{spec.m} * spec.k * spec.n;
     run->counters = result.counters;
@@ -107,7 +107,7 @@ std::vector<float> layer_gemm(Backend& accelerator, const Layer& layer, const fl
 
 std::vector<float> layer_gemm_host(const Layer& layer, const float* rows_data, std::size_t rows) {
   const std::size_t k = layer.weight_rows, n = layer.units;
-  const float alpha = bits_to_float(ref::bf16_to_fp32(layer.alpha));
+  const float alpha = bits_to_float(num::bf16_to_fp32(layer.alpha));
   std::vector<float> out(rows * n);
   std::vector<float> sums(n);
   for (std::size_t i = 0; i < rows; ++i) {
@@ -313,7 +313,7 @@ void save_network(const Network& net, const std::string& json_path) {
       if (layer.kind == LayerKind::Conv2d) item["kernel"] = layer.kernel;
       item["activation"] = isa::kFuncTable[static_cast<unsigned>(layer.activation)].mnemonic;
       if (layer.activation == isa::Func::Leaky) {
-        item["alpha"] = bits_to_float(ref::bf16_to_fp32(layer.alpha));
+        item["alpha"] = bits_to_float(num::bf16_to_fp32(layer.alpha));
       }
       const std::string base = stem + "." + std::to_string(l) + "." + kind_name(layer.kind);
       item["weights"] = base + ".weights.npy";
@@ -342,7 +342,7 @@ std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, 
     spec.m = m;
     spec.k = k;
     spec.n = n;
-    const ref::MatrixFp32 product =
+    const num::MatrixFp32 product =
         run_gemm(*accelerator, spec, bf16_matrix(a, m, k), bf16_matrix(b, k, n));
     std::memcpy(out.data(), product.data.data(), out.size() * sizeof(float));
     return out;

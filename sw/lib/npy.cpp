@@ -23,6 +23,21 @@ constexpr std::string_view kMagic = "\x93NUMPY";
 constexpr std::string_view kFloat32 = "<f4";
 constexpr std::size_t kHeaderAlignment = 64;  // numpy pads the header so the data is aligned
 
+// Header text as a message shows it: printable ASCII as it is, any other byte as \xNN, so that a
+// broken file cannot put control characters or invalid UTF-8 on the terminal.
+std::string printable(std::string_view text) {
+  std::string shown;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7F && byte != '\\') {
+      shown += c;
+    } else {
+      shown += fmt::format("\\x{:02x}", byte);
+    }
+  }
+  return shown;
+}
+
 // A Python literal of the header, as the parser saw it. `text` is its source, for messages.
 struct Value {
   enum class Kind { String, Integer, Bool, None, Tuple, List, Dict } kind = Kind::None;
@@ -94,7 +109,7 @@ class HeaderParser {
     } else if (take_word("None")) {
       value.kind = Value::Kind::None;
     } else {
-      fail(fmt::format("unexpected character '{}'", c));
+      fail(fmt::format("unexpected character '{}'", printable(std::string_view(&c, 1))));
     }
     value.text = text_.substr(start, pos_ - start);
     return value;
@@ -274,8 +289,10 @@ Header parse_header(const std::string& file) {
       if (key.string == "fortran_order") slot = &fortran_order;
       if (key.string == "shape") slot = &shape;
     }
-    if (slot == nullptr) fail(fmt::format("malformed header: unexpected key {}", key.text));
-    if (*slot != nullptr) fail(fmt::format("malformed header: key {} appears twice", key.text));
+    if (slot == nullptr)
+      fail(fmt::format("malformed header: unexpected key {}", printable(key.text)));
+    if (*slot != nullptr)
+      fail(fmt::format("malformed header: key {} appears twice", printable(key.text)));
     *slot = &value;
   }
   if (descr == nullptr) fail("malformed header: no 'descr'");
@@ -283,7 +300,7 @@ Header parse_header(const std::string& file) {
   if (shape == nullptr) fail("malformed header: no 'shape'");
 
   if (descr->kind != Value::Kind::String) {
-    fail(fmt::format("dtype {} is not supported; only '<f4' (float32) is", descr->text));
+    fail(fmt::format("dtype {} is not supported; only '<f4' (float32) is", printable(descr->text)));
   }
   if (descr->string != kFloat32) {
     fail(fmt::format("dtype {} is not supported; only '<f4' (float32) is",
@@ -291,19 +308,19 @@ Header parse_header(const std::string& file) {
   }
   if (fortran_order->kind != Value::Kind::Bool) {
     fail(fmt::format("malformed header: fortran_order is {}, not True or False",
-                     fortran_order->text));
+                     printable(fortran_order->text)));
   }
   if (fortran_order->boolean) fail("fortran_order True (column-major) is not supported");
   if (shape->kind != Value::Kind::Tuple) {
-    fail(fmt::format("malformed header: shape {} is not a tuple", shape->text));
+    fail(fmt::format("malformed header: shape {} is not a tuple", printable(shape->text)));
   }
   Header header;
   for (const Value& extent : shape->items) {
     if (extent.kind != Value::Kind::Integer) {
-      fail(fmt::format("malformed header: shape {} holds a non-integer", shape->text));
+      fail(fmt::format("malformed header: shape {} holds a non-integer", printable(shape->text)));
     }
     if (extent.integer > std::numeric_limits<std::size_t>::max()) {
-      fail(fmt::format("shape {} is too large", shape->text));
+      fail(fmt::format("shape {} is too large", printable(shape->text)));
     }
     header.shape.push_back(static_cast<std::size_t>(extent.integer));
   }

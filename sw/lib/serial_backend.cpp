@@ -113,7 +113,7 @@ RunResult SerialBackend::run_on_board(std::uint32_t prog_addr, std::uint32_t cou
     counters[c] = (std::uint64_t{hi} << 32) | lo;
   }
   result.counters = counters;
-  result.instructions = counters[(regs::kCntInstructionsLo - regs::kCounterBase) / 8];
+  result.instructions = counters[regs::kCntInstructionsIndex];
 
   for (const auto& [begin, end] : written_ranges(prog_addr, count)) download(begin, end);
   return result;

@@ -23,16 +23,15 @@
 #include <system_error>
 #include <vector>
 
-#include "harness/board_sim.hpp"
-#include "harness/rtl_backend.hpp"
-#include "ref/numerics.hpp"
 #include "tpu/assembler.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/link.hpp"
 #include "tpu/model.hpp"
 #include "tpu/npy.hpp"
+#include "tpu/numerics/float.hpp"
 #include "tpu/serial_backend.hpp"
 #include "tpu/serial_port.hpp"
+#include "tpu/simulation.hpp"
 
 namespace tpu::tool {
 
@@ -50,6 +49,10 @@ constexpr const char* kBackendModel = "model";
 constexpr const char* kBackendSerial = "serial";
 // --port sim[:BOARD]: the board's RTL under Verilator, behind a model of the UART line.
 constexpr std::string_view kSimPort = "sim";
+// What --backend rtl and --port sim say in a tpu built without the Verilator models.
+constexpr const char* kNoSimulation =
+    "this tpu was built without the RTL simulation; configure with -DTPU_RTL=ON (make build) "
+    "for it";
 constexpr std::uint32_t kDefaultBaud = 1'000'000;
 // The simulated board answers within microseconds of its time; a real one's USB UART may hold a
 // reply back for tens of milliseconds.
@@ -101,16 +104,16 @@ inline std::uint64_t parse_number(std::string_view text, const std::string& what
 }
 
 // A finite decimal number rounded to bf16 by N-OUT, as the assembler reads `alpha=`.
-inline tpu::ref::bf16_t parse_bf16(std::string_view text, const std::string& what) {
+inline tpu::num::bf16_t parse_bf16(std::string_view text, const std::string& what) {
   float value = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value, std::chars_format::general);
-  const tpu::ref::fp32_t bits = tpu::ref::float_to_fp32(value);
+  const tpu::num::fp32_t bits = tpu::num::float_to_fp32(value);
   const bool finite = ((bits >> 23) & 0xFF) != 0xFF;
   if (text.empty() || ec != std::errc() || ptr != end || !finite) {
     throw BadInput(fmt::format("{}: '{}' is not a finite decimal number", what, text));
   }
-  return tpu::ref::fp32_to_bf16(bits);
+  return tpu::num::fp32_to_bf16(bits);
 }
 
 inline std::string read_file(const std::string& path) {
@@ -202,22 +205,25 @@ inline std::string_view as_text(const std::vector<std::uint8_t>& bytes) {
 
 inline std::vector<std::string> array_names() {
   std::vector<std::string> names;
-  for (const HardwareConfig& config : tpu::harness::compiled_tops()) {
-    names.push_back(config.name());
-  }
+  for (const HardwareConfig& config : tpu::core_configs()) names.push_back(config.name());
   return names;
 }
 
 // --array has been checked against array_names() by the parser.
 inline HardwareConfig config_named(const std::string& name) {
-  const auto& tops = tpu::harness::compiled_tops();
-  return *std::find_if(tops.begin(), tops.end(),
+  const auto& configs = tpu::core_configs();
+  return *std::find_if(configs.begin(), configs.end(),
                        [&](const HardwareConfig& config) { return config.name() == name; });
+}
+
+// The RTL when this tpu has it, the functional model otherwise.
+inline std::string default_backend() {
+  return tpu::linked_simulation() ? kBackendRtl : kBackendModel;
 }
 
 // How `gemm` and `run` execute a program, and what they report.
 struct Execution {
-  std::string backend = kBackendRtl;
+  std::string backend = default_backend();
   std::string array = kDefaultArray;
   std::string port;
   std::uint32_t baud = kDefaultBaud;
@@ -234,7 +240,8 @@ inline void add_execution_options(CLI::App& command, Execution& execution) {
                   "model: the functional model of the instruction set\n"
                   "(the same results, no cycles, much faster)\n"
                   "serial: the core on an FPGA board, over its UART\n"
-                  "(docs/fpga.md)")
+                  "(docs/fpga.md)\n"
+                  "(the default is model in a tpu built without the RTL)")
       ->check(CLI::IsMember({kBackendRtl, kBackendModel, kBackendSerial}))
       ->type_name("KIND")
       ->capture_default_str();
@@ -276,9 +283,16 @@ inline bool simulated_port(const std::string& port) {
   return port == kSimPort || port.rfind(std::string(kSimPort) + ":", 0) == 0;
 }
 
-// Checks what the parser cannot: the options that only go together.
+// Checks what the parser cannot: the options that only go together, and what this build has.
 inline void check_execution(const Execution& execution) {
   const bool serial = execution.backend == kBackendSerial;
+  if (!tpu::linked_simulation()) {
+    if (execution.backend == kBackendRtl)
+      throw BadInput(std::string("--backend rtl: ") + kNoSimulation);
+    if (serial && simulated_port(execution.port)) {
+      throw BadInput(fmt::format("--port {}: {}", execution.port, kNoSimulation));
+    }
+  }
   if (serial && execution.port.empty()) {
     throw BadInput("--backend serial needs --port: the board's serial port, or sim");
   }
@@ -312,15 +326,13 @@ inline std::unique_ptr<tpu::SerialBackend> open_board(const Execution& execution
   tpu::link::LinkOptions link_options;
   std::unique_ptr<tpu::link::SerialPort> port;
   if (simulated_port(execution.port)) {
-    tpu::harness::SimBoardOptions options;
-    if (execution.port.size() > kSimPort.size()) {
-      options.board = execution.port.substr(kSimPort.size() + 1);
-    }
-    options.trace_path = execution.trace_path;
+    const std::string board =
+        execution.port.size() > kSimPort.size() ? execution.port.substr(kSimPort.size() + 1) : "";
     try {
-      auto board = std::make_unique<tpu::harness::SimulatedBoard>(options);
-      link_options.baud = board->params().baud;
-      port = std::move(board);
+      tpu::SimulatedBoardPort simulated =
+          tpu::linked_simulation()->open_board(board, execution.trace_path);
+      link_options.baud = simulated.baud;
+      port = std::move(simulated.port);
     } catch (const std::invalid_argument& error) {
       throw BadInput(fmt::format("--port {}: {}", execution.port, error.what()));
     }
@@ -370,14 +382,7 @@ inline std::unique_ptr<tpu::Backend> make_backend(const Execution& execution, Ta
   if (execution.backend == kBackendModel) {
     return std::make_unique<tpu::FunctionalModel>(target.config, memory_bytes);
   }
-  tpu::harness::RtlOptions options;
-  options.memory_bytes = memory_bytes;
-  options.trace_path = execution.trace_path;
-  return std::make_unique<tpu::harness::RtlBackend>(target.config, options);
-}
-
-inline std::size_t counter_index(std::uint32_t lo_offset) {
-  return (lo_offset - tpu::regs::kCounterBase) / 8;
+  return tpu::linked_simulation()->open_core(target.config, memory_bytes, execution.trace_path);
 }
 
 // The multiply-accumulates the first `completed` instructions count as useful: k_valid x n_valid
@@ -400,7 +405,7 @@ inline double percent(double part, double whole) {
 // `ideal_macs` are the multiply-accumulates the work needs; at dim x dim per cycle they give the
 // cycles a perfect array would take.
 inline void print_rtl_stats(const tpu::Counters& counters, unsigned dim, std::uint64_t ideal_macs) {
-  const std::uint64_t cycles = counters[counter_index(tpu::regs::kCntCyclesLo)];
+  const std::uint64_t cycles = counters[tpu::regs::kCntCyclesIndex];
   const std::uint64_t peak_per_cycle = std::uint64_t{dim} * dim;
   const double ideal_cycles = static_cast<double>(ideal_macs) / static_cast<double>(peak_per_cycle);
   fmt::print("cycles        {}\n", cycles);
@@ -415,7 +420,7 @@ inline void print_rtl_stats(const tpu::Counters& counters, unsigned dim, std::ui
     value_width = std::max(value_width, fmt::formatted_size("{}", counters[c]));
   }
   fmt::print("{:<{}}  {:>{}}  {:>8}\n", "counter", name_width, "value", value_width, "share");
-  const std::size_t useful = counter_index(tpu::regs::kCntUsefulMacsLo);
+  const std::size_t useful = tpu::regs::kCntUsefulMacsIndex;
   for (std::size_t c = 0; c < counters.size(); ++c) {
     // USEFUL_MACS counts MACs, not cycles: its share is of the array's peak.
     const bool macs = c == useful;

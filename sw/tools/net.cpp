@@ -90,6 +90,7 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& options) {
   CLI::App* command = app.add_subcommand(
       "eval", "classify Fashion-MNIST test images with a trained network on a backend");
   command->add_option("--net", options.net_path, "the network")->required()->type_name("NET.json");
+  options.backend = default_backend();
   command->add_option("--backend", options.backend, "rtl, model or host (fp32)")
       ->check(CLI::IsMember({kBackendRtl, kBackendModel, kBackendHost}))
       ->type_name("KIND")
@@ -189,6 +190,11 @@ int run_eval(const EvalOptions& options) {
                                              : test.count - options.first;
   std::unique_ptr<Backend> backend =
       network_backend(options.backend, options.array, options.trace_path);
+  // Every backend is opened before any runs, so that one this tpu lacks stops it before output.
+  std::vector<std::unique_ptr<Backend>> others;
+  for (const std::string& other : options.compare) {
+    others.push_back(network_backend(other, options.array));
+  }
 
   // Classifies the images on one backend, accumulating the core's counters.
   struct Outcome {
@@ -236,8 +242,8 @@ int run_eval(const EvalOptions& options) {
              main.correct, count);
   const unsigned dim = config_named(options.array).dim;
   if (options.backend == kBackendRtl) {
-    const double cycles = static_cast<double>(main.counters[counter_index(regs::kCntCyclesLo)]);
-    const double macs = static_cast<double>(main.counters[counter_index(regs::kCntUsefulMacsLo)]);
+    const double cycles = static_cast<double>(main.counters[regs::kCntCyclesIndex]);
+    const double macs = static_cast<double>(main.counters[regs::kCntUsefulMacsIndex]);
     fmt::print("cycles per image         {:.0f}\n", cycles / count);
     fmt::print("MXU utilisation          {:.2f} % (useful MACs / (cycles x {}))\n",
                100.0 * macs / (cycles * dim * dim), dim * dim);
@@ -250,7 +256,7 @@ int run_eval(const EvalOptions& options) {
       fmt::print("\n{:<30} {:>12} {:>12} {:>8}\n", "layer (rows x K x N)", "cycles", "MACs",
                  "util %");
       for (const nn::LayerRun& layer : main.layers) {
-        const double c = static_cast<double>((*layer.counters)[counter_index(regs::kCntCyclesLo)]);
+        const double c = static_cast<double>((*layer.counters)[regs::kCntCyclesIndex]);
         fmt::print("{:<30} {:>12.0f} {:>12} {:>8.2f}\n", layer.name, c, layer.macs,
                    100.0 * static_cast<double>(layer.macs) / (c * dim * dim));
       }
@@ -260,9 +266,9 @@ int run_eval(const EvalOptions& options) {
   }
 
   int status = 0;
-  for (const std::string& other : options.compare) {
-    std::unique_ptr<Backend> second = network_backend(other, options.array);
-    const Outcome theirs = classify(second.get());
+  for (std::size_t o = 0; o < options.compare.size(); ++o) {
+    const std::string& other = options.compare[o];
+    const Outcome theirs = classify(others[o].get());
     const bool host = other == kBackendHost;
     std::uint32_t same = 0;
     for (std::uint32_t i = 0; i < count; ++i) same += main.predictions[i] == theirs.predictions[i];

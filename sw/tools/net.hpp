@@ -25,7 +25,7 @@ struct TrainOptions {
 
 struct EvalOptions {
   std::string net_path;
-  std::string backend = "rtl";
+  std::string backend;  // rtl, or model in a tpu built without the RTL
   std::string array = "16x16";
   std::string data_dir;
   std::string trace_path;

@@ -29,15 +29,14 @@
 #include <vector>
 
 #include "common.hpp"
-#include "harness/rtl_backend.hpp"
 #include "net.hpp"
-#include "ref/gemm.hpp"
-#include "ref/numerics.hpp"
 #include "tpu/assembler.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/model.hpp"
 #include "tpu/npy.hpp"
+#include "tpu/numerics/float.hpp"
+#include "tpu/numerics/gemm.hpp"
 
 namespace {
 
@@ -73,26 +72,26 @@ tpu::npy::Array read_matrix(const char* name, const std::string& path) {
 }
 
 // float32 values to bf16 with N-OUT, as the matrix unit takes them.
-tpu::ref::MatrixBf16 to_bf16(const tpu::npy::Array& array) {
-  tpu::ref::MatrixBf16 matrix(array.rows(), array.cols());
+tpu::num::MatrixBf16 to_bf16(const tpu::npy::Array& array) {
+  tpu::num::MatrixBf16 matrix(array.rows(), array.cols());
   std::transform(array.data.begin(), array.data.end(), matrix.data.begin(), [](float value) {
-    return tpu::ref::fp32_to_bf16(tpu::ref::float_to_fp32(value));
+    return tpu::num::fp32_to_bf16(tpu::num::float_to_fp32(value));
   });
   return matrix;
 }
 
-std::vector<tpu::ref::fp32_t> to_fp32_bits(const std::vector<float>& values) {
-  std::vector<tpu::ref::fp32_t> bits(values.size());
-  std::transform(values.begin(), values.end(), bits.begin(), tpu::ref::float_to_fp32);
+std::vector<tpu::num::fp32_t> to_fp32_bits(const std::vector<float>& values) {
+  std::vector<tpu::num::fp32_t> bits(values.size());
+  std::transform(values.begin(), values.end(), bits.begin(), tpu::num::float_to_fp32);
   return bits;
 }
 
-tpu::npy::Array to_npy(const tpu::ref::MatrixFp32& matrix) {
+tpu::npy::Array to_npy(const tpu::num::MatrixFp32& matrix) {
   tpu::npy::Array array;
   array.shape = {matrix.rows, matrix.cols};
   array.data.resize(matrix.data.size());
   std::transform(matrix.data.begin(), matrix.data.end(), array.data.begin(),
-                 tpu::ref::fp32_to_float);
+                 tpu::num::fp32_to_float);
   return array;
 }
 
@@ -124,7 +123,7 @@ int run_gemm(const GemmOptions& options, bool alpha_given) {
   spec.m = static_cast<std::uint32_t>(a.rows());
   spec.k = static_cast<std::uint32_t>(a.cols());
   spec.n = static_cast<std::uint32_t>(b.cols());
-  tpu::ref::MatrixFp32 c;
+  tpu::num::MatrixFp32 c;
   if (!options.c_path.empty()) {
     const tpu::npy::Array c_array = read_matrix("C", options.c_path);
     if (c_array.rows() != spec.m || c_array.cols() != spec.n) {
@@ -132,10 +131,10 @@ int run_gemm(const GemmOptions& options, bool alpha_given) {
                                  shape_text(c_array), spec.m, spec.n));
     }
     spec.has_c = true;
-    c = tpu::ref::MatrixFp32(spec.m, spec.n);
+    c = tpu::num::MatrixFp32(spec.m, spec.n);
     c.data = to_fp32_bits(c_array.data);
   }
-  std::vector<tpu::ref::fp32_t> bias;
+  std::vector<tpu::num::fp32_t> bias;
   if (!options.bias_path.empty()) {
     const tpu::npy::Array bias_array = read_npy(options.bias_path);
     const bool row = bias_array.shape.size() == 1 || bias_array.rows() == 1;
@@ -160,15 +159,14 @@ int run_gemm(const GemmOptions& options, bool alpha_given) {
 
   const std::unique_ptr<tpu::Backend> backend =
       make_backend(options.execution, target, plan.memory_bytes);
-  tpu::write_gemm_inputs(plan, backend->memory(), to_bf16(a), to_bf16(b), spec.has_c ? &c : nullptr,
-                         spec.has_bias ? &bias : nullptr);
-  const RunResult result =
-      backend->run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
+  const tpu::GemmRun run =
+      tpu::execute_gemm(plan, *backend, to_bf16(a), to_bf16(b), spec.has_c ? &c : nullptr,
+                        spec.has_bias ? &bias : nullptr);
   if (options.execution.stats) {
-    print_stats(result, *backend, plan.program, std::uint64_t{spec.m} * spec.k * spec.n);
+    print_stats(run.result, *backend, plan.program, std::uint64_t{spec.m} * spec.k * spec.n);
   }
-  if (!result.ok()) return report_core_stop(result, *backend);
-  write_npy(options.out_path, to_npy(tpu::read_gemm_output(plan, backend->memory())));
+  if (!run.result.ok()) return report_core_stop(run.result, *backend);
+  write_npy(options.out_path, to_npy(run.out));
   return 0;
 }
 
@@ -228,9 +226,9 @@ HostInput parse_input(const std::string& spec) {
   const tpu::npy::Array array = read_npy(path);
   HostInput input;
   for (float value : array.data) {
-    const tpu::ref::fp32_t bits = tpu::ref::float_to_fp32(value);
+    const tpu::num::fp32_t bits = tpu::num::float_to_fp32(value);
     if (bf16) {
-      append_le(input.bytes, tpu::ref::fp32_to_bf16(bits));
+      append_le(input.bytes, tpu::num::fp32_to_bf16(bits));
     } else {
       append_le(input.bytes, bits);
     }
@@ -311,13 +309,13 @@ tpu::npy::Array read_output(const HostOutput& output, const tpu::HostMemory& mem
   const std::size_t count = output.rows * output.cols;
   array.data.resize(count);
   if (output.bf16) {
-    const auto values = memory.read_array<tpu::ref::bf16_t>(output.region.begin, count);
-    std::transform(values.begin(), values.end(), array.data.begin(), [](tpu::ref::bf16_t value) {
-      return tpu::ref::fp32_to_float(tpu::ref::bf16_to_fp32(value));
+    const auto values = memory.read_array<tpu::num::bf16_t>(output.region.begin, count);
+    std::transform(values.begin(), values.end(), array.data.begin(), [](tpu::num::bf16_t value) {
+      return tpu::num::fp32_to_float(tpu::num::bf16_to_fp32(value));
     });
   } else {
-    const auto values = memory.read_array<tpu::ref::fp32_t>(output.region.begin, count);
-    std::transform(values.begin(), values.end(), array.data.begin(), tpu::ref::fp32_to_float);
+    const auto values = memory.read_array<tpu::num::fp32_t>(output.region.begin, count);
+    std::transform(values.begin(), values.end(), array.data.begin(), tpu::num::fp32_to_float);
   }
   return array;
 }
@@ -359,9 +357,8 @@ int run_program(const RunOptions& options) {
   const RunResult result = backend->run(prog_addr, static_cast<std::uint32_t>(program.size()));
   if (result.ok()) fmt::print("DONE after {} instructions\n", result.instructions);
   if (options.execution.stats) {
-    const std::uint64_t macs = result.counters
-                                   ? (*result.counters)[counter_index(tpu::regs::kCntUsefulMacsLo)]
-                                   : useful_macs(program, result.instructions);
+    const std::uint64_t macs = result.counters ? (*result.counters)[tpu::regs::kCntUsefulMacsIndex]
+                                               : useful_macs(program, result.instructions);
     print_stats(result, *backend, program, macs);
   }
   if (!result.ok()) return report_core_stop(result, *backend);
@@ -435,7 +432,7 @@ int run_info(const InfoOptions& options) {
   fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12}\n", "array", "dim",
              "mul_stages", "add_stages", "act_lanes", "UB rows", "ACC rows", "bus bytes",
              "weight tiles");
-  for (const HardwareConfig& c : tpu::harness::compiled_tops()) {
+  for (const HardwareConfig& c : tpu::core_configs()) {
     if (!only.empty() && c.name() != only) continue;
     fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12}\n", c.name(), c.dim,
                c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth, c.bus_bytes,

@@ -16,6 +16,10 @@ struct ArrayConfig {
   unsigned add_stages = 0;
 
   std::string name() const;
+  bool operator==(const ArrayConfig& other) const {
+    return rows == other.rows && cols == other.cols && mul_stages == other.mul_stages &&
+           add_stages == other.add_stages;
+  }
   // Cycles a partial sum takes to pass one row of cells.
   unsigned psum_step() const { return add_stages + 1; }
   // Cycles from an activation row entering to its result row leaving.

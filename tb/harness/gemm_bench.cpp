@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "harness/rtl_backend.hpp"
-#include "harness/top_model.hpp"
+#include "backends/rtl_backend.hpp"
+#include "backends/top_model.hpp"
 #include "oracle/random_matrices.hpp"
 #include "tpu/model.hpp"
 
@@ -13,7 +13,7 @@ namespace tpu::harness {
 
 HardwareConfig compiled_top_named(const std::string& name) {
   std::string known;
-  for (const HardwareConfig& c : compiled_tops()) {
+  for (const HardwareConfig& c : tpu::core_configs()) {
     if (c.name() == name) return c;
     known += (known.empty() ? "" : ", ") + c.name();
   }
@@ -22,7 +22,7 @@ HardwareConfig compiled_top_named(const std::string& name) {
 }
 
 GemmMeasurement measure_gemm(const HardwareConfig& config, const GemmSpec& spec,
-                             const AxiTiming& timing, std::uint64_t seed) {
+                             const sim::AxiTiming& timing, std::uint64_t seed) {
   GemmMeasurement m;
   m.plan = plan_gemm(config, spec);
   oracle::OperandRng rng(seed);
@@ -30,16 +30,16 @@ GemmMeasurement measure_gemm(const HardwareConfig& config, const GemmSpec& spec,
   const auto b = oracle::random_bf16_matrix(rng, spec.k, spec.n, 1);
   const auto c = oracle::random_seed_matrix(rng, spec.m, spec.n, 1);
   const auto bias = oracle::random_seed_matrix(rng, 1, spec.n, 1).data;
-  const ref::MatrixFp32* c_in = spec.has_c ? &c : nullptr;
-  const std::vector<ref::fp32_t>* bias_in = spec.has_bias ? &bias : nullptr;
+  const num::MatrixFp32* c_in = spec.has_c ? &c : nullptr;
+  const std::vector<num::fp32_t>* bias_in = spec.has_bias ? &bias : nullptr;
 
-  RtlOptions options;
+  sim::RtlOptions options;
   options.memory_bytes = m.plan.memory_bytes;
   options.timing = timing;
-  RtlBackend rtl(config, options);
+  sim::RtlBackend rtl(config, options);
   RunResult result;
   const auto start = std::chrono::steady_clock::now();
-  const ref::MatrixFp32 out = run_gemm(rtl, spec, a, b, c_in, bias_in, &result);
+  const num::MatrixFp32 out = run_gemm(rtl, spec, a, b, c_in, bias_in, &result);
   m.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   m.counters = *result.counters;
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "harness/axi_memory.hpp"
+#include "backends/axi_memory.hpp"
 #include "tpu/backend.hpp"
 #include "tpu/compiler.hpp"
 
@@ -27,6 +27,6 @@ HardwareConfig compiled_top_named(const std::string& name);
 // Throws std::runtime_error when the core stops with an error. The wall time
 // covers the RTL run with its operand placement and result read-back.
 GemmMeasurement measure_gemm(const HardwareConfig& config, const GemmSpec& spec,
-                             const AxiTiming& timing, std::uint64_t seed = 1);
+                             const sim::AxiTiming& timing, std::uint64_t seed = 1);
 
 }  // namespace tpu::harness

@@ -15,8 +15,8 @@ std::size_t ceil_div(std::size_t a, std::size_t b) {
 
 }  // namespace
 
-GemmPlan plan_gemm(const ArrayConfig& config, const ref::MatrixBf16& a, const ref::MatrixBf16& w,
-                   const ref::MatrixFp32* seed) {
+GemmPlan plan_gemm(const ArrayConfig& config, const num::MatrixBf16& a, const num::MatrixBf16& w,
+                   const num::MatrixFp32* seed) {
   if (a.rows == 0 || a.cols == 0 || w.cols == 0) throw std::invalid_argument("gemm: empty matrix");
   if (a.cols != w.rows) {
     throw std::invalid_argument("gemm: A is " + std::to_string(a.rows) + "x" +
@@ -70,9 +70,9 @@ GemmPlan plan_gemm(const ArrayConfig& config, const ref::MatrixBf16& a, const re
   return plan;
 }
 
-ref::MatrixFp32 assemble_gemm(const ArrayConfig& config, const GemmPlan& plan,
+num::MatrixFp32 assemble_gemm(const ArrayConfig& config, const GemmPlan& plan,
                               const StreamResult& streamed) {
-  ref::MatrixFp32 out(plan.m, plan.n);
+  num::MatrixFp32 out(plan.m, plan.n);
   const std::size_t last_k = plan.k_tiles - 1;
   for (std::size_t nt = 0; nt < plan.n_tiles; ++nt) {
     const std::vector<fp32_t>& rows_out = streamed.results.at(last_k * plan.n_tiles + nt);
@@ -85,8 +85,8 @@ ref::MatrixFp32 assemble_gemm(const ArrayConfig& config, const GemmPlan& plan,
   return out;
 }
 
-ref::MatrixFp32 run_gemm(MxuModel& model, const ref::MatrixBf16& a, const ref::MatrixBf16& w,
-                         const ref::MatrixFp32* seed, const StallProfile& stalls,
+num::MatrixFp32 run_gemm(MxuModel& model, const num::MatrixBf16& a, const num::MatrixBf16& w,
+                         const num::MatrixFp32* seed, const StallProfile& stalls,
                          StreamStats* stats) {
   const GemmPlan plan = plan_gemm(model.config(), a, w, seed);
   const StreamResult streamed = run_stream(model, plan.jobs, stalls);

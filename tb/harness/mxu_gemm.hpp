@@ -4,7 +4,7 @@
 #pragma once
 
 #include "harness/mxu_stream.hpp"
-#include "ref/gemm.hpp"
+#include "tpu/numerics/gemm.hpp"
 
 namespace tpu::harness {
 
@@ -16,15 +16,15 @@ struct GemmPlan {
 
 // Padding of a K tile beyond K uses products of -0 (activation -0, weight +0):
 // -0 is the identity of N-ADD, so a running -0 stays -0 as the contract wants.
-GemmPlan plan_gemm(const ArrayConfig& config, const ref::MatrixBf16& a, const ref::MatrixBf16& w,
-                   const ref::MatrixFp32* seed);
+GemmPlan plan_gemm(const ArrayConfig& config, const num::MatrixBf16& a, const num::MatrixBf16& w,
+                   const num::MatrixFp32* seed);
 
 // The M x N result out of the last K tile's jobs.
-ref::MatrixFp32 assemble_gemm(const ArrayConfig& config, const GemmPlan& plan,
+num::MatrixFp32 assemble_gemm(const ArrayConfig& config, const GemmPlan& plan,
                               const StreamResult& streamed);
 
-ref::MatrixFp32 run_gemm(MxuModel& model, const ref::MatrixBf16& a, const ref::MatrixBf16& w,
-                         const ref::MatrixFp32* seed, const StallProfile& stalls = {},
+num::MatrixFp32 run_gemm(MxuModel& model, const num::MatrixBf16& a, const num::MatrixBf16& w,
+                         const num::MatrixFp32* seed, const StallProfile& stalls = {},
                          StreamStats* stats = nullptr);
 
 }  // namespace tpu::harness

@@ -8,16 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "backends/verilated_context.hpp"
 #include "harness/array_config.hpp"
 #include "harness/lanes.hpp"
-#include "harness/verilated_context.hpp"
-#include "ref/numerics.hpp"
+#include "tpu/numerics/float.hpp"
 #include "verilated.h"
 
 namespace tpu::harness {
 
-using ref::bf16_t;
-using ref::fp32_t;
+using num::bf16_t;
+using num::fp32_t;
 
 // Raised when an SVA assertion in the RTL fails.
 class AssertionFailure : public std::runtime_error {
@@ -62,7 +62,7 @@ template <typename VModel>
 class VerilatedMxu final : public MxuModel {
  public:
   VerilatedMxu(const ArrayConfig& config, const ModelOptions& options)
-      : config_(config), context_(make_context(options.random_init_seed)) {
+      : config_(config), context_(sim::make_context(options.random_init_seed)) {
     model_ = std::make_unique<VModel>(context_.get(), "tpu_mxu");
     model_->clk_i = 0;
     model_->rst_ni = 1;
@@ -150,7 +150,7 @@ class VerilatedMxu final : public MxuModel {
   ArrayConfig config_;
   std::unique_ptr<VerilatedContext> context_;
   std::unique_ptr<VModel> model_;
-  Waveform waveform_;
+  sim::Waveform waveform_;
   bool settled_ = false;
 };
 

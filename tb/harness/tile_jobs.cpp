@@ -12,7 +12,7 @@ ReferencedTiles random_independent_tiles(oracle::OperandRng& rng, const ArrayCon
     const auto w = oracle::random_bf16_matrix(rng, config.rows, config.cols, 2);
     const auto seed = oracle::random_seed_matrix(rng, m, config.cols);
     tiles.jobs.push_back({w.data, a.data, seed.data, std::nullopt, m});
-    tiles.expected.push_back(ref::gemm(a, w, &seed).data);
+    tiles.expected.push_back(num::gemm(a, w, &seed).data);
   }
   return tiles;
 }

@@ -5,7 +5,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "harness/verilated_context.hpp"
+#include "backends/verilated_context.hpp"
 #include "verilated.h"
 
 namespace tpu::harness {
@@ -14,7 +14,7 @@ template <typename VUnit>
 class UnitModel {
  public:
   explicit UnitModel(std::uint32_t random_init_seed = 1)
-      : context_(make_context(random_init_seed)) {
+      : context_(sim::make_context(random_init_seed)) {
     unit_ = std::make_unique<VUnit>(context_.get(), "unit");
     unit_->clk_i = 0;
     unit_->en_i = 1;

@@ -2,7 +2,7 @@
 // relu, relu6 and leaky relu are exact: IEEE float operations with the explicit flush, like the
 // rest of tb/oracle. Sigmoid, tanh and gelu are computed in double precision (std::exp,
 // std::tanh, std::erfc, a few units of 2^-53 off), which is far closer than the approximations
-// being measured. Shares no code with the reference model (tb/ref/activation.cpp).
+// being measured. Shares no code with the reference model (sw/numerics/activation.cpp).
 #pragma once
 
 #include <cmath>

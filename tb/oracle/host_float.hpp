@@ -1,7 +1,7 @@
 // Independent oracle for the numerics contract (numerics.md), built on the host FPU as the
 // contract prescribes: IEEE float multiply and add (round to nearest even) followed by an
 // explicit flush, and Eigen 3.4's bfloat16 conversion for normal values. It shares no code
-// with the soft-float reference model (tb/ref). Needs -ffp-contract=off and no -ffast-math.
+// with the soft-float reference model (sw/numerics). Needs -ffp-contract=off and no -ffast-math.
 #pragma once
 
 #include <Eigen/Core>

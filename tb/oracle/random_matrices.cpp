@@ -2,9 +2,9 @@
 
 namespace tpu::oracle {
 
-ref::MatrixBf16 random_bf16_matrix(OperandRng& rng, std::size_t rows, std::size_t cols,
+num::MatrixBf16 random_bf16_matrix(OperandRng& rng, std::size_t rows, std::size_t cols,
                                    unsigned special_percent, unsigned min_exp, unsigned max_exp) {
-  ref::MatrixBf16 m(rows, cols);
+  num::MatrixBf16 m(rows, cols);
   for (auto& v : m.data) {
     v = rng.uniform(0, 99) < special_percent ? rng.bf16()
                                              : rng.bf16_with_exponent(min_exp, max_exp);
@@ -12,9 +12,9 @@ ref::MatrixBf16 random_bf16_matrix(OperandRng& rng, std::size_t rows, std::size_
   return m;
 }
 
-ref::MatrixFp32 random_seed_matrix(OperandRng& rng, std::size_t rows, std::size_t cols,
+num::MatrixFp32 random_seed_matrix(OperandRng& rng, std::size_t rows, std::size_t cols,
                                    unsigned special_percent) {
-  ref::MatrixFp32 m(rows, cols);
+  num::MatrixFp32 m(rows, cols);
   for (auto& v : m.data) {
     if (rng.uniform(0, 99) < special_percent) {
       v = rng.fp32();

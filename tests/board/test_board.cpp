@@ -1,4 +1,4 @@
-// The FPGA board in simulation (tb/harness/board_sim.hpp): tpu_board's RTL, built with the
+// The FPGA board in simulation (sim/backends/board_sim.hpp): tpu_board's RTL, built with the
 // parameters of fpga/<board>/board.toml, behind a model of the UART line, driven by the same
 // host-link client and serial backend a real board gets. Every request kind, every way the board
 // rejects one, broken lines in both directions, and compiled GEMMs bit for bit against the
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/board_sim.hpp"
 #include "common/gemm_operands.hpp"
 #include "common/test_seed.hpp"
-#include "harness/board_sim.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/link.hpp"
@@ -33,7 +33,7 @@ using link::LinkOptions;
 // The simulated board answers within microseconds of its own time.
 constexpr unsigned kReplyTimeoutMs = 2;
 
-LinkOptions options_for(const harness::SimulatedBoard& board, unsigned retries) {
+LinkOptions options_for(const sim::SimulatedBoard& board, unsigned retries) {
   LinkOptions options;
   options.baud = board.params().baud;
   options.reply_timeout_ms = kReplyTimeoutMs;
@@ -55,7 +55,7 @@ void expect_link_error(Call call, const std::string& expected) {
 
 class BoardLink : public ::testing::Test {
  protected:
-  harness::SimulatedBoard board_;
+  sim::SimulatedBoard board_;
 };
 
 TEST_F(BoardLink, InfoDescribesTheBuild) {
@@ -222,7 +222,7 @@ TEST_F(BoardLink, LostReplyOfStartIsNotRepeated) {
 }
 
 TEST(BoardLinkNoBoard, SilentPortIsNoBoard) {
-  harness::SimulatedBoard board;
+  sim::SimulatedBoard board;
   board.set_reply_line_dead(true);
   expect_link_error([&] { LinkClient client(board, options_for(board, 0)); }, "no reply");
 }
@@ -237,7 +237,7 @@ test::GemmOperands random_operands(oracle::OperandRng& rng, const GemmSpec& s) {
 // iCEBreaker the sequential one.
 std::vector<std::string> board_names() {
   std::vector<std::string> names;
-  for (const harness::BoardParams& params : harness::compiled_boards()) {
+  for (const sim::BoardParams& params : sim::compiled_boards()) {
     names.push_back(params.name);
   }
   return names;
@@ -246,10 +246,10 @@ std::vector<std::string> board_names() {
 class SerialBackendOn : public ::testing::TestWithParam<std::string> {};
 
 std::unique_ptr<SerialBackend> open_board(const std::string& name,
-                                          harness::SimulatedBoard** board = nullptr) {
-  harness::SimBoardOptions sim;
+                                          sim::SimulatedBoard** board = nullptr) {
+  sim::SimBoardOptions sim;
   sim.board = name;
-  auto port = std::make_unique<harness::SimulatedBoard>(sim);
+  auto port = std::make_unique<sim::SimulatedBoard>(sim);
   if (board) *board = port.get();
   const LinkOptions options = options_for(*port, 2);
   return std::make_unique<SerialBackend>(std::move(port), options, 0);
@@ -294,10 +294,10 @@ TEST_P(SerialBackendOn, GemmsMatchTheReferenceAndTheModel) {
     s.out = t.out;
     SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n));
     const test::GemmOperands o = random_operands(rng, s);
-    const ref::MatrixFp32* c = o.c_for(s);
-    const std::vector<ref::fp32_t>* bias = o.bias_for(s);
+    const num::MatrixFp32* c = o.c_for(s);
+    const std::vector<num::fp32_t>* bias = o.bias_for(s);
     RunResult board_run;
-    const ref::MatrixFp32 got = run_gemm(*backend, s, o.a, o.b, c, bias, &board_run);
+    const num::MatrixFp32 got = run_gemm(*backend, s, o.a, o.b, c, bias, &board_run);
     EXPECT_EQ(got.data, reference_gemm(s, o.a, o.b, c, bias).data);
     FunctionalModel model(config, 0);
     RunResult model_run;
@@ -305,8 +305,7 @@ TEST_P(SerialBackendOn, GemmsMatchTheReferenceAndTheModel) {
     EXPECT_EQ(board_run.instructions, model_run.instructions);
     ASSERT_TRUE(board_run.counters.has_value());
     const Counters& counters = *board_run.counters;
-    EXPECT_EQ(counters[(regs::kCntUsefulMacsLo - regs::kCounterBase) / 8],
-              std::uint64_t{s.m} * s.k * s.n);
+    EXPECT_EQ(counters[regs::kCntUsefulMacsIndex], std::uint64_t{s.m} * s.k * s.n);
   }
 }
 
@@ -318,7 +317,7 @@ TEST_P(SerialBackendOn, UploadsOnlyWhatChanged) {
   s.k = 9;
   s.n = 5;
   const test::GemmOperands o = random_operands(rng, s);
-  const ref::MatrixFp32 first = run_gemm(*backend, s, o.a, o.b);
+  const num::MatrixFp32 first = run_gemm(*backend, s, o.a, o.b);
   const std::uint64_t uploaded = backend->bytes_uploaded();
   const std::uint64_t downloaded = backend->bytes_downloaded();
   EXPECT_EQ(run_gemm(*backend, s, o.a, o.b).data, first.data);
@@ -349,13 +348,13 @@ TEST_P(SerialBackendOn, CoreErrorsAreReportedAsTheModelReportsThem) {
 }
 
 TEST_P(SerialBackendOn, MemoryBeyondTheBoardIsRefused) {
-  harness::SimulatedBoard* board = nullptr;
+  sim::SimulatedBoard* board = nullptr;
   const std::unique_ptr<SerialBackend> backend = open_board(GetParam(), &board);
   backend->memory().resize(std::size_t{board->params().mem_bytes} + 32);
   EXPECT_THROW(backend->run(0, 1), std::invalid_argument);
-  harness::SimBoardOptions sim;
+  sim::SimBoardOptions sim;
   sim.board = GetParam();
-  auto port = std::make_unique<harness::SimulatedBoard>(sim);
+  auto port = std::make_unique<sim::SimulatedBoard>(sim);
   const LinkOptions options = options_for(*port, 0);
   EXPECT_THROW(SerialBackend(std::move(port), options, std::size_t{1} << 31),
                std::invalid_argument);
@@ -365,7 +364,7 @@ INSTANTIATE_TEST_SUITE_P(Boards, SerialBackendOn, ::testing::ValuesIn(board_name
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 TEST(SerialBackend, LongRunBeyondTheTimeoutIsAnErrorNotAWait) {
-  auto port = std::make_unique<harness::SimulatedBoard>();
+  auto port = std::make_unique<sim::SimulatedBoard>();
   const LinkOptions options = options_for(*port, 0);
   SerialRunOptions run_options;
   run_options.run_timeout_ms = 1;

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """End-to-end tests of the `tpu` command-line tool (sw/tools/tpu.cpp), one CTest test per case.
 
-    cli_tests.py --list      the names of the cases
-    cli_tests.py TPU CASE    runs one case with the tool at TPU, in a fresh directory
+    cli_tests.py --list              the names of the cases
+    cli_tests.py --list-without-rtl  those for a tpu built without the RTL (TPU_RTL=OFF)
+    cli_tests.py TPU CASE            runs one case with the tool at TPU, in a fresh directory
 
 The expectations are computed here, independently of the runtime library: exactly, with
 fractions, or by emulating the numerics contract (docs/numerics.md) on operands chosen so that
@@ -34,7 +35,9 @@ TABLE_FUNCTIONS = {
 }
 DEFAULT_LEAKY_SLOPE = 0.01
 
-CASES = {}
+CASES = {}              # the cases of a tpu with the RTL simulation
+ONLY_WITHOUT_RTL = {}   # the cases of a tpu built without it, that the other has none of
+ALSO_WITHOUT_RTL = []   # the names of CASES that a tpu without the RTL passes too
 
 
 class Failure(Exception):
@@ -48,6 +51,18 @@ def check(condition, message):
 
 def case(function):
     CASES[function.__name__] = function
+    return function
+
+
+def without_rtl(function):
+    ONLY_WITHOUT_RTL[function.__name__] = function
+    return function
+
+
+def also_without_rtl(function):
+    """For a case (under @case) that needs no RTL: it uses the functional model (the default
+    backend of a tpu built without the RTL) or runs nothing."""
+    ALSO_WITHOUT_RTL.append(function.__name__)
     return function
 
 
@@ -193,6 +208,7 @@ OPERAND_ARGS = ["--a", "a.npy", "--b", "b.npy", "--c", "c.npy", "--bias", "bias.
 
 # --- tpu gemm: results ---
 
+@also_without_rtl
 @case
 def gemm_exact_small_integers(tpu):
     """Integers whose every partial sum is an integer below 256: exact in fp32 and bf16."""
@@ -252,6 +268,7 @@ for _function in EMULATED_FUNCTIONS:
     for _dtype in ("fp32", "bf16"):
         CASES[f"gemm_emulated_{_function}_{_dtype}"] = (
             lambda tpu, f=_function, d=_dtype: gemm_emulated(tpu, f, d))
+        ALSO_WITHOUT_RTL.append(f"gemm_emulated_{_function}_{_dtype}")
 
 
 @case
@@ -448,6 +465,7 @@ halt
 """
 
 
+@also_without_rtl
 @case
 def asm_disasm_round_trip(tpu):
     with open("program.s", "w") as f:
@@ -464,6 +482,7 @@ def asm_disasm_round_trip(tpu):
     check(same_file("program.bin", "again.bin"), "asm(disasm(x)) differs from x")
 
 
+@also_without_rtl
 @case
 def asm_encoding(tpu):
     """The encoding of docs/isa.md, field by field, for one instruction of each kind."""
@@ -487,6 +506,7 @@ def asm_encoding(tpu):
                            f"expected 0x{want:08x}")
 
 
+@also_without_rtl
 @case
 def asm_error(tpu):
     with open("broken.s", "w") as f:
@@ -495,6 +515,7 @@ def asm_error(tpu):
     check(line.startswith("tpu: broken.s:line 3: "), f"not 'tpu: FILE:line N: ...': {line}")
 
 
+@also_without_rtl
 @case
 def disasm_bad_size(tpu):
     with open("odd.bin", "wb") as f:
@@ -845,6 +866,7 @@ for _name in SERIAL_BAD_INPUTS:
 
 # --- tpu info, help, no subcommand ---
 
+@also_without_rtl
 @case
 def info_lists_configurations(tpu):
     out = tpu("info").stdout
@@ -854,6 +876,7 @@ def info_lists_configurations(tpu):
     check(len(out) == 2 and out[1].split()[:2] == ["8x8_bus4", "8"], f"info --array: {out}")
 
 
+@also_without_rtl
 @case
 def help_texts(tpu):
     check("Subcommands:" in tpu("--help").stdout, "tpu --help lists no subcommands")
@@ -862,24 +885,77 @@ def help_texts(tpu):
         check(out.splitlines()[1].startswith(f"Usage: tpu {command}"), out)
 
 
+@also_without_rtl
 @case
 def no_subcommand(tpu):
     check_bad_input(tpu, [], "expected a subcommand")
     check_bad_input(tpu, ["multiply"], "unknown subcommand 'multiply'")
 
 
+# --- a tpu built without the RTL simulation (TPU_RTL=OFF) ---
+
+@without_rtl
+def without_rtl_refuses_the_simulation(tpu):
+    """--backend rtl and --port sim: one line naming the build option, exit 2, no output."""
+    write_operands(random.Random(2), 3, 4, 5)
+    gemm = ["gemm", "--a", "a.npy", "--b", "b.npy", "--out", "out.npy"]
+    for args in ([*gemm, "--backend", "rtl"], [*gemm, "--backend", "serial", "--port", "sim"],
+                 [*gemm, "--backend", "serial", "--port", "sim:icebreaker"],
+                 ["eval", "--net", SHIPPED_MLP, "--backend", "rtl"],
+                 ["eval", "--net", SHIPPED_MLP, "--backend", "model", "--compare", "rtl"],
+                 ["info", "--port", "sim"]):
+        check_bad_input(tpu, args, "-DTPU_RTL=ON")
+
+
+@without_rtl
+def without_rtl_runs_programs_on_the_model(tpu):
+    """gemm and run on the functional model, by default and by name: exact results."""
+    rng = random.Random(3)
+    m, k, n = 6, 9, 5
+    a = [[rng.randint(-4, 4) for _ in range(k)] for _ in range(m)]
+    b = [[rng.randint(-4, 4) for _ in range(n)] for _ in range(k)]
+    npy.save("a.npy", a)
+    npy.save("b.npy", b)
+    exact = [[float(sum(a[i][x] * b[x][j] for x in range(k))) for j in range(n)]
+             for i in range(m)]
+    for backend in ([], ["--backend", "model"]):
+        tpu("gemm", "--a", "a.npy", "--b", "b.npy", "--out", "out.npy", "--array", ARRAY,
+            *backend)
+        check_matrix_bits("out.npy", exact, f"gemm {backend}")
+    product, activated = hand_written_program(random.Random(6))
+    out = tpu("run", "program.s", *HAND_WRITTEN_DATA, "--array", ARRAY).stdout
+    check(out.startswith("DONE"), out)
+    check_matrix_bits("sum.npy", [[float(v) for v in r] for r in product], "run: C + A x B")
+    check_matrix_bits("relu.npy", [[float(v) for v in r] for r in activated],
+                      "run: relu(C + A x B + bias)")
+
+
+@without_rtl
+def without_rtl_trains_and_evaluates(tpu):
+    """A short training run and an evaluation, both on the functional model."""
+    out = tpu("train", "--arch", "mlp", "--epochs", "1", "--examples", "2048", "--batch", "64",
+              "--test-images", "200", "--out", "net.json").stdout
+    check("wrote net.json" in out, out)
+    model = tpu("eval", "--net", "net.json", "--images", "500").stdout
+    check(accuracy_of(model) > 0.6, model)
+
+
 def main():
     if sys.argv[1:] == ["--list"]:
         print("\n".join(CASES))
         return 0
-    if len(sys.argv) != 3 or sys.argv[2] not in CASES:
+    if sys.argv[1:] == ["--list-without-rtl"]:
+        print("\n".join([*ALSO_WITHOUT_RTL, *ONLY_WITHOUT_RTL]))
+        return 0
+    cases = {**CASES, **ONLY_WITHOUT_RTL}
+    if len(sys.argv) != 3 or sys.argv[2] not in cases:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     tool, name = Tool(os.path.abspath(sys.argv[1])), sys.argv[2]
     with tempfile.TemporaryDirectory(prefix=f"tpu_cli_{name}_") as work:
         os.chdir(work)
         try:
-            CASES[name](tool)
+            cases[name](tool)
         except Failure as failure:
             print(f"FAIL {name}: {failure}")
             return 1

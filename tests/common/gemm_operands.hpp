@@ -11,13 +11,13 @@
 namespace tpu::test {
 
 struct GemmOperands {
-  ref::MatrixBf16 a, b;
-  ref::MatrixFp32 c;
-  std::vector<ref::fp32_t> bias;
+  num::MatrixBf16 a, b;
+  num::MatrixFp32 c;
+  std::vector<num::fp32_t> bias;
 
   // C and the bias as run_gemm takes them: null when the spec has none.
-  const ref::MatrixFp32* c_for(const GemmSpec& spec) const { return spec.has_c ? &c : nullptr; }
-  const std::vector<ref::fp32_t>* bias_for(const GemmSpec& spec) const {
+  const num::MatrixFp32* c_for(const GemmSpec& spec) const { return spec.has_c ? &c : nullptr; }
+  const std::vector<num::fp32_t>* bias_for(const GemmSpec& spec) const {
     return spec.has_bias ? &bias : nullptr;
   }
 };

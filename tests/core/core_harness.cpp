@@ -6,20 +6,20 @@
 namespace tpu::testing {
 
 HardwareConfig config_named(const std::string& name) {
-  for (const HardwareConfig& c : harness::compiled_tops()) {
+  for (const HardwareConfig& c : tpu::core_configs()) {
     if (c.name() == name) return c;
   }
   throw std::invalid_argument("no compiled tpu_top configuration " + name);
 }
 
-CoreHarness::CoreHarness(const HardwareConfig& config, const harness::RtlOptions& options,
+CoreHarness::CoreHarness(const HardwareConfig& config, const sim::RtlOptions& options,
                          std::size_t memory_bytes)
     : config_(config) {
-  harness::RtlOptions rtl_options = options;
+  sim::RtlOptions rtl_options = options;
   rtl_options.memory_bytes = memory_bytes;
   // TPU_TEST_TRACE=<file.fst> dumps the RTL's waveform (of the last harness made).
   if (const char* trace = std::getenv("TPU_TEST_TRACE")) rtl_options.trace_path = trace;
-  rtl_ = std::make_unique<harness::RtlBackend>(config, rtl_options);
+  rtl_ = std::make_unique<sim::RtlBackend>(config, rtl_options);
   model_ = std::make_unique<FunctionalModel>(config, memory_bytes);
 }
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/rtl_backend.hpp"
+#include "backends/rtl_backend.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/model.hpp"
 #include "tpu/program.hpp"
@@ -28,7 +28,7 @@ struct BothResults {
 
 class CoreHarness {
  public:
-  explicit CoreHarness(const HardwareConfig& config, const harness::RtlOptions& options = {},
+  explicit CoreHarness(const HardwareConfig& config, const sim::RtlOptions& options = {},
                        std::size_t memory_bytes = 1u << 20);
 
   // The same bytes into both backends' host memory.
@@ -48,13 +48,13 @@ class CoreHarness {
   // Runs `count` instructions at `prog_addr` as they already lie in memory.
   BothResults run_in_place(std::uint32_t prog_addr, std::uint32_t count, bool precise = true);
 
-  harness::RtlBackend& rtl() { return *rtl_; }
+  sim::RtlBackend& rtl() { return *rtl_; }
   FunctionalModel& model() { return *model_; }
   const HardwareConfig& config() const { return config_; }
 
  private:
   HardwareConfig config_;
-  std::unique_ptr<harness::RtlBackend> rtl_;
+  std::unique_ptr<sim::RtlBackend> rtl_;
   std::unique_ptr<FunctionalModel> model_;
 };
 

@@ -4,7 +4,7 @@
 
 #include "core_harness.hpp"
 #include "oracle/random_matrices.hpp"
-#include "ref/gemm.hpp"
+#include "tpu/numerics/gemm.hpp"
 
 namespace tpu::testing {
 namespace {
@@ -13,7 +13,7 @@ class CoreBasic : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CoreBasic, RegistersDescribeTheBuild) {
   const HardwareConfig config = config_named(GetParam());
-  harness::RtlBackend rtl(config);
+  sim::RtlBackend rtl(config);
   EXPECT_EQ(rtl.read_register(regs::kId), regs::kIdReset);
   EXPECT_EQ(rtl.read_register(regs::kVersion), regs::kVersionReset);
   const std::uint32_t array = rtl.read_register(regs::kHwArray);
@@ -40,8 +40,8 @@ TEST_P(CoreBasic, OneTileGemmMatchesReference) {
   const unsigned d = config.dim;
   const std::size_t m = 2 * d + 3;
   oracle::OperandRng rng(7);
-  const ref::MatrixBf16 a = oracle::random_bf16_matrix(rng, m, d, 10);
-  const ref::MatrixBf16 w = oracle::random_bf16_matrix(rng, d, d, 10);
+  const num::MatrixBf16 a = oracle::random_bf16_matrix(rng, m, d, 10);
+  const num::MatrixBf16 w = oracle::random_bf16_matrix(rng, d, d, 10);
   const std::uint32_t a_addr = 0x1000, w_addr = 0x4000, out_addr = 0x8000;
   h.write_array(a_addr, a.data);
   h.write_array(w_addr, w.data);
@@ -67,8 +67,8 @@ TEST_P(CoreBasic, OneTileGemmMatchesReference) {
 
   const BothResults r = h.run(p.instructions());
   EXPECT_TRUE(r.rtl.ok());
-  const ref::MatrixFp32 expected = ref::gemm(a, w);
-  EXPECT_EQ(h.rtl().memory().read_array<ref::fp32_t>(out_addr, m * d), expected.data);
+  const num::MatrixFp32 expected = num::gemm(a, w);
+  EXPECT_EQ(h.rtl().memory().read_array<num::fp32_t>(out_addr, m * d), expected.data);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tops, CoreBasic,

@@ -145,13 +145,13 @@ TEST(CoreErrorsBus, NoTrafficAfterTheStop) {
       h.run_in_place(0, static_cast<std::uint32_t>(program.size() / isa::kInstrBytes), false);
   ASSERT_EQ(std::string(regs::error_name(r.rtl.error)), regs::error_name(regs::Error::BusRead));
 
-  const harness::AxiTraffic stopped = h.rtl().axi().traffic();
+  const sim::AxiTraffic stopped = h.rtl().axi().traffic();
   // The stop came before the READ_HOST had asked for its 64 rows (512 bytes, at
   // least 32 beats of 16 bytes), fetch and prelude reads included.
   EXPECT_LT(stopped.read_beats, 32u);
   const std::uint64_t cycle = h.rtl().cycle();
   while (h.rtl().cycle() < cycle + 1000) h.rtl().read_register(regs::kStatus);
-  const harness::AxiTraffic later = h.rtl().axi().traffic();
+  const sim::AxiTraffic later = h.rtl().axi().traffic();
   EXPECT_EQ(later.read_bursts, stopped.read_bursts);
   EXPECT_EQ(later.read_beats, stopped.read_beats);
   EXPECT_EQ(later.write_bursts, stopped.write_bursts);

@@ -19,16 +19,16 @@ using Operands = test::GemmOperands;
 // Runs the compiled GEMM on the RTL and the model and checks both against
 // the reference. Returns the RTL's counters.
 Counters check_gemm(const HardwareConfig& config, const GemmSpec& spec, const Operands& o,
-                    const harness::RtlOptions& options = {}) {
+                    const sim::RtlOptions& options = {}) {
   const GemmPlan plan = plan_gemm(config, spec);
   CoreHarness h(config, options, plan.memory_bytes);
-  const ref::MatrixFp32* c = o.c_for(spec);
-  const std::vector<ref::fp32_t>* bias = o.bias_for(spec);
+  const num::MatrixFp32* c = o.c_for(spec);
+  const std::vector<num::fp32_t>* bias = o.bias_for(spec);
   write_gemm_inputs(plan, h.rtl().memory(), o.a, o.b, c, bias);
   write_gemm_inputs(plan, h.model().memory(), o.a, o.b, c, bias);
   const BothResults r = h.run(plan.program, plan.prog_addr);
   EXPECT_TRUE(r.rtl.ok()) << regs::error_name(r.rtl.error);
-  const ref::MatrixFp32 want = reference_gemm(spec, o.a, o.b, c, bias);
+  const num::MatrixFp32 want = reference_gemm(spec, o.a, o.b, c, bias);
   EXPECT_EQ(read_gemm_output(plan, h.rtl().memory()).data, want.data);
   return r.rtl.counters.value_or(Counters{});
 }
@@ -107,7 +107,7 @@ TEST_P(CoreGemm, AdversarialValues) {
   Operands o = random_operands(rng, s, 0, 120, 130);
   for (std::size_t k = 1; k < s.k; k += 2) {
     for (std::size_t j = 0; j < s.n; ++j) {
-      o.b.at(k, j) = static_cast<ref::bf16_t>(o.b.at(k - 1, j) ^ 0x8000);
+      o.b.at(k, j) = static_cast<num::bf16_t>(o.b.at(k - 1, j) ^ 0x8000);
     }
     for (std::size_t i = 0; i < s.m; ++i) o.a.at(i, k) = o.a.at(i, k - 1);
   }
@@ -125,7 +125,7 @@ TEST_P(CoreGemm, RandomHostMemoryTiming) {
   s.has_bias = true;
   s.act = isa::Func::Relu;
   s.out = OutType::Bf16;
-  harness::RtlOptions options;
+  sim::RtlOptions options;
   options.timing.read_latency = 23;
   options.timing.write_latency = 9;
   options.timing.beats_per_cycle = 0.4;

@@ -22,8 +22,8 @@ void PrintTo(const HazardCase& c, std::ostream* os) {
   *os << c.name;
 }
 
-harness::RtlOptions slow_memory() {
-  harness::RtlOptions o;
+sim::RtlOptions slow_memory() {
+  sim::RtlOptions o;
   o.timing.read_latency = 30;
   o.timing.write_latency = 20;
   o.timing.beats_per_cycle = 0.5;
@@ -154,15 +154,15 @@ TEST(CoreOverlap, IndependentUnitsRunTogether) {
   h.write(0x8000, host_data());
   const BothResults r = h.run(isa::assemble(compute + "halt\n"));
   const Counters& c = r.rtl.counters.value();
-  EXPECT_GT(c[(regs::kCntInputStallLo - regs::kCounterBase) / 8], 0u);
+  EXPECT_GT(c[regs::kCntInputStallIndex], 0u);
   std::uint64_t categories = 0;
-  for (std::uint32_t lo :
-       {regs::kCntArrayActiveLo, regs::kCntWeightStallLo, regs::kCntWeightShiftLo,
-        regs::kCntInputStallLo, regs::kCntRawStallLo, regs::kCntNonMatrixLo}) {
-    categories += c[(lo - regs::kCounterBase) / 8];
+  for (std::size_t index :
+       {regs::kCntArrayActiveIndex, regs::kCntWeightStallIndex, regs::kCntWeightShiftIndex,
+        regs::kCntInputStallIndex, regs::kCntRawStallIndex, regs::kCntNonMatrixIndex}) {
+    categories += c[index];
   }
   EXPECT_EQ(categories, c[0]) << "every cycle falls in exactly one category";
-  EXPECT_EQ(c[(regs::kCntUsefulMacsLo - regs::kCounterBase) / 8], 8u * 64 * 4 * 4);
+  EXPECT_EQ(c[regs::kCntUsefulMacsIndex], 8u * 64 * 4 * 4);
 }
 
 // The sequential core counts a completed MATMUL row as ARRAY_ACTIVE and every other cycle as
@@ -177,19 +177,18 @@ TEST(CoreCounters, SequentialCoreCategories) {
       "write_host acc rows=16 host_addr=0x10000 host_stride=16\nhalt\n"));
   ASSERT_TRUE(r.rtl.ok()) << regs::error_name(r.rtl.error);
   const Counters& c = r.rtl.counters.value();
-  const auto counter = [&](std::uint32_t lo) { return c[(lo - regs::kCounterBase) / 8]; };
-  EXPECT_EQ(counter(regs::kCntArrayActiveLo), 2u * 16);
-  EXPECT_EQ(counter(regs::kCntUsefulMacsLo), 2u * 16 * 3 * 2);
-  EXPECT_EQ(counter(regs::kCntArrayActiveLo) + counter(regs::kCntNonMatrixLo), c[0]);
-  for (std::uint32_t lo : {regs::kCntWeightStallLo, regs::kCntWeightShiftLo, regs::kCntInputStallLo,
-                           regs::kCntRawStallLo}) {
-    EXPECT_EQ(counter(lo), 0u);
+  EXPECT_EQ(c[regs::kCntArrayActiveIndex], 2u * 16);
+  EXPECT_EQ(c[regs::kCntUsefulMacsIndex], 2u * 16 * 3 * 2);
+  EXPECT_EQ(c[regs::kCntArrayActiveIndex] + c[regs::kCntNonMatrixIndex], c[0]);
+  for (std::size_t index : {regs::kCntWeightStallIndex, regs::kCntWeightShiftIndex,
+                            regs::kCntInputStallIndex, regs::kCntRawStallIndex}) {
+    EXPECT_EQ(c[index], 0u);
   }
-  EXPECT_EQ(counter(regs::kCntInstructionsLo), 3u);
+  EXPECT_EQ(c[regs::kCntInstructionsIndex], 3u);
   // One beat per 4-byte word: 4 instructions of 8 words, 16 rows of 4 bf16 lanes (a lane a
   // beat), 2 tiles of 3 rows of 4 weights; 16 rows of 4 fp32 lanes out.
-  EXPECT_EQ(counter(regs::kCntDmaReadBeatsLo), 4u * 8 + 16 * 4 + 2 * 3 * 4);
-  EXPECT_EQ(counter(regs::kCntDmaWriteBeatsLo), 16u * 4);
+  EXPECT_EQ(c[regs::kCntDmaReadBeatsIndex], 4u * 8 + 16 * 4 + 2 * 3 * 4);
+  EXPECT_EQ(c[regs::kCntDmaWriteBeatsIndex], 16u * 4);
 }
 
 }  // namespace

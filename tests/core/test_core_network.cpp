@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core_harness.hpp"
-#include "harness/rtl_backend.hpp"
+#include "backends/rtl_backend.hpp"
 #include "tpu/model.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/train.hpp"
@@ -42,7 +42,7 @@ TEST_P(TwoTrainingSteps, BitIdenticalOnRtlAndModel) {
   const idx::Dataset train = load_fashion_mnist(true);
   const std::uint32_t batch = GetParam() == Architecture::Mlp ? 8 : 2;
   const HardwareConfig config = testing::config_named(kArray);
-  harness::RtlBackend rtl(config);
+  sim::RtlBackend rtl(config);
   FunctionalModel model(config, 1u << 20);
   Network on_rtl = make_network(GetParam(), 5), on_model = make_network(GetParam(), 5);
   TrainOptions options;
@@ -96,7 +96,7 @@ TEST_P(ShippedNetwork, ClassifiesTestImages) {
   EXPECT_NEAR(model_accuracy, host_accuracy, 0.01) << "bf16 inference against host fp32";
 
   // The first images on the RTL: the same logits, bit for bit.
-  harness::RtlBackend rtl(config);
+  sim::RtlBackend rtl(config);
   const Tensor x = images_to_tensor(test.images, 0, kRtlImages, test.rows, test.cols);
   const Tensor on_rtl = forward(rtl, net, x), on_model = forward(model, net, x);
   ASSERT_EQ(on_rtl.data.size(), on_model.data.size());

@@ -34,7 +34,7 @@ TEST_P(CoreRandom, ProgramsMatchTheModel) {
     const std::uint64_t program_seed = seed * 1000 + p;
     SCOPED_TRACE("program seed " + std::to_string(program_seed));
     const RandomProgram rp = make_random_program(config, {}, program_seed);
-    harness::RtlOptions options;
+    sim::RtlOptions options;
     options.random_init_seed = static_cast<std::uint32_t>(program_seed);
     options.timing.seed = program_seed;
     // The sequential core takes some sixty cycles per multiply-add, the array a fraction of one.

@@ -1,4 +1,4 @@
-// The activation reference model (tb/ref/activation) against independent expectations: MPFR's
+// The activation reference model (sw/numerics/activation.cpp) against independent expectations: MPFR's
 // correctly rounded sigmoid, tanh and gelu for every bf16 input, the double-precision oracle on
 // random fp32 samples, the host-float oracle for relu, relu6 and leaky relu, and the special
 // values of N-ACT written out by hand. Randomised tests print their seed; TPU_TEST_SEED
@@ -18,15 +18,15 @@
 #include "oracle/activation.hpp"
 #include "oracle/host_float.hpp"
 #include "oracle/operand_sets.hpp"
-#include "ref/activation.hpp"
-#include "ref/numerics.hpp"
+#include "tpu/numerics/activation.hpp"
+#include "tpu/numerics/float.hpp"
 
 namespace tpu {
 namespace {
 
-using ref::ActFunc;
-using ref::bf16_t;
-using ref::fp32_t;
+using num::ActFunc;
+using num::bf16_t;
+using num::fp32_t;
 using tpu::test::test_seed;
 
 constexpr std::uint64_t kRandomSampleCount = 1'000'000;
@@ -41,7 +41,7 @@ const double kMaxRelativeError = std::ldexp(1.0, -14);
 const double kRelativeErrorFloor = std::ldexp(1.0, -125);
 
 fp32_t act(ActFunc func, fp32_t x, bf16_t alpha = 0) {
-  return ref::act_func(static_cast<unsigned>(func), x, alpha);
+  return num::act_func(static_cast<unsigned>(func), x, alpha);
 }
 
 template <typename T>
@@ -91,7 +91,7 @@ class ErrorStats {
  public:
   void add(fp32_t x, fp32_t result, bf16_t correctly_rounded, double relative_error) {
     ++checked_;
-    const int ulps = oracle::bf16_ulp_distance(ref::fp32_to_bf16(result), correctly_rounded);
+    const int ulps = oracle::bf16_ulp_distance(num::fp32_to_bf16(result), correctly_rounded);
     if (ulps > 0) ++inexact_;
     if (ulps > max_ulps_) {
       max_ulps_ = ulps;
@@ -146,7 +146,7 @@ class Mpfr {
 // func(x) at kMpfrPrecision bits for a finite fp32 x after N-IN.
 void mpfr_function(ActFunc func, fp32_t x, mpfr_ptr out) {
   Mpfr arg(kMpfrPrecision);
-  mpfr_set_flt(arg.get(), oracle::as_float(ref::canon_in_fp32(x)), MPFR_RNDN);
+  mpfr_set_flt(arg.get(), oracle::as_float(num::canon_in_fp32(x)), MPFR_RNDN);
   switch (func) {
     case ActFunc::kSigmoid:  // 1 / (1 + e^-x)
       mpfr_neg(out, arg.get(), MPFR_RNDN);
@@ -200,7 +200,7 @@ void check_every_bf16_input(ActFunc func) {
   ErrorStats stats;
   Mpfr value(kMpfrPrecision);
   for (std::uint32_t bits = 0; bits <= 0xFFFFu; ++bits) {
-    const fp32_t x = ref::bf16_to_fp32(static_cast<bf16_t>(bits));
+    const fp32_t x = num::bf16_to_fp32(static_cast<bf16_t>(bits));
     if ((x & 0x7F800000u) == 0x7F800000u) continue;
     const fp32_t y = act(func, x);
     mpfr_function(func, x, value.get());
@@ -243,7 +243,7 @@ void check_random_fp32_inputs(ActFunc func, std::uint64_t seed) {
     const fp32_t x = oracle::activation_input(rng);
     const fp32_t y = act(func, x);
     if (is_nan_fp32(x)) {
-      nan_log.check(y, ref::kCanonicalNanFp32, [&] { return hex(x); });
+      nan_log.check(y, num::kCanonicalNanFp32, [&] { return hex(x); });
       continue;
     }
     const double truth = double_function(func, x);
@@ -350,7 +350,7 @@ TEST(ActRefSpecial, SpecialValues) {
 TEST(ActRefSpecial, EveryNaNGivesCanonicalNaN) {
   const fp32_t nans[] = {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFFFFFFFFu, 0x7FBFFFFFu};
   for (unsigned func = 0; func < 16; ++func)
-    for (fp32_t x : nans) EXPECT_EQ(hex(ref::act_func(func, x, 0x3F80u)), hex(kNan)) << func;
+    for (fp32_t x : nans) EXPECT_EQ(hex(num::act_func(func, x, 0x3F80u)), hex(kNan)) << func;
 }
 
 TEST(ActRefSpecial, IllegalCodesAreTheIdentity) {
@@ -358,7 +358,7 @@ TEST(ActRefSpecial, IllegalCodesAreTheIdentity) {
   for (unsigned func = 7; func < 16; ++func) {
     for (int n = 0; n < 10'000; ++n) {
       const fp32_t x = rng.fp32();
-      ASSERT_EQ(hex(ref::act_func(func, x, 0)), hex(act(ActFunc::kNone, x)));
+      ASSERT_EQ(hex(num::act_func(func, x, 0)), hex(act(ActFunc::kNone, x)));
     }
   }
 }
@@ -371,7 +371,7 @@ TEST(ActRefSpecial, IllegalCodesAreTheIdentity) {
 std::vector<fp32_t> piecewise_inputs(std::uint64_t seed) {
   std::vector<fp32_t> inputs = oracle::structured_fp32_operands();
   for (std::uint32_t bits = 0; bits <= 0xFFFFu; ++bits)
-    inputs.push_back(ref::bf16_to_fp32(static_cast<bf16_t>(bits)));
+    inputs.push_back(num::bf16_to_fp32(static_cast<bf16_t>(bits)));
   oracle::OperandRng rng(seed);
   for (std::uint64_t n = 0; n < kRandomSampleCount; ++n) inputs.push_back(rng.fp32());
   return inputs;

@@ -1,5 +1,5 @@
-// The reference GEMM (tb/ref/gemm) against a naive loop on the host-FPU oracle, against itself
-// tiled along K (N-ORDER), and against hand-written bit patterns for seeds and ordering.
+// The reference GEMM (sw/numerics/gemm.cpp) against a naive loop on the host-FPU oracle, against
+// itself tiled along K (N-ORDER), and against hand-written bit patterns for seeds and ordering.
 // Randomised tests print their seed; TPU_TEST_SEED reproduces a run.
 #include <gtest/gtest.h>
 
@@ -17,17 +17,17 @@
 #include "oracle/host_float.hpp"
 #include "oracle/operand_sets.hpp"
 #include "oracle/random_matrices.hpp"
-#include "ref/gemm.hpp"
+#include "tpu/numerics/gemm.hpp"
 
 namespace tpu {
 namespace {
 
 using tpu::test::test_seed;
 
-using ref::bf16_t;
-using ref::fp32_t;
-using ref::MatrixBf16;
-using ref::MatrixFp32;
+using num::bf16_t;
+using num::fp32_t;
+using num::MatrixBf16;
+using num::MatrixFp32;
 
 constexpr int kRandomTrials = 60;
 constexpr std::uint64_t kMaxDimension = 50;
@@ -39,7 +39,7 @@ std::string hex(fp32_t bits) {
 }
 
 template <typename T>
-::testing::AssertionResult SameMatrix(const ref::Matrix<T>& got, const ref::Matrix<T>& expected) {
+::testing::AssertionResult SameMatrix(const num::Matrix<T>& got, const num::Matrix<T>& expected) {
   if (got.rows != expected.rows || got.cols != expected.cols ||
       got.data.size() != expected.data.size()) {
     return ::testing::AssertionFailure() << "shape " << got.rows << "x" << got.cols << ", expected "
@@ -101,7 +101,7 @@ MatrixFp32 fp32_matrix(std::size_t rows, std::size_t cols, std::initializer_list
 }
 
 TEST(Matrix, IsRowMajorAndFilled) {
-  ref::Matrix<int> m(2, 3, 7);
+  num::Matrix<int> m(2, 3, 7);
   EXPECT_EQ(m.data.size(), 6u);
   EXPECT_EQ(m.at(1, 2), 7);
   m.at(1, 0) = 42;
@@ -114,7 +114,7 @@ TEST(GemmDirected, SmallIntegerProduct) {
   const MatrixBf16 w = bf16_matrix(2, 2, {0x40A0, 0x40C0, 0x40E0, 0x4100});
   const MatrixFp32 expected =
       fp32_matrix(2, 2, {0x41980000u, 0x41B00000u, 0x422C0000u, 0x42480000u});
-  EXPECT_TRUE(SameMatrix(ref::gemm(a, w), expected));
+  EXPECT_TRUE(SameMatrix(num::gemm(a, w), expected));
 }
 
 TEST(GemmDirected, FoldsInIncreasingK) {
@@ -122,21 +122,21 @@ TEST(GemmDirected, FoldsInIncreasingK) {
   // order that pairs 2^24 with -2^24 first would give 1.
   const MatrixBf16 a = bf16_matrix(1, 3, {0x4B80, 0x3F80, 0xCB80});
   const MatrixBf16 w = bf16_matrix(3, 1, {0x3F80, 0x3F80, 0x3F80});
-  EXPECT_TRUE(SameMatrix(ref::gemm(a, w), fp32_matrix(1, 1, {0x00000000u})));
+  EXPECT_TRUE(SameMatrix(num::gemm(a, w), fp32_matrix(1, 1, {0x00000000u})));
 }
 
 TEST(GemmSeed, AbsentSeedStartsFromPositiveZero) {
   // (+0) + (-0) = +0; a -0 start would keep -0.
   const MatrixBf16 a = bf16_matrix(1, 1, {0x8000});
   const MatrixBf16 w = bf16_matrix(1, 1, {0x3F80});
-  EXPECT_TRUE(SameMatrix(ref::gemm(a, w), fp32_matrix(1, 1, {0x00000000u})));
+  EXPECT_TRUE(SameMatrix(num::gemm(a, w), fp32_matrix(1, 1, {0x00000000u})));
 }
 
 TEST(GemmSeed, NegativeZeroSeedIsKept) {
   const MatrixBf16 a = bf16_matrix(1, 1, {0x8000});
   const MatrixBf16 w = bf16_matrix(1, 1, {0x3F80});
   const MatrixFp32 seed = fp32_matrix(1, 1, {0x80000000u});
-  EXPECT_TRUE(SameMatrix(ref::gemm(a, w, &seed), fp32_matrix(1, 1, {0x80000000u})));
+  EXPECT_TRUE(SameMatrix(num::gemm(a, w, &seed), fp32_matrix(1, 1, {0x80000000u})));
 }
 
 TEST(GemmSeed, SubnormalSeedIsZero) {
@@ -144,29 +144,29 @@ TEST(GemmSeed, SubnormalSeedIsZero) {
   const MatrixBf16 a = bf16_matrix(1, 1, {0x8080});
   const MatrixBf16 w = bf16_matrix(1, 1, {0x3F80});
   const MatrixFp32 seed = fp32_matrix(1, 1, {0x00400000u});
-  EXPECT_TRUE(SameMatrix(ref::gemm(a, w, &seed), fp32_matrix(1, 1, {0x80800000u})));
+  EXPECT_TRUE(SameMatrix(num::gemm(a, w, &seed), fp32_matrix(1, 1, {0x80800000u})));
 }
 
 TEST(GemmSeed, SubnormalSeedWithEmptyKIsSignedZero) {
   const MatrixBf16 a(2, 0);
   const MatrixBf16 w(0, 1);
   const MatrixFp32 seed = fp32_matrix(2, 1, {0x80000001u, 0x007FFFFFu});
-  EXPECT_TRUE(SameMatrix(ref::gemm(a, w, &seed), fp32_matrix(2, 1, {0x80000000u, 0x00000000u})));
-  EXPECT_TRUE(SameMatrix(ref::gemm(a, w), fp32_matrix(2, 1, {0x00000000u, 0x00000000u})));
+  EXPECT_TRUE(SameMatrix(num::gemm(a, w, &seed), fp32_matrix(2, 1, {0x80000000u, 0x00000000u})));
+  EXPECT_TRUE(SameMatrix(num::gemm(a, w), fp32_matrix(2, 1, {0x00000000u, 0x00000000u})));
 }
 
 TEST(GemmSeed, NaNSeedGivesCanonicalNaN) {
   const MatrixBf16 a = bf16_matrix(1, 2, {0x3F80, 0x4000});
   const MatrixBf16 w = bf16_matrix(2, 1, {0x3F80, 0x3F80});
   const MatrixFp32 seed = fp32_matrix(1, 1, {0xFFC12345u});
-  EXPECT_TRUE(SameMatrix(ref::gemm(a, w, &seed), fp32_matrix(1, 1, {0x7FC00000u})));
+  EXPECT_TRUE(SameMatrix(num::gemm(a, w, &seed), fp32_matrix(1, 1, {0x7FC00000u})));
 }
 
 TEST(GemmShape, InnerDimensionMismatchThrows) {
   const MatrixBf16 a(2, 3);
   const MatrixBf16 w(4, 2);
   try {
-    ref::gemm(a, w);
+    num::gemm(a, w);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
     EXPECT_NE(std::string(error.what()).find("2x3"), std::string::npos) << error.what();
@@ -178,9 +178,9 @@ TEST(GemmShape, SeedShapeMismatchThrows) {
   const MatrixBf16 a(2, 3);
   const MatrixBf16 w(3, 4);
   const MatrixFp32 wrong_seed(4, 2);
-  EXPECT_THROW(ref::gemm(a, w, &wrong_seed), std::invalid_argument);
+  EXPECT_THROW(num::gemm(a, w, &wrong_seed), std::invalid_argument);
   const MatrixFp32 right_seed(2, 4);
-  EXPECT_NO_THROW(ref::gemm(a, w, &right_seed));
+  EXPECT_NO_THROW(num::gemm(a, w, &right_seed));
 }
 
 TEST(GemmVsOracle, RandomShapesMatchNaiveOracleLoop) {
@@ -196,7 +196,7 @@ TEST(GemmVsOracle, RandomShapesMatchNaiveOracleLoop) {
     const MatrixFp32 seed = oracle::random_seed_matrix(rng, m, n, special_percent);
     const bool with_seed = trial % 2 == 1;
     const MatrixFp32* seed_or_null = with_seed ? &seed : nullptr;
-    EXPECT_TRUE(SameMatrix(ref::gemm(a, w, seed_or_null), oracle_gemm(a, w, seed_or_null)))
+    EXPECT_TRUE(SameMatrix(num::gemm(a, w, seed_or_null), oracle_gemm(a, w, seed_or_null)))
         << "trial " << trial << ": " << m << "x" << k << "x" << n << (with_seed ? " seeded" : "");
   }
 }
@@ -214,13 +214,13 @@ TEST(GemmTiling, ChunkedKEqualsOneShot) {
     const MatrixBf16 w = oracle::random_bf16_matrix(rng, k, n, special_percent, 120, 134);
     const MatrixFp32 seed = oracle::random_seed_matrix(rng, m, n, special_percent);
     const MatrixFp32* initial_seed = trial % 2 == 1 ? &seed : nullptr;
-    const MatrixFp32 one_shot = ref::gemm(a, w, initial_seed);
+    const MatrixFp32 one_shot = num::gemm(a, w, initial_seed);
     for (std::size_t tile : {1, 2, 3, 4, 7, 16}) {
       MatrixFp32 partial;
       const MatrixFp32* chunk_seed = initial_seed;
       for (std::size_t first = 0; first < k; first += tile) {
         const std::size_t last = std::min(first + tile, k);
-        partial = ref::gemm(column_block(a, first, last), row_block(w, first, last), chunk_seed);
+        partial = num::gemm(column_block(a, first, last), row_block(w, first, last), chunk_seed);
         chunk_seed = &partial;
       }
       EXPECT_TRUE(SameMatrix(partial, one_shot))
@@ -233,7 +233,7 @@ TEST(RoundToBf16, ElementwiseLiterals) {
   const MatrixFp32 m = fp32_matrix(
       2, 3, {0x3FFF8000u, 0x7F7F8000u, 0x807FFFFFu, 0xFFC00001u, 0x3F808000u, 0x3F818000u});
   const MatrixBf16 expected = bf16_matrix(2, 3, {0x4000, 0x7F80, 0x8000, 0x7FC0, 0x3F80, 0x3F82});
-  const MatrixBf16 got = ref::round_to_bf16(m);
+  const MatrixBf16 got = num::round_to_bf16(m);
   ASSERT_EQ(got.rows, 2u);
   ASSERT_EQ(got.cols, 3u);
   EXPECT_EQ(got.data, expected.data);
@@ -242,7 +242,7 @@ TEST(RoundToBf16, ElementwiseLiterals) {
 TEST(RoundToBf16, MatchesOracleElementwise) {
   oracle::OperandRng rng(test_seed());
   const MatrixFp32 m = oracle::random_seed_matrix(rng, 37, 41, 50);
-  const MatrixBf16 got = ref::round_to_bf16(m);
+  const MatrixBf16 got = num::round_to_bf16(m);
   ASSERT_EQ(got.data.size(), m.data.size());
   for (std::size_t n = 0; n < m.data.size(); ++n) {
     EXPECT_EQ(got.data[n], oracle::fp32_to_bf16(m.data[n])) << "input " << hex(m.data[n]);

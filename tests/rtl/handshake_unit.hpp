@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/verilated_context.hpp"
+#include "backends/verilated_context.hpp"
 #include "mismatch_log.hpp"
 
 namespace tpu::test {
@@ -24,7 +24,7 @@ template <typename VUnit>
 class HandshakeUnit {
  public:
   explicit HandshakeUnit(std::uint32_t random_init_seed)
-      : context_(harness::make_context(random_init_seed)),
+      : context_(sim::make_context(random_init_seed)),
         unit_(std::make_unique<VUnit>(context_.get(), "unit")) {
     unit_->clk_i = 0;
     unit_->in_valid_i = 0;

@@ -1,7 +1,7 @@
-// The activation function unit in RTL (rtl/tpu_act_func.sv) against the reference model
-// (tb/ref/activation), bit for bit: every bf16 input for every function code, special values,
-// random fp32 inputs, function and slope changing every cycle, and the pipeline timing; as the
-// default core builds it and with SplitStages (a register after each multiplier, one after the
+// The activation function unit in RTL (rtl/core/tpu_act_func.sv) against the reference model
+// (sw/numerics/activation.cpp), bit for bit: every bf16 input for every function code, special
+// values, random fp32 inputs, function and slope changing every cycle, and the pipeline timing; as
+// the default core builds it and with SplitStages (a register after each multiplier, one after the
 // shift of 2^-n and one between normalising and rounding), as the FPGA builds have it.
 #include <gtest/gtest.h>
 
@@ -21,14 +21,14 @@
 #include "mismatch_log.hpp"
 #include "oracle/activation.hpp"
 #include "oracle/operand_sets.hpp"
-#include "ref/activation.hpp"
+#include "tpu/numerics/activation.hpp"
 
 namespace {
 
 using tpu::harness::UnitModel;
-using tpu::ref::ActFunc;
-using tpu::ref::bf16_t;
-using tpu::ref::fp32_t;
+using tpu::num::ActFunc;
+using tpu::num::bf16_t;
+using tpu::num::fp32_t;
 using tpu::test::test_seed;
 namespace oracle = tpu::oracle;
 
@@ -57,7 +57,7 @@ struct Input {
 };
 
 fp32_t reference(const Input& in) {
-  return tpu::ref::act_func(in.func, in.x, in.alpha);
+  return tpu::num::act_func(in.func, in.x, in.alpha);
 }
 
 // Counts mismatches and keeps the first few for the failure message.

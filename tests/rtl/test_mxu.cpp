@@ -1,4 +1,4 @@
-// The matrix unit in RTL against the reference model (tb/ref), on every
+// The matrix unit in RTL against the reference model (sw/numerics), on every
 // compiled array configuration: GEMMs of many shapes, seeded partial sums,
 // special values, back-to-back tiles with an exact cycle count, random stalls,
 // random initial register values, and live SVA assertions.
@@ -10,7 +10,7 @@
 #include "harness/mxu_gemm.hpp"
 #include "harness/tile_jobs.hpp"
 #include "oracle/random_matrices.hpp"
-#include "ref/gemm.hpp"
+#include "tpu/numerics/gemm.hpp"
 
 namespace tpu::harness {
 // Test names and failure messages show the configuration as "4x4_m0a0".
@@ -27,11 +27,11 @@ using tpu::harness::ArrayConfig;
 using tpu::harness::MxuModel;
 using tpu::harness::StallProfile;
 using tpu::harness::TileJob;
-using tpu::ref::MatrixBf16;
-using tpu::ref::MatrixFp32;
+using tpu::num::MatrixBf16;
+using tpu::num::MatrixFp32;
 namespace harness = tpu::harness;
 namespace oracle = tpu::oracle;
-namespace ref = tpu::ref;
+namespace num = tpu::num;
 
 std::string first_difference(const MatrixFp32& got, const MatrixFp32& want) {
   for (std::size_t i = 0; i < want.rows; ++i) {
@@ -73,7 +73,7 @@ TEST_P(MxuTest, RandomGemmsOfManyShapesMatchReference) {
     SCOPED_TRACE("M=" + std::to_string(m) + " K=" + std::to_string(k) + " N=" + std::to_string(n));
     const MatrixBf16 a = oracle::random_bf16_matrix(rng, m, k, 3);
     const MatrixBf16 w = oracle::random_bf16_matrix(rng, k, n, 3);
-    EXPECT_SAME_BITS(harness::run_gemm(*mxu, a, w, nullptr), ref::gemm(a, w));
+    EXPECT_SAME_BITS(harness::run_gemm(*mxu, a, w, nullptr), num::gemm(a, w));
   }
 }
 
@@ -86,7 +86,7 @@ TEST_P(MxuTest, SeededPartialSumsMatchReference) {
     const MatrixBf16 a = oracle::random_bf16_matrix(rng, m, k, 5);
     const MatrixBf16 w = oracle::random_bf16_matrix(rng, k, n, 5);
     const MatrixFp32 seed = oracle::random_seed_matrix(rng, m, n);
-    EXPECT_SAME_BITS(harness::run_gemm(*mxu, a, w, &seed), ref::gemm(a, w, &seed));
+    EXPECT_SAME_BITS(harness::run_gemm(*mxu, a, w, &seed), num::gemm(a, w, &seed));
   }
 }
 
@@ -99,7 +99,7 @@ TEST_P(MxuTest, NegativeZeroSeedSurvivesPadding) {
   MatrixBf16 a(2, k, 0x8000);  // -0 activations: every product is -0 or +0
   MatrixBf16 w(k, 3, 0x3F80);
   MatrixFp32 seed(2, 3, 0x80000000);
-  const MatrixFp32 want = ref::gemm(a, w, &seed);
+  const MatrixFp32 want = num::gemm(a, w, &seed);
   ASSERT_EQ(want.at(0, 0), 0x80000000u);  // -0 + (-0 * 1) ... stays -0
   EXPECT_SAME_BITS(harness::run_gemm(*mxu, a, w, &seed), want);
 }
@@ -117,7 +117,7 @@ TEST_P(MxuTest, SpecialValuesMatchReference) {
     for (auto& v : w.data)
       v = rng.uniform(0, 99) < 30 ? rng.bf16() : rng.bf16_with_exponent(1, 254);
     const MatrixFp32 seed = oracle::random_seed_matrix(rng, m, n);
-    EXPECT_SAME_BITS(harness::run_gemm(*mxu, a, w, &seed), ref::gemm(a, w, &seed));
+    EXPECT_SAME_BITS(harness::run_gemm(*mxu, a, w, &seed), num::gemm(a, w, &seed));
   }
 }
 
@@ -171,7 +171,7 @@ TEST_P(MxuTest, RandomStallsKeepResultsExact) {
     stalls.seed_gap = 0.05 * (i + 1);
     stalls.result_block = 0.1 * (i + 1);
     stalls.seed = rng.uniform(1, 1u << 30);
-    EXPECT_SAME_BITS(harness::run_gemm(*mxu, a, w, &seed, stalls), ref::gemm(a, w, &seed));
+    EXPECT_SAME_BITS(harness::run_gemm(*mxu, a, w, &seed, stalls), num::gemm(a, w, &seed));
   }
 }
 
@@ -181,7 +181,7 @@ TEST_P(MxuTest, ResultsDoNotDependOnInitialRegisterValues) {
   oracle::OperandRng rng(test_seed() + 6);
   const MatrixBf16 a = oracle::random_bf16_matrix(rng, 9, 2 * config().rows + 1, 3);
   const MatrixBf16 w = oracle::random_bf16_matrix(rng, 2 * config().rows + 1, config().cols + 2, 3);
-  const MatrixFp32 want = ref::gemm(a, w);
+  const MatrixFp32 want = num::gemm(a, w);
   for (std::uint32_t init = 1; init <= 4; ++init) {
     auto mxu = model(init * 7919u);
     EXPECT_SAME_BITS(harness::run_gemm(*mxu, a, w, nullptr), want);
@@ -200,9 +200,9 @@ INSTANTIATE_TEST_SUITE_P(Arrays, MxuTest, ::testing::ValuesIn(harness::compiled_
 // is flushed. Expected values worked out by hand (docs/numerics.md).
 TEST(MxuUnfusedMac, OverflowAndFlushHappenBeforeTheAdd) {
   struct Case {
-    tpu::ref::fp32_t seed;
-    tpu::ref::bf16_t a, w;
-    tpu::ref::fp32_t unfused, fused;
+    tpu::num::fp32_t seed;
+    tpu::num::bf16_t a, w;
+    tpu::num::fp32_t unfused, fused;
     const char* what;
   };
   const Case cases[] = {
@@ -225,8 +225,8 @@ TEST(MxuUnfusedMac, OverflowAndFlushHappenBeforeTheAdd) {
 TEST(MxuAssertions, WithdrawnActivationIsCaught) {
   auto mxu = harness::make_model({4, 4, 0, 0});
   mxu->reset();
-  std::vector<tpu::ref::bf16_t> row(4, 0x3F80);
-  std::vector<tpu::ref::fp32_t> seeds(4, 0);
+  std::vector<tpu::num::bf16_t> row(4, 0x3F80);
+  std::vector<tpu::num::fp32_t> seeds(4, 0);
   // No weights loaded, so the activation is not taken; then it is withdrawn.
   mxu->drive_acts(true, row, false);
   mxu->drive_seeds(true, seeds);

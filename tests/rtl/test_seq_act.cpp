@@ -1,7 +1,7 @@
-// The sequential activation function unit (rtl/tpu_seq_act.sv) against the reference model
-// (tb/ref/activation), bit for bit, as test_act_func checks the pipelined unit: every bf16 input
-// for every function code (leaky with slopes of every kind), special values with every code and
-// slope, random fp32 inputs, and a random function per value. Throughout, in_valid_i and
+// The sequential activation function unit (rtl/seq/tpu_seq_act.sv) against the reference model
+// (sw/numerics/activation.cpp), bit for bit, as test_act_func checks the pipelined unit: every bf16
+// input for every function code (leaky with slopes of every kind), special values with every code
+// and slope, random fp32 inputs, and a random function per value. Throughout, in_valid_i and
 // out_ready_i are held low at random and the inputs change at random whenever they are not being
 // offered, so a result must wait in y_o and only the offered input may be taken. Then the
 // handshakes on their own: the result held until taken, nothing taken while a value is in
@@ -20,13 +20,13 @@
 #include "handshake_unit.hpp"
 #include "oracle/activation.hpp"
 #include "oracle/operand_sets.hpp"
-#include "ref/activation.hpp"
+#include "tpu/numerics/activation.hpp"
 
 namespace {
 
-using tpu::ref::ActFunc;
-using tpu::ref::bf16_t;
-using tpu::ref::fp32_t;
+using tpu::num::ActFunc;
+using tpu::num::bf16_t;
+using tpu::num::fp32_t;
 using tpu::test::test_seed;
 namespace oracle = tpu::oracle;
 
@@ -66,7 +66,7 @@ struct ActUnit {
   }
   static std::uint32_t result(const Model& unit) { return unit.y_o; }
   static std::uint32_t expected(const Input& in) {
-    return tpu::ref::act_func(in.func, in.x, in.alpha);
+    return tpu::num::act_func(in.func, in.x, in.alpha);
   }
   static void describe(std::ostream& out, const Input& in) {
     out << " func=" << in.func << " x=0x" << in.x << " alpha=0x" << in.alpha;
@@ -184,7 +184,7 @@ TEST(RtlSeqAct, ResetInTheMiddleOfAValue) {
     unit.clock();
     unit->in_valid_i = 0;
     wait_for_result(unit, kMaxValueCycles);
-    EXPECT_EQ(unit->y_o, tpu::ref::act_func(in.func, in.x, in.alpha)) << "reset after " << after;
+    EXPECT_EQ(unit->y_o, tpu::num::act_func(in.func, in.x, in.alpha)) << "reset after " << after;
     unit->out_ready_i = 1;
     unit.clock();
   }

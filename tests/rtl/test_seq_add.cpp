@@ -1,6 +1,6 @@
-// The sequential fp32 adder (rtl/tpu_seq_add.sv) against the reference model's add_fp32
-// (tb/ref/numerics), bit for bit: the directed cases of the pipelined adder, every pair of the
-// structured fp32 operands and of a list of special values, constructed pairs (exact
+// The sequential fp32 adder (rtl/seq/tpu_seq_add.sv) against the reference model's add_fp32
+// (sw/numerics/float.cpp), bit for bit: the directed cases of the pipelined adder, every pair of
+// the structured fp32 operands and of a list of special values, constructed pairs (exact
 // cancellation, neighbours one ulp apart, rounding carries into the next binade, sums at the
 // flush boundary, every exponent difference from 0 to 40) and 2,000,000 random pairs. Throughout,
 // in_valid_i and out_ready_i are held low at random and the inputs change at random whenever
@@ -20,11 +20,11 @@
 #include "directed_vectors.hpp"
 #include "handshake_unit.hpp"
 #include "oracle/operand_sets.hpp"
-#include "ref/numerics.hpp"
+#include "tpu/numerics/float.hpp"
 
 namespace {
 
-using tpu::ref::fp32_t;
+using tpu::num::fp32_t;
 using tpu::test::test_seed;
 namespace oracle = tpu::oracle;
 
@@ -56,7 +56,7 @@ struct AddUnit {
     unit.y_i = static_cast<std::uint32_t>(noise >> 32);
   }
   static std::uint32_t result(const Model& unit) { return unit.sum_o; }
-  static std::uint32_t expected(const Input& in) { return tpu::ref::add_fp32(in.x, in.y); }
+  static std::uint32_t expected(const Input& in) { return tpu::num::add_fp32(in.x, in.y); }
   static void describe(std::ostream& out, const Input& in) {
     out << " x=0x" << in.x << " y=0x" << in.y;
   }
@@ -144,7 +144,7 @@ TEST(RtlSeqAdd, DirectedCases) {
   for (const auto& c : tpu::test::kAddCases) {
     stream.feed({c.x, c.y});
     stream.feed({c.y, c.x});
-    EXPECT_EQ(tpu::ref::add_fp32(c.x, c.y), c.expected) << "reference disagrees: " << c.what;
+    EXPECT_EQ(tpu::num::add_fp32(c.x, c.y), c.expected) << "reference disagrees: " << c.what;
   }
   stream.drain();
   EXPECT_NO_MISMATCH(stream.mismatches());
@@ -213,7 +213,7 @@ TEST(RtlSeqAdd, ResetInTheMiddleOfASum) {
     unit.clock();
     unit->in_valid_i = 0;
     wait_for_result(unit, kMaxSumCycles);
-    EXPECT_EQ(unit->sum_o, tpu::ref::add_fp32(in.first, in.second)) << "reset after " << after;
+    EXPECT_EQ(unit->sum_o, tpu::num::add_fp32(in.first, in.second)) << "reset after " << after;
     unit->out_ready_i = 1;
     unit.clock();
   }

@@ -13,24 +13,24 @@
 namespace tpu {
 namespace {
 
-// The same fold with ref::mac.
-std::vector<ref::fp32_t> reference_fold(const std::vector<ref::bf16_t>& acts,
-                                        const std::vector<ref::bf16_t>& tile_by_column,
-                                        std::vector<ref::fp32_t> sums, std::size_t dim) {
+// The same fold with num::mac.
+std::vector<num::fp32_t> reference_fold(const std::vector<num::bf16_t>& acts,
+                                        const std::vector<num::bf16_t>& tile_by_column,
+                                        std::vector<num::fp32_t> sums, std::size_t dim) {
   for (std::size_t j = 0; j < dim; ++j) {
-    ref::fp32_t s = ref::canon_in_fp32(sums[j]);
-    for (std::size_t k = 0; k < dim; ++k) s = ref::mac(s, acts[k], tile_by_column[j * dim + k]);
+    num::fp32_t s = num::canon_in_fp32(sums[j]);
+    for (std::size_t k = 0; k < dim; ++k) s = num::mac(s, acts[k], tile_by_column[j * dim + k]);
     sums[j] = s;
   }
   return sums;
 }
 
 void check_rows(oracle::OperandRng& rng, std::size_t dim, int rows,
-                const std::function<ref::bf16_t()>& bf16,
-                const std::function<ref::fp32_t()>& seed) {
+                const std::function<num::bf16_t()>& bf16,
+                const std::function<num::fp32_t()>& seed) {
   for (int row = 0; row < rows; ++row) {
-    std::vector<ref::bf16_t> acts(dim), tile(dim * dim);
-    std::vector<ref::fp32_t> sums(dim);
+    std::vector<num::bf16_t> acts(dim), tile(dim * dim);
+    std::vector<num::fp32_t> sums(dim);
     for (auto& a : acts) a = bf16();
     for (auto& w : tile) w = bf16();
     for (auto& s : sums) s = seed();
@@ -39,7 +39,7 @@ void check_rows(oracle::OperandRng& rng, std::size_t dim, int rows,
       for (std::size_t k = 0; k + 1 < dim; k += 2) {
         acts[k + 1] = acts[k];
         for (std::size_t j = 0; j < dim; ++j) {
-          tile[j * dim + k + 1] = static_cast<ref::bf16_t>(tile[j * dim + k] ^ 0x8000);
+          tile[j * dim + k + 1] = static_cast<num::bf16_t>(tile[j * dim + k] ^ 0x8000);
         }
       }
     }

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "common/test_seed.hpp"
-#include "ref/numerics.hpp"
 #include "tpu/assembler.hpp"
+#include "tpu/numerics/float.hpp"
 
 namespace tpu::isa {
 namespace {
@@ -141,7 +141,7 @@ TEST(Assembler, FunctionMnemonics) {
 TEST(Assembler, AlphaHexPatternOrDecimalRoundedByNOut) {
   EXPECT_EQ(assemble_one("activate func=leaky alpha=0x3c23").alpha(), 0x3C23u);
   EXPECT_EQ(assemble_one("activate func=leaky alpha=0.01").alpha(),
-            ref::fp32_to_bf16(ref::float_to_fp32(0.01f)));
+            num::fp32_to_bf16(num::float_to_fp32(0.01f)));
   EXPECT_EQ(assemble_one("activate func=leaky alpha=-1.5").alpha(), 0xBFC0u);
   EXPECT_EQ(assemble_one("activate func=leaky alpha=1").alpha(), 0x3F80u);
   EXPECT_EQ(assemble_one("activate func=leaky alpha=1e-2").alpha(),

@@ -1,7 +1,7 @@
 // The GEMM compiler on the functional model: every shape (including sizes that
 // are not multiples of the array), with and without C and bias, every
 // function and both output types, against the reference computation
-// (tpu::reference_gemm: ref::gemm, then bias, function and rounding).
+// (tpu::reference_gemm: num::gemm, then bias, function and rounding).
 #include <gtest/gtest.h>
 
 #include "common/gemm_operands.hpp"
@@ -28,7 +28,7 @@ Operands random_operands(oracle::OperandRng& rng, const GemmSpec& s) {
   return test::random_gemm_operands(rng, s, 5, 10);
 }
 
-ref::MatrixFp32 run_on_model(const HardwareConfig& config, const GemmSpec& spec, const Operands& o,
+num::MatrixFp32 run_on_model(const HardwareConfig& config, const GemmSpec& spec, const Operands& o,
                              std::uint64_t* uninitialized = nullptr) {
   const GemmPlan plan = plan_gemm(config, spec);
   FunctionalModel model(config, plan.memory_bytes);
@@ -57,8 +57,8 @@ TEST(Compiler, ShapesAndOptionsMatchReference) {
                  << " act=" << int(s.act) << " bf16=" << (s.out == OutType::Bf16));
     const Operands o = random_operands(rng, s);
     std::uint64_t uninitialized = 0;
-    const ref::MatrixFp32 got = run_on_model(config, s, o, &uninitialized);
-    const ref::MatrixFp32 want = reference_gemm(s, o.a, o.b, o.c_for(s), o.bias_for(s));
+    const num::MatrixFp32 got = run_on_model(config, s, o, &uninitialized);
+    const num::MatrixFp32 want = reference_gemm(s, o.a, o.b, o.c_for(s), o.bias_for(s));
     ASSERT_EQ(got.data, want.data);
     EXPECT_EQ(uninitialized, 0u) << "the program read memory it never wrote";
   }
@@ -116,7 +116,7 @@ TEST(Compiler, BadShapesAreRejected) {
   EXPECT_THROW(plan_gemm(config, s), std::invalid_argument);
   const GemmPlan plan = plan_gemm(config, GemmSpec{});
   HostMemory memory;
-  ref::MatrixBf16 wrong(2, 2);
+  num::MatrixBf16 wrong(2, 2);
   EXPECT_THROW(write_gemm_inputs(plan, memory, wrong, wrong, nullptr, nullptr),
                std::invalid_argument);
 }

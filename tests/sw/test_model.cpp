@@ -1,5 +1,5 @@
-// The functional model against independent expectations: ref::gemm for MATMUL (tiles, K loops,
-// seeds, k_valid masking, FETCH), ref::act_func and fp32_to_bf16 for ACTIVATE, hand-computed
+// The functional model against independent expectations: num::gemm for MATMUL (tiles, K loops,
+// seeds, k_valid masking, FETCH), num::act_func and fp32_to_bf16 for ACTIVATE, hand-computed
 // layouts for the data movement; then the weight-tile accounting, program-level errors, bus
 // errors, and what memory holds after each.
 #include <gtest/gtest.h>
@@ -13,20 +13,20 @@
 #include "common/test_seed.hpp"
 #include "oracle/operand_sets.hpp"
 #include "oracle/random_matrices.hpp"
-#include "ref/activation.hpp"
-#include "ref/gemm.hpp"
 #include "tpu/assembler.hpp"
 #include "tpu/model.hpp"
+#include "tpu/numerics/activation.hpp"
+#include "tpu/numerics/gemm.hpp"
 
 namespace tpu {
 namespace {
 
 using isa::assemble;
 using isa::Instruction;
-using ref::bf16_t;
-using ref::fp32_t;
-using ref::MatrixBf16;
-using ref::MatrixFp32;
+using num::bf16_t;
+using num::fp32_t;
+using num::MatrixBf16;
+using num::MatrixFp32;
 using regs::Error;
 
 constexpr unsigned kDim = 4;
@@ -54,9 +54,9 @@ std::string hex(std::uint32_t value) {
 
 // Rows first .. first+rows-1 of m, columns first_col .. first_col+cols-1.
 template <typename T>
-ref::Matrix<T> block(const ref::Matrix<T>& m, std::size_t first_row, std::size_t rows,
+num::Matrix<T> block(const num::Matrix<T>& m, std::size_t first_row, std::size_t rows,
                      std::size_t first_col, std::size_t cols) {
-  ref::Matrix<T> out(rows, cols);
+  num::Matrix<T> out(rows, cols);
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) out.at(r, c) = m.at(first_row + r, first_col + c);
   }
@@ -88,7 +88,7 @@ class ModelTest : public ::testing::Test {
 
   // Matrix rows at addr, addr + stride, ...; each row kDim wide, zero-padded.
   template <typename T>
-  void put_rows(std::uint32_t addr, const ref::Matrix<T>& m, std::uint32_t stride) {
+  void put_rows(std::uint32_t addr, const num::Matrix<T>& m, std::uint32_t stride) {
     for (std::size_t r = 0; r < m.rows; ++r) {
       std::vector<T> row(kDim, 0);
       for (std::size_t c = 0; c < m.cols; ++c) row[c] = m.at(r, c);
@@ -97,8 +97,8 @@ class ModelTest : public ::testing::Test {
   }
 
   template <typename T>
-  ref::Matrix<T> get_rows(std::uint32_t addr, std::size_t rows, std::uint32_t stride) {
-    ref::Matrix<T> m(rows, kDim);
+  num::Matrix<T> get_rows(std::uint32_t addr, std::size_t rows, std::uint32_t stride) {
+    num::Matrix<T> m(rows, kDim);
     for (std::size_t r = 0; r < rows; ++r) {
       const std::vector<T> row = model_.memory().read_array<T>(addr + r * stride, kDim);
       for (std::size_t c = 0; c < kDim; ++c) m.at(r, c) = row[c];
@@ -180,7 +180,7 @@ TEST_F(ModelTest, WriteHostCopiesRowsAndLeavesGapsAlone) {
 }
 
 // ------------------------------------------------------------------------------------------
-// MATMUL against ref::gemm
+// MATMUL against num::gemm
 // ------------------------------------------------------------------------------------------
 
 TEST_F(ModelTest, MatmulTilesMatchReferenceGemm) {
@@ -204,8 +204,8 @@ TEST_F(ModelTest, MatmulTilesMatchReferenceGemm) {
                   "read_weights count=2 rows=4 host_addr=0x1000 host_stride=8 host_step=32\n" + mm +
                   "write_host acc rows=" + std::to_string(m) +
                   " addr_a=2 host_addr=0x2000 host_stride=16\nhalt"));
-    EXPECT_EQ(get_rows<fp32_t>(0x2000, m, kFp32Row).data, ref::gemm(a0, w0).data);
-    EXPECT_EQ(acc_rows(22, m).data, ref::gemm(a1, w1).data);
+    EXPECT_EQ(get_rows<fp32_t>(0x2000, m, kFp32Row).data, num::gemm(a0, w0).data);
+    EXPECT_EQ(acc_rows(22, m).data, num::gemm(a1, w1).data);
   }
 }
 
@@ -232,11 +232,11 @@ TEST_F(ModelTest, MatmulKLoopEqualsOneLongGemm) {
     // Without ACC0 the K loop starts from +0; with it, from the seed in the ACC rows.
     expect_ok(run(load + "matmul accn count=3 rows=" + rows + " step_a=" + rows +
                   " addr_b=5 k_valid=4 n_valid=4\nhalt"));
-    EXPECT_EQ(acc_rows(5, m).data, ref::gemm(a, w).data);
+    EXPECT_EQ(acc_rows(5, m).data, num::gemm(a, w).data);
     expect_ok(run(load + "read_host acc rows=" + rows + " addr_b=5 host_addr=0x3000 " +
                   "host_stride=16\nmatmul acc0 accn count=3 rows=" + rows + " step_a=" + rows +
                   " addr_b=5 k_valid=4 n_valid=4\nhalt"));
-    EXPECT_EQ(acc_rows(5, m).data, ref::gemm(a, w, &seed).data);
+    EXPECT_EQ(acc_rows(5, m).data, num::gemm(a, w, &seed).data);
   }
 }
 
@@ -281,7 +281,7 @@ TEST_F(ModelTest, KValidMasksLanesWithNegativeZero) {
       for (std::size_t r = 0; r < m; ++r) {
         for (std::size_t k = k_valid; k < kDim; ++k) a.at(r, k) = 0x8000;
       }
-      ASSERT_EQ(acc_rows(0, m).data, ref::gemm(a, w, &seed).data) << "k_valid " << k_valid;
+      ASSERT_EQ(acc_rows(0, m).data, num::gemm(a, w, &seed).data) << "k_valid " << k_valid;
     }
   }
 }
@@ -322,7 +322,7 @@ TEST_F(ModelTest, ReadWeightsRowsPastRowsAreZero) {
   for (std::size_t k = 2; k < kDim; ++k) {
     for (std::size_t j = 0; j < kDim; ++j) w.at(k, j) = 0;
   }
-  EXPECT_EQ(acc_rows(0, 3).data, ref::gemm(a, w).data);
+  EXPECT_EQ(acc_rows(0, 3).data, num::gemm(a, w).data);
 }
 
 TEST_F(ModelTest, FetchLoadsOneTileOfKValidRowsPerIteration) {
@@ -356,14 +356,14 @@ TEST_F(ModelTest, FetchLoadsOneTileOfKValidRowsPerIteration) {
         for (std::size_t j = 0; j < kDim; ++j) w->at(k, j) = 0;
       }
     }
-    EXPECT_EQ(acc_rows(0, m).data, ref::gemm(block(a, 0, m, 0, kDim), w0).data);
+    EXPECT_EQ(acc_rows(0, m).data, num::gemm(block(a, 0, m, 0, kDim), w0).data);
     EXPECT_EQ(acc_rows(static_cast<std::uint32_t>(m), m).data,
-              ref::gemm(block(a, m, m, 0, kDim), w1).data);
+              num::gemm(block(a, m, m, 0, kDim), w1).data);
   }
 }
 
 // ------------------------------------------------------------------------------------------
-// ACTIVATE against ref::act_func
+// ACTIVATE against num::act_func
 // ------------------------------------------------------------------------------------------
 
 TEST_F(ModelTest, ActivateEveryFunctionWithAndWithoutBias) {
@@ -397,11 +397,11 @@ TEST_F(ModelTest, ActivateEveryFunctionWithAndWithoutBias) {
       const std::vector<bf16_t> without = model_.ub_row(static_cast<std::uint32_t>(20 + r));
       const std::vector<fp32_t> wide = model_.acc_row(static_cast<std::uint32_t>(10 + r));
       for (std::size_t j = 0; j < kDim; ++j) {
-        const fp32_t sum = ref::add_fp32(x.at(r, j), bias.at(0, j));
-        const fp32_t y = ref::act_func(func, sum, alpha);
-        ASSERT_EQ(with_bias[j], ref::fp32_to_bf16(y)) << name << " row " << r << " lane " << j;
+        const fp32_t sum = num::add_fp32(x.at(r, j), bias.at(0, j));
+        const fp32_t y = num::act_func(func, sum, alpha);
+        ASSERT_EQ(with_bias[j], num::fp32_to_bf16(y)) << name << " row " << r << " lane " << j;
         ASSERT_EQ(wide[j], y) << name << " row " << r << " lane " << j;
-        ASSERT_EQ(without[j], ref::fp32_to_bf16(ref::act_func(func, x.at(r, j), alpha)))
+        ASSERT_EQ(without[j], num::fp32_to_bf16(num::act_func(func, x.at(r, j), alpha)))
             << name << " row " << r << " lane " << j;
       }
     }
@@ -412,10 +412,10 @@ TEST_F(ModelTest, ActivateStepsAndBiasStep) {
   // ACC rows 0..7 hold r + 1 in every lane; bias rows 50, 52 hold 100 and 200.
   for (std::uint32_t r = 0; r < 8; ++r) {
     model_.memory().write_array(r * kFp32Row,
-                                std::vector<fp32_t>(kDim, ref::float_to_fp32(float(r + 1))));
+                                std::vector<fp32_t>(kDim, num::float_to_fp32(float(r + 1))));
   }
-  model_.memory().write_array(0x200, std::vector<fp32_t>(kDim, ref::float_to_fp32(100.0f)));
-  model_.memory().write_array(0x220, std::vector<fp32_t>(kDim, ref::float_to_fp32(200.0f)));
+  model_.memory().write_array(0x200, std::vector<fp32_t>(kDim, num::float_to_fp32(100.0f)));
+  model_.memory().write_array(0x220, std::vector<fp32_t>(kDim, num::float_to_fp32(200.0f)));
   // a(i, r) = 1 + 3i + r, b(i, r) = 5i + r, bias row 50 + 2i.
   expect_ok(
       run("read_host acc rows=8 host_addr=0 host_stride=16\n"
@@ -423,7 +423,7 @@ TEST_F(ModelTest, ActivateStepsAndBiasStep) {
           "activate bias count=2 rows=2 addr_a=1 step_a=3 step_b=5 bias_addr=50 "
           "bias_step=2\nhalt"));
   const auto bf16 = [](float v) {
-    return std::vector<bf16_t>(kDim, ref::fp32_to_bf16(ref::float_to_fp32(v)));
+    return std::vector<bf16_t>(kDim, num::fp32_to_bf16(num::float_to_fp32(v)));
   };
   EXPECT_EQ(model_.ub_row(0), bf16(102));  // ACC row 1 + 100
   EXPECT_EQ(model_.ub_row(1), bf16(103));  // ACC row 2 + 100
@@ -435,17 +435,17 @@ TEST_F(ModelTest, ActivateStepsAndBiasStep) {
 TEST_F(ModelTest, ActivateF32InPlaceSeesEarlierIterations) {
   for (std::uint32_t r = 0; r < 3; ++r) {
     model_.memory().write_array(r * kFp32Row,
-                                std::vector<fp32_t>(kDim, ref::float_to_fp32(float(r + 1))));
+                                std::vector<fp32_t>(kDim, num::float_to_fp32(float(r + 1))));
   }
-  model_.memory().write_array(0x100, std::vector<fp32_t>(kDim, ref::float_to_fp32(10.0f)));
-  model_.memory().write_array(0x110, std::vector<fp32_t>(kDim, ref::float_to_fp32(100.0f)));
+  model_.memory().write_array(0x100, std::vector<fp32_t>(kDim, num::float_to_fp32(10.0f)));
+  model_.memory().write_array(0x110, std::vector<fp32_t>(kDim, num::float_to_fp32(100.0f)));
   // Iteration 0 adds 10 to rows 0, 1; iteration 1 adds 100 to rows 1, 2, row 1 as rewritten.
   expect_ok(
       run("read_host acc rows=3 host_addr=0 host_stride=16\n"
           "read_host acc rows=2 addr_b=20 host_addr=0x100 host_stride=16\n"
           "activate f32 bias count=2 rows=2 step_a=1 step_b=1 bias_addr=20 bias_step=1\n"
           "halt"));
-  const auto fp32 = [](float v) { return std::vector<fp32_t>(kDim, ref::float_to_fp32(v)); };
+  const auto fp32 = [](float v) { return std::vector<fp32_t>(kDim, num::float_to_fp32(v)); };
   EXPECT_EQ(model_.acc_row(0), fp32(11));
   EXPECT_EQ(model_.acc_row(1), fp32(112));
   EXPECT_EQ(model_.acc_row(2), fp32(103));

@@ -1,7 +1,7 @@
 // Network layers and files on the functional model, each against an
 // independent expectation: im2col against a direct convolution, col2im as its
 // adjoint, max-pooling against a direct window scan, dense and conv2d layers
-// bit for bit against the reference model's MAC chain (ref::mac in k order,
+// bit for bit against the reference model's MAC chain (num::mac in k order,
 // then bias, function and rounding as docs/numerics.md says), the host fp32
 // path against double precision, the trainer's gradients against finite
 // differences, and the network file format with its rejections.
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "ref/activation.hpp"
-#include "ref/numerics.hpp"
+#include "tpu/numerics/activation.hpp"
+#include "tpu/numerics/float.hpp"
 #include "tpu/model.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/npy.hpp"
@@ -111,27 +111,27 @@ Layer plain(LayerKind kind, std::uint32_t pool = 0) {
   return layer;
 }
 
-ref::bf16_t bf16_of(float x) { return ref::fp32_to_bf16(ref::float_to_fp32(x)); }
+num::bf16_t bf16_of(float x) { return num::fp32_to_bf16(num::float_to_fp32(x)); }
 
 // What the contract says one output is: the products in k order from +0,
 // then the bias, the function, and (hidden layers) the rounding to bf16.
 float contract_output(const std::vector<float>& inputs, const Layer& layer, std::size_t unit,
                       const std::function<float(std::size_t)>& weight, bool round) {
-  ref::fp32_t sum = 0;
+  num::fp32_t sum = 0;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
-    sum = ref::mac(sum, bf16_of(inputs[k]), bf16_of(weight(k)));
+    sum = num::mac(sum, bf16_of(inputs[k]), bf16_of(weight(k)));
   }
-  sum = ref::add_fp32(sum, ref::float_to_fp32(layer.bias[unit]));
-  sum = ref::act_func(static_cast<unsigned>(layer.activation), sum, layer.alpha);
-  if (round) sum = ref::bf16_to_fp32(ref::fp32_to_bf16(sum));
-  return ref::fp32_to_float(sum);
+  sum = num::add_fp32(sum, num::float_to_fp32(layer.bias[unit]));
+  sum = num::act_func(static_cast<unsigned>(layer.activation), sum, layer.alpha);
+  if (round) sum = num::bf16_to_fp32(num::fp32_to_bf16(sum));
+  return num::fp32_to_float(sum);
 }
 
 void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want,
                       const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(ref::float_to_fp32(got[i]), ref::float_to_fp32(want[i]))
+    ASSERT_EQ(num::float_to_fp32(got[i]), num::float_to_fp32(want[i]))
         << what << " element " << i << ": " << got[i] << " vs " << want[i];
   }
 }

@@ -217,6 +217,10 @@ TEST_F(NpyTest, RejectsMalformedHeaders) {
   header_error(header_with("'<f4'", "False", "[1]"), "shape [1] is not a tuple");
   header_error(header_with("'<f4'", "False", "(1, 'a')"), "shape (1, 'a') holds a non-integer");
   header_error("{'descr': @}\n", "unexpected character '@' at offset 10");
+  // Bytes that are not printable ASCII reach the message escaped, never raw.
+  header_error("{'descr': \xb7}\n", "unexpected character '\\xb7' at offset 10");
+  header_error("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'a\x1b[2J': 1}\n",
+               "unexpected key 'a\\x1b[2J'");
 }
 
 TEST_F(NpyTest, RejectsOtherDtypesByName) {

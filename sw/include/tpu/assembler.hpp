@@ -5,10 +5,10 @@
 //   .word 0x00000003 0x00010001 0 0 0 0 0 0x00100010
 //
 // The mnemonic comes first, then the opcode's flags as bare lower-case words, then
-// `field=value` pairs named as in rtl/isa.toml. Numbers are decimal or 0x hex. `func=` takes a
+// `field=value` pairs named as in rtl/defs/isa.toml. Numbers are decimal or 0x hex. `func=` takes a
 // function's mnemonic (none, relu, relu6, leaky, sigmoid, tanh, gelu); `alpha=` takes a bf16
 // bit pattern in hex, or a finite decimal number, read as the nearest fp32 and rounded to bf16 by
-// N-OUT (ref::fp32_to_bf16). Omitted fields are zero,
+// N-OUT (num::fp32_to_bf16). Omitted fields are zero,
 // except `count`, which is 1 when the opcode has it and the line does not give it. `#` starts
 // a comment; blank lines are ignored. `.word` followed by eight 32-bit numbers gives the raw
 // words w0..w7 of any instruction, legal or not.

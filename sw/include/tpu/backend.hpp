@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tpu/host_memory.hpp"
 #include "tpu/regs.hpp"
@@ -25,7 +26,7 @@ struct HardwareConfig {
   unsigned acc_depth = 4096;  // accumulator rows
   unsigned bus_bytes = 16;    // AXI4 data bytes
   unsigned weight_tiles = 4;  // weight FIFO depth in tiles
-  bool sequential = false;    // the sequential core (tpu_seq_top), not the array
+  bool sequential = false;    // the sequential core (tpu_top's Sequential), not the array
 
   // "16x16", "4x4_m1a1", "8x8_bus4": the array, then what differs from the defaults; "4x4_seq":
   // the sequential core, whose bus is always 4 bytes and whose arithmetic has no stages.
@@ -33,6 +34,10 @@ struct HardwareConfig {
   bool operator==(const HardwareConfig& other) const;
   bool operator!=(const HardwareConfig& other) const { return !(*this == other); }
 };
+
+// The named core configurations of this build (the `core` rows of sim/models.cmake), in the
+// table's order: what `--array` chooses from. With the RTL simulation each has a Verilator model.
+const std::vector<HardwareConfig>& core_configs();
 
 // The performance counters, indexed like regs::kCounters.
 using Counters = std::array<std::uint64_t, regs::kCounterCount>;

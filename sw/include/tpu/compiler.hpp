@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "ref/gemm.hpp"
 #include "tpu/backend.hpp"
 #include "tpu/isa.hpp"
+#include "tpu/numerics/gemm.hpp"
 
 namespace tpu {
 
@@ -67,24 +67,37 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec);
 
 // Lays out the operands (A, B bf16; C, bias fp32) as the plan says, padding
 // with zeros; the shapes must match the plan's spec (std::invalid_argument).
-void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const ref::MatrixBf16& a,
-                       const ref::MatrixBf16& b, const ref::MatrixFp32* c,
-                       const std::vector<ref::fp32_t>* bias);
+void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& a,
+                       const num::MatrixBf16& b, const num::MatrixFp32* c,
+                       const std::vector<num::fp32_t>* bias);
 // The M x N result as fp32 bit patterns (bf16 results widened exactly).
-ref::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory);
+num::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory);
+
+// The figures of a run of a planned GEMM, and its M x N result when the core
+// reached HALT without an error (empty otherwise).
+struct GemmRun {
+  RunResult result;
+  num::MatrixFp32 out;
+};
+
+// Places the operands on `backend` as `plan` (made for backend.config()) says,
+// growing its host memory when needed, runs the program and reads the result.
+GemmRun execute_gemm(const GemmPlan& plan, Backend& backend, const num::MatrixBf16& a,
+                     const num::MatrixBf16& b, const num::MatrixFp32* c = nullptr,
+                     const std::vector<num::fp32_t>* bias = nullptr);
 
 // Plans, places, runs and reads one GEMM on a backend (growing its host
 // memory when needed). Throws std::runtime_error when the core stops with an
 // error; `result` receives the run's figures.
-ref::MatrixFp32 run_gemm(Backend& backend, const GemmSpec& spec, const ref::MatrixBf16& a,
-                         const ref::MatrixBf16& b, const ref::MatrixFp32* c = nullptr,
-                         const std::vector<ref::fp32_t>* bias = nullptr,
+num::MatrixFp32 run_gemm(Backend& backend, const GemmSpec& spec, const num::MatrixBf16& a,
+                         const num::MatrixBf16& b, const num::MatrixFp32* c = nullptr,
+                         const std::vector<num::fp32_t>* bias = nullptr,
                          RunResult* result = nullptr);
 
-// The same computation by the reference model: ref::gemm, then bias, the
+// The same computation by the reference model: num::gemm, then bias, the
 // function and the output rounding, element by element (docs/numerics.md).
-ref::MatrixFp32 reference_gemm(const GemmSpec& spec, const ref::MatrixBf16& a,
-                               const ref::MatrixBf16& b, const ref::MatrixFp32* c,
-                               const std::vector<ref::fp32_t>* bias);
+num::MatrixFp32 reference_gemm(const GemmSpec& spec, const num::MatrixBf16& a,
+                               const num::MatrixBf16& b, const num::MatrixFp32* c,
+                               const std::vector<num::fp32_t>* bias);
 
 }  // namespace tpu

@@ -1,6 +1,6 @@
 // Instructions of the TPU core (docs/isa.md): their fields, their 32-byte encoding, and the
 // checks the issue stage makes before it issues one. Field positions come from the generated
-// tables in isa_defs.hpp, so rtl/isa.toml stays the only description of the encoding.
+// tables in isa_defs.hpp, so rtl/defs/isa.toml stays the only description of the encoding.
 #pragma once
 
 #include <array>
@@ -93,12 +93,10 @@ std::vector<Instruction> decode_program(const std::uint8_t* bytes, std::size_t s
 std::vector<Instruction> decode_program(const std::vector<std::uint8_t>& bytes);
 
 // Throws std::invalid_argument naming the first parameter that no core can be built with
-// (rtl/tpu_top.sv's parameter checks): dim a power of two in 1..256, ub_depth and acc_depth
+// (rtl/top/tpu_top.sv's parameter checks): dim a power of two in 1..256, ub_depth and acc_depth
 // powers of two in 4..65536, bus_bytes a power of two in 4..64, weight_tiles in 2..16. The
 // pipeline depths and act_lanes are not checked: they do not change what a program means.
 void validate_config(const HardwareConfig& config);
-
-enum class Memory : std::uint8_t { Ub, Acc };
 
 // Rows [first, end) of one on-chip memory, from the first access to the last.
 struct RowSpan {

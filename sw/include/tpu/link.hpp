@@ -1,4 +1,4 @@
-// The host end of the UART link to an FPGA board (docs/link.md, rtl/link.toml): request and
+// The host end of the UART link to an FPGA board (docs/link.md, rtl/defs/link.toml): request and
 // reply frames with their CRC, and a client that reads and writes the core's registers and the
 // board's memory through any SerialPort (a real one, or the board's simulation in tb/harness).
 //

@@ -1,7 +1,7 @@
 // The functional model of the TPU core: runs a program one instruction at a time, exactly as
-// docs/isa.md ("Semantics", "Weight tiles", "Errors") defines it, with the reference arithmetic
-// of tb/ref (bit for bit what the RTL computes). It has no notion of time: RunResult::counters is
-// always empty.
+// docs/isa.md ("Semantics", "Weight tiles", "Errors") defines it, with the arithmetic of the
+// numerics library (tpu/numerics, bit for bit what the RTL computes). It has no notion of time:
+// RunResult::counters is always empty.
 //
 // Differences from the RTL that a program cannot rely on either way:
 // - Memories start as zeros (the RTL's start random); uninitialized_reads() counts reads of rows
@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "ref/numerics.hpp"
 #include "tpu/backend.hpp"
 #include "tpu/host_memory.hpp"
 #include "tpu/isa.hpp"
+#include "tpu/numerics/float.hpp"
 
 namespace tpu {
 
@@ -41,14 +41,14 @@ class FunctionalModel final : public Backend {
   const std::string& error_detail() const { return error_detail_; }
 
   // Copies of one row; std::out_of_range names a row outside the memory.
-  std::vector<ref::bf16_t> ub_row(std::uint32_t row) const;
-  std::vector<ref::fp32_t> acc_row(std::uint32_t row) const;
+  std::vector<num::bf16_t> ub_row(std::uint32_t row) const;
+  std::vector<num::fp32_t> acc_row(std::uint32_t row) const;
   // Row reads (by MATMUL, ACTIVATE, WRITE_HOST) of UB or ACC rows that no instruction has written
   // since construction, one per row read.
   std::uint64_t uninitialized_reads() const { return uninitialized_reads_; }
 
  private:
-  using Tile = std::vector<ref::bf16_t>;  // transposed: weight (k, j) at [j * dim + k]
+  using Tile = std::vector<num::bf16_t>;  // transposed: weight (k, j) at [j * dim + k]
 
   // Step 7 of "Errors": the weight-tile accounting, before the instruction issues.
   isa::CheckResult account_weights(const isa::Instruction& in) const;
@@ -63,14 +63,14 @@ class FunctionalModel final : public Backend {
   void note_read(const std::vector<std::uint8_t>& written, std::uint64_t row) {
     if (!written[row]) ++uninitialized_reads_;
   }
-  ref::bf16_t* ub(std::uint64_t row) { return &ub_[row * dim_]; }
-  ref::fp32_t* acc(std::uint64_t row) { return &acc_[row * dim_]; }
+  num::bf16_t* ub(std::uint64_t row) { return &ub_[row * dim_]; }
+  num::fp32_t* acc(std::uint64_t row) { return &acc_[row * dim_]; }
 
   HardwareConfig config_;
   std::size_t dim_;
   HostMemory memory_;
-  std::vector<ref::bf16_t> ub_;
-  std::vector<ref::fp32_t> acc_;
+  std::vector<num::bf16_t> ub_;
+  std::vector<num::fp32_t> acc_;
   std::vector<std::uint8_t> ub_written_;
   std::vector<std::uint8_t> acc_written_;
   std::deque<Tile> weight_fifo_;  // tiles READ_WEIGHTS loaded and no MATMUL has used (U)

@@ -1,0 +1,52 @@
+// The Verilator context every model of the harness runs in: every register starts from a random
+// value drawn from a repeatable seed (the models are built with --x-initial unique, so reset must
+// bring the design to a known state), a failed assertion sets gotError() for the harness to
+// report instead of ending the program, and waveforms may be traced.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "verilated.h"
+#include "verilated_fst_c.h"
+
+namespace tpu::sim {
+
+inline std::unique_ptr<VerilatedContext> make_context(std::uint32_t random_init_seed) {
+  auto context = std::make_unique<VerilatedContext>();
+  context->randReset(2);
+  // Verilator takes seed 0 to mean a random seed: keep every run repeatable.
+  context->randSeed(static_cast<int>(random_init_seed % 0x7FFFFFFF) + 1);
+  context->fatalOnError(false);
+  context->traceEverOn(true);
+  return context;
+}
+
+// The FST waveform of one model, when asked for. Time steps by half a 10 ns clock period, in the
+// context's 1 ps resolution, whether or not a waveform is written.
+class Waveform {
+ public:
+  template <typename Model>
+  void open(Model& model, const std::string& path) {
+    trace_ = std::make_unique<VerilatedFstC>();
+    model.trace(trace_.get(), 99);
+    trace_->open(path.c_str());
+    if (!trace_->isOpen()) throw std::runtime_error("cannot open trace file " + path);
+  }
+
+  void half_period(VerilatedContext& context) {
+    context.timeInc(5000);
+    if (trace_) trace_->dump(context.time());
+  }
+
+  void close() {
+    if (trace_) trace_->close();
+  }
+
+ private:
+  std::unique_ptr<VerilatedFstC> trace_;
+};
+
+}  // namespace tpu::sim

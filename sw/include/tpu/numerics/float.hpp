@@ -1,0 +1,41 @@
+// Reference model of the datapath arithmetic defined by the numerics contract (numerics.md,
+// rules N-*). A soft-float on raw bit patterns: it never uses host floating point, so the host
+// FPU can serve as an independent oracle (tb/oracle/host_float.hpp, in the tests).
+#pragma once
+
+#include <cstdint>
+
+namespace tpu::num {
+
+using bf16_t = std::uint16_t;  // raw bf16 bit pattern
+using fp32_t = std::uint32_t;  // raw IEEE binary32 bit pattern
+
+constexpr fp32_t kCanonicalNanFp32 = 0x7FC00000u;
+constexpr bf16_t kCanonicalNanBf16 = 0x7FC0u;
+
+// N-IN: a subnormal becomes the zero of the same sign, any NaN becomes the canonical NaN.
+bf16_t canon_in_bf16(bf16_t x);
+fp32_t canon_in_fp32(fp32_t x);
+
+// N-IN + N-MUL: exact product of two bf16 values as fp32; a magnitude >= 2^128 becomes
+// infinity, a magnitude < 2^-126 becomes zero with sign sa^sb.
+fp32_t mul_bf16(bf16_t a, bf16_t b);
+
+// N-IN + N-ADD: binary32 addition, round to nearest even, results below 2^-126 flushed to a
+// zero of the result's sign, exact zero sums are +0 except (-0) + (-0) = -0.
+fp32_t add_fp32(fp32_t x, fp32_t y);
+
+// N-MAC: unfused multiply-add, add_fp32(s, mul_bf16(a, w)).
+fp32_t mac(fp32_t s, bf16_t a, bf16_t w);
+
+// N-OUT: fp32 -> bf16, round to nearest even, subnormals to signed zero, NaN to 0x7FC0.
+bf16_t fp32_to_bf16(fp32_t x);
+
+// Exact widening (x << 16). No N-IN canonicalisation: the bits are kept as they are.
+fp32_t bf16_to_fp32(bf16_t x);
+
+// Bit casts between the raw pattern and the host float (std::memcpy, no arithmetic).
+float fp32_to_float(fp32_t x);
+fp32_t float_to_fp32(float f);
+
+}  // namespace tpu::num
