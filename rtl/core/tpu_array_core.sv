@@ -23,17 +23,8 @@ module tpu_array_core #(
 ) (
   input  logic                    clk_i,
   input  logic                    rst_ni,
-  input  logic                    core_reset_req_i,  // START or RESET: the core resets next cycle
-
-  input  logic                    start_i,
-  input  logic [31:0]             prog_addr_i,
-  input  logic [23:0]             prog_count_i,
-  output logic                    busy_o,
-  output logic                    done_o,            // pulse: HALT completed
-  output logic                    error_o,           // pulse: stopped with an error
-  output logic [7:0]              error_code_o,
-  output logic [23:0]             error_pc_o,
-  output logic [23:0]             pc_o,
+  input  tpu_shell_pkg::core_ctrl_t   ctrl_i,
+  output tpu_shell_pkg::core_status_t status_o,
   // This cycle's counter increments of 0 or 1 (the cycle's category, an issued instruction),
   // and the useful multiply-adds of a row that left the array.
   output logic [NumCounters-1:0]  counter_event_o,
@@ -97,7 +88,7 @@ module tpu_array_core #(
   for (genvar u = 0; u < NumRstCopies; u++) begin : g_core_reset
     tpu_reset_copy u_copy (
       .clk_i, .rst_ni,
-      .reset_i(core_reset_req_i),
+      .reset_i(ctrl_i.reset_req),
       .rst_no (core_rst_n[u])
     );
   end
@@ -193,9 +184,9 @@ module tpu_array_core #(
     .WeightTiles(WeightTiles), .QueueDepth(QueueDepth)
   ) u_issue (
     .clk_i, .rst_ni(core_rst_n[RstIssue]),
-    .start_i          (start_i),
-    .prog_addr_i      (prog_addr_i),
-    .prog_count_i     (prog_count_i),
+    .start_i          (ctrl_i.start),
+    .prog_addr_i      (ctrl_i.prog_addr),
+    .prog_count_i     (ctrl_i.prog_count),
     .fetch_cmd_valid_o(fetch_cmd_valid),
     .fetch_cmd_ready_i(fetch_cmd_ready),
     .fetch_cmd_addr_o (fetch_cmd_addr),
@@ -220,12 +211,12 @@ module tpu_array_core #(
     .bus_error_pc_i   (bus_error_pc),
     .abort_next_o     (abort_next),
     .axi_quiet_i      (axi_quiet),
-    .busy_o           (busy_o),
-    .done_o           (done_o),
-    .error_o          (error_o),
-    .error_code_o     (error_code_o),
-    .error_pc_o       (error_pc_o),
-    .pc_o             (pc_o),
+    .busy_o           (status_o.busy),
+    .done_o           (status_o.done),
+    .error_o          (status_o.error),
+    .error_code_o     (status_o.error_code),
+    .error_pc_o       (status_o.error_pc),
+    .pc_o             (status_o.pc),
     .issued_o         (issued),
     .mm_wait_input_o  (mm_wait_input),
     .mm_wait_other_o  (mm_wait_other)
@@ -477,7 +468,7 @@ module tpu_array_core #(
   always_comb begin
     bus_error      = load_error || weight_error || store_error;
     bus_error_code = store_error ? tpu_regs_pkg::ErrBusWrite : tpu_regs_pkg::ErrBusRead;
-    bus_error_pc   = pc_o;
+    bus_error_pc   = status_o.pc;
     if (store_error)       bus_error_pc = store_pc;
     else if (load_error)   bus_error_pc = load_pc;
     else if (weight_error) bus_error_pc = weight_pc;

@@ -22,17 +22,8 @@ module tpu_seq_core #(
 ) (
   input  logic                   clk_i,
   input  logic                   rst_ni,
-  input  logic                   core_reset_req_i,  // START or RESET: the core resets next cycle
-
-  input  logic                   start_i,
-  input  logic [31:0]            prog_addr_i,
-  input  logic [23:0]            prog_count_i,
-  output logic                   busy_o,
-  output logic                   done_o,            // pulse: HALT completed
-  output logic                   error_o,           // pulse: stopped with an error
-  output logic [7:0]             error_code_o,
-  output logic [23:0]            error_pc_o,
-  output logic [23:0]            pc_o,
+  input  tpu_shell_pkg::core_ctrl_t   ctrl_i,
+  output tpu_shell_pkg::core_status_t status_o,
   // This cycle's counter increments of 0 or 1 (the cycle's category, an issued instruction),
   // and a completed multiply-add.
   output logic [NumCounters-1:0] counter_event_o,
@@ -78,7 +69,7 @@ module tpu_seq_core #(
   // The bus master stays out of the core reset: AXI4 cannot abandon a transaction.
   tpu_reset_copy u_core_reset (
     .clk_i, .rst_ni,
-    .reset_i(core_reset_req_i),
+    .reset_i(ctrl_i.reset_req),
     .rst_no (core_rst_n)
   );
 
@@ -140,15 +131,15 @@ module tpu_seq_core #(
     .Dim(Dim), .UbDepth(UbDepth), .AccDepth(AccDepth), .WeightTiles(WeightTiles)
   ) u_ctrl (
     .clk_i, .rst_ni(core_rst_n),
-    .start_i        (start_i),
-    .prog_addr_i    (prog_addr_i),
-    .prog_count_i   (prog_count_i),
-    .busy_o         (busy_o),
-    .done_o         (done_o),
-    .error_o        (error_o),
-    .error_code_o   (error_code_o),
-    .error_pc_o     (error_pc_o),
-    .pc_o           (pc_o),
+    .start_i        (ctrl_i.start),
+    .prog_addr_i    (ctrl_i.prog_addr),
+    .prog_count_i   (ctrl_i.prog_count),
+    .busy_o         (status_o.busy),
+    .done_o         (status_o.done),
+    .error_o        (status_o.error),
+    .error_code_o   (status_o.error_code),
+    .error_pc_o     (status_o.error_pc),
+    .pc_o           (status_o.pc),
     .issued_o       (issued),
     .row_done_o     (row_done),
     .mac_o          (mac),

@@ -165,11 +165,8 @@ module tpu_top #(
   // ---------------------------------------------------------------------------
   // Registers, and the core reset that START and RESET ask for
   // ---------------------------------------------------------------------------
-  logic                      core_reset_req, start;
-  logic [31:0]               prog_addr;
-  logic [23:0]               prog_count, pc, error_pc;
-  logic                      busy, done, error;
-  logic [7:0]                error_code;
+  tpu_shell_pkg::core_ctrl_t   core_ctrl;
+  tpu_shell_pkg::core_status_t core_status;
   logic [NumCounters-1:0]    counter_event;
   logic [17:0]               useful_macs;
   logic [NumCounters*18-1:0] counter_add;
@@ -203,41 +200,30 @@ module tpu_top #(
     .s_rresp_o   (s_axil_rresp),
     .s_rvalid_o  (s_axil_rvalid),
     .s_rready_i  (s_axil_rready),
-    .core_reset_req_o(core_reset_req),
-    .start_o     (start),
-    .prog_addr_o (prog_addr),
-    .prog_count_o(prog_count),
+    .core_reset_req_o(core_ctrl.reset_req),
+    .start_o     (core_ctrl.start),
+    .prog_addr_o (core_ctrl.prog_addr),
+    .prog_count_o(core_ctrl.prog_count),
     .irq_o,
-    .busy_i      (busy),
-    .done_i      (done),
-    .error_i     (error),
-    .error_code_i(error_code),
-    .error_pc_i  (error_pc),
-    .pc_i        (pc),
+    .busy_i      (core_status.busy),
+    .done_i      (core_status.done),
+    .error_i     (core_status.error),
+    .error_code_i(core_status.error_code),
+    .error_pc_i  (core_status.error_pc),
+    .pc_i        (core_status.pc),
     .counter_add_i(counter_add)
   );
 
   // ---------------------------------------------------------------------------
   // The core. The register block stays out of the core reset; each core
-  // takes its own copies of it from core_reset_req.
+  // takes its own copies of it from core_ctrl.reset_req.
   // ---------------------------------------------------------------------------
   if (Sequential) begin : g_seq
     tpu_seq_core #(
       .Dim(DimL), .UbDepth(UbDepthL), .AccDepth(AccDepthL), .WeightTiles(WeightTilesL)
     ) u_core (
-      .clk_i, .rst_ni,
-      .core_reset_req_i(core_reset_req),
-      .start_i        (start),
-      .prog_addr_i    (prog_addr),
-      .prog_count_i   (prog_count),
-      .busy_o         (busy),
-      .done_o         (done),
-      .error_o        (error),
-      .error_code_o   (error_code),
-      .error_pc_o     (error_pc),
-      .pc_o           (pc),
-      .counter_event_o(counter_event),
-      .useful_macs_o  (useful_macs),
+      .clk_i, .rst_ni, .ctrl_i(core_ctrl), .status_o(core_status),
+      .counter_event_o(counter_event), .useful_macs_o(useful_macs),
       .m_axi_arid, .m_axi_araddr, .m_axi_arlen, .m_axi_arsize, .m_axi_arvalid, .m_axi_arready,
       .m_axi_rid, .m_axi_rdata, .m_axi_rresp, .m_axi_rlast, .m_axi_rvalid, .m_axi_rready,
       .m_axi_awaddr, .m_axi_awlen, .m_axi_awsize, .m_axi_awvalid, .m_axi_awready,
@@ -250,19 +236,8 @@ module tpu_top #(
       .AccDepth(AccDepthL), .WeightTiles(WeightTilesL), .BusBytes(BusBytesL),
       .ActLanes(ActLanesL), .QueueDepth(QueueDepthL), .ReadBufBeats(ReadBufBeatsL)
     ) u_core (
-      .clk_i, .rst_ni,
-      .core_reset_req_i(core_reset_req),
-      .start_i        (start),
-      .prog_addr_i    (prog_addr),
-      .prog_count_i   (prog_count),
-      .busy_o         (busy),
-      .done_o         (done),
-      .error_o        (error),
-      .error_code_o   (error_code),
-      .error_pc_o     (error_pc),
-      .pc_o           (pc),
-      .counter_event_o(counter_event),
-      .useful_macs_o  (useful_macs),
+      .clk_i, .rst_ni, .ctrl_i(core_ctrl), .status_o(core_status),
+      .counter_event_o(counter_event), .useful_macs_o(useful_macs),
       .m_axi_arid, .m_axi_araddr, .m_axi_arlen, .m_axi_arsize, .m_axi_arvalid, .m_axi_arready,
       .m_axi_rid, .m_axi_rdata, .m_axi_rresp, .m_axi_rlast, .m_axi_rvalid, .m_axi_rready,
       .m_axi_awaddr, .m_axi_awlen, .m_axi_awsize, .m_axi_awvalid, .m_axi_awready,

@@ -1,5 +1,5 @@
 // The `tpu` command-line tool: matrix products through the GEMM compiler, the assembler and the
-// disassembler, hand-written programs, and the compiled core configurations. Programs run on the
+// disassembler, hand-written programs, and the named core configurations. Programs run on the
 // Verilator model of tpu_top (backend rtl), on the functional model of the instruction set
 // (backend model), or on an FPGA board over its UART (backend serial, docs/fpga.md).
 // docs/programming.md shows it at work.
@@ -550,7 +550,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
 
 CLI::App* add_info_command(CLI::App& app, InfoOptions& info) {
   CLI::App* command = app.add_subcommand(
-      "info", "list the compiled core configurations, or describe the board on --port");
+      "info", "list the core configurations, or describe the board on --port");
   command->add_option("--array", info.array, "only this configuration")
       ->check(CLI::IsMember(array_names()))
       ->type_name("NAME");

@@ -862,6 +862,9 @@ def serial_bad_input(tpu, name):
 
 for _name in SERIAL_BAD_INPUTS:
     CASES[f"serial_bad_{_name}"] = lambda tpu, n=_name: serial_bad_input(tpu, n)
+# A real port's path goes through the serial backend whether or not the tpu has the RTL.
+ALSO_WITHOUT_RTL += ["serial_bad_no_port", "serial_bad_missing_port",
+                     "serial_bad_trace_with_real_port"]
 
 
 # --- tpu info, help, no subcommand ---
