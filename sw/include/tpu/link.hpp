@@ -1,6 +1,6 @@
 // The host end of the UART link to an FPGA board (docs/link.md, rtl/defs/link.toml): request and
 // reply frames with their CRC, and a client that reads and writes the core's registers and the
-// board's memory through any SerialPort (a real one, or the board's simulation in tb/harness).
+// board's memory through any SerialPort (a real one, or the board's simulation in sim/backends).
 //
 // Every failure is a LinkError with a one-line message: the board rejecting a request (with the
 // status it gave), a reply that never came, or a reply that arrived damaged. Requests the board
