@@ -2,6 +2,13 @@
 # fresh Debian 12 machine (scripts/deps.sh installs what is missing).
 
 BUILD   ?= build
+# TRACE=1: every Verilator model with waveform tracing compiled in (cmake -DTPU_TRACE=ON), in a
+# build folder of its own; without it only the models sim/models.cmake marks TRACE have it.
+TRACE   ?=
+ifeq ($(TRACE),1)
+BUILD   := build-trace
+CMAKE_OPTIONS := -DTPU_TRACE=ON
+endif
 # make sw: the software alone, without the RTL simulation (TPU_RTL=OFF), in its own build folder.
 SW_BUILD ?= build-sw
 JOBS    ?= $(shell nproc)
@@ -49,10 +56,13 @@ deps:
 	@scripts/deps.sh
 
 $(BUILD)/Makefile: CMakeLists.txt | deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_OPTIONS)
 
 build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
+
+# $(call build_only,TARGETS): what one entry point runs, and no more of the build.
+build_only = cmake --build $(BUILD) -j $(JOBS) --target $(1)
 
 # The numerics, the runtime, the functional model and `tpu` without the RTL simulation (no
 # Verilator model is built: --backend model and serial), and their tests.
@@ -62,9 +72,13 @@ sw: deps
 	cd $(SW_BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Verilator regression: directed and seeded random GEMMs on every compiled matrix
-# unit, then compiled GEMMs on every compiled core, on the RTL and the model.
-sim: build
+# unit, then compiled GEMMs on every compiled core, on the RTL and the model. Each
+# part is built just before it runs: the matrix unit's rows come before the cores
+# are compiled.
+sim: deps $(BUILD)/Makefile
+	$(call build_only,mxu_sim)
 	$(BUILD)/bin/mxu_sim $(if $(SEED),--seed $(SEED))
+	$(call build_only,core_sim)
 	$(BUILD)/bin/core_sim $(if $(SEED),--seed $(SEED))
 
 # All GoogleTest suites through CTest.
@@ -122,14 +136,17 @@ synth: deps
 	$(call yosys_synth,seq,$(TOP_FILES),tpu_top,-set Sequential 1 -set Dim 4 -set BusBytes 4 \
 	  -set UbDepth 256 -set AccDepth 128,tpu_top Sequential 4x4)
 
-# Waveform of one regression case: make wave CASE=<config>/<case> (see mxu_sim --list).
-wave: build
+# Waveform of one regression case: make wave CASE=<config>/<case> (see mxu_sim --list); a
+# configuration sim/models.cmake does not trace needs TRACE=1.
+wave: deps $(BUILD)/Makefile
+	$(call build_only,mxu_sim)
 	@mkdir -p $(BUILD)/waves
 	$(BUILD)/bin/mxu_sim --only "$(CASE)" --wave $(BUILD)/waves/mxu.fst $(if $(SEED),--seed $(SEED))
 	@echo "open with: gtkwave $(BUILD)/waves/mxu.fst sim/mxu.gtkw"
 
-# Waveform of one core regression case: make wave-core CORE_CASE=<config>/<case>.
-wave-core: build
+# Waveform of one core regression case: make wave-core CORE_CASE=<config>/<case> [TRACE=1].
+wave-core: deps $(BUILD)/Makefile
+	$(call build_only,core_sim)
 	@mkdir -p $(BUILD)/waves
 	$(BUILD)/bin/core_sim --only "$(CORE_CASE)" --wave $(BUILD)/waves/core.fst $(if $(SEED),--seed $(SEED))
 	@echo "open with: gtkwave $(BUILD)/waves/core.fst sim/core.gtkw"
@@ -148,7 +165,8 @@ bench-sim: deps
 	PYTHON=$(PYTHON) scripts/bench_sim_speed.sh $(PERF)
 
 # One 512 x 512 x 512 GEMM on the core.
-bench-core: build
+bench-core: deps $(BUILD)/Makefile
+	$(call build_only,core_bench)
 	$(BUILD)/bin/core_bench --m 512 --k 512 --n 512
 
 # The matrix unit alone, streaming tiles back to back.
@@ -210,4 +228,4 @@ fpga-breakdown: $(FPGA_TOOLS)
 	    --doc docs/fpga.md
 
 clean:
-	rm -rf $(BUILD) $(SW_BUILD)
+	rm -rf $(BUILD) $(SW_BUILD) build-trace

@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
+  ccache               # compiler cache for the C++ and the Verilator models
   verilator            # 5.006 on Debian 12
   yosys                # synthesis check (make synth)
   googletest libgtest-dev

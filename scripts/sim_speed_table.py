@@ -57,8 +57,11 @@ def main():
                 records.append(json.load(f))
         except (OSError, json.JSONDecodeError) as e:
             fail(f"{path}: {e}")
-    bad = [f"{r['rows']}x{r['cols']} with {r['threads']} thread(s)" for r in records
-           if not r["exact"]]
+    def variant(r):
+        threads = f"{r['threads']} thread{'s' if r['threads'] > 1 else ''}"
+        return threads + (", assertions" if r["assertions"] else "")
+
+    bad = [f"{r['rows']}x{r['cols']}, {variant(r)}" for r in records if not r["exact"]]
     if bad:
         fail("results differ from the reference model: " + ", ".join(bad))
 
@@ -73,30 +76,32 @@ def main():
         "",
         f"Produced by `make bench-sim` on {datetime.date.today()}: {cores} cores "
         f"({cpu_model()}), {verilator}. Each row builds `tpu_mxu` from scratch "
-        "(`scripts/bench_mxu.sh`, `-O2`, tracing compiled in but off, no assertions) and streams "
-        "2048 / rows back-to-back weight tiles of 16 x rows activation rows through it (about "
-        "33,000 cycles); every result is "
-        "checked bit for bit against the reference model. The simulated MACs are the array's "
-        "useful multiply-accumulates.",
+        "(`scripts/bench_mxu.sh`, `-O2`, no tracing; without assertions, the benchmark build, "
+        "or with them, as the tests build it) and streams 2048 / rows back-to-back weight tiles "
+        "of 16 x rows activation rows through it (about 33,000 cycles); every result is checked "
+        "bit for bit against the reference model. The cost per cell and cycle is the wall time "
+        "over cycles x rows x columns: flat if the model's work per cell does not grow with the "
+        "array. The simulated MACs are the array's useful multiply-accumulates.",
         "",
-        "| array | threads | build time, s | simulated cycles/s | simulated MACs/s | "
-        "MXU utilisation | bit-exact |",
-        "|---|---|---|---|---|---|---|",
+        "| array | build | build time, s | simulated cycles/s | ns per cell-cycle | "
+        "simulated MACs/s | MXU utilisation | bit-exact |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
-        lines.append(f"| {r['rows']}x{r['cols']} | {r['threads']} | {r['build_seconds']:.1f} | "
-                     f"{r['cycles_per_second']:,.0f} | {r['macs_per_second']:.3g} | "
-                     f"{100 * r['utilisation']:.2f} % | {'yes' if r['exact'] else 'no'} |")
+        lines.append(f"| {r['rows']}x{r['cols']} | {variant(r)} | {r['build_seconds']:.1f} | "
+                     f"{r['cycles_per_second']:,.0f} | {r['ns_per_cell_cycle']:,.1f} | "
+                     f"{r['macs_per_second']:.3g} | {100 * r['utilisation']:.2f} % | "
+                     f"{'yes' if r['exact'] else 'no'} |")
     lines.append("")
-    lines.append("![simulated MACs per second against array size](sim_speed.png)")
+    lines.append("![ns per cell-cycle against array size](sim_speed.png)")
     with open(os.path.join(out_dir, "sim_speed.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    for threads in sorted({r["threads"] for r in records}):
-        rows = sorted((r for r in records if r["threads"] == threads), key=lambda r: r["rows"])
-        ax.plot([r["rows"] for r in rows], [r["macs_per_second"] for r in rows], "o-",
-                label=f"{threads} thread{'s' if threads > 1 else ''}")
+    for name in dict.fromkeys(variant(r) for r in records):
+        rows = sorted((r for r in records if variant(r) == name), key=lambda r: r["rows"])
+        ax.plot([r["rows"] for r in rows], [r["ns_per_cell_cycle"] for r in rows], "o-",
+                label=name)
     sizes = sorted({r["rows"] for r in records})
     ax.set_xscale("log", base=2)
     ax.xaxis.set_minor_locator(NullLocator())  # only the measured sizes are labelled
@@ -104,9 +109,9 @@ def main():
     ax.set_xticklabels([f"{s}x{s}" for s in sizes])
     ax.set_yscale("log")
     ax.set_xlabel("array")
-    ax.set_ylabel("simulated MACs per second")
+    ax.set_ylabel("wall ns per cell and simulated cycle")
     ax.grid(True, which="both", alpha=0.3)
-    ax.set_title("Verilator simulation speed of the matrix unit")
+    ax.set_title("Verilator simulation cost of the matrix unit per cell")
     ax.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "sim_speed.png"), dpi=110)

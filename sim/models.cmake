@@ -9,6 +9,9 @@
 #   board  tpu_board (rtl/board/board.f) with the parameters of fpga/<board>/board.toml, for each
 #          board whose board.toml asks for a simulation (the rows at the end).
 #   unit   one arithmetic or function unit, for its own tests: TOP and LIST name it.
+# TRACE compiles FST waveform tracing into a model (make wave, --trace). Tracing compiled in costs
+# several times the simulation speed even while no waveform is written (docs/perf.md), so only the
+# configurations the waveform targets and their tests trace; -DTPU_TRACE=ON traces every model.
 # The top-level CMakeLists.txt includes this file whether or not TPU_RTL builds the models
 # (sim/CMakeLists.txt), so that the runtime knows the core configurations either way.
 
@@ -19,7 +22,7 @@ set(TPU_CORE_FIELDS Sequential=sequential Dim=dim MulStages=mul_stages AddStages
 set(TPU_MXU_FIELDS Rows=rows Cols=cols MulStages=mul_stages AddStages=add_stages)
 
 function(tpu_model kind name)
-  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "TOP;LIST" "")
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "TRACE" "TOP;LIST" "")
   if(kind STREQUAL "mxu")
     set(top tpu_mxu)
     set(lists rtl/mxu/mxu.f)
@@ -52,6 +55,7 @@ function(tpu_model kind name)
   set_property(GLOBAL PROPERTY TPU_MODEL_${name}_TOP ${top})
   set_property(GLOBAL PROPERTY TPU_MODEL_${name}_LISTS ${lists})
   set_property(GLOBAL PROPERTY TPU_MODEL_${name}_PARAMS ${ARG_UNPARSED_ARGUMENTS})
+  set_property(GLOBAL PROPERTY TPU_MODEL_${name}_TRACE ${ARG_TRACE})
 endfunction()
 
 # The names of the models of one kind, in the table's order.
@@ -102,10 +106,10 @@ function(tpu_model_struct name type fields out)
 endfunction()
 
 # The matrix unit: every edge from 1 to 16, and pipelined arrays that exercise the skew and the
-# weight-reload delay of deeper partial-sum steps.
+# weight-reload delay of deeper partial-sum steps. make wave's default case runs on 4x4_m0a0.
 tpu_model(mxu mxu_1x1_m0a0 Rows=1 Cols=1 MulStages=0 AddStages=0)
 tpu_model(mxu mxu_2x3_m0a0 Rows=2 Cols=3 MulStages=0 AddStages=0)
-tpu_model(mxu mxu_4x4_m0a0 Rows=4 Cols=4 MulStages=0 AddStages=0)
+tpu_model(mxu mxu_4x4_m0a0 TRACE Rows=4 Cols=4 MulStages=0 AddStages=0)
 tpu_model(mxu mxu_8x8_m0a0 Rows=8 Cols=8 MulStages=0 AddStages=0)
 tpu_model(mxu mxu_16x16_m0a0 Rows=16 Cols=16 MulStages=0 AddStages=0)
 tpu_model(mxu mxu_4x4_m1a1 Rows=4 Cols=4 MulStages=1 AddStages=1)
@@ -138,8 +142,9 @@ tpu_model(unit seq_act TOP tpu_seq_act LIST rtl/seq/seq.f)
 # The default core.
 tpu_model(core top_16x16 Sequential=1'b0 Dim=16 MulStages=0 AddStages=0 ActLanes=4 UbDepth=16384
           AccDepth=4096 BusBytes=16 WeightTiles=4 QueueDepth=4)
-# Pipelined arithmetic; rows narrower than the bus.
-tpu_model(core top_4x4_m1a1 Sequential=1'b0 Dim=4 MulStages=1 AddStages=1 ActLanes=2
+# Pipelined arithmetic; rows narrower than the bus. The traced core: make wave-core's default case
+# and the tool's --trace tests run on it.
+tpu_model(core top_4x4_m1a1 TRACE Sequential=1'b0 Dim=4 MulStages=1 AddStages=1 ActLanes=2
           UbDepth=1024 AccDepth=256 BusBytes=16 WeightTiles=2 QueueDepth=2)
 # A 32-bit bus: rows of several beats.
 tpu_model(core top_8x8_bus4 Sequential=1'b0 Dim=8 MulStages=0 AddStages=0 ActLanes=8
@@ -157,7 +162,8 @@ tpu_model(core top_8x8_seq Sequential=1'b1 Dim=8 MulStages=0 AddStages=0 ActLane
 
 # The FPGA boards of fpga/ whose board.toml asks for a simulation, with its tpu_board parameters:
 # the serial backend's tests and `tpu --backend serial --port sim` talk to these models through a
-# model of the UART line (sim/backends/board_sim.cpp).
+# model of the UART line (sim/backends/board_sim.cpp). They are traced: `--port sim --trace`
+# shows what a board does with its frames, and sim/board_seq.gtkw is checked against a waveform.
 file(GLOB TPU_BOARD_FILES ${CMAKE_CURRENT_LIST_DIR}/../fpga/*/board.toml)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_FILE}
              ${TPU_BOARD_FILES} ${CMAKE_CURRENT_LIST_DIR}/../scripts/fpga_flow.py)
@@ -176,5 +182,5 @@ foreach(board IN LISTS TPU_SIMULATED_BOARDS)
   string(REPLACE "\n" ";" board_params "${board_params}")
   list(FILTER board_params INCLUDE REGEX "^-G")
   list(TRANSFORM board_params REPLACE "^-G" "")
-  tpu_model(board board_${board} ${board_params})
+  tpu_model(board board_${board} TRACE ${board_params})
 endforeach()

@@ -4,6 +4,7 @@
 // both bit for bit against the reference computation, and prints one row per
 // case with the RTL's cycle counters.
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <random>
 
 #include "backends/rtl_backend.hpp"
+#include "backends/top_model.hpp"
 #include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/model.hpp"
@@ -153,6 +155,20 @@ int run(int argc, char** argv) {
   for (const std::string& name : only) {
     if (std::none_of(plan.begin(), plan.end(), [&](const Planned& p) { return p.name == name; })) {
       fmt::print(stderr, "core_sim: no case named {} (see --list)\n", name);
+      return 2;
+    }
+  }
+  if (!wave.empty()) {
+    const auto& p = *std::find_if(plan.begin(), plan.end(),
+                                  [&](const Planned& planned) { return planned.name == only[0]; });
+    if (!tpu::sim::top_model_traces(p.config)) {
+      std::vector<std::string> traced;
+      for (const HardwareConfig& config : tpu::core_configs())
+        if (tpu::sim::top_model_traces(config)) traced.push_back(config.name());
+      fmt::print(stderr,
+                 "core_sim: --wave: the {} model is built without waveform tracing (traced: {}; "
+                 "make wave-core TRACE=1 traces every model)\n",
+                 p.config.name(), fmt::join(traced, ", "));
       return 2;
     }
   }

@@ -29,6 +29,7 @@ int run(int argc, char** argv) {
   unsigned tiles = 64, rows_per_tile = 0;
   double build_seconds = 0;
   unsigned threads = 1;
+  bool assertions = false;
   std::string json_path;
   app.add_option("--tiles", tiles, "weight tiles in the stream")->check(CLI::Range(1u, 100000u));
   app.add_option("--rows-per-tile", rows_per_tile, "activation rows per tile (default 16 x rows)")
@@ -37,6 +38,7 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--threads", threads, "Verilator threads the model was built with, to record")
       ->check(CLI::Range(1u, 64u));
+  app.add_flag("--assertions", assertions, "the model was built with --assert, to record");
   app.add_option("--json", json_path, "also write the figures here, as one JSON object");
   // One line per bad option, so a failed sweep's log ends with the reason.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
@@ -77,6 +79,9 @@ int run(int argc, char** argv) {
   }
 
   const double utilisation = out.stats.macs_per_cycle() / (rows * cols);
+  // The cost of one cell for one cycle: what stays flat as the array grows if the model's work per
+  // cell does.
+  const double ns_per_cell_cycle = 1e9 * seconds / (double(out.stats.cycles) * rows * cols);
   const auto expected =
       harness::expected_stream_cycles(config, std::vector<std::size_t>(tiles, rows_per_tile));
   fmt::print("array                       {}x{} (bf16 x bf16 -> fp32, no pipeline registers)\n",
@@ -89,17 +94,20 @@ int run(int argc, char** argv) {
              100.0 * utilisation, rows * cols);
   fmt::print("simulation speed            {:.0f} cycles/s, {:.3g} MACs/s (wall {:.2f} s)\n",
              double(out.stats.cycles) / seconds, double(out.stats.macs) / seconds, seconds);
+  fmt::print("cost per cell and cycle      {:.1f} ns (wall / (cycles x {} cells))\n",
+             ns_per_cell_cycle, rows * cols);
   fmt::print("results vs reference model  {}\n", exact ? "bit-exact" : "MISMATCH");
   if (!json_path.empty()) {
     // Written before the verdict below, so a sweep also records a failing run.
     auto json = fmt::output_file(json_path);
     json.print(
-        "{{\"rows\": {}, \"cols\": {}, \"threads\": {}, \"build_seconds\": {:.1f}, "
-        "\"cycles\": {}, \"useful_macs\": {}, \"utilisation\": {:.6f}, "
+        "{{\"rows\": {}, \"cols\": {}, \"threads\": {}, \"assertions\": {}, "
+        "\"build_seconds\": {:.1f}, \"cycles\": {}, \"useful_macs\": {}, \"utilisation\": {:.6f}, "
         "\"wall_seconds\": {:.4g}, \"cycles_per_second\": {:.1f}, \"macs_per_second\": {:.4g}, "
-        "\"exact\": {}}}\n",
-        rows, cols, threads, build_seconds, out.stats.cycles, out.stats.macs, utilisation, seconds,
-        double(out.stats.cycles) / seconds, double(out.stats.macs) / seconds, exact);
+        "\"ns_per_cell_cycle\": {:.2f}, \"exact\": {}}}\n",
+        rows, cols, threads, assertions, build_seconds, out.stats.cycles, out.stats.macs,
+        utilisation, seconds, double(out.stats.cycles) / seconds, double(out.stats.macs) / seconds,
+        ns_per_cell_cycle, exact);
     json.close();  // a write error throws here; in the destructor it would abort
   }
   const bool ok =

@@ -2,6 +2,7 @@
 // seeded random GEMMs on every compiled array configuration, checks each result
 // bit for bit against the reference model, and prints one table row per case.
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <random>
 
 #include "harness/mxu_gemm.hpp"
+#include "harness/mxu_model.hpp"
 #include "harness/tile_jobs.hpp"
 #include "oracle/random_matrices.hpp"
 #include "tpu/numerics/gemm.hpp"
@@ -153,6 +155,20 @@ int run(int argc, char** argv) {
   for (const std::string& name : only) {
     if (std::none_of(plan.begin(), plan.end(), [&](const Planned& p) { return p.name == name; })) {
       fmt::print(stderr, "mxu_sim: no case named {} (see --list)\n", name);
+      return 2;
+    }
+  }
+  if (!wave.empty()) {
+    const auto& p = *std::find_if(plan.begin(), plan.end(),
+                                  [&](const Planned& planned) { return planned.name == only[0]; });
+    if (!harness::model_traces(p.config)) {
+      std::vector<std::string> traced;
+      for (const ArrayConfig& cfg : harness::compiled_configs())
+        if (harness::model_traces(cfg)) traced.push_back(cfg.name());
+      fmt::print(stderr,
+                 "mxu_sim: --wave: the {} model is built without waveform tracing (traced: {}; "
+                 "make wave TRACE=1 traces every model)\n",
+                 p.config.name(), fmt::join(traced, ", "));
       return 2;
     }
   }

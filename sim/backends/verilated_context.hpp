@@ -8,6 +8,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "verilated.h"
 #include "verilated_fst_c.h"
@@ -24,16 +26,33 @@ inline std::unique_ptr<VerilatedContext> make_context(std::uint32_t random_init_
   return context;
 }
 
+// Whether a Verilator model was built with FST tracing (TRACE in sim/models.cmake, or
+// -DTPU_TRACE=ON): only then does it have trace().
+template <typename Model, typename = void>
+struct has_fst_trace : std::false_type {};
+template <typename Model>
+struct has_fst_trace<Model, std::void_t<decltype(std::declval<Model&>().trace(
+                                std::declval<VerilatedFstC*>(), 0))>> : std::true_type {};
+
 // The FST waveform of one model, when asked for. Time steps by half a 10 ns clock period, in the
 // context's 1 ps resolution, whether or not a waveform is written.
 class Waveform {
  public:
+  // Throws std::invalid_argument when the model was built without tracing.
   template <typename Model>
   void open(Model& model, const std::string& path) {
-    trace_ = std::make_unique<VerilatedFstC>();
-    model.trace(trace_.get(), 99);
-    trace_->open(path.c_str());
-    if (!trace_->isOpen()) throw std::runtime_error("cannot open trace file " + path);
+    if constexpr (has_fst_trace<Model>::value) {
+      auto trace = std::make_unique<VerilatedFstC>();
+      model.trace(trace.get(), 99);
+      trace->open(path.c_str());
+      if (!trace->isOpen()) throw std::runtime_error("cannot open trace file " + path);
+      trace_ = std::move(trace);
+    } else {
+      (void)model;
+      throw std::invalid_argument(
+          "this model is built without waveform tracing: sim/models.cmake marks the traced "
+          "ones (TRACE); cmake -DTPU_TRACE=ON traces every model (make wave TRACE=1)");
+    }
   }
 
   void half_period(VerilatedContext& context) {

@@ -382,7 +382,12 @@ inline std::unique_ptr<tpu::Backend> make_backend(const Execution& execution, Ta
   if (execution.backend == kBackendModel) {
     return std::make_unique<tpu::FunctionalModel>(target.config, memory_bytes);
   }
-  return tpu::linked_simulation()->open_core(target.config, memory_bytes, execution.trace_path);
+  try {
+    return tpu::linked_simulation()->open_core(target.config, memory_bytes, execution.trace_path);
+  } catch (const std::invalid_argument& error) {
+    // What the model cannot do: a waveform from one built without tracing.
+    throw BadInput(fmt::format("--array {}: {}", target.config.name(), error.what()));
+  }
 }
 
 // The multiply-accumulates the first `completed` instructions count as useful: k_valid x n_valid

@@ -25,7 +25,8 @@ class Simulation {
   virtual ~Simulation() = default;
   // The Verilator model of the core `config` (one of core_configs()) with `memory_bytes` of host
   // memory, cycle by cycle; an FST waveform of every cycle goes to `trace_path` unless it is
-  // empty.
+  // empty. Throws std::invalid_argument when a waveform is asked of a model built without
+  // tracing (sim/models.cmake).
   virtual std::unique_ptr<Backend> open_core(const HardwareConfig& config, std::size_t memory_bytes,
                                              const std::string& trace_path) const = 0;
   // The board `name` (a folder of fpga/; empty: the first simulated one). Throws
