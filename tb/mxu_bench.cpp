@@ -94,7 +94,7 @@ int run(int argc, char** argv) {
              100.0 * utilisation, rows * cols);
   fmt::print("simulation speed            {:.0f} cycles/s, {:.3g} MACs/s (wall {:.2f} s)\n",
              double(out.stats.cycles) / seconds, double(out.stats.macs) / seconds, seconds);
-  fmt::print("cost per cell and cycle      {:.1f} ns (wall / (cycles x {} cells))\n",
+  fmt::print("cost per cell and cycle     {:.1f} ns (wall / (cycles x {} cells))\n",
              ns_per_cell_cycle, rows * cols);
   fmt::print("results vs reference model  {}\n", exact ? "bit-exact" : "MISMATCH");
   if (!json_path.empty()) {

@@ -35,18 +35,20 @@ struct has_fst_trace<Model, std::void_t<decltype(std::declval<Model&>().trace(
                                 std::declval<VerilatedFstC*>(), 0))>> : std::true_type {};
 
 // The FST waveform of one model, when asked for. Time steps by half a 10 ns clock period, in the
-// context's 1 ps resolution, whether or not a waveform is written.
+// context's 1 ps resolution, whether or not a waveform is written. Verilator's FST writer is only
+// referred to where a traced model is opened, so that a program of untraced models needs none of
+// its runtime.
 class Waveform {
  public:
   // Throws std::invalid_argument when the model was built without tracing.
   template <typename Model>
   void open(Model& model, const std::string& path) {
     if constexpr (has_fst_trace<Model>::value) {
-      auto trace = std::make_unique<VerilatedFstC>();
-      model.trace(trace.get(), 99);
-      trace->open(path.c_str());
-      if (!trace->isOpen()) throw std::runtime_error("cannot open trace file " + path);
-      trace_ = std::move(trace);
+      auto file = std::make_unique<FstFile<Model>>();
+      model.trace(&file->fst, 99);
+      file->fst.open(path.c_str());
+      if (!file->fst.isOpen()) throw std::runtime_error("cannot open trace file " + path);
+      file_ = std::move(file);
     } else {
       (void)model;
       throw std::invalid_argument(
@@ -57,15 +59,26 @@ class Waveform {
 
   void half_period(VerilatedContext& context) {
     context.timeInc(5000);
-    if (trace_) trace_->dump(context.time());
+    if (file_) file_->dump(context.time());
   }
 
   void close() {
-    if (trace_) trace_->close();
+    if (file_) file_->close();
   }
 
  private:
-  std::unique_ptr<VerilatedFstC> trace_;
+  struct File {
+    virtual ~File() = default;
+    virtual void dump(std::uint64_t time) = 0;
+    virtual void close() = 0;
+  };
+  template <typename Model>
+  struct FstFile final : File {
+    VerilatedFstC fst;
+    void dump(std::uint64_t time) override { fst.dump(time); }
+    void close() override { fst.close(); }
+  };
+  std::unique_ptr<File> file_;
 };
 
 }  // namespace tpu::sim
