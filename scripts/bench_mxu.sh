@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the matrix unit (ROWS x COLS, default 16x16) with Verilator (timed,
-# from scratch; no tracing; assertions left out, or in with ASSERT=1 as the
+# from scratch; no tracing, or with TRACE=1 FST tracing compiled in but off, to
+# measure what that costs; assertions left out, or in with ASSERT=1 as the
 # tests build them; with THREADS > 1 a multithreaded model) and runs the
 # benchmark driver tb/mxu_bench.cpp. Usage: scripts/bench_mxu.sh <work dir>
 # [driver options]
@@ -11,12 +12,15 @@ rows=${ROWS:-16}
 cols=${COLS:-16}
 threads=${THREADS:-1}
 assert=${ASSERT:-0}
+trace=${TRACE:-0}
 shift || true
 # Checked before the build, which takes minutes at the larger sizes.
-if [[ $assert != 0 && $assert != 1 ]]; then
-  echo "bench_mxu.sh: ASSERT=$assert: expected 0 or 1" >&2
-  exit 2
-fi
+for setting in "ASSERT=$assert" "TRACE=$trace"; do
+  if [[ ${setting#*=} != 0 && ${setting#*=} != 1 ]]; then
+    echo "bench_mxu.sh: $setting: expected 0 or 1" >&2
+    exit 2
+  fi
+done
 for setting in "ROWS=$rows" "COLS=$cols" "THREADS=$threads"; do
   if ! [[ ${setting#*=} =~ ^[1-9][0-9]*$ ]]; then
     echo "bench_mxu.sh: $setting: expected a positive whole number" >&2
@@ -38,10 +42,12 @@ start=$(date +%s.%N)
 # compile and to run than the default, so it is left off.
 thread_args=()
 if [ "$threads" -gt 1 ]; then thread_args=(--threads "$threads"); fi
-assert_args=()
-if [ "$assert" = 1 ]; then assert_args=(--assert); fi
+build_args=()
+build="$threads thread(s)"
+if [ "$assert" = 1 ]; then build_args+=(--assert); build+=", assertions"; fi
+if [ "$trace" = 1 ]; then build_args+=(--trace-fst); build+=", tracing compiled in (off)"; fi
 # The build is timed from scratch: no compiler cache.
-OBJCACHE= verilator --cc --exe --build -j "$(nproc)" "${thread_args[@]}" "${assert_args[@]}" -MAKEFLAGS "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2" --Mdir "$work" -o mxu_bench \
+OBJCACHE= verilator --cc --exe --build -j "$(nproc)" "${thread_args[@]}" "${build_args[@]}" -MAKEFLAGS "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2" --Mdir "$work" -o mxu_bench \
   --top-module tpu_mxu -GRows="$rows" -GCols="$cols" sim/lint.vlt $(python3 scripts/rtl_files.py rtl/mxu/mxu.f) \
   -CFLAGS "-O2 -std=c++17 -ffp-contract=off -I$root/tb -I$root/sim -I$root/sw/include -DMXU_ROWS=$rows -DMXU_COLS=$cols" \
   -LDFLAGS "-lfmt" \
@@ -51,6 +57,7 @@ OBJCACHE= verilator --cc --exe --build -j "$(nproc)" "${thread_args[@]}" "${asse
 end=$(date +%s.%N)
 build_seconds=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
 
+echo "model build                 $build"
 assert_flag=()
 if [ "$assert" = 1 ]; then assert_flag=(--assertions); fi
 "$work/mxu_bench" --build-seconds "$build_seconds" --threads "$threads" "${assert_flag[@]}" "$@"

@@ -22,8 +22,12 @@ records=()
 for size in $sizes; do
   for variant in "1 0" "1 1" "2 0"; do
     read -r threads assert <<< "$variant"
-    name="${size}x${size}-t${threads}$([ "$assert" = 1 ] && echo -assert)"
-    model="the ${size}x${size} model with $threads thread(s)$([ "$assert" = 1 ] && echo ', assertions')"
+    name="${size}x${size}-t${threads}"
+    model="the ${size}x${size} model with $threads thread(s)"
+    if [ "$assert" = 1 ]; then
+      name+="-assert"
+      model+=", assertions"
+    fi
     echo "bench-sim: building and running $model" >&2
     # A record left from an earlier sweep must not stand in for this run's.
     rm -f "$runs/$name.json"

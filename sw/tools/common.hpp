@@ -266,7 +266,8 @@ inline void add_execution_options(CLI::App& command, Execution& execution) {
       .add_option("--trace", execution.trace_path,
                   "write an FST waveform of every cycle (rtl, or serial\n"
                   "with --port sim; kept when the core stops with an\n"
-                  "error, to debug it)")
+                  "error, to debug it); rtl: a core model built with\n"
+                  "tracing (sim/models.cmake, or -DTPU_TRACE=ON)")
       ->type_name("FILE.fst");
   command.add_flag("--stats", execution.stats,
                    "print the cycle counters (rtl, serial), or the\n"
