@@ -2,7 +2,8 @@
 # Builds the matrix unit (ROWS x COLS, default 16x16) with Verilator (timed,
 # from scratch; no tracing, or with TRACE=1 FST tracing compiled in but off, to
 # measure what that costs; assertions left out, or in with ASSERT=1 as the
-# tests build them; with THREADS > 1 a multithreaded model) and runs the
+# tests build them; with THREADS > 1 a multithreaded model; VERILATOR_FLAGS adds
+# any other Verilator options, to measure them) and runs the
 # benchmark driver tb/mxu_bench.cpp. Usage: scripts/bench_mxu.sh <work dir>
 # [driver options]
 set -euo pipefail
@@ -46,6 +47,8 @@ build_args=()
 build="$threads thread(s)"
 if [ "$assert" = 1 ]; then build_args+=(--assert); build+=", assertions"; fi
 if [ "$trace" = 1 ]; then build_args+=(--trace-fst); build+=", tracing compiled in (off)"; fi
+read -r -a extra_flags <<< "${VERILATOR_FLAGS:-}"
+if [ ${#extra_flags[@]} -gt 0 ]; then build_args+=("${extra_flags[@]}"); build+=", ${extra_flags[*]}"; fi
 # The build is timed from scratch: no compiler cache.
 OBJCACHE= verilator --cc --exe --build -j "$(nproc)" "${thread_args[@]}" "${build_args[@]}" -MAKEFLAGS "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2" --Mdir "$work" -o mxu_bench \
   --top-module tpu_mxu -GRows="$rows" -GCols="$cols" sim/lint.vlt $(python3 scripts/rtl_files.py rtl/mxu/mxu.f) \
