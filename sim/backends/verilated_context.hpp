@@ -31,8 +31,9 @@ inline std::unique_ptr<VerilatedContext> make_context(std::uint32_t random_init_
 template <typename Model, typename = void>
 struct has_fst_trace : std::false_type {};
 template <typename Model>
-struct has_fst_trace<Model, std::void_t<decltype(std::declval<Model&>().trace(
-                                std::declval<VerilatedFstC*>(), 0))>> : std::true_type {};
+struct has_fst_trace<
+    Model, std::void_t<decltype(std::declval<Model&>().trace(std::declval<VerilatedFstC*>(), 0))>>
+    : std::true_type {};
 
 // The FST waveform of one model, when asked for. Time steps by half a 10 ns clock period, in the
 // context's 1 ps resolution, whether or not a waveform is written. Verilator's FST writer is only

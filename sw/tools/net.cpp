@@ -114,7 +114,8 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& options) {
       ->check(CLI::Range(1.0, 10000.0))
       ->capture_default_str();
   command->add_flag("--stats", options.stats, "per-layer cycles and utilisation (rtl)");
-  command->add_option("--trace", options.trace_path, "FST waveform (rtl, a core built with tracing; use few images)");
+  command->add_option("--trace", options.trace_path,
+                      "FST waveform (rtl, a core built with tracing; use few images)");
   command->add_option("--data", options.data_dir, "Fashion-MNIST IDX files");
   return command;
 }
