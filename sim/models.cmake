@@ -9,8 +9,8 @@
 #   board  tpu_board (rtl/board/board.f) with the parameters of fpga/<board>/board.toml, for each
 #          board whose board.toml asks for a simulation (the rows at the end).
 #   unit   one arithmetic or function unit, for its own tests: TOP and LIST name it.
-# TRACE compiles FST waveform tracing into a model (make wave, --trace). Tracing compiled in costs
-# several times the simulation speed even while no waveform is written (docs/perf.md), so only the
+# TRACE compiles FST waveform tracing into a model (make wave, --trace). Tracing compiled in slows
+# a model 2.4 to 4.4 times even while no waveform is written (docs/perf/README.md), so only the
 # configurations the waveform targets and their tests trace; -DTPU_TRACE=ON traces every model.
 # The top-level CMakeLists.txt includes this file whether or not TPU_RTL builds the models
 # (sim/CMakeLists.txt), so that the runtime knows the core configurations either way.
