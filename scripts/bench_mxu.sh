@@ -3,8 +3,8 @@
 # from scratch; no tracing, or with TRACE=1 FST tracing compiled in but off, to
 # measure what that costs; assertions left out, or in with ASSERT=1 as the
 # tests build them; with THREADS > 1 a multithreaded model; VERILATOR_FLAGS adds
-# any other Verilator options, to measure them) and runs the
-# benchmark driver tb/mxu_bench.cpp. Usage: scripts/bench_mxu.sh <work dir>
+# any other Verilator options, to measure them), reports its time and peak
+# memory, and runs the benchmark driver tb/mxu_bench.cpp. Usage: scripts/bench_mxu.sh <work dir>
 # [driver options]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,8 +49,14 @@ if [ "$assert" = 1 ]; then build_args+=(--assert); build+=", assertions"; fi
 if [ "$trace" = 1 ]; then build_args+=(--trace-fst); build+=", tracing compiled in (off)"; fi
 read -r -a extra_flags <<< "${VERILATOR_FLAGS:-}"
 if [ ${#extra_flags[@]} -gt 0 ]; then build_args+=("${extra_flags[@]}"); build+=", ${extra_flags[*]}"; fi
-# The build is timed from scratch: no compiler cache.
-OBJCACHE= verilator --cc --exe --build -j "$(nproc)" "${thread_args[@]}" "${build_args[@]}" -MAKEFLAGS "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2" --Mdir "$work" -o mxu_bench \
+# The build is timed from scratch: no compiler cache. Its peak memory is the largest resident
+# size of any process it ran (getrusage of the waited-for children), in MiB.
+OBJCACHE= "${PYTHON:-/usr/bin/python3}" -c '
+import resource, subprocess, sys
+status = subprocess.run(sys.argv[2:]).returncode
+with open(sys.argv[1], "w") as f:
+    print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, file=f)
+sys.exit(status)' "$work/build-peak-mib" verilator --cc --exe --build -j "$(nproc)" "${thread_args[@]}" "${build_args[@]}" -MAKEFLAGS "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2" --Mdir "$work" -o mxu_bench \
   --top-module tpu_mxu -GRows="$rows" -GCols="$cols" sim/lint.vlt $(python3 scripts/rtl_files.py rtl/mxu/mxu.f) \
   -CFLAGS "-O2 -std=c++17 -ffp-contract=off -I$root/tb -I$root/sim -I$root/sw/include -DMXU_ROWS=$rows -DMXU_COLS=$cols" \
   -LDFLAGS "-lfmt" \
@@ -63,4 +69,4 @@ build_seconds=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
 echo "model build                 $build"
 assert_flag=()
 if [ "$assert" = 1 ]; then assert_flag=(--assertions); fi
-"$work/mxu_bench" --build-seconds "$build_seconds" --threads "$threads" "${assert_flag[@]}" "$@"
+"$work/mxu_bench" --build-seconds "$build_seconds" --build-peak-mib "$(cat "$work/build-peak-mib")" --threads "$threads" "${assert_flag[@]}" "$@"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Collects the records of scripts/bench_sim_speed.sh (one JSON object per run of
-tb/mxu_bench.cpp) into OUT_DIR/sim_speed.json, a Markdown table OUT_DIR/sim_speed.md and a plot
-OUT_DIR/sim_speed.png.
+tb/mxu_bench.cpp) into OUT_DIR/NAME.json, a Markdown table OUT_DIR/NAME.md and a plot
+OUT_DIR/NAME.png (NAME: sim_speed, or the environment's SIM_SPEED_NAME).
 
     sim_speed_table.py OUT_DIR RECORD.json ...
 """
@@ -50,6 +50,7 @@ def main():
     if len(sys.argv) < 3:
         fail("usage: sim_speed_table.py OUT_DIR RECORD.json ...")
     out_dir, paths = sys.argv[1], sys.argv[2:]
+    name = os.environ.get("SIM_SPEED_NAME", "sim_speed")
     records = []
     for path in paths:
         try:
@@ -65,7 +66,7 @@ def main():
     if bad:
         fail("results differ from the reference model: " + ", ".join(bad))
 
-    with open(os.path.join(out_dir, "sim_speed.json"), "w") as f:
+    with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
         json.dump(records, f, indent=1)
         f.write("\n")
 
@@ -77,24 +78,26 @@ def main():
         f"Produced by `make bench-sim` on {datetime.date.today()}: {cores} cores "
         f"({cpu_model()}), {verilator}. Each row builds `tpu_mxu` from scratch "
         "(`scripts/bench_mxu.sh`, `-O2`, no tracing; without assertions, the benchmark build, "
-        "or with them, as the tests build it) and streams 2048 / rows back-to-back weight tiles "
-        "of 16 x rows activation rows through it (about 33,000 cycles); every result is checked "
+        "or with them, as the tests build it; its peak memory is the largest process's) and "
+        "streams back-to-back weight tiles of 16 x rows activation rows through it (2048 / rows "
+        "tiles, about 33,000 cycles, up to 64x64; 2 tiles above); every result is checked "
         "bit for bit against the reference model. The cost per cell and cycle is the wall time "
         "over cycles x rows x columns: flat if the model's work per cell does not grow with the "
         "array. The simulated MACs are the array's useful multiply-accumulates.",
         "",
-        "| array | build | build time, s | simulated cycles/s | ns per cell-cycle | "
-        "simulated MACs/s | MXU utilisation | bit-exact |",
-        "|---|---|---|---|---|---|---|---|",
+        "| array | build | build time, s | build peak memory, MiB | simulated cycles/s | "
+        "ns per cell-cycle | simulated MACs/s | MXU utilisation | bit-exact |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
         lines.append(f"| {r['rows']}x{r['cols']} | {variant(r)} | {r['build_seconds']:.1f} | "
+                     f"{r.get('build_peak_mib', 0):,.0f} | "
                      f"{r['cycles_per_second']:,.0f} | {r['ns_per_cell_cycle']:,.1f} | "
                      f"{r['macs_per_second']:.3g} | {100 * r['utilisation']:.2f} % | "
                      f"{'yes' if r['exact'] else 'no'} |")
     lines.append("")
-    lines.append("![ns per cell-cycle against array size](sim_speed.png)")
-    with open(os.path.join(out_dir, "sim_speed.md"), "w") as f:
+    lines.append(f"![ns per cell-cycle against array size]({name}.png)")
+    with open(os.path.join(out_dir, f"{name}.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
@@ -114,7 +117,7 @@ def main():
     ax.set_title("Verilator simulation cost of the matrix unit per cell")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "sim_speed.png"), dpi=110)
+    fig.savefig(os.path.join(out_dir, f"{name}.png"), dpi=110)
     print("\n".join(lines))
 
 

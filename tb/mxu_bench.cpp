@@ -27,7 +27,7 @@ int run(int argc, char** argv) {
   CLI::App app{"Matrix-unit benchmark"};
   const unsigned rows = MXU_ROWS, cols = MXU_COLS;
   unsigned tiles = 64, rows_per_tile = 0;
-  double build_seconds = 0;
+  double build_seconds = 0, build_peak_mib = 0;
   unsigned threads = 1;
   bool assertions = false;
   std::string json_path;
@@ -36,6 +36,9 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(1u, 1000000u));
   app.add_option("--build-seconds", build_seconds, "model build time, to print with the rest")
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--build-peak-mib", build_peak_mib,
+                 "peak memory of the model build's largest process, MiB, to print with the rest")
+      ->check(CLI::Range(0.0, 1e7));
   app.add_option("--threads", threads, "Verilator threads the model was built with, to record")
       ->check(CLI::Range(1u, 64u));
   app.add_flag("--assertions", assertions, "the model was built with --assert, to record");
@@ -87,6 +90,7 @@ int run(int argc, char** argv) {
   fmt::print("array                       {}x{} (bf16 x bf16 -> fp32, no pipeline registers)\n",
              rows, cols);
   if (build_seconds > 0) fmt::print("model build time            {:.1f} s\n", build_seconds);
+  if (build_peak_mib > 0) fmt::print("model build peak memory     {:.0f} MiB\n", build_peak_mib);
   fmt::print("stream                      {} tiles x {} rows, back to back\n", tiles,
              rows_per_tile);
   fmt::print("simulated cycles            {} (formula {})\n", out.stats.cycles, expected);
@@ -102,10 +106,10 @@ int run(int argc, char** argv) {
     auto json = fmt::output_file(json_path);
     json.print(
         "{{\"rows\": {}, \"cols\": {}, \"threads\": {}, \"assertions\": {}, "
-        "\"build_seconds\": {:.1f}, \"cycles\": {}, \"useful_macs\": {}, \"utilisation\": {:.6f}, "
+        "\"build_seconds\": {:.1f}, \"build_peak_mib\": {:.0f}, \"cycles\": {}, \"useful_macs\": {}, \"utilisation\": {:.6f}, "
         "\"wall_seconds\": {:.4g}, \"cycles_per_second\": {:.1f}, \"macs_per_second\": {:.4g}, "
         "\"ns_per_cell_cycle\": {:.2f}, \"exact\": {}}}\n",
-        rows, cols, threads, assertions, build_seconds, out.stats.cycles, out.stats.macs,
+        rows, cols, threads, assertions, build_seconds, build_peak_mib, out.stats.cycles, out.stats.macs,
         utilisation, seconds, double(out.stats.cycles) / seconds, double(out.stats.macs) / seconds,
         ns_per_cell_cycle, exact);
     json.close();  // a write error throws here; in the destructor it would abort

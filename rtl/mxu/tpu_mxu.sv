@@ -15,7 +15,7 @@
 // Lane i of a W-bit lane vector is bits [i*W +: W].
 //
 // Latency from an activation entering to its result leaving:
-//   Cols - 1 + MulStages + Rows * (AddStages + 1) cycles.
+//   Cols + MulStages + Rows * (AddStages + 1) cycles.
 module tpu_mxu #(
   parameter int unsigned Rows      = 16,
   parameter int unsigned Cols      = 16,
@@ -90,7 +90,10 @@ module tpu_mxu #(
   // ---------------------------------------------------------------------------
   // Input skew: activation row r enters r * PsumStep cycles late so it meets the
   // partial sums coming down; weight and seed column c enter c cycles late (and
-  // seeds MulChecked more, to meet the multiplier's output).
+  // seeds MulChecked more, to meet the multiplier's output). Every lane is one
+  // register longer than that: the array's inputs then all leave registers, so
+  // no cell hangs on this unit's input ports and a simulator evaluates the
+  // cells once per cycle, not again for every change of an input.
   // ---------------------------------------------------------------------------
   logic [RowsChecked*16-1:0]       act_skewed;
   logic [RowsChecked-1:0]          commit_skewed;
@@ -100,7 +103,7 @@ module tpu_mxu #(
   logic [ColsChecked*32-1:0]       seed_skewed, psum_bottom;
 
   for (genvar r = 0; r < RowsChecked; r++) begin : g_act_skew
-    tpu_delay #(.Width(17), .Depth(r * PsumStep)) u_delay (
+    tpu_delay #(.Width(17), .Depth(1 + r * PsumStep)) u_delay (
       .clk_i, .rst_ni,
       .en_i  (advance),
       .data_i({commit, act_data_i[r*16 +: 16]}),
@@ -109,14 +112,14 @@ module tpu_mxu #(
   end
 
   for (genvar c = 0; c < ColsChecked; c++) begin : g_col_skew
-    tpu_delay #(.Width(WgtWidth), .Depth(c)) u_wgt_delay (
+    tpu_delay #(.Width(WgtWidth), .Depth(1 + c)) u_wgt_delay (
       .clk_i, .rst_ni,
       .en_i  (advance),
       .data_i({wgt_fire, wgt_tag, wgt_data_i[c*16 +: 16]}),
       .data_o({wvld_skewed[c], wtag_skewed[c*TagWidth +: TagWidth], wgt_skewed[c*16 +: 16]})
     );
 
-    tpu_delay #(.Width(32), .Depth(c + MulChecked)) u_seed_delay (
+    tpu_delay #(.Width(32), .Depth(1 + c + MulChecked)) u_seed_delay (
       .clk_i, .rst_ni,
       .en_i  (advance),
       .data_i(seed_data_i[c*32 +: 32]),

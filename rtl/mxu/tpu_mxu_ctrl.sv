@@ -39,7 +39,7 @@ module tpu_mxu_ctrl #(
 
   localparam int unsigned PsumStep  = AddStages + 1;  // cycles per row for partial sums
   localparam int unsigned FreeDelay = (PsumStep > 2) ? (Rows - 1) * (PsumStep - 2) : 0;
-  localparam int unsigned Latency   = Cols - 1 + MulStages + Rows * PsumStep;
+  localparam int unsigned Latency   = Cols + MulStages + Rows * PsumStep;
   localparam int unsigned FreeWidth = (FreeDelay > 0) ? $clog2(FreeDelay + 1) : 1;
   localparam int unsigned LastRow   = Rows - 1;
   localparam logic [TagWidth-1:0]  LastRowTag    = LastRow[TagWidth-1:0];

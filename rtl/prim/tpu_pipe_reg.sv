@@ -16,16 +16,14 @@ module tpu_pipe_reg #(
   end
 
   if (Enable) begin : g_reg
-    logic [Width-1:0] data_d, data_q;
+    logic [Width-1:0] data_q;
 
-    always_comb begin
-      data_d = data_q;
-      if (en_i) data_d = data_i;
-    end
-
+    // The enable sits in the register, not in front of it: a simulator then
+    // copies the data only on enabled edges, and nothing combinational hangs
+    // on the (often input-driven) enable.
     always_ff @(posedge clk_i or negedge rst_ni) begin
-      if (!rst_ni) data_q <= '0;
-      else         data_q <= data_d;
+      if (!rst_ni)   data_q <= '0;
+      else if (en_i) data_q <= data_i;
     end
 
     assign data_o = data_q;

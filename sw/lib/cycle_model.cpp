@@ -37,11 +37,11 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
   // Weight rows per (M block, N tile): whole tiles, then the k_valid rows of the last.
   const double weight_beats = s.k * ub_row_beats;
   const double matmuls = partial_k && s.k > c.dim ? 2 : 1;
-  // The array's pipeline, Dim - 1 + MulStages + Dim x (AddStages + 1) cycles
+  // The array's pipeline, Dim + MulStages + Dim x (AddStages + 1) cycles
   // (docs/core.md), and the shortest spacing of two tiles' first rows:
   // Rows + 1 + FreeDelay, FreeDelay = (Rows - 1)(Lp - 2) for a partial-sum
   // step of Lp = AddStages + 1 cycles above 2 (docs/architecture.md).
-  const double pipeline = d - 1 + c.mul_stages + d * (c.add_stages + 1);
+  const double pipeline = d + c.mul_stages + d * (c.add_stages + 1);
   const double step = c.add_stages + 1;
   const double tile_period = d + 1 + (step > 2 ? (d - 1) * (step - 2) : 0);
 

@@ -23,7 +23,7 @@ struct ArrayConfig {
   // Cycles a partial sum takes to pass one row of cells.
   unsigned psum_step() const { return add_stages + 1; }
   // Cycles from an activation row entering to its result row leaving.
-  unsigned latency() const { return cols - 1 + mul_stages + rows * psum_step(); }
+  unsigned latency() const { return cols + mul_stages + rows * psum_step(); }
   // Cycles after a tile's first activation before the next tile's weights may enter.
   unsigned free_delay() const { return psum_step() > 2 ? (rows - 1) * (psum_step() - 2) : 0; }
   // Shortest distance between the first activations of consecutive tiles.
