@@ -47,7 +47,7 @@ LINT_SEQ    := $(LINT_CORE) "-GSequential=1'b1" -GBusBytes=4
 LINT_BOARD  := $(LINT) $(BOARD_FILES) --top-module tpu_board
 
 .PHONY: all deps build sw sim test lint synth wave wave-core bench bench-suite bench-sim bench-core \
-        bench-mxu demo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
+        bench-mxu bench-tpu demo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
         fpga-breakdown clean
 
 all: build
@@ -141,14 +141,14 @@ synth: $(FPGA_TOOLS)
 # Waveform of one regression case: make wave CASE=<config>/<case> (see mxu_sim --list); a
 # configuration sim/models.cmake does not trace needs TRACE=1.
 wave: deps $(BUILD)/Makefile
-	$(call build_only,mxu_sim)
+	$(call build_only,mxu_sim tpu_wave_bf16 tpu_wave_fp32)
 	@mkdir -p $(BUILD)/waves
 	$(BUILD)/bin/mxu_sim --only "$(CASE)" --wave $(BUILD)/waves/mxu.fst $(if $(SEED),--seed $(SEED))
 	@echo "open with: gtkwave $(BUILD)/waves/mxu.fst sim/mxu.gtkw"
 
 # Waveform of one core regression case: make wave-core CORE_CASE=<config>/<case> [TRACE=1].
 wave-core: deps $(BUILD)/Makefile
-	$(call build_only,core_sim)
+	$(call build_only,core_sim tpu_wave_bf16 tpu_wave_fp32)
 	@mkdir -p $(BUILD)/waves
 	$(BUILD)/bin/core_sim --only "$(CORE_CASE)" --wave $(BUILD)/waves/core.fst $(if $(SEED),--seed $(SEED))
 	@echo "open with: gtkwave $(BUILD)/waves/core.fst sim/core.gtkw"
@@ -162,9 +162,20 @@ bench-suite: build
 	$(BUILD)/bin/bench_suite --json $(PERF)/bench.json --markdown $(PERF)/bench.md
 	$(PYTHON) scripts/plot_bench.py $(PERF)/bench.json $(PERF)
 
-# Verilator build time and simulation speed of the matrix unit, 4x4 to 32x32, 1 and 2 threads.
+# Verilator build time, peak memory and simulation speed of the matrix unit, 16x16 to 256x256:
+# the benchmark build, with assertions, and with 2 threads.
 bench-sim: deps
 	PYTHON=$(PYTHON) scripts/bench_sim_speed.sh $(PERF)
+
+# TPU-sized arrays: the matrix unit at 64x64, 128x128 (TPU v2) and 256x256 (TPU v1), without and
+# with assertions (build time, peak memory, cycles/s, bit-exact), into $(PERF)/tpu_sized.*; then
+# `tpu` with a 128x128 core, built in build-tpu/, runs one GEMM checked against the model.
+bench-tpu: deps
+	SIZES="64 128 256" VARIANTS="1 0,1 1" NAME=tpu_sized PYTHON=$(PYTHON) \
+	  scripts/bench_sim_speed.sh $(PERF)
+	cmake -S . -B build-tpu -DCMAKE_BUILD_TYPE=Release -DTPU_LARGE_CORE=ON $(CMAKE_OPTIONS)
+	cmake --build build-tpu -j $(JOBS) --target tpu
+	$(PYTHON) scripts/bench_tpu_core.py build-tpu/bin/tpu build-tpu/bench-tpu
 
 # One 512 x 512 x 512 GEMM on the core.
 bench-core: deps $(BUILD)/Makefile
@@ -230,4 +241,4 @@ fpga-breakdown: $(FPGA_TOOLS)
 	    --doc docs/fpga.md
 
 clean:
-	rm -rf $(BUILD) $(SW_BUILD) build-trace
+	rm -rf $(BUILD) $(SW_BUILD) build-trace build-tpu

@@ -159,6 +159,11 @@ tpu_model(core top_1x1_seq Sequential=1'b1 Dim=1 MulStages=0 AddStages=0 ActLane
 # A weight store of four slots, three of them for READ_WEIGHTS.
 tpu_model(core top_8x8_seq Sequential=1'b1 Dim=8 MulStages=0 AddStages=0 ActLanes=1
           UbDepth=1024 AccDepth=512 BusBytes=4 WeightTiles=3)
+# TPU v2's 128x128 matrix unit, for make bench-tpu (-DTPU_LARGE_CORE=ON).
+if(TPU_LARGE_CORE)
+  tpu_model(core top_128x128 Sequential=1'b0 Dim=128 MulStages=0 AddStages=0 ActLanes=16
+            UbDepth=2048 AccDepth=2048 BusBytes=64 WeightTiles=2 QueueDepth=4)
+endif()
 
 # The FPGA boards of fpga/ whose board.toml asks for a simulation, with its tpu_board parameters:
 # the serial backend's tests and `tpu --backend serial --port sim` talk to these models through a

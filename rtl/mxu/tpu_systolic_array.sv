@@ -181,12 +181,16 @@ module tpu_systolic_array #(
   // the same: only the combinational block above reads these registers, and
   // what leaves the array leaves through the non-blocking psum_out_q.
   always_ff @(posedge clk_i or negedge rst_ni) begin
-    for (int unsigned r = 0; r < Rows; r++) begin
-      for (int unsigned c = 0; c < Cols; c++) begin
-        if (!rst_ni) begin
+    if (!rst_ni) begin
+      for (int unsigned r = 0; r < Rows; r++) begin
+        for (int unsigned c = 0; c < Cols; c++) begin
           commit_q[r][c] = 1'b0;
           wvld_q[r][c]   = 1'b0;
-        end else if (en_i) begin
+        end
+      end
+    end else if (en_i) begin
+      for (int unsigned r = 0; r < Rows; r++) begin
+        for (int unsigned c = 0; c < Cols; c++) begin
           commit_q[r][c] = commit_d[r][c];
           wvld_q[r][c]   = wvld_d[r][c];
         end
@@ -265,10 +269,13 @@ module tpu_systolic_array #(
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
-    for (int unsigned r = 0; r < Rows; r++) begin
-      for (int unsigned c = 0; c < Cols; c++) begin
-        if (!rst_ni)   next_pending_q[r][c] = 1'b0;
-        else if (en_i) next_pending_q[r][c] = next_pending_d[r][c];
+    if (!rst_ni) begin
+      for (int unsigned r = 0; r < Rows; r++) begin
+        for (int unsigned c = 0; c < Cols; c++) next_pending_q[r][c] = 1'b0;
+      end
+    end else if (en_i) begin
+      for (int unsigned r = 0; r < Rows; r++) begin
+        for (int unsigned c = 0; c < Cols; c++) next_pending_q[r][c] = next_pending_d[r][c];
       end
     end
   end
