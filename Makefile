@@ -90,6 +90,7 @@ lint: deps
 	$(LINT_MXU)
 	$(LINT_MXU) -GRows=1 -GCols=1
 	$(LINT_MXU) -GRows=3 -GCols=5 -GMulStages=2 -GAddStages=3
+	$(LINT_MXU) -GRows=256 -GCols=256 -GMulStages=2 -GAddStages=3
 	for stages in 0 2; do $(LINT_MXU:tpu_mxu=tpu_bf16_mul) -GPipeStages=$$stages || exit 1; done
 	for stages in 0 3; do $(LINT_MXU:tpu_mxu=tpu_fp32_add) -GPipeStages=$$stages || exit 1; done
 	for stages in 0 1; do $(LINT_MXU:tpu_mxu=tpu_fp32_to_bf16) -GPipeStages=$$stages || exit 1; done
@@ -98,6 +99,7 @@ lint: deps
 	$(LINT_CORE)
 	$(LINT_CORE) -GDim=1 -GActLanes=1 -GBusBytes=4 -GQueueDepth=1 -GUbDepth=4 -GAccDepth=4
 	$(LINT_CORE) -GDim=8 -GMulStages=2 -GAddStages=3 -GBusBytes=64 -GActLanes=8 -GQueueDepth=3
+	$(LINT_CORE) -GDim=128 -GActLanes=16 -GUbDepth=2048 -GAccDepth=2048 -GBusBytes=64 -GQueueDepth=4
 	$(LINT_SEQ) -GDim=4 -GUbDepth=256 -GAccDepth=256 -GWeightTiles=2
 	$(LINT_SEQ) -GDim=1 -GUbDepth=4 -GAccDepth=4 -GCounterWidth=32
 	$(LINT_SEQ) -GDim=16 -GUbDepth=65536 -GAccDepth=65536 -GWeightTiles=16

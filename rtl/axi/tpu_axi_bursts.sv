@@ -26,7 +26,7 @@ module tpu_axi_bursts #(
   input  logic [31:0]          cmd_addr_i,
   input  logic [31:0]          cmd_stride_i,
   input  logic [RowsWidth-1:0] cmd_rows_i,        // >= 1
-  input  logic [2:0]           cmd_row_log2_i,
+  input  logic [3:0]           cmd_row_log2_i,    // up to 2^15 bytes
 
   output logic                 burst_valid_o,
   input  logic                 burst_take_i,
@@ -58,7 +58,7 @@ module tpu_axi_bursts #(
 
   logic                 contiguous;
   logic [2:0]           new_size;
-  logic [2:0]           new_beats_log2;             // log2 beats per row
+  logic [3:0]           new_beats_log2;             // log2 beats per row
   logic [RunWidth-1:0]  new_beats_per_row;
   logic [12:0]          cap_bytes;
   logic [12:0]          to_4k_cmd, to_4k_cut, to_4k_run;  // to_4k after each kind of step
@@ -70,8 +70,8 @@ module tpu_axi_bursts #(
   assign cmd_ready_o = !active_q && !abort_i;
 
   always_comb begin
-    new_size          = (cmd_row_log2_i < BusLog2[2:0]) ? cmd_row_log2_i : BusLog2[2:0];
-    new_beats_log2    = cmd_row_log2_i - new_size;
+    new_size          = (cmd_row_log2_i < 4'(BusLog2)) ? cmd_row_log2_i[2:0] : BusLog2[2:0];
+    new_beats_log2    = cmd_row_log2_i - {1'b0, new_size};
     new_beats_per_row = RunWidth'(1) << new_beats_log2;
     contiguous        = cmd_rows_i == RowsWidth'(1) ||
                         cmd_stride_i == (32'd1 << cmd_row_log2_i);

@@ -24,7 +24,7 @@ module tpu_axi_reader #(
   input  logic [31:0]          cmd_addr_i,
   input  logic [31:0]          cmd_stride_i,
   input  logic [RowsWidth-1:0] cmd_rows_i,        // >= 1
-  input  logic [2:0]           cmd_row_bytes_log2_i,
+  input  logic [3:0]           cmd_row_bytes_log2_i,
 
   output logic                 ar_valid_o,
   input  logic                 ar_ready_i,
@@ -78,7 +78,7 @@ module tpu_axi_reader #(
     logic [31:0]          addr;
     logic [31:0]          stride;
     logic [RowsWidth-1:0] rows;
-    logic [2:0]           row_log2;
+    logic [3:0]           row_log2;
   } cmd_t;
 
   cmd_t cmd_in, asm_cmd;
@@ -181,7 +181,7 @@ module tpu_axi_reader #(
 
   // Ready from registers: the assembler's pop depends on the data path, the
   // push leads into the burst splitter's state.
-  tpu_fifo #(.Width(32 + 32 + RowsWidth + 3), .Depth(2), .InReadyRegistered(1'b1)) u_asm_cmds (
+  tpu_fifo #(.Width(32 + 32 + RowsWidth + 4), .Depth(2), .InReadyRegistered(1'b1)) u_asm_cmds (
     .clk_i, .rst_ni,
     .in_valid_i (take_cmd),
     .in_ready_o (asm_cmd_in_ready),
@@ -249,16 +249,16 @@ module tpu_axi_reader #(
     end
   end
 
-  assign asm_beat_log2 = (asm_cmd.row_log2 < BusLog2[2:0]) ? asm_cmd.row_log2 : BusLog2[2:0];
+  assign asm_beat_log2 = (asm_cmd.row_log2 < 4'(BusLog2)) ? asm_cmd.row_log2[2:0] : BusLog2[2:0];
   assign asm_last_beat =
-      BeatIdxWidth'((RunWidth'(1) << (asm_cmd.row_log2 - asm_beat_log2)) - 1'b1);
+      BeatIdxWidth'((RunWidth'(1) << (asm_cmd.row_log2 - {1'b0, asm_beat_log2})) - 1'b1);
   assign final_beat    = asm_beat_q == asm_last_beat;
   assign row_is_last   = asm_rows_done_q == asm_cmd.rows - 1'b1;
   assign out_free      = !out_valid_q || row_ready_i;
   assign row_addr      = (asm_rows_done_q == '0) ? asm_cmd.addr : asm_next_addr_q;
 
   always_comb begin
-    row_next      = (asm_cmd.row_log2 <= BusLog2[2:0]) ? row_from_beat : row_with_beat;
+    row_next      = (asm_cmd.row_log2 <= 4'(BusLog2)) ? row_from_beat : row_with_beat;
     for (int b = 0; b < MaxRowBytes; b++) begin
       row_mask[b*8 +: 8] = (b < (1 << asm_cmd.row_log2)) ? 8'hFF : 8'h00;
     end

@@ -27,7 +27,7 @@ module tpu_axi_writer #(
   input  logic [31:0]          cmd_addr_i,
   input  logic [31:0]          cmd_stride_i,
   input  logic [RowsWidth-1:0] cmd_rows_i,        // >= 1
-  input  logic [2:0]           cmd_row_bytes_log2_i,
+  input  logic [3:0]           cmd_row_bytes_log2_i,
 
   input  logic                 row_valid_i,
   output logic                 row_ready_o,
@@ -71,7 +71,7 @@ module tpu_axi_writer #(
     logic [31:0]          addr;
     logic [31:0]          stride;
     logic [RowsWidth-1:0] rows;
-    logic [2:0]           row_log2;
+    logic [3:0]           row_log2;
   } cmd_t;
 
   // ---------------------------------------------------------------------------
@@ -154,7 +154,7 @@ module tpu_axi_writer #(
 
   // Ready from registers: the command and length FIFOs' pops depend on the
   // data path, their pushes lead into the burst splitter's state.
-  tpu_fifo #(.Width(32 + 32 + RowsWidth + 3), .Depth(2), .InReadyRegistered(1'b1)) u_wcmds (
+  tpu_fifo #(.Width(32 + 32 + RowsWidth + 4), .Depth(2), .InReadyRegistered(1'b1)) u_wcmds (
     .clk_i, .rst_ni,
     .in_valid_i (cmd_valid_i && cmd_ready_o),
     .in_ready_o (wcmd_in_ready),
@@ -211,9 +211,9 @@ module tpu_axi_writer #(
   end
 
   always_comb begin
-    beat_log2      = (wcmd.row_log2 < BusLog2[2:0]) ? wcmd.row_log2 : BusLog2[2:0];
-    narrow         = wcmd.row_log2 < BusLog2[2:0];
-    row_last_beat  = BeatIdxWidth'((RunWidth'(1) << (wcmd.row_log2 - beat_log2)) - 1'b1);
+    beat_log2      = (wcmd.row_log2 < 4'(BusLog2)) ? wcmd.row_log2[2:0] : BusLog2[2:0];
+    narrow         = wcmd.row_log2 < 4'(BusLog2);
+    row_last_beat  = BeatIdxWidth'((RunWidth'(1) << (wcmd.row_log2 - {1'b0, beat_log2})) - 1'b1);
     final_row_beat = row_beat_q == row_last_beat;
     row_addr       = (rows_done_q == '0) ? wcmd.addr : next_addr_q;
     for (int b = 0; b < BusBytes; b++) row_lanes[b] = b < (1 << wcmd.row_log2);

@@ -145,7 +145,7 @@ module tpu_array_core #(
     .cmd_addr_i          (fetch_cmd_addr),
     .cmd_stride_i        (32'(tpu_isa_pkg::InstrBytes)),
     .cmd_rows_i          (fetch_cmd_rows),
-    .cmd_row_bytes_log2_i(3'($clog2(tpu_isa_pkg::InstrBytes))),
+    .cmd_row_bytes_log2_i(4'($clog2(tpu_isa_pkg::InstrBytes))),
     .ar_valid_o          (c_ar_valid[FetchClient]),
     .ar_ready_i          (c_ar_ready[FetchClient]),
     .ar_addr_o           (c_ar_addr[FetchClient*32 +: 32]),

@@ -192,7 +192,7 @@ module tpu_store_unit #(
     .cmd_addr_i          (cmd_addr),
     .cmd_stride_i        (head.host_stride),
     .cmd_rows_i          (head.rows),
-    .cmd_row_bytes_log2_i(from_acc ? 3'(DimLog2 + 2) : 3'(DimLog2 + 1)),
+    .cmd_row_bytes_log2_i(from_acc ? 4'(DimLog2 + 2) : 4'(DimLog2 + 1)),
     .row_valid_i         (stage_valid),
     .row_ready_o         (stage_ready),
     .row_data_i          (stage_data),

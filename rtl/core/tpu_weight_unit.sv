@@ -111,7 +111,7 @@ module tpu_weight_unit #(
     .cmd_addr_i          (cmd_addr),
     .cmd_stride_i        (head.host_stride),
     .cmd_rows_i          (head.rows),
-    .cmd_row_bytes_log2_i(3'(DimLog2 + 1)),
+    .cmd_row_bytes_log2_i(4'(DimLog2 + 1)),
     .ar_valid_o, .ar_ready_i, .ar_addr_o, .ar_len_o, .ar_size_o,
     .r_valid_i, .r_ready_o, .r_data_i, .r_resp_i,
     .row_valid_o         (row_valid),
