@@ -8,7 +8,6 @@ packages=(
   build-essential cmake pkg-config
   ccache               # compiler cache for the C++ and the Verilator models
   verilator            # 5.006 on Debian 12
-  yosys                # synthesis check (make synth)
   googletest libgtest-dev
   libeigen3-dev        # bfloat16 oracle
   libmpfr-dev          # multiple-precision oracle
@@ -19,7 +18,7 @@ packages=(
   gtkwave python3      # fst2vcd checks the .gtkw layout; GTKWave opens the waves
   python3-matplotlib   # the benchmark plots (make bench)
   libserialport-dev    # the serial backend's port to an FPGA board
-  python3-venv         # the FPGA tools' virtual environment (make fpga-tools)
+  python3-venv         # the FPGA tools' virtual environment: YoWASP Yosys and nextpnr (make synth, make fpga, the tests)
 )
 
 missing=()

@@ -50,7 +50,7 @@ def main():
     if len(sys.argv) < 3:
         fail("usage: sim_speed_table.py OUT_DIR RECORD.json ...")
     out_dir, paths = sys.argv[1], sys.argv[2:]
-    name = os.environ.get("SIM_SPEED_NAME", "sim_speed")
+    out_name = os.environ.get("SIM_SPEED_NAME", "sim_speed")
     records = []
     for path in paths:
         try:
@@ -66,7 +66,7 @@ def main():
     if bad:
         fail("results differ from the reference model: " + ", ".join(bad))
 
-    with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
+    with open(os.path.join(out_dir, f"{out_name}.json"), "w") as f:
         json.dump(records, f, indent=1)
         f.write("\n")
 
@@ -96,8 +96,8 @@ def main():
                      f"{r['macs_per_second']:.3g} | {100 * r['utilisation']:.2f} % | "
                      f"{'yes' if r['exact'] else 'no'} |")
     lines.append("")
-    lines.append(f"![ns per cell-cycle against array size]({name}.png)")
-    with open(os.path.join(out_dir, f"{name}.md"), "w") as f:
+    lines.append(f"![ns per cell-cycle against array size]({out_name}.png)")
+    with open(os.path.join(out_dir, f"{out_name}.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
@@ -110,14 +110,14 @@ def main():
     ax.xaxis.set_minor_locator(NullLocator())  # only the measured sizes are labelled
     ax.set_xticks(sizes)
     ax.set_xticklabels([f"{s}x{s}" for s in sizes])
-    ax.set_yscale("log")
+    ax.set_ylim(bottom=0)  # from zero, so that a flat cost looks flat
     ax.set_xlabel("array")
     ax.set_ylabel("wall ns per cell and simulated cycle")
     ax.grid(True, which="both", alpha=0.3)
     ax.set_title("Verilator simulation cost of the matrix unit per cell")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, f"{name}.png"), dpi=110)
+    fig.savefig(os.path.join(out_dir, f"{out_name}.png"), dpi=110)
     print("\n".join(lines))
 
 

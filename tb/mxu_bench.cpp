@@ -114,8 +114,9 @@ int run(int argc, char** argv) {
         ns_per_cell_cycle, exact);
     json.close();  // a write error throws here; in the destructor it would abort
   }
-  const bool ok =
-      exact && out.stats.cycles == expected && (rows_per_tile < 16 * rows || utilisation >= 0.99);
+  // The cycle formula (back to back, only the pipeline's fill and drain lost) pins the timing;
+  // the utilisation it implies depends on how many tiles the stream has.
+  const bool ok = exact && out.stats.cycles == expected;
   return ok ? 0 : 1;
 }
 
