@@ -75,7 +75,8 @@ def main():
     lines = [
         "# Simulation speed of the matrix unit",
         "",
-        f"Produced by `make bench-sim` on {datetime.date.today()}: {cores} cores "
+        f"Produced by `scripts/bench_sim_speed.sh` (`make bench-sim`, `make bench-tpu`) on "
+        f"{datetime.date.today()}: {cores} cores "
         f"({cpu_model()}), {verilator}. Each row builds `tpu_mxu` from scratch "
         "(`scripts/bench_mxu.sh`, `-O2`, no tracing; without assertions, the benchmark build, "
         "or with them, as the tests build it; its peak memory is the largest process's) and "
