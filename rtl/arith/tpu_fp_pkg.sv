@@ -76,120 +76,109 @@ package tpu_fp_pkg;
   // need a bypass. Sums below 2^-126 are always exact (both operands are
   // multiples of 2^-149), so flushing them never interacts with rounding.
   // ---------------------------------------------------------------------------
+  // The values between the adder's stages fit 64 bits, so that a simulator keeps
+  // each in one machine word. What decides a sum besides its significand
+  // (add_class_t) passes every stage unchanged. Flags that follow from it are
+  // not carried: an infinite sum has the sign of the larger operand (an
+  // infinity is larger than any finite value), and an exact zero sum is -0
+  // only when both operands are negative (same signs, the larger negative).
   typedef struct packed {
-    logic        nan;
-    logic        inf;
-    logic        inf_sign;
-    logic        sign;       // of the larger operand
-    logic        zero_sign;  // of an exact zero sum
-    logic        eff_sub;
-    logic [7:0]  big_exp;
-    logic [7:0]  exp_diff;
-    logic [23:0] big_sig;    // hidden bit explicit, zero for a zero operand
-    logic [23:0] small_sig;
-  } add_ordered_t;
-  localparam int unsigned AddOrderedBits = 6 + 8 + 8 + 24 + 24;
+    logic nan;
+    logic inf;
+    logic sign;     // of the larger operand
+    logic eff_sub;  // the signs differ
+  } add_class_t;
+  localparam int unsigned AddClassBits = 4;
 
   typedef struct packed {
-    logic        nan;
-    logic        inf;
-    logic        inf_sign;
-    logic        sign;
-    logic        zero_sign;
+    add_class_t  cls;
+    logic [7:0]  big_exp;
+    logic [4:0]  shift;      // exponent difference, at most 27: beyond it only the sticky bit
+    logic [22:0] big_frac;   // the hidden bit follows from big_exp (add_align)
+    logic [23:0] small_sig;  // hidden bit explicit, zero for a zero operand
+  } add_ordered_t;
+  localparam int unsigned AddOrderedBits = AddClassBits + 8 + 5 + 23 + 24;
+
+  typedef struct packed {
+    add_class_t  cls;
     logic [7:0]  big_exp;
     logic [27:0] sum;  // carry, 1.23 significand, guard, round, sticky
   } add_sum_t;
-  localparam int unsigned AddSumBits = 5 + 8 + 28;
+  localparam int unsigned AddSumBits = AddClassBits + 8 + 28;
 
   typedef struct packed {
-    logic        nan;
-    logic        inf;
-    logic        inf_sign;
-    logic        sign;
-    logic        zero_sign;
+    add_class_t  cls;
     logic        zero;
     logic [9:0]  exp;   // signed biased exponent of the normalised sum
     logic [26:0] norm;  // 1.23 significand, guard, round, sticky
   } add_normalised_t;
-  localparam int unsigned AddNormalisedBits = 6 + 10 + 27;
+  localparam int unsigned AddNormalisedBits = AddClassBits + 1 + 10 + 27;
 
-  // Stage 1: classify, order the operands by magnitude.
+  // The stages choose values with ?: rather than assign them in branches of an
+  // if: the simulator then compiles data-dependent choices to conditional moves,
+  // not to branches that random operands mispredict half of the time.
+
+  // Stage 1: classify, order the operands by magnitude. Comparing the bits
+  // below the sign orders by magnitude; two operands with exponent 0 are both
+  // zeros (N-IN), whose order does not matter.
   function automatic add_ordered_t add_order(input logic [31:0] x, input logic [31:0] y);
-    logic         x_inf, y_inf, x_nan, y_nan;
-    logic [23:0]  x_sig, y_sig;
+    logic         x_max, y_max, x_big;
+    logic [31:0]  larger;
+    logic [30:0]  smaller;  // its sign is not needed
+    logic [7:0]   exp_diff;
     add_ordered_t o;
-    x_inf = x[30:23] == 8'hFF && x[22:0] == 23'h0;
-    y_inf = y[30:23] == 8'hFF && y[22:0] == 23'h0;
-    x_nan = x[30:23] == 8'hFF && x[22:0] != 23'h0;
-    y_nan = y[30:23] == 8'hFF && y[22:0] != 23'h0;
-    x_sig = (x[30:23] == 8'h00) ? 24'h0 : {1'b1, x[22:0]};
-    y_sig = (y[30:23] == 8'h00) ? 24'h0 : {1'b1, y[22:0]};
+    x_max    = x[30:23] == 8'hFF;
+    y_max    = y[30:23] == 8'hFF;
+    x_big    = x[30:0] >= y[30:0];
+    larger   = x_big ? x : y;
+    smaller  = x_big ? y[30:0] : x[30:0];
+    exp_diff = larger[30:23] - smaller[30:23];
 
-    o.nan      = x_nan || y_nan || (x_inf && y_inf && (x[31] != y[31]));
-    o.inf      = x_inf || y_inf;
-    o.inf_sign = x_inf ? x[31] : y[31];
-    // An exact zero sum is +0 unless both operands are negative (zeros).
-    o.zero_sign = x[31] && y[31];
-    o.eff_sub   = x[31] != y[31];
-
-    if ({x[30:23], x_sig[22:0]} >= {y[30:23], y_sig[22:0]}) begin
-      o.sign      = x[31];
-      o.big_exp   = x[30:23];
-      o.exp_diff  = x[30:23] - y[30:23];
-      o.big_sig   = x_sig;
-      o.small_sig = y_sig;
-    end else begin
-      o.sign      = y[31];
-      o.big_exp   = y[30:23];
-      o.exp_diff  = y[30:23] - x[30:23];
-      o.big_sig   = y_sig;
-      o.small_sig = x_sig;
-    end
+    o.cls.nan     = (x_max && x[22:0] != 23'h0) || (y_max && y[22:0] != 23'h0) ||
+                    (x_max && y_max && x[31] != y[31]);
+    o.cls.inf     = x_max || y_max;
+    o.cls.sign    = larger[31];
+    o.cls.eff_sub = x[31] != y[31];
+    o.big_exp     = larger[30:23];
+    o.shift       = exp_diff > 8'd27 ? 5'd27 : exp_diff[4:0];
+    o.big_frac    = larger[22:0];
+    o.small_sig   = smaller[30:23] == 8'h00 ? 24'h0 : {1'b1, smaller[22:0]};
     add_order = o;
   endfunction
 
   // Stage 2: align the smaller significand (3 extra bits: guard, round,
   // sticky) and add or subtract.
   function automatic add_sum_t add_align(input add_ordered_t o);
-    logic [4:0]  shift;
+    logic [23:0] big_sig;
     logic [53:0] wide;
-    logic [26:0] small_aligned;
+    logic [27:0] small_aligned;
     add_sum_t    sum;
-    // Beyond 27 places the smaller operand only contributes its sticky bit.
-    shift         = (o.exp_diff > 8'd27) ? 5'd27 : o.exp_diff[4:0];
-    wide          = {o.small_sig, 3'b000, 27'h0} >> shift;
-    small_aligned = {wide[53:28], wide[27] | (wide[26:0] != 27'h0)};
+    big_sig       = o.big_exp == 8'h00 ? 24'h0 : {1'b1, o.big_frac};
+    wide          = {o.small_sig, 3'b000, 27'h0} >> o.shift;
+    small_aligned = {1'b0, wide[53:28], wide[27] | (wide[26:0] != 27'h0)};
 
-    sum.nan       = o.nan;
-    sum.inf       = o.inf;
-    sum.inf_sign  = o.inf_sign;
-    sum.sign      = o.sign;
-    sum.zero_sign = o.zero_sign;
-    sum.big_exp   = o.big_exp;
-    if (o.eff_sub) sum.sum = {1'b0, o.big_sig, 3'b000} - {1'b0, small_aligned};
-    else           sum.sum = {1'b0, o.big_sig, 3'b000} + {1'b0, small_aligned};
+    sum.cls     = o.cls;
+    sum.big_exp = o.big_exp;
+    sum.sum     = {1'b0, big_sig, 3'b000} + (o.cls.eff_sub ? -small_aligned : small_aligned);
     add_align = sum;
   endfunction
 
-  // Stage 3: normalise so that bit 26 is the leading one.
+  // Stage 3: normalise so that bit 26 is the leading one. The sum is counted
+  // and shifted as 32 bits with its carry on top: no leading zero means a
+  // carry, which moves the point one place the other way (its lowest bit joins
+  // the sticky bit).
   function automatic add_normalised_t add_normalise(input add_sum_t s);
+    logic [31:0]     value, shifted;
     logic [4:0]      lead_zeros;
     add_normalised_t n;
-    lead_zeros = tpu_pkg::lzc27(s.sum[26:0]);
+    value      = {s.sum, 4'b0000};
+    lead_zeros = tpu_pkg::lzc32(value);
+    shifted    = value << lead_zeros;
 
-    n.nan       = s.nan;
-    n.inf       = s.inf;
-    n.inf_sign  = s.inf_sign;
-    n.sign      = s.sign;
-    n.zero_sign = s.zero_sign;
-    n.zero      = s.sum == 28'h0;
-    if (s.sum[27]) begin
-      n.exp  = {2'b00, s.big_exp} + 10'd1;
-      n.norm = {s.sum[27:2], s.sum[1] | s.sum[0]};
-    end else begin
-      n.exp  = {2'b00, s.big_exp} - {5'd0, lead_zeros};
-      n.norm = s.sum[26:0] << lead_zeros;
-    end
+    n.cls  = s.cls;
+    n.zero = s.sum == 28'h0;
+    n.exp  = {2'b00, s.big_exp} + 10'd1 - {5'd0, lead_zeros};
+    n.norm = {shifted[31:6], shifted[5:0] != 6'h0};
     add_normalise = n;
   endfunction
 
@@ -200,22 +189,22 @@ package tpu_fp_pkg;
     logic [9:0]  rounded_exp;
     round_up    = n.norm[2] && (n.norm[1] || n.norm[0] || n.norm[3]);
     rounded_sig = {1'b0, n.norm[26:3]} + {24'h0, round_up};
-    rounded_exp = rounded_sig[24] ? n.exp + 10'd1 : n.exp;
+    rounded_exp = n.exp + {9'h0, rounded_sig[24]};
 
-    if (n.nan) begin
+    if (n.cls.nan) begin
       add_round = tpu_pkg::Fp32CanonicalNan;
-    end else if (n.inf) begin
-      add_round = {n.inf_sign, 8'hFF, 23'h0};
+    end else if (n.cls.inf) begin
+      add_round = {n.cls.sign, 8'hFF, 23'h0};
     end else if (n.zero) begin
-      add_round = {n.zero_sign, 31'h0};
+      add_round = {n.cls.sign && !n.cls.eff_sub, 31'h0};
     end else if (rounded_exp[9] || rounded_exp == 10'd0) begin
-      add_round = {n.sign, 31'h0};
+      add_round = {n.cls.sign, 31'h0};
     end else if (rounded_exp >= 10'd255) begin
-      add_round = {n.sign, 8'hFF, 23'h0};
+      add_round = {n.cls.sign, 8'hFF, 23'h0};
     end else begin
       // A carry out of rounding leaves a zero fraction, so bits [22:0] are
       // right in both cases.
-      add_round = {n.sign, rounded_exp[7:0], rounded_sig[22:0]};
+      add_round = {n.cls.sign, rounded_exp[7:0], rounded_sig[22:0]};
     end
   endfunction
 

@@ -329,13 +329,8 @@ module tpu_axi_reader #(
                        credits_used_q == '0 && !asm_cmd_valid && !out_valid_q;
 
 `ifndef SYNTHESIS
-  // Wide values are folded to 64 bits before $stable: Verilator 5.006 emits
-  // uncompilable code for sampled copies of vectors wider than 512 bits.
   logic [63:0] row_fold;
-  always_comb begin
-    row_fold = '0;
-    for (int i = 0; i < RowBits; i++) row_fold[i % 64] ^= row_data_o[i];
-  end
+  tpu_fold64 #(.Width(RowBits)) u_row_fold (.value_i(row_data_o), .fold_o(row_fold));
   a_beat_has_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
       beat_in |-> buf_in_ready)
     else $error("tpu_axi_reader: read data arrived with no buffer room (credit error)");

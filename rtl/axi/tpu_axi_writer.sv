@@ -295,13 +295,8 @@ module tpu_axi_writer #(
   assign idle_o      = !burst_valid && !aw_valid_q && !wlen_valid && !w_valid_q && !resp_valid;
 
 `ifndef SYNTHESIS
-  // Wide values are folded to 64 bits before $stable: Verilator 5.006 emits
-  // uncompilable code for sampled copies of vectors wider than 512 bits.
   logic [63:0] w_fold;
-  always_comb begin
-    w_fold = '0;
-    for (int i = 0; i < BusBits; i++) w_fold[i % 64] ^= w_data_o[i];
-  end
+  tpu_fold64 #(.Width(BusBits)) u_w_fold (.value_i(w_data_o), .fold_o(w_fold));
   a_no_unexpected_response: assert property (@(posedge clk_i) disable iff (!rst_ni)
       b_valid_i |-> resp_valid)
     else $error("tpu_axi_writer: write response for no outstanding burst");

@@ -409,10 +409,10 @@ module tpu_act_func #(
   // even as IEEE binary32 rounds (gradual underflow), then flushed below
   // 2^-126.
   // ---------------------------------------------------------------------------
-  // Number of leading zeros of a 50-bit value (50 when it is zero), as
-  // tpu_pkg::lzc27 counts them: leading zero bytes, then leading zeros within
-  // the first nonzero byte. The value is padded with ones to 64 bits (bit 0
-  // left out), so its last byte is never zero.
+  // Number of leading zeros of a 50-bit value (50 when it is zero): leading
+  // zero bytes, then leading zeros within the first nonzero byte
+  // (tpu_pkg::lzc8). The value is padded with ones to 64 bits (bit 0 left
+  // out), so its last byte is never zero.
   function automatic logic [5:0] lzc50(input logic [49:0] value);
     logic [63:1] padded;
     padded = {value, 13'h1FFF};

@@ -1,8 +1,9 @@
-// Primitives: registers, delays, FIFOs, RAMs, reset copies and synchronisers, and the
-// package of shared constants and helpers.
+// Primitives: registers, delays, FIFOs, RAMs, reset copies and synchronisers, the package of
+// shared constants and helpers, and the fold of wide values that handshake assertions check.
 tpu_pkg.sv
 tpu_pipe_reg.sv
 tpu_delay.sv
+tpu_fold64.sv
 tpu_fifo.sv
 tpu_ram_sdp.sv
 tpu_ram_fifo.sv

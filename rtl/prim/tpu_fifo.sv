@@ -82,13 +82,8 @@ module tpu_fifo #(
   assign count_o = count_q;
 
 `ifndef SYNTHESIS
-  // Wide values are folded to 64 bits before $stable: Verilator 5.006 emits
-  // uncompilable code for sampled copies of vectors wider than 512 bits.
   logic [63:0] in_fold;
-  always_comb begin
-    in_fold = '0;
-    for (int i = 0; i < Width; i++) in_fold[i % 64] ^= in_data_i[i];
-  end
+  tpu_fold64 #(.Width(Width)) u_in_fold (.value_i(in_data_i), .fold_o(in_fold));
   a_in_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
       in_valid_i && !in_ready_o |=> in_valid_i && $stable(in_fold))
     else $error("tpu_fifo: input beat changed or withdrawn before it was taken");

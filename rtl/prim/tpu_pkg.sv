@@ -33,18 +33,24 @@ package tpu_pkg;
     else               lzc8 = 3'd7;
   endfunction
 
-  // Number of leading zeros of a 27-bit value (27 when it is zero); used to
-  // normalise an fp32 sum after cancellation. Leading zero bytes, then leading
-  // zeros within the first nonzero byte: a bit-serial priority chain would map
-  // to a deep chain of LUTs. The value is padded with ones to 32 bits (bit 0,
-  // which no count needs, left out), so its last byte is never zero.
-  function automatic logic [4:0] lzc27(input logic [26:0] value);
-    logic [31:1] padded;
-    padded = {value, 4'b1111};
-    if      (padded[31:24] != 8'h00) lzc27 = {2'd0, lzc8(padded[31:25])};
-    else if (padded[23:16] != 8'h00) lzc27 = {2'd1, lzc8(padded[23:17])};
-    else if (padded[15:8] != 8'h00)  lzc27 = {2'd2, lzc8(padded[15:9])};
-    else                             lzc27 = {2'd3, lzc8(padded[7:1])};
+  // Number of leading zeros of a nonzero 32-bit value (31 for zero). The
+  // halves, bytes, nibbles and pairs are chosen by ?: (conditional moves in a
+  // simulator, where a priority chain of ifs mispredicts), and the zero tests
+  // of the upper half and of each upper byte do not wait for a choice, so the
+  // logic stays a few LUTs deep.
+  function automatic logic [4:0] lzc32(input logic [31:0] value);
+    logic        half_zero, byte_zero, nibble_zero, pair_zero;
+    logic [15:0] half;
+    logic [7:0]  first_byte;
+    logic [3:1]  nibble;  // the chosen nibble; its bit 0 is the leading one if these are zeros
+    half_zero   = value[31:16] == 16'h0;
+    byte_zero   = half_zero ? value[15:8] == 8'h0 : value[31:24] == 8'h0;
+    half        = half_zero ? value[15:0] : value[31:16];
+    first_byte  = byte_zero ? half[7:0] : half[15:8];
+    nibble_zero = first_byte[7:4] == 4'h0;
+    nibble      = nibble_zero ? first_byte[3:1] : first_byte[7:5];
+    pair_zero   = nibble[3:2] == 2'b00;
+    lzc32 = {half_zero, byte_zero, nibble_zero, pair_zero, pair_zero ? !nibble[1] : !nibble[3]};
   endfunction
 
   // value > 2^log2: a bit above log2, or bit log2 and any below it. Depths and array sizes are
