@@ -9,6 +9,8 @@ ifeq ($(TRACE),1)
 BUILD   := build-trace
 CMAKE_OPTIONS := -DTPU_TRACE=ON
 endif
+# make bench-core: the core's benchmark build (cmake -DTPU_ASSERT=OFF), in a build folder of its own.
+BENCH_BUILD ?= build-bench
 # make sw: the software alone, without the RTL simulation (TPU_RTL=OFF), in its own build folder.
 SW_BUILD ?= build-sw
 JOBS    ?= $(shell nproc)
@@ -179,9 +181,18 @@ bench-tpu: deps
 	cmake --build build-tpu -j $(JOBS) --target tpu
 	$(PYTHON) scripts/bench_tpu_core.py build-tpu/bin/tpu build-tpu/bench-tpu
 
-# One 512 x 512 x 512 GEMM on the core.
+# One 512 x 512 x 512 GEMM on the 16x16 core, side by side with the 16x16 matrix unit alone: the
+# matrix unit's benchmark build (scripts/bench_mxu.sh), the core's benchmark build (no assertions,
+# -DTPU_ASSERT=OFF in $(BENCH_BUILD)), and the core as the tests and tools build it (assertions on).
 bench-core: deps $(BUILD)/Makefile
+	@echo "=== the 16x16 matrix unit alone, benchmark build"
+	scripts/bench_mxu.sh $(BUILD)/bench
+	cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release -DTPU_ASSERT=OFF $(CMAKE_OPTIONS)
+	cmake --build $(BENCH_BUILD) -j $(JOBS) --target core_bench
+	@echo "=== the 16x16 core, benchmark build (no assertions, $(BENCH_BUILD))"
+	$(BENCH_BUILD)/bin/core_bench --m 512 --k 512 --n 512
 	$(call build_only,core_bench)
+	@echo "=== the 16x16 core with assertions, as the tests and tools build it ($(BUILD))"
 	$(BUILD)/bin/core_bench --m 512 --k 512 --n 512
 
 # The matrix unit alone, streaming tiles back to back.
@@ -243,4 +254,4 @@ fpga-breakdown: $(FPGA_TOOLS)
 	    --doc docs/fpga.md
 
 clean:
-	rm -rf $(BUILD) $(SW_BUILD) build-trace build-tpu
+	rm -rf $(BUILD) $(SW_BUILD) $(BENCH_BUILD) build-trace build-tpu
