@@ -12,8 +12,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "cli"))
-import npy_files  # noqa: E402  (the tests' NumPy-free .npy reader and writer)
+import npy_files
 
 
 def fail(message):

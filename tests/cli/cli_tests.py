@@ -22,7 +22,8 @@ import sys
 import tempfile
 from fractions import Fraction
 
-import npy_files as npy
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import npy_files as npy  # noqa: E402  (the NumPy-free .npy reader and writer)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ARRAY = "4x4_m1a1"  # the smallest compiled core: a run takes milliseconds

@@ -28,7 +28,8 @@ import sys
 import tempfile
 import types
 
-import npy_files as npy
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import npy_files as npy  # noqa: E402  (the NumPy-free .npy reader and writer)
 
 FENCE = re.compile(r"^```(\w+)((?: +\w+=\S+)+) *\n(.*?)^```$", re.M | re.S)
 BACKENDS = ("model", "rtl")

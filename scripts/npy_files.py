@@ -1,4 +1,5 @@
-"""Just enough of NumPy's .npy format for the CLI tests, which must run without NumPy.
+"""Just enough of NumPy's .npy format for the CLI tests (tests/cli), which must run without NumPy,
+and for scripts/bench_tpu_core.py.
 
 save() writes float32 arrays (and, for the bad-input tests, any dtype, shape or payload);
 load() reads what `tpu` writes: float32, C order, one or two dimensions.
