@@ -15,6 +15,7 @@
 
 #include "backends/rtl_backend.hpp"
 #include "backends/top_model.hpp"
+#include "harness/case_selection.hpp"
 #include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/model.hpp"
@@ -133,10 +134,6 @@ int run(int argc, char** argv) {
   app.add_option("--wave", wave, "write the RTL's FST waveform (needs exactly one --only case)");
   app.add_flag("--list", list_only, "list the cases and exit");
   CLI11_PARSE(app, argc, argv);
-  if (!wave.empty() && only.size() != 1) {
-    fmt::print(stderr, "core_sim: --wave needs exactly one --only case\n");
-    return 2;
-  }
 
   struct Planned {
     HardwareConfig config;
@@ -152,29 +149,10 @@ int run(int argc, char** argv) {
     for (const Planned& p : plan) fmt::print("{}\n", p.name);
     return 0;
   }
-  for (const std::string& name : only) {
-    if (std::none_of(plan.begin(), plan.end(), [&](const Planned& p) { return p.name == name; })) {
-      fmt::print(stderr, "core_sim: no case named {} (see --list)\n", name);
-      return 2;
-    }
-  }
-  if (!wave.empty()) {
-    const auto& p = *std::find_if(plan.begin(), plan.end(),
-                                  [&](const Planned& planned) { return planned.name == only[0]; });
-    if (!tpu::sim::top_model_traces(p.config)) {
-      std::vector<std::string> traced;
-      for (const HardwareConfig& config : tpu::core_configs())
-        if (tpu::sim::top_model_traces(config)) traced.push_back(config.name());
-      fmt::print(stderr,
-                 "core_sim: --wave: the {} model is built without waveform tracing (traced: {}; "
-                 "make wave-core TRACE=1 traces every model)\n",
-                 p.config.name(), fmt::join(traced, ", "));
-      return 2;
-    }
-  }
-  if (!wave.empty() && !std::ofstream(wave)) {
-    fmt::print(stderr, "core_sim: cannot write {}\n", wave);
-    return 2;
+  if (const int status =
+          tpu::harness::check_case_selection("core_sim", plan, only, wave, tpu::core_configs(),
+                                             tpu::sim::top_model_traces, "wave-core")) {
+    return status;
   }
 
   fmt::print("core_sim: seed {} (repeat with --seed {})\n", seed, seed);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <random>
 
+#include "harness/case_selection.hpp"
 #include "harness/mxu_gemm.hpp"
 #include "harness/mxu_model.hpp"
 #include "harness/tile_jobs.hpp"
@@ -129,10 +130,6 @@ int run(int argc, char** argv) {
   app.add_option("--wave", wave, "write an FST waveform (needs exactly one --only case)");
   app.add_flag("--list", list, "list the cases and exit");
   CLI11_PARSE(app, argc, argv);
-  if (!wave.empty() && only.size() != 1) {
-    fmt::print(stderr, "mxu_sim: --wave needs exactly one --only case\n");
-    return 2;
-  }
 
   // Every case, in order; validated before anything is printed.
   struct Planned {
@@ -152,29 +149,10 @@ int run(int argc, char** argv) {
     for (const Planned& p : plan) fmt::print("{}\n", p.name);
     return 0;
   }
-  for (const std::string& name : only) {
-    if (std::none_of(plan.begin(), plan.end(), [&](const Planned& p) { return p.name == name; })) {
-      fmt::print(stderr, "mxu_sim: no case named {} (see --list)\n", name);
-      return 2;
-    }
-  }
-  if (!wave.empty()) {
-    const auto& p = *std::find_if(plan.begin(), plan.end(),
-                                  [&](const Planned& planned) { return planned.name == only[0]; });
-    if (!harness::model_traces(p.config)) {
-      std::vector<std::string> traced;
-      for (const ArrayConfig& cfg : harness::compiled_configs())
-        if (harness::model_traces(cfg)) traced.push_back(cfg.name());
-      fmt::print(stderr,
-                 "mxu_sim: --wave: the {} model is built without waveform tracing (traced: {}; "
-                 "make wave TRACE=1 traces every model)\n",
-                 p.config.name(), fmt::join(traced, ", "));
-      return 2;
-    }
-  }
-  if (!wave.empty() && !std::ofstream(wave)) {
-    fmt::print(stderr, "mxu_sim: cannot write {}\n", wave);
-    return 2;
+  if (const int status =
+          harness::check_case_selection("mxu_sim", plan, only, wave, harness::compiled_configs(),
+                                        harness::model_traces, "wave")) {
+    return status;
   }
 
   fmt::print("mxu_sim: seed {} (repeat with --seed {})\n", seed, seed);
