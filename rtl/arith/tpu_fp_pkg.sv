@@ -118,6 +118,11 @@ package tpu_fp_pkg;
   // if: the simulator then compiles data-dependent choices to conditional moves,
   // not to branches that random operands mispredict half of the time.
 
+  // Beyond 27 places the smaller operand only contributes its sticky bit.
+  function automatic logic [4:0] clamp_shift(input logic [7:0] exp_diff);
+    clamp_shift = exp_diff > 8'd27 ? 5'd27 : exp_diff[4:0];
+  endfunction
+
   // Stage 1: classify, order the operands by magnitude. Comparing the bits
   // below the sign orders by magnitude; two operands with exponent 0 are both
   // zeros (N-IN), whose order does not matter.
@@ -125,14 +130,16 @@ package tpu_fp_pkg;
     logic         x_max, y_max, x_big;
     logic [31:0]  larger;
     logic [30:0]  smaller;  // its sign is not needed
-    logic [7:0]   exp_diff;
+    logic [7:0]   x_over_y, y_over_x;
     add_ordered_t o;
-    x_max    = x[30:23] == 8'hFF;
-    y_max    = y[30:23] == 8'hFF;
-    x_big    = x[30:0] >= y[30:0];
-    larger   = x_big ? x : y;
-    smaller  = x_big ? y[30:0] : x[30:0];
-    exp_diff = larger[30:23] - smaller[30:23];
+    x_max   = x[30:23] == 8'hFF;
+    y_max   = y[30:23] == 8'hFF;
+    x_big   = x[30:0] >= y[30:0];
+    larger  = x_big ? x : y;
+    smaller = x_big ? y[30:0] : x[30:0];
+    // Both exponent differences beside the comparison, not after it.
+    x_over_y = x[30:23] - y[30:23];
+    y_over_x = y[30:23] - x[30:23];
 
     o.cls.nan     = (x_max && x[22:0] != 23'h0) || (y_max && y[22:0] != 23'h0) ||
                     (x_max && y_max && x[31] != y[31]);
@@ -140,7 +147,7 @@ package tpu_fp_pkg;
     o.cls.sign    = larger[31];
     o.cls.eff_sub = x[31] != y[31];
     o.big_exp     = larger[30:23];
-    o.shift       = exp_diff > 8'd27 ? 5'd27 : exp_diff[4:0];
+    o.shift       = x_big ? clamp_shift(x_over_y) : clamp_shift(y_over_x);
     o.big_frac    = larger[22:0];
     o.small_sig   = smaller[30:23] == 8'h00 ? 24'h0 : {1'b1, smaller[22:0]};
     add_order = o;
@@ -151,7 +158,7 @@ package tpu_fp_pkg;
   function automatic add_sum_t add_align(input add_ordered_t o);
     logic [23:0] big_sig;
     logic [53:0] wide;
-    logic [27:0] small_aligned;
+    logic [27:0] small_aligned, sum_add, sum_sub;
     add_sum_t    sum;
     big_sig       = o.big_exp == 8'h00 ? 24'h0 : {1'b1, o.big_frac};
     wide          = {o.small_sig, 3'b000, 27'h0} >> o.shift;
@@ -159,26 +166,28 @@ package tpu_fp_pkg;
 
     sum.cls     = o.cls;
     sum.big_exp = o.big_exp;
-    sum.sum     = {1'b0, big_sig, 3'b000} + (o.cls.eff_sub ? -small_aligned : small_aligned);
+    // Both, side by side, then one chosen: one carry chain deep, not a negation then an add.
+    sum_add     = {1'b0, big_sig, 3'b000} + small_aligned;
+    sum_sub     = {1'b0, big_sig, 3'b000} - small_aligned;
+    sum.sum     = o.cls.eff_sub ? sum_sub : sum_add;
     add_align = sum;
   endfunction
 
   // Stage 3: normalise so that bit 26 is the leading one. The sum is counted
-  // and shifted as 32 bits with its carry on top: no leading zero means a
-  // carry, which moves the point one place the other way (its lowest bit joins
-  // the sticky bit).
+  // and shifted with its carry on top: no leading zero means a carry, which
+  // moves the point one place the other way, its lowest bit joining the sticky
+  // bit. A zero sum has no leading one; stage 4 knows it by its flag.
   function automatic add_normalised_t add_normalise(input add_sum_t s);
-    logic [31:0]     value, shifted;
+    logic [27:0]     shifted;
     logic [4:0]      lead_zeros;
     add_normalised_t n;
-    value      = {s.sum, 4'b0000};
-    lead_zeros = tpu_pkg::lzc32(value);
-    shifted    = value << lead_zeros;
+    lead_zeros = tpu_pkg::lzc32({s.sum, 3'b000});
+    shifted    = s.sum << lead_zeros;
 
     n.cls  = s.cls;
     n.zero = s.sum == 28'h0;
     n.exp  = {2'b00, s.big_exp} + 10'd1 - {5'd0, lead_zeros};
-    n.norm = {shifted[31:6], shifted[5:0] != 6'h0};
+    n.norm = {shifted[27:2], shifted[1] | shifted[0]};
     add_normalise = n;
   endfunction
 

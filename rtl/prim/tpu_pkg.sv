@@ -20,37 +20,31 @@ package tpu_pkg;
   localparam int unsigned ArrayDimMax = 256;
 
   // Number of leading zeros of a nonzero byte, from its bits 7..1 (bit 0 is
-  // then the leading one). No loop: Yosys infers a latch for a loop variable
-  // of a function called in some branches of an if only.
+  // then the leading one). The nibble and the pair are chosen by ?:, which a
+  // simulator compiles to conditional moves where a priority chain of ifs
+  // would branch, and mispredict, on every other operand.
   function automatic logic [2:0] lzc8(input logic [7:1] upper);
-    if      (upper[7]) lzc8 = 3'd0;
-    else if (upper[6]) lzc8 = 3'd1;
-    else if (upper[5]) lzc8 = 3'd2;
-    else if (upper[4]) lzc8 = 3'd3;
-    else if (upper[3]) lzc8 = 3'd4;
-    else if (upper[2]) lzc8 = 3'd5;
-    else if (upper[1]) lzc8 = 3'd6;
-    else               lzc8 = 3'd7;
+    logic       nibble_zero, pair_zero;
+    logic [3:1] nibble;  // its bit 0 is the leading one if these are zeros
+    nibble_zero = upper[7:4] == 4'h0;
+    nibble      = nibble_zero ? upper[3:1] : upper[7:5];
+    pair_zero   = nibble[3:2] == 2'b00;
+    lzc8 = {nibble_zero, pair_zero, pair_zero ? !nibble[1] : !nibble[3]};
   endfunction
 
-  // Number of leading zeros of a nonzero 32-bit value (31 for zero). The
-  // halves, bytes, nibbles and pairs are chosen by ?: (conditional moves in a
-  // simulator, where a priority chain of ifs mispredicts), and the zero tests
-  // of the upper half and of each upper byte do not wait for a choice, so the
-  // logic stays a few LUTs deep.
-  function automatic logic [4:0] lzc32(input logic [31:0] value);
-    logic        half_zero, byte_zero, nibble_zero, pair_zero;
-    logic [15:0] half;
-    logic [7:0]  first_byte;
-    logic [3:1]  nibble;  // the chosen nibble; its bit 0 is the leading one if these are zeros
-    half_zero   = value[31:16] == 16'h0;
-    byte_zero   = half_zero ? value[15:8] == 8'h0 : value[31:24] == 8'h0;
-    half        = half_zero ? value[15:0] : value[31:16];
-    first_byte  = byte_zero ? half[7:0] : half[15:8];
-    nibble_zero = first_byte[7:4] == 4'h0;
-    nibble      = nibble_zero ? first_byte[3:1] : first_byte[7:5];
-    pair_zero   = nibble[3:2] == 2'b00;
-    lzc32 = {half_zero, byte_zero, nibble_zero, pair_zero, pair_zero ? !nibble[1] : !nibble[3]};
+  // Number of leading zeros of a nonzero 32-bit value, from its bits 31..1
+  // (bit 0 is then the leading one): every byte's test and count side by
+  // side, then the first nonzero byte's count. A serial search (half, byte,
+  // nibble) would be a deep chain of LUTs.
+  function automatic logic [4:0] lzc32(input logic [31:1] value);
+    logic [2:0] in_byte3, in_byte2, in_byte1, in_byte0;
+    in_byte3 = lzc8(value[31:25]);
+    in_byte2 = lzc8(value[23:17]);
+    in_byte1 = lzc8(value[15:9]);
+    in_byte0 = lzc8(value[7:1]);
+    lzc32 = value[31:24] != 8'h0 ? {2'd0, in_byte3} :
+            value[23:16] != 8'h0 ? {2'd1, in_byte2} :
+            value[15:8] != 8'h0  ? {2'd2, in_byte1} : {2'd3, in_byte0};
   endfunction
 
   // value > 2^log2: a bit above log2, or bit log2 and any below it. Depths and array sizes are
