@@ -167,7 +167,7 @@ bench-suite: build
 	$(PYTHON) scripts/plot_bench.py $(PERF)/bench.json $(PERF)
 
 # Verilator build time, peak memory and simulation speed of the matrix unit, 16x16 to 256x256:
-# the benchmark build, with assertions, and with 2 threads.
+# the benchmark build and with assertions.
 bench-sim: deps
 	PYTHON=$(PYTHON) scripts/bench_sim_speed.sh $(PERF)
 
@@ -175,7 +175,7 @@ bench-sim: deps
 # with assertions (build time, peak memory, cycles/s, bit-exact), into $(PERF)/tpu_sized.*; then
 # `tpu` with a 128x128 core, built in build-tpu/, runs one GEMM checked against the model.
 bench-tpu: deps
-	SIZES="64 128 256" VARIANTS="1 0,1 1" NAME=tpu_sized PYTHON=$(PYTHON) \
+	SIZES="64 128 256" NAME=tpu_sized PYTHON=$(PYTHON) \
 	  scripts/bench_sim_speed.sh $(PERF)
 	cmake -S . -B build-tpu -DCMAKE_BUILD_TYPE=Release -DTPU_LARGE_CORE=ON $(CMAKE_OPTIONS)
 	cmake --build build-tpu -j $(JOBS) --target tpu
