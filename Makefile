@@ -182,11 +182,9 @@ bench-tpu: deps
 	$(PYTHON) scripts/bench_tpu_core.py build-tpu/bin/tpu build-tpu/bench-tpu
 
 # One 512 x 512 x 512 GEMM on the 16x16 core, side by side with the 16x16 matrix unit alone: the
-# matrix unit's benchmark build (scripts/bench_mxu.sh), the core's benchmark build (no assertions,
+# matrix unit's benchmark build (bench-mxu, first), the core's benchmark build (no assertions,
 # -DTPU_ASSERT=OFF in $(BENCH_BUILD)), and the core as the tests and tools build it (assertions on).
-bench-core: deps $(BUILD)/Makefile
-	@echo "=== the 16x16 matrix unit alone, benchmark build"
-	scripts/bench_mxu.sh $(BUILD)/bench
+bench-core: deps $(BUILD)/Makefile bench-mxu
 	cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release -DTPU_ASSERT=OFF $(CMAKE_OPTIONS)
 	cmake --build $(BENCH_BUILD) -j $(JOBS) --target core_bench
 	@echo "=== the 16x16 core, benchmark build (no assertions, $(BENCH_BUILD))"
