@@ -102,6 +102,10 @@ lint: deps
 	$(LINT_CORE) -GDim=1 -GActLanes=1 -GBusBytes=4 -GQueueDepth=1 -GUbDepth=4 -GAccDepth=4
 	$(LINT_CORE) -GDim=8 -GMulStages=2 -GAddStages=3 -GBusBytes=64 -GActLanes=8 -GQueueDepth=3
 	$(LINT_CORE) -GDim=128 -GActLanes=16 -GUbDepth=2048 -GAccDepth=2048 -GBusBytes=64 -GQueueDepth=4
+	$(LINT_CORE) -GLinkLanes=16
+	$(LINT_CORE) -GDim=4 -GLinkLanes=1 -GLinkCredits=1 -GMulStages=1 -GAddStages=3 -GQueueDepth=1
+	$(LINT_CORE) -GDim=128 -GActLanes=16 -GUbDepth=2048 -GAccDepth=2048 -GLinkLanes=32 \
+	  -GLinkCredits=255
 	$(LINT_SEQ) -GDim=4 -GUbDepth=256 -GAccDepth=256 -GWeightTiles=2
 	$(LINT_SEQ) -GDim=1 -GUbDepth=4 -GAccDepth=4 -GCounterWidth=32
 	$(LINT_SEQ) -GDim=16 -GUbDepth=65536 -GAccDepth=65536 -GWeightTiles=16

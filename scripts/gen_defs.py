@@ -61,7 +61,7 @@ TYPE_NAMES = {int: "an integer", str: "a string", list: "an array", dict: "a tab
 MEMORIES = ("ub", "acc")
 HOST_DIRECTIONS = ("read", "write")
 HOST_ROW_FIELDS = ("rows", "k_valid")
-LIMITS = ("1..dim", "function")
+LIMITS = ("1..dim", "function", "nonzero")
 # The fields each operand addresses with, which its opcode must use.
 OPERAND_FIELDS = {"source": ("addr_a", "step_a"), "destination": ("addr_b", "step_b"),
                   "bias": ("bias_addr", "bias_step"),
@@ -146,8 +146,10 @@ class Opcode:
     destination: object = None  # Rows
     bias_if: object = None      # the Flag that adds a bias row, or None
     host: object = None         # Host
-    limits: tuple = ()          # (Field, "1..dim" or "function")
+    limits: tuple = ()          # (Field, "1..dim", "function" or "nonzero")
     zero_unless: tuple = ()     # ZeroUnless
+    in_place: bool = False      # writes back the source rows it reads
+    links: bool = False         # uses the inter-chip links: legal only in a core that has them
 
     @property
     def snake(self):
@@ -383,7 +385,8 @@ def parse_opcode(name, entry, fields, functions, where):
     spec = checked(entry, where, {"value": int, "mnemonic": str, "fields": list, "flags": dict,
                                   "doc": str},
                    {"repeats": bool, "source": dict, "destination": dict, "bias": dict,
-                    "host": dict, "limits": dict, "zero_unless": dict})
+                    "host": dict, "limits": dict, "zero_unless": dict, "in_place": bool,
+                    "links": bool})
     check_range(spec["value"], 0, (1 << fields["opcode"].width) - 1, where, "value")
     check_name(spec["mnemonic"], LOWER_NAME, f"{where}.mnemonic")
     check_doc(spec["doc"], where)
@@ -439,14 +442,18 @@ def parse_semantics(spec, fields, functions, used, flags, where):
             raise DefsError(f"{where}.{key}: '{value}' is not one of {', '.join(allowed)}")
         return value
 
-    semantics = {"repeats": spec.get("repeats", False)}
+    semantics = {"repeats": spec.get("repeats", False), "links": spec.get("links", False),
+                 "in_place": spec.get("in_place", False)}
     if semantics["repeats"]:
         needs(("count", "rows"), "repeats")
+    if semantics["in_place"] and ("source" not in spec or "destination" in spec):
+        raise DefsError(f"{where}.in_place: needs a source and no destination")
     for role in ("source", "destination"):
         if role in spec:
             rows = checked(spec[role], f"{where}.{role}", {"memory": str}, {"acc_if": str})
             memory = choice(rows["memory"], MEMORIES, f"{role}.memory")
-            needs(OPERAND_FIELDS[role], role)
+            # Without iterations an operand is one block of rows: its step is not used.
+            needs(OPERAND_FIELDS[role][:None if semantics["repeats"] else 1] + ("rows",), role)
             semantics[role] = Rows(memory, flag(rows.get("acc_if"), f"{role}.acc_if"))
     if "bias" in spec:
         bias = checked(spec["bias"], f"{where}.bias", {"if": str})
@@ -814,6 +821,8 @@ KIND_MEMBERS = (
     ("host_write", "... writes it"),
     ("host_fp32", "... in fp32 rows (4 bytes a lane), not bf16"),
     ("host_k_valid", "... k_valid rows per iteration, not rows"),
+    ("in_place", "writes back the source rows it reads"),
+    ("links", "uses the inter-chip links"),
 )
 
 
@@ -854,7 +863,11 @@ def sv_decoder(isa, source):
         "host_write": [is_op(op) for op in ops if op.host and op.host.write],
         "host_fp32": [when(op, op.host.fp32_if) for op in ops if op.host and op.host.fp32_if],
         "host_k_valid": [is_op(op) for op in ops if op.host and op.host.rows == "k_valid"],
+        "in_place": [is_op(op) for op in ops if op.in_place],
+        "links": [is_op(op) for op in ops if op.links],
     }
+    # An opcode that needs the links is legal only in a core built with them.
+    kind["legal"] = [f"(Links && {is_op(op)})" if op.links else is_op(op) for op in ops]
     assert [member for member, _ in KIND_MEMBERS] == list(kind)
 
     errors = []
@@ -865,6 +878,8 @@ def sv_decoder(isa, source):
             value = f"fields_o.{field.name}"
             if limit == "1..dim":
                 errors.append(f"({is_op(op)} && outside_1_to_dim(16'({value})))")
+            elif limit == "nonzero":
+                errors.append(f"({is_op(op)} && {value} == '0)")
             else:
                 errors.append(f"({is_op(op)} && {value} >= "
                               f"{field.width}'(tpu_isa_pkg::FuncCount))")
@@ -883,6 +898,7 @@ def sv_decoder(isa, source):
         "// with tpu_isa_pkg::used_bits.",
         "module tpu_decode #(",
         f"{indent}parameter int unsigned Dim = 16,  // the array size, a power of two",
+        f"{indent}parameter bit Links = 1'b0,  // the core has inter-chip links and a collective unit",
         f"{indent}localparam int unsigned DimLog2 = $clog2(Dim)",
         ") (",
         f"{indent}input  {sv_logic(isa.instruction_bits)} instr_i,",
@@ -1199,8 +1215,8 @@ def cpp_isa_header(isa, source):
               f"{CPP_INDENT}unsigned fp32_if;",
               "};",
               "",
-              "// A field's legal values: 1 .. the array size, or a function code.",
-              f"enum class {name('Limit')} : std::uint8_t {{ OneToDim, Function }};",
+              "// A field's legal values: 1 .. the array size, a function code, or not zero.",
+              f"enum class {name('Limit')} : std::uint8_t {{ OneToDim, Function, NonZero }};",
               f"struct {name('FieldLimit')} {{",
               f"{CPP_INDENT}const FieldSpec* field;",
               f"{CPP_INDENT}Limit limit;",
@@ -1224,6 +1240,8 @@ def cpp_isa_header(isa, source):
               f"{CPP_INDENT}HostOperand host;",
               f"{CPP_INDENT}ConstList<FieldLimit> limits;",
               f"{CPP_INDENT}ConstList<ZeroUnless> zero_unless;",
+              f"{CPP_INDENT}bool in_place;  // writes back its source rows",
+              f"{CPP_INDENT}bool links;     // needs a core with inter-chip links",
               "};",
               "",
               f"struct {name('OpcodeInfo')} {{",
@@ -1301,8 +1319,8 @@ def cpp_opcode_rules(isa, opcode, prefix, name):
     lines = []
     limits = zero_unless = "{nullptr, 0}"
     if opcode.limits:
-        items = [f"{{&k{camel(field.name)}, Limit::"
-                 f"{'OneToDim' if limit == '1..dim' else 'Function'}}}"
+        limit_names = {"1..dim": "OneToDim", "function": "Function", "nonzero": "NonZero"}
+        items = [f"{{&k{camel(field.name)}, Limit::{limit_names[limit]}}}"
                  for field, limit in opcode.limits]
         lines += cpp_list(f"inline constexpr FieldLimit {name(prefix + 'Limits')}[] = {{", items,
                           "};")
@@ -1325,7 +1343,8 @@ def cpp_opcode_rules(isa, opcode, prefix, name):
                  f"{flag_bit(host.only_if)}, {flag_bit(host.fp32_if)}}}")
     members = ["true" if opcode.repeats else "false", rows(opcode.source),
                rows(opcode.destination), flag_bit(opcode.bias_if), host_text, limits,
-               zero_unless]
+               zero_unless, "true" if opcode.in_place else "false",
+               "true" if opcode.links else "false"]
     lines += cpp_list(f"inline constexpr OpcodeRules {name(prefix + 'Rules')}{{", members, "};")
     return lines
 
@@ -1498,7 +1517,8 @@ def isa_doc_tables(isa):
     rules = markdown_table(
         ["mnemonic", "source rows", "destination rows", "bias row", "host rows",
          "ILLEGAL_FIELD unless"],
-        [[f"`{opcode.mnemonic}`", doc_rows(opcode.source), doc_rows(opcode.destination),
+        [[f"`{opcode.mnemonic}`", doc_rows(opcode.source),
+          "the source rows" if opcode.in_place else doc_rows(opcode.destination),
           f"ACC, with `{opcode.bias_if.name}`" if opcode.bias_if else "—",
           doc_host(opcode.host), doc_rules(opcode)] for opcode in isa.opcodes])
     return {"fields": fields, "opcodes": opcodes, "flags": flags, "functions": functions,
@@ -1528,8 +1548,9 @@ def doc_rules(opcode):
     if opcode.repeats:
         rules.append("`count`, `rows` ≥ 1")
     for field, limit in opcode.limits:
-        rules.append(f"`{field.name}` in 1 .. D" if limit == "1..dim" else
-                     f"`{field.name}` a function code")
+        rules.append({"1..dim": f"`{field.name}` in 1 .. D",
+                      "function": f"`{field.name}` a function code",
+                      "nonzero": f"`{field.name}` ≥ 1"}[limit])
     for rule in opcode.zero_unless:
         fields = ", ".join(f"`{field.name}`" for field in rule.fields)
         unless = (f"`{rule.flag.name}`" if rule.flag else f"`func` = `{rule.function.mnemonic}`")

@@ -84,6 +84,9 @@ module tpu_board #(
 
   assign unused_axi_attributes = ^{m_axi_arcache, m_axi_arprot, m_axi_awcache, m_axi_awprot};
 
+  logic        unused_link_tx_valid, unused_link_tx_head, unused_link_rx_credit;
+  logic [31:0] unused_link_tx_data;
+
   tpu_top #(
     .Sequential(Sequential == 1), .CounterWidth(CounterWidth), .Dim(Dim), .MulStages(MulStages),
     .AddStages(AddStages), .UbDepth(UbDepth), .AccDepth(AccDepth), .WeightTiles(WeightTiles),
@@ -99,7 +102,13 @@ module tpu_board #(
     .m_axi_rid, .m_axi_rdata, .m_axi_rresp, .m_axi_rlast, .m_axi_rvalid, .m_axi_rready,
     .m_axi_awid, .m_axi_awaddr, .m_axi_awlen, .m_axi_awsize, .m_axi_awburst, .m_axi_awcache,
     .m_axi_awprot, .m_axi_awvalid, .m_axi_awready, .m_axi_wdata, .m_axi_wstrb, .m_axi_wlast,
-    .m_axi_wvalid, .m_axi_wready, .m_axi_bid, .m_axi_bresp, .m_axi_bvalid, .m_axi_bready, .irq_o
+    .m_axi_wvalid, .m_axi_wready, .m_axi_bid, .m_axi_bresp, .m_axi_bvalid, .m_axi_bready,
+    // A board is one chip: its core is built without inter-chip links.
+    .link_tx_valid_o(unused_link_tx_valid), .link_tx_head_o(unused_link_tx_head),
+    .link_tx_data_o(unused_link_tx_data), .link_tx_credit_i(1'b0),
+    .link_rx_valid_i(1'b0), .link_rx_head_i(1'b0), .link_rx_data_i(32'd0),
+    .link_rx_credit_o(unused_link_rx_credit),
+    .irq_o
   );
 
   // ---------------------------------------------------------------------------

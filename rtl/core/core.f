@@ -1,8 +1,9 @@
 // The array core (tpu_array_core): issue stage, unit queues, hazard checks, memories, the
-// activation function unit (tpu_act_func) and the other units.
+// activation function unit (tpu_act_func), the collective unit and the other units.
 -F ../mxu/mxu.f
 -F ../act/act.f
 -F ../axi/axi.f
+-F ../pod/pod.f
 tpu_core_pkg.sv
 tpu_banked_mem.sv
 tpu_op_queue.sv
@@ -15,4 +16,5 @@ tpu_weight_unit.sv
 tpu_matmul_unit.sv
 tpu_act_unit.sv
 tpu_store_unit.sv
+tpu_collective_unit.sv
 tpu_array_core.sv

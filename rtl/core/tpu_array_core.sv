@@ -17,6 +17,11 @@ module tpu_array_core #(
   parameter int unsigned ActLanes     = 4,
   parameter int unsigned QueueDepth   = 4,
   parameter int unsigned ReadBufBeats = 64,
+  // Inter-chip links and the collective unit: fp32 lanes per link beat, 0 for none
+  // (docs/pod.md); the receiving end holds LinkCredits rows.
+  parameter int unsigned LinkLanes    = 0,
+  parameter int unsigned LinkCredits  = 16,
+  localparam int unsigned LinkBits    = ((LinkLanes > 0) ? LinkLanes : 1) * 32,
   localparam int unsigned IdWidth     = 2,
   localparam int unsigned BusBits     = BusBytes * 8,
   localparam int unsigned NumCounters = tpu_regs_pkg::CounterCount
@@ -56,7 +61,17 @@ module tpu_array_core #(
   input  logic [IdWidth-1:0]      m_axi_bid,
   input  logic [1:0]              m_axi_bresp,
   input  logic                    m_axi_bvalid,
-  output logic                    m_axi_bready
+  output logic                    m_axi_bready,
+
+  // Inter-chip links (with LinkLanes > 0): to the next chip, from the previous one.
+  output logic                    link_tx_valid_o,
+  output logic                    link_tx_head_o,
+  output logic [LinkBits-1:0]     link_tx_data_o,
+  input  logic                    link_tx_credit_i,
+  input  logic                    link_rx_valid_i,
+  input  logic                    link_rx_head_i,
+  input  logic [LinkBits-1:0]     link_rx_data_i,
+  output logic                    link_rx_credit_o
 );
 
   localparam int unsigned NumUnits     = tpu_core_pkg::NumUnits;
@@ -81,7 +96,9 @@ module tpu_array_core #(
   localparam int unsigned RstMatmul = 7;
   localparam int unsigned RstAct    = 8;
   localparam int unsigned RstStore  = 9;
-  localparam int unsigned NumRstCopies = 10;
+  localparam int unsigned RstColl   = 10;
+  localparam int unsigned NumRstCopies = 11;
+  localparam bit          Links     = LinkLanes > 0;
 
   logic [NumRstCopies-1:0] core_rst_n;
 
@@ -181,7 +198,7 @@ module tpu_array_core #(
 
   tpu_issue #(
     .Dim(Dim), .BusBytes(BusBytes), .UbDepth(UbDepth), .AccDepth(AccDepth),
-    .WeightTiles(WeightTiles), .QueueDepth(QueueDepth)
+    .WeightTiles(WeightTiles), .QueueDepth(QueueDepth), .Links(Links)
   ) u_issue (
     .clk_i, .rst_ni(core_rst_n[RstIssue]),
     .start_i          (ctrl_i.start),
@@ -225,7 +242,7 @@ module tpu_array_core #(
   // The aborts reach the instruction fetch and the DMA engines of three units:
   // each takes them from its own flop, loaded from the issue stage's next
   // state (tpu_flop_copy), so that no abort net spans the chip.
-  logic abort_load, abort_weight, abort_store;
+  logic abort_load, abort_weight, abort_store, abort_coll;
 
   tpu_flop_copy u_fetch_abort (
     .clk_i, .rst_ni(core_rst_n[RstFetch]), .d_i(fetch_abort_next), .q_o(fetch_abort)
@@ -239,21 +256,32 @@ module tpu_array_core #(
   tpu_flop_copy u_abort_store (
     .clk_i, .rst_ni(core_rst_n[RstStore]), .d_i(abort_next), .q_o(abort_store)
   );
+  tpu_flop_copy u_abort_coll (
+    .clk_i, .rst_ni(core_rst_n[RstColl]), .d_i(abort_next), .q_o(abort_coll)
+  );
 
   // ---------------------------------------------------------------------------
   // On-chip memories. Clients in priority order: the matrix unit first.
   // ---------------------------------------------------------------------------
   localparam int unsigned UbWrAct = 0, UbWrLoad = 1;
   localparam int unsigned UbRdMatmul = 0, UbRdStore = 1;
-  localparam int unsigned AccWrMatmul = 0, AccWrAct = 1, AccWrLoad = 2;
-  localparam int unsigned AccRdMatmul = 0, AccRdAct = 1, AccRdStore = 2;
+  // The collective unit comes last on the first copy of the accumulators (its additions) and
+  // has their mirror copy to itself (the rows it sends).
+  localparam int unsigned AccWrMatmul = 0, AccWrAct = 1, AccWrLoad = 2, AccWrColl = 3;
+  localparam int unsigned AccRdMatmul = 0, AccRdAct = 1, AccRdStore = 2, AccRdCollAdd = 3;
+  localparam int unsigned AccRdCollSend = 4;
+  localparam int unsigned NumAccWr = Links ? 4 : 3;
+  localparam int unsigned NumAccRd = Links ? 5 : 3;
 
   logic [1:0]               ub_wr_req, ub_wr_gnt, ub_rd_req, ub_rd_gnt;
   logic [2*UbAddrWidth-1:0] ub_wr_addr, ub_rd_addr;
   logic [2*Dim*16-1:0]      ub_wr_data, ub_rd_data;
-  logic [2:0]                acc_wr_req, acc_wr_gnt, acc_rd_req, acc_rd_gnt;
-  logic [3*AccAddrWidth-1:0] acc_wr_addr, acc_rd_addr;
-  logic [3*Dim*32-1:0]       acc_wr_data, acc_rd_data;
+  logic [NumAccWr-1:0]               acc_wr_req, acc_wr_gnt;
+  logic [NumAccRd-1:0]               acc_rd_req, acc_rd_gnt;
+  logic [NumAccWr*AccAddrWidth-1:0]  acc_wr_addr;
+  logic [NumAccRd*AccAddrWidth-1:0]  acc_rd_addr;
+  logic [NumAccWr*Dim*32-1:0]        acc_wr_data;
+  logic [NumAccRd*Dim*32-1:0]        acc_rd_data;
 
   tpu_banked_mem #(.Width(Dim * 16), .Depth(UbDepth), .NumWr(2), .NumRd(2)) u_ub (
     .clk_i, .rst_ni(core_rst_n[RstUb]),
@@ -267,7 +295,10 @@ module tpu_array_core #(
     .rd_data_o(ub_rd_data)
   );
 
-  tpu_banked_mem #(.Width(Dim * 32), .Depth(AccDepth), .NumWr(3), .NumRd(3)) u_acc (
+  tpu_banked_mem #(
+    .Width(Dim * 32), .Depth(AccDepth), .NumWr(NumAccWr), .NumRd(NumAccRd),
+    .MirrorRd(Links ? 1 : 0)
+  ) u_acc (
     .clk_i, .rst_ni(core_rst_n[RstAcc]),
     .wr_req_i (acc_wr_req),
     .wr_addr_i(acc_wr_addr),
@@ -460,18 +491,94 @@ module tpu_array_core #(
   );
 
   // ---------------------------------------------------------------------------
-  // Bus errors of the units stop the core (write errors before read errors in
-  // the same cycle; the instruction the failing unit was running is named).
-  // An instruction that could not be fetched is reported by the issue stage
-  // when it comes to that instruction.
+  // The collective unit and the inter-chip links
+  // ---------------------------------------------------------------------------
+  logic        coll_error, coll_sent, coll_received, coll_stall;
+  logic [7:0]  coll_error_code;
+  logic [23:0] coll_pc;
+
+  if (Links) begin : g_collective
+    tpu_collective_unit #(
+      .Dim(Dim), .AddStages(AddStages), .AccDepth(AccDepth), .QueueDepth(QueueDepth),
+      .LinkLanes(LinkLanes), .LinkCredits(LinkCredits)
+    ) u_collective (
+      .clk_i, .rst_ni(core_rst_n[RstColl]),
+      .abort_i        (abort_coll),
+      .push_i         (push[tpu_core_pkg::UnitCollective]),
+      .push_op_i      (op),
+      .push_fp_i      (fp),
+      .full_o         (full[tpu_core_pkg::UnitCollective]),
+      .fp_valid_o     (fp_valid[tpu_core_pkg::UnitCollective*QueueDepth +: QueueDepth]),
+      .fps_o          (fps[tpu_core_pkg::UnitCollective*QBits +: QBits]),
+      .pod_id_i       (ctrl_i.pod_id),
+      .pod_size_i     (ctrl_i.pod_size),
+      .link_timeout_i (ctrl_i.link_timeout),
+      .send_rd_req_o  (acc_rd_req[AccRdCollSend]),
+      .send_rd_addr_o (acc_rd_addr[AccRdCollSend*AccAddrWidth +: AccAddrWidth]),
+      .send_rd_gnt_i  (acc_rd_gnt[AccRdCollSend]),
+      .send_rd_data_i (acc_rd_data[AccRdCollSend*Dim*32 +: Dim*32]),
+      .recv_rd_req_o  (acc_rd_req[AccRdCollAdd]),
+      .recv_rd_addr_o (acc_rd_addr[AccRdCollAdd*AccAddrWidth +: AccAddrWidth]),
+      .recv_rd_gnt_i  (acc_rd_gnt[AccRdCollAdd]),
+      .recv_rd_data_i (acc_rd_data[AccRdCollAdd*Dim*32 +: Dim*32]),
+      .wr_req_o       (acc_wr_req[AccWrColl]),
+      .wr_addr_o      (acc_wr_addr[AccWrColl*AccAddrWidth +: AccAddrWidth]),
+      .wr_data_o      (acc_wr_data[AccWrColl*Dim*32 +: Dim*32]),
+      .wr_gnt_i       (acc_wr_gnt[AccWrColl]),
+      .tx_valid_o     (link_tx_valid_o),
+      .tx_head_o      (link_tx_head_o),
+      .tx_data_o      (link_tx_data_o),
+      .tx_credit_i    (link_tx_credit_i),
+      .rx_valid_i     (link_rx_valid_i),
+      .rx_head_i      (link_rx_head_i),
+      .rx_data_i      (link_rx_data_i),
+      .rx_credit_o    (link_rx_credit_o),
+      .error_o        (coll_error),
+      .error_code_o   (coll_error_code),
+      .pc_o           (coll_pc),
+      .sent_beat_o    (coll_sent),
+      .received_beat_o(coll_received),
+      .stall_o        (coll_stall),
+      .idle_o         (unit_idle[tpu_core_pkg::UnitCollective])
+    );
+  end else begin : g_no_collective
+    assign full[tpu_core_pkg::UnitCollective]      = 1'b0;
+    assign unit_idle[tpu_core_pkg::UnitCollective] = 1'b1;
+    assign fp_valid[tpu_core_pkg::UnitCollective*QueueDepth +: QueueDepth] = '0;
+    assign fps[tpu_core_pkg::UnitCollective*QBits +: QBits] = '0;
+    assign link_tx_valid_o  = 1'b0;
+    assign link_tx_head_o   = 1'b0;
+    assign link_tx_data_o   = '0;
+    assign link_rx_credit_o = 1'b0;
+    assign coll_error       = 1'b0;
+    assign coll_error_code  = tpu_regs_pkg::ErrNone;
+    assign coll_pc          = '0;
+    assign coll_sent        = 1'b0;
+    assign coll_received    = 1'b0;
+    assign coll_stall       = 1'b0;
+    logic unused_links;
+    assign unused_links = ^{link_tx_credit_i, link_rx_valid_i, link_rx_head_i, link_rx_data_i,
+                            ctrl_i.pod_id, ctrl_i.pod_size, ctrl_i.link_timeout, abort_coll,
+                            push[tpu_core_pkg::UnitCollective]};
+  end
+
+  // ---------------------------------------------------------------------------
+  // Bus and link errors of the units stop the core (write errors before read
+  // errors in the same cycle, bus errors before link errors; the instruction
+  // the failing unit was running is named). An instruction that could not be
+  // fetched is reported by the issue stage when it comes to that instruction.
   // ---------------------------------------------------------------------------
   always_comb begin
-    bus_error      = load_error || weight_error || store_error;
+    bus_error      = load_error || weight_error || store_error || coll_error;
     bus_error_code = store_error ? tpu_regs_pkg::ErrBusWrite : tpu_regs_pkg::ErrBusRead;
     bus_error_pc   = status_o.pc;
     if (store_error)       bus_error_pc = store_pc;
     else if (load_error)   bus_error_pc = load_pc;
     else if (weight_error) bus_error_pc = weight_pc;
+    else if (coll_error) begin
+      bus_error_code = coll_error_code;
+      bus_error_pc   = coll_pc;
+    end
   end
 
   assign axi_quiet = load_quiet && weight_quiet && store_quiet;
@@ -499,6 +606,9 @@ module tpu_array_core #(
       counter_event_o[tpu_regs_pkg::CntNonMatrixIndex] = 1'b1;
     end
     counter_event_o[tpu_regs_pkg::CntInstructionsIndex] = issued;
+    counter_event_o[tpu_regs_pkg::CntLinkSentBeatsIndex]     = coll_sent;
+    counter_event_o[tpu_regs_pkg::CntLinkReceivedBeatsIndex] = coll_received;
+    counter_event_o[tpu_regs_pkg::CntLinkStallIndex]         = coll_stall;
   end
 
 endmodule

@@ -8,11 +8,17 @@
 // requesting client is granted (clients are listed in priority order, the
 // matrix unit first). A granted write happens at the clock edge; a granted
 // read returns its row on rd_data_o the next cycle.
+//
+// With MirrorRd, every bank has a second copy that takes the same writes, and
+// the last MirrorRd read clients read that copy among themselves: a read port
+// more, for a unit that must read two rows a cycle (the collective unit sends
+// one row while it adds another), at the price of the memory twice over.
 module tpu_banked_mem #(
   parameter int unsigned Width = 32,
   parameter int unsigned Depth = 1024,
   parameter int unsigned NumWr = 2,
   parameter int unsigned NumRd = 2,
+  parameter int unsigned MirrorRd = 0,
   localparam int unsigned AddrWidth = $clog2(Depth)
 ) (
   input  logic                       clk_i,
@@ -35,14 +41,28 @@ module tpu_banked_mem #(
   if (NumWr < 1 || NumRd < 1) begin : g_bad_clients
     $error("tpu_banked_mem: at least one write and one read client");
   end
+  if (MirrorRd >= NumRd) begin : g_bad_mirror
+    $error("tpu_banked_mem: MirrorRd must leave at least one client on the first copy");
+  end
+
+  localparam int unsigned NumCopies = (MirrorRd > 0) ? 2 : 1;
+  localparam int unsigned FirstMirror = NumRd - MirrorRd;  // the first client of the mirror
 
   localparam int unsigned BankDepth = Depth / 2;
   localparam int unsigned BankAddrWidth = AddrWidth - 1;
 
-  logic [1:0]                     bank_wr_en, bank_rd_en;
-  logic [2*BankAddrWidth-1:0]     bank_wr_addr, bank_rd_addr;
-  logic [2*Width-1:0]             bank_wr_data, bank_rd_data;
+  // Read ports are indexed copy * 2 + bank.
+  logic [1:0]                     bank_wr_en;
+  logic [2*BankAddrWidth-1:0]     bank_wr_addr;
+  logic [2*Width-1:0]             bank_wr_data;
+  logic [2*NumCopies-1:0]         bank_rd_en;
+  logic [2*NumCopies*BankAddrWidth-1:0] bank_rd_addr;
+  logic [2*NumCopies*Width-1:0]   bank_rd_data;
   logic [NumRd-1:0]               rd_bank_d, rd_bank_q;
+
+  function automatic int unsigned copy_of(input int unsigned client);
+    copy_of = (MirrorRd > 0 && client >= FirstMirror) ? 1 : 0;
+  endfunction
 
   always_comb begin
     bank_wr_en   = '0;
@@ -82,8 +102,8 @@ module tpu_banked_mem #(
       if (rd_req_i[c]) begin
         for (int b = 0; b < 2; b++) begin
           if (rd_addr_i[c*AddrWidth + AddrWidth - 1] == b[0]) begin
-            bank_rd_en[b] = 1'b1;
-            bank_rd_addr[b*BankAddrWidth +: BankAddrWidth] =
+            bank_rd_en[copy_of(c)*2 + b] = 1'b1;
+            bank_rd_addr[(copy_of(c)*2 + b)*BankAddrWidth +: BankAddrWidth] =
                 rd_addr_i[c*AddrWidth +: BankAddrWidth];
           end
         end
@@ -92,13 +112,14 @@ module tpu_banked_mem #(
     for (int c = 0; c < NumRd; c++) begin
       rd_gnt_o[c] = rd_req_i[c];
       for (int h = 0; h < c; h++) begin
-        if (rd_req_i[h] && rd_addr_i[h*AddrWidth + AddrWidth - 1] ==
-                           rd_addr_i[c*AddrWidth + AddrWidth - 1]) begin
+        if (rd_req_i[h] && copy_of(h) == copy_of(c) &&
+            rd_addr_i[h*AddrWidth + AddrWidth - 1] == rd_addr_i[c*AddrWidth + AddrWidth - 1]) begin
           rd_gnt_o[c] = 1'b0;
         end
       end
       if (rd_gnt_o[c]) rd_bank_d[c] = rd_addr_i[c*AddrWidth + AddrWidth - 1];
-      rd_data_o[c*Width +: Width] = bank_rd_data[rd_bank_q[c]*Width +: Width];
+      rd_data_o[c*Width +: Width] =
+          bank_rd_data[(copy_of(c)*2 + 32'(rd_bank_q[c]))*Width +: Width];
     end
   end
 
@@ -107,15 +128,16 @@ module tpu_banked_mem #(
     else         rd_bank_q <= rd_bank_d;
   end
 
-  for (genvar b = 0; b < 2; b++) begin : g_bank
+  for (genvar p = 0; p < 2 * NumCopies; p++) begin : g_bank
+    localparam int unsigned B = p % 2;
     tpu_ram_sdp #(.Width(Width), .Depth(BankDepth)) u_ram (
       .clk_i,
-      .wr_en_i  (bank_wr_en[b]),
-      .wr_addr_i(bank_wr_addr[b*BankAddrWidth +: BankAddrWidth]),
-      .wr_data_i(bank_wr_data[b*Width +: Width]),
-      .rd_en_i  (bank_rd_en[b]),
-      .rd_addr_i(bank_rd_addr[b*BankAddrWidth +: BankAddrWidth]),
-      .rd_data_o(bank_rd_data[b*Width +: Width])
+      .wr_en_i  (bank_wr_en[B]),
+      .wr_addr_i(bank_wr_addr[B*BankAddrWidth +: BankAddrWidth]),
+      .wr_data_i(bank_wr_data[B*Width +: Width]),
+      .rd_en_i  (bank_rd_en[p]),
+      .rd_addr_i(bank_rd_addr[p*BankAddrWidth +: BankAddrWidth]),
+      .rd_data_o(bank_rd_data[p*Width +: Width])
     );
   end
 

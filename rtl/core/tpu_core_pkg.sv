@@ -14,7 +14,8 @@ package tpu_core_pkg;
   localparam int unsigned UnitMatmul = 2;  // MATMUL
   localparam int unsigned UnitAct    = 3;  // ACTIVATE
   localparam int unsigned UnitStore  = 4;  // WRITE_HOST
-  localparam int unsigned NumUnits   = 5;
+  localparam int unsigned UnitCollective = 5;  // ALLREDUCE (a core with inter-chip links)
+  localparam int unsigned NumUnits   = 6;
 
   // ---------------------------------------------------------------------------
   // Footprints: the rows or bytes an operation reads and writes.

@@ -29,8 +29,9 @@ module tpu_issue #(
   parameter int unsigned AccDepth    = 1024,
   parameter int unsigned WeightTiles = 4,
   parameter int unsigned QueueDepth  = 4,
+  parameter bit          Links       = 1'b0,  // ALLREDUCE is legal (the collective unit)
   localparam int unsigned FpBits     = tpu_core_pkg::FootprintBits,
-  localparam int unsigned NumUnits   = 5
+  localparam int unsigned NumUnits   = tpu_core_pkg::NumUnits
 ) (
   input  logic                       clk_i,
   input  logic                       rst_ni,
@@ -104,7 +105,7 @@ module tpu_issue #(
   tpu_isa_pkg::kind_t   kind;
   logic                 value_error;
 
-  tpu_decode #(.Dim(Dim)) u_decode (
+  tpu_decode #(.Dim(Dim), .Links(Links)) u_decode (
     .instr_i      (ir_q),
     .fields_o     (fields),
     .kind_o       (kind),
@@ -245,6 +246,7 @@ module tpu_issue #(
       fp_new.wr.lo    = fields.addr_b;
       fp_new.wr.hi    = hi_b[16:0];
     end
+    if (kind.in_place) fp_new.wr = fp_new.rd;
     if (kind.host_used) begin
       fp_new.host.dir = kind.host_write ? tpu_core_pkg::HostWrite : tpu_core_pkg::HostRead;
       fp_new.host.lo  = fields.host_addr;
@@ -267,6 +269,11 @@ module tpu_issue #(
     op_new.alpha       = kind.activate ? fields.alpha : 16'd0;
     op_new.aux_lo      = kind.matmul ? {7'd0, fields.k_valid} : fields.bias_addr;
     op_new.aux_hi      = kind.matmul ? {7'd0, fields.n_valid} : fields.bias_step;
+    // ALLREDUCE's total and offset share words 4 and 5 with host_addr and host_stride.
+    if (kind.allreduce) begin
+      op_new.host_addr   = fields.total;
+      op_new.host_stride = fields.offset;
+    end
 
     // The weight unit gets READ_WEIGHTS as it is, and MATMUL with FETCH as
     // the READ_WEIGHTS it implies: k_valid rows per tile.
@@ -315,6 +322,7 @@ module tpu_issue #(
     targets[tpu_core_pkg::UnitMatmul] = kind.matmul;
     targets[tpu_core_pkg::UnitAct]    = kind.activate;
     targets[tpu_core_pkg::UnitStore]  = kind.write_host;
+    targets[tpu_core_pkg::UnitCollective] = kind.allreduce;
     // A unit keeps its own operations in order; only other units can conflict.
     hazard      = (unit_hazard & ~targets) != '0;
     queues_free = (full_i & targets) == '0;

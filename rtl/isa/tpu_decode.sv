@@ -8,6 +8,7 @@
 // with tpu_isa_pkg::used_bits.
 module tpu_decode #(
   parameter int unsigned Dim = 16,  // the array size, a power of two
+  parameter bit Links = 1'b0,  // the core has inter-chip links and a collective unit
   localparam int unsigned DimLog2 = $clog2(Dim)
 ) (
   input  logic [255:0] instr_i,
@@ -34,13 +35,15 @@ module tpu_decode #(
     fields_o.n_valid = instr_i[tpu_isa_pkg::FieldNValidLsb +: 9];
     fields_o.bias_addr = instr_i[tpu_isa_pkg::FieldBiasAddrLsb +: 16];
     fields_o.bias_step = instr_i[tpu_isa_pkg::FieldBiasStepLsb +: 16];
+    fields_o.total = instr_i[tpu_isa_pkg::FieldTotalLsb +: 32];
+    fields_o.offset = instr_i[tpu_isa_pkg::FieldOffsetLsb +: 32];
   end
 
   // Bits no field covers: reserved, as each core's check of the bits outside
   // the opcode's fields finds.
   logic unused_reserved;
   assign unused_reserved =
-      ^(instr_i & 256'hFE00FE00_FFFFFFFF_FFFFFFFF_FFFF0001_00000000_00000000_00000000_FFF00000);
+      ^(instr_i & 256'hFE00FE00_FFFFFFFE_FFFFFFFF_FFFF0002_00000000_00000000_00000000_FFF00000);
 
   always_comb begin
     kind_o.read_host = fields_o.opcode == tpu_isa_pkg::OpReadHost;
@@ -50,13 +53,14 @@ module tpu_decode #(
     kind_o.write_host = fields_o.opcode == tpu_isa_pkg::OpWriteHost;
     kind_o.sync = fields_o.opcode == tpu_isa_pkg::OpSync;
     kind_o.halt = fields_o.opcode == tpu_isa_pkg::OpHalt;
+    kind_o.allreduce = fields_o.opcode == tpu_isa_pkg::OpAllreduce;
     kind_o.legal = kind_o.read_host || kind_o.read_weights || kind_o.matmul || kind_o.activate ||
-        kind_o.write_host || kind_o.sync || kind_o.halt;
+        kind_o.write_host || kind_o.sync || kind_o.halt || (Links && kind_o.allreduce);
     kind_o.repeats = kind_o.read_host || kind_o.read_weights || kind_o.matmul || kind_o.activate ||
         kind_o.write_host;
-    kind_o.src_used = kind_o.matmul || kind_o.activate || kind_o.write_host;
+    kind_o.src_used = kind_o.matmul || kind_o.activate || kind_o.write_host || kind_o.allreduce;
     kind_o.src_acc = kind_o.activate || (kind_o.write_host &&
-        fields_o.flags[tpu_isa_pkg::WriteHostFlagAcc]);
+        fields_o.flags[tpu_isa_pkg::WriteHostFlagAcc]) || kind_o.allreduce;
     kind_o.dst_used = kind_o.read_host || kind_o.matmul || kind_o.activate;
     kind_o.dst_acc = (kind_o.read_host && fields_o.flags[tpu_isa_pkg::ReadHostFlagAcc]) ||
         kind_o.matmul || (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagF32]);
@@ -67,6 +71,8 @@ module tpu_decode #(
     kind_o.host_fp32 = (kind_o.read_host && fields_o.flags[tpu_isa_pkg::ReadHostFlagAcc]) ||
         (kind_o.write_host && fields_o.flags[tpu_isa_pkg::WriteHostFlagAcc]);
     kind_o.host_k_valid = kind_o.matmul;
+    kind_o.in_place = kind_o.allreduce;
+    kind_o.links = kind_o.allreduce;
   end
 
   // Dim is a power of two: value > Dim needs no carry chain.
@@ -85,6 +91,8 @@ module tpu_decode #(
       (kind_o.activate && fields_o.func >= 4'(tpu_isa_pkg::FuncCount)) ||
       (kind_o.activate && !fields_o.flags[tpu_isa_pkg::ActivateFlagBias] && |{fields_o.bias_addr,
           fields_o.bias_step}) ||
-      (kind_o.activate && fields_o.func != tpu_isa_pkg::FuncLeaky && |{fields_o.alpha});
+      (kind_o.activate && fields_o.func != tpu_isa_pkg::FuncLeaky && |{fields_o.alpha}) ||
+      (kind_o.allreduce && fields_o.rows == '0) ||
+      (kind_o.allreduce && fields_o.total == '0);
 
 endmodule

@@ -28,6 +28,12 @@ package tpu_isa_pkg;
   // halt: Waits until every earlier instruction has completed, then stops the core with
   // STATUS.DONE.
   localparam logic [7:0] OpHalt = 8'h07;
+  // allreduce: Sums accumulator rows addr_a .. addr_a + rows - 1 across the chips of the pod by a
+  // ring all-reduce (N-REDUCE of docs/numerics.md, docs/pod.md) and leaves the sum in those rows on
+  // every chip. Lane l of row addr_a + r holds value offset + r * D + l of a tensor of `total`
+  // values; lanes at or past `total` are left as they are. Every chip of the pod must run it with
+  // the same rows, total and offset.
+  localparam logic [7:0] OpAllreduce = 8'h08;
 
   // Flags: each flag's bit in the flags field, and per opcode the mask of the flags it defines; its
   // other flag bits must be zero.
@@ -55,6 +61,7 @@ package tpu_isa_pkg;
   localparam logic [7:0] WriteHostFlagsMask = 8'h01;
   localparam logic [7:0] SyncFlagsMask = 8'h00;
   localparam logic [7:0] HaltFlagsMask = 8'h00;
+  localparam logic [7:0] AllreduceFlagsMask = 8'h00;
 
   // Activation functions (the func field of ACTIVATE).
   // none: identity
@@ -125,6 +132,14 @@ package tpu_isa_pkg;
   // bias_step (w7[31:16]): bias_addr increment per iteration (ACTIVATE)
   localparam int unsigned FieldBiasStepLsb = 240;
   localparam int unsigned FieldBiasStepWidth = 16;
+  // total (w4[31:0]): values in the whole tensor being reduced, of which this pass is part
+  // (ALLREDUCE)
+  localparam int unsigned FieldTotalLsb = 128;
+  localparam int unsigned FieldTotalWidth = 32;
+  // offset (w5[31:0]): flat index in the whole tensor of the value in lane 0 of row addr_a
+  // (ALLREDUCE)
+  localparam int unsigned FieldOffsetLsb = 160;
+  localparam int unsigned FieldOffsetWidth = 32;
 
   // Bits each opcode's instructions may set: the opcode field, the opcode's flags and the fields it
   // uses. Any other bit set is ILLEGAL_FIELD: (instr & ~<Opcode>UsedBits) != 0. One '_' group per
@@ -143,6 +158,8 @@ package tpu_isa_pkg;
       256'h00000000_00000000_00000000_00000000_00000000_00000000_00000000_000000FF;
   localparam logic [255:0] HaltUsedBits =
       256'h00000000_00000000_00000000_00000000_00000000_00000000_00000000_000000FF;
+  localparam logic [255:0] AllreduceUsedBits =
+      256'h00000000_00000000_FFFFFFFF_FFFFFFFF_00000000_0000FFFF_FFFF0000_000000FF;
 
   // The bits an instruction with this opcode may set. An unknown opcode is ILLEGAL_OPCODE before
   // its bits matter; it may set none.
@@ -155,6 +172,7 @@ package tpu_isa_pkg;
       OpWriteHost: used_bits = WriteHostUsedBits;
       OpSync: used_bits = SyncUsedBits;
       OpHalt: used_bits = HaltUsedBits;
+      OpAllreduce: used_bits = AllreduceUsedBits;
       default: used_bits = '0;
     endcase
   endfunction
@@ -178,6 +196,8 @@ package tpu_isa_pkg;
     logic [8:0] n_valid;
     logic [15:0] bias_addr;
     logic [15:0] bias_step;
+    logic [31:0] total;
+    logic [31:0] offset;
   } fields_t;
 
   // What an instruction is and what it touches (rtl/defs/isa.toml): one bit per opcode, then its
@@ -190,6 +210,7 @@ package tpu_isa_pkg;
     logic write_host;
     logic sync;
     logic halt;
+    logic allreduce;
     logic legal;  // a known opcode
     logic repeats;  // count iterations of rows rows
     logic src_used;  // reads the source rows (addr_a, step_a)
@@ -201,6 +222,8 @@ package tpu_isa_pkg;
     logic host_write;  // ... writes it
     logic host_fp32;  // ... in fp32 rows (4 bytes a lane), not bf16
     logic host_k_valid;  // ... k_valid rows per iteration, not rows
+    logic in_place;  // writes back the source rows it reads
+    logic links;  // uses the inter-chip links
   } kind_t;
 
 endpackage

@@ -78,10 +78,30 @@ package tpu_regs_pkg;
   // HW_CORE.SEQUENTIAL: 1: the sequential core (tpu_top with Sequential, tpu_seq_core), one
   // multiply-add at a time, for the smallest FPGAs; 0: the systolic array (tpu_array_core)
   localparam int unsigned HwCoreSequentialBit = 0;
+  // HW_CORE.LINKS: 1: the core has the inter-chip links and the collective unit (tpu_top's Links):
+  // ALLREDUCE is legal
+  localparam int unsigned HwCoreLinksBit = 1;
+  // HW_CORE.LINK_LANES: fp32 lanes a link carries per cycle (tpu_top's LinkLanes); 0 without links
+  localparam int unsigned HwCoreLinkLanesLsb = 8;
+  localparam int unsigned HwCoreLinkLanesWidth = 16;
+  // POD (rw): This chip's place in its pod (docs/pod.md), read by ALLREDUCE. Write it before START;
+  // every chip of the pod needs the same SIZE and its own ID.
+  localparam logic [11:0] RegPod = 12'h030;
+  // POD.ID: this chip's position on the ring, 0 .. SIZE - 1: it sends to chip ID + 1 and receives
+  // from chip ID - 1 (mod SIZE)
+  localparam int unsigned PodIdLsb = 0;
+  localparam int unsigned PodIdWidth = 8;
+  // POD.SIZE: chips in the pod, 2 .. 255
+  localparam int unsigned PodSizeLsb = 8;
+  localparam int unsigned PodSizeWidth = 8;
+  // LINK_TIMEOUT (rw): Cycles a collective waits for its neighbours without progress (no beat sent
+  // or received) before it stops the core with LINK_TIMEOUT; 0 waits for ever.
+  localparam logic [11:0] RegLinkTimeout = 12'h034;
+  localparam logic [31:0] RegLinkTimeoutReset = 32'h0010_0000;
 
   // 64-bit counters, contiguous from CounterBase: counter i has LO at CounterBase + 8*i and HI 4
   // bytes above. Reading LO latches HI.
-  localparam int unsigned CounterCount = 11;
+  localparam int unsigned CounterCount = 14;
   localparam logic [11:0] CounterBase = 12'h040;
   // CYCLES: cycles from START until DONE or ERROR
   localparam logic [11:0] CntCyclesLo = 12'h040;
@@ -130,6 +150,19 @@ package tpu_regs_pkg;
   localparam logic [11:0] CntInstructionsLo = 12'h090;
   localparam logic [11:0] CntInstructionsHi = 12'h094;
   localparam int unsigned CntInstructionsIndex = 10;
+  // LINK_SENT_BEATS: beats sent on the link to the next chip (headers included)
+  localparam logic [11:0] CntLinkSentBeatsLo = 12'h098;
+  localparam logic [11:0] CntLinkSentBeatsHi = 12'h09C;
+  localparam int unsigned CntLinkSentBeatsIndex = 11;
+  // LINK_RECEIVED_BEATS: beats received on the link from the previous chip (headers included)
+  localparam logic [11:0] CntLinkReceivedBeatsLo = 12'h0A0;
+  localparam logic [11:0] CntLinkReceivedBeatsHi = 12'h0A4;
+  localparam int unsigned CntLinkReceivedBeatsIndex = 12;
+  // LINK_STALL: cycles a collective had a row to send but no credit for it, or waited for a beat
+  // from the previous chip
+  localparam logic [11:0] CntLinkStallLo = 12'h0A8;
+  localparam logic [11:0] CntLinkStallHi = 12'h0AC;
+  localparam int unsigned CntLinkStallIndex = 13;
 
   // Error codes (ERROR_CODE).
   // NONE: no error
@@ -167,5 +200,13 @@ package tpu_regs_pkg;
   localparam logic [7:0] ErrBusRead = 8'd13;
   // BUS_WRITE: an AXI4 write returned SLVERR or DECERR
   localparam logic [7:0] ErrBusWrite = 8'd14;
+  // LINK_TIMEOUT: a collective made no progress for LINK_TIMEOUT cycles: a neighbour does not
+  // answer
+  localparam logic [7:0] ErrLinkTimeout = 8'd15;
+  // POD_MISMATCH: the previous chip started a collective with another pod size, position, total,
+  // offset or row count
+  localparam logic [7:0] ErrPodMismatch = 8'd16;
+  // POD_CONFIG: a collective found POD.SIZE below 2 or POD.ID not below POD.SIZE
+  localparam logic [7:0] ErrPodConfig = 8'd17;
 
 endpackage

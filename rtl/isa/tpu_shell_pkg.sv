@@ -8,6 +8,9 @@ package tpu_shell_pkg;
     logic        start;       // the cycle after the reset of a START
     logic [31:0] prog_addr;
     logic [23:0] prog_count;
+    logic [7:0]  pod_id;        // POD.ID, POD.SIZE and LINK_TIMEOUT: for the collective unit
+    logic [7:0]  pod_size;
+    logic [31:0] link_timeout;
   } core_ctrl_t;
 
   // To the register block: the core's state.

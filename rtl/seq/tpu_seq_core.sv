@@ -66,6 +66,10 @@ module tpu_seq_core #(
 
   logic core_rst_n, issued, row_done, mac;
 
+  // The sequential core has no inter-chip links: the pod registers read 0 and go unused.
+  logic unused_pod;
+  assign unused_pod = ^{ctrl_i.pod_id, ctrl_i.pod_size, ctrl_i.link_timeout};
+
   // The bus master stays out of the core reset: AXI4 cannot abandon a transaction.
   tpu_reset_copy u_core_reset (
     .clk_i, .rst_ni,

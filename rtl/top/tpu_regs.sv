@@ -21,6 +21,10 @@ module tpu_regs #(
   parameter int unsigned BusBytes    = 16,
   parameter int unsigned WeightTiles = 4,
   parameter bit          Sequential  = 1'b0,  // HW_CORE.SEQUENTIAL: the sequential core
+  // HW_CORE.LINKS: inter-chip links and the collective unit. Without them POD and LINK_TIMEOUT
+  // read as 0 and ignore writes, and hold no flip-flops.
+  parameter bit          Links       = 1'b0,
+  parameter int unsigned LinkLanes   = 0,     // HW_CORE.LINK_LANES
   // Counter bits, 32..64: narrower counters wrap sooner and save an FPGA's logic; HI reads
   // the bits above 32 that there are.
   parameter int unsigned CounterWidth = 64,
@@ -55,6 +59,9 @@ module tpu_regs #(
   output logic                   start_o,        // the cycle after the reset of a START
   output logic [31:0]            prog_addr_o,
   output logic [23:0]            prog_count_o,
+  output logic [7:0]             pod_id_o,
+  output logic [7:0]             pod_size_o,
+  output logic [31:0]            link_timeout_o,
   output logic                   irq_o,
 
   input  logic                   busy_i,
@@ -87,6 +94,8 @@ module tpu_regs #(
   // ---------------------------------------------------------------------------
   logic [31:0] prog_addr_d, prog_addr_q;
   logic [23:0] prog_count_d, prog_count_q;
+  logic [15:0] pod_d, pod_q;
+  logic [31:0] link_timeout_d, link_timeout_q;
   logic        irq_enable_d, irq_enable_q;
   logic        done_d, done_q, error_d, error_q;
   logic [7:0]  error_code_d, error_code_q;
@@ -214,7 +223,13 @@ module tpu_regs #(
         tpu_regs_pkg::RegProgAddr:  read_value = prog_addr_q;
         tpu_regs_pkg::RegProgCount: read_value = {8'd0, prog_count_q};
         tpu_regs_pkg::RegPc:        read_value = {8'd0, pc_i};
-        tpu_regs_pkg::RegHwCore:    read_value[tpu_regs_pkg::HwCoreSequentialBit] = Sequential;
+        tpu_regs_pkg::RegHwCore: begin
+          read_value[tpu_regs_pkg::HwCoreSequentialBit] = Sequential;
+          read_value[tpu_regs_pkg::HwCoreLinksBit]      = Links;
+          read_value[tpu_regs_pkg::HwCoreLinkLanesLsb +: 16] = Links ? 16'(LinkLanes) : 16'd0;
+        end
+        tpu_regs_pkg::RegPod:         read_value = {16'd0, pod_q};
+        tpu_regs_pkg::RegLinkTimeout: read_value = link_timeout_q;
         default:                    read_resp  = RespSlvErr;
       endcase
     end
@@ -252,6 +267,8 @@ module tpu_regs #(
   always_comb begin
     prog_addr_d  = prog_addr_q;
     prog_count_d = prog_count_q;
+    pod_d        = pod_q;
+    link_timeout_d = link_timeout_q;
     irq_enable_d = irq_enable_q;
     bvalid_d     = bvalid_q && !s_bready_i;
     bresp_d      = bresp_q;
@@ -272,6 +289,10 @@ module tpu_regs #(
         tpu_regs_pkg::RegProgAddr:  prog_addr_d  = (prog_addr_q & ~wmask) | (s_wdata_i & wmask);
         tpu_regs_pkg::RegProgCount: begin
           prog_count_d = (prog_count_q & ~wmask[23:0]) | (s_wdata_i[23:0] & wmask[23:0]);
+        end
+        tpu_regs_pkg::RegPod: pod_d = (pod_q & ~wmask[15:0]) | (s_wdata_i[15:0] & wmask[15:0]);
+        tpu_regs_pkg::RegLinkTimeout: begin
+          link_timeout_d = (link_timeout_q & ~wmask) | (s_wdata_i & wmask);
         end
         default: bresp_d = RespSlvErr;
       endcase
@@ -306,6 +327,10 @@ module tpu_regs #(
 
     hi_latch_d = hi_latch_q;
     if (counter_ready) hi_latch_d = counter_value[63:32];
+    if (!Links) begin
+      pod_d          = '0;
+      link_timeout_d = '0;
+    end
   end
 
   // A START remembers itself through the reset cycle.
@@ -315,6 +340,8 @@ module tpu_regs #(
     if (!rst_ni) begin
       prog_addr_q     <= '0;
       prog_count_q    <= '0;
+      pod_q           <= '0;
+      link_timeout_q  <= Links ? tpu_regs_pkg::RegLinkTimeoutReset : '0;
       irq_enable_q    <= 1'b0;
       done_q          <= 1'b0;
       error_q         <= 1'b0;
@@ -334,6 +361,8 @@ module tpu_regs #(
     end else begin
       prog_addr_q     <= prog_addr_d;
       prog_count_q    <= prog_count_d;
+      pod_q           <= pod_d;
+      link_timeout_q  <= link_timeout_d;
       irq_enable_q    <= irq_enable_d;
       done_q          <= done_d;
       error_q         <= error_d;
@@ -362,6 +391,9 @@ module tpu_regs #(
   assign start_o      = start_q;
   assign prog_addr_o  = prog_addr_q;
   assign prog_count_o = prog_count_q;
+  assign pod_id_o     = pod_q[tpu_regs_pkg::PodIdLsb +: 8];
+  assign pod_size_o   = pod_q[tpu_regs_pkg::PodSizeLsb +: 8];
+  assign link_timeout_o = link_timeout_q;
   assign irq_o        = irq_enable_q && (done_q || error_q);
 
 `ifndef SYNTHESIS

@@ -24,6 +24,11 @@ module tpu_top #(
   parameter int unsigned QueueDepth   = 4,      // operations per unit queue (array)
   parameter int unsigned ReadBufBeats = 64,     // read-data buffer of each DMA read engine (array)
   parameter int unsigned CounterWidth = 64,     // bits of each performance counter, 32..64
+  // Inter-chip links and the collective unit (array; docs/pod.md): fp32 lanes per link beat, a
+  // power of two dividing Dim, or 0 for none (the board builds); with links Dim >= 4.
+  parameter int unsigned LinkLanes    = 0,
+  parameter int unsigned LinkCredits  = 16,     // rows the receiving end of a link holds, 1..255
+  localparam int unsigned LinkBits    = ((LinkLanes > 0) ? LinkLanes : 1) * 32,
   localparam int unsigned IdWidth     = 2,
   localparam int unsigned BusBits     = BusBytes * 8,
   localparam int unsigned RegAddrWidth = tpu_regs_pkg::RegAddrWidth
@@ -87,6 +92,17 @@ module tpu_top #(
   input  logic                    m_axi_bvalid,
   output logic                    m_axi_bready,
 
+  // Inter-chip links: valid beats to the next chip of the ring and credits back from it; valid
+  // beats from the previous chip and credits back to it (docs/pod.md). Idle without links.
+  output logic                    link_tx_valid_o,
+  output logic                    link_tx_head_o,
+  output logic [LinkBits-1:0]     link_tx_data_o,
+  input  logic                    link_tx_credit_i,
+  input  logic                    link_rx_valid_i,
+  input  logic                    link_rx_head_i,
+  input  logic [LinkBits-1:0]     link_rx_data_i,
+  output logic                    link_rx_credit_o,
+
   output logic                    irq_o
 );
 
@@ -134,6 +150,16 @@ module tpu_top #(
     begin : g_bad_readbuf
       $error("tpu_top: ReadBufBeats must be in 4..512 and hold an accumulator row");
     end
+    if (LinkLanes != 0 && (LinkLanes > Dim || (LinkLanes & (LinkLanes - 1)) != 0 || Dim < 4))
+    begin : g_bad_link_lanes
+      $error("tpu_top: LinkLanes must be 0 or a power of two up to Dim, and links need Dim >= 4");
+    end
+    if (LinkCredits < 1 || LinkCredits > 255) begin : g_bad_link_credits
+      $error("tpu_top: LinkCredits must be in 1..255");
+    end
+  end
+  if (Sequential && LinkLanes != 0) begin : g_seq_links
+    $error("tpu_top: the sequential core has no inter-chip links (LinkLanes = 0)");
   end
 
   // Illegal values have raised an error above. The internals are built from
@@ -160,6 +186,11 @@ module tpu_top #(
       (ReadBufBeats >= 4 && ReadBufBeats <= 512 && ReadBufBeats >= 4 * DimL / BusBytesL) ?
       ReadBufBeats : ((4 * DimL / BusBytesL > 4) ? 4 * DimL / BusBytesL : 4);
 
+  localparam int unsigned LinkLanesL =
+      (!Sequential && LinkLanes <= DimL && (LinkLanes & (LinkLanes - 1)) == 0 && DimL >= 4) ?
+      LinkLanes : 0;
+  localparam int unsigned LinkCreditsL = (LinkCredits >= 1 && LinkCredits <= 255) ? LinkCredits : 1;
+
   localparam int unsigned NumCounters = tpu_regs_pkg::CounterCount;
 
   // ---------------------------------------------------------------------------
@@ -177,7 +208,8 @@ module tpu_top #(
   tpu_regs #(
     .Dim(DimL), .MulStages(MulStagesL), .AddStages(AddStagesL), .ActLanes(ActLanesL),
     .UbDepth(UbDepthL), .AccDepth(AccDepthL), .BusBytes(BusBytesL), .WeightTiles(WeightTilesL),
-    .Sequential(Sequential), .CounterWidth(CounterWidthL),
+    .Sequential(Sequential), .Links(LinkLanesL > 0), .LinkLanes(LinkLanesL),
+    .CounterWidth(CounterWidthL),
     // The sequential core's counters live in block RAM: in flip-flops, with their adders, they
     // crowd the iCE40 UP5K. Every increment there is 0 or 1.
     .CounterRam(Sequential), .CounterAddWidth(Sequential ? 1 : 18)
@@ -204,6 +236,9 @@ module tpu_top #(
     .start_o     (core_ctrl.start),
     .prog_addr_o (core_ctrl.prog_addr),
     .prog_count_o(core_ctrl.prog_count),
+    .pod_id_o    (core_ctrl.pod_id),
+    .pod_size_o  (core_ctrl.pod_size),
+    .link_timeout_o(core_ctrl.link_timeout),
     .irq_o,
     .busy_i      (core_status.busy),
     .done_i      (core_status.done),
@@ -230,11 +265,18 @@ module tpu_top #(
       .m_axi_wdata, .m_axi_wstrb, .m_axi_wlast, .m_axi_wvalid, .m_axi_wready,
       .m_axi_bid, .m_axi_bresp, .m_axi_bvalid, .m_axi_bready
     );
+    assign link_tx_valid_o  = 1'b0;
+    assign link_tx_head_o   = 1'b0;
+    assign link_tx_data_o   = '0;
+    assign link_rx_credit_o = 1'b0;
+    logic unused_links;
+    assign unused_links = ^{link_tx_credit_i, link_rx_valid_i, link_rx_head_i, link_rx_data_i};
   end else begin : g_array
     tpu_array_core #(
       .Dim(DimL), .MulStages(MulStagesL), .AddStages(AddStagesL), .UbDepth(UbDepthL),
       .AccDepth(AccDepthL), .WeightTiles(WeightTilesL), .BusBytes(BusBytesL),
-      .ActLanes(ActLanesL), .QueueDepth(QueueDepthL), .ReadBufBeats(ReadBufBeatsL)
+      .ActLanes(ActLanesL), .QueueDepth(QueueDepthL), .ReadBufBeats(ReadBufBeatsL),
+      .LinkLanes(LinkLanesL), .LinkCredits(LinkCreditsL)
     ) u_core (
       .clk_i, .rst_ni, .ctrl_i(core_ctrl), .status_o(core_status),
       .counter_event_o(counter_event), .useful_macs_o(useful_macs),
@@ -242,7 +284,9 @@ module tpu_top #(
       .m_axi_rid, .m_axi_rdata, .m_axi_rresp, .m_axi_rlast, .m_axi_rvalid, .m_axi_rready,
       .m_axi_awaddr, .m_axi_awlen, .m_axi_awsize, .m_axi_awvalid, .m_axi_awready,
       .m_axi_wdata, .m_axi_wstrb, .m_axi_wlast, .m_axi_wvalid, .m_axi_wready,
-      .m_axi_bid, .m_axi_bresp, .m_axi_bvalid, .m_axi_bready
+      .m_axi_bid, .m_axi_bresp, .m_axi_bvalid, .m_axi_bready,
+      .link_tx_valid_o, .link_tx_head_o, .link_tx_data_o, .link_tx_credit_i,
+      .link_rx_valid_i, .link_rx_head_i, .link_rx_data_i, .link_rx_credit_o
     );
   end
 

@@ -14,6 +14,7 @@ RtlBackend::RtlBackend(const HardwareConfig& config, const RtlOptions& options)
   // The reset's falling edge must be seen by the model, so it starts high; the
   // memory model stays out of it (the core's outputs mean nothing until then).
   top_->set_inputs(lite_in_, axi_.outputs());
+  top_->set_link_inputs(link_in_);
   top_->settle();
   top_->set_reset(true);
   for (int cycle = 0; cycle < 2; ++cycle) {
@@ -25,11 +26,20 @@ RtlBackend::RtlBackend(const HardwareConfig& config, const RtlOptions& options)
 
 void RtlBackend::step() {
   top_->set_inputs(lite_in_, axi_.outputs());
+  top_->set_link_inputs(link_in_);
   top_->settle();
   top_->outputs(lite_out_, master_);
+  top_->link_outputs(link_out_);
+  irq_ = top_->irq();
   axi_.clock(master_);
   top_->clock();
   ++cycle_;
+}
+
+void RtlBackend::tick(const LinkIn& link) {
+  link_in_ = link;
+  step();
+  link_in_ = LinkIn{};
 }
 
 void RtlBackend::write_register(std::uint32_t offset, std::uint32_t value, unsigned* resp,
@@ -43,6 +53,7 @@ void RtlBackend::write_register(std::uint32_t offset, std::uint32_t value, unsig
   for (unsigned waited = 0;; ++waited) {
     if (waited > 1000) throw std::runtime_error("AXI4-Lite write got no response");
     top_->set_inputs(lite_in_, axi_.outputs());
+    top_->set_link_inputs(link_in_);
     top_->settle();
     top_->outputs(lite_out_, master_);
     const bool address_taken = lite_in_.awvalid && lite_out_.awready && lite_out_.wready;
@@ -75,6 +86,7 @@ std::uint32_t RtlBackend::read_register(std::uint32_t offset, unsigned* resp) {
   for (unsigned waited = 0;; ++waited) {
     if (waited > 1000) throw std::runtime_error("AXI4-Lite read got no response");
     top_->set_inputs(lite_in_, axi_.outputs());
+    top_->set_link_inputs(link_in_);
     top_->settle();
     top_->outputs(lite_out_, master_);
     const bool address_taken = lite_in_.arvalid && lite_out_.arready;
@@ -102,6 +114,7 @@ void RtlBackend::wait_for_irq() {
   const std::uint64_t limit = cycle_ + options_.max_cycles;
   while (true) {
     top_->set_inputs(lite_in_, axi_.outputs());
+    top_->set_link_inputs(link_in_);
     top_->settle();
     if (top_->irq()) return;
     top_->outputs(lite_out_, master_);
@@ -114,12 +127,24 @@ void RtlBackend::wait_for_irq() {
   }
 }
 
-RunResult RtlBackend::run(std::uint32_t prog_addr, std::uint32_t count) {
+void RtlBackend::start(std::uint32_t prog_addr, std::uint32_t count) {
   write_register(regs::kProgAddr, prog_addr);
   write_register(regs::kProgCount, count);
   write_register(regs::kCtrl, (1u << regs::kCtrlStartBit) | (1u << regs::kCtrlIrqEnableBit));
-  wait_for_irq();
+}
 
+void RtlBackend::set_pod(unsigned id, unsigned size, std::uint32_t link_timeout) {
+  write_register(regs::kPod, (id << regs::kPodIdLsb) | (size << regs::kPodSizeLsb));
+  write_register(regs::kLinkTimeout, link_timeout);
+}
+
+RunResult RtlBackend::run(std::uint32_t prog_addr, std::uint32_t count) {
+  start(prog_addr, count);
+  wait_for_irq();
+  return finish();
+}
+
+RunResult RtlBackend::finish() {
   RunResult result;
   const std::uint32_t status = read_register(regs::kStatus);
   result.done = (status >> regs::kStatusDoneBit) & 1;

@@ -38,6 +38,17 @@ class RtlBackend final : public Backend {
   // Clocks until irq_o (or max_cycles, then std::runtime_error).
   void wait_for_irq();
 
+  // A run cycle by cycle, for a pod: start() writes PROG_ADDR, PROG_COUNT and START; tick()
+  // clocks one cycle with the link inputs given, after which link_outputs() are the values the
+  // chip drove in it and stopped() whether irq_o was up; finish() reads the outcome.
+  void start(std::uint32_t prog_addr, std::uint32_t count);
+  void tick(const LinkIn& link);
+  const LinkOut& link_outputs() const { return link_out_; }
+  bool stopped() const { return irq_; }
+  RunResult finish();
+  // The POD and LINK_TIMEOUT registers.
+  void set_pod(unsigned id, unsigned size, std::uint32_t link_timeout);
+
   AxiMemory& axi() { return axi_; }
   std::uint64_t cycle() const { return cycle_; }
 
@@ -52,6 +63,9 @@ class RtlBackend final : public Backend {
   LiteIn lite_in_;
   LiteOut lite_out_;
   AxiMasterSignals master_;
+  LinkIn link_in_;
+  LinkOut link_out_;
+  bool irq_ = false;
   std::uint64_t cycle_ = 0;
 };
 

@@ -1,9 +1,10 @@
-// The RTL simulation a program built with TPU_RTL links (tpu/simulation.hpp): the `rtl` backend
-// and the simulated FPGA boards.
+// The RTL simulation a program built with TPU_RTL links (tpu/simulation.hpp): the `rtl` backend,
+// pods of it, and the simulated FPGA boards.
 #include "tpu/simulation.hpp"
 
 #include "backends/board_sim.hpp"
 #include "backends/rtl_backend.hpp"
+#include "backends/rtl_pod.hpp"
 
 namespace tpu {
 namespace {
@@ -16,6 +17,15 @@ class VerilatorSimulation final : public Simulation {
     options.memory_bytes = memory_bytes;
     options.trace_path = trace_path;
     return std::make_unique<sim::RtlBackend>(config, options);
+  }
+
+  std::unique_ptr<Pod> open_pod(const HardwareConfig& config, unsigned chips,
+                                std::size_t memory_bytes,
+                                const LinkTiming& timing) const override {
+    sim::RtlPodOptions options;
+    options.memory_bytes = memory_bytes;
+    options.link = timing;
+    return std::make_unique<sim::RtlPod>(config, chips, options);
   }
 
   SimulatedBoardPort open_board(const std::string& name,

@@ -33,11 +33,29 @@ struct LiteOut {
   std::uint32_t rdata = 0;
 };
 
+// The inter-chip link ports (docs/pod.md): beats of LinkLanes 32-bit words (one word without
+// links) and the credits that flow back.
+struct LinkBeat {
+  bool valid = false;
+  bool head = false;
+  std::vector<std::uint32_t> data;
+};
+struct LinkIn {
+  LinkBeat rx;             // from the previous chip
+  bool tx_credit = false;  // from the next chip
+};
+struct LinkOut {
+  LinkBeat tx;             // to the next chip
+  bool rx_credit = false;  // to the previous chip
+};
+
 class TopModel {
  public:
   virtual ~TopModel() = default;
   virtual void set_reset(bool active) = 0;
   virtual void set_inputs(const LiteIn& lite, const AxiSlaveSignals& axi) = 0;
+  virtual void set_link_inputs(const LinkIn& link) = 0;
+  virtual void link_outputs(LinkOut& link) const = 0;
   // Settles the combinational logic for the current inputs (clock low).
   virtual void settle() = 0;
   virtual void outputs(LiteOut& lite, AxiMasterSignals& axi) const = 0;
@@ -128,6 +146,20 @@ class VerilatedTop final : public TopModel {
 
   bool irq() const override { return top_->irq_o; }
 
+  void set_link_inputs(const LinkIn& link) override {
+    top_->link_rx_valid_i = link.rx.valid;
+    top_->link_rx_head_i = link.rx.head;
+    set_words(top_->link_rx_data_i, link.rx.data);
+    top_->link_tx_credit_i = link.tx_credit;
+  }
+
+  void link_outputs(LinkOut& link) const override {
+    link.tx.valid = top_->link_tx_valid_o;
+    link.tx.head = top_->link_tx_head_o;
+    get_words(top_->link_tx_data_o, link.tx.data);
+    link.rx_credit = top_->link_rx_credit_o;
+  }
+
   // The falling edge is evaluated by the next settle(): nothing acts on it.
   void clock() override {
     if (!settled_) settle();
@@ -170,6 +202,36 @@ class VerilatedTop final : public TopModel {
       for (unsigned b = 0; b < bus_bytes_; ++b) {
         bytes[b] = static_cast<std::uint8_t>(port[b / 4] >> (8 * (b % 4)));
       }
+    }
+  }
+
+  template <std::size_t N>
+  static constexpr std::size_t wide_words(const VlWide<N>&) {
+    return N;
+  }
+  // Link data: 32 bits an integer, 64 a wider one, more VlWide words.
+  template <typename Port>
+  static void set_words(Port& port, const std::vector<std::uint32_t>& words) {
+    if constexpr (std::is_integral_v<Port>) {
+      std::uint64_t value = 0;
+      for (std::size_t w = 0; w < words.size() && w < sizeof(Port) / 4; ++w) {
+        value |= std::uint64_t{words[w]} << (32 * w);
+      }
+      port = static_cast<Port>(value);
+    } else {
+      for (std::size_t w = 0; w < words.size() && w < wide_words(port); ++w) port[w] = words[w];
+    }
+  }
+  template <typename Port>
+  static void get_words(const Port& port, std::vector<std::uint32_t>& words) {
+    if constexpr (std::is_integral_v<Port>) {
+      words.resize(sizeof(Port) / 4);
+      for (std::size_t w = 0; w < words.size(); ++w) {
+        words[w] = static_cast<std::uint32_t>(static_cast<std::uint64_t>(port) >> (32 * w));
+      }
+    } else {
+      words.resize(wide_words(port));
+      for (std::size_t w = 0; w < words.size(); ++w) words[w] = port[w];
     }
   }
 

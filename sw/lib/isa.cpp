@@ -66,6 +66,9 @@ std::string field_problem(const Instruction& in, const OpcodeInfo& info, unsigne
     if (limit.limit == Limit::Function && value >= kFuncCount) {
       return fmt::format("function code {} is above {}", value, kFuncCount - 1);
     }
+    if (limit.limit == Limit::NonZero && value == 0) {
+      return fmt::format("{} is 0", limit.field->name);
+    }
   }
   for (const ZeroUnless& rule : rules.zero_unless) {
     const bool allowed = rule.function ? in.func() == rule.condition : in.flag(rule.condition);
@@ -197,6 +200,13 @@ void validate_config(const HardwareConfig& config) {
   if (config.weight_tiles < 2 || config.weight_tiles > 16) {
     fail(fmt::format("weight_tiles {} is not in 2..16", config.weight_tiles));
   }
+  if (config.link_lanes != 0 &&
+      (config.sequential || config.dim < 4 || !is_power_of_two(config.link_lanes) ||
+       config.link_lanes > config.dim)) {
+    fail(fmt::format("link_lanes {} is not 0 or a power of two up to dim {} (an array core of "
+                     "dim >= 4)",
+                     config.link_lanes, config.dim));
+  }
 }
 
 Footprint footprint(const Instruction& in, unsigned dim) {
@@ -215,6 +225,7 @@ Footprint footprint(const Instruction& in, unsigned dim) {
   if (rules.destination.used) {
     fp.destination = span(memory(rules.destination), in.addr_b(), in.step_b(), count, rows);
   }
+  if (rules.in_place) fp.destination = fp.source;
   if (flag_set(in, rules.bias_if)) {
     fp.bias = span(Memory::Acc, in.bias_addr(), in.bias_step(), count, 1);
   }
@@ -237,6 +248,11 @@ CheckResult diagnose(const Instruction& in, const HardwareConfig& config) {
   const OpcodeInfo* info = find_opcode(in.opcode_value());
   if (info == nullptr) {
     return {Error::IllegalOpcode, fmt::format("opcode 0x{:02x} is unknown", in.opcode_value())};
+  }
+  if (info->rules->links && config.link_lanes == 0) {
+    return {Error::IllegalOpcode,
+            fmt::format("{} needs a core with inter-chip links; {} has none", info->mnemonic,
+                        config.name())};
   }
   // 2. ILLEGAL_FIELD
   std::string problem = field_problem(in, *info, config.dim);

@@ -67,49 +67,109 @@ std::vector<num::fp32_t> FunctionalModel::acc_row(std::uint32_t row) const {
 }
 
 RunResult FunctionalModel::run(std::uint32_t prog_addr, std::uint32_t count) {
+  begin(prog_addr, count);
+  while (advance()) {
+    if (pod_size_ < 2 || pod_id_ >= pod_size_) {
+      fail(Error::PodConfig, fmt::format("POD is position {} of {} chips", pod_id_, pod_size_));
+    } else {
+      fail(Error::LinkTimeout, "the chip is not in a pod: its neighbours never answer");
+    }
+  }
+  return result_;
+}
+
+void FunctionalModel::begin(std::uint32_t prog_addr, std::uint32_t count) {
   weight_fifo_.clear();
   error_detail_.clear();
-  RunResult result;
-  const auto stop = [&](Error error, std::uint32_t pc, std::string detail) {
-    result.error = error;
-    result.error_pc = pc;
-    error_detail_ = std::move(detail);
-    return result;
-  };
+  result_ = RunResult{};
+  prog_addr_ = prog_addr;
+  prog_count_ = count;
+  pc_ = 0;
+  stopped_ = false;
   if (prog_addr % isa::kInstrBytes != 0) {
-    return stop(
-        Error::ProgAlign, 0,
-        fmt::format("program address 0x{:x} is not a multiple of {}", prog_addr, isa::kInstrBytes));
+    stop(Error::ProgAlign, 0,
+         fmt::format("program address 0x{:x} is not a multiple of {}", prog_addr,
+                     isa::kInstrBytes));
   }
-  for (std::uint32_t pc = 0; pc < count; ++pc) {
-    const std::uint64_t addr = prog_addr + std::uint64_t{pc} * isa::kInstrBytes;
+}
+
+bool FunctionalModel::stop(Error error, std::uint32_t pc, std::string detail) {
+  result_.error = error;
+  result_.error_pc = pc;
+  error_detail_ = std::move(detail);
+  stopped_ = true;
+  return false;
+}
+
+void FunctionalModel::fail(Error error, std::string detail) {
+  // The ALLREDUCE had issued, as on the RTL, where its unit finds the error.
+  result_.instructions = pc_ + 1;
+  stop(error, pc_, std::move(detail));
+}
+
+bool FunctionalModel::advance() {
+  for (; !stopped_ && pc_ < prog_count_; ++pc_) {
+    const std::uint64_t addr = prog_addr_ + std::uint64_t{pc_} * isa::kInstrBytes;
     if (!memory_.contains(addr, isa::kInstrBytes)) {
-      return stop(Error::BusRead, pc,
+      return stop(Error::BusRead, pc_,
                   fmt::format("instruction fetch at 0x{:x} is outside the {}-byte host memory",
                               addr, memory_.size()));
     }
     const Instruction in = isa::decode(memory_.data() + addr);
     isa::CheckResult check = isa::diagnose(in, config_);
-    if (!check.ok()) return stop(check.error, pc, std::move(check.reason));
+    if (!check.ok()) return stop(check.error, pc_, std::move(check.reason));
     isa::CheckResult weights = account_weights(in);
-    if (!weights.ok()) return stop(weights.error, pc, std::move(weights.reason));
+    if (!weights.ok()) return stop(weights.error, pc_, std::move(weights.reason));
     // Steps and strides are unsigned, so every host byte the instruction touches lies below
     // host_end; host memory is [0, size), so checking host_end covers them all.
     const isa::Footprint fp = isa::footprint(in, config_.dim);
     if (fp.uses_host && fp.host_end > memory_.size()) {
-      return stop(fp.writes_host ? Error::BusWrite : Error::BusRead, pc,
+      return stop(fp.writes_host ? Error::BusWrite : Error::BusRead, pc_,
                   fmt::format("host bytes up to 0x{:x} are outside the {}-byte host memory",
                               fp.host_end - 1, memory_.size()));
     }
     if (in.opcode() == Opcode::Halt) {
-      result.done = true;
-      return result;
+      result_.done = true;
+      stopped_ = true;
+      return false;
+    }
+    if (in.opcode() == Opcode::Allreduce) {
+      current_ = in;
+      return true;
     }
     execute(in);
-    result.instructions = pc + 1;
+    result_.instructions = pc_ + 1;
   }
-  return stop(Error::ProgramEnd, count,
-              fmt::format("no HALT within the {} instructions of the program", count));
+  if (stopped_) return false;
+  return stop(Error::ProgramEnd, prog_count_,
+              fmt::format("no HALT within the {} instructions of the program", prog_count_));
+}
+
+std::vector<num::fp32_t> FunctionalModel::collective_values() const {
+  const std::uint64_t total = current_.total();
+  std::vector<num::fp32_t> values;
+  for (std::uint64_t r = 0; r < current_.rows(); ++r) {
+    for (std::uint64_t l = 0; l < dim_; ++l) {
+      const std::uint64_t flat = current_.offset() + r * dim_ + l;
+      if (flat < total) values.push_back(acc_[(current_.addr_a() + r) * dim_ + l]);
+    }
+  }
+  return values;
+}
+
+void FunctionalModel::finish_collective(const std::vector<num::fp32_t>& sums) {
+  const std::uint64_t total = current_.total();
+  std::size_t next = 0;
+  for (std::uint64_t r = 0; r < current_.rows(); ++r) {
+    const std::uint64_t row = current_.addr_a() + r;
+    note_read(acc_written_, row);
+    for (std::uint64_t l = 0; l < dim_; ++l) {
+      const std::uint64_t flat = current_.offset() + r * dim_ + l;
+      if (flat < total) acc_[row * dim_ + l] = sums.at(next++);
+    }
+    acc_written_[row] = 1;
+  }
+  result_.instructions = ++pc_;
 }
 
 isa::CheckResult FunctionalModel::account_weights(const Instruction& in) const {

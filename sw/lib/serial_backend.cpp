@@ -44,6 +44,9 @@ HardwareConfig config_from_registers(std::uint32_t hw_array, std::uint32_t hw_me
   config.weight_tiles =
       field(hw_memory, regs::kHwMemoryWeightTilesMask, regs::kHwMemoryWeightTilesLsb);
   config.sequential = field(hw_core, regs::kHwCoreSequentialMask, regs::kHwCoreSequentialBit) != 0;
+  if (field(hw_core, regs::kHwCoreLinksMask, regs::kHwCoreLinksBit) != 0) {
+    config.link_lanes = field(hw_core, regs::kHwCoreLinkLanesMask, regs::kHwCoreLinkLanesLsb);
+  }
   isa::validate_config(config);
   return config;
 }

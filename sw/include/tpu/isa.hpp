@@ -57,6 +57,8 @@ struct Instruction {
   std::uint32_t n_valid() const { return get(kNValid); }
   std::uint32_t bias_addr() const { return get(kBiasAddr); }
   std::uint32_t bias_step() const { return get(kBiasStep); }
+  std::uint32_t total() const { return get(kTotal); }
+  std::uint32_t offset() const { return get(kOffset); }
 
   Instruction& set_count(std::uint64_t v) { return set(kCount, v); }
   Instruction& set_rows(std::uint64_t v) { return set(kRows, v); }
@@ -72,6 +74,8 @@ struct Instruction {
   Instruction& set_n_valid(std::uint64_t v) { return set(kNValid, v); }
   Instruction& set_bias_addr(std::uint64_t v) { return set(kBiasAddr, v); }
   Instruction& set_bias_step(std::uint64_t v) { return set(kBiasStep, v); }
+  Instruction& set_total(std::uint64_t v) { return set(kTotal, v); }
+  Instruction& set_offset(std::uint64_t v) { return set(kOffset, v); }
 
   bool operator==(const Instruction& other) const { return words == other.words; }
   bool operator!=(const Instruction& other) const { return words != other.words; }

@@ -22,6 +22,7 @@ enum class Opcode : std::uint8_t {
   WriteHost = 0x05,
   Sync = 0x06,
   Halt = 0x07,
+  Allreduce = 0x08,
 };
 
 // Flags: each flag's bit in the flags field.
@@ -94,6 +95,10 @@ inline constexpr FieldSpec kNValid{7, 16, 9, "n_valid"};
 inline constexpr FieldSpec kBiasAddr{7, 0, 16, "bias_addr"};
 // bias_step: bias_addr increment per iteration (ACTIVATE)
 inline constexpr FieldSpec kBiasStep{7, 16, 16, "bias_step"};
+// total: values in the whole tensor being reduced, of which this pass is part (ALLREDUCE)
+inline constexpr FieldSpec kTotal{4, 0, 32, "total"};
+// offset: flat index in the whole tensor of the value in lane 0 of row addr_a (ALLREDUCE)
+inline constexpr FieldSpec kOffset{5, 0, 32, "offset"};
 
 // A read-only array: C++17 has no std::span.
 template <typename T>
@@ -138,8 +143,8 @@ struct HostOperand {
   unsigned fp32_if;
 };
 
-// A field's legal values: 1 .. the array size, or a function code.
-enum class Limit : std::uint8_t { OneToDim, Function };
+// A field's legal values: 1 .. the array size, a function code, or not zero.
+enum class Limit : std::uint8_t { OneToDim, Function, NonZero };
 struct FieldLimit {
   const FieldSpec* field;
   Limit limit;
@@ -162,6 +167,8 @@ struct OpcodeRules {
   HostOperand host;
   ConstList<FieldLimit> limits;
   ConstList<ZeroUnless> zero_unless;
+  bool in_place;  // writes back its source rows
+  bool links;     // needs a core with inter-chip links
 };
 
 struct OpcodeInfo {
@@ -188,7 +195,7 @@ inline constexpr UsedBits kReadHostUsedBits{{
     0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x00000000}};
 inline constexpr OpcodeRules kReadHostRules{
     true, {false, Memory::Ub, kNoFlag}, {true, Memory::Ub, 0}, kNoFlag,
-    {true, false, &kRows, kNoFlag, 0}, {nullptr, 0}, {nullptr, 0}};
+    {true, false, &kRows, kNoFlag, 0}, {nullptr, 0}, {nullptr, 0}, false, false};
 inline constexpr const FieldSpec* kReadWeightsFields[] = {
     &kCount, &kRows, &kHostAddr, &kHostStride, &kHostStep};
 inline constexpr UsedBits kReadWeightsUsedBits{{
@@ -197,7 +204,7 @@ inline constexpr UsedBits kReadWeightsUsedBits{{
 inline constexpr FieldLimit kReadWeightsLimits[] = {{&kRows, Limit::OneToDim}};
 inline constexpr OpcodeRules kReadWeightsRules{
     true, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag,
-    {true, false, &kRows, kNoFlag, kNoFlag}, {kReadWeightsLimits, 1}, {nullptr, 0}};
+    {true, false, &kRows, kNoFlag, kNoFlag}, {kReadWeightsLimits, 1}, {nullptr, 0}, false, false};
 inline constexpr const FieldSpec* kMatmulFields[] = {
     &kCount, &kRows, &kAddrA, &kAddrB, &kStepA, &kStepB, &kHostAddr, &kHostStride, &kHostStep,
     &kKValid, &kNValid};
@@ -221,7 +228,7 @@ inline constexpr ZeroUnless kMatmulZeroUnless[] = {
     {false, 2, "FETCH", {kMatmulZeroUnlessFetch, 3}}};
 inline constexpr OpcodeRules kMatmulRules{
     true, {true, Memory::Ub, kNoFlag}, {true, Memory::Acc, kNoFlag}, kNoFlag,
-    {true, false, &kKValid, 2, kNoFlag}, {kMatmulLimits, 2}, {kMatmulZeroUnless, 1}};
+    {true, false, &kKValid, 2, kNoFlag}, {kMatmulLimits, 2}, {kMatmulZeroUnless, 1}, false, false};
 inline constexpr const FieldSpec* kActivateFields[] = {
     &kFunc, &kCount, &kRows, &kAddrA, &kAddrB, &kStepA, &kStepB, &kAlpha, &kBiasAddr, &kBiasStep};
 inline constexpr FlagSpec kActivateFlags[] = {
@@ -240,7 +247,8 @@ inline constexpr ZeroUnless kActivateZeroUnless[] = {
     {true, 3, "leaky", {kActivateZeroUnlessLeaky, 1}}};
 inline constexpr OpcodeRules kActivateRules{
     true, {true, Memory::Acc, kNoFlag}, {true, Memory::Ub, 1}, 0,
-    {false, false, nullptr, kNoFlag, kNoFlag}, {kActivateLimits, 1}, {kActivateZeroUnless, 2}};
+    {false, false, nullptr, kNoFlag, kNoFlag}, {kActivateLimits, 1}, {kActivateZeroUnless, 2},
+    false, false};
 inline constexpr const FieldSpec* kWriteHostFields[] = {
     &kCount, &kRows, &kAddrA, &kStepA, &kHostAddr, &kHostStride, &kHostStep};
 inline constexpr FlagSpec kWriteHostFlags[] = {
@@ -251,21 +259,30 @@ inline constexpr UsedBits kWriteHostUsedBits{{
     0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x00000000}};
 inline constexpr OpcodeRules kWriteHostRules{
     true, {true, Memory::Ub, 0}, {false, Memory::Ub, kNoFlag}, kNoFlag,
-    {true, true, &kRows, kNoFlag, 0}, {nullptr, 0}, {nullptr, 0}};
+    {true, true, &kRows, kNoFlag, 0}, {nullptr, 0}, {nullptr, 0}, false, false};
 inline constexpr UsedBits kSyncUsedBits{{
     0x000000FF, 0x00000000, 0x00000000, 0x00000000,
     0x00000000, 0x00000000, 0x00000000, 0x00000000}};
 inline constexpr OpcodeRules kSyncRules{
     false, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag,
-    {false, false, nullptr, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}};
+    {false, false, nullptr, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}, false, false};
 inline constexpr UsedBits kHaltUsedBits{{
     0x000000FF, 0x00000000, 0x00000000, 0x00000000,
     0x00000000, 0x00000000, 0x00000000, 0x00000000}};
 inline constexpr OpcodeRules kHaltRules{
     false, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag,
-    {false, false, nullptr, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}};
+    {false, false, nullptr, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}, false, false};
+inline constexpr const FieldSpec* kAllreduceFields[] = {&kRows, &kAddrA, &kTotal, &kOffset};
+inline constexpr UsedBits kAllreduceUsedBits{{
+    0x000000FF, 0xFFFF0000, 0x0000FFFF, 0x00000000,
+    0xFFFFFFFF, 0xFFFFFFFF, 0x00000000, 0x00000000}};
+inline constexpr FieldLimit kAllreduceLimits[] = {
+    {&kRows, Limit::NonZero}, {&kTotal, Limit::NonZero}};
+inline constexpr OpcodeRules kAllreduceRules{
+    false, {true, Memory::Acc, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag,
+    {false, false, nullptr, kNoFlag, kNoFlag}, {kAllreduceLimits, 2}, {nullptr, 0}, true, true};
 
-inline constexpr std::array<OpcodeInfo, 7> kOpcodeTable{{
+inline constexpr std::array<OpcodeInfo, 8> kOpcodeTable{{
     {Opcode::ReadHost, "read_host",
      "Copies rows from host memory into the unified buffer (bf16 rows) or the accumulators (fp32 "
      "rows).",
@@ -291,6 +308,13 @@ inline constexpr std::array<OpcodeInfo, 7> kOpcodeTable{{
     {Opcode::Halt, "halt",
      "Waits until every earlier instruction has completed, then stops the core with STATUS.DONE.",
      {nullptr, 0}, {nullptr, 0}, 0x00, kHaltUsedBits, &kHaltRules},
+    {Opcode::Allreduce, "allreduce",
+     "Sums accumulator rows addr_a .. addr_a + rows - 1 across the chips of the pod by a ring "
+     "all-reduce (N-REDUCE of docs/numerics.md, docs/pod.md) and leaves the sum in those rows on "
+     "every chip. Lane l of row addr_a + r holds value offset + r * D + l of a tensor of `total` "
+     "values; lanes at or past `total` are left as they are. Every chip of the pod must run it "
+     "with the same rows, total and offset.",
+     {kAllreduceFields, 4}, {nullptr, 0}, 0x00, kAllreduceUsedBits, &kAllreduceRules},
 }};
 
 struct FuncInfo {

@@ -34,8 +34,31 @@ class FunctionalModel final : public Backend {
   HostMemory& memory() override { return memory_; }
   // Each run starts with an empty weight FIFO; the UB and the accumulators keep their contents.
   // RunResult::instructions counts the instructions completed before HALT or the failing one,
-  // SYNC included and HALT not, like the RTL's INSTRUCTIONS counter.
+  // SYNC included and HALT not, like the RTL's INSTRUCTIONS counter. A chip alone runs an
+  // ALLREDUCE as a chip whose neighbours never answer: POD_CONFIG without a pod position
+  // (set_pod), else LINK_TIMEOUT. In a pod (make_model_pod), the pod runs the chips together.
   RunResult run(std::uint32_t prog_addr, std::uint32_t count) override;
+
+  // The POD register: this chip's position on the ring and the number of chips.
+  void set_pod(unsigned id, unsigned size) {
+    pod_id_ = id;
+    pod_size_ = size;
+  }
+
+  // Step by step, for a pod: begin() starts a run; advance() executes instructions until the run
+  // stops (HALT or an error: false) or the next instruction is an ALLREDUCE that has passed its
+  // checks (true), which the pod then completes on every chip (finish_collective) or fails
+  // (fail); result() is the run's outcome so far.
+  void begin(std::uint32_t prog_addr, std::uint32_t count);
+  bool advance();
+  const isa::Instruction& collective() const { return current_; }
+  // The values of the ALLREDUCE waiting in advance(): lanes of its rows whose flat index is below
+  // `total`, in flat order; and writing the sums back in their place.
+  std::vector<num::fp32_t> collective_values() const;
+  void finish_collective(const std::vector<num::fp32_t>& sums);
+  // Stops the run at the waiting ALLREDUCE (which counts as issued) with a collective's error.
+  void fail(regs::Error error, std::string detail);
+  const RunResult& result() const { return result_; }
 
   // Why the last run stopped with an error, in one line; empty if it reached HALT.
   const std::string& error_detail() const { return error_detail_; }
@@ -59,6 +82,7 @@ class FunctionalModel final : public Backend {
   void matmul(const isa::Instruction& in);
   void activate(const isa::Instruction& in);
   void write_host(const isa::Instruction& in);
+  bool stop(regs::Error error, std::uint32_t pc, std::string detail);
 
   void note_read(const std::vector<std::uint8_t>& written, std::uint64_t row) {
     if (!written[row]) ++uninitialized_reads_;
@@ -76,6 +100,15 @@ class FunctionalModel final : public Backend {
   std::deque<Tile> weight_fifo_;  // tiles READ_WEIGHTS loaded and no MATMUL has used (U)
   std::uint64_t uninitialized_reads_ = 0;
   std::string error_detail_;
+  unsigned pod_id_ = 0;
+  unsigned pod_size_ = 0;
+  // The run in progress (begin, advance).
+  std::uint32_t prog_addr_ = 0;
+  std::uint32_t prog_count_ = 0;
+  std::uint32_t pc_ = 0;
+  bool stopped_ = true;
+  isa::Instruction current_;
+  RunResult result_;
 };
 
 }  // namespace tpu

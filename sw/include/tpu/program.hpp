@@ -86,6 +86,13 @@ struct WriteHostArgs {
   std::uint32_t host_step = 0;
 };
 
+struct AllreduceArgs {
+  std::uint32_t rows = 1;
+  std::uint32_t addr_a = 0;
+  std::uint32_t total = 1;   // values in the whole tensor
+  std::uint32_t offset = 0;  // its flat index of lane 0 of row addr_a
+};
+
 class ProgramBuilder {
  public:
   // Throws std::invalid_argument if validate_config() rejects the configuration.
@@ -98,6 +105,7 @@ class ProgramBuilder {
   ProgramBuilder& matmul(const MatmulArgs& args);
   ProgramBuilder& activate(const ActivateArgs& args);
   ProgramBuilder& write_host(const WriteHostArgs& args);
+  ProgramBuilder& allreduce(const AllreduceArgs& args);
   ProgramBuilder& sync();
   ProgramBuilder& halt();
   // An instruction made elsewhere (assembled, decoded), checked like the others.

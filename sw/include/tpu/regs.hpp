@@ -99,11 +99,35 @@ inline constexpr std::uint32_t kHwCore = 0x02C;
 // multiply-add at a time, for the smallest FPGAs; 0: the systolic array (tpu_array_core)
 inline constexpr unsigned kHwCoreSequentialBit = 0;
 inline constexpr std::uint32_t kHwCoreSequentialMask = 0x00000001;
+// HW_CORE.LINKS: 1: the core has the inter-chip links and the collective unit (tpu_top's Links):
+// ALLREDUCE is legal
+inline constexpr unsigned kHwCoreLinksBit = 1;
+inline constexpr std::uint32_t kHwCoreLinksMask = 0x00000002;
+// HW_CORE.LINK_LANES: fp32 lanes a link carries per cycle (tpu_top's LinkLanes); 0 without links
+inline constexpr unsigned kHwCoreLinkLanesLsb = 8;
+inline constexpr unsigned kHwCoreLinkLanesWidth = 16;
+inline constexpr std::uint32_t kHwCoreLinkLanesMask = 0x00FFFF00;
+// POD (rw): This chip's place in its pod (docs/pod.md), read by ALLREDUCE. Write it before START;
+// every chip of the pod needs the same SIZE and its own ID.
+inline constexpr std::uint32_t kPod = 0x030;
+// POD.ID: this chip's position on the ring, 0 .. SIZE - 1: it sends to chip ID + 1 and receives
+// from chip ID - 1 (mod SIZE)
+inline constexpr unsigned kPodIdLsb = 0;
+inline constexpr unsigned kPodIdWidth = 8;
+inline constexpr std::uint32_t kPodIdMask = 0x000000FF;
+// POD.SIZE: chips in the pod, 2 .. 255
+inline constexpr unsigned kPodSizeLsb = 8;
+inline constexpr unsigned kPodSizeWidth = 8;
+inline constexpr std::uint32_t kPodSizeMask = 0x0000FF00;
+// LINK_TIMEOUT (rw): Cycles a collective waits for its neighbours without progress (no beat sent or
+// received) before it stops the core with LINK_TIMEOUT; 0 waits for ever.
+inline constexpr std::uint32_t kLinkTimeout = 0x034;
+inline constexpr std::uint32_t kLinkTimeoutReset = 0x00100000;
 
 // 64-bit counters, contiguous from kCounterBase: counter i has LO at
 // kCounterBase + 8*i and HI 4 bytes above. Reading LO latches HI.
 // k<Counter>Index is its index i, in kCounters and in Counters.
-inline constexpr unsigned kCounterCount = 11;
+inline constexpr unsigned kCounterCount = 14;
 inline constexpr std::uint32_t kCounterBase = 0x040;
 inline constexpr std::uint32_t kCntCyclesLo = 0x040;
 inline constexpr std::uint32_t kCntCyclesHi = 0x044;
@@ -138,6 +162,15 @@ inline constexpr std::size_t kCntDmaWriteBeatsIndex = 9;
 inline constexpr std::uint32_t kCntInstructionsLo = 0x090;
 inline constexpr std::uint32_t kCntInstructionsHi = 0x094;
 inline constexpr std::size_t kCntInstructionsIndex = 10;
+inline constexpr std::uint32_t kCntLinkSentBeatsLo = 0x098;
+inline constexpr std::uint32_t kCntLinkSentBeatsHi = 0x09C;
+inline constexpr std::size_t kCntLinkSentBeatsIndex = 11;
+inline constexpr std::uint32_t kCntLinkReceivedBeatsLo = 0x0A0;
+inline constexpr std::uint32_t kCntLinkReceivedBeatsHi = 0x0A4;
+inline constexpr std::size_t kCntLinkReceivedBeatsIndex = 12;
+inline constexpr std::uint32_t kCntLinkStallLo = 0x0A8;
+inline constexpr std::uint32_t kCntLinkStallHi = 0x0AC;
+inline constexpr std::size_t kCntLinkStallIndex = 13;
 
 struct CounterSpec {
   const char* name;
@@ -163,6 +196,12 @@ inline constexpr std::array<CounterSpec, kCounterCount> kCounters{{
     {"DMA_READ_BEATS", 0x080, "AXI4 read data beats received (instructions, host data, weights)"},
     {"DMA_WRITE_BEATS", 0x088, "AXI4 write data beats sent"},
     {"INSTRUCTIONS", 0x090, "instructions issued, SYNC included, HALT not"},
+    {"LINK_SENT_BEATS", 0x098, "beats sent on the link to the next chip (headers included)"},
+    {"LINK_RECEIVED_BEATS", 0x0A0,
+     "beats received on the link from the previous chip (headers included)"},
+    {"LINK_STALL", 0x0A8,
+     "cycles a collective had a row to send but no credit for it, or waited for a beat from the "
+     "previous chip"},
 }};
 
 // Error codes (ERROR_CODE).
@@ -182,6 +221,9 @@ enum class Error : std::uint32_t {
   ProgAlign = 12,
   BusRead = 13,
   BusWrite = 14,
+  LinkTimeout = 15,
+  PodMismatch = 16,
+  PodConfig = 17,
 };
 
 struct ErrorSpec {
@@ -189,7 +231,7 @@ struct ErrorSpec {
   const char* name;
   const char* doc;
 };
-inline constexpr std::array<ErrorSpec, 15> kErrors{{
+inline constexpr std::array<ErrorSpec, 18> kErrors{{
     {Error::None, "NONE", "no error"},
     {Error::IllegalOpcode, "ILLEGAL_OPCODE", "the opcode is not one of the instruction set's"},
     {Error::IllegalField, "ILLEGAL_FIELD",
@@ -217,6 +259,13 @@ inline constexpr std::array<ErrorSpec, 15> kErrors{{
     {Error::ProgAlign, "PROG_ALIGN", "PROG_ADDR is not a multiple of 32"},
     {Error::BusRead, "BUS_READ", "an AXI4 read returned SLVERR or DECERR"},
     {Error::BusWrite, "BUS_WRITE", "an AXI4 write returned SLVERR or DECERR"},
+    {Error::LinkTimeout, "LINK_TIMEOUT",
+     "a collective made no progress for LINK_TIMEOUT cycles: a neighbour does not answer"},
+    {Error::PodMismatch, "POD_MISMATCH",
+     "the previous chip started a collective with another pod size, position, total, offset or "
+     "row count"},
+    {Error::PodConfig, "POD_CONFIG",
+     "a collective found POD.SIZE below 2 or POD.ID not below POD.SIZE"},
 }};
 
 // The name of an error code; "UNKNOWN" for a value that is none.

@@ -11,6 +11,7 @@
 
 #include "tpu/backend.hpp"
 #include "tpu/link.hpp"
+#include "tpu/pod.hpp"
 
 namespace tpu {
 
@@ -29,6 +30,11 @@ class Simulation {
   // tracing (sim/models.cmake).
   virtual std::unique_ptr<Backend> open_core(const HardwareConfig& config, std::size_t memory_bytes,
                                              const std::string& trace_path) const = 0;
+  // A pod of `chips` Verilator models of the core `config` (which must have links) in this
+  // process, each with `memory_bytes` of host memory, joined by wires of the given timing.
+  virtual std::unique_ptr<Pod> open_pod(const HardwareConfig& config, unsigned chips,
+                                        std::size_t memory_bytes,
+                                        const LinkTiming& timing) const = 0;
   // The board `name` (a folder of fpga/; empty: the first simulated one). Throws
   // std::invalid_argument naming the simulated boards when there is no such one.
   virtual SimulatedBoardPort open_board(const std::string& name,

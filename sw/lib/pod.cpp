@@ -1,0 +1,269 @@
+#include "tpu/pod.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "tpu/isa.hpp"
+#include "tpu/model.hpp"
+#include "tpu/numerics/collective.hpp"
+#include "tpu/program.hpp"
+
+namespace tpu {
+namespace {
+
+using regs::Error;
+
+class ModelPod final : public Pod {
+ public:
+  ModelPod(const HardwareConfig& config, unsigned chips, std::size_t host_bytes)
+      : config_(config) {
+    if (config.link_lanes == 0) {
+      throw std::invalid_argument("a pod needs chips with inter-chip links; " + config.name() +
+                                  " has none");
+    }
+    if (chips < 2 || chips > 255) {
+      throw std::invalid_argument(fmt::format("a pod has 2 to 255 chips, not {}", chips));
+    }
+    for (unsigned i = 0; i < chips; ++i) {
+      chips_.push_back(std::make_unique<FunctionalModel>(config, host_bytes));
+      chips_.back()->set_pod(i, chips);
+    }
+  }
+
+  std::string name() const override { return "model"; }
+  const HardwareConfig& config() const override { return config_; }
+  unsigned size() const override { return static_cast<unsigned>(chips_.size()); }
+  std::vector<unsigned> local_chips() const override {
+    std::vector<unsigned> all(size());
+    std::iota(all.begin(), all.end(), 0u);
+    return all;
+  }
+  Backend& chip(unsigned position) override { return *chips_.at(position); }
+
+  std::vector<RunResult> run(std::uint32_t prog_addr, std::uint32_t count) override {
+    const unsigned n = size();
+    std::vector<bool> waiting(n, false);
+    for (auto& c : chips_) c->begin(prog_addr, count);
+    for (;;) {
+      for (unsigned i = 0; i < n; ++i) {
+        if (!waiting[i]) waiting[i] = chips_[i]->advance();
+      }
+      const auto at_collective = static_cast<unsigned>(std::count(waiting.begin(), waiting.end(),
+                                                                   true));
+      if (at_collective == 0) break;
+      if (at_collective < n) {
+        // A chip has stopped: its neighbours wait in vain.
+        for (unsigned i = 0; i < n; ++i) {
+          if (!waiting[i]) continue;
+          chips_[i]->fail(Error::LinkTimeout, "a chip of the pod stopped before this ALLREDUCE");
+          waiting[i] = false;
+        }
+        continue;
+      }
+      collective();
+      std::fill(waiting.begin(), waiting.end(), false);
+    }
+    std::vector<RunResult> results;
+    for (auto& c : chips_) results.push_back(c->result());
+    return results;
+  }
+
+ private:
+  // Every chip waits at an ALLREDUCE: each checks the one of the chip before it, as the header
+  // the RTL sends does; then all sum, or the mismatched stop and the rest time out.
+  void collective() {
+    const unsigned n = size();
+    bool mismatch = false;
+    for (unsigned i = 0; i < n; ++i) {
+      const isa::Instruction& mine = chips_[i]->collective();
+      const isa::Instruction& before = chips_[(i + n - 1) % n]->collective();
+      if (mine.rows() != before.rows() || mine.total() != before.total() ||
+          mine.offset() != before.offset()) {
+        mismatch = true;
+      }
+    }
+    if (mismatch) {
+      for (unsigned i = 0; i < n; ++i) {
+        const isa::Instruction& mine = chips_[i]->collective();
+        const isa::Instruction& before = chips_[(i + n - 1) % n]->collective();
+        const bool differs = mine.rows() != before.rows() || mine.total() != before.total() ||
+                             mine.offset() != before.offset();
+        if (differs) {
+          chips_[i]->fail(Error::PodMismatch,
+                          fmt::format("chip {} started ALLREDUCE with rows {}, total {}, offset "
+                                      "{}; this chip with rows {}, total {}, offset {}",
+                                      (i + n - 1) % n, before.rows(), before.total(),
+                                      before.offset(), mine.rows(), mine.total(), mine.offset()));
+        } else {
+          chips_[i]->fail(Error::LinkTimeout, "a chip of the pod stopped in this ALLREDUCE");
+        }
+      }
+      return;
+    }
+    std::vector<std::vector<num::fp32_t>> values;
+    for (auto& c : chips_) values.push_back(c->collective_values());
+    const isa::Instruction& op = chips_[0]->collective();
+    const std::uint64_t offset = std::min<std::uint64_t>(op.offset(), op.total());
+    const std::vector<num::fp32_t> sums = num::ring_allreduce(values, op.total(), offset);
+    for (auto& c : chips_) c->finish_collective(sums);
+  }
+
+  HardwareConfig config_;
+  std::vector<std::unique_ptr<FunctionalModel>> chips_;
+};
+
+constexpr std::uint32_t kProgramAddr = 0;
+
+struct Plan {
+  std::uint32_t rows_total = 0;  // rows of the tensor, the last one padded
+  std::uint32_t pass_rows = 0;   // rows per ALLREDUCE
+  bool single = false;           // one pass over rows 0 .. rows_total - 1
+  std::uint32_t data_addr = 0;   // the tensor in host memory, rows of dim fp32 values
+  std::uint32_t program_bytes = 0;
+};
+
+Plan plan(const HardwareConfig& config, std::uint64_t values) {
+  if (values == 0 || values > 0xFFFFFFFFu) {
+    throw std::invalid_argument(
+        fmt::format("an all-reduce takes 1 to 2^32 - 1 values, not {}", values));
+  }
+  Plan p;
+  p.rows_total = static_cast<std::uint32_t>((values + config.dim - 1) / config.dim);
+  p.single = p.rows_total <= std::min(config.acc_depth, 65535u);
+  // Passes of half the accumulators each, so that one half loads while the other sums.
+  p.pass_rows = p.single ? p.rows_total : config.acc_depth / 2;
+  const std::uint32_t passes = (p.rows_total + p.pass_rows - 1) / p.pass_rows;
+  p.program_bytes = (3 * passes + 1) * isa::kInstrBytes;
+  p.data_addr = (p.program_bytes + 4095) / 4096 * 4096;
+  return p;
+}
+
+// The programs of an all-reduce: for one pass, load / sum / store apart, so that the sum's cycles
+// can be counted alone; for several, one program whose passes overlap.
+std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, const Plan& p,
+                                                std::uint64_t values) {
+  const std::uint32_t row_bytes = config.dim * 4;
+  const auto pass = [&](isa::ProgramBuilder& b, std::uint32_t first_row, std::uint32_t rows,
+                        std::uint32_t acc_row, int phase) {
+    const std::uint32_t host = p.data_addr + first_row * row_bytes;
+    if (phase < 0 || phase == 0) {
+      isa::ReadHostArgs load;
+      load.acc = true;
+      load.rows = rows;
+      load.addr_b = acc_row;
+      load.host_addr = host;
+      load.host_stride = row_bytes;
+      b.read_host(load);
+    }
+    if (phase < 0 || phase == 1) {
+      isa::AllreduceArgs sum;
+      sum.rows = rows;
+      sum.addr_a = acc_row;
+      sum.total = static_cast<std::uint32_t>(values);
+      sum.offset = first_row * config.dim;
+      b.allreduce(sum);
+    }
+    if (phase < 0 || phase == 2) {
+      isa::WriteHostArgs store;
+      store.acc = true;
+      store.rows = rows;
+      store.addr_a = acc_row;
+      store.host_addr = host;
+      store.host_stride = row_bytes;
+      b.write_host(store);
+    }
+  };
+  std::vector<std::vector<std::uint8_t>> result;
+  if (p.single) {
+    for (int phase = 0; phase < 3; ++phase) {
+      isa::ProgramBuilder b(config);
+      pass(b, 0, p.rows_total, 0, phase);
+      result.push_back(b.halt().bytes());
+    }
+    return result;
+  }
+  isa::ProgramBuilder b(config);
+  for (std::uint32_t first = 0, k = 0; first < p.rows_total; first += p.pass_rows, ++k) {
+    pass(b, first, std::min(p.pass_rows, p.rows_total - first), (k % 2) * p.pass_rows, -1);
+  }
+  result.push_back(b.halt().bytes());
+  return result;
+}
+
+}  // namespace
+
+std::unique_ptr<Pod> make_model_pod(const HardwareConfig& config, unsigned chips,
+                                    std::size_t host_bytes) {
+  return std::make_unique<ModelPod>(config, chips, host_bytes);
+}
+
+std::size_t allreduce_memory_bytes(const HardwareConfig& config, std::uint64_t values) {
+  const Plan p = plan(config, values);
+  return std::size_t{p.data_addr} + std::size_t{p.rows_total} * config.dim * 4;
+}
+
+std::vector<std::vector<num::fp32_t>> run_allreduce(
+    Pod& pod, const std::vector<std::vector<num::fp32_t>>& inputs, AllreduceStats* stats) {
+  const HardwareConfig& config = pod.config();
+  const std::vector<unsigned> local = pod.local_chips();
+  if (inputs.size() != local.size()) {
+    throw std::invalid_argument(fmt::format("{} tensors for the {} chips of this process",
+                                            inputs.size(), local.size()));
+  }
+  const std::uint64_t values = inputs.empty() ? 0 : inputs[0].size();
+  for (const auto& input : inputs) {
+    if (input.size() != values) {
+      throw std::invalid_argument("the chips' tensors differ in length");
+    }
+  }
+  const Plan p = plan(config, values);
+  const auto progs = programs(config, p, values);
+  const std::size_t padded = std::size_t{p.rows_total} * config.dim;
+  for (std::size_t k = 0; k < local.size(); ++k) {
+    HostMemory& memory = pod.chip(local[k]).memory();
+    if (memory.size() < allreduce_memory_bytes(config, values)) {
+      throw std::invalid_argument(fmt::format("chip {} has {} bytes of host memory; {} needed",
+                                              local[k], memory.size(),
+                                              allreduce_memory_bytes(config, values)));
+    }
+    std::vector<num::fp32_t> rows(padded, 0);
+    std::copy(inputs[k].begin(), inputs[k].end(), rows.begin());
+    memory.write_array(p.data_addr, rows);
+  }
+  AllreduceStats totals;
+  totals.values = values;
+  totals.passes = (p.rows_total + p.pass_rows - 1) / p.pass_rows;
+  for (std::size_t phase = 0; phase < progs.size(); ++phase) {
+    for (unsigned c : local) pod.chip(c).memory().write_array(kProgramAddr, progs[phase]);
+    const auto count = static_cast<std::uint32_t>(progs[phase].size() / isa::kInstrBytes);
+    const std::vector<RunResult> results = pod.run(kProgramAddr, count);
+    std::uint64_t cycles = 0;
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      const RunResult& r = results[k];
+      if (!r.ok()) {
+        throw std::runtime_error(fmt::format("chip {} stopped with {} at instruction {}",
+                                             local[k], regs::error_name(r.error), r.error_pc));
+      }
+      if (!r.counters) continue;
+      const Counters& c = *r.counters;
+      totals.has_cycles = true;
+      cycles = std::max(cycles, c[regs::kCntCyclesIndex]);
+      totals.link_beats = std::max(totals.link_beats, c[regs::kCntLinkSentBeatsIndex]);
+      totals.link_stall = std::max(totals.link_stall, c[regs::kCntLinkStallIndex]);
+    }
+    totals.cycles += cycles;
+    if (p.single && phase == 1) totals.reduce_cycles = cycles;
+  }
+  if (stats) *stats = totals;
+  std::vector<std::vector<num::fp32_t>> sums;
+  for (unsigned c : local) {
+    sums.push_back(pod.chip(c).memory().read_array<num::fp32_t>(p.data_addr, padded));
+    sums.back().resize(values);
+  }
+  return sums;
+}
+
+}  // namespace tpu

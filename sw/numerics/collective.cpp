@@ -1,0 +1,57 @@
+#include "tpu/numerics/collective.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tpu::num {
+
+std::uint64_t chunk_start(std::uint64_t n, unsigned chips, unsigned c) {
+  // c * n fits in 64 bits for any n below 2^55 and chips up to 256: far past any tensor here.
+  return static_cast<std::uint64_t>(c) * n / chips;
+}
+
+unsigned chunk_of(std::uint64_t n, unsigned chips, std::uint64_t index) {
+  // floor(c * n / N) <= index < floor((c + 1) * n / N): start from the estimate and correct.
+  unsigned c = n == 0 ? 0 : static_cast<unsigned>(index * chips / n);
+  while (c > 0 && chunk_start(n, chips, c) > index) --c;
+  while (c + 1 < chips && chunk_start(n, chips, c + 1) <= index) ++c;
+  return c;
+}
+
+std::vector<fp32_t> ring_allreduce(const std::vector<std::vector<fp32_t>>& inputs) {
+  return ring_allreduce(inputs, inputs.empty() ? 0 : inputs[0].size(), 0);
+}
+
+std::vector<fp32_t> ring_allreduce(const std::vector<std::vector<fp32_t>>& inputs,
+                                   std::uint64_t total, std::uint64_t offset) {
+  if (inputs.size() < 2) {
+    throw std::invalid_argument("ring_allreduce needs at least two chips");
+  }
+  const std::size_t length = inputs[0].size();
+  for (const auto& input : inputs) {
+    if (input.size() != length) {
+      throw std::invalid_argument("ring_allreduce: the chips' tensors differ in length");
+    }
+  }
+  if (offset > total || length > total - offset) {
+    throw std::invalid_argument("ring_allreduce: the values reach past the tensor's end");
+  }
+  const auto chips = static_cast<unsigned>(inputs.size());
+  std::vector<fp32_t> sum(length);
+  std::size_t v = 0;
+  while (v < length) {
+    // The run of values in one chunk: it starts on chip c as it is (N-IN comes with the first
+    // addition) and is carried once around the ring.
+    const unsigned c = chunk_of(total, chips, offset + v);
+    const std::uint64_t end =
+        std::min<std::uint64_t>(length, chunk_start(total, chips, c + 1) - offset);
+    for (; v < end; ++v) {
+      fp32_t s = inputs[c][v];
+      for (unsigned hop = 1; hop < chips; ++hop) s = add_fp32(s, inputs[(c + hop) % chips][v]);
+      sum[v] = s;
+    }
+  }
+  return sum;
+}
+
+}  // namespace tpu::num
