@@ -145,6 +145,8 @@ synth: $(FPGA_TOOLS)
 	  -set ActLanes 1 -set QueueDepth 2 -set ReadBufBeats 8,tpu_top 2x2 with 64-row memories)
 	$(call yosys_synth,seq,$(TOP_FILES),tpu_top,-set Sequential 1 -set Dim 4 -set BusBytes 4 \
 	  -set UbDepth 256 -set AccDepth 128,tpu_top Sequential 4x4)
+	$(call yosys_synth,links,$(TOP_FILES),tpu_collective_unit,-set Dim 4 -set AccDepth 64 \
+	  -set QueueDepth 2 -set LinkLanes 2 -set LinkCredits 4,tpu_collective_unit 4 lanes with 2-lane links)
 
 # Waveform of one regression case: make wave CASE=<config>/<case> (see mxu_sim --list); a
 # configuration sim/models.cmake does not trace needs TRACE=1.

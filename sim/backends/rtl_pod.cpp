@@ -15,6 +15,24 @@ LinkWire::LinkWire(const LinkTiming& timing, unsigned beats_per_row)
   }
 }
 
+void LinkWire::push_beat(std::uint64_t sent, const LinkBeat& beat) {
+  beats_.emplace_back(sent + timing_.latency, beat);
+}
+
+bool LinkWire::pace_credit(bool returned) {
+  if (returned) ++owed_credits_;
+  // A credit stands for a row of beats: hand it back once the bandwidth has carried them.
+  tokens_ = std::min(tokens_ + timing_.beats_per_cycle, double(beats_per_row_));
+  if (owed_credits_ == 0 || tokens_ < double(beats_per_row_) - 1e-9) return false;
+  tokens_ -= beats_per_row_;
+  --owed_credits_;
+  return true;
+}
+
+void LinkWire::push_credit(std::uint64_t sent) {
+  credits_.push_back(sent + timing_.latency);
+}
+
 LinkBeat LinkWire::beat_at(std::uint64_t now) {
   if (beats_.empty() || beats_.front().first > now) return {};
   LinkBeat beat = std::move(beats_.front().second);
@@ -26,18 +44,6 @@ bool LinkWire::credit_at(std::uint64_t now) {
   if (credits_.empty() || credits_.front() > now) return false;
   credits_.pop_front();
   return true;
-}
-
-void LinkWire::send(std::uint64_t now, const LinkOut& sender, const LinkOut& receiver) {
-  if (sender.tx.valid) beats_.emplace_back(now + timing_.latency, sender.tx);
-  if (receiver.rx_credit) ++owed_credits_;
-  // A credit stands for a row of beats: hand it back once the bandwidth has carried them.
-  tokens_ = std::min(tokens_ + timing_.beats_per_cycle, double(beats_per_row_));
-  if (owed_credits_ > 0 && tokens_ >= double(beats_per_row_) - 1e-9) {
-    tokens_ -= beats_per_row_;
-    --owed_credits_;
-    credits_.push_back(now + timing_.latency);
-  }
 }
 
 RtlPod::RtlPod(const HardwareConfig& config, unsigned chips, const RtlPodOptions& options)
@@ -82,7 +88,11 @@ std::vector<RunResult> RtlPod::run(std::uint32_t prog_addr, std::uint32_t count)
       all_stopped = all_stopped && chips_[i]->stopped();
     }
     for (unsigned i = 0; i < n; ++i) {
-      wires_[i].send(now_, chips_[i]->link_outputs(), chips_[(i + 1) % n]->link_outputs());
+      const LinkOut& sender = chips_[i]->link_outputs();
+      if (sender.tx.valid) wires_[i].push_beat(now_, sender.tx);
+      if (wires_[i].pace_credit(chips_[(i + 1) % n]->link_outputs().rx_credit)) {
+        wires_[i].push_credit(now_);
+      }
     }
     ++now_;
     bool quiet = true;

@@ -16,16 +16,22 @@ namespace tpu::sim {
 
 // One direction of the wire between two chips: beats one way, credits back, each arriving
 // `latency` cycles after it left. Below one beat per cycle, credits are handed back no faster
-// than the bandwidth allows, which paces the sender to it.
+// than the bandwidth allows, which paces the sender to it. The two ends may live in different
+// processes (the MPI pod): each end uses its own half.
 class LinkWire {
  public:
   LinkWire(const LinkTiming& timing, unsigned beats_per_row);
 
+  // A beat that left the sender in cycle `sent`.
+  void push_beat(std::uint64_t sent, const LinkBeat& beat);
+  // The receiver's credit output in a cycle; true when a credit leaves it in that cycle.
+  bool pace_credit(bool returned);
+  // A credit that left the receiver in cycle `sent`.
+  void push_credit(std::uint64_t sent);
   // What arrives in cycle `now`: the beat for the receiver, the credit for the sender.
   LinkBeat beat_at(std::uint64_t now);
   bool credit_at(std::uint64_t now);
-  // What left in cycle `now`.
-  void send(std::uint64_t now, const LinkOut& sender, const LinkOut& receiver);
+  // Nothing in flight, and no credit held back.
   bool empty() const { return beats_.empty() && credits_.empty() && owed_credits_ == 0; }
 
  private:

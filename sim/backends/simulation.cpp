@@ -2,9 +2,14 @@
 // pods of it, and the simulated FPGA boards.
 #include "tpu/simulation.hpp"
 
+#include <stdexcept>
+
 #include "backends/board_sim.hpp"
 #include "backends/rtl_backend.hpp"
 #include "backends/rtl_pod.hpp"
+#ifdef TPU_HAVE_MPI
+#include "backends/mpi_pod.hpp"
+#endif
 
 namespace tpu {
 namespace {
@@ -26,6 +31,20 @@ class VerilatorSimulation final : public Simulation {
     options.memory_bytes = memory_bytes;
     options.link = timing;
     return std::make_unique<sim::RtlPod>(config, chips, options);
+  }
+
+  std::unique_ptr<Pod> open_mpi_pod(const HardwareConfig& config, std::size_t memory_bytes,
+                                    const LinkTiming& timing) const override {
+#ifdef TPU_HAVE_MPI
+    sim::RtlPodOptions options;
+    options.memory_bytes = memory_bytes;
+    options.link = timing;
+    return std::make_unique<sim::MpiPod>(config, options);
+#else
+    (void)config, (void)memory_bytes, (void)timing;
+    throw std::invalid_argument(
+        "this tpu was built without MPI: install Open MPI (scripts/deps.sh) and rebuild");
+#endif
   }
 
   SimulatedBoardPort open_board(const std::string& name,

@@ -21,6 +21,8 @@ namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
 constexpr std::string_view kFloat32 = "<f4";
+// NumPy's own limit on dimensions.
+constexpr std::size_t kMaxDims = 32;
 constexpr std::size_t kHeaderAlignment = 64;  // numpy pads the header so the data is aligned
 
 // Header text as a message shows it: printable ASCII as it is, any other byte as \xNN, so that a
@@ -225,18 +227,20 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
 }
 
 // Why read() would refuse the shape; empty when it accepts it.
-std::string shape_problem(const std::vector<std::size_t>& shape) {
-  if (shape.size() != 1 && shape.size() != 2) {
+std::string shape_problem(const std::vector<std::size_t>& shape, Dims dims) {
+  if (dims == Dims::OneOrTwo && shape.size() != 1 && shape.size() != 2) {
     return fmt::format("{} dimensions; only 1 or 2 are supported", shape.size());
   }
+  if (shape.size() > kMaxDims) {
+    return fmt::format("{} dimensions; at most {} are supported", shape.size(), kMaxDims);
+  }
+  std::size_t count = 1;
+  const std::size_t max_elements = std::numeric_limits<std::size_t>::max() / sizeof(float);
   for (std::size_t extent : shape) {
     if (extent == 0) return fmt::format("shape {} is empty", shape_text(shape));
+    if (extent > max_elements / count) return fmt::format("shape {} is too large", shape_text(shape));
+    count *= extent;
   }
-  const std::size_t max_elements = std::numeric_limits<std::size_t>::max() / sizeof(float);
-  if (shape.size() == 2 && shape[1] > max_elements / shape[0]) {
-    return fmt::format("shape {} is too large", shape_text(shape));
-  }
-  if (shape[0] > max_elements) return fmt::format("shape {} is too large", shape_text(shape));
   return {};
 }
 
@@ -260,7 +264,7 @@ struct Header {
   std::size_t data_offset = 0;
 };
 
-Header parse_header(const std::string& file) {
+Header parse_header(const std::string& file, Dims dims) {
   const auto fail = [](const std::string& what) { throw std::runtime_error(what); };
   if (file.compare(0, kMagic.size(), kMagic) != 0) fail("not a .npy file (bad magic)");
   constexpr std::size_t kVersionOffset = 6;
@@ -324,7 +328,7 @@ Header parse_header(const std::string& file) {
     }
     header.shape.push_back(static_cast<std::size_t>(extent.integer));
   }
-  const std::string problem = shape_problem(header.shape);
+  const std::string problem = shape_problem(header.shape, dims);
   if (!problem.empty()) fail(problem);
   header.data_offset = text_offset + static_cast<std::size_t>(text_length);
   return header;
@@ -395,11 +399,11 @@ class TempFile {
 
 }  // namespace
 
-Array read(const std::string& path) {
+Array read(const std::string& path, Dims dims) {
   const std::string file = read_file(path);
   Header header;
   try {
-    header = parse_header(file);
+    header = parse_header(file, dims);
   } catch (const std::runtime_error& error) {
     throw std::runtime_error(fmt::format("{}: {}", path, error.what()));
   }
@@ -426,8 +430,8 @@ Array read(const std::string& path) {
   return array;
 }
 
-void write(const std::string& path, const Array& array) {
-  const std::string problem = shape_problem(array.shape);
+void write(const std::string& path, const Array& array, Dims dims) {
+  const std::string problem = shape_problem(array.shape, dims);
   if (!problem.empty()) throw std::invalid_argument(fmt::format("{}: {}", path, problem));
   if (element_count(array.shape) != array.data.size()) {
     throw std::invalid_argument(fmt::format("{}: shape {} holds {} values, the data {}", path,

@@ -195,6 +195,13 @@ std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, co
 
 }  // namespace
 
+PodChipError::PodChipError(unsigned chip, const RunResult& result)
+    : std::runtime_error(fmt::format("chip {} stopped with {} at instruction {} ({})", chip,
+                                     regs::error_name(result.error), result.error_pc,
+                                     regs::error_doc(result.error))),
+      chip_(chip),
+      result_(result) {}
+
 std::unique_ptr<Pod> make_model_pod(const HardwareConfig& config, unsigned chips,
                                     std::size_t host_bytes) {
   return std::make_unique<ModelPod>(config, chips, host_bytes);
@@ -240,13 +247,26 @@ std::vector<std::vector<num::fp32_t>> run_allreduce(
     for (unsigned c : local) pod.chip(c).memory().write_array(kProgramAddr, progs[phase]);
     const auto count = static_cast<std::uint32_t>(progs[phase].size() / isa::kInstrBytes);
     const std::vector<RunResult> results = pod.run(kProgramAddr, count);
+    // Every process learns of a chip that stopped with an error (the last such chip), so that
+    // all of them stop here together.
+    std::uint64_t failure = 0;
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      const RunResult& r = results[k];
+      if (r.ok()) continue;
+      failure = std::max(failure, std::uint64_t{local[k] + 1u} << 32 |
+                                      std::uint64_t{static_cast<std::uint8_t>(r.error)} << 24 |
+                                      (r.error_pc & 0xFFFFFFu));
+    }
+    failure = pod.max_over_chips(failure);
+    if (failure != 0) {
+      RunResult failed;
+      failed.error = static_cast<regs::Error>((failure >> 24) & 0xFF);
+      failed.error_pc = failure & 0xFFFFFF;
+      throw PodChipError(static_cast<unsigned>((failure >> 32) - 1), failed);
+    }
     std::uint64_t cycles = 0;
     for (std::size_t k = 0; k < results.size(); ++k) {
       const RunResult& r = results[k];
-      if (!r.ok()) {
-        throw std::runtime_error(fmt::format("chip {} stopped with {} at instruction {}",
-                                             local[k], regs::error_name(r.error), r.error_pc));
-      }
       if (!r.counters) continue;
       const Counters& c = *r.counters;
       totals.has_cycles = true;
@@ -254,9 +274,12 @@ std::vector<std::vector<num::fp32_t>> run_allreduce(
       totals.link_beats = std::max(totals.link_beats, c[regs::kCntLinkSentBeatsIndex]);
       totals.link_stall = std::max(totals.link_stall, c[regs::kCntLinkStallIndex]);
     }
+    cycles = pod.max_over_chips(cycles);
     totals.cycles += cycles;
     if (p.single && phase == 1) totals.reduce_cycles = cycles;
   }
+  totals.link_beats = pod.max_over_chips(totals.link_beats);
+  totals.link_stall = pod.max_over_chips(totals.link_stall);
   if (stats) *stats = totals;
   std::vector<std::vector<num::fp32_t>> sums;
   for (unsigned c : local) {

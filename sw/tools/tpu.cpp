@@ -1,5 +1,6 @@
 // The `tpu` command-line tool: matrix products through the GEMM compiler, the assembler and the
-// disassembler, hand-written programs, and the named core configurations. Programs run on the
+// disassembler, hand-written programs, networks, all-reduce on a pod, and the named core
+// configurations. Programs run on the
 // Verilator model of tpu_top (backend rtl), on the functional model of the instruction set
 // (backend model), or on an FPGA board over its UART (backend serial, docs/fpga.md).
 // docs/programming.md shows it at work.
@@ -30,6 +31,7 @@
 
 #include "common.hpp"
 #include "net.hpp"
+#include "pod.hpp"
 #include "tpu/assembler.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/isa.hpp"
@@ -601,6 +603,8 @@ int run_tool(int argc, char** argv) {
   CLI::App* train_command = add_train_command(app, train);
   tpu::tool::EvalOptions eval;
   CLI::App* eval_command = add_eval_command(app, eval);
+  tpu::tool::AllreduceOptions allreduce;
+  CLI::App* allreduce_command = add_allreduce_command(app, allreduce);
   app.footer(
       fmt::format("`tpu SUBCOMMAND --help` describes each subcommand; docs/programming.md\n"
                   "shows them at work.\n\n{}",
@@ -626,6 +630,7 @@ int run_tool(int argc, char** argv) {
     if (run_command->parsed()) return run_program(run);
     if (train_command->parsed()) return run_train(train);
     if (eval_command->parsed()) return run_eval(eval);
+    if (allreduce_command->parsed()) return run_allreduce_command(allreduce);
     return run_info(info);
   } catch (const BadInput& error) {
     return report_bad_input(error.what());

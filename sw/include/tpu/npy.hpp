@@ -1,5 +1,6 @@
-// NumPy .npy files of float32 ('<f4'), C order, with one or two dimensions: what the runtime
-// exchanges with Python (weights, inputs, results). Reads format versions 1.0, 2.0 and 3.0 and
+// NumPy .npy files of float32 ('<f4'), C order, with one or two dimensions (or, where asked, any
+// number up to NumPy's 32, a scalar's none included): what the runtime exchanges with Python
+// (weights, inputs, results, gradients). Reads format versions 1.0, 2.0 and 3.0 and
 // writes 1.0. Anything else is refused with a one-line message naming the file and the problem.
 #pragma once
 
@@ -9,8 +10,11 @@
 
 namespace tpu::npy {
 
+// The dimensions a caller accepts.
+enum class Dims { OneOrTwo, Any };
+
 struct Array {
-  std::vector<std::size_t> shape;  // 1 or 2 nonzero dimensions
+  std::vector<std::size_t> shape;  // nonzero extents: 1 or 2 of them unless read with Dims::Any
   std::vector<float> data;         // C order: element (r, c) at r * shape[1] + c
 
   std::size_t rows() const { return shape.empty() ? 0 : shape[0]; }
@@ -19,13 +23,14 @@ struct Array {
 
 // Throws std::runtime_error ("<path>: <problem>") for a missing or unreadable file, a bad magic
 // string, an unsupported version, a malformed header, a dtype other than '<f4', fortran_order
-// True, a number of dimensions other than 1 or 2, an empty shape, or data of the wrong size.
-Array read(const std::string& path);
+// True, a number of dimensions other than 1 or 2 (with Dims::Any, more than 32), an empty shape,
+// or data of the wrong size.
+Array read(const std::string& path, Dims dims = Dims::OneOrTwo);
 
 // Writes through a temporary file in the same directory, renamed over `path` once complete, so a
 // failure never leaves a partial file. Throws std::invalid_argument for an array read() would
 // refuse (shape and data size disagree, 0 or more than 2 dimensions, a zero dimension), and
 // std::runtime_error ("<path>: <problem>") when the file cannot be written.
-void write(const std::string& path, const Array& array);
+void write(const std::string& path, const Array& array, Dims dims = Dims::OneOrTwo);
 
 }  // namespace tpu::npy

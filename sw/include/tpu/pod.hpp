@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,27 @@ class Pod {
   // Runs each local chip's program at prog_addr of its own memory, all chips together, until
   // every one has stopped; one result per local chip, in local_chips() order.
   virtual std::vector<RunResult> run(std::uint32_t prog_addr, std::uint32_t count) = 0;
+
+  // Across processes (MPI): whether this process reports for the pod, every chip's tensor
+  // gathered there (in position order; empty elsewhere), and the largest of a figure.
+  virtual bool reports() const { return true; }
+  virtual std::vector<std::vector<num::fp32_t>> gather(
+      const std::vector<std::vector<num::fp32_t>>& local) {
+    return local;
+  }
+  virtual std::uint64_t max_over_chips(std::uint64_t value) { return value; }
+};
+
+// A chip of a pod stopped with an error code.
+class PodChipError : public std::runtime_error {
+ public:
+  PodChipError(unsigned chip, const RunResult& result);
+  unsigned chip() const { return chip_; }
+  const RunResult& result() const { return result_; }
+
+ private:
+  unsigned chip_;
+  RunResult result_;
 };
 
 // N functional models (2 .. 255 chips) of `config`, which must have links. ALLREDUCE completes
@@ -58,7 +80,7 @@ struct AllreduceStats {
 // The ring all-reduce of the local chips' tensors (inputs[k] for local_chips()[k], flattened, all
 // of one length) on `pod`: loaded into the accumulators, summed by ALLREDUCE in as many passes as
 // the accumulators need, stored back. Returns the sums each local chip holds, in the same order.
-// Throws std::runtime_error naming the chip and the error when a chip stops with one.
+// Throws PodChipError when a chip stops with an error code.
 std::vector<std::vector<num::fp32_t>> run_allreduce(
     Pod& pod, const std::vector<std::vector<num::fp32_t>>& inputs, AllreduceStats* stats = nullptr);
 

@@ -35,6 +35,11 @@ class Simulation {
   virtual std::unique_ptr<Pod> open_pod(const HardwareConfig& config, unsigned chips,
                                         std::size_t memory_bytes,
                                         const LinkTiming& timing) const = 0;
+  // This process's chip of a pod whose chips are the ranks of MPI_COMM_WORLD (started with
+  // mpirun -np N), linked by MPI messages: the same cycles and bits as open_pod. Throws
+  // std::invalid_argument when this program was built without MPI.
+  virtual std::unique_ptr<Pod> open_mpi_pod(const HardwareConfig& config, std::size_t memory_bytes,
+                                            const LinkTiming& timing) const = 0;
   // The board `name` (a folder of fpga/; empty: the first simulated one). Throws
   // std::invalid_argument naming the simulated boards when there is no such one.
   virtual SimulatedBoardPort open_board(const std::string& name,
