@@ -231,11 +231,8 @@ std::vector<std::vector<num::fp32_t>> run_allreduce(
   const std::size_t padded = std::size_t{p.rows_total} * config.dim;
   for (std::size_t k = 0; k < local.size(); ++k) {
     HostMemory& memory = pod.chip(local[k]).memory();
-    if (memory.size() < allreduce_memory_bytes(config, values)) {
-      throw std::invalid_argument(fmt::format("chip {} has {} bytes of host memory; {} needed",
-                                              local[k], memory.size(),
-                                              allreduce_memory_bytes(config, values)));
-    }
+    const std::size_t needed = allreduce_memory_bytes(config, values);
+    if (memory.size() < needed) memory.resize(needed);
     std::vector<num::fp32_t> rows(padded, 0);
     std::copy(inputs[k].begin(), inputs[k].end(), rows.begin());
     memory.write_array(p.data_addr, rows);

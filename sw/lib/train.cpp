@@ -76,6 +76,20 @@ Tensor batch_of(const idx::Dataset& data, const std::vector<std::uint32_t>& orde
   return x;
 }
 
+// The examples of epoch `epoch` in the seed's order.
+std::vector<std::uint32_t> epoch_order(const idx::Dataset& train, const TrainOptions& options,
+                                       unsigned epoch) {
+  const std::uint32_t examples =
+      options.examples ? std::min(options.examples, train.count) : train.count;
+  std::vector<std::uint32_t> order(examples);
+  for (std::uint32_t i = 0; i < examples; ++i) order[i] = i;
+  std::mt19937_64 rng(options.seed * 1000003 + epoch);
+  for (std::uint32_t i = examples; i > 1; --i) {
+    std::swap(order[i - 1], order[static_cast<std::uint32_t>(rng() % i)]);
+  }
+  return order;
+}
+
 }  // namespace
 
 Network make_network(Architecture architecture, std::uint64_t seed) {
@@ -183,7 +197,29 @@ Tensor Trainer::forward_layer(std::size_t l, const Tensor& x, bool last) {
 }
 
 float Trainer::step(const Tensor& images, const std::vector<std::uint8_t>& labels) {
+  Gradients gradients;
+  const double loss = compute_gradients(images, labels, true, gradients);
+  apply(gradients);
+  return static_cast<float>(loss / images.shape[0]);
+}
+
+void Trainer::apply(const Gradients& gradients) {
+  ++steps_;
+  for (std::size_t l = 0; l < net_.layers.size(); ++l) {
+    Layer& layer = net_.layers[l];
+    if (gradients.weights[l].empty()) continue;
+    adam(layer.weights, gradients.weights[l], adam_m_[2 * l], adam_v_[2 * l], learning_rate(),
+         steps_);
+    adam(layer.bias, gradients.bias[l], adam_m_[2 * l + 1], adam_v_[2 * l + 1], learning_rate(),
+         steps_);
+  }
+}
+
+double Trainer::compute_gradients(const Tensor& images, const std::vector<std::uint8_t>& labels,
+                                  bool mean, Gradients& gradients) {
   const std::size_t layers = net_.layers.size();
+  gradients.weights.assign(layers, {});
+  gradients.bias.assign(layers, {});
   inputs_.assign(layers, Tensor());
   outputs_.assign(layers, Tensor());
   columns_.assign(layers, {});
@@ -196,7 +232,7 @@ float Trainer::step(const Tensor& images, const std::vector<std::uint8_t>& label
     outputs_[l] = x;
   }
 
-  // Softmax cross-entropy, and its gradient (p - onehot) / n.
+  // Softmax cross-entropy, and its gradient (p - onehot) / n, or its sum over the examples.
   const std::uint32_t n = x.shape[0], classes = static_cast<std::uint32_t>(x.per_example());
   Tensor grad({n, classes});
   double loss = 0.0;
@@ -207,8 +243,8 @@ float Trainer::step(const Tensor& images, const std::vector<std::uint8_t>& label
     for (std::uint32_t j = 0; j < classes; ++j) total += std::exp(double{z[j]} - top);
     for (std::uint32_t j = 0; j < classes; ++j) {
       const double p = std::exp(double{z[j]} - top) / total;
-      grad.data[std::size_t{i} * classes + j] =
-          static_cast<float>((p - (j == labels[i] ? 1.0 : 0.0)) / n);
+      const double g = p - (j == labels[i] ? 1.0 : 0.0);
+      grad.data[std::size_t{i} * classes + j] = static_cast<float>(mean ? g / n : g);
     }
     loss -= double{z[labels[i]]} - top - std::log(total);
   }
@@ -217,7 +253,6 @@ float Trainer::step(const Tensor& images, const std::vector<std::uint8_t>& label
   std::size_t first_weighted = 0;
   while (net_.layers[first_weighted].weights.empty()) ++first_weighted;
 
-  ++steps_;
   for (std::size_t l = layers; l-- > first_weighted;) {
     Layer& layer = net_.layers[l];
     const Tensor& in = inputs_[l];
@@ -244,7 +279,7 @@ float Trainer::step(const Tensor& images, const std::vector<std::uint8_t>& label
           }
         }
         const std::vector<float> a_t = transpose(a, rows, k);
-        const std::vector<float> dw = matmul(a_t.data(), grad.data.data(), k, rows, units);
+        std::vector<float> dw = matmul(a_t.data(), grad.data.data(), k, rows, units);
         std::vector<float> db(units, 0.0f);
         for (std::uint32_t r = 0; r < rows; ++r) {
           for (std::uint32_t j = 0; j < units; ++j) db[j] += grad.data[std::size_t{r} * units + j];
@@ -259,13 +294,13 @@ float Trainer::step(const Tensor& images, const std::vector<std::uint8_t>& label
             grad.data = std::move(da);
           }
         }
-        adam(layer.weights, dw, adam_m_[2 * l], adam_v_[2 * l], learning_rate(), steps_);
-        adam(layer.bias, db, adam_m_[2 * l + 1], adam_v_[2 * l + 1], learning_rate(), steps_);
+        gradients.weights[l] = std::move(dw);
+        gradients.bias[l] = std::move(db);
         break;
       }
     }
   }
-  return static_cast<float>(loss / n);
+  return loss;
 }
 
 float Trainer::learning_rate() const {
@@ -274,14 +309,8 @@ float Trainer::learning_rate() const {
 
 float Trainer::epoch(const idx::Dataset& train,
                      const std::function<void(unsigned, unsigned, float)>& progress) {
-  const std::uint32_t examples =
-      options_.examples ? std::min(options_.examples, train.count) : train.count;
-  std::vector<std::uint32_t> order(examples);
-  for (std::uint32_t i = 0; i < examples; ++i) order[i] = i;
-  std::mt19937_64 rng(options_.seed * 1000003 + epochs_done_);
-  for (std::uint32_t i = examples; i > 1; --i) {
-    std::swap(order[i - 1], order[static_cast<std::uint32_t>(rng() % i)]);
-  }
+  const std::vector<std::uint32_t> order = epoch_order(train, options_, epochs_done_);
+  const auto examples = static_cast<std::uint32_t>(order.size());
   const unsigned batches = (examples + options_.batch - 1) / options_.batch;
   double total = 0.0;
   std::vector<std::uint8_t> labels;
@@ -292,7 +321,119 @@ float Trainer::epoch(const idx::Dataset& train,
     total += step(x, labels);
     if (progress) progress(b + 1, batches, static_cast<float>(total / (b + 1)));
   }
+  finish_epoch();
+  return static_cast<float>(total / batches);
+}
+
+DataParallelTrainer::DataParallelTrainer(const Network& net, Pod& pod, const TrainOptions& options)
+    : pod_(pod), options_(options) {
+  const std::vector<unsigned> local = pod.local_chips();
+  replicas_.assign(local.size(), net);
+  for (std::size_t k = 0; k < local.size(); ++k) {
+    trainers_.push_back(std::make_unique<Trainer>(replicas_[k], &pod.chip(local[k]), options));
+  }
+}
+
+std::uint64_t DataParallelTrainer::macs() const {
+  std::uint64_t total = 0;
+  for (const auto& trainer : trainers_) total += trainer->macs();
+  return total;
+}
+
+float DataParallelTrainer::step(const Tensor& images, const std::vector<std::uint8_t>& labels) {
+  const unsigned chips = pod_.size();
+  const std::uint32_t batch = images.shape[0];
+  const std::vector<unsigned> local = pod_.local_chips();
+  std::vector<Trainer::Gradients> gradients(local.size());
+  double loss = 0;
+  std::uint32_t local_examples = 0;
+  for (std::size_t k = 0; k < local.size(); ++k) {
+    const unsigned c = local[k];
+    // Chip c's share: batch / N examples, one more for the first batch mod N chips.
+    const std::uint32_t first = c * (batch / chips) + std::min(c, batch % chips);
+    const std::uint32_t count = batch / chips + (c < batch % chips ? 1 : 0);
+    if (count == 0) continue;
+    Tensor part = images;
+    part.shape[0] = count;
+    const std::size_t per = images.per_example();
+    part.data.assign(images.data.begin() + static_cast<std::ptrdiff_t>(first * per),
+                     images.data.begin() + static_cast<std::ptrdiff_t>((first + count) * per));
+    const std::vector<std::uint8_t> part_labels(labels.begin() + first,
+                                                labels.begin() + first + count);
+    loss += trainers_[k]->compute_gradients(part, part_labels, false, gradients[k]);
+    local_examples += count;
+  }
+  // One tensor per chip: every layer's weight and bias gradients back to back (zeros for a chip
+  // without examples).
+  const Network& net = replicas_.front();
+  std::size_t values = 0;
+  for (const Layer& layer : net.layers) values += layer.weights.size() + layer.bias.size();
+  std::vector<std::vector<num::fp32_t>> sums(local.size(), std::vector<num::fp32_t>(values, 0));
+  for (std::size_t k = 0; k < local.size(); ++k) {
+    if (gradients[k].weights.empty()) continue;
+    std::size_t at = 0;
+    for (std::size_t l = 0; l < net.layers.size(); ++l) {
+      for (const auto* part : {&gradients[k].weights[l], &gradients[k].bias[l]}) {
+        for (float g : *part) sums[k][at++] = num::float_to_fp32(g);
+      }
+    }
+  }
+  sums = run_allreduce(pod_, sums);
+  // The mean gradient, in fp32 on every chip, and the same update to every copy.
+  const float scale = static_cast<float>(batch);
+  for (std::size_t k = 0; k < local.size(); ++k) {
+    Trainer::Gradients mean;
+    mean.weights.assign(net.layers.size(), {});
+    mean.bias.assign(net.layers.size(), {});
+    std::size_t at = 0;
+    for (std::size_t l = 0; l < net.layers.size(); ++l) {
+      const Layer& layer = net.layers[l];
+      if (layer.weights.empty()) continue;
+      for (auto [part, size] : {std::pair{&mean.weights[l], layer.weights.size()},
+                                std::pair{&mean.bias[l], layer.bias.size()}}) {
+        part->resize(size);
+        for (float& g : *part) g = num::fp32_to_float(sums[k][at++]) / scale;
+      }
+    }
+    trainers_[k]->apply(mean);
+  }
+  // Every copy the same bits: here, and across processes by a hash of them.
+  std::uint64_t hash = 1469598103934665603ull;
+  for (const Layer& layer : replicas_.front().layers) {
+    for (const auto* part : {&layer.weights, &layer.bias}) {
+      for (float w : *part) hash = (hash ^ num::float_to_fp32(w)) * 1099511628211ull;
+    }
+  }
+  bool same = true;
+  for (std::size_t k = 1; k < replicas_.size(); ++k) {
+    for (std::size_t l = 0; l < replicas_[k].layers.size(); ++l) {
+      same = same && replicas_[k].layers[l].weights == replicas_[0].layers[l].weights &&
+             replicas_[k].layers[l].bias == replicas_[0].layers[l].bias;
+    }
+  }
+  const bool hashes_agree = pod_.max_over_chips(hash) == ~pod_.max_over_chips(~hash);
+  if (pod_.max_over_chips(same && hashes_agree ? 0 : 1) != 0) {
+    throw std::runtime_error("the chips' copies of the network differ after a step");
+  }
+  return local_examples ? static_cast<float>(loss / local_examples) : 0.0f;
+}
+
+float DataParallelTrainer::epoch(const idx::Dataset& train,
+                                 const std::function<void(unsigned, unsigned, float)>& progress) {
+  const std::vector<std::uint32_t> order = epoch_order(train, options_, epochs_done_);
+  const unsigned batches = static_cast<unsigned>((order.size() + options_.batch - 1) /
+                                                 options_.batch);
+  double total = 0.0;
+  std::vector<std::uint8_t> labels;
+  for (unsigned b = 0; b < batches; ++b) {
+    const std::size_t first = std::size_t{b} * options_.batch;
+    const std::size_t count = std::min<std::size_t>(options_.batch, order.size() - first);
+    const Tensor x = batch_of(train, order, first, count, labels);
+    total += step(x, labels);
+    if (progress) progress(b + 1, batches, static_cast<float>(total / (b + 1)));
+  }
   ++epochs_done_;
+  for (auto& trainer : trainers_) trainer->finish_epoch();
   return static_cast<float>(total / batches);
 }
 

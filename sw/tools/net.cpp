@@ -4,12 +4,14 @@
 
 #include "common.hpp"
 #include "tpu/nn.hpp"
+#include "tpu/pod.hpp"
 #include "tpu/train.hpp"
 
 namespace tpu::tool {
 namespace {
 
 constexpr const char* kBackendHost = "host";
+constexpr const char* kBackendMpi = "mpi";
 // Host memory to start with; a backend grows it for larger products.
 constexpr std::size_t kNetworkMemory = 8u << 20;
 
@@ -58,11 +60,18 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& options) {
                    "model: every product on the functional model (bf16 x bf16, fp32 sums)\n"
                    "rtl: the same on the Verilator model (slow; the same bits)\n"
                    "host: everything in host fp32, the reference")
-      ->check(CLI::IsMember({kBackendModel, kBackendRtl, kBackendHost}))
+      ->check(CLI::IsMember({kBackendModel, kBackendRtl, kBackendHost, kBackendMpi}))
       ->type_name("KIND")
       ->capture_default_str();
   command->add_option("--array", options.array, "core configuration")
       ->check(CLI::IsMember(array_names()))
+      ->capture_default_str();
+  command
+      ->add_option("--chips", options.chips,
+                   "train data-parallel on a pod of N chips: each takes its\n"
+                   "share of a batch, the gradients are all-reduced on the\n"
+                   "chips (model, rtl, or mpi: one chip per rank of mpirun)")
+      ->check(CLI::Range(1u, 16u))
       ->capture_default_str();
   command->add_option("--epochs", options.epochs)
       ->check(CLI::Range(1u, 1000u))
@@ -120,6 +129,91 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& options) {
   return command;
 }
 
+namespace {
+
+nn::TrainOptions trainer_options(const TrainOptions& options) {
+  nn::TrainOptions train_options;
+  train_options.epochs = options.epochs;
+  train_options.batch = options.batch;
+  train_options.learning_rate = options.learning_rate;
+  train_options.lr_decay = options.lr_decay;
+  train_options.seed = options.seed;
+  train_options.examples = options.examples;
+  return train_options;
+}
+
+// --chips N: data-parallel on a pod, one copy of the network per chip.
+int run_pod_train(const TrainOptions& options, const nn::Network& net, const idx::Dataset& train,
+                  const idx::Dataset& test) {
+  if (options.backend == kBackendHost) {
+    throw BadInput("--chips needs the chips of a pod: --backend model, rtl or mpi");
+  }
+  if (options.backend != kBackendModel && !linked_simulation()) {
+    throw BadInput(fmt::format("--backend {}: {}", options.backend, kNoSimulation));
+  }
+  const HardwareConfig config = config_named(options.array);
+  if (config.link_lanes == 0) {
+    throw BadInput(fmt::format("--array {} has no inter-chip links; a pod needs a core with them",
+                               options.array));
+  }
+  std::unique_ptr<Pod> pod;
+  if (options.backend == kBackendModel) {
+    pod = make_model_pod(config, options.chips, kNetworkMemory);
+  } else if (options.backend == kBackendRtl) {
+    pod = linked_simulation()->open_pod(config, options.chips, kNetworkMemory, LinkTiming{});
+  } else {
+    try {
+      pod = linked_simulation()->open_mpi_pod(config, kNetworkMemory, LinkTiming{});
+    } catch (const std::invalid_argument& error) {
+      throw BadInput(fmt::format("--backend mpi: {}", error.what()));
+    }
+    if (pod->size() != options.chips) {
+      throw BadInput(fmt::format("--chips {} but {} MPI ranks run: start it with mpirun -np {}",
+                                 options.chips, pod->size(), options.chips));
+    }
+  }
+  std::unique_ptr<nn::DataParallelTrainer> trainer_owner;
+  try {
+    trainer_owner = std::make_unique<nn::DataParallelTrainer>(net, *pod, trainer_options(options));
+  } catch (const std::invalid_argument& error) {
+    throw BadInput(fmt::format("{}: {}", options.init_path, error.what()));
+  }
+  nn::DataParallelTrainer& trainer = *trainer_owner;
+  Backend& first_chip = pod->chip(pod->local_chips().front());
+  const bool reports = pod->reports();
+  if (reports) {
+    fmt::print("training {} data-parallel on {} chips ({}): {} epochs, batch {} ({} to {} a "
+               "chip), Adam lr {} (x {} per epoch), seed {}\n",
+               net.name, options.chips, options.backend, options.epochs, options.batch,
+               options.batch / options.chips,
+               (options.batch + options.chips - 1) / options.chips, options.learning_rate,
+               options.lr_decay, options.seed);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned e = 0; e < options.epochs; ++e) {
+    const float loss = trainer.epoch(train, [&](unsigned done, unsigned all, float mean) {
+      if (reports && (done % 100 == 0 || done == all)) {
+        fmt::print("\r  epoch {:>3}  batch {:>5} / {}  loss {:.4f}", e + 1, done, all, mean);
+        std::fflush(stdout);
+      }
+    });
+    if (!reports) continue;
+    const double test_accuracy =
+        nn::accuracy(&first_chip, trainer.network(), test, options.test_images, 256);
+    fmt::print("\r  epoch {:>3}  loss {:.4f}  test accuracy {:.4f}  ({:.0f} s)          \n",
+               e + 1, loss, test_accuracy, seconds_since(start));
+  }
+  if (!reports) return 0;
+  fmt::print("every chip's copy of the network the same bits after every step; {:.3g} "
+             "multiply-accumulates in {:.0f} s\n",
+             static_cast<double>(trainer.macs()), seconds_since(start));
+  nn::save_network(trainer.network(), options.out_path);
+  fmt::print("wrote {}\n", options.out_path);
+  return 0;
+}
+
+}  // namespace
+
 int run_train(const TrainOptions& options) {
   check_output_path(options.out_path);
   const idx::Dataset train = load_data(true, options.data_dir);
@@ -136,14 +230,9 @@ int run_train(const TrainOptions& options) {
       throw BadInput(error.what());
     }
   }
+  if (options.chips > 1 || options.backend == kBackendMpi) return run_pod_train(options, net, train, test);
   std::unique_ptr<Backend> backend = network_backend(options.backend, options.array);
-  nn::TrainOptions train_options;
-  train_options.epochs = options.epochs;
-  train_options.batch = options.batch;
-  train_options.learning_rate = options.learning_rate;
-  train_options.lr_decay = options.lr_decay;
-  train_options.seed = options.seed;
-  train_options.examples = options.examples;
+  const nn::TrainOptions train_options = trainer_options(options);
   std::unique_ptr<nn::Trainer> trainer_owner;
   try {
     trainer_owner = std::make_unique<nn::Trainer>(net, backend.get(), train_options);

@@ -21,6 +21,7 @@ struct TrainOptions {
   std::uint64_t seed = 1;
   std::uint32_t examples = 0;
   std::uint32_t test_images = 0;
+  unsigned chips = 1;  // data-parallel on a pod of this many chips (docs/pod.md)
 };
 
 struct EvalOptions {

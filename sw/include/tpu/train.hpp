@@ -8,12 +8,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "tpu/backend.hpp"
 #include "tpu/idx.hpp"
 #include "tpu/nn.hpp"
+#include "tpu/pod.hpp"
 
 namespace tpu::nn {
 
@@ -43,11 +45,23 @@ class Trainer {
 
   // One Adam step on a batch ([n, h, w, c] images, n labels); the mean loss.
   float step(const Tensor& images, const std::vector<std::uint8_t>& labels);
+  // Per layer, the gradients of the weights and of the biases (empty for layers without).
+  struct Gradients {
+    std::vector<std::vector<float>> weights, bias;
+  };
+  // The forward and backward pass of step() without the update: the gradients of the mean loss
+  // over the batch (mean) or of the summed loss; returns the summed loss.
+  double compute_gradients(const Tensor& images, const std::vector<std::uint8_t>& labels,
+                           bool mean, Gradients& gradients);
+  // The Adam update step() makes with the gradients it computed.
+  void apply(const Gradients& gradients);
   // One pass over the training set in the seed's order; `progress` gets
   // (batches done, batches in all, mean loss so far).
   float epoch(const idx::Dataset& train,
               const std::function<void(unsigned, unsigned, float)>& progress = {});
   std::uint64_t macs() const { return macs_; }  // multiply-accumulates of the products so far
+  // The learning rate's decay counts epochs: epoch() calls this at its end.
+  void finish_epoch() { ++epochs_done_; }
 
  private:
   std::vector<float> matmul(const float* a, const float* b, std::uint32_t m, std::uint32_t k,
@@ -65,6 +79,33 @@ class Trainer {
   std::vector<Tensor> inputs_, outputs_;
   std::vector<std::vector<float>> columns_;         // conv2d: im2col of the input
   std::vector<std::vector<std::uint32_t>> argmax_;  // maxpool: where each maximum came from
+};
+
+// Data-parallel training on a pod (docs/pod.md), as TPU pods train: each batch is split across
+// the chips as evenly as possible (the first batch mod N chips take one example more); each chip
+// runs the products of its share on itself and sums its gradients; the sums are all-reduced on
+// the chips (ALLREDUCE, N-REDUCE) and divided by the batch size in fp32; every chip applies the
+// same Adam update to its own copy of the network. After every step the copies must be the same
+// bits, or std::runtime_error stops training. Under MPI this process holds its own chip's copy.
+class DataParallelTrainer {
+ public:
+  DataParallelTrainer(const Network& net, Pod& pod, const TrainOptions& options);
+
+  // One step on a batch; the mean loss of this process's examples.
+  float step(const Tensor& images, const std::vector<std::uint8_t>& labels);
+  // One pass over the training set in the same order as Trainer::epoch.
+  float epoch(const idx::Dataset& train,
+              const std::function<void(unsigned, unsigned, float)>& progress = {});
+  // The network as every chip holds it.
+  const Network& network() const { return replicas_.front(); }
+  std::uint64_t macs() const;  // of this process's chips
+
+ private:
+  Pod& pod_;
+  TrainOptions options_;
+  std::vector<Network> replicas_;                   // one per local chip
+  std::vector<std::unique_ptr<Trainer>> trainers_;  // on each local chip
+  unsigned epochs_done_ = 0;
 };
 
 // Classification accuracy over the first `count` examples of a data set
