@@ -48,7 +48,7 @@ LINT_CORE   := $(LINT) $(TOP_FILES) --top-module tpu_top
 LINT_SEQ    := $(LINT_CORE) "-GSequential=1'b1" -GBusBytes=4
 LINT_BOARD  := $(LINT) $(BOARD_FILES) --top-module tpu_board
 
-.PHONY: all deps build sw sim test lint synth wave wave-core bench bench-suite bench-sim bench-core \
+.PHONY: all deps build sw sim test lint synth wave wave-core bench bench-suite bench-sim bench-core bench-pod \
         bench-mxu bench-tpu demo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
         fpga-breakdown clean
 
@@ -103,7 +103,7 @@ lint: deps
 	$(LINT_CORE) -GDim=8 -GMulStages=2 -GAddStages=3 -GBusBytes=64 -GActLanes=8 -GQueueDepth=3
 	$(LINT_CORE) -GDim=128 -GActLanes=16 -GUbDepth=2048 -GAccDepth=2048 -GBusBytes=64 -GQueueDepth=4
 	$(LINT_CORE) -GLinkLanes=16
-	$(LINT_CORE) -GDim=4 -GLinkLanes=1 -GLinkCredits=1 -GMulStages=1 -GAddStages=3 -GQueueDepth=1
+	$(LINT_CORE) -GDim=4 -GLinkLanes=1 -GLinkCredits=2 -GMulStages=1 -GAddStages=3 -GQueueDepth=1
 	$(LINT_CORE) -GDim=128 -GActLanes=16 -GUbDepth=2048 -GAccDepth=2048 -GLinkLanes=32 \
 	  -GLinkCredits=255
 	$(LINT_SEQ) -GDim=4 -GUbDepth=256 -GAccDepth=256 -GWeightTiles=2
@@ -198,6 +198,12 @@ bench-core: deps $(BUILD)/Makefile bench-mxu
 	$(call build_only,core_bench)
 	@echo "=== the 16x16 core with assertions, as the tests and tools build it ($(BUILD))"
 	$(BUILD)/bin/core_bench --m 512 --k 512 --n 512
+
+# The ring all-reduce on pods of 16x16 cores against its bound, 4 KiB to 4 MiB on 2, 4 and 8
+# chips, and one process against one chip per MPI rank: $(PERF)/pod.md, .json and a plot.
+bench-pod: build
+	@mkdir -p $(PERF)
+	$(PYTHON) scripts/bench_pod.py $(BUILD)/bin/tpu $(PERF)
 
 # The matrix unit alone, streaming tiles back to back.
 bench-mxu: deps

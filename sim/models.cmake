@@ -139,9 +139,10 @@ tpu_model(unit seq_add TOP tpu_seq_add LIST rtl/seq/seq.f)
 tpu_model(unit seq_act TOP tpu_seq_act LIST rtl/seq/seq.f)
 
 # The core configurations the tests, the regression and the `tpu` tool use.
-# The default core, with inter-chip links a row wide: a pod's chip (docs/pod.md).
+# The default core, with inter-chip links a row wide and room for 64 rows at the receiving end:
+# a pod's chip (docs/pod.md), at full rate up to a link latency of about 28 cycles.
 tpu_model(core top_16x16 Sequential=1'b0 Dim=16 MulStages=0 AddStages=0 ActLanes=4 UbDepth=16384
-          AccDepth=4096 BusBytes=16 WeightTiles=4 LinkLanes=16 QueueDepth=4)
+          AccDepth=4096 BusBytes=16 WeightTiles=4 LinkLanes=16 QueueDepth=4 LinkCredits=64)
 # Pipelined arithmetic; rows narrower than the bus; links of two lanes, a row in two beats, and
 # room for 3 rows at the receiving end. The traced core: make wave-core's default case and the
 # tool's --trace tests run on it.

@@ -20,7 +20,7 @@ module tpu_array_core #(
   // Inter-chip links and the collective unit: fp32 lanes per link beat, 0 for none
   // (docs/pod.md); the receiving end holds LinkCredits rows.
   parameter int unsigned LinkLanes    = 0,
-  parameter int unsigned LinkCredits  = 16,
+  parameter int unsigned LinkCredits  = 32,
   localparam int unsigned LinkBits    = ((LinkLanes > 0) ? LinkLanes : 1) * 32,
   localparam int unsigned IdWidth     = 2,
   localparam int unsigned BusBits     = BusBytes * 8,

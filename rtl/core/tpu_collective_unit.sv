@@ -30,7 +30,7 @@ module tpu_collective_unit #(
   parameter int unsigned AccDepth    = 1024,
   parameter int unsigned QueueDepth  = 4,
   parameter int unsigned LinkLanes   = 16,
-  parameter int unsigned LinkCredits = 16,
+  parameter int unsigned LinkCredits = 32,
   localparam int unsigned AccAddrWidth = $clog2(AccDepth),
   localparam int unsigned RowBits      = Dim * 32,
   localparam int unsigned BeatBits     = LinkLanes * 32,
@@ -419,10 +419,12 @@ module tpu_collective_unit #(
             error_d    = 1'b1;
             state_d    = Failed;
           end else begin
-            quot_d    = op_total;
-            rem_d     = '0;
-            div_bit_d = '0;
-            state_d   = Divide;
+            quot_d      = op_total;
+            rem_d       = '0;
+            div_bit_d   = '0;
+            head_sent_d = 1'b0;
+            head_seen_d = 1'b0;
+            state_d     = Divide;
           end
         end
       end
@@ -462,10 +464,8 @@ module tpu_collective_unit #(
         end
         walk_d = walk_q - 1'b1;
         if (walk_q == 9'd1) begin
-          step_d      = '0;
-          head_sent_d = 1'b0;
-          head_seen_d = 1'b0;
-          state_d     = StepSetup;
+          step_d  = '0;
+          state_d = StepSetup;
         end
       end
       StepSetup: begin
@@ -476,34 +476,18 @@ module tpu_collective_unit #(
         state_d  = Run;
       end
       Run: begin
-        // The header goes first, then the rows of the chunk sent.
-        if (!head_sent_q) begin
-          if (txq_in_ready && !send_inflight_q) begin
-            txq_in_valid = 1'b1;
-            txq_in_head  = 1'b1;
-            txq_in_data  = header_row;
-            head_sent_d  = 1'b1;
-          end
-        end else if (s_next_q != s_end_q &&
-                     32'(txq_count) + 32'(send_inflight_q) < 32'(TxDepth)) begin
+        // The header has gone first; then the rows of the chunk sent.
+        if (head_sent_q && s_next_q != s_end_q &&
+            32'(txq_count) + 32'(send_inflight_q) < 32'(TxDepth)) begin
           send_rd_req_o = 1'b1;
           if (send_rd_gnt_i) begin
             s_next_d        = s_next_q + 1'b1;
             send_inflight_d = 1'b1;
           end
         end
-        // The header comes first, then the rows of the chunk received.
+        // The header has come first; then the rows of the chunk received.
         if (!head_seen_q) begin
           waiting = !rxr_valid;
-          if (rxr_valid) begin
-            rxr_ready   = 1'b1;
-            head_seen_d = 1'b1;
-            if (!header_ok) begin
-              err_code_d = tpu_regs_pkg::ErrPodMismatch;
-              error_d    = 1'b1;
-              state_d    = Failed;
-            end
-          end
         end else if (r_next_q != r_end_q) begin
           waiting = !rxr_valid;
           if (rxr_valid && rxr_head) begin
@@ -540,6 +524,26 @@ module tpu_collective_unit #(
       Failed: ;
       default: state_d = Idle;
     endcase
+
+    // The headers cross while the unit divides and walks the boundaries: the rows cannot come
+    // before them, and the link latency hides behind the arithmetic.
+    if (state_q != Idle && state_q != Failed) begin
+      if (!head_sent_q && txq_in_ready && !send_inflight_q) begin
+        txq_in_valid = 1'b1;
+        txq_in_head  = 1'b1;
+        txq_in_data  = header_row;
+        head_sent_d  = 1'b1;
+      end
+      if (!head_seen_q && rxr_valid) begin
+        rxr_ready   = 1'b1;
+        head_seen_d = 1'b1;
+        if (!header_ok) begin
+          err_code_d = tpu_regs_pkg::ErrPodMismatch;
+          error_d    = 1'b1;
+          state_d    = Failed;
+        end
+      end
+    end
 
     // No progress for LINK_TIMEOUT cycles: a neighbour does not answer.
     if (state_q == Run && link_timeout_i != '0 && quiet_q >= link_timeout_i) begin

@@ -1,8 +1,9 @@
 // The receiving end of an inter-chip link (docs/pod.md): puts the beats of a
 // row back together (the lowest lanes came first) and keeps whole rows in a
-// buffer of Credits rows, the room the sender's credits count. Each row taken
-// out returns a credit the next cycle. The sender never sends without a
-// credit, so a beat always finds room; an assertion checks it.
+// buffer of at least Credits rows (block RAM: the room must cover the round
+// trip of a credit, tens of rows), the room the sender's credits count. Each
+// row taken out returns a credit the next cycle. The sender never sends
+// without a credit, so a beat always finds room; an assertion checks it.
 module tpu_link_rx #(
   parameter int unsigned Dim       = 16,
   parameter int unsigned LinkLanes = 16,
@@ -27,8 +28,8 @@ module tpu_link_rx #(
   if (LinkLanes < 1 || LinkLanes > Dim || Dim % LinkLanes != 0) begin : g_bad_lanes
     $error("tpu_link_rx: LinkLanes must divide Dim");
   end
-  if (Credits < 1 || Credits > 255) begin : g_bad_credits
-    $error("tpu_link_rx: Credits must be in 1..255");
+  if (Credits < 2 || Credits > 255) begin : g_bad_credits
+    $error("tpu_link_rx: Credits must be in 2..255");
   end
 
   localparam int unsigned BeatsPerRow = Dim / LinkLanes;
@@ -73,7 +74,7 @@ module tpu_link_rx #(
     assign row_data = {link_data_i, partial_q};
   end
 
-  tpu_fifo #(.Width(RowBits + 1), .Depth(Credits)) u_rows (
+  tpu_ram_fifo #(.Width(RowBits + 1), .Depth(Credits)) u_rows (
     .clk_i, .rst_ni,
     .in_valid_i (row_done),
     .in_ready_o (fifo_ready),
@@ -81,7 +82,7 @@ module tpu_link_rx #(
     .out_valid_o(row_valid_o),
     .out_ready_i(row_ready_i),
     .out_data_o ({row_head_o, row_data_o}),
-    .count_o    (unused_count)
+    .ram_count_o(unused_count)
   );
 
   assign credit_d = row_valid_o && row_ready_i;

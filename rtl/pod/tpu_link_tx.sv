@@ -6,7 +6,8 @@
 // returns one credit (credit_i, a one-cycle pulse) for each row it has passed
 // on. A row starts only with a credit in hand, so a beat on the wire is always
 // taken: register slices anywhere on the wire, either way, change the latency
-// and never the data. Full rate needs Credits >= the round trip in rows.
+// and never the data. Full rate needs Credits >= the round trip in rows:
+// twice the wire's latency and about six cycles through the two ends.
 module tpu_link_tx #(
   parameter int unsigned Dim       = 16,
   parameter int unsigned LinkLanes = 16,
@@ -34,8 +35,8 @@ module tpu_link_tx #(
   if (LinkLanes < 1 || LinkLanes > Dim || Dim % LinkLanes != 0) begin : g_bad_lanes
     $error("tpu_link_tx: LinkLanes must divide Dim");
   end
-  if (Credits < 1 || Credits > 255) begin : g_bad_credits
-    $error("tpu_link_tx: Credits must be in 1..255");
+  if (Credits < 2 || Credits > 255) begin : g_bad_credits
+    $error("tpu_link_tx: Credits must be in 2..255");
   end
 
   localparam int unsigned BeatsPerRow = Dim / LinkLanes;

@@ -27,7 +27,9 @@ module tpu_top #(
   // Inter-chip links and the collective unit (array; docs/pod.md): fp32 lanes per link beat, a
   // power of two dividing Dim, or 0 for none (the board builds); with links Dim >= 4.
   parameter int unsigned LinkLanes    = 0,
-  parameter int unsigned LinkCredits  = 16,     // rows the receiving end of a link holds, 1..255
+  // Rows the receiving end of a link holds, 2..255: full rate needs about twice the wire's
+  // latency and six more.
+  parameter int unsigned LinkCredits  = 32,
   localparam int unsigned LinkBits    = ((LinkLanes > 0) ? LinkLanes : 1) * 32,
   localparam int unsigned IdWidth     = 2,
   localparam int unsigned BusBits     = BusBytes * 8,
@@ -154,8 +156,8 @@ module tpu_top #(
     begin : g_bad_link_lanes
       $error("tpu_top: LinkLanes must be 0 or a power of two up to Dim, and links need Dim >= 4");
     end
-    if (LinkCredits < 1 || LinkCredits > 255) begin : g_bad_link_credits
-      $error("tpu_top: LinkCredits must be in 1..255");
+    if (LinkCredits < 2 || LinkCredits > 255) begin : g_bad_link_credits
+      $error("tpu_top: LinkCredits must be in 2..255");
     end
   end
   if (Sequential && LinkLanes != 0) begin : g_seq_links
@@ -189,7 +191,7 @@ module tpu_top #(
   localparam int unsigned LinkLanesL =
       (!Sequential && LinkLanes <= DimL && (LinkLanes & (LinkLanes - 1)) == 0 && DimL >= 4) ?
       LinkLanes : 0;
-  localparam int unsigned LinkCreditsL = (LinkCredits >= 1 && LinkCredits <= 255) ? LinkCredits : 1;
+  localparam int unsigned LinkCreditsL = (LinkCredits >= 2 && LinkCredits <= 255) ? LinkCredits : 2;
 
   localparam int unsigned NumCounters = tpu_regs_pkg::CounterCount;
 

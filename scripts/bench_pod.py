@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""make bench-pod: the ring all-reduce on pods of 16x16 cores (Verilator models, docs/pod.md).
+
+    bench_pod.py TPU OUT_DIR
+
+Part 1: `tpu allreduce --stats` of 4 KiB to 4 MiB per chip on 2, 4 and 8 chips, links one
+accumulator row (64 bytes) wide, latency 8 cycles: the measured cycles against the bound
+2(N-1) x (ceil(n/N) x 4 / B + L). Tensors up to 256 KiB fit in the accumulators and run as one
+ALLREDUCE, whose cycles are counted alone; larger ones stream through in passes, and their
+cycles include the loads and stores those passes overlap with.
+Part 2: the same all-reduce as one process and under mpirun (one chip per rank), wall-clock,
+side by side on this machine.
+
+Writes OUT_DIR/pod.md, pod.json and pod.png; prints the tables as it goes.
+"""
+import json
+import os
+import random
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import npy_files  # noqa: E402
+
+SIZES_KIB = [4, 16, 64, 256, 1024, 4096]
+CHIPS = [2, 4, 8]
+LATENCY = 8
+ON_CHIP_KIB = 256  # the 16x16 core's 4,096 accumulator rows of 64 bytes
+MPI_CASES = [(2, 256, 8), (4, 256, 8), (4, 256, 32)]  # chips, KiB, latency
+
+
+def write_tensor(path, values, rng):
+    payload = struct.pack(f"<{values}f", *(rng.uniform(-1, 1) for _ in range(values)))
+    npy_files.save(path, [0.0] * values, payload=payload)
+
+
+def field(text, name):
+    match = re.search(rf"^{re.escape(name)}\s+([0-9.]+)", text, re.M)
+    return float(match.group(1)) if match else None
+
+
+def allreduce(command, inputs, latency, extra=()):
+    start = time.perf_counter()
+    result = subprocess.run([*command, "allreduce", "--in", *inputs, "--out", "r.npy",
+                             "--latency", str(latency), "--stats", *extra],
+                            capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        sys.exit(f"bench_pod: {' '.join(command)} failed:\n{result.stdout}{result.stderr}")
+    return result.stdout, seconds
+
+
+def mpirun(chips):
+    command = [shutil.which("mpirun") or "mpirun", "--oversubscribe", "-np", str(chips)]
+    if os.geteuid() == 0:
+        command.insert(1, "--allow-run-as-root")
+    return command
+
+
+def plot(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("bench_pod: no matplotlib, no plot")
+        return
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for chips in CHIPS:
+        mine = [r for r in rows if r["chips"] == chips]
+        ax.plot([r["kib"] for r in mine], [r["ratio"] for r in mine], "o-", label=f"{chips} chips")
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.axhline(1.1, color="grey", linewidth=0.8, linestyle="--")
+    ax.axvline(ON_CHIP_KIB, color="grey", linewidth=0.8, linestyle=":")
+    ax.text(ON_CHIP_KIB * 1.1, ax.get_ylim()[1] * 0.9, "more than the\naccumulators hold",
+            fontsize=8, va="top")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("tensor per chip (KiB)")
+    ax.set_ylabel("measured cycles / bound")
+    ax.set_title(f"Ring all-reduce on 16x16 cores: 64-byte links, latency {LATENCY} cycles")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__.strip())
+    tpu, out_dir = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    os.makedirs(out_dir, exist_ok=True)
+    rng = random.Random(1)
+    rows, mpi_rows = [], []
+    with tempfile.TemporaryDirectory(prefix="bench_pod_") as work:
+        os.chdir(work)
+        print(f"{'KiB':>5} {'chips':>5} {'passes':>6} {'cycles':>9} {'bound':>9} {'ratio':>6}"
+              f" {'link B/cycle':>12} {'wall s':>7}")
+        for kib in SIZES_KIB:
+            values = kib * 256
+            for c in range(max(CHIPS)):
+                write_tensor(f"g{c}.npy", values, rng)
+            for chips in CHIPS:
+                out, seconds = allreduce([tpu], [f"g{c}.npy" for c in range(chips)], LATENCY)
+                cycles = field(out, "all-reduce cycles") or field(out, "cycles")
+                bound = 2 * (chips - 1) * (-(-values // chips) * 4 / 64 + LATENCY)
+                row = {"kib": kib, "chips": chips, "passes": int(field(out, "passes")),
+                       "cycles": int(cycles), "bound": bound, "ratio": cycles / bound,
+                       "on_chip": kib <= ON_CHIP_KIB,
+                       "link_bytes_per_cycle": field(out, "link bandwidth"),
+                       "wall_seconds": round(seconds, 2)}
+                rows.append(row)
+                print(f"{kib:>5} {chips:>5} {row['passes']:>6} {row['cycles']:>9} {bound:>9.0f}"
+                      f" {row['ratio']:>6.3f} {row['link_bytes_per_cycle']:>12.2f}"
+                      f" {seconds:>7.1f}", flush=True)
+        print("\none process against one chip per MPI rank, wall-clock:")
+        for chips, kib, latency in MPI_CASES:
+            values = kib * 256
+            inputs = [f"g{c}.npy" for c in range(chips)]
+            for c in range(chips):
+                write_tensor(inputs[c], values, rng)
+            one, one_s = allreduce([tpu], inputs, latency)
+            many, many_s = allreduce([*mpirun(chips), tpu], inputs, latency, ["--backend", "mpi"])
+            same = field(one, "all-reduce cycles") == field(many, "all-reduce cycles")
+            mpi_rows.append({"chips": chips, "kib": kib, "latency": latency,
+                             "cycles": int(field(one, "all-reduce cycles")),
+                             "same_cycles": same, "one_process_seconds": round(one_s, 2),
+                             "mpi_seconds": round(many_s, 2),
+                             "speedup": round(one_s / many_s, 2)})
+            print(f"  {chips} chips, {kib} KiB, latency {latency}: one process {one_s:.1f} s, "
+                  f"mpirun {many_s:.1f} s ({one_s / many_s:.2f}x), same cycles: {same}",
+                  flush=True)
+    with open(os.path.join(out_dir, "pod.json"), "w") as f:
+        json.dump({"latency": LATENCY, "link_bytes": 64, "allreduce": rows, "mpi": mpi_rows}, f,
+                  indent=1)
+    plot(rows, os.path.join(out_dir, "pod.png"))
+    write_markdown(rows, mpi_rows, os.path.join(out_dir, "pod.md"))
+    print(f"wrote {out_dir}/pod.md, pod.json, pod.png")
+
+
+def write_markdown(rows, mpi_rows, path):
+    lines = ["# Ring all-reduce on a pod of 16x16 cores", "",
+             "Written by `make bench-pod` (scripts/bench_pod.py); [docs/pod.md](../pod.md) "
+             "explains the algorithm and the bound.", "",
+             f"Links one accumulator row wide (B = 64 bytes a cycle), latency L = {LATENCY} "
+             "cycles each way; random float32 tensors. Up to 256 KiB a tensor fits in the "
+             "accumulators: one ALLREDUCE, whose cycles are counted alone. Larger tensors stream "
+             "through in passes of half the accumulators, and their cycles are the whole "
+             "program's: loads from host memory, the passes' ALLREDUCEs and the stores, "
+             "overlapped. Bound: 2(N-1) x (ceil(n/N) x 4 / B + L).", "",
+             "| tensor | chips | passes | cycles | bound | cycles / bound | link bytes / cycle |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['kib']} KiB | {r['chips']} | {r['passes']} | {r['cycles']:,} | "
+                     f"{r['bound']:,.0f} | {r['ratio']:.3f} | {r['link_bytes_per_cycle']:.1f} |")
+    lines += ["", "![cycles against the bound](pod.png)", "",
+              "## One process or one chip per MPI rank", "",
+              "The same all-reduce, wall-clock on this machine, side by side; the cycle counts "
+              "must be the same.", "",
+              "| chips | tensor | latency | cycles | same cycles | one process | mpirun | "
+              "speed-up |", "|---|---|---|---|---|---|---|---|"]
+    for r in mpi_rows:
+        lines.append(f"| {r['chips']} | {r['kib']} KiB | {r['latency']} | {r['cycles']:,} | "
+                     f"{'yes' if r['same_cycles'] else 'NO'} | {r['one_process_seconds']} s | "
+                     f"{r['mpi_seconds']} s | {r['speedup']}x |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
