@@ -82,6 +82,8 @@ sim: deps $(BUILD)/Makefile
 	$(BUILD)/bin/mxu_sim $(if $(SEED),--seed $(SEED))
 	$(call build_only,core_sim)
 	$(BUILD)/bin/core_sim $(if $(SEED),--seed $(SEED))
+	$(call build_only,pod_sim)
+	$(BUILD)/bin/pod_sim $(if $(SEED),--seed $(SEED))
 
 # All GoogleTest suites through CTest.
 test: build $(FPGA_TOOLS)

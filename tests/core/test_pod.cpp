@@ -10,8 +10,7 @@
 
 #include "backends/rtl_pod.hpp"
 #include "core_harness.hpp"
-#include "oracle/host_float.hpp"
-#include "oracle/operand_sets.hpp"
+#include "oracle/collective.hpp"
 #include "tpu/numerics/collective.hpp"
 #include "tpu/pod.hpp"
 #include "tpu/program.hpp"
@@ -19,55 +18,13 @@
 namespace tpu::testing {
 namespace {
 
-using Tensors = std::vector<std::vector<num::fp32_t>>;
+using oracle::Tensors;
 
-// N-REDUCE written from the contract's words on the host FPU: chunk c is [floor(c n / N),
-// floor((c + 1) n / N)), folded from chip c around the ring.
-std::vector<num::fp32_t> oracle_allreduce(const Tensors& g) {
-  const std::size_t chips = g.size();
-  const std::size_t n = g[0].size();
-  std::vector<num::fp32_t> out(n);
-  for (std::size_t c = 0; c < chips; ++c) {
-    const std::size_t lo = c * n / chips;
-    const std::size_t hi = (c + 1) * n / chips;
-    for (std::size_t v = lo; v < hi; ++v) {
-      num::fp32_t s = g[c][v];
-      for (std::size_t k = 1; k < chips; ++k) s = oracle::add_fp32(s, g[(c + k) % chips][v]);
-      out[v] = s;
-    }
-  }
-  return out;
-}
-
-// Values whose sums go wrong in every way the contract defines: NaNs of any payload, infinities
-// of both signs that meet, cancellation to zero and to tiny results, subnormals, overflow.
 Tensors adversarial(unsigned chips, std::size_t n, std::uint64_t seed) {
-  oracle::OperandRng rng(seed);
-  Tensors g(chips, std::vector<num::fp32_t>(n));
-  for (std::size_t v = 0; v < n; ++v) {
-    const auto x = static_cast<num::fp32_t>(rng.fp32());
-    for (unsigned c = 0; c < chips; ++c) {
-      switch ((v + c) % 7) {
-        case 0: g[c][v] = rng.fp32(); break;                              // mixed specials
-        case 1: g[c][v] = (c % 2) ? x ^ 0x80000000u : x; break;           // cancellation
-        case 2: g[c][v] = c == 0 ? 0x7F800000u : 0xFF800000u; break;      // inf + -inf
-        case 3: g[c][v] = 0x00000001u + c; break;                         // subnormals
-        case 4: g[c][v] = 0x7F7FFFFFu; break;                             // overflow
-        case 5: g[c][v] = (c % 2) ? 0x80000000u : 0x00000000u; break;     // signed zeros
-        default: g[c][v] = rng.fp32_pair_finite_normal().first; break;
-      }
-    }
-  }
-  return g;
+  return oracle::adversarial_tensors(chips, n, seed);
 }
-
 Tensors random_tensors(unsigned chips, std::size_t n, std::uint64_t seed) {
-  oracle::OperandRng rng(seed);
-  Tensors g(chips, std::vector<num::fp32_t>(n));
-  for (auto& t : g) {
-    for (auto& v : t) v = static_cast<num::fp32_t>(rng.fp32());
-  }
-  return g;
+  return oracle::random_tensors(chips, n, seed);
 }
 
 TEST(RefPod, ChunksFollowTheContract) {
@@ -93,7 +50,7 @@ TEST(RefPod, MatchesTheHostFpu) {
     for (std::size_t n : {std::size_t{1}, std::size_t{5}, std::size_t{97}, std::size_t{4099}}) {
       for (const Tensors& g : {random_tensors(chips, n, 11 * chips + n),
                                adversarial(chips, n, 13 * chips + n)}) {
-        EXPECT_EQ(num::ring_allreduce(g), oracle_allreduce(g)) << chips << " chips, " << n;
+        EXPECT_EQ(num::ring_allreduce(g), oracle::ring_allreduce(g)) << chips << " chips, " << n;
       }
     }
   }
