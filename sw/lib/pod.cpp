@@ -146,10 +146,11 @@ Plan plan(const HardwareConfig& config, std::uint64_t values) {
 std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, const Plan& p,
                                                 std::uint64_t values) {
   const std::uint32_t row_bytes = config.dim * 4;
+  // Phase 0 loads a pass's rows, 1 sums them across the chips, 2 stores them.
   const auto pass = [&](isa::ProgramBuilder& b, std::uint32_t first_row, std::uint32_t rows,
                         std::uint32_t acc_row, int phase) {
     const std::uint32_t host = p.data_addr + first_row * row_bytes;
-    if (phase < 0 || phase == 0) {
+    if (phase == 0) {
       isa::ReadHostArgs load;
       load.acc = true;
       load.rows = rows;
@@ -158,7 +159,7 @@ std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, co
       load.host_stride = row_bytes;
       b.read_host(load);
     }
-    if (phase < 0 || phase == 1) {
+    if (phase == 1) {
       isa::AllreduceArgs sum;
       sum.rows = rows;
       sum.addr_a = acc_row;
@@ -166,7 +167,7 @@ std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, co
       sum.offset = first_row * config.dim;
       b.allreduce(sum);
     }
-    if (phase < 0 || phase == 2) {
+    if (phase == 2) {
       isa::WriteHostArgs store;
       store.acc = true;
       store.rows = rows;
@@ -185,9 +186,22 @@ std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, co
     }
     return result;
   }
+  // Instructions issue in order and wait there for what they depend on, so the next pass's load
+  // comes before this pass's store: it then runs while this pass sums, and the store while the
+  // next one sums.
   isa::ProgramBuilder b(config);
-  for (std::uint32_t first = 0, k = 0; first < p.rows_total; first += p.pass_rows, ++k) {
-    pass(b, first, std::min(p.pass_rows, p.rows_total - first), (k % 2) * p.pass_rows, -1);
+  const std::uint32_t passes = (p.rows_total + p.pass_rows - 1) / p.pass_rows;
+  const auto rows_of = [&](std::uint32_t k) {
+    return std::min(p.pass_rows, p.rows_total - k * p.pass_rows);
+  };
+  pass(b, 0, rows_of(0), 0, 0);
+  for (std::uint32_t k = 0; k < passes; ++k) {
+    const std::uint32_t half = (k % 2) * p.pass_rows;
+    pass(b, k * p.pass_rows, rows_of(k), half, 1);
+    if (k + 1 < passes) {
+      pass(b, (k + 1) * p.pass_rows, rows_of(k + 1), ((k + 1) % 2) * p.pass_rows, 0);
+    }
+    pass(b, k * p.pass_rows, rows_of(k), half, 2);
   }
   result.push_back(b.halt().bytes());
   return result;
