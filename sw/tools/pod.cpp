@@ -139,7 +139,7 @@ CLI::App* add_allreduce_command(CLI::App& app, AllreduceOptions& options) {
                    "one little-endian float32 (<f4) .npy per chip, all of\n"
                    "one shape (any shape)")
       ->required()
-      ->type_name("G.npy ...");
+      ->type_name("G.npy");
   command->add_option("--out", options.out_path, "the sums, in the inputs' shape")
       ->required()
       ->type_name("R.npy");

@@ -431,14 +431,14 @@ int run_info(const InfoOptions& options) {
   }
   if (options.execution.baud_given) throw BadInput("--baud goes with --port");
   const std::string& only = options.array;
-  fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12}\n", "array", "dim",
-             "mul_stages", "add_stages", "act_lanes", "UB rows", "ACC rows", "bus bytes",
-             "weight tiles");
+  fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10}\n", "array",
+             "dim", "mul_stages", "add_stages", "act_lanes", "UB rows", "ACC rows", "bus bytes",
+             "weight tiles", "link_lanes");
   for (const HardwareConfig& c : tpu::core_configs()) {
     if (!only.empty() && c.name() != only) continue;
-    fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12}\n", c.name(), c.dim,
-               c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth, c.bus_bytes,
-               c.weight_tiles);
+    fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10}\n", c.name(),
+               c.dim, c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth,
+               c.bus_bytes, c.weight_tiles, c.link_lanes ? std::to_string(c.link_lanes) : "-");
   }
   return 0;
 }

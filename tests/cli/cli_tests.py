@@ -893,7 +893,7 @@ def info_lists_configurations(tpu):
 @case
 def help_texts(tpu):
     check("Subcommands:" in tpu("--help").stdout, "tpu --help lists no subcommands")
-    for command in ("gemm", "asm", "disasm", "run", "info", "train", "eval"):
+    for command in ("gemm", "asm", "disasm", "run", "info", "train", "eval", "allreduce"):
         out = tpu(command, "--help").stdout
         check(out.splitlines()[1].startswith(f"Usage: tpu {command}"), out)
 

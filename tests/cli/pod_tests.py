@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""End-to-end tests of `tpu allreduce` (docs/pod.md), one CTest test per case.
+"""End-to-end tests of `tpu allreduce` and `tpu train --chips` (docs/pod.md), one CTest test per
+case.
 
     pod_tests.py --list       the names of the cases
     pod_tests.py TPU CASE     runs one case with the tool at TPU, in a fresh directory
@@ -244,6 +245,53 @@ def allreduce_mpi_wrong_rank_count(tpu):
     check(result.returncode != 0, "mpirun succeeded with 3 ranks for 2 tensors")
     check("--in names 2 tensors but 3 MPI ranks run" in result.stderr, result.stderr)
     check(not os.path.exists("r.npy"), "r.npy was written")
+
+
+# --- tpu train --chips N ---
+
+TINY_TRAINING = ["train", "--arch", "mlp", "--epochs", "1", "--examples", "96", "--batch", "40",
+                 "--test-images", "50"]
+
+
+def same_network(prefix_a, prefix_b):
+    """The weight and bias files of two saved networks hold the same bytes."""
+    names = sorted(n for n in os.listdir(".") if n.startswith(prefix_a + ".") and
+                   n.endswith(".npy"))
+    check(names, f"no weights of {prefix_a}")
+    for name in names:
+        other = prefix_b + name[len(prefix_a):]
+        with open(name, "rb") as a, open(other, "rb") as b:
+            check(a.read() == b.read(), f"{name} and {other} differ")
+
+
+@case
+def train_data_parallel_rtl_equals_model(tpu):
+    """3 chips (a batch of 40: shares of 14, 13, 13), on the RTL pod and on functional models:
+    the same network, bit for bit."""
+    for backend in ("rtl", "model"):
+        out = tpu(*TINY_TRAINING, "--chips", "3", "--backend", backend, "--out",
+                  f"{backend}.json").stdout
+        check("data-parallel on 3 chips" in out and "same bits after every step" in out, out)
+    same_network("rtl", "model")
+
+
+@case
+def train_data_parallel_mpi_equals_model(tpu):
+    check(MPI_RUN is not None, "mpirun is missing: scripts/deps.sh installs Open MPI")
+    tpu(*TINY_TRAINING, "--chips", "2", "--backend", "model", "--out", "model.json")
+    result = subprocess.run([*mpirun(2), tpu.path, *TINY_TRAINING, "--chips", "2", "--backend",
+                             "mpi", "--out", "mpi.json"], capture_output=True, text=True)
+    check(result.returncode == 0, f"mpirun: {result.returncode}\n{result.stdout}{result.stderr}")
+    same_network("mpi", "model")
+
+
+@case
+def train_chips_bad_input(tpu):
+    check_bad_input(tpu, [*TINY_TRAINING, "--chips", "2", "--backend", "host", "--out", "n.json"],
+                    "--chips needs the chips of a pod")
+    check_bad_input(tpu, [*TINY_TRAINING, "--chips", "2", "--array", "8x8_bus4", "--out",
+                          "n.json"], "8x8_bus4 has no inter-chip links")
+    check_bad_input(tpu, [*TINY_TRAINING, "--chips", "17", "--out", "n.json"], "--chips")
 
 
 def main():
