@@ -68,6 +68,11 @@ for tool in verilator yosys; do
   check $tool tpu_top "CounterWidth=16" "tpu_top: CounterWidth must be in 32..64"
   check $tool tpu_top "Sequential=1'b1 BusBytes=4 Dim=32" "(the sequential core: 1..16)"
   check $tool tpu_top "Sequential=1'b1 BusBytes=8" "tpu_top: the sequential core has a 4-byte bus"
+  check $tool tpu_top "LinkLanes=3" "tpu_top: LinkLanes must be 0 or a power of two up to Dim"
+  check $tool tpu_top "Dim=4 LinkLanes=8" "tpu_top: LinkLanes must be 0 or a power of two up to Dim"
+  check $tool tpu_top "Dim=2 ActLanes=2 LinkLanes=2" "links need Dim >= 4"
+  check $tool tpu_top "LinkLanes=16 LinkCredits=1" "tpu_top: LinkCredits must be in 2..255"
+  check $tool tpu_top "Sequential=1'b1 BusBytes=4 LinkLanes=4" "the sequential core has no inter-chip links"
 done
 echo "$((checks - failures)) passed, $failures failed"
 [ $failures -eq 0 ]
