@@ -56,10 +56,9 @@ std::vector<Case> cases() {
 }
 
 HardwareConfig config_named(const std::string& name) {
-  for (const HardwareConfig& c : tpu::core_configs()) {
-    if (c.name() == name) return c;
-  }
-  throw std::invalid_argument("no compiled core " + name);
+  const HardwareConfig* config = tpu::find_core_config(name);
+  if (config == nullptr) throw std::invalid_argument("no compiled core " + name);
+  return *config;
 }
 
 int run(int argc, char** argv) {

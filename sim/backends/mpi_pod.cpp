@@ -55,21 +55,13 @@ MpiPod::MpiPod(const HardwareConfig& config, const RtlPodOptions& options)
       options_(options),
       in_(options.link, config.link_lanes ? config.dim / config.link_lanes : 1),
       out_(options.link, config.link_lanes ? config.dim / config.link_lanes : 1) {
-  if (config.link_lanes == 0) {
-    throw std::invalid_argument("a pod needs chips with inter-chip links; " + config.name() +
-                                " has none");
-  }
   MpiSession::ensure();
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   rank_ = static_cast<unsigned>(rank);
   size_ = static_cast<unsigned>(size);
-  if (size_ < 2 || size_ > 255) {
-    throw std::invalid_argument(fmt::format(
-        "{} MPI rank{}: a pod has 2 to 255 chips, one per rank (start it with mpirun -np N)",
-        size_, size_ == 1 ? "" : "s"));
-  }
+  check_pod(config, size_);
   RtlOptions chip_options;
   chip_options.memory_bytes = options.memory_bytes;
   chip_options.random_init_seed = rank_ + 1;  // as chip `rank` of the one-process pod

@@ -48,13 +48,7 @@ bool LinkWire::credit_at(std::uint64_t now) {
 
 RtlPod::RtlPod(const HardwareConfig& config, unsigned chips, const RtlPodOptions& options)
     : config_(config), options_(options) {
-  if (config.link_lanes == 0) {
-    throw std::invalid_argument("a pod needs chips with inter-chip links; " + config.name() +
-                                " has none");
-  }
-  if (chips < 2 || chips > 255) {
-    throw std::invalid_argument(fmt::format("a pod has 2 to 255 chips, not {}", chips));
-  }
+  check_pod(config, chips);
   for (unsigned i = 0; i < chips; ++i) {
     RtlOptions chip_options;
     chip_options.memory_bytes = options.memory_bytes;

@@ -13,6 +13,13 @@ std::string HardwareConfig::name() const {
   return s;
 }
 
+const HardwareConfig* find_core_config(const std::string& name) {
+  for (const HardwareConfig& config : core_configs()) {
+    if (config.name() == name) return &config;
+  }
+  return nullptr;
+}
+
 bool HardwareConfig::operator==(const HardwareConfig& o) const {
   return dim == o.dim && mul_stages == o.mul_stages && add_stages == o.add_stages &&
          act_lanes == o.act_lanes && ub_depth == o.ub_depth && acc_depth == o.acc_depth &&

@@ -20,13 +20,7 @@ class ModelPod final : public Pod {
  public:
   ModelPod(const HardwareConfig& config, unsigned chips, std::size_t host_bytes)
       : config_(config) {
-    if (config.link_lanes == 0) {
-      throw std::invalid_argument("a pod needs chips with inter-chip links; " + config.name() +
-                                  " has none");
-    }
-    if (chips < 2 || chips > 255) {
-      throw std::invalid_argument(fmt::format("a pod has 2 to 255 chips, not {}", chips));
-    }
+    check_pod(config, chips);
     for (unsigned i = 0; i < chips; ++i) {
       chips_.push_back(std::make_unique<FunctionalModel>(config, host_bytes));
       chips_.back()->set_pod(i, chips);
@@ -208,6 +202,17 @@ std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, co
 }
 
 }  // namespace
+
+void check_pod(const HardwareConfig& config, unsigned chips) {
+  if (config.link_lanes == 0) {
+    throw std::invalid_argument("a pod needs chips with inter-chip links; " + config.name() +
+                                " has none");
+  }
+  if (chips < 2 || chips > 255) {
+    throw std::invalid_argument(
+        fmt::format("a pod has 2 to 255 chips, one per MPI rank under mpirun; not {}", chips));
+  }
+}
 
 PodChipError::PodChipError(unsigned chip, const RunResult& result)
     : std::runtime_error(fmt::format("chip {} stopped with {} at instruction {} ({})", chip,

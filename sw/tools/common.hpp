@@ -211,9 +211,7 @@ inline std::vector<std::string> array_names() {
 
 // --array has been checked against array_names() by the parser.
 inline HardwareConfig config_named(const std::string& name) {
-  const auto& configs = tpu::core_configs();
-  return *std::find_if(configs.begin(), configs.end(),
-                       [&](const HardwareConfig& config) { return config.name() == name; });
+  return *tpu::find_core_config(name);
 }
 
 // The RTL when this tpu has it, the functional model otherwise.

@@ -17,11 +17,10 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cli_tests import Failure, Tool, check, check_bad_input, npy  # noqa: E402
+from cli_tests import check, check_bad_input, npy, run_case  # noqa: E402
 
 CASES = {}
 CANONICAL_NAN = 0x7FC00000
@@ -221,7 +220,7 @@ ALLREDUCE_BAD_INPUTS = {
     "missing_out": (["--in", *TWO], "--out is required"),
     "out_in_missing_directory": (["--in", *TWO, "--out", "nowhere/r.npy"], "nowhere/r.npy"),
     "mpi_without_mpirun": (["--in", *TWO, "--out", "r.npy", "--backend", "mpi"],
-                           "1 MPI rank"),
+                           "one per MPI rank under mpirun; not 1"),
 }
 
 
@@ -298,19 +297,7 @@ def main():
     if sys.argv[1:] == ["--list"]:
         print("\n".join(CASES))
         return 0
-    if len(sys.argv) != 3 or sys.argv[2] not in CASES:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    tool, name = Tool(os.path.abspath(sys.argv[1])), sys.argv[2]
-    with tempfile.TemporaryDirectory(prefix=f"tpu_pod_{name}_") as work:
-        os.chdir(work)
-        try:
-            CASES[name](tool)
-        except Failure as failure:
-            print(f"FAIL {name}: {failure}")
-            return 1
-    print(f"ok {name}")
-    return 0
+    return run_case(CASES, __doc__)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,9 @@
 namespace tpu::testing {
 
 HardwareConfig config_named(const std::string& name) {
-  for (const HardwareConfig& c : tpu::core_configs()) {
-    if (c.name() == name) return c;
-  }
-  throw std::invalid_argument("no compiled tpu_top configuration " + name);
+  const HardwareConfig* config = find_core_config(name);
+  if (config == nullptr) throw std::invalid_argument("no compiled tpu_top configuration " + name);
+  return *config;
 }
 
 CoreHarness::CoreHarness(const HardwareConfig& config, const sim::RtlOptions& options,

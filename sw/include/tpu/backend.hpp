@@ -39,6 +39,8 @@ struct HardwareConfig {
 // The named core configurations of this build (the `core` rows of sim/models.cmake), in the
 // table's order: what `--array` chooses from. With the RTL simulation each has a Verilator model.
 const std::vector<HardwareConfig>& core_configs();
+// The one of them with that name, or nullptr.
+const HardwareConfig* find_core_config(const std::string& name);
 
 // The performance counters, indexed like regs::kCounters.
 using Counters = std::array<std::uint64_t, regs::kCounterCount>;

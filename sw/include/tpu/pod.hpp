@@ -53,6 +53,9 @@ class PodChipError : public std::runtime_error {
   RunResult result_;
 };
 
+// std::invalid_argument unless `config` has links and a pod of `chips` chips is 2 .. 255 of them.
+void check_pod(const HardwareConfig& config, unsigned chips);
+
 // N functional models (2 .. 255 chips) of `config`, which must have links. ALLREDUCE completes
 // once every chip has reached it; a chip whose previous chip reached another ALLREDUCE stops
 // with POD_MISMATCH, and chips left waiting for a chip that stopped, with LINK_TIMEOUT.
