@@ -19,6 +19,13 @@
 // boundaries down a chunk per step, keeping c * total = B * N + R with
 // 0 <= R < N, so no multiplier or further divider is needed.
 //
+// With the flag PS, the same unit runs the parameter-server algorithm the ring
+// is measured against: every chip's rows travel the ring to chip 0 (chips
+// forward what they receive as it comes, without storing it), chip 0 adds them
+// in the order they arrive, then the sums travel the ring once more, each chip
+// keeping them and passing them on. Chip 0's link carries N - 1 tensors where
+// the ring's carry 2 (N - 1) / N of one.
+//
 // Before step 0 each chip sends a header row (its position, the pod size and
 // the operation's rows, total and offset); the receiver checks it against its
 // own: POD_MISMATCH if it differs. POD_CONFIG if POD is not a legal position.
@@ -85,7 +92,7 @@ module tpu_collective_unit #(
 );
 
   if (Dim < 4) begin : g_bad_dim
-    $error("tpu_collective_unit: Dim must be >= 4 (a header row holds 96 bits)");
+    $error("tpu_collective_unit: Dim must be >= 4 (a header row holds 97 bits)");
   end
 
   localparam int unsigned DimLog2  = $clog2(Dim);
@@ -117,6 +124,8 @@ module tpu_collective_unit #(
   // The operation's fields: ALLREDUCE keeps total in host_addr and offset in host_stride.
   logic [15:0] op_rows, op_base;
   logic [31:0] op_total, op_offset;
+  logic        op_ps;
+  assign op_ps     = head.flags[tpu_isa_pkg::AllreduceFlagPs];
   assign op_rows   = head.rows;
   assign op_base   = head.addr_a;
   assign op_total  = head.host_addr;
@@ -201,6 +210,11 @@ module tpu_collective_unit #(
   // The step's rows (local: 0 .. rows - 1): next to send and end, next to receive and end.
   logic [16:0] s_next_d, s_next_q, s_end_d, s_end_q, r_next_d, r_next_q, r_end_d, r_end_q;
   logic        head_sent_d, head_sent_q, head_seen_d, head_seen_q;
+  // What the step does with the rows it receives: add them to its own or copy them (into the
+  // lanes of mask_lo .. mask_hi - 1), and pass them on to the next chip (PS), or only that.
+  logic        r_add_d, r_add_q, r_store_d, r_store_q, r_fwd_d, r_fwd_q;
+  logic [31:0] mask_lo_d, mask_lo_q, mask_hi_d, mask_hi_q;
+  logic [8:0]  last_step_d, last_step_q;
   logic        send_inflight_d, send_inflight_q;  // a send read returns this cycle
   logic [31:0] quiet_d, quiet_q;     // cycles without progress
   logic [7:0]  err_code_d, err_code_q;
@@ -249,12 +263,13 @@ module tpu_collective_unit #(
 
   // The chunk received ends where the chunk sent starts, but for the last chunk.
   logic [31:0] hi_r, hi_s_next;
-  logic [33:0] send_span, recv_span;
+  logic [33:0] send_span, recv_span, whole_span;
   assign hi_r      = (c_r_q == size_q - 1'b1) ? op_total : lo_s_q;
   // A step down: chunk c_r becomes the chunk sent.
   assign hi_s_next = hi_r;
   assign send_span = chunk_rows(lo_s_q, hi_s_q, pass_lo, pass_hi);
   assign recv_span = chunk_rows(lo_r_q, hi_r, pass_lo, pass_hi);
+  assign whole_span = chunk_rows(32'd0, op_total, pass_lo, pass_hi);
 
   // ---------------------------------------------------------------------------
   // Receive pipeline: read the own row, add (or copy), queue the result for writing.
@@ -266,12 +281,12 @@ module tpu_collective_unit #(
   logic [PipeLen-1:0] pipe_valid_d, pipe_valid_q;
   logic [$clog2(PipeLen+1)-1:0] pipe_count;
 
-  assign add_mode = step_q < 9'(size_q) - 9'd1;
+  assign add_mode = r_add_q;
   assign row_flat = pass_lo + (40'(r_next_q) << DimLog2);
 
   always_comb begin
     for (int unsigned l = 0; l < Dim; l++) begin
-      lane_mask[l] = row_flat + 40'(l) >= 40'(lo_r_q) && row_flat + 40'(l) < 40'(hi_r);
+      lane_mask[l] = row_flat + 40'(l) >= 40'(mask_lo_q) && row_flat + 40'(l) < 40'(mask_hi_q);
     end
   end
 
@@ -354,23 +369,26 @@ module tpu_collective_unit #(
   // Control
   // ---------------------------------------------------------------------------
   logic [RowBits-1:0] header_row, expected_header;
-  logic               header_ok, progress, recv_room, step_done, waiting;
+  logic               header_ok, progress, recv_room, fwd_room, step_done, waiting;
+  logic               ps_sends;    // PS: this step sends the accumulator rows
+  logic               forwarding;  // a received row passed on this cycle
   logic [7:0]         prev_id;
   logic [8:0]         trial;  // Divide: the remainder with the next dividend bit, less N
-  logic [8:0]         last_step;
 
   assign prev_id   = (id_q == '0) ? size_q - 1'b1 : id_q - 1'b1;
-  assign last_step = 9'(size_q) + 9'(size_q) - 9'd3;
   always_comb begin
     header_row      = '0;
-    header_row[95:0]      = {op_offset, op_total, op_rows, size_q, id_q};
+    header_row[96:0]      = {op_ps, op_offset, op_total, op_rows, size_q, id_q};
     expected_header = '0;
-    expected_header[95:0] = {op_offset, op_total, op_rows, size_q, prev_id};
+    expected_header[96:0] = {op_ps, op_offset, op_total, op_rows, size_q, prev_id};
   end
   assign header_ok = rxr_head && rxr_data == expected_header;
 
-  // Room for one more row in the receive pipeline and the write queue.
+  // Room for one more row in the receive pipeline and the write queue; in the send queue for a
+  // row passed on (PS, whose steps that pass rows on send nothing else).
   assign recv_room = 32'(pipe_count) + 32'(wrq_count) < 32'(WrDepth);
+  assign fwd_room  = txq_in_ready && !send_inflight_q && head_sent_q;
+  assign ps_sends  = (id_q == '0) ? step_q == last_step_q : step_q == '0;
 
   always_comb begin
     state_d         = state_q;
@@ -394,6 +412,12 @@ module tpu_collective_unit #(
     r_end_d         = r_end_q;
     head_sent_d     = head_sent_q;
     head_seen_d     = head_seen_q;
+    r_add_d         = r_add_q;
+    r_store_d       = r_store_q;
+    r_fwd_d         = r_fwd_q;
+    mask_lo_d       = mask_lo_q;
+    mask_hi_d       = mask_hi_q;
+    last_step_d     = last_step_q;
     err_code_d      = err_code_q;
     error_d         = error_q;
     pop             = 1'b0;
@@ -407,6 +431,7 @@ module tpu_collective_unit #(
     send_inflight_d = 1'b0;
     step_done       = 1'b0;
     waiting         = 1'b0;
+    forwarding      = 1'b0;
     trial           = {rem_q, quot_q[31]} - {1'b0, size_q};
 
     unique case (state_q)
@@ -464,16 +489,39 @@ module tpu_collective_unit #(
         end
         walk_d = walk_q - 1'b1;
         if (walk_q == 9'd1) begin
-          step_d  = '0;
-          state_d = StepSetup;
+          step_d      = '0;
+          // The ring: 2 (N - 1) steps. PS: chip 0 receives N - 1 tensors, then sends the sums;
+          // chip i sends its own, forwards i - 1, then keeps (and forwards) the sums.
+          last_step_d = !op_ps ? 9'(size_q) + 9'(size_q) - 9'd3 :
+                        (id_q == '0) ? 9'(size_q) - 9'd1 : 9'(id_q);
+          state_d     = StepSetup;
         end
       end
       StepSetup: begin
-        s_next_d = send_span[33:17];
-        s_end_d  = send_span[16:0];
-        r_next_d = recv_span[33:17];
-        r_end_d  = recv_span[16:0];
-        state_d  = Run;
+        if (!op_ps) begin
+          s_next_d  = send_span[33:17];
+          s_end_d   = send_span[16:0];
+          r_next_d  = recv_span[33:17];
+          r_end_d   = recv_span[16:0];
+          r_add_d   = step_q < 9'(size_q) - 9'd1;
+          r_store_d = 1'b1;
+          r_fwd_d   = 1'b0;
+          mask_lo_d = lo_r_q;
+          mask_hi_d = hi_r;
+        end else begin
+          // Every step moves the whole pass; a step either sends from the accumulators or
+          // receives.
+          s_next_d  = ps_sends ? whole_span[33:17] : '0;
+          s_end_d   = ps_sends ? whole_span[16:0] : '0;
+          r_next_d  = ps_sends ? '0 : whole_span[33:17];
+          r_end_d   = ps_sends ? '0 : whole_span[16:0];
+          r_add_d   = id_q == '0;
+          r_store_d = id_q == '0 || step_q == last_step_q;
+          r_fwd_d   = id_q != '0 && !(step_q == last_step_q && 9'(id_q) == 9'(size_q) - 9'd1);
+          mask_lo_d = '0;
+          mask_hi_d = op_total;
+        end
+        state_d = Run;
       end
       Run: begin
         // The header has gone first; then the rows of the chunk sent.
@@ -494,12 +542,26 @@ module tpu_collective_unit #(
             err_code_d = tpu_regs_pkg::ErrPodMismatch;
             error_d    = 1'b1;
             state_d    = Failed;
-          end else if (rxr_valid && recv_room) begin
+          end else if (rxr_valid && !r_store_q) begin
+            // PS: a row for a chip further on, passed on as it comes.
+            if (fwd_room) begin
+              rxr_ready    = 1'b1;
+              forwarding   = 1'b1;
+              txq_in_valid = 1'b1;
+              txq_in_data  = rxr_data;
+              r_next_d     = r_next_q + 1'b1;
+            end
+          end else if (rxr_valid && recv_room && (!r_fwd_q || fwd_room)) begin
             recv_rd_req_o = 1'b1;
             if (recv_rd_gnt_i) begin
               rxr_ready  = 1'b1;
               recv_issue = 1'b1;
               r_next_d   = r_next_q + 1'b1;
+              if (r_fwd_q) begin
+                forwarding   = 1'b1;
+                txq_in_valid = 1'b1;
+                txq_in_data  = rxr_data;
+              end
             end
           end
         end
@@ -507,7 +569,7 @@ module tpu_collective_unit #(
                     r_next_q == r_end_q && pipe_valid_q == '0 && wrq_count == '0 &&
                     !error_d;
         if (step_done) begin
-          if (step_q == last_step) begin
+          if (step_q == last_step_q) begin
             pop     = 1'b1;
             state_d = Idle;
           end else begin
@@ -582,6 +644,12 @@ module tpu_collective_unit #(
       r_end_q         <= '0;
       head_sent_q     <= 1'b0;
       head_seen_q     <= 1'b0;
+      r_add_q         <= 1'b0;
+      r_store_q       <= 1'b0;
+      r_fwd_q         <= 1'b0;
+      mask_lo_q       <= '0;
+      mask_hi_q       <= '0;
+      last_step_q     <= '0;
       send_inflight_q <= 1'b0;
       pipe_valid_q    <= '0;
       quiet_q         <= '0;
@@ -609,6 +677,12 @@ module tpu_collective_unit #(
       r_end_q         <= r_end_d;
       head_sent_q     <= head_sent_d;
       head_seen_q     <= head_seen_d;
+      r_add_q         <= r_add_d;
+      r_store_q       <= r_store_d;
+      r_fwd_q         <= r_fwd_d;
+      mask_lo_q       <= mask_lo_d;
+      mask_hi_q       <= mask_hi_d;
+      last_step_q     <= last_step_d;
       send_inflight_q <= send_inflight_d;
       pipe_valid_q    <= pipe_valid_d;
       quiet_q         <= quiet_d;
@@ -638,8 +712,11 @@ module tpu_collective_unit #(
       state_q == Run |-> s_end_q <= 17'(op_rows) && r_end_q <= 17'(op_rows))
     else $error("tpu_collective_unit: a chunk reaches past the operation's rows");
   a_boundaries_ordered: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == Run |-> lo_r_q <= hi_r && lo_s_q <= hi_s_q)
+      state_q == Run && !op_ps |-> lo_r_q <= hi_r && lo_s_q <= hi_s_q)
     else $error("tpu_collective_unit: chunk boundaries out of order");
+  a_one_row_source: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      !(send_inflight_q && forwarding))
+    else $error("tpu_collective_unit: a row read to send and a row passed on in one cycle");
 `endif
 
 endmodule

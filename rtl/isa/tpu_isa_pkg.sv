@@ -61,7 +61,12 @@ package tpu_isa_pkg;
   localparam logic [7:0] WriteHostFlagsMask = 8'h01;
   localparam logic [7:0] SyncFlagsMask = 8'h00;
   localparam logic [7:0] HaltFlagsMask = 8'h00;
-  localparam logic [7:0] AllreduceFlagsMask = 8'h00;
+  // ALLREDUCE.PS: the parameter-server algorithm instead of the ring, the baseline the ring is
+  // measured against (docs/pod.md): every chip's rows travel the ring to chip 0, which adds them in
+  // the order they arrive (its own, then chip N-1's, ..., chip 1's), and the sums travel back; not
+  // N-REDUCE's bits
+  localparam int unsigned AllreduceFlagPs = 0;
+  localparam logic [7:0] AllreduceFlagsMask = 8'h01;
 
   // Activation functions (the func field of ACTIVATE).
   // none: identity
@@ -159,7 +164,7 @@ package tpu_isa_pkg;
   localparam logic [255:0] HaltUsedBits =
       256'h00000000_00000000_00000000_00000000_00000000_00000000_00000000_000000FF;
   localparam logic [255:0] AllreduceUsedBits =
-      256'h00000000_00000000_FFFFFFFF_FFFFFFFF_00000000_0000FFFF_FFFF0000_000000FF;
+      256'h00000000_00000000_FFFFFFFF_FFFFFFFF_00000000_0000FFFF_FFFF0000_000001FF;
 
   // The bits an instruction with this opcode may set. An unknown opcode is ILLEGAL_OPCODE before
   // its bits matter; it may set none.

@@ -66,6 +66,12 @@ class ModelPod final : public Pod {
   }
 
  private:
+  // Whether two chips' ALLREDUCEs are not the same operation (what the RTL's header carries).
+  static bool differ(const isa::Instruction& a, const isa::Instruction& b) {
+    return a.rows() != b.rows() || a.total() != b.total() || a.offset() != b.offset() ||
+           a.flag(isa::kAllreduceFlagPs) != b.flag(isa::kAllreduceFlagPs);
+  }
+
   // Every chip waits at an ALLREDUCE: each checks the one of the chip before it, as the header
   // the RTL sends does; then all sum, or the mismatched stop and the rest time out.
   void collective() {
@@ -74,23 +80,21 @@ class ModelPod final : public Pod {
     for (unsigned i = 0; i < n; ++i) {
       const isa::Instruction& mine = chips_[i]->collective();
       const isa::Instruction& before = chips_[(i + n - 1) % n]->collective();
-      if (mine.rows() != before.rows() || mine.total() != before.total() ||
-          mine.offset() != before.offset()) {
-        mismatch = true;
-      }
+      if (differ(mine, before)) mismatch = true;
     }
     if (mismatch) {
       for (unsigned i = 0; i < n; ++i) {
         const isa::Instruction& mine = chips_[i]->collective();
         const isa::Instruction& before = chips_[(i + n - 1) % n]->collective();
-        const bool differs = mine.rows() != before.rows() || mine.total() != before.total() ||
-                             mine.offset() != before.offset();
-        if (differs) {
+        if (differ(mine, before)) {
           chips_[i]->fail(Error::PodMismatch,
-                          fmt::format("chip {} started ALLREDUCE with rows {}, total {}, offset "
-                                      "{}; this chip with rows {}, total {}, offset {}",
-                                      (i + n - 1) % n, before.rows(), before.total(),
-                                      before.offset(), mine.rows(), mine.total(), mine.offset()));
+                          fmt::format("chip {} started ALLREDUCE{} with rows {}, total {}, "
+                                      "offset {}; this chip{} with rows {}, total {}, offset {}",
+                                      (i + n - 1) % n,
+                                      before.flag(isa::kAllreduceFlagPs) ? " PS" : "",
+                                      before.rows(), before.total(), before.offset(),
+                                      mine.flag(isa::kAllreduceFlagPs) ? " PS" : "", mine.rows(),
+                                      mine.total(), mine.offset()));
         } else {
           chips_[i]->fail(Error::LinkTimeout, "a chip of the pod stopped in this ALLREDUCE");
         }
@@ -101,7 +105,9 @@ class ModelPod final : public Pod {
     for (auto& c : chips_) values.push_back(c->collective_values());
     const isa::Instruction& op = chips_[0]->collective();
     const std::uint64_t offset = std::min<std::uint64_t>(op.offset(), op.total());
-    const std::vector<num::fp32_t> sums = num::ring_allreduce(values, op.total(), offset);
+    const std::vector<num::fp32_t> sums = op.flag(isa::kAllreduceFlagPs)
+                                              ? num::ps_allreduce(values)
+                                              : num::ring_allreduce(values, op.total(), offset);
     for (auto& c : chips_) c->finish_collective(sums);
   }
 
@@ -138,7 +144,7 @@ Plan plan(const HardwareConfig& config, std::uint64_t values) {
 // The programs of an all-reduce: for one pass, load / sum / store apart, so that the sum's cycles
 // can be counted alone; for several, one program whose passes overlap.
 std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, const Plan& p,
-                                                std::uint64_t values) {
+                                                std::uint64_t values, bool parameter_server) {
   const std::uint32_t row_bytes = config.dim * 4;
   // Phase 0 loads a pass's rows, 1 sums them across the chips, 2 stores them.
   const auto pass = [&](isa::ProgramBuilder& b, std::uint32_t first_row, std::uint32_t rows,
@@ -155,6 +161,7 @@ std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, co
     }
     if (phase == 1) {
       isa::AllreduceArgs sum;
+      sum.parameter_server = parameter_server;
       sum.rows = rows;
       sum.addr_a = acc_row;
       sum.total = static_cast<std::uint32_t>(values);
@@ -232,7 +239,8 @@ std::size_t allreduce_memory_bytes(const HardwareConfig& config, std::uint64_t v
 }
 
 std::vector<std::vector<num::fp32_t>> run_allreduce(
-    Pod& pod, const std::vector<std::vector<num::fp32_t>>& inputs, AllreduceStats* stats) {
+    Pod& pod, const std::vector<std::vector<num::fp32_t>>& inputs, AllreduceStats* stats,
+    bool parameter_server) {
   const HardwareConfig& config = pod.config();
   const std::vector<unsigned> local = pod.local_chips();
   if (inputs.size() != local.size()) {
@@ -246,7 +254,7 @@ std::vector<std::vector<num::fp32_t>> run_allreduce(
     }
   }
   const Plan p = plan(config, values);
-  const auto progs = programs(config, p, values);
+  const auto progs = programs(config, p, values, parameter_server);
   const std::size_t padded = std::size_t{p.rows_total} * config.dim;
   for (std::size_t k = 0; k < local.size(); ++k) {
     HostMemory& memory = pod.chip(local[k]).memory();

@@ -101,7 +101,11 @@ ProgramBuilder& ProgramBuilder::write_host(const WriteHostArgs& args) {
 
 ProgramBuilder& ProgramBuilder::allreduce(const AllreduceArgs& args) {
   return append(build(Opcode::Allreduce, size(), [&](Instruction& in) {
-    in.set_rows(args.rows).set_addr_a(args.addr_a).set_total(args.total).set_offset(args.offset);
+    in.set_flag(kAllreduceFlagPs, args.parameter_server)
+        .set_rows(args.rows)
+        .set_addr_a(args.addr_a)
+        .set_total(args.total)
+        .set_offset(args.offset);
   }));
 }
 

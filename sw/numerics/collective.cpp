@@ -54,4 +54,16 @@ std::vector<fp32_t> ring_allreduce(const std::vector<std::vector<fp32_t>>& input
   return sum;
 }
 
+std::vector<fp32_t> ps_allreduce(const std::vector<std::vector<fp32_t>>& inputs) {
+  if (inputs.size() < 2) throw std::invalid_argument("ps_allreduce needs at least two chips");
+  std::vector<fp32_t> sum = inputs[0];
+  for (std::size_t c = inputs.size() - 1; c >= 1; --c) {
+    if (inputs[c].size() != sum.size()) {
+      throw std::invalid_argument("ps_allreduce: the chips' tensors differ in length");
+    }
+    for (std::size_t v = 0; v < sum.size(); ++v) sum[v] = add_fp32(sum[v], inputs[c][v]);
+  }
+  return sum;
+}
+
 }  // namespace tpu::num

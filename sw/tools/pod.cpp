@@ -109,11 +109,11 @@ void print_stats(const Pod& pod, const AllreduceStats& stats, const LinkTiming& 
   if (stats.reduce_cycles) {
     fmt::print("all-reduce cycles  {}\n", stats.reduce_cycles);
     fmt::print("bound              {:.0f} cycles: 2(N-1) x (ceil(n/N) x 4 / B + L), B = {:.0f} "
-               "bytes/cycle, L = {}\n",
+               "bytes/cycle, L = {} (the ring's)\n",
                bound, link_bytes, timing.latency);
     fmt::print("against the bound  {:.3f}x\n", double(stats.reduce_cycles) / bound);
   }
-  fmt::print("bytes per link     {:.0f} ({} beats, headers and partly used rows included)\n",
+  fmt::print("busiest link       {:.0f} bytes ({} beats, headers and partly used rows included)\n",
              bytes, beats);
   const auto busy = static_cast<double>(stats.reduce_cycles ? stats.reduce_cycles : stats.cycles);
   fmt::print("link bandwidth     {:.2f} bytes/cycle of {:.0f} ({:.1f} %)\n", bytes / busy,
@@ -163,6 +163,14 @@ CLI::App* add_allreduce_command(CLI::App& app, AllreduceOptions& options) {
       ->check(CLI::Range(1e-6, 1.0))
       ->type_name("B")
       ->capture_default_str();
+  command
+      ->add_option("--algorithm", options.algorithm,
+                   "ring: the ring all-reduce (N-REDUCE)\n"
+                   "ps: the parameter-server baseline: every tensor to chip\n"
+                   "0, which adds them, and the sums back (other bits)")
+      ->check(CLI::IsMember({"ring", "ps"}))
+      ->type_name("NAME")
+      ->capture_default_str();
   command->add_flag("--stats", options.stats,
                     "print cycles, bytes per link and the bandwidth against the bound");
   return command;
@@ -188,7 +196,7 @@ int run_allreduce_command(const AllreduceOptions& options) {
   AllreduceStats stats;
   std::vector<std::vector<num::fp32_t>> sums;
   try {
-    sums = pod->gather(run_allreduce(*pod, local, &stats));
+    sums = pod->gather(run_allreduce(*pod, local, &stats, options.algorithm == "ps"));
   } catch (const PodChipError& error) {
     if (pod->reports()) fmt::print(stderr, "tpu: {}\n", error.what());
     return kExitCoreError;

@@ -16,6 +16,7 @@ struct AllreduceOptions {
   std::string array = "16x16";
   unsigned latency = 1;
   double bandwidth = 1.0;
+  std::string algorithm = "ring";
   bool stats = false;
 };
 

@@ -18,6 +18,14 @@ std::vector<fp32_t> ring_allreduce(const Tensors& g) {
   return out;
 }
 
+std::vector<fp32_t> ps_allreduce(const Tensors& g) {
+  std::vector<fp32_t> out = g[0];
+  for (std::size_t c = g.size() - 1; c >= 1; --c) {
+    for (std::size_t v = 0; v < out.size(); ++v) out[v] = add_fp32(out[v], g[c][v]);
+  }
+  return out;
+}
+
 Tensors random_tensors(unsigned chips, std::size_t n, std::uint64_t seed) {
   OperandRng rng(seed);
   Tensors g(chips, std::vector<fp32_t>(n));

@@ -17,6 +17,9 @@ using Tensors = std::vector<std::vector<fp32_t>>;
 // Chunk c is [floor(c n / N), floor((c + 1) n / N)), folded from chip c around the ring.
 std::vector<fp32_t> ring_allreduce(const Tensors& g);
 
+// The parameter-server baseline (ALLREDUCE's PS): G_0 + G_(N-1) + ... + G_1, folded left.
+std::vector<fp32_t> ps_allreduce(const Tensors& g);
+
 // Mixed random patterns (OperandRng::fp32), one tensor of n values per chip.
 Tensors random_tensors(unsigned chips, std::size_t n, std::uint64_t seed);
 

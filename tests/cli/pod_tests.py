@@ -13,6 +13,7 @@ holds enough bits that the double rounding never differs from a direct one).
 import math
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -64,6 +65,15 @@ def ring_allreduce(tensors):
             for hop in range(1, chips):
                 s = n_add(s, tensors[(c + hop) % chips][v])
             out[v] = s
+    return out
+
+
+def ps_allreduce(tensors):
+    """The parameter-server baseline: G_0, then + G_(N-1), ..., + G_1 (the order chip 0
+    receives them in)."""
+    out = list(tensors[0])
+    for c in range(len(tensors) - 1, 0, -1):
+        out = [n_add(s, g) for s, g in zip(out, tensors[c])]
     return out
 
 
@@ -144,6 +154,34 @@ def allreduce_model(tpu):
 
 
 @case
+def allreduce_parameter_server(tpu):
+    """--algorithm ps on the RTL (row-wide and two-lane links), the model and MPI: the baseline's
+    own fold, and more cycles than the ring on the same links."""
+    rng = random.Random(7)
+    for chips in (2, 3, 5):
+        for array, shape in (("16x16", (16 * 9 + 3,)), ("4x4_m1a1", (2, 3, 5))):
+            names, tensors = write_inputs(rng, chips, shape)
+            for backend in ("rtl", "model"):
+                tpu("allreduce", "--in", *names, "--out", "r.npy", "--algorithm", "ps",
+                    "--array", array, "--backend", backend)
+                check_sums("r.npy", shape, ps_allreduce(tensors),
+                           f"ps {backend} {array}, {chips} chips")
+    names, tensors = write_inputs(rng, 4, (16 * 64,))
+    cycles = {}
+    for algorithm in ("ring", "ps"):
+        out = tpu("allreduce", "--in", *names, "--out", "r.npy", "--algorithm", algorithm,
+                  "--stats").stdout
+        cycles[algorithm] = int(re.search(r"^all-reduce cycles +(\d+)", out, re.M).group(1))
+    check(cycles["ps"] > 1.5 * cycles["ring"], f"ps is not slower than the ring: {cycles}")
+    if MPI_RUN is not None:
+        result = subprocess.run([*mpirun(4), tpu.path, "allreduce", "--in", *names, "--out",
+                                 "r.npy", "--algorithm", "ps", "--backend", "mpi"],
+                                capture_output=True, text=True)
+        check(result.returncode == 0, f"mpirun: {result.stdout}{result.stderr}")
+        check_sums("r.npy", (16 * 64,), ps_allreduce(tensors), "ps mpi")
+
+
+@case
 def allreduce_larger_than_the_accumulators(tpu):
     """4x4_m1a1 holds 256 rows of 4 values: 2,500 values take several passes; slow wires."""
     rng = random.Random(3)
@@ -182,10 +220,10 @@ def allreduce_stats(tpu):
     names, _ = write_inputs(rng, 4, (16 * 64,))
     out = tpu("allreduce", "--in", *names, "--out", "r.npy", "--stats").stdout
     for field in ("chips              4", "all-reduce cycles", "bound", "against the bound",
-                  "bytes per link", "link bandwidth"):
+                  "busiest link", "link bandwidth"):
         check(field in out, f"--stats prints no {field!r}:\n{out}")
     # Each chip sends a header and 2 (N - 1) chunks of 16 rows, 64 bytes each.
-    check("bytes per link     6208 (97 beats" in out, out)
+    check("busiest link       6208 bytes (97 beats" in out, out)
 
 
 def bad_inputs():

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "backends/rtl_pod.hpp"
@@ -107,6 +108,30 @@ TEST(RtlPod, AllreduceMatchesTheReference) {
       auto pod = rtl_pod("16x16", chips, n);
       expect_allreduce(*pod, adversarial(chips, n, chips * 1000 + n), "rtl 16x16 adversarial");
       expect_allreduce(*pod, random_tensors(chips, n, chips * 2000 + n), "rtl 16x16 random");
+    }
+  }
+}
+
+// The parameter-server baseline: its own fold (the host FPU's agrees), on row-wide and on narrow,
+// slow links, one pass and several.
+TEST(RtlPod, ParameterServerMatchesItsFold) {
+  for (unsigned chips : {2u, 3u, 4u, 5u}) {
+    for (const auto& [core, n, link] : {std::tuple{"16x16", std::size_t{16 * 7 + 5}, LinkTiming{}},
+                                        std::tuple{"4x4_m1a1", std::size_t{1100},
+                                                   LinkTiming{5, 0.5}}}) {
+      const Tensors g = adversarial(chips, n, chips * 4000 + n);
+      const std::vector<num::fp32_t> expected = num::ps_allreduce(g);
+      EXPECT_EQ(expected, oracle::ps_allreduce(g));
+      auto rtl = rtl_pod(core, chips, n, link);
+      auto model = make_model_pod(config_named(core), chips, allreduce_memory_bytes(
+                                                                  config_named(core), n));
+      for (Pod* pod : {static_cast<Pod*>(rtl.get()), model.get()}) {
+        const Tensors sums = run_allreduce(*pod, g, nullptr, true);
+        for (std::size_t c = 0; c < chips; ++c) {
+          EXPECT_EQ(sums[c], expected) << pod->name() << " " << core << ": chip " << c << " of "
+                                       << chips;
+        }
+      }
     }
   }
 }

@@ -43,6 +43,11 @@ inline constexpr unsigned kActivateFlagBias = 0;
 inline constexpr unsigned kActivateFlagF32 = 1;
 // WRITE_HOST.ACC: the source is the accumulator memory (fp32 rows), not the unified buffer
 inline constexpr unsigned kWriteHostFlagAcc = 0;
+// ALLREDUCE.PS: the parameter-server algorithm instead of the ring, the baseline the ring is
+// measured against (docs/pod.md): every chip's rows travel the ring to chip 0, which adds them in
+// the order they arrive (its own, then chip N-1's, ..., chip 1's), and the sums travel back; not
+// N-REDUCE's bits
+inline constexpr unsigned kAllreduceFlagPs = 0;
 
 // Activation functions (the func field of ACTIVATE).
 enum class Func : std::uint8_t {
@@ -273,8 +278,15 @@ inline constexpr OpcodeRules kHaltRules{
     false, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag,
     {false, false, nullptr, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}, false, false};
 inline constexpr const FieldSpec* kAllreduceFields[] = {&kRows, &kAddrA, &kTotal, &kOffset};
+inline constexpr FlagSpec kAllreduceFlags[] = {
+    {0, "PS", "ps",
+     "the parameter-server algorithm instead of the ring, the baseline the ring is measured "
+     "against (docs/pod.md): every chip's rows travel the ring to chip 0, which adds them in the "
+     "order they arrive (its own, then chip N-1's, ..., chip 1's), and the sums travel back; not "
+     "N-REDUCE's bits"},
+};
 inline constexpr UsedBits kAllreduceUsedBits{{
-    0x000000FF, 0xFFFF0000, 0x0000FFFF, 0x00000000,
+    0x000001FF, 0xFFFF0000, 0x0000FFFF, 0x00000000,
     0xFFFFFFFF, 0xFFFFFFFF, 0x00000000, 0x00000000}};
 inline constexpr FieldLimit kAllreduceLimits[] = {
     {&kRows, Limit::NonZero}, {&kTotal, Limit::NonZero}};
@@ -314,7 +326,7 @@ inline constexpr std::array<OpcodeInfo, 8> kOpcodeTable{{
      "every chip. Lane l of row addr_a + r holds value offset + r * D + l of a tensor of `total` "
      "values; lanes at or past `total` are left as they are. Every chip of the pod must run it "
      "with the same rows, total and offset.",
-     {kAllreduceFields, 4}, {nullptr, 0}, 0x00, kAllreduceUsedBits, &kAllreduceRules},
+     {kAllreduceFields, 4}, {kAllreduceFlags, 1}, 0x01, kAllreduceUsedBits, &kAllreduceRules},
 }};
 
 struct FuncInfo {

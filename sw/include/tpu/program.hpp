@@ -87,6 +87,7 @@ struct WriteHostArgs {
 };
 
 struct AllreduceArgs {
+  bool parameter_server = false;  // PS: the baseline algorithm, not the ring
   std::uint32_t rows = 1;
   std::uint32_t addr_a = 0;
   std::uint32_t total = 1;   // values in the whole tensor

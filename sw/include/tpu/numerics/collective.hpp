@@ -29,4 +29,9 @@ std::vector<fp32_t> ring_allreduce(const std::vector<std::vector<fp32_t>>& input
 std::vector<fp32_t> ring_allreduce(const std::vector<std::vector<fp32_t>>& inputs,
                                    std::uint64_t total, std::uint64_t offset);
 
+// The parameter-server all-reduce ALLREDUCE runs with its flag PS, the baseline the ring is
+// measured against (not N-REDUCE): every value is S = G_0, then S = add(S, G_(N-1)), ...,
+// S = add(S, G_1), the order in which chip 0 receives the chips' tensors around the ring.
+std::vector<fp32_t> ps_allreduce(const std::vector<std::vector<fp32_t>>& inputs);
+
 }  // namespace tpu::num
