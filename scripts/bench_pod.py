@@ -9,6 +9,8 @@ accumulator row (64 bytes) wide, latency 8 cycles: the measured cycles against t
 ALLREDUCE, whose cycles are counted alone; larger ones stream through in passes, and their
 cycles include the loads and stores those passes overlap with, which the 16-byte host bus
 bounds (n x 4 / 16 cycles).
+Beside the ring, for the tensors that fit on chip, the parameter-server baseline on the same
+links (ALLREDUCE's PS: every tensor to chip 0, the sums back).
 Part 2: the same all-reduce as one process and under mpirun (one chip per rank), wall-clock,
 side by side on this machine.
 
@@ -48,6 +50,7 @@ def field(text, name):
 
 
 def allreduce(command, inputs, latency, extra=()):
+    """`tpu allreduce --stats` of `inputs`; its output and the wall-clock seconds."""
     start = time.perf_counter()
     result = subprocess.run([*command, "allreduce", "--in", *inputs, "--out", "r.npy",
                              "--latency", str(latency), "--stats", *extra],
@@ -74,10 +77,14 @@ def plot(rows, path):
         print("bench_pod: no matplotlib, no plot")
         return
     fig, ax = plt.subplots(figsize=(7, 4))
-    for chips in CHIPS:
+    for index, chips in enumerate(CHIPS):
         mine = [r for r in rows if r["chips"] == chips]
+        color = f"C{index}"
         ax.plot([r["kib"] for r in mine], [r["ratio_of_larger"] for r in mine], "o-",
-                label=f"{chips} chips")
+                color=color, label=f"ring, {chips} chips")
+        ps = [r for r in mine if "ps_cycles" in r]
+        ax.plot([r["kib"] for r in ps], [r["ps_cycles"] / r["bound"] for r in ps], "s--",
+                color=color, label=f"parameter server, {chips} chips")
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.axhline(1.1, color="grey", linewidth=0.8, linestyle="--")
     ax.axvline(ON_CHIP_KIB, color="grey", linewidth=0.8, linestyle=":")
@@ -86,8 +93,9 @@ def plot(rows, path):
     ax.set_xscale("log", base=2)
     ax.set_xlabel("tensor per chip (KiB)")
     ax.set_ylabel("measured cycles / the larger bound")
+    ax.set_yscale("log", base=2)
     ax.set_title(f"Ring all-reduce on 16x16 cores: 64-byte links, latency {LATENCY} cycles")
-    ax.legend()
+    ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -102,7 +110,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="bench_pod_") as work:
         os.chdir(work)
         print(f"{'KiB':>5} {'chips':>5} {'passes':>6} {'cycles':>9} {'bound':>9} {'ratio':>6}"
-              f" {'bus bound':>9} {'link B/cycle':>12} {'wall s':>7}")
+              f" {'bus bound':>9} {'link B/cycle':>12} {'PS cycles':>9} {'wall s':>7}")
         for kib in SIZES_KIB:
             values = kib * 256
             for c in range(max(CHIPS)):
@@ -120,10 +128,15 @@ def main():
                        "on_chip": kib <= ON_CHIP_KIB,
                        "link_bytes_per_cycle": field(out, "link bandwidth"),
                        "wall_seconds": round(seconds, 2)}
+                if row["on_chip"]:
+                    ps_out, _ = allreduce([tpu], [f"g{c}.npy" for c in range(chips)], LATENCY,
+                                          ["--algorithm", "ps"])
+                    row["ps_cycles"] = int(field(ps_out, "all-reduce cycles"))
                 rows.append(row)
                 print(f"{kib:>5} {chips:>5} {row['passes']:>6} {row['cycles']:>9} {bound:>9.0f}"
                       f" {row['ratio']:>6.3f} {bus_bound:>9.0f}"
-                      f" {row['link_bytes_per_cycle']:>12.2f} {seconds:>7.1f}", flush=True)
+                      f" {row['link_bytes_per_cycle']:>12.2f} {row.get('ps_cycles', '—'):>9}"
+                      f" {seconds:>7.1f}", flush=True)
         print("\none process against one chip per MPI rank, wall-clock:")
         for chips, kib, latency in MPI_CASES:
             values = kib * 256
@@ -161,14 +174,19 @@ def write_markdown(rows, mpi_rows, path):
              "overlapped. Bound: 2(N-1) x (ceil(n/N) x 4 / B + L). Passes move the tensor "
              f"through the {BUS_BYTES}-byte host bus as well, in and out at once: at least "
              f"n x 4 / {BUS_BYTES} cycles, the host-bus bound, which is then the larger.", "",
+             "The parameter-server column is the same all-reduce by ALLREDUCE's PS on the same "
+             "links (every tensor to chip 0 around the ring, the sums back), for the tensors "
+             "that fit on chip.", "",
              "| tensor | chips | passes | cycles | link bound | cycles / link bound | host-bus "
-             "bound | cycles / larger bound | link bytes / cycle |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "bound | cycles / larger bound | link bytes / cycle | parameter server | PS / ring |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         bus = f"{r['bus_bound']:,.0f}" if r["bus_bound"] else "—"
+        ps = (f"{r['ps_cycles']:,} | {r['ps_cycles'] / r['cycles']:.2f}x" if "ps_cycles" in r
+              else "— | —")
         lines.append(f"| {r['kib']} KiB | {r['chips']} | {r['passes']} | {r['cycles']:,} | "
                      f"{r['bound']:,.0f} | {r['ratio']:.3f} | {bus} | {r['ratio_of_larger']:.3f} | "
-                     f"{r['link_bytes_per_cycle']:.1f} |")
+                     f"{r['link_bytes_per_cycle']:.1f} | {ps} |")
     lines += ["", "![cycles against the bound](pod.png)", "",
               "## One process or one chip per MPI rank", "",
               "The same all-reduce, wall-clock on this machine, side by side; the cycle counts "
