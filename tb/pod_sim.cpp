@@ -94,7 +94,7 @@ int run(int argc, char** argv) {
 
     tpu::sim::RtlPodOptions options;
     options.link = c.link;
-    options.memory_bytes = tpu::allreduce_memory_bytes(config, c.values);
+    options.memory_bytes = tpu::allreduce_memory_bytes(config, c.chips, c.values);
     tpu::sim::RtlPod rtl(config, c.chips, options);
     tpu::AllreduceStats stats;
     for (const auto& sums : tpu::run_allreduce(rtl, g, &stats)) ok = ok && sums == expected;

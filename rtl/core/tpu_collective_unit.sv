@@ -4,7 +4,10 @@
 // ring, one from the previous chip.
 //
 // The operation's values are cut into POD.SIZE chunks by their flat index in
-// the whole tensor (`total` values; this pass starts at flat index `offset`).
+// the whole tensor (`total` values). Its rows come in `count` segments of
+// `rows` rows: segment i starts at accumulator row addr_a + i * step_a and at
+// flat index offset + i * offset_step, so that a pass of a large tensor can
+// hold a slice of every chunk and its ring steps all move data at once.
 // It runs 2 (N - 1) steps. In step k chip i sends chunk (i - k) mod N and
 // receives chunk (i - k - 1) mod N: in the first N - 1 steps (reduce-scatter)
 // it adds what it receives to its own values, in the others (all-gather) it
@@ -92,7 +95,7 @@ module tpu_collective_unit #(
 );
 
   if (Dim < 4) begin : g_bad_dim
-    $error("tpu_collective_unit: Dim must be >= 4 (a header row holds 97 bits)");
+    $error("tpu_collective_unit: Dim must be >= 4 (a header row holds 113 bits)");
   end
 
   localparam int unsigned DimLog2  = $clog2(Dim);
@@ -122,10 +125,13 @@ module tpu_collective_unit #(
   );
 
   // The operation's fields: ALLREDUCE keeps total in host_addr and offset in host_stride.
-  logic [15:0] op_rows, op_base;
-  logic [31:0] op_total, op_offset;
+  logic [15:0] op_rows, op_base, op_count, op_step;
+  logic [31:0] op_total, op_offset, op_offset_step;
   logic        op_ps;
   assign op_ps     = head.flags[tpu_isa_pkg::AllreduceFlagPs];
+  assign op_count  = head.count;
+  assign op_step   = head.step_a;
+  assign op_offset_step = head.host_step;
   assign op_rows   = head.rows;
   assign op_base   = head.addr_a;
   assign op_total  = head.host_addr;
@@ -209,6 +215,13 @@ module tpu_collective_unit #(
   logic [8:0]  step_d, step_q;       // the step, 0 .. 2N - 3
   // The step's rows (local: 0 .. rows - 1): next to send and end, next to receive and end.
   logic [16:0] s_next_d, s_next_q, s_end_d, s_end_q, r_next_d, r_next_q, r_end_d, r_end_q;
+  // The segment each side is in: its index, first flat index and first accumulator row, and
+  // whether its rows are still to be worked out (the cycle after it starts).
+  logic [15:0] s_seg_d, s_seg_q, r_seg_d, r_seg_q, s_row_d, s_row_q, r_row_d, r_row_q;
+  logic [39:0] s_base_d, s_base_q, r_base_d, r_base_q;
+  logic        s_load_d, s_load_q, r_load_d, r_load_q;
+  logic        s_active_d, s_active_q, r_active_d, r_active_q;  // this step sends, receives
+  logic [31:0] s_lo_d, s_lo_q, s_hi_d, s_hi_q;  // the flat indices sent this step
   logic        head_sent_d, head_sent_q, head_seen_d, head_seen_q;
   // What the step does with the rows it receives: add them to its own or copy them (into the
   // lanes of mask_lo .. mask_hi - 1), and pass them on to the next chip (PS), or only that.
@@ -239,10 +252,9 @@ module tpu_collective_unit #(
     end
   end
 
-  // The pass covers flat indices [offset, offset + rows * Dim).
-  logic [39:0] pass_lo, pass_hi;
-  assign pass_lo = 40'(op_offset);
-  assign pass_hi = 40'(op_offset) + (40'(op_rows) << DimLog2);
+  // A segment covers flat indices [base, base + rows * Dim).
+  logic [39:0] seg_span;
+  assign seg_span = 40'(op_rows) << DimLog2;
 
   // The local rows [first, end) that hold values of [lo, hi).
   function automatic logic [33:0] chunk_rows(input logic [31:0] lo, input logic [31:0] hi,
@@ -263,13 +275,12 @@ module tpu_collective_unit #(
 
   // The chunk received ends where the chunk sent starts, but for the last chunk.
   logic [31:0] hi_r, hi_s_next;
-  logic [33:0] send_span, recv_span, whole_span;
+  logic [33:0] send_span, recv_span;
   assign hi_r      = (c_r_q == size_q - 1'b1) ? op_total : lo_s_q;
   // A step down: chunk c_r becomes the chunk sent.
   assign hi_s_next = hi_r;
-  assign send_span = chunk_rows(lo_s_q, hi_s_q, pass_lo, pass_hi);
-  assign recv_span = chunk_rows(lo_r_q, hi_r, pass_lo, pass_hi);
-  assign whole_span = chunk_rows(32'd0, op_total, pass_lo, pass_hi);
+  assign send_span = chunk_rows(s_lo_q, s_hi_q, s_base_q, s_base_q + seg_span);
+  assign recv_span = chunk_rows(mask_lo_q, mask_hi_q, r_base_q, r_base_q + seg_span);
 
   // ---------------------------------------------------------------------------
   // Receive pipeline: read the own row, add (or copy), queue the result for writing.
@@ -282,7 +293,7 @@ module tpu_collective_unit #(
   logic [$clog2(PipeLen+1)-1:0] pipe_count;
 
   assign add_mode = r_add_q;
-  assign row_flat = pass_lo + (40'(r_next_q) << DimLog2);
+  assign row_flat = r_base_q + (40'(r_next_q) << DimLog2);
 
   always_comb begin
     for (int unsigned l = 0; l < Dim; l++) begin
@@ -296,7 +307,7 @@ module tpu_collective_unit #(
   logic [MetaBits-1:0] s1_meta_d, s1_meta_q;
 
   assign s1_recv_d = recv_issue ? rxr_data : s1_recv_q;
-  assign s1_meta_d = recv_issue ? {AccAddrWidth'(op_base + r_next_q[15:0]), lane_mask, add_mode} :
+  assign s1_meta_d = recv_issue ? {AccAddrWidth'(r_row_q + r_next_q[15:0]), lane_mask, add_mode} :
                                   s1_meta_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -371,16 +382,22 @@ module tpu_collective_unit #(
   logic [RowBits-1:0] header_row, expected_header;
   logic               header_ok, progress, recv_room, fwd_room, step_done, waiting;
   logic               ps_sends;    // PS: this step sends the accumulator rows
+  logic               send_last_seg, recv_last_seg, send_done, recv_done;
   logic               forwarding;  // a received row passed on this cycle
   logic [7:0]         prev_id;
+  // The header has room for 113 bits in a row of four lanes: count and offset_step go in as a
+  // 16-bit check, enough to catch chips that disagree on them.
+  logic [15:0]        segments_check;
+  assign segments_check = op_count ^ op_offset_step[15:0] ^ op_offset_step[31:16];
   logic [8:0]         trial;  // Divide: the remainder with the next dividend bit, less N
 
   assign prev_id   = (id_q == '0) ? size_q - 1'b1 : id_q - 1'b1;
   always_comb begin
     header_row      = '0;
-    header_row[96:0]      = {op_ps, op_offset, op_total, op_rows, size_q, id_q};
+    header_row[112:0]      = {segments_check, op_ps, op_offset, op_total, op_rows, size_q, id_q};
     expected_header = '0;
-    expected_header[96:0] = {op_ps, op_offset, op_total, op_rows, size_q, prev_id};
+    expected_header[112:0] = {segments_check, op_ps, op_offset, op_total, op_rows, size_q,
+                              prev_id};
   end
   assign header_ok = rxr_head && rxr_data == expected_header;
 
@@ -389,6 +406,11 @@ module tpu_collective_unit #(
   assign recv_room = 32'(pipe_count) + 32'(wrq_count) < 32'(WrDepth);
   assign fwd_room  = txq_in_ready && !send_inflight_q && head_sent_q;
   assign ps_sends  = (id_q == '0) ? step_q == last_step_q : step_q == '0;
+  // A side is done with a step when it has worked through the rows of its last segment.
+  assign send_last_seg = 17'(s_seg_q) + 17'd1 >= 17'(op_count);
+  assign recv_last_seg = 17'(r_seg_q) + 17'd1 >= 17'(op_count);
+  assign send_done = !s_active_q || (!s_load_q && s_next_q == s_end_q && send_last_seg);
+  assign recv_done = !r_active_q || (!r_load_q && r_next_q == r_end_q && recv_last_seg);
 
   always_comb begin
     state_d         = state_q;
@@ -413,6 +435,18 @@ module tpu_collective_unit #(
     head_sent_d     = head_sent_q;
     head_seen_d     = head_seen_q;
     r_add_d         = r_add_q;
+    s_seg_d         = s_seg_q;
+    r_seg_d         = r_seg_q;
+    s_base_d        = s_base_q;
+    r_base_d        = r_base_q;
+    s_row_d         = s_row_q;
+    r_row_d         = r_row_q;
+    s_load_d        = s_load_q;
+    r_load_d        = r_load_q;
+    s_active_d      = s_active_q;
+    r_active_d      = r_active_q;
+    s_lo_d          = s_lo_q;
+    s_hi_d          = s_hi_q;
     r_store_d       = r_store_q;
     r_fwd_d         = r_fwd_q;
     mask_lo_d       = mask_lo_q;
@@ -498,11 +532,24 @@ module tpu_collective_unit #(
         end
       end
       StepSetup: begin
+        // Each side starts at segment 0 and works out its rows in the first cycle of Run.
+        s_seg_d  = '0;
+        r_seg_d  = '0;
+        s_base_d = 40'(op_offset);
+        r_base_d = 40'(op_offset);
+        s_row_d  = op_base;
+        r_row_d  = op_base;
+        s_load_d = 1'b1;
+        r_load_d = 1'b1;
+        s_next_d = '0;
+        s_end_d  = '0;
+        r_next_d = '0;
+        r_end_d  = '0;
         if (!op_ps) begin
-          s_next_d  = send_span[33:17];
-          s_end_d   = send_span[16:0];
-          r_next_d  = recv_span[33:17];
-          r_end_d   = recv_span[16:0];
+          s_active_d = 1'b1;
+          r_active_d = 1'b1;
+          s_lo_d    = lo_s_q;
+          s_hi_d    = hi_s_q;
           r_add_d   = step_q < 9'(size_q) - 9'd1;
           r_store_d = 1'b1;
           r_fwd_d   = 1'b0;
@@ -511,10 +558,10 @@ module tpu_collective_unit #(
         end else begin
           // Every step moves the whole pass; a step either sends from the accumulators or
           // receives.
-          s_next_d  = ps_sends ? whole_span[33:17] : '0;
-          s_end_d   = ps_sends ? whole_span[16:0] : '0;
-          r_next_d  = ps_sends ? '0 : whole_span[33:17];
-          r_end_d   = ps_sends ? '0 : whole_span[16:0];
+          s_active_d = ps_sends;
+          r_active_d = !ps_sends;
+          s_lo_d    = '0;
+          s_hi_d    = op_total;
           r_add_d   = id_q == '0;
           r_store_d = id_q == '0 || step_q == last_step_q;
           r_fwd_d   = id_q != '0 && !(step_q == last_step_q && 9'(id_q) == 9'(size_q) - 9'd1);
@@ -524,9 +571,18 @@ module tpu_collective_unit #(
         state_d = Run;
       end
       Run: begin
-        // The header has gone first; then the rows of the chunk sent.
-        if (head_sent_q && s_next_q != s_end_q &&
-            32'(txq_count) + 32'(send_inflight_q) < 32'(TxDepth)) begin
+        // The header has gone first; then the rows of the chunk sent, segment by segment.
+        if (s_active_q && s_load_q) begin
+          s_next_d = send_span[33:17];
+          s_end_d  = send_span[16:0];
+          s_load_d = 1'b0;
+        end else if (s_active_q && s_next_q == s_end_q && !send_last_seg) begin
+          s_seg_d  = s_seg_q + 1'b1;
+          s_base_d = s_base_q + 40'(op_offset_step);
+          s_row_d  = s_row_q + op_step;
+          s_load_d = 1'b1;
+        end else if (s_active_q && head_sent_q && s_next_q != s_end_q &&
+                     32'(txq_count) + 32'(send_inflight_q) < 32'(TxDepth)) begin
           send_rd_req_o = 1'b1;
           if (send_rd_gnt_i) begin
             s_next_d        = s_next_q + 1'b1;
@@ -536,7 +592,16 @@ module tpu_collective_unit #(
         // The header has come first; then the rows of the chunk received.
         if (!head_seen_q) begin
           waiting = !rxr_valid;
-        end else if (r_next_q != r_end_q) begin
+        end else if (r_active_q && r_load_q) begin
+          r_next_d = recv_span[33:17];
+          r_end_d  = recv_span[16:0];
+          r_load_d = 1'b0;
+        end else if (r_active_q && r_next_q == r_end_q && !recv_last_seg) begin
+          r_seg_d  = r_seg_q + 1'b1;
+          r_base_d = r_base_q + 40'(op_offset_step);
+          r_row_d  = r_row_q + op_step;
+          r_load_d = 1'b1;
+        end else if (r_active_q && r_next_q != r_end_q) begin
           waiting = !rxr_valid;
           if (rxr_valid && rxr_head) begin
             err_code_d = tpu_regs_pkg::ErrPodMismatch;
@@ -565,9 +630,8 @@ module tpu_collective_unit #(
             end
           end
         end
-        step_done = head_sent_q && head_seen_q && s_next_q == s_end_q && !send_inflight_q &&
-                    r_next_q == r_end_q && pipe_valid_q == '0 && wrq_count == '0 &&
-                    !error_d;
+        step_done = head_sent_q && head_seen_q && send_done && !send_inflight_q && recv_done &&
+                    pipe_valid_q == '0 && wrq_count == '0 && !error_d;
         if (step_done) begin
           if (step_q == last_step_q) begin
             pop     = 1'b1;
@@ -645,6 +709,18 @@ module tpu_collective_unit #(
       head_sent_q     <= 1'b0;
       head_seen_q     <= 1'b0;
       r_add_q         <= 1'b0;
+      s_seg_q         <= '0;
+      r_seg_q         <= '0;
+      s_base_q        <= '0;
+      r_base_q        <= '0;
+      s_row_q         <= '0;
+      r_row_q         <= '0;
+      s_load_q        <= 1'b0;
+      r_load_q        <= 1'b0;
+      s_active_q      <= 1'b0;
+      r_active_q      <= 1'b0;
+      s_lo_q          <= '0;
+      s_hi_q          <= '0;
       r_store_q       <= 1'b0;
       r_fwd_q         <= 1'b0;
       mask_lo_q       <= '0;
@@ -678,6 +754,18 @@ module tpu_collective_unit #(
       head_sent_q     <= head_sent_d;
       head_seen_q     <= head_seen_d;
       r_add_q         <= r_add_d;
+      s_seg_q         <= s_seg_d;
+      r_seg_q         <= r_seg_d;
+      s_base_q        <= s_base_d;
+      r_base_q        <= r_base_d;
+      s_row_q         <= s_row_d;
+      r_row_q         <= r_row_d;
+      s_load_q        <= s_load_d;
+      r_load_q        <= r_load_d;
+      s_active_q      <= s_active_d;
+      r_active_q      <= r_active_d;
+      s_lo_q          <= s_lo_d;
+      s_hi_q          <= s_hi_d;
       r_store_q       <= r_store_d;
       r_fwd_q         <= r_fwd_d;
       mask_lo_q       <= mask_lo_d;
@@ -691,8 +779,8 @@ module tpu_collective_unit #(
     end
   end
 
-  assign send_rd_addr_o  = AccAddrWidth'(op_base + s_next_q[15:0]);
-  assign recv_rd_addr_o  = AccAddrWidth'(op_base + r_next_q[15:0]);
+  assign send_rd_addr_o  = AccAddrWidth'(s_row_q + s_next_q[15:0]);
+  assign recv_rd_addr_o  = AccAddrWidth'(r_row_q + r_next_q[15:0]);
   assign error_o         = error_q;
   assign error_code_o    = err_code_q;
   assign pc_o            = head.pc;
@@ -708,9 +796,9 @@ module tpu_collective_unit #(
   a_send_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
       txq_in_valid |-> txq_in_ready)
     else $error("tpu_collective_unit: a row to send found the send queue full");
-  a_rows_in_pass: assert property (@(posedge clk_i) disable iff (!rst_ni)
+  a_rows_in_segment: assert property (@(posedge clk_i) disable iff (!rst_ni)
       state_q == Run |-> s_end_q <= 17'(op_rows) && r_end_q <= 17'(op_rows))
-    else $error("tpu_collective_unit: a chunk reaches past the operation's rows");
+    else $error("tpu_collective_unit: a chunk reaches past a segment's rows");
   a_boundaries_ordered: assert property (@(posedge clk_i) disable iff (!rst_ni)
       state_q == Run && !op_ps |-> lo_r_q <= hi_r && lo_s_q <= hi_s_q)
     else $error("tpu_collective_unit: chunk boundaries out of order");

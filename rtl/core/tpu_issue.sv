@@ -269,10 +269,11 @@ module tpu_issue #(
     op_new.alpha       = kind.activate ? fields.alpha : 16'd0;
     op_new.aux_lo      = kind.matmul ? {7'd0, fields.k_valid} : fields.bias_addr;
     op_new.aux_hi      = kind.matmul ? {7'd0, fields.n_valid} : fields.bias_step;
-    // ALLREDUCE's total and offset share words 4 and 5 with host_addr and host_stride.
+    // ALLREDUCE's total, offset and offset_step share words 4 to 6 with the host fields.
     if (kind.allreduce) begin
       op_new.host_addr   = fields.total;
       op_new.host_stride = fields.offset;
+      op_new.host_step   = fields.offset_step;
     end
 
     // The weight unit gets READ_WEIGHTS as it is, and MATMUL with FETCH as

@@ -37,13 +37,14 @@ module tpu_decode #(
     fields_o.bias_step = instr_i[tpu_isa_pkg::FieldBiasStepLsb +: 16];
     fields_o.total = instr_i[tpu_isa_pkg::FieldTotalLsb +: 32];
     fields_o.offset = instr_i[tpu_isa_pkg::FieldOffsetLsb +: 32];
+    fields_o.offset_step = instr_i[tpu_isa_pkg::FieldOffsetStepLsb +: 32];
   end
 
   // Bits no field covers: reserved, as each core's check of the bits outside
   // the opcode's fields finds.
   logic unused_reserved;
   assign unused_reserved =
-      ^(instr_i & 256'hFE00FE00_FFFFFFFE_FFFFFFFF_FFFF0002_00000000_00000000_00000000_FFF00000);
+      ^(instr_i & 256'hFE00FDFF_FFFFFFFF_FFFFFFFF_FFFF0002_00000000_00000000_00000000_FFF00000);
 
   always_comb begin
     kind_o.read_host = fields_o.opcode == tpu_isa_pkg::OpReadHost;
@@ -57,7 +58,7 @@ module tpu_decode #(
     kind_o.legal = kind_o.read_host || kind_o.read_weights || kind_o.matmul || kind_o.activate ||
         kind_o.write_host || kind_o.sync || kind_o.halt || (Links && kind_o.allreduce);
     kind_o.repeats = kind_o.read_host || kind_o.read_weights || kind_o.matmul || kind_o.activate ||
-        kind_o.write_host;
+        kind_o.write_host || kind_o.allreduce;
     kind_o.src_used = kind_o.matmul || kind_o.activate || kind_o.write_host || kind_o.allreduce;
     kind_o.src_acc = kind_o.activate || (kind_o.write_host &&
         fields_o.flags[tpu_isa_pkg::WriteHostFlagAcc]) || kind_o.allreduce;
@@ -92,7 +93,6 @@ module tpu_decode #(
       (kind_o.activate && !fields_o.flags[tpu_isa_pkg::ActivateFlagBias] && |{fields_o.bias_addr,
           fields_o.bias_step}) ||
       (kind_o.activate && fields_o.func != tpu_isa_pkg::FuncLeaky && |{fields_o.alpha}) ||
-      (kind_o.allreduce && fields_o.rows == '0) ||
       (kind_o.allreduce && fields_o.total == '0);
 
 endmodule

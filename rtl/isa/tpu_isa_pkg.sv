@@ -28,11 +28,12 @@ package tpu_isa_pkg;
   // halt: Waits until every earlier instruction has completed, then stops the core with
   // STATUS.DONE.
   localparam logic [7:0] OpHalt = 8'h07;
-  // allreduce: Sums accumulator rows addr_a .. addr_a + rows - 1 across the chips of the pod by a
-  // ring all-reduce (N-REDUCE of docs/numerics.md, docs/pod.md) and leaves the sum in those rows on
-  // every chip. Lane l of row addr_a + r holds value offset + r * D + l of a tensor of `total`
-  // values; lanes at or past `total` are left as they are. Every chip of the pod must run it with
-  // the same rows, total and offset.
+  // allreduce: Sums accumulator rows across the chips of the pod by a ring all-reduce (N-REDUCE of
+  // docs/numerics.md, docs/pod.md) and leaves the sums in those rows on every chip: `count`
+  // iterations of `rows` rows, lane l of row addr_a + i * step_a + r holding value offset + i *
+  // offset_step + r * D + l of a tensor of `total` values; lanes at or past `total` are left as
+  // they are. Every chip of the pod must run it with the same count, rows, total, offset and
+  // offset_step.
   localparam logic [7:0] OpAllreduce = 8'h08;
 
   // Flags: each flag's bit in the flags field, and per opcode the mask of the flags it defines; its
@@ -145,6 +146,9 @@ package tpu_isa_pkg;
   // (ALLREDUCE)
   localparam int unsigned FieldOffsetLsb = 160;
   localparam int unsigned FieldOffsetWidth = 32;
+  // offset_step (w6[31:0]): offset increment per iteration (ALLREDUCE)
+  localparam int unsigned FieldOffsetStepLsb = 192;
+  localparam int unsigned FieldOffsetStepWidth = 32;
 
   // Bits each opcode's instructions may set: the opcode field, the opcode's flags and the fields it
   // uses. Any other bit set is ILLEGAL_FIELD: (instr & ~<Opcode>UsedBits) != 0. One '_' group per
@@ -164,7 +168,7 @@ package tpu_isa_pkg;
   localparam logic [255:0] HaltUsedBits =
       256'h00000000_00000000_00000000_00000000_00000000_00000000_00000000_000000FF;
   localparam logic [255:0] AllreduceUsedBits =
-      256'h00000000_00000000_FFFFFFFF_FFFFFFFF_00000000_0000FFFF_FFFF0000_000001FF;
+      256'h00000000_FFFFFFFF_FFFFFFFF_FFFFFFFF_0000FFFF_0000FFFF_FFFFFFFF_000001FF;
 
   // The bits an instruction with this opcode may set. An unknown opcode is ILLEGAL_OPCODE before
   // its bits matter; it may set none.
@@ -203,6 +207,7 @@ package tpu_isa_pkg;
     logic [15:0] bias_step;
     logic [31:0] total;
     logic [31:0] offset;
+    logic [31:0] offset_step;
   } fields_t;
 
   // What an instruction is and what it touches (rtl/defs/isa.toml): one bit per opcode, then its

@@ -145,30 +145,28 @@ bool FunctionalModel::advance() {
               fmt::format("no HALT within the {} instructions of the program", prog_count_));
 }
 
-std::vector<num::fp32_t> FunctionalModel::collective_values() const {
-  const std::uint64_t total = current_.total();
+std::vector<num::fp32_t> FunctionalModel::collective_values(
+    std::vector<std::uint64_t>* flat) const {
   std::vector<num::fp32_t> values;
-  for (std::uint64_t r = 0; r < current_.rows(); ++r) {
-    for (std::uint64_t l = 0; l < dim_; ++l) {
-      const std::uint64_t flat = current_.offset() + r * dim_ + l;
-      if (flat < total) values.push_back(acc_[(current_.addr_a() + r) * dim_ + l]);
-    }
-  }
+  if (flat) flat->clear();
+  for_each_collective_lane([&](std::uint64_t index, std::uint64_t element) {
+    values.push_back(acc_[element]);
+    if (flat) flat->push_back(index);
+  });
   return values;
 }
 
 void FunctionalModel::finish_collective(const std::vector<num::fp32_t>& sums) {
-  const std::uint64_t total = current_.total();
   std::size_t next = 0;
-  for (std::uint64_t r = 0; r < current_.rows(); ++r) {
-    const std::uint64_t row = current_.addr_a() + r;
-    note_read(acc_written_, row);
-    for (std::uint64_t l = 0; l < dim_; ++l) {
-      const std::uint64_t flat = current_.offset() + r * dim_ + l;
-      if (flat < total) acc_[row * dim_ + l] = sums.at(next++);
+  for (std::uint64_t i = 0; i < current_.count(); ++i) {
+    for (std::uint64_t r = 0; r < current_.rows(); ++r) {
+      const std::uint64_t row = current_.addr_a() + i * current_.step_a() + r;
+      note_read(acc_written_, row);
+      acc_written_[row] = 1;
     }
-    acc_written_[row] = 1;
   }
+  for_each_collective_lane(
+      [&](std::uint64_t, std::uint64_t element) { acc_[element] = sums.at(next++); });
   result_.instructions = ++pc_;
 }
 

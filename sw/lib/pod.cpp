@@ -68,7 +68,8 @@ class ModelPod final : public Pod {
  private:
   // Whether two chips' ALLREDUCEs are not the same operation (what the RTL's header carries).
   static bool differ(const isa::Instruction& a, const isa::Instruction& b) {
-    return a.rows() != b.rows() || a.total() != b.total() || a.offset() != b.offset() ||
+    return a.count() != b.count() || a.rows() != b.rows() || a.total() != b.total() ||
+           a.offset() != b.offset() || a.get(isa::kOffsetStep) != b.get(isa::kOffsetStep) ||
            a.flag(isa::kAllreduceFlagPs) != b.flag(isa::kAllreduceFlagPs);
   }
 
@@ -102,12 +103,12 @@ class ModelPod final : public Pod {
       return;
     }
     std::vector<std::vector<num::fp32_t>> values;
-    for (auto& c : chips_) values.push_back(c->collective_values());
+    std::vector<std::uint64_t> flat;
+    for (auto& c : chips_) values.push_back(c->collective_values(&flat));
     const isa::Instruction& op = chips_[0]->collective();
-    const std::uint64_t offset = std::min<std::uint64_t>(op.offset(), op.total());
     const std::vector<num::fp32_t> sums = op.flag(isa::kAllreduceFlagPs)
                                               ? num::ps_allreduce(values)
-                                              : num::ring_allreduce(values, op.total(), offset);
+                                              : num::ring_allreduce(values, op.total(), flat);
     for (auto& c : chips_) c->finish_collective(sums);
   }
 
@@ -117,27 +118,57 @@ class ModelPod final : public Pod {
 
 constexpr std::uint32_t kProgramAddr = 0;
 
+// How an all-reduce of n values goes through the accumulators. When they hold the tensor, one
+// pass of its rows. Otherwise the tensor is seen as `segments` blocks of block_rows rows (the
+// chips' chunks, rounded up to whole rows), and pass k takes rows k * seg_rows .. of every block,
+// so that every chunk is in every pass and every ring step moves data on every link. Passes use
+// half the accumulators each, so that one half loads while the other sums. In host memory the
+// rows lie pass by pass (host_row()), so that a pass's load and store touch bytes of their own:
+// the issue stage compares spans, and a pass spread over the whole tensor would wait for every
+// other.
 struct Plan {
-  std::uint32_t rows_total = 0;  // rows of the tensor, the last one padded
-  std::uint32_t pass_rows = 0;   // rows per ALLREDUCE
-  bool single = false;           // one pass over rows 0 .. rows_total - 1
+  std::uint32_t segments = 1;    // per pass
+  std::uint32_t block_rows = 0;  // rows a segment's block spans in the tensor
+  std::uint32_t seg_rows = 0;    // rows of a segment in a full pass
+  std::uint32_t passes = 1;
+  bool single = false;           // one pass, loaded, summed and stored by separate runs
   std::uint32_t data_addr = 0;   // the tensor in host memory, rows of dim fp32 values
-  std::uint32_t program_bytes = 0;
+  std::uint32_t data_rows = 0;   // its rows there, padding included
+
+  // Where row t of the tensor lies in host memory, in rows from data_addr.
+  std::uint32_t host_row(std::uint32_t t) const {
+    if (single) return t;
+    const std::uint32_t block = t / block_rows, within = t % block_rows;
+    return ((within / seg_rows) * segments + block) * seg_rows + within % seg_rows;
+  }
 };
 
-Plan plan(const HardwareConfig& config, std::uint64_t values) {
+Plan plan(const HardwareConfig& config, unsigned chips, std::uint64_t values) {
   if (values == 0 || values > 0xFFFFFFFFu) {
     throw std::invalid_argument(
         fmt::format("an all-reduce takes 1 to 2^32 - 1 values, not {}", values));
   }
   Plan p;
-  p.rows_total = static_cast<std::uint32_t>((values + config.dim - 1) / config.dim);
-  p.single = p.rows_total <= std::min(config.acc_depth, 65535u);
-  // Passes of half the accumulators each, so that one half loads while the other sums.
-  p.pass_rows = p.single ? p.rows_total : config.acc_depth / 2;
-  const std::uint32_t passes = (p.rows_total + p.pass_rows - 1) / p.pass_rows;
-  p.program_bytes = (3 * passes + 1) * isa::kInstrBytes;
-  p.data_addr = (p.program_bytes + 4095) / 4096 * 4096;
+  const std::uint64_t rows = (values + config.dim - 1) / config.dim;
+  const std::uint32_t half = config.acc_depth / 2;
+  if (rows <= std::min(config.acc_depth, 65535u)) {
+    p.single = true;
+    p.block_rows = p.seg_rows = p.data_rows = static_cast<std::uint32_t>(rows);
+  } else if (chips <= half) {
+    p.segments = chips;
+    p.block_rows = static_cast<std::uint32_t>(((values + chips - 1) / chips + config.dim - 1) /
+                                              config.dim);
+    p.seg_rows = std::min(half / chips, 65535u);
+    p.data_rows = p.block_rows * chips;
+  } else {
+    // More chips than half the accumulators has rows: contiguous passes, each in few chunks.
+    p.block_rows = p.data_rows = static_cast<std::uint32_t>(rows);
+    p.seg_rows = std::min(half, 65535u);
+  }
+  p.passes = (p.block_rows + p.seg_rows - 1) / p.seg_rows;
+  if (!p.single) p.data_rows = p.passes * p.segments * p.seg_rows;
+  const std::uint32_t program_bytes = (3 * p.passes + 1) * isa::kInstrBytes;
+  p.data_addr = (program_bytes + 4095) / 4096 * 4096;
   return p;
 }
 
@@ -146,43 +177,57 @@ Plan plan(const HardwareConfig& config, std::uint64_t values) {
 std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, const Plan& p,
                                                 std::uint64_t values, bool parameter_server) {
   const std::uint32_t row_bytes = config.dim * 4;
-  // Phase 0 loads a pass's rows, 1 sums them across the chips, 2 stores them.
-  const auto pass = [&](isa::ProgramBuilder& b, std::uint32_t first_row, std::uint32_t rows,
-                        std::uint32_t acc_row, int phase) {
-    const std::uint32_t host = p.data_addr + first_row * row_bytes;
-    if (phase == 0) {
-      isa::ReadHostArgs load;
-      load.acc = true;
-      load.rows = rows;
-      load.addr_b = acc_row;
-      load.host_addr = host;
-      load.host_stride = row_bytes;
-      b.read_host(load);
-    }
+  const std::uint32_t block_values = p.block_rows * config.dim;
+  // Phase 0 loads pass k's segments into the accumulators from acc_row on, 1 sums them across the
+  // chips, 2 stores them.
+  const auto pass = [&](isa::ProgramBuilder& b, std::uint32_t k, std::uint32_t acc_row,
+                        int phase) {
+    const std::uint32_t first_row = k * p.seg_rows;
+    const std::uint32_t rows = std::min(p.seg_rows, p.block_rows - first_row);
+    const std::uint32_t host = p.data_addr + p.host_row(first_row) * row_bytes;
+    const std::uint32_t host_step = p.seg_rows * row_bytes;  // from one block's rows to the next
     if (phase == 1) {
       isa::AllreduceArgs sum;
       sum.parameter_server = parameter_server;
+      sum.count = p.segments;
       sum.rows = rows;
       sum.addr_a = acc_row;
+      sum.step_a = p.seg_rows;
       sum.total = static_cast<std::uint32_t>(values);
       sum.offset = first_row * config.dim;
+      sum.offset_step = block_values;
       b.allreduce(sum);
+      return;
     }
-    if (phase == 2) {
-      isa::WriteHostArgs store;
-      store.acc = true;
-      store.rows = rows;
-      store.addr_a = acc_row;
-      store.host_addr = host;
-      store.host_stride = row_bytes;
-      b.write_host(store);
+    if (phase == 0) {
+      isa::ReadHostArgs load;
+      load.acc = true;
+      load.count = p.segments;
+      load.rows = rows;
+      load.addr_b = acc_row;
+      load.step_b = p.seg_rows;
+      load.host_addr = host;
+      load.host_stride = row_bytes;
+      load.host_step = host_step;
+      b.read_host(load);
+      return;
     }
+    isa::WriteHostArgs store;
+    store.acc = true;
+    store.count = p.segments;
+    store.rows = rows;
+    store.addr_a = acc_row;
+    store.step_a = p.seg_rows;
+    store.host_addr = host;
+    store.host_stride = row_bytes;
+    store.host_step = host_step;
+    b.write_host(store);
   };
   std::vector<std::vector<std::uint8_t>> result;
   if (p.single) {
     for (int phase = 0; phase < 3; ++phase) {
       isa::ProgramBuilder b(config);
-      pass(b, 0, p.rows_total, 0, phase);
+      pass(b, 0, 0, phase);
       result.push_back(b.halt().bytes());
     }
     return result;
@@ -191,18 +236,12 @@ std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, co
   // comes before this pass's store: it then runs while this pass sums, and the store while the
   // next one sums.
   isa::ProgramBuilder b(config);
-  const std::uint32_t passes = (p.rows_total + p.pass_rows - 1) / p.pass_rows;
-  const auto rows_of = [&](std::uint32_t k) {
-    return std::min(p.pass_rows, p.rows_total - k * p.pass_rows);
-  };
-  pass(b, 0, rows_of(0), 0, 0);
-  for (std::uint32_t k = 0; k < passes; ++k) {
-    const std::uint32_t half = (k % 2) * p.pass_rows;
-    pass(b, k * p.pass_rows, rows_of(k), half, 1);
-    if (k + 1 < passes) {
-      pass(b, (k + 1) * p.pass_rows, rows_of(k + 1), ((k + 1) % 2) * p.pass_rows, 0);
-    }
-    pass(b, k * p.pass_rows, rows_of(k), half, 2);
+  const std::uint32_t half = config.acc_depth / 2;
+  pass(b, 0, 0, 0);
+  for (std::uint32_t k = 0; k < p.passes; ++k) {
+    pass(b, k, (k % 2) * half, 1);
+    if (k + 1 < p.passes) pass(b, k + 1, ((k + 1) % 2) * half, 0);
+    pass(b, k, (k % 2) * half, 2);
   }
   result.push_back(b.halt().bytes());
   return result;
@@ -233,9 +272,10 @@ std::unique_ptr<Pod> make_model_pod(const HardwareConfig& config, unsigned chips
   return std::make_unique<ModelPod>(config, chips, host_bytes);
 }
 
-std::size_t allreduce_memory_bytes(const HardwareConfig& config, std::uint64_t values) {
-  const Plan p = plan(config, values);
-  return std::size_t{p.data_addr} + std::size_t{p.rows_total} * config.dim * 4;
+std::size_t allreduce_memory_bytes(const HardwareConfig& config, unsigned chips,
+                                   std::uint64_t values) {
+  const Plan p = plan(config, chips, values);
+  return std::size_t{p.data_addr} + std::size_t{p.data_rows} * config.dim * 4;
 }
 
 std::vector<std::vector<num::fp32_t>> run_allreduce(
@@ -253,20 +293,23 @@ std::vector<std::vector<num::fp32_t>> run_allreduce(
       throw std::invalid_argument("the chips' tensors differ in length");
     }
   }
-  const Plan p = plan(config, values);
+  const Plan p = plan(config, pod.size(), values);
   const auto progs = programs(config, p, values, parameter_server);
-  const std::size_t padded = std::size_t{p.rows_total} * config.dim;
+  const std::size_t padded = std::size_t{p.data_rows} * config.dim;
   for (std::size_t k = 0; k < local.size(); ++k) {
     HostMemory& memory = pod.chip(local[k]).memory();
-    const std::size_t needed = allreduce_memory_bytes(config, values);
+    const std::size_t needed = allreduce_memory_bytes(config, pod.size(), values);
     if (memory.size() < needed) memory.resize(needed);
     std::vector<num::fp32_t> rows(padded, 0);
-    std::copy(inputs[k].begin(), inputs[k].end(), rows.begin());
+    for (std::size_t v = 0; v < inputs[k].size(); ++v) {
+      rows[p.host_row(static_cast<std::uint32_t>(v / config.dim)) * config.dim + v % config.dim] =
+          inputs[k][v];
+    }
     memory.write_array(p.data_addr, rows);
   }
   AllreduceStats totals;
   totals.values = values;
-  totals.passes = (p.rows_total + p.pass_rows - 1) / p.pass_rows;
+  totals.passes = p.passes;
   for (std::size_t phase = 0; phase < progs.size(); ++phase) {
     for (unsigned c : local) pod.chip(c).memory().write_array(kProgramAddr, progs[phase]);
     const auto count = static_cast<std::uint32_t>(progs[phase].size() / isa::kInstrBytes);
@@ -307,8 +350,13 @@ std::vector<std::vector<num::fp32_t>> run_allreduce(
   if (stats) *stats = totals;
   std::vector<std::vector<num::fp32_t>> sums;
   for (unsigned c : local) {
-    sums.push_back(pod.chip(c).memory().read_array<num::fp32_t>(p.data_addr, padded));
-    sums.back().resize(values);
+    const auto rows = pod.chip(c).memory().read_array<num::fp32_t>(p.data_addr, padded);
+    std::vector<num::fp32_t> tensor(values);
+    for (std::size_t v = 0; v < values; ++v) {
+      tensor[v] =
+          rows[p.host_row(static_cast<std::uint32_t>(v / config.dim)) * config.dim + v % config.dim];
+    }
+    sums.push_back(std::move(tensor));
   }
   return sums;
 }

@@ -102,10 +102,13 @@ ProgramBuilder& ProgramBuilder::write_host(const WriteHostArgs& args) {
 ProgramBuilder& ProgramBuilder::allreduce(const AllreduceArgs& args) {
   return append(build(Opcode::Allreduce, size(), [&](Instruction& in) {
     in.set_flag(kAllreduceFlagPs, args.parameter_server)
+        .set_count(args.count)
         .set_rows(args.rows)
         .set_addr_a(args.addr_a)
+        .set_step_a(args.step_a)
         .set_total(args.total)
-        .set_offset(args.offset);
+        .set_offset(args.offset)
+        .set(kOffsetStep, args.offset_step);
   }));
 }
 

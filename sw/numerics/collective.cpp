@@ -24,32 +24,37 @@ std::vector<fp32_t> ring_allreduce(const std::vector<std::vector<fp32_t>>& input
 
 std::vector<fp32_t> ring_allreduce(const std::vector<std::vector<fp32_t>>& inputs,
                                    std::uint64_t total, std::uint64_t offset) {
-  if (inputs.size() < 2) {
-    throw std::invalid_argument("ring_allreduce needs at least two chips");
-  }
-  const std::size_t length = inputs[0].size();
-  for (const auto& input : inputs) {
-    if (input.size() != length) {
-      throw std::invalid_argument("ring_allreduce: the chips' tensors differ in length");
-    }
-  }
+  const std::size_t length = inputs.empty() ? 0 : inputs[0].size();
   if (offset > total || length > total - offset) {
     throw std::invalid_argument("ring_allreduce: the values reach past the tensor's end");
   }
-  const auto chips = static_cast<unsigned>(inputs.size());
-  std::vector<fp32_t> sum(length);
-  std::size_t v = 0;
-  while (v < length) {
-    // The run of values in one chunk: it starts on chip c as it is (N-IN comes with the first
-    // addition) and is carried once around the ring.
-    const unsigned c = chunk_of(total, chips, offset + v);
-    const std::uint64_t end =
-        std::min<std::uint64_t>(length, chunk_start(total, chips, c + 1) - offset);
-    for (; v < end; ++v) {
-      fp32_t s = inputs[c][v];
-      for (unsigned hop = 1; hop < chips; ++hop) s = add_fp32(s, inputs[(c + hop) % chips][v]);
-      sum[v] = s;
+  std::vector<std::uint64_t> flat(length);
+  for (std::size_t v = 0; v < length; ++v) flat[v] = offset + v;
+  return ring_allreduce(inputs, total, flat);
+}
+
+std::vector<fp32_t> ring_allreduce(const std::vector<std::vector<fp32_t>>& inputs,
+                                   std::uint64_t total, const std::vector<std::uint64_t>& flat) {
+  if (inputs.size() < 2) {
+    throw std::invalid_argument("ring_allreduce needs at least two chips");
+  }
+  for (const auto& input : inputs) {
+    if (input.size() != flat.size()) {
+      throw std::invalid_argument("ring_allreduce: the chips' tensors differ in length");
     }
+  }
+  const auto chips = static_cast<unsigned>(inputs.size());
+  std::vector<fp32_t> sum(flat.size());
+  for (std::size_t v = 0; v < flat.size(); ++v) {
+    if (flat[v] >= total) {
+      throw std::invalid_argument("ring_allreduce: a value lies past the tensor's end");
+    }
+    // A value of chunk c starts on chip c as it is (N-IN comes with the first addition) and is
+    // carried once around the ring.
+    const unsigned c = chunk_of(total, chips, flat[v]);
+    fp32_t s = inputs[c][v];
+    for (unsigned hop = 1; hop < chips; ++hop) s = add_fp32(s, inputs[(c + hop) % chips][v]);
+    sum[v] = s;
   }
   return sum;
 }

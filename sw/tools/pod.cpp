@@ -185,7 +185,7 @@ int run_allreduce_command(const AllreduceOptions& options) {
   const HardwareConfig config = config_named(options.array);
   std::size_t memory_bytes = 0;
   try {
-    memory_bytes = allreduce_memory_bytes(config, values);
+    memory_bytes = allreduce_memory_bytes(config, chips, values);
   } catch (const std::invalid_argument& error) {
     throw BadInput(error.what());
   }

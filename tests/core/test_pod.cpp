@@ -87,7 +87,7 @@ TEST(ModelPod, AllreduceMatchesTheReference) {
   for (unsigned chips : {2u, 3u, 4u, 5u, 8u}) {
     // 3001 values are 751 rows: more than the 256 accumulator rows, so several passes.
     for (std::size_t n : {std::size_t{1}, std::size_t{37}, std::size_t{3001}}) {
-      auto pod = make_model_pod(config, chips, allreduce_memory_bytes(config, n));
+      auto pod = make_model_pod(config, chips, allreduce_memory_bytes(config, chips, n));
       expect_allreduce(*pod, adversarial(chips, n, chips * 100 + n), "model");
     }
   }
@@ -97,7 +97,7 @@ std::unique_ptr<sim::RtlPod> rtl_pod(const std::string& core, unsigned chips, st
                                      LinkTiming link = {}) {
   sim::RtlPodOptions options;
   options.link = link;
-  options.memory_bytes = allreduce_memory_bytes(config_named(core), n);
+  options.memory_bytes = allreduce_memory_bytes(config_named(core), chips, n);
   options.link_timeout = 20000;
   return std::make_unique<sim::RtlPod>(config_named(core), chips, options);
 }
@@ -123,8 +123,8 @@ TEST(RtlPod, ParameterServerMatchesItsFold) {
       const std::vector<num::fp32_t> expected = num::ps_allreduce(g);
       EXPECT_EQ(expected, oracle::ps_allreduce(g));
       auto rtl = rtl_pod(core, chips, n, link);
-      auto model = make_model_pod(config_named(core), chips, allreduce_memory_bytes(
-                                                                  config_named(core), n));
+      auto model = make_model_pod(config_named(core), chips,
+                                  allreduce_memory_bytes(config_named(core), chips, n));
       for (Pod* pod : {static_cast<Pod*>(rtl.get()), model.get()}) {
         const Tensors sums = run_allreduce(*pod, g, nullptr, true);
         for (std::size_t c = 0; c < chips; ++c) {

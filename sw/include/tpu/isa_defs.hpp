@@ -104,6 +104,8 @@ inline constexpr FieldSpec kBiasStep{7, 16, 16, "bias_step"};
 inline constexpr FieldSpec kTotal{4, 0, 32, "total"};
 // offset: flat index in the whole tensor of the value in lane 0 of row addr_a (ALLREDUCE)
 inline constexpr FieldSpec kOffset{5, 0, 32, "offset"};
+// offset_step: offset increment per iteration (ALLREDUCE)
+inline constexpr FieldSpec kOffsetStep{6, 0, 32, "offset_step"};
 
 // A read-only array: C++17 has no std::span.
 template <typename T>
@@ -277,7 +279,8 @@ inline constexpr UsedBits kHaltUsedBits{{
 inline constexpr OpcodeRules kHaltRules{
     false, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag,
     {false, false, nullptr, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}, false, false};
-inline constexpr const FieldSpec* kAllreduceFields[] = {&kRows, &kAddrA, &kTotal, &kOffset};
+inline constexpr const FieldSpec* kAllreduceFields[] = {
+    &kCount, &kRows, &kAddrA, &kStepA, &kTotal, &kOffset, &kOffsetStep};
 inline constexpr FlagSpec kAllreduceFlags[] = {
     {0, "PS", "ps",
      "the parameter-server algorithm instead of the ring, the baseline the ring is measured "
@@ -286,13 +289,12 @@ inline constexpr FlagSpec kAllreduceFlags[] = {
      "N-REDUCE's bits"},
 };
 inline constexpr UsedBits kAllreduceUsedBits{{
-    0x000001FF, 0xFFFF0000, 0x0000FFFF, 0x00000000,
-    0xFFFFFFFF, 0xFFFFFFFF, 0x00000000, 0x00000000}};
-inline constexpr FieldLimit kAllreduceLimits[] = {
-    {&kRows, Limit::NonZero}, {&kTotal, Limit::NonZero}};
+    0x000001FF, 0xFFFFFFFF, 0x0000FFFF, 0x0000FFFF,
+    0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x00000000}};
+inline constexpr FieldLimit kAllreduceLimits[] = {{&kTotal, Limit::NonZero}};
 inline constexpr OpcodeRules kAllreduceRules{
-    false, {true, Memory::Acc, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag,
-    {false, false, nullptr, kNoFlag, kNoFlag}, {kAllreduceLimits, 2}, {nullptr, 0}, true, true};
+    true, {true, Memory::Acc, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag,
+    {false, false, nullptr, kNoFlag, kNoFlag}, {kAllreduceLimits, 1}, {nullptr, 0}, true, true};
 
 inline constexpr std::array<OpcodeInfo, 8> kOpcodeTable{{
     {Opcode::ReadHost, "read_host",
@@ -321,12 +323,13 @@ inline constexpr std::array<OpcodeInfo, 8> kOpcodeTable{{
      "Waits until every earlier instruction has completed, then stops the core with STATUS.DONE.",
      {nullptr, 0}, {nullptr, 0}, 0x00, kHaltUsedBits, &kHaltRules},
     {Opcode::Allreduce, "allreduce",
-     "Sums accumulator rows addr_a .. addr_a + rows - 1 across the chips of the pod by a ring "
-     "all-reduce (N-REDUCE of docs/numerics.md, docs/pod.md) and leaves the sum in those rows on "
-     "every chip. Lane l of row addr_a + r holds value offset + r * D + l of a tensor of `total` "
-     "values; lanes at or past `total` are left as they are. Every chip of the pod must run it "
-     "with the same rows, total and offset.",
-     {kAllreduceFields, 4}, {kAllreduceFlags, 1}, 0x01, kAllreduceUsedBits, &kAllreduceRules},
+     "Sums accumulator rows across the chips of the pod by a ring all-reduce (N-REDUCE of "
+     "docs/numerics.md, docs/pod.md) and leaves the sums in those rows on every chip: `count` "
+     "iterations of `rows` rows, lane l of row addr_a + i * step_a + r holding value offset + i "
+     "* offset_step + r * D + l of a tensor of `total` values; lanes at or past `total` are left "
+     "as they are. Every chip of the pod must run it with the same count, rows, total, offset "
+     "and offset_step.",
+     {kAllreduceFields, 7}, {kAllreduceFlags, 1}, 0x01, kAllreduceUsedBits, &kAllreduceRules},
 }};
 
 struct FuncInfo {

@@ -53,8 +53,9 @@ class FunctionalModel final : public Backend {
   bool advance();
   const isa::Instruction& collective() const { return current_; }
   // The values of the ALLREDUCE waiting in advance(): lanes of its rows whose flat index is below
-  // `total`, in flat order; and writing the sums back in their place.
-  std::vector<num::fp32_t> collective_values() const;
+  // `total`, iteration by iteration, row by row (their flat indices into `flat`); and writing the
+  // sums back in their place.
+  std::vector<num::fp32_t> collective_values(std::vector<std::uint64_t>* flat = nullptr) const;
   void finish_collective(const std::vector<num::fp32_t>& sums);
   // Stops the run at the waiting ALLREDUCE (which counts as issued) with a collective's error.
   void fail(regs::Error error, std::string detail);
@@ -83,6 +84,21 @@ class FunctionalModel final : public Backend {
   void activate(const isa::Instruction& in);
   void write_host(const isa::Instruction& in);
   bool stop(regs::Error error, std::uint32_t pc, std::string detail);
+  // Calls f(flat index, element of acc_) for each lane of the waiting ALLREDUCE below `total`.
+  template <typename F>
+  void for_each_collective_lane(F&& f) const {
+    for (std::uint64_t i = 0; i < current_.count(); ++i) {
+      for (std::uint64_t r = 0; r < current_.rows(); ++r) {
+        const std::uint64_t row = current_.addr_a() + i * current_.step_a() + r;
+        for (std::uint64_t l = 0; l < dim_; ++l) {
+          const std::uint64_t index = current_.offset() +
+                                      i * std::uint64_t{current_.get(isa::kOffsetStep)} +
+                                      r * dim_ + l;
+          if (index < current_.total()) f(index, row * dim_ + l);
+        }
+      }
+    }
+  }
 
   void note_read(const std::vector<std::uint8_t>& written, std::uint64_t row) {
     if (!written[row]) ++uninitialized_reads_;

@@ -82,7 +82,7 @@ struct AllreduceStats {
 
 // The ring all-reduce of the local chips' tensors (inputs[k] for local_chips()[k], flattened, all
 // of one length) on `pod`: loaded into the accumulators, summed by ALLREDUCE in as many passes as
-// the accumulators need, stored back. Returns the sums each local chip holds, in the same order.
+// the accumulators need (each pass a slice of every chip's chunk), stored back. Returns the sums each local chip holds, in the same order.
 // Throws PodChipError when a chip stops with an error code.
 // With `parameter_server`, ALLREDUCE's flag PS: the baseline the ring is measured against, whose
 // sums are num::ps_allreduce's, not N-REDUCE's.
@@ -90,7 +90,8 @@ std::vector<std::vector<num::fp32_t>> run_allreduce(
     Pod& pod, const std::vector<std::vector<num::fp32_t>>& inputs, AllreduceStats* stats = nullptr,
     bool parameter_server = false);
 
-// The host memory run_allreduce needs per chip for n values on `config`.
-std::size_t allreduce_memory_bytes(const HardwareConfig& config, std::uint64_t values);
+// The host memory run_allreduce needs per chip for n values on a pod of `chips` chips.
+std::size_t allreduce_memory_bytes(const HardwareConfig& config, unsigned chips,
+                                   std::uint64_t values);
 
 }  // namespace tpu

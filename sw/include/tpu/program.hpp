@@ -88,10 +88,13 @@ struct WriteHostArgs {
 
 struct AllreduceArgs {
   bool parameter_server = false;  // PS: the baseline algorithm, not the ring
-  std::uint32_t rows = 1;
+  std::uint32_t count = 1;        // segments
+  std::uint32_t rows = 1;         // rows per segment
   std::uint32_t addr_a = 0;
-  std::uint32_t total = 1;   // values in the whole tensor
-  std::uint32_t offset = 0;  // its flat index of lane 0 of row addr_a
+  std::uint32_t step_a = 0;       // accumulator rows from one segment to the next
+  std::uint32_t total = 1;        // values in the whole tensor
+  std::uint32_t offset = 0;       // its flat index of lane 0 of row addr_a
+  std::uint32_t offset_step = 0;  // flat indices from one segment to the next
 };
 
 class ProgramBuilder {

@@ -28,6 +28,10 @@ std::vector<fp32_t> ring_allreduce(const std::vector<std::vector<fp32_t>>& input
 // are those of `total`). Throws std::invalid_argument also when they reach past `total`.
 std::vector<fp32_t> ring_allreduce(const std::vector<std::vector<fp32_t>>& inputs,
                                    std::uint64_t total, std::uint64_t offset);
+// The same for values anywhere in the tensor: inputs[i][v] is chip i's value at flat index
+// flat[v] (each below `total`).
+std::vector<fp32_t> ring_allreduce(const std::vector<std::vector<fp32_t>>& inputs,
+                                   std::uint64_t total, const std::vector<std::uint64_t>& flat);
 
 // The parameter-server all-reduce ALLREDUCE runs with its flag PS, the baseline the ring is
 // measured against (not N-REDUCE): every value is S = G_0, then S = add(S, G_(N-1)), ...,
