@@ -866,8 +866,7 @@ def sv_decoder(isa, source):
         "in_place": [is_op(op) for op in ops if op.in_place],
         "links": [is_op(op) for op in ops if op.links],
     }
-    # An opcode that needs the links is legal only in a core built with them.
-    kind["legal"] = [f"(Links && {is_op(op)})" if op.links else is_op(op) for op in ops]
+
     assert [member for member, _ in KIND_MEMBERS] == list(kind)
 
     errors = []
@@ -924,7 +923,10 @@ def sv_decoder(isa, source):
                   f"{indent * 3}^(instr_i & {sv_hex(reserved, isa.instruction_bits)});", ""]
     lines.append(f"{indent}always_comb begin")
     for op in ops:
-        lines.append(f"{indent * 2}{is_op(op)} = fields_o.opcode == "
+        # An opcode that needs the links exists only in a core built with them: elsewhere it is
+        # illegal, and nothing of it is left in the netlist.
+        gate = "Links && " if op.links else ""
+        lines.append(f"{indent * 2}{is_op(op)} = {gate}fields_o.opcode == "
                      f"tpu_isa_pkg::Op{camel(op.name)};")
     for member, terms in kind.items():
         lines += wrap_expression(f"{indent * 2}kind_o.{member} = ", terms, " ||", ";",

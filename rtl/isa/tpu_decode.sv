@@ -54,9 +54,9 @@ module tpu_decode #(
     kind_o.write_host = fields_o.opcode == tpu_isa_pkg::OpWriteHost;
     kind_o.sync = fields_o.opcode == tpu_isa_pkg::OpSync;
     kind_o.halt = fields_o.opcode == tpu_isa_pkg::OpHalt;
-    kind_o.allreduce = fields_o.opcode == tpu_isa_pkg::OpAllreduce;
+    kind_o.allreduce = Links && fields_o.opcode == tpu_isa_pkg::OpAllreduce;
     kind_o.legal = kind_o.read_host || kind_o.read_weights || kind_o.matmul || kind_o.activate ||
-        kind_o.write_host || kind_o.sync || kind_o.halt || (Links && kind_o.allreduce);
+        kind_o.write_host || kind_o.sync || kind_o.halt || kind_o.allreduce;
     kind_o.repeats = kind_o.read_host || kind_o.read_weights || kind_o.matmul || kind_o.activate ||
         kind_o.write_host || kind_o.allreduce;
     kind_o.src_used = kind_o.matmul || kind_o.activate || kind_o.write_host || kind_o.allreduce;
