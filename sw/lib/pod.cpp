@@ -199,28 +199,27 @@ std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, co
       b.allreduce(sum);
       return;
     }
+    // The load and the store move the same fp32 rows, each segment from its place on the host.
+    const auto transfer = [&](auto& args) {
+      args.acc = true;
+      args.count = p.segments;
+      args.rows = rows;
+      args.host_addr = host;
+      args.host_stride = row_bytes;
+      args.host_step = host_step;
+    };
     if (phase == 0) {
       isa::ReadHostArgs load;
-      load.acc = true;
-      load.count = p.segments;
-      load.rows = rows;
+      transfer(load);
       load.addr_b = acc_row;
       load.step_b = p.seg_rows;
-      load.host_addr = host;
-      load.host_stride = row_bytes;
-      load.host_step = host_step;
       b.read_host(load);
       return;
     }
     isa::WriteHostArgs store;
-    store.acc = true;
-    store.count = p.segments;
-    store.rows = rows;
+    transfer(store);
     store.addr_a = acc_row;
     store.step_a = p.seg_rows;
-    store.host_addr = host;
-    store.host_stride = row_bytes;
-    store.host_step = host_step;
     b.write_host(store);
   };
   std::vector<std::vector<std::uint8_t>> result;
