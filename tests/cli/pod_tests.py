@@ -197,10 +197,11 @@ def allreduce_larger_than_the_accumulators(tpu):
 
 @case
 def allreduce_mpi(tpu):
-    """One chip per MPI rank: the sums and the cycle counts of the one-process pod."""
+    """One chip per MPI rank, 2 to 8 ranks: the sums and the cycle counts of the one-process
+    pod."""
     check(MPI_RUN is not None, "mpirun is missing: scripts/deps.sh installs Open MPI")
     rng = random.Random(4)
-    for chips in (2, 3, 5):
+    for chips in CHIP_COUNTS:
         names, tensors = write_inputs(rng, chips, (16 * 13 + 3,))
         args = ["allreduce", "--in", *names, "--out", "r.npy", "--latency", "6", "--stats"]
         one = tpu(*args).stdout
