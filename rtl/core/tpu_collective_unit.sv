@@ -7,8 +7,11 @@
 // the whole tensor (`total` values). Its rows come in `count` segments of
 // `rows` rows: segment i starts at accumulator row addr_a + i * step_a and at
 // flat index offset + i * offset_step, so that a pass of a large tensor can
-// hold a slice of every chunk and its ring steps all move data at once.
-// It runs 2 (N - 1) steps. In step k chip i sends chunk (i - k) mod N and
+// hold a slice of every chunk and its ring steps all move data at once. Each
+// side of a step works through the segments in turn, a cycle to find a
+// segment's rows in the chunk and one to move on.
+//
+// The ring runs 2 (N - 1) steps. In step k chip i sends chunk (i - k) mod N and
 // receives chunk (i - k - 1) mod N: in the first N - 1 steps (reduce-scatter)
 // it adds what it receives to its own values, in the others (all-gather) it
 // copies it. Step k + 1 sends what step k wrote, so a step starts once the rows
@@ -29,9 +32,10 @@
 // keeping them and passing them on. Chip 0's link carries N - 1 tensors where
 // the ring's carry 2 (N - 1) / N of one.
 //
-// Before step 0 each chip sends a header row (its position, the pod size and
-// the operation's rows, total and offset); the receiver checks it against its
-// own: POD_MISMATCH if it differs. POD_CONFIG if POD is not a legal position.
+// Before step 0 each chip sends a header row (its position, the pod size, PS,
+// the operation's rows, total and offset, and a 16-bit fold of count and
+// offset_step); the receiver checks it against its own: POD_MISMATCH if it
+// differs. The headers cross while the unit divides. POD_CONFIG if POD is not a legal position.
 // LINK_TIMEOUT if nothing moves for LINK_TIMEOUT cycles. Each error stops the
 // unit and, through the issue stage, the core.
 module tpu_collective_unit #(
