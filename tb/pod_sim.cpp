@@ -29,8 +29,7 @@ struct Case {
 
   std::string name() const {
     return fmt::format("{}/{}chips_{}_{}_l{}_b{}", core, chips, values,
-                       adversarial ? "adversarial" : "random", link.latency,
-                       link.beats_per_cycle);
+                       adversarial ? "adversarial" : "random", link.latency, link.beats_per_cycle);
   }
 };
 
@@ -85,10 +84,9 @@ int run(int argc, char** argv) {
     if (!only.empty() && c.name().find(only) == std::string::npos) continue;
     const HardwareConfig config = config_named(c.core);
     const std::uint64_t case_seed = seed * 1000003 + index;
-    const tpu::oracle::Tensors g = c.adversarial
-                                       ? tpu::oracle::adversarial_tensors(c.chips, c.values,
-                                                                          case_seed)
-                                       : tpu::oracle::random_tensors(c.chips, c.values, case_seed);
+    const tpu::oracle::Tensors g =
+        c.adversarial ? tpu::oracle::adversarial_tensors(c.chips, c.values, case_seed)
+                      : tpu::oracle::random_tensors(c.chips, c.values, case_seed);
     const std::vector<tpu::num::fp32_t> expected = tpu::num::ring_allreduce(g);
     bool ok = expected == tpu::oracle::ring_allreduce(g);
 
@@ -105,10 +103,10 @@ int run(int argc, char** argv) {
     const double bound = 2.0 * (c.chips - 1) *
                          (std::ceil(double(c.values) / c.chips) * 4 / link_bytes + c.link.latency);
     const std::uint64_t cycles = stats.reduce_cycles ? stats.reduce_cycles : stats.cycles;
-    fmt::print("{:<9} {:>5} {:>7} {:<11} {:>4} {:>5} {:>6} {:>8} {:>8.0f} {:>6.2f}  {}{}\n",
-               c.core, c.chips, c.values, c.adversarial ? "adversarial" : "random",
-               c.link.latency, c.link.beats_per_cycle, stats.passes, cycles, bound,
-               double(cycles) / bound, ok ? "PASS" : "FAIL",
+    fmt::print("{:<9} {:>5} {:>7} {:<11} {:>4} {:>5} {:>6} {:>8} {:>8.0f} {:>6.2f}  {}{}\n", c.core,
+               c.chips, c.values, c.adversarial ? "adversarial" : "random", c.link.latency,
+               c.link.beats_per_cycle, stats.passes, cycles, bound, double(cycles) / bound,
+               ok ? "PASS" : "FAIL",
                stats.reduce_cycles ? "" : " (cycles of the loads, passes and stores)");
     ++ran;
     failures += ok ? 0 : 1;

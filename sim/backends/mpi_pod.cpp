@@ -40,8 +40,8 @@ template <typename T>
 std::vector<T> swap(const std::vector<T>& out, int to, int from, int tag, MPI_Datatype type) {
   unsigned long long out_size = out.size();
   unsigned long long in_size = 0;
-  MPI_Sendrecv(&out_size, 1, MPI_UNSIGNED_LONG_LONG, to, tag, &in_size, 1,
-               MPI_UNSIGNED_LONG_LONG, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Sendrecv(&out_size, 1, MPI_UNSIGNED_LONG_LONG, to, tag, &in_size, 1, MPI_UNSIGNED_LONG_LONG,
+               from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   std::vector<T> in(in_size);
   MPI_Sendrecv(out.data(), static_cast<int>(out.size()), type, to, tag, in.data(),
                static_cast<int>(in.size()), type, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);

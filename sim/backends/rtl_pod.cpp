@@ -94,8 +94,8 @@ std::vector<RunResult> RtlPod::run(std::uint32_t prog_addr, std::uint32_t count)
     // Nothing may be left on a wire: the next START resets the links' ends.
     if (all_stopped && quiet) break;
     if (now_ > limit) {
-      throw std::runtime_error(fmt::format("the pod did not stop within {} cycles",
-                                           options_.max_cycles));
+      throw std::runtime_error(
+          fmt::format("the pod did not stop within {} cycles", options_.max_cycles));
     }
   }
   std::vector<RunResult> results;

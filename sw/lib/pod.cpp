@@ -18,8 +18,7 @@ using regs::Error;
 
 class ModelPod final : public Pod {
  public:
-  ModelPod(const HardwareConfig& config, unsigned chips, std::size_t host_bytes)
-      : config_(config) {
+  ModelPod(const HardwareConfig& config, unsigned chips, std::size_t host_bytes) : config_(config) {
     check_pod(config, chips);
     for (unsigned i = 0; i < chips; ++i) {
       chips_.push_back(std::make_unique<FunctionalModel>(config, host_bytes));
@@ -45,8 +44,8 @@ class ModelPod final : public Pod {
       for (unsigned i = 0; i < n; ++i) {
         if (!waiting[i]) waiting[i] = chips_[i]->advance();
       }
-      const auto at_collective = static_cast<unsigned>(std::count(waiting.begin(), waiting.end(),
-                                                                   true));
+      const auto at_collective =
+          static_cast<unsigned>(std::count(waiting.begin(), waiting.end(), true));
       if (at_collective == 0) break;
       if (at_collective < n) {
         // A chip has stopped: its neighbours wait in vain.
@@ -88,14 +87,14 @@ class ModelPod final : public Pod {
         const isa::Instruction& mine = chips_[i]->collective();
         const isa::Instruction& before = chips_[(i + n - 1) % n]->collective();
         if (differ(mine, before)) {
-          chips_[i]->fail(Error::PodMismatch,
-                          fmt::format("chip {} started ALLREDUCE{} with rows {}, total {}, "
-                                      "offset {}; this chip{} with rows {}, total {}, offset {}",
-                                      (i + n - 1) % n,
-                                      before.flag(isa::kAllreduceFlagPs) ? " PS" : "",
-                                      before.rows(), before.total(), before.offset(),
-                                      mine.flag(isa::kAllreduceFlagPs) ? " PS" : "", mine.rows(),
-                                      mine.total(), mine.offset()));
+          chips_[i]->fail(
+              Error::PodMismatch,
+              fmt::format("chip {} started ALLREDUCE{} with rows {}, total {}, "
+                          "offset {}; this chip{} with rows {}, total {}, offset {}",
+                          (i + n - 1) % n, before.flag(isa::kAllreduceFlagPs) ? " PS" : "",
+                          before.rows(), before.total(), before.offset(),
+                          mine.flag(isa::kAllreduceFlagPs) ? " PS" : "", mine.rows(), mine.total(),
+                          mine.offset()));
         } else {
           chips_[i]->fail(Error::LinkTimeout, "a chip of the pod stopped in this ALLREDUCE");
         }
@@ -131,9 +130,9 @@ struct Plan {
   std::uint32_t block_rows = 0;  // rows a segment's block spans in the tensor
   std::uint32_t seg_rows = 0;    // rows of a segment in a full pass
   std::uint32_t passes = 1;
-  bool single = false;           // one pass, loaded, summed and stored by separate runs
-  std::uint32_t data_addr = 0;   // the tensor in host memory, rows of dim fp32 values
-  std::uint32_t data_rows = 0;   // its rows there, padding included
+  bool single = false;          // one pass, loaded, summed and stored by separate runs
+  std::uint32_t data_addr = 0;  // the tensor in host memory, rows of dim fp32 values
+  std::uint32_t data_rows = 0;  // its rows there, padding included
 
   // Where row t of the tensor lies in host memory, in rows from data_addr.
   std::uint32_t host_row(std::uint32_t t) const {
@@ -156,8 +155,8 @@ Plan plan(const HardwareConfig& config, unsigned chips, std::uint64_t values) {
     p.block_rows = p.seg_rows = p.data_rows = static_cast<std::uint32_t>(rows);
   } else if (chips <= half) {
     p.segments = chips;
-    p.block_rows = static_cast<std::uint32_t>(((values + chips - 1) / chips + config.dim - 1) /
-                                              config.dim);
+    p.block_rows =
+        static_cast<std::uint32_t>(((values + chips - 1) / chips + config.dim - 1) / config.dim);
     p.seg_rows = std::min(half / chips, 65535u);
     p.data_rows = p.block_rows * chips;
   } else {
@@ -180,8 +179,7 @@ std::vector<std::vector<std::uint8_t>> programs(const HardwareConfig& config, co
   const std::uint32_t block_values = p.block_rows * config.dim;
   // Phase 0 loads pass k's segments into the accumulators from acc_row on, 1 sums them across the
   // chips, 2 stores them.
-  const auto pass = [&](isa::ProgramBuilder& b, std::uint32_t k, std::uint32_t acc_row,
-                        int phase) {
+  const auto pass = [&](isa::ProgramBuilder& b, std::uint32_t k, std::uint32_t acc_row, int phase) {
     const std::uint32_t first_row = k * p.seg_rows;
     const std::uint32_t rows = std::min(p.seg_rows, p.block_rows - first_row);
     const std::uint32_t host = p.data_addr + p.host_row(first_row) * row_bytes;
@@ -283,8 +281,8 @@ std::vector<std::vector<num::fp32_t>> run_allreduce(
   const HardwareConfig& config = pod.config();
   const std::vector<unsigned> local = pod.local_chips();
   if (inputs.size() != local.size()) {
-    throw std::invalid_argument(fmt::format("{} tensors for the {} chips of this process",
-                                            inputs.size(), local.size()));
+    throw std::invalid_argument(
+        fmt::format("{} tensors for the {} chips of this process", inputs.size(), local.size()));
   }
   const std::uint64_t values = inputs.empty() ? 0 : inputs[0].size();
   for (const auto& input : inputs) {
@@ -352,8 +350,8 @@ std::vector<std::vector<num::fp32_t>> run_allreduce(
     const auto rows = pod.chip(c).memory().read_array<num::fp32_t>(p.data_addr, padded);
     std::vector<num::fp32_t> tensor(values);
     for (std::size_t v = 0; v < values; ++v) {
-      tensor[v] =
-          rows[p.host_row(static_cast<std::uint32_t>(v / config.dim)) * config.dim + v % config.dim];
+      tensor[v] = rows[p.host_row(static_cast<std::uint32_t>(v / config.dim)) * config.dim +
+                       v % config.dim];
     }
     sums.push_back(std::move(tensor));
   }

@@ -47,6 +47,7 @@ constexpr int kExitLinkFailed = 4;
 constexpr const char* kBackendRtl = "rtl";
 constexpr const char* kBackendModel = "model";
 constexpr const char* kBackendSerial = "serial";
+constexpr const char* kBackendMpi = "mpi";
 // --port sim[:BOARD]: the board's RTL under Verilator, behind a model of the UART line.
 constexpr std::string_view kSimPort = "sim";
 // What --backend rtl and --port sim say in a tpu built without the Verilator models.
@@ -387,6 +388,39 @@ inline std::unique_ptr<tpu::Backend> make_backend(const Execution& execution, Ta
     // What the model cannot do: a waveform from one built without tracing.
     throw BadInput(fmt::format("--array {}: {}", target.config.name(), error.what()));
   }
+}
+
+// A pod of `chips` chips of the core `array` (docs/pod.md), each with `memory_bytes` of host
+// memory: functional models (`backend` model), Verilator models in this process (rtl), or this
+// rank's chip of one started by mpirun (mpi), which must have started `chips` ranks. `chips_given`
+// says where the number came from, for the message when the ranks are not as many.
+inline std::unique_ptr<tpu::Pod> open_pod(const std::string& backend, const std::string& array,
+                                          unsigned chips, std::size_t memory_bytes,
+                                          const tpu::LinkTiming& timing,
+                                          const std::string& chips_given) {
+  if (backend != kBackendModel && !tpu::linked_simulation()) {
+    throw BadInput(fmt::format("--backend {}: {}", backend, kNoSimulation));
+  }
+  const HardwareConfig config = config_named(array);
+  if (config.link_lanes == 0) {
+    throw BadInput(fmt::format(
+        "--array {} has no inter-chip links; a pod needs a core with them (tpu info)", array));
+  }
+  if (backend == kBackendModel) return tpu::make_model_pod(config, chips, memory_bytes);
+  if (backend == kBackendRtl) {
+    return tpu::linked_simulation()->open_pod(config, chips, memory_bytes, timing);
+  }
+  std::unique_ptr<tpu::Pod> pod;
+  try {
+    pod = tpu::linked_simulation()->open_mpi_pod(config, memory_bytes, timing);
+  } catch (const std::invalid_argument& error) {
+    throw BadInput(fmt::format("--backend mpi: {}", error.what()));
+  }
+  if (pod->size() != chips) {
+    throw BadInput(fmt::format("{} but {} MPI ranks run: start it with mpirun -np {}",
+                               chips_given, pod->size(), chips));
+  }
+  return pod;
 }
 
 // The multiply-accumulates the first `completed` instructions count as useful: k_valid x n_valid

@@ -11,7 +11,6 @@ namespace tpu::tool {
 namespace {
 
 constexpr const char* kBackendHost = "host";
-constexpr const char* kBackendMpi = "mpi";
 // Host memory to start with; a backend grows it for larger products.
 constexpr std::size_t kNetworkMemory = 8u << 20;
 
@@ -148,30 +147,9 @@ int run_pod_train(const TrainOptions& options, const nn::Network& net, const idx
   if (options.backend == kBackendHost) {
     throw BadInput("--chips needs the chips of a pod: --backend model, rtl or mpi");
   }
-  if (options.backend != kBackendModel && !linked_simulation()) {
-    throw BadInput(fmt::format("--backend {}: {}", options.backend, kNoSimulation));
-  }
-  const HardwareConfig config = config_named(options.array);
-  if (config.link_lanes == 0) {
-    throw BadInput(fmt::format("--array {} has no inter-chip links; a pod needs a core with them",
-                               options.array));
-  }
-  std::unique_ptr<Pod> pod;
-  if (options.backend == kBackendModel) {
-    pod = make_model_pod(config, options.chips, kNetworkMemory);
-  } else if (options.backend == kBackendRtl) {
-    pod = linked_simulation()->open_pod(config, options.chips, kNetworkMemory, LinkTiming{});
-  } else {
-    try {
-      pod = linked_simulation()->open_mpi_pod(config, kNetworkMemory, LinkTiming{});
-    } catch (const std::invalid_argument& error) {
-      throw BadInput(fmt::format("--backend mpi: {}", error.what()));
-    }
-    if (pod->size() != options.chips) {
-      throw BadInput(fmt::format("--chips {} but {} MPI ranks run: start it with mpirun -np {}",
-                                 options.chips, pod->size(), options.chips));
-    }
-  }
+  const std::unique_ptr<Pod> pod =
+      open_pod(options.backend, options.array, options.chips, kNetworkMemory, LinkTiming{},
+               fmt::format("--chips {}", options.chips));
   std::unique_ptr<nn::DataParallelTrainer> trainer_owner;
   try {
     trainer_owner = std::make_unique<nn::DataParallelTrainer>(net, *pod, trainer_options(options));
@@ -230,7 +208,9 @@ int run_train(const TrainOptions& options) {
       throw BadInput(error.what());
     }
   }
-  if (options.chips > 1 || options.backend == kBackendMpi) return run_pod_train(options, net, train, test);
+  if (options.chips > 1 || options.backend == kBackendMpi) {
+    return run_pod_train(options, net, train, test);
+  }
   std::unique_ptr<Backend> backend = network_backend(options.backend, options.array);
   const nn::TrainOptions train_options = trainer_options(options);
   std::unique_ptr<nn::Trainer> trainer_owner;

@@ -12,7 +12,6 @@
 namespace tpu::tool {
 namespace {
 
-constexpr const char* kBackendMpi = "mpi";
 constexpr unsigned kMaxChipsInProcess = 16;
 constexpr unsigned kMaxChipsMpi = 64;
 
@@ -37,9 +36,10 @@ Inputs read_inputs(const std::vector<std::string>& paths) {
     } else if (array.shape != inputs.shape) {
       npy::Array first;
       first.shape = inputs.shape;
-      throw BadInput(fmt::format("{}: shape {} differs from {}'s {}: every chip's tensor has the "
-                                 "same shape",
-                                 paths[i], shape_text(array), paths[0], shape_text(first)));
+      throw BadInput(
+          fmt::format("{}: shape {} differs from {}'s {}: every chip's tensor has the "
+                      "same shape",
+                      paths[i], shape_text(array), paths[0], shape_text(first)));
     }
     std::vector<num::fp32_t> bits(array.data.size());
     std::transform(array.data.begin(), array.data.end(), bits.begin(), num::float_to_fp32);
@@ -50,46 +50,18 @@ Inputs read_inputs(const std::vector<std::string>& paths) {
 
 void check_options(const AllreduceOptions& options, unsigned chips) {
   const bool mpi = options.backend == kBackendMpi;
-  if (options.backend != kBackendModel && !linked_simulation()) {
-    throw BadInput(fmt::format("--backend {}: {}", options.backend, kNoSimulation));
-  }
   const unsigned most = mpi ? kMaxChipsMpi : kMaxChipsInProcess;
   if (chips < 2 || chips > most) {
-    throw BadInput(fmt::format("--in names {} tensors: a pod on --backend {} has 2 to {} chips, "
-                               "one tensor each",
-                               chips, options.backend, most));
-  }
-  if (config_named(options.array).link_lanes == 0) {
-    throw BadInput(fmt::format("--array {} has no inter-chip links; a pod needs a core with them "
-                               "(tpu info)",
-                               options.array));
+    throw BadInput(
+        fmt::format("--in names {} tensors: a pod on --backend {} has 2 to {} chips, "
+                    "one tensor each",
+                    chips, options.backend, most));
   }
   if (options.backend == kBackendModel && (options.latency != 1 || options.bandwidth != 1.0)) {
-    throw BadInput("--latency and --bandwidth describe the simulated wires: they go with "
-                   "--backend rtl or mpi");
+    throw BadInput(
+        "--latency and --bandwidth describe the simulated wires: they go with "
+        "--backend rtl or mpi");
   }
-}
-
-std::unique_ptr<Pod> open_pod(const AllreduceOptions& options, unsigned chips,
-                              std::size_t memory_bytes) {
-  const HardwareConfig config = config_named(options.array);
-  if (options.backend == kBackendModel) return make_model_pod(config, chips, memory_bytes);
-  const LinkTiming timing{options.latency, options.bandwidth};
-  if (options.backend == kBackendRtl) {
-    return linked_simulation()->open_pod(config, chips, memory_bytes, timing);
-  }
-  std::unique_ptr<Pod> pod;
-  try {
-    pod = linked_simulation()->open_mpi_pod(config, memory_bytes, timing);
-  } catch (const std::invalid_argument& error) {
-    throw BadInput(fmt::format("--backend mpi: {}", error.what()));
-  }
-  if (pod->size() != chips) {
-    throw BadInput(fmt::format("--in names {} tensors but {} MPI ranks run: start it with "
-                               "mpirun -np {}",
-                               chips, pod->size(), chips));
-  }
-  return pod;
 }
 
 void print_stats(const Pod& pod, const AllreduceStats& stats, const LinkTiming& timing) {
@@ -108,9 +80,10 @@ void print_stats(const Pod& pod, const AllreduceStats& stats, const LinkTiming& 
   fmt::print("cycles             {} (loads, all-reduce and stores)\n", stats.cycles);
   if (stats.reduce_cycles) {
     fmt::print("all-reduce cycles  {}\n", stats.reduce_cycles);
-    fmt::print("bound              {:.0f} cycles: 2(N-1) x (ceil(n/N) x 4 / B + L), B = {:.0f} "
-               "bytes/cycle, L = {} (the ring's)\n",
-               bound, link_bytes, timing.latency);
+    fmt::print(
+        "bound              {:.0f} cycles: 2(N-1) x (ceil(n/N) x 4 / B + L), B = {:.0f} "
+        "bytes/cycle, L = {} (the ring's)\n",
+        bound, link_bytes, timing.latency);
     fmt::print("against the bound  {:.3f}x\n", double(stats.reduce_cycles) / bound);
   }
   fmt::print("busiest link       {:.0f} bytes ({} beats, headers and partly used rows included)\n",
@@ -125,8 +98,8 @@ void print_stats(const Pod& pod, const AllreduceStats& stats, const LinkTiming& 
 
 CLI::App* add_allreduce_command(CLI::App& app, AllreduceOptions& options) {
   options.backend = default_backend();
-  CLI::App* command = app.add_subcommand(
-      "allreduce", "sum one tensor per chip across a pod by a ring all-reduce");
+  CLI::App* command =
+      app.add_subcommand("allreduce", "sum one tensor per chip across a pod by a ring all-reduce");
   command->footer(fmt::format(
       "Chip i of the ring takes the i-th --in tensor; every chip ends with the sums,\n"
       "which must be the same bits on all of them (N-REDUCE of docs/numerics.md), and\n"
@@ -189,7 +162,9 @@ int run_allreduce_command(const AllreduceOptions& options) {
   } catch (const std::invalid_argument& error) {
     throw BadInput(error.what());
   }
-  std::unique_ptr<Pod> pod = open_pod(options, chips, memory_bytes);
+  std::unique_ptr<Pod> pod = open_pod(options.backend, options.array, chips, memory_bytes,
+                                      LinkTiming{options.latency, options.bandwidth},
+                                      fmt::format("--in names {} tensors", chips));
 
   std::vector<std::vector<num::fp32_t>> local;
   for (unsigned c : pod->local_chips()) local.push_back(inputs.tensors[c]);
@@ -206,8 +181,8 @@ int run_allreduce_command(const AllreduceOptions& options) {
     if (sums[c] != sums[0]) {
       std::size_t v = 0;
       while (sums[c][v] == sums[0][v]) ++v;
-      fmt::print(stderr, "tpu: chip {} and chip 0 disagree on value {}: 0x{:08X} and 0x{:08X}\n",
-                 c, v, sums[c][v], sums[0][v]);
+      fmt::print(stderr, "tpu: chip {} and chip 0 disagree on value {}: 0x{:08X} and 0x{:08X}\n", c,
+                 v, sums[c][v], sums[0][v]);
       return kExitSimulationFailed;
     }
   }

@@ -42,13 +42,27 @@ Tensors adversarial_tensors(unsigned chips, std::size_t n, std::uint64_t seed) {
     const fp32_t x = rng.fp32();
     for (unsigned c = 0; c < chips; ++c) {
       switch ((v + c) % 7) {
-        case 0: g[c][v] = rng.fp32(); break;
-        case 1: g[c][v] = (c % 2) ? x ^ 0x80000000u : x; break;
-        case 2: g[c][v] = c == 0 ? 0x7F800000u : 0xFF800000u; break;
-        case 3: g[c][v] = 0x00000001u + c; break;
-        case 4: g[c][v] = 0x7F7FFFFFu; break;
-        case 5: g[c][v] = (c % 2) ? 0x80000000u : 0x00000000u; break;
-        default: g[c][v] = rng.fp32_pair_finite_normal().first; break;
+        case 0:
+          g[c][v] = rng.fp32();
+          break;
+        case 1:
+          g[c][v] = (c % 2) ? x ^ 0x80000000u : x;
+          break;
+        case 2:
+          g[c][v] = c == 0 ? 0x7F800000u : 0xFF800000u;
+          break;
+        case 3:
+          g[c][v] = 0x00000001u + c;
+          break;
+        case 4:
+          g[c][v] = 0x7F7FFFFFu;
+          break;
+        case 5:
+          g[c][v] = (c % 2) ? 0x80000000u : 0x00000000u;
+          break;
+        default:
+          g[c][v] = rng.fp32_pair_finite_normal().first;
+          break;
       }
     }
   }

@@ -105,20 +105,8 @@ def write_inputs(rng, chips, shape):
     return names, tensors
 
 
-def load_any(path):
-    """(shape, patterns) of a float32 .npy of any shape, as `tpu` writes it."""
-    with open(path, "rb") as f:
-        data = f.read()
-    check(data[:6] == b"\x93NUMPY", f"{path}: not a .npy file")
-    length = struct.unpack("<H", data[8:10])[0]
-    header = eval(data[10:10 + length].decode("latin1"))  # noqa: S307 (a dict literal we wrote)
-    check(header["descr"] == "<f4" and not header["fortran_order"], f"{path}: {header}")
-    body = data[10 + length:]
-    return tuple(header["shape"]), list(struct.unpack(f"<{len(body) // 4}I", body))
-
-
 def check_sums(path, shape, expected, what):
-    got_shape, got = load_any(path)
+    got_shape, got = npy.load_bits(path)
     check(got_shape == tuple(shape), f"{what}: shape {got_shape}, expected {tuple(shape)}")
     for index, (g, w) in enumerate(zip(got, expected)):
         check(g == w, f"{what}: value {index} is 0x{g:08x}, expected 0x{w:08x}")

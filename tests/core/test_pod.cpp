@@ -49,8 +49,8 @@ TEST(RefPod, ChunksFollowTheContract) {
 TEST(RefPod, MatchesTheHostFpu) {
   for (unsigned chips : {2u, 3u, 4u, 5u, 8u}) {
     for (std::size_t n : {std::size_t{1}, std::size_t{5}, std::size_t{97}, std::size_t{4099}}) {
-      for (const Tensors& g : {random_tensors(chips, n, 11 * chips + n),
-                               adversarial(chips, n, 13 * chips + n)}) {
+      for (const Tensors& g :
+           {random_tensors(chips, n, 11 * chips + n), adversarial(chips, n, 13 * chips + n)}) {
         EXPECT_EQ(num::ring_allreduce(g), oracle::ring_allreduce(g)) << chips << " chips, " << n;
       }
     }
@@ -116,9 +116,9 @@ TEST(RtlPod, AllreduceMatchesTheReference) {
 // slow links, one pass and several.
 TEST(RtlPod, ParameterServerMatchesItsFold) {
   for (unsigned chips : {2u, 3u, 4u, 5u}) {
-    for (const auto& [core, n, link] : {std::tuple{"16x16", std::size_t{16 * 7 + 5}, LinkTiming{}},
-                                        std::tuple{"4x4_m1a1", std::size_t{1100},
-                                                   LinkTiming{5, 0.5}}}) {
+    for (const auto& [core, n, link] :
+         {std::tuple{"16x16", std::size_t{16 * 7 + 5}, LinkTiming{}},
+          std::tuple{"4x4_m1a1", std::size_t{1100}, LinkTiming{5, 0.5}}}) {
       const Tensors g = adversarial(chips, n, chips * 4000 + n);
       const std::vector<num::fp32_t> expected = num::ps_allreduce(g);
       EXPECT_EQ(expected, oracle::ps_allreduce(g));
@@ -128,8 +128,8 @@ TEST(RtlPod, ParameterServerMatchesItsFold) {
       for (Pod* pod : {static_cast<Pod*>(rtl.get()), model.get()}) {
         const Tensors sums = run_allreduce(*pod, g, nullptr, true);
         for (std::size_t c = 0; c < chips; ++c) {
-          EXPECT_EQ(sums[c], expected) << pod->name() << " " << core << ": chip " << c << " of "
-                                       << chips;
+          EXPECT_EQ(sums[c], expected)
+              << pod->name() << " " << core << ": chip " << c << " of " << chips;
         }
       }
     }
@@ -153,8 +153,8 @@ TEST(RtlPod, TimingDoesNotChangeTheBits) {
   const Tensors g = random_tensors(4, 16 * 20 + 3, 99);
   for (const LinkTiming link : {LinkTiming{1, 1.0}, LinkTiming{40, 1.0}, LinkTiming{3, 0.25}}) {
     auto pod = rtl_pod("16x16", 4, g[0].size(), link);
-    expect_allreduce(*pod, g, fmt::format("latency {} bandwidth {}", link.latency,
-                                          link.beats_per_cycle));
+    expect_allreduce(*pod, g,
+                     fmt::format("latency {} bandwidth {}", link.latency, link.beats_per_cycle));
   }
 }
 

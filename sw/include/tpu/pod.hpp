@@ -71,21 +71,21 @@ struct LinkTiming {
 
 // What an all-reduce cost, from the chips' counters (empty on the functional model).
 struct AllreduceStats {
-  std::uint64_t values = 0;        // n
-  unsigned passes = 0;             // ALLREDUCE instructions per chip
-  std::uint64_t cycles = 0;        // the slowest chip's CYCLES, loads and stores included
-  std::uint64_t reduce_cycles = 0; // the slowest chip's cycles in its ALLREDUCEs alone
-  std::uint64_t link_beats = 0;    // beats one chip sent (LINK_SENT_BEATS, headers included)
-  std::uint64_t link_stall = 0;    // the most LINK_STALL cycles of any chip
+  std::uint64_t values = 0;         // n
+  unsigned passes = 0;              // ALLREDUCE instructions per chip
+  std::uint64_t cycles = 0;         // the slowest chip's CYCLES, loads and stores included
+  std::uint64_t reduce_cycles = 0;  // the slowest chip's cycles in its ALLREDUCEs alone
+  std::uint64_t link_beats = 0;     // beats one chip sent (LINK_SENT_BEATS, headers included)
+  std::uint64_t link_stall = 0;     // the most LINK_STALL cycles of any chip
   bool has_cycles = false;
 };
 
 // The ring all-reduce of the local chips' tensors (inputs[k] for local_chips()[k], flattened, all
 // of one length) on `pod`: loaded into the accumulators, summed by ALLREDUCE in as many passes as
-// the accumulators need (each pass a slice of every chip's chunk), stored back. Returns the sums each local chip holds, in the same order.
-// Throws PodChipError when a chip stops with an error code.
-// With `parameter_server`, ALLREDUCE's flag PS: the baseline the ring is measured against, whose
-// sums are num::ps_allreduce's, not N-REDUCE's.
+// the accumulators need (each pass a slice of every chip's chunk), stored back. Returns the sums
+// each local chip holds, in the same order. Throws PodChipError when a chip stops with an error
+// code. With `parameter_server`, ALLREDUCE's flag PS: the baseline the ring is measured against,
+// whose sums are num::ps_allreduce's, not N-REDUCE's.
 std::vector<std::vector<num::fp32_t>> run_allreduce(
     Pod& pod, const std::vector<std::vector<num::fp32_t>>& inputs, AllreduceStats* stats = nullptr,
     bool parameter_server = false);
