@@ -104,7 +104,10 @@ lint: deps
 	$(LINT_CORE) -GDim=1 -GActLanes=1 -GBusBytes=4 -GQueueDepth=1 -GUbDepth=4 -GAccDepth=4
 	$(LINT_CORE) -GDim=8 -GMulStages=2 -GAddStages=3 -GBusBytes=64 -GActLanes=8 -GQueueDepth=3
 	$(LINT_CORE) -GDim=128 -GActLanes=16 -GUbDepth=2048 -GAccDepth=2048 -GBusBytes=64 -GQueueDepth=4
-	$(LINT_CORE) -GLinkLanes=16
+	$(LINT_CORE) -GLinkLanes=16 "-GInt8=1'b1"
+	$(LINT_CORE) -GDim=4 "-GInt8=1'b1" -GMulStages=2 -GAddStages=3 -GActLanes=2 -GBusBytes=4
+	$(LINT_CORE) -GDim=8 "-GInt8=1'b1" "-GFloat=1'b0" -GActLanes=8 -GBusBytes=8
+	$(LINT_CORE) -GDim=8 "-GInt8=1'b1" "-GFloat=1'b0" -GAddStages=2 -GMulStages=1
 	$(LINT_CORE) -GDim=4 -GLinkLanes=1 -GLinkCredits=2 -GMulStages=1 -GAddStages=3 -GQueueDepth=1
 	$(LINT_CORE) -GDim=128 -GActLanes=16 -GUbDepth=2048 -GAccDepth=2048 -GLinkLanes=32 \
 	  -GLinkCredits=255
@@ -136,15 +139,22 @@ define yosys_synth
 	  echo "synth: $(5): $$(grep -E '^ +[0-9]+ +cells$$' $$log.stat | tail -1 | tr -s ' '), no warnings"
 endef
 
-# Generic Yosys synthesis of the matrix unit, without and with every pipeline register, of a
-# small array core and of the sequential core; any Yosys warning fails.
+# Generic Yosys synthesis of the matrix unit, without and with every pipeline register, with
+# both modes and int8 only, of small array cores (bf16; int8 only) and of the sequential core;
+# any Yosys warning fails.
 synth: $(FPGA_TOOLS)
 	$(call yosys_synth,m0a0,$(MXU_FILES),tpu_mxu,-set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \
 	  -set MulStages 0 -set AddStages 0,tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) MulStages=0 AddStages=0)
 	$(call yosys_synth,m2a3,$(MXU_FILES),tpu_mxu,-set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \
 	  -set MulStages 2 -set AddStages 3,tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) MulStages=2 AddStages=3)
+	$(call yosys_synth,m2a3_int8,$(MXU_FILES),tpu_mxu,-set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \
+	  -set MulStages 2 -set AddStages 3 -set Int8 1,tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) MulStages=2 AddStages=3 Int8)
+	$(call yosys_synth,int8_only,$(MXU_FILES),tpu_mxu,-set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \
+	  -set Int8 1 -set Float 0,tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) int8 only)
 	$(call yosys_synth,core,$(TOP_FILES),tpu_top,-set Dim 2 -set UbDepth 64 -set AccDepth 64 \
 	  -set ActLanes 1 -set QueueDepth 2 -set ReadBufBeats 8,tpu_top 2x2 with 64-row memories)
+	$(call yosys_synth,core_int8,$(TOP_FILES),tpu_top,-set Dim 4 -set UbDepth 64 -set AccDepth 64 \
+	  -set ActLanes 1 -set QueueDepth 2 -set ReadBufBeats 8 -set Int8 1 -set Float 0,tpu_top 4x4 int8 only with 64-row memories)
 	$(call yosys_synth,seq,$(TOP_FILES),tpu_top,-set Sequential 1 -set Dim 4 -set BusBytes 4 \
 	  -set UbDepth 256 -set AccDepth 128,tpu_top Sequential 4x4)
 	$(call yosys_synth,links,$(TOP_FILES),tpu_collective_unit,-set Dim 4 -set AccDepth 64 \

@@ -102,6 +102,7 @@ class Flag:
     name: str
     bit: int
     doc: str
+    int8: bool = False  # selects the int8 datapath: ILLEGAL_FIELD in a core built without it
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class Host:
     rows: str       # the field that counts rows per iteration
     only_if: object  # the Flag without which there is no host access, or None
     fp32_if: object  # the Flag that makes rows fp32 (4 bytes a lane), or None
+    int8_if: object = None  # the Flag that makes rows int8 (1 byte a lane), or None
 
 
 @dataclass(frozen=True)
@@ -145,11 +147,15 @@ class Opcode:
     source: object = None       # Rows
     destination: object = None  # Rows
     bias_if: object = None      # the Flag that adds a bias row, or None
+    quant_if: object = None     # the Flag that makes the bias rows a block of three, or None
     host: object = None         # Host
     limits: tuple = ()          # (Field, "1..dim", "function" or "nonzero")
     zero_unless: tuple = ()     # ZeroUnless
     in_place: bool = False      # writes back the source rows it reads
     links: bool = False         # uses the inter-chip links: legal only in a core that has them
+    float_unless: object = None  # the Flag without which it needs the float datapath, or None
+    requires: tuple = ()        # (Flag, Flag): the first only with the second
+    excludes: tuple = ()        # (Flag, Flag or Field): with the first, the second clear or zero
 
     @property
     def snake(self):
@@ -386,7 +392,7 @@ def parse_opcode(name, entry, fields, functions, where):
                                   "doc": str},
                    {"repeats": bool, "source": dict, "destination": dict, "bias": dict,
                     "host": dict, "limits": dict, "zero_unless": dict, "in_place": bool,
-                    "links": bool})
+                    "links": bool, "float_unless": str, "requires": dict, "excludes": dict})
     check_range(spec["value"], 0, (1 << fields["opcode"].width) - 1, where, "value")
     check_name(spec["mnemonic"], LOWER_NAME, f"{where}.mnemonic")
     check_doc(spec["doc"], where)
@@ -395,10 +401,11 @@ def parse_opcode(name, entry, fields, functions, where):
     for flag_name, flag_entry in spec["flags"].items():
         flag_where = f"{where}.flags.{flag_name}"
         check_name(flag_name, UPPER_NAME, flag_where)
-        flag_spec = checked(flag_entry, flag_where, {"bit": int, "doc": str})
+        flag_spec = checked(flag_entry, flag_where, {"bit": int, "doc": str}, {"int8": bool})
         check_range(flag_spec["bit"], 0, fields["flags"].width - 1, flag_where, "bit")
         check_doc(flag_spec["doc"], flag_where)
-        flags.append(Flag(flag_name, flag_spec["bit"], flag_spec["doc"]))
+        flags.append(Flag(flag_name, flag_spec["bit"], flag_spec["doc"],
+                          flag_spec.get("int8", False)))
     flags.sort(key=lambda flag: flag.bit)
     check_unique([(flag.name, flag.bit) for flag in flags], "bit", f"{where}.flags")
 
@@ -456,17 +463,32 @@ def parse_semantics(spec, fields, functions, used, flags, where):
             needs(OPERAND_FIELDS[role][:None if semantics["repeats"] else 1] + ("rows",), role)
             semantics[role] = Rows(memory, flag(rows.get("acc_if"), f"{role}.acc_if"))
     if "bias" in spec:
-        bias = checked(spec["bias"], f"{where}.bias", {"if": str})
+        bias = checked(spec["bias"], f"{where}.bias", {"if": str}, {"quant_if": str})
         needs(OPERAND_FIELDS["bias"], "bias")
         semantics["bias_if"] = flag(bias["if"], "bias.if")
+        semantics["quant_if"] = flag(bias.get("quant_if"), "bias.quant_if")
     if "host" in spec:
         host = checked(spec["host"], f"{where}.host", {"direction": str, "rows": str},
-                       {"if": str, "fp32_if": str})
+                       {"if": str, "fp32_if": str, "int8_if": str})
         rows = choice(host["rows"], HOST_ROW_FIELDS, "host.rows")
         needs(OPERAND_FIELDS["host"] + (rows,), "host")
         semantics["host"] = Host(choice(host["direction"], HOST_DIRECTIONS, "host.direction") ==
                                  "write", rows, flag(host.get("if"), "host.if"),
-                                 flag(host.get("fp32_if"), "host.fp32_if"))
+                                 flag(host.get("fp32_if"), "host.fp32_if"),
+                                 flag(host.get("int8_if"), "host.int8_if"))
+    semantics["float_unless"] = flag(spec.get("float_unless"), "float_unless")
+    for key in ("requires", "excludes"):
+        pairs = []
+        for flag_name, others in spec.get(key, {}).items():
+            first = flag(flag_name, key)
+            if not isinstance(others, list) or not others:
+                raise DefsError(f"{where}.{key}.{flag_name}: expected a non-empty array of names")
+            for other in others:
+                if key == "excludes" and other in used_names:
+                    pairs.append((first, fields[other]))
+                else:
+                    pairs.append((first, flag(other, f"{key}.{flag_name}")))
+        semantics[key] = tuple(pairs)
     limits = []
     for field_name, limit in spec.get("limits", {}).items():
         key = f"limits.{field_name}"
@@ -820,9 +842,13 @@ KIND_MEMBERS = (
     ("host_used", "reads or writes host memory"),
     ("host_write", "... writes it"),
     ("host_fp32", "... in fp32 rows (4 bytes a lane), not bf16"),
+    ("host_int8", "... in int8 rows (1 byte a lane), not bf16"),
     ("host_k_valid", "... k_valid rows per iteration, not rows"),
     ("in_place", "writes back the source rows it reads"),
     ("links", "uses the inter-chip links"),
+    ("bias_quant", "its bias rows are blocks of three: bias, multiplier, shift"),
+    ("int8", "sets a flag of the int8 datapath"),
+    ("float_dp", "uses the float datapath"),
 )
 
 
@@ -862,9 +888,14 @@ def sv_decoder(isa, source):
         "host_used": [when(op, op.host.only_if) for op in ops if op.host],
         "host_write": [is_op(op) for op in ops if op.host and op.host.write],
         "host_fp32": [when(op, op.host.fp32_if) for op in ops if op.host and op.host.fp32_if],
+        "host_int8": [when(op, op.host.int8_if) for op in ops if op.host and op.host.int8_if],
         "host_k_valid": [is_op(op) for op in ops if op.host and op.host.rows == "k_valid"],
         "in_place": [is_op(op) for op in ops if op.in_place],
         "links": [is_op(op) for op in ops if op.links],
+        "bias_quant": [when(op, op.quant_if) for op in ops if op.quant_if],
+        "int8": [when(op, flag) for op in ops for flag in op.flags if flag.int8],
+        "float_dp": [f"({is_op(op)} && !{flag_set(op, op.float_unless)})" for op in ops
+                     if op.float_unless],
     }
 
     assert [member for member, _ in KIND_MEMBERS] == list(kind)
@@ -887,6 +918,16 @@ def sv_decoder(isa, source):
                       f"fields_o.func != tpu_isa_pkg::Func{camel(rule.function.name)}")
             nonzero = ", ".join(f"fields_o.{field.name}" for field in rule.fields)
             errors.append(f"({is_op(op)} && {unless} && |{{{nonzero}}})")
+        for first, second in op.requires:
+            errors.append(f"({is_op(op)} && {flag_set(op, first)} && !{flag_set(op, second)})")
+        for first, second in op.excludes:
+            other = (flag_set(op, second) if isinstance(second, Flag) else
+                     f"fields_o.{second.name} != '0")
+            errors.append(f"({is_op(op)} && {flag_set(op, first)} && {other})")
+    if kind["int8"]:
+        errors.append("(!Int8 && kind_o.int8)")
+    if kind["float_dp"]:
+        errors.append("(!Float && kind_o.float_dp)")
 
     lines = generated_header(source) + [
         "//",
@@ -898,6 +939,8 @@ def sv_decoder(isa, source):
         "module tpu_decode #(",
         f"{indent}parameter int unsigned Dim = 16,  // the array size, a power of two",
         f"{indent}parameter bit Links = 1'b0,  // the core has inter-chip links and a collective unit",
+        f"{indent}parameter bit Int8 = 1'b0,   // the core has the int8 datapath",
+        f"{indent}parameter bit Float = 1'b1,  // ... and the float one (bf16, fp32)",
         f"{indent}localparam int unsigned DimLog2 = $clog2(Dim)",
         ") (",
         f"{indent}input  {sv_logic(isa.instruction_bits)} instr_i,",
@@ -937,7 +980,8 @@ def sv_decoder(isa, source):
               f"{indent * 2}outside_1_to_dim = value == '0 || "
               "tpu_pkg::above_pow2(34'(value), DimLog2);",
               f"{indent}endfunction", "",
-              f"{indent}// The rules of rtl/defs/isa.toml: repeats, limits and zero_unless.",
+              f"{indent}// The rules of rtl/defs/isa.toml: repeats, limits, zero_unless, requires,",
+              f"{indent}// excludes, and the datapaths the core has.",
               f"{indent}assign field_error_o ="]
     for index, term in enumerate(errors or ["1'b0"]):
         text = term + (" ||" if index + 1 < len(errors) else ";")
@@ -1190,6 +1234,7 @@ def cpp_isa_header(isa, source):
               f"{CPP_INDENT}const char* name;",
               f"{CPP_INDENT}const char* mnemonic;",
               f"{CPP_INDENT}const char* doc;",
+              f"{CPP_INDENT}bool int8;  // selects the int8 datapath, which a core may lack",
               "};",
               "",
               f"using {name('UsedBits')} = std::array<std::uint32_t, kInstrWords>;",
@@ -1208,13 +1253,15 @@ def cpp_isa_header(isa, source):
               "};",
               "",
               "// Host rows read or written: `rows` of them per iteration (the field), only with the",
-              "// flag only_if (kNoFlag: always), fp32 rows with the flag fp32_if, bf16 otherwise.",
+              "// flag only_if (kNoFlag: always), fp32 rows with the flag fp32_if, int8 rows with",
+              "// int8_if, bf16 otherwise.",
               f"struct {name('HostOperand')} {{",
               f"{CPP_INDENT}bool used;",
               f"{CPP_INDENT}bool write;",
               f"{CPP_INDENT}const FieldSpec* rows;",
               f"{CPP_INDENT}unsigned only_if;",
               f"{CPP_INDENT}unsigned fp32_if;",
+              f"{CPP_INDENT}unsigned int8_if;",
               "};",
               "",
               "// A field's legal values: 1 .. the array size, a function code, or not zero.",
@@ -1233,17 +1280,39 @@ def cpp_isa_header(isa, source):
               f"{CPP_INDENT}ConstList<const FieldSpec*> fields;",
               "};",
               "",
+              "// With the flag `flag` set, the flag `needed` must be set too.",
+              f"struct {name('FlagRequires')} {{",
+              f"{CPP_INDENT}unsigned flag;",
+              f"{CPP_INDENT}unsigned needed;",
+              f"{CPP_INDENT}const char* text;  // what is wrong when it is not",
+              "};",
+              "",
+              "// With the flag `flag` set, the flag other_flag must be clear (kNoFlag: none) and",
+              "// the field other_field zero (nullptr: none).",
+              f"struct {name('FlagExcludes')} {{",
+              f"{CPP_INDENT}unsigned flag;",
+              f"{CPP_INDENT}unsigned other_flag;",
+              f"{CPP_INDENT}const FieldSpec* other_field;",
+              f"{CPP_INDENT}const char* text;",
+              "};",
+              "",
               f"struct {name('OpcodeRules')} {{",
               f"{CPP_INDENT}bool repeats;  // count iterations of rows rows, both at least 1",
               f"{CPP_INDENT}RowsOperand source;       // addr_a, step_a",
               f"{CPP_INDENT}RowsOperand destination;  // addr_b, step_b",
               f"{CPP_INDENT}unsigned bias_if;  // a bias row per iteration with this flag "
               "(kNoFlag: none)",
+              f"{CPP_INDENT}unsigned quant_if;  // ... three (bias, multiplier, shift) with this "
+              "one",
               f"{CPP_INDENT}HostOperand host;",
               f"{CPP_INDENT}ConstList<FieldLimit> limits;",
               f"{CPP_INDENT}ConstList<ZeroUnless> zero_unless;",
               f"{CPP_INDENT}bool in_place;  // writes back its source rows",
               f"{CPP_INDENT}bool links;     // needs a core with inter-chip links",
+              f"{CPP_INDENT}unsigned float_unless;  // needs the float datapath without this "
+              "flag",
+              f"{CPP_INDENT}ConstList<FlagRequires> requires;",
+              f"{CPP_INDENT}ConstList<FlagExcludes> excludes;",
               "};",
               "",
               f"struct {name('OpcodeInfo')} {{",
@@ -1273,7 +1342,8 @@ def cpp_isa_header(isa, source):
             lines.append(f"inline constexpr FlagSpec {name(prefix + 'Flags')}[] = {{")
             for flag in opcode.flags:
                 lines += cpp_table_row([str(flag.bit), cpp_string(flag.name),
-                                        cpp_string(flag.name.lower())], flag.doc)
+                                        cpp_string(flag.name.lower())], flag.doc,
+                                       ["true" if flag.int8 else "false"])
             lines.append("};")
             flags_list = f"{{{prefix}Flags, {len(opcode.flags)}}}"
         used = isa.used_bits(opcode)
@@ -1340,13 +1410,35 @@ def cpp_opcode_rules(isa, opcode, prefix, name):
                           items, "};")
         zero_unless = f"{{{prefix}ZeroUnless, {len(items)}}}"
     host = opcode.host
-    host_text = ("{false, false, nullptr, kNoFlag, kNoFlag}" if host is None else
+    host_text = ("{false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}" if host is None else
                  f"{{true, {'true' if host.write else 'false'}, &k{camel(host.rows)}, "
-                 f"{flag_bit(host.only_if)}, {flag_bit(host.fp32_if)}}}")
+                 f"{flag_bit(host.only_if)}, {flag_bit(host.fp32_if)}, "
+                 f"{flag_bit(host.int8_if)}}}")
+    requires = excludes = "{nullptr, 0}"
+    if opcode.requires:
+        items = [f"{{{first.bit}, {second.bit}, "
+                 f"{cpp_string(f'{first.name} needs {second.name}')}}}"
+                 for first, second in opcode.requires]
+        lines += cpp_list(f"inline constexpr FlagRequires {name(prefix + 'Requires')}[] = {{",
+                          items, "};")
+        requires = f"{{{prefix}Requires, {len(items)}}}"
+    if opcode.excludes:
+        items = []
+        for first, second in opcode.excludes:
+            if isinstance(second, Flag):
+                items.append(f"{{{first.bit}, {second.bit}, nullptr, "
+                             f"{cpp_string(f'{first.name} and {second.name} exclude each other')}}}")
+            else:
+                items.append(f"{{{first.bit}, kNoFlag, &k{camel(second.name)}, "
+                             f"{cpp_string(f'{second.name} must be 0 with {first.name}')}}}")
+        lines += cpp_list(f"inline constexpr FlagExcludes {name(prefix + 'Excludes')}[] = {{",
+                          items, "};")
+        excludes = f"{{{prefix}Excludes, {len(items)}}}"
     members = ["true" if opcode.repeats else "false", rows(opcode.source),
-               rows(opcode.destination), flag_bit(opcode.bias_if), host_text, limits,
-               zero_unless, "true" if opcode.in_place else "false",
-               "true" if opcode.links else "false"]
+               rows(opcode.destination), flag_bit(opcode.bias_if), flag_bit(opcode.quant_if),
+               host_text, limits, zero_unless, "true" if opcode.in_place else "false",
+               "true" if opcode.links else "false", flag_bit(opcode.float_unless), requires,
+               excludes]
     lines += cpp_list(f"inline constexpr OpcodeRules {name(prefix + 'Rules')}{{", members, "};")
     return lines
 
@@ -1521,7 +1613,9 @@ def isa_doc_tables(isa):
          "ILLEGAL_FIELD unless"],
         [[f"`{opcode.mnemonic}`", doc_rows(opcode.source),
           "the source rows" if opcode.in_place else doc_rows(opcode.destination),
-          f"ACC, with `{opcode.bias_if.name}`" if opcode.bias_if else "—",
+          (f"ACC, with `{opcode.bias_if.name}`" +
+           (f"; three with `{opcode.quant_if.name}`" if opcode.quant_if else ""))
+          if opcode.bias_if else "—",
           doc_host(opcode.host), doc_rules(opcode)] for opcode in isa.opcodes])
     return {"fields": fields, "opcodes": opcodes, "flags": flags, "functions": functions,
             "rules": rules}
@@ -1540,6 +1634,8 @@ def doc_host(host):
     text = f"{'writes' if host.write else 'reads'} `{host.rows}` rows per iteration, bf16"
     if host.fp32_if:
         text += f" (fp32 with `{host.fp32_if.name}`)"
+    if host.int8_if:
+        text += f" (int8 with `{host.int8_if.name}`)"
     if host.only_if:
         text += f", with `{host.only_if.name}`"
     return text
@@ -1557,6 +1653,16 @@ def doc_rules(opcode):
         fields = ", ".join(f"`{field.name}`" for field in rule.fields)
         unless = (f"`{rule.flag.name}`" if rule.flag else f"`func` = `{rule.function.mnemonic}`")
         rules.append(f"{fields} 0 without {unless}")
+    for first, second in opcode.requires:
+        rules.append(f"`{first.name}` only with `{second.name}`")
+    for first, second in opcode.excludes:
+        rules.append(f"`{first.name}` without `{second.name}`" if isinstance(second, Flag) else
+                     f"`{second.name}` 0 with `{first.name}`")
+    int8_flags = [flag.name for flag in opcode.flags if flag.int8]
+    if int8_flags:
+        rules.append(f"{code_list(int8_flags)} only in a core with the int8 datapath")
+    if opcode.float_unless:
+        rules.append(f"`{opcode.float_unless.name}` in an int8-only core")
     return "; ".join(rules) or "—"
 
 

@@ -2,7 +2,8 @@
 and for scripts/bench_tpu_core.py.
 
 save() writes float32 arrays (and, for the bad-input tests, any dtype, shape or payload);
-load() reads what `tpu` writes: float32, C order, one or two dimensions.
+load() reads what `tpu` writes: float32, C order, one or two dimensions. save_int() and
+load_int() do the same for the int8 ('|i1') and int32 ('<i4') files of `tpu gemm --dtype int8`.
 """
 import ast
 import struct
@@ -42,17 +43,42 @@ def save_bits(path, rows_of_bits):
         f.write(header("<f4", shape) + b"".join(struct.pack("<I", v) for v in values))
 
 
-def load_bits(path):
-    """(shape, raw 32-bit patterns in C order) of a float32 .npy file."""
-    with open(path, "rb") as f:
-        data = f.read()
+# struct's letters for the integer dtypes.
+INT_FORMATS = {"|i1": "b", "<i4": "i"}
+
+
+def save_int(path, rows, descr="<i4"):
+    """Writes a matrix or vector of integers as int8 ('|i1') or int32 ('<i4')."""
+    values, shape = flatten(rows)
+    with open(path, "wb") as f:
+        f.write(header(descr, shape) + struct.pack(f"<{len(values)}{INT_FORMATS[descr]}", *values))
+
+
+def read_header(data, path):
     if not data.startswith(MAGIC) or data[6] != 1:
         raise ValueError(f"{path}: not a version 1.0 .npy file")
     length = struct.unpack("<H", data[8:10])[0]
-    fields = ast.literal_eval(data[10:10 + length].decode("latin1"))
+    return ast.literal_eval(data[10:10 + length].decode("latin1")), data[10 + length:]
+
+
+def load_int(path):
+    """(shape, dtype string, values in C order) of an int8 or int32 .npy file."""
+    with open(path, "rb") as f:
+        fields, payload = read_header(f.read(), path)
+    descr = fields["descr"]
+    if descr not in INT_FORMATS or fields["fortran_order"]:
+        raise ValueError(f"{path}: not int8 or little-endian int32 in C order: {fields}")
+    count = len(payload) // struct.calcsize(INT_FORMATS[descr])
+    return tuple(fields["shape"]), descr, list(struct.unpack(f"<{count}{INT_FORMATS[descr]}",
+                                                             payload))
+
+
+def load_bits(path):
+    """(shape, raw 32-bit patterns in C order) of a float32 .npy file."""
+    with open(path, "rb") as f:
+        fields, payload = read_header(f.read(), path)
     if fields["descr"] != "<f4" or fields["fortran_order"]:
         raise ValueError(f"{path}: not little-endian float32 in C order: {fields}")
-    payload = data[10 + length:]
     count = len(payload) // 4
     return tuple(fields["shape"]), list(struct.unpack(f"<{count}I", payload))
 

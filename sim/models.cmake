@@ -18,7 +18,7 @@
 # tpu_top's parameters that make a HardwareConfig, and the field each sets.
 set(TPU_CORE_FIELDS Sequential=sequential Dim=dim MulStages=mul_stages AddStages=add_stages
     ActLanes=act_lanes UbDepth=ub_depth AccDepth=acc_depth BusBytes=bus_bytes
-    WeightTiles=weight_tiles LinkLanes=link_lanes)
+    WeightTiles=weight_tiles LinkLanes=link_lanes Int8=int8 Float=float_datapath)
 set(TPU_MXU_FIELDS Rows=rows Cols=cols MulStages=mul_stages AddStages=add_stages)
 
 function(tpu_model kind name)
@@ -42,7 +42,7 @@ function(tpu_model kind name)
     message(FATAL_ERROR "sim/models.cmake: ${name}: unknown kind '${kind}'")
   endif()
   foreach(param IN LISTS ARG_UNPARSED_ARGUMENTS)
-    if(NOT param MATCHES "^[A-Za-z]+=[0-9A-Za-z']+$")
+    if(NOT param MATCHES "^[A-Za-z][A-Za-z0-9]*=[0-9A-Za-z']+$")
       message(FATAL_ERROR "sim/models.cmake: ${name}: '${param}' is not NAME=VALUE")
     endif()
   endforeach()
@@ -142,31 +142,33 @@ tpu_model(unit seq_act TOP tpu_seq_act LIST rtl/seq/seq.f)
 # The default core, with inter-chip links a row wide and room for 64 rows at the receiving end:
 # a pod's chip (docs/pod.md), at full rate up to a link latency of about 28 cycles.
 tpu_model(core top_16x16 Sequential=1'b0 Dim=16 MulStages=0 AddStages=0 ActLanes=4 UbDepth=16384
-          AccDepth=4096 BusBytes=16 WeightTiles=4 LinkLanes=16 QueueDepth=4 LinkCredits=64)
+          AccDepth=4096 BusBytes=16 WeightTiles=4 LinkLanes=16 Int8=1'b1 Float=1'b1 QueueDepth=4
+          LinkCredits=64)
 # Pipelined arithmetic; rows narrower than the bus; links of two lanes, a row in two beats, and
 # room for 3 rows at the receiving end. The traced core: make wave-core's default case and the
 # tool's --trace tests run on it.
 tpu_model(core top_4x4_m1a1 TRACE Sequential=1'b0 Dim=4 MulStages=1 AddStages=1 ActLanes=2
-          UbDepth=1024 AccDepth=256 BusBytes=16 WeightTiles=2 LinkLanes=2 QueueDepth=2
-          LinkCredits=3)
+          UbDepth=1024 AccDepth=256 BusBytes=16 WeightTiles=2 LinkLanes=2 Int8=1'b1 Float=1'b1
+          QueueDepth=2 LinkCredits=3)
 # A 32-bit bus: rows of several beats. No links, as on a board: ALLREDUCE is illegal.
 tpu_model(core top_8x8_bus4 Sequential=1'b0 Dim=8 MulStages=0 AddStages=0 ActLanes=8
-          UbDepth=2048 AccDepth=512 BusBytes=4 WeightTiles=2 LinkLanes=0 QueueDepth=3)
+          UbDepth=2048 AccDepth=512 BusBytes=4 WeightTiles=2 LinkLanes=0 Int8=1'b1 Float=1'b1
+          QueueDepth=3)
 # The sequential core, which the iCEBreaker carries: the memories of 4x4_m1a1, so that the error
 # and hazard tests run on both.
 tpu_model(core top_4x4_seq Sequential=1'b1 Dim=4 MulStages=0 AddStages=0 ActLanes=1
-          UbDepth=1024 AccDepth=256 BusBytes=4 WeightTiles=2 LinkLanes=0)
+          UbDepth=1024 AccDepth=256 BusBytes=4 WeightTiles=2 LinkLanes=0 Int8=1'b0 Float=1'b1)
 # Rows narrower than the bus: bf16 lanes at 2-byte host addresses.
 tpu_model(core top_1x1_seq Sequential=1'b1 Dim=1 MulStages=0 AddStages=0 ActLanes=1
-          UbDepth=1024 AccDepth=256 BusBytes=4 WeightTiles=2 LinkLanes=0)
+          UbDepth=1024 AccDepth=256 BusBytes=4 WeightTiles=2 LinkLanes=0 Int8=1'b0 Float=1'b1)
 # A weight store of four slots, three of them for READ_WEIGHTS.
 tpu_model(core top_8x8_seq Sequential=1'b1 Dim=8 MulStages=0 AddStages=0 ActLanes=1
-          UbDepth=1024 AccDepth=512 BusBytes=4 WeightTiles=3 LinkLanes=0)
+          UbDepth=1024 AccDepth=512 BusBytes=4 WeightTiles=3 LinkLanes=0 Int8=1'b0 Float=1'b1)
 # TPU v2's 128x128 matrix unit, for make bench-tpu (-DTPU_LARGE_CORE=ON).
 if(TPU_LARGE_CORE)
   tpu_model(core top_128x128 Sequential=1'b0 Dim=128 MulStages=0 AddStages=0 ActLanes=16
-            UbDepth=2048 AccDepth=2048 BusBytes=64 WeightTiles=2 LinkLanes=128
-            QueueDepth=4)
+            UbDepth=2048 AccDepth=2048 BusBytes=64 WeightTiles=2 LinkLanes=128 Int8=1'b1
+            Float=1'b1 QueueDepth=4)
 endif()
 
 # The FPGA boards of fpga/ whose board.toml asks for a simulation, with its tpu_board parameters:

@@ -1,8 +1,9 @@
 // `make sim`, second part: the regression of the programmable core. Compiles
-// GEMMs of many shapes, with C, bias and every activation function, runs each
-// on the RTL (tpu_top under Verilator) and on the functional model, checks
-// both bit for bit against the reference computation, and prints one row per
-// case with the RTL's cycle counters.
+// GEMMs of many shapes, with C, bias and every activation function, and on
+// cores with the int8 datapath int8 GEMMs raw (Q-MAC) and requantised (Q-REQ),
+// runs each on the RTL (tpu_top under Verilator) and on the functional model,
+// checks both bit for bit against the reference computation, and prints one
+// row per case with the RTL's cycle counters.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -31,6 +32,10 @@ struct Operands {
   num::MatrixBf16 a, b;
   num::MatrixFp32 c;
   std::vector<num::fp32_t> bias;
+  // int8 mode (GemmSpec::in == InType::Int8).
+  num::MatrixI8 a8, b8;
+  num::MatrixI32 c32;
+  tpu::RequantColumns requant;
 };
 
 struct Case {
@@ -47,6 +52,44 @@ Operands operands_for(oracle::OperandRng& rng, const GemmSpec& s, unsigned speci
   if (s.has_c) o.c = oracle::random_seed_matrix(rng, s.m, s.n, special_percent);
   if (s.has_bias) o.bias = oracle::random_seed_matrix(rng, 1, s.n, special_percent).data;
   return o;
+}
+
+// int8 operands: values uniform in [lo, hi]; C (if any) uniform over int32.
+Operands int8_operands(oracle::OperandRng& rng, const GemmSpec& s, int lo = -128, int hi = 127) {
+  Operands o;
+  const auto fill = [&](num::MatrixI8& m, std::uint32_t rows, std::uint32_t cols) {
+    m = num::MatrixI8(rows, cols);
+    for (auto& v : m.data) v = static_cast<std::int8_t>(rng.uniform(0, hi - lo) + lo);
+  };
+  fill(o.a8, s.m, s.k);
+  fill(o.b8, s.k, s.n);
+  if (s.has_c) {
+    o.c32 = num::MatrixI32(s.m, s.n);
+    for (auto& v : o.c32.data) v = static_cast<std::int32_t>(rng.uniform(0, 0xFFFFFFFFu));
+  }
+  return o;
+}
+
+// Q-REQ's columns: multipliers over their whole range (0 and both ends included), shifts of
+// both signs (the extremes included), biases anywhere in int32.
+void random_requant(oracle::OperandRng& rng, std::uint32_t n, tpu::RequantColumns& q) {
+  constexpr std::int64_t kMinMultiplier = std::int64_t{1} << 30;
+  constexpr std::int64_t kMaxMultiplier = (std::int64_t{1} << 31) - 1;
+  for (std::uint32_t j = 0; j < n; ++j) {
+    const std::uint64_t pick = rng.uniform(0, 9);
+    const std::int64_t m = pick == 0   ? 0
+                           : pick == 1 ? kMinMultiplier
+                           : pick == 2 ? kMaxMultiplier
+                                       : static_cast<std::int64_t>(rng.uniform(
+                                             kMinMultiplier, kMaxMultiplier));
+    const std::uint64_t shift_pick = rng.uniform(0, 5);
+    const int shift = shift_pick == 0   ? -31
+                      : shift_pick == 1 ? 30
+                                        : static_cast<int>(rng.uniform(0, 61)) - 31;
+    q.multiplier.push_back(static_cast<std::int32_t>(m));
+    q.shift.push_back(shift);
+    q.bias.push_back(static_cast<std::int32_t>(rng.uniform(0, 0xFFFFFFFFu)));
+  }
 }
 
 GemmSpec shape(std::uint32_t m, std::uint32_t k, std::uint32_t n) {
@@ -92,6 +135,52 @@ std::vector<Case> cases(unsigned random_cases) {
                       return std::pair{s, operands_for(rng, s, 2, 118, 130)};
                     }});
   }
+  // int8 mode, on the cores that have it.
+  list.push_back({"int8-raw", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+                    GemmSpec s = shape(3 * c.dim - 1, 2 * c.dim + 3, c.dim + 1);
+                    s.in = tpu::InType::Int8;
+                    s.out = OutType::Int32;
+                    return std::pair{s, int8_operands(rng, s)};
+                  }});
+  list.push_back({"int8-c-zp", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+                    // C over all of int32: sums that wrap both ways.
+                    GemmSpec s = shape(2 * c.dim + 1, c.dim + 2, 2 * c.dim - 1);
+                    s.in = tpu::InType::Int8;
+                    s.out = OutType::Int32;
+                    s.has_c = true;
+                    s.input_zero_point = static_cast<int>(rng.uniform(0, 255)) - 128;
+                    return std::pair{s, int8_operands(rng, s)};
+                  }});
+  list.push_back({"int8-min", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+                    // -128 everywhere: the largest product, 2^14, in every cell.
+                    GemmSpec s = shape(c.dim + 3, 8 * c.dim, c.dim + 2);
+                    s.in = tpu::InType::Int8;
+                    s.out = OutType::Int32;
+                    s.input_zero_point = 127;
+                    return std::pair{s, int8_operands(rng, s, -128, -128)};
+                  }});
+  list.push_back({"int8-req", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+                    GemmSpec s = shape(2 * c.dim + 3, 3 * c.dim + 1, 2 * c.dim + 1);
+                    s.in = tpu::InType::Int8;
+                    s.out = OutType::Int8;
+                    s.input_zero_point = static_cast<int>(rng.uniform(0, 255)) - 128;
+                    s.output_zero_point = static_cast<int>(rng.uniform(0, 255)) - 128;
+                    Operands o = int8_operands(rng, s);
+                    random_requant(rng, s.n, o.requant);
+                    return std::pair{s, o};
+                  }});
+  list.push_back({"int8-req-relu", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+                    // relu (lo = zo) with zo at either end: at 127, y + zo goes beyond int32
+                    // where y is near its top.
+                    GemmSpec s = shape(c.dim + 5, c.dim + 1, c.dim);
+                    s.in = tpu::InType::Int8;
+                    s.out = OutType::Int8;
+                    s.output_zero_point = rng.uniform(0, 1) ? 127 : -128;
+                    s.clamp_lo = s.output_zero_point;
+                    Operands o = int8_operands(rng, s);
+                    random_requant(rng, s.n, o.requant);
+                    return std::pair{s, o};
+                  }});
   for (unsigned i = 0; i < random_cases; ++i) {
     list.push_back(
         {fmt::format("random-{}", i), [](const HardwareConfig& c, oracle::OperandRng& rng) {
@@ -110,6 +199,13 @@ std::vector<Case> cases(unsigned random_cases) {
 }
 
 std::string options_of(const GemmSpec& s) {
+  if (s.int8()) {
+    std::string o = s.out == OutType::Int8 ? "int8 req" : "int32";
+    if (s.has_c) o += " +C";
+    if (s.input_zero_point != 0) o += " za";
+    if (s.out == OutType::Int8 && s.clamp_lo != -128) o += " relu";
+    return o;
+  }
   std::string o = s.out == OutType::Bf16 ? "bf16" : "fp32";
   if (s.has_c) o += " +C";
   if (s.has_bias) o += " +bias";
@@ -141,8 +237,12 @@ int run(int argc, char** argv) {
   };
   std::vector<Planned> plan;
   for (const HardwareConfig& config : tpu::core_configs()) {
-    for (const Case& c : cases(random_cases))
+    for (const Case& c : cases(random_cases)) {
+      // Each core runs the modes it has.
+      const bool int8_case = c.name.rfind("int8-", 0) == 0;
+      if (int8_case ? !config.int8 : !config.float_datapath) continue;
       plan.push_back({config, c, config.name() + "/" + c.name});
+    }
   }
   if (list_only) {
     for (const Planned& p : plan) fmt::print("{}\n", p.name);
@@ -173,24 +273,46 @@ int run(int argc, char** argv) {
       const tpu::GemmPlan gemm = tpu::plan_gemm(p.config, spec);
       const num::MatrixFp32* cmat = spec.has_c ? &o.c : nullptr;
       const std::vector<num::fp32_t>* bias = spec.has_bias ? &o.bias : nullptr;
-      const auto want = tpu::reference_gemm(spec, o.a, o.b, cmat, bias).data;
+      const num::MatrixI32* c32 = spec.has_c ? &o.c32 : nullptr;
+      const tpu::RequantColumns* requant = spec.out == OutType::Int8 ? &o.requant : nullptr;
       const auto count = static_cast<std::uint32_t>(gemm.program.size());
+      // The same inputs into either backend's memory, and its results, in either mode, as the
+      // 32-bit patterns the reference gives.
+      const auto write_inputs = [&](tpu::HostMemory& memory) {
+        if (spec.int8()) {
+          tpu::write_gemm_inputs(gemm, memory, o.a8, o.b8, c32, requant);
+        } else {
+          tpu::write_gemm_inputs(gemm, memory, o.a, o.b, cmat, bias);
+        }
+      };
+      const auto results = [&](const tpu::HostMemory& memory) {
+        if (!spec.int8()) return tpu::read_gemm_output(gemm, memory).data;
+        const auto ints = tpu::read_gemm_output_int(gemm, memory).data;
+        return std::vector<num::fp32_t>(ints.begin(), ints.end());
+      };
+      std::vector<num::fp32_t> want;
+      if (spec.int8()) {
+        const auto ints = tpu::reference_gemm(spec, o.a8, o.b8, c32, requant).data;
+        want.assign(ints.begin(), ints.end());
+      } else {
+        want = tpu::reference_gemm(spec, o.a, o.b, cmat, bias).data;
+      }
 
       tpu::sim::RtlOptions options;
       options.memory_bytes = gemm.memory_bytes;
       options.random_init_seed = static_cast<std::uint32_t>(seed);
       options.trace_path = wave;
       tpu::sim::RtlBackend rtl(p.config, options);
-      tpu::write_gemm_inputs(gemm, rtl.memory(), o.a, o.b, cmat, bias);
+      write_inputs(rtl.memory());
       const tpu::RunResult r = rtl.run(gemm.prog_addr, count);
       c = r.counters.value_or(tpu::Counters{});
 
       tpu::FunctionalModel model(p.config, gemm.memory_bytes);
-      tpu::write_gemm_inputs(gemm, model.memory(), o.a, o.b, cmat, bias);
+      write_inputs(model.memory());
       const tpu::RunResult mr = model.run(gemm.prog_addr, count);
 
-      const bool rtl_ok = r.ok() && tpu::read_gemm_output(gemm, rtl.memory()).data == want;
-      const bool model_ok = mr.ok() && tpu::read_gemm_output(gemm, model.memory()).data == want;
+      const bool rtl_ok = r.ok() && results(rtl.memory()) == want;
+      const bool model_ok = mr.ok() && results(model.memory()) == want;
       pass = rtl_ok && model_ok;
       note = rtl_ok ? (model_ok ? "rtl = model = reference" : "model differs")
                     : (r.ok() ? "rtl differs" : tpu::regs::error_name(r.error));

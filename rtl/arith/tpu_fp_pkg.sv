@@ -24,6 +24,20 @@ package tpu_fp_pkg;
 
   // Stage 1: classify (N-IN: exponent 0 is zero, subnormals included), multiply.
   function automatic mul_product_t mul_significands(input logic [15:0] a, input logic [15:0] b);
+    mul_product_t p;
+    p     = mul_classify(a, b);
+    p.sig = {8'h00, mul_operand(a[6:0])} * {8'h00, mul_operand(b[6:0])};
+    mul_significands = p;
+  endfunction
+
+  // A significand with its hidden bit: what stage 1 multiplies.
+  function automatic logic [7:0] mul_operand(input logic [6:0] fraction);
+    mul_operand = {1'b1, fraction};
+  endfunction
+
+  // Stage 1 without the multiply (sig is 0), for a cell that multiplies
+  // other operands in the same multiplier (tpu_mac_pkg).
+  function automatic mul_product_t mul_classify(input logic [15:0] a, input logic [15:0] b);
     logic         a_zero, b_zero, a_inf, b_inf, a_nan, b_nan;
     mul_product_t p;
     a_zero = a[14:7] == 8'h00;
@@ -38,8 +52,8 @@ package tpu_fp_pkg;
     p.inf  = a_inf || b_inf;
     p.zero = a_zero || b_zero;
     p.exp  = {2'b00, a[14:7]} + {2'b00, b[14:7]} - 10'd127;
-    p.sig  = {8'h00, 1'b1, a[6:0]} * {8'h00, 1'b1, b[6:0]};
-    mul_significands = p;
+    p.sig  = '0;
+    mul_classify = p;
   endfunction
 
   // Stage 2: normalise by one place, then overflow (>= 2^128) and flush

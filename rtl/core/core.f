@@ -8,9 +8,11 @@ tpu_core_pkg.sv
 tpu_banked_mem.sv
 tpu_op_queue.sv
 tpu_dma_iterations.sv
+tpu_int8_widen.sv
 tpu_hazard_check.sv
 tpu_issue.sv
 tpu_act_func.sv
+tpu_requant.sv
 tpu_load_unit.sv
 tpu_weight_unit.sv
 tpu_matmul_unit.sv

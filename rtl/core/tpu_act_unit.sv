@@ -1,11 +1,14 @@
 // ACTIVATE: reads accumulator rows, adds the bias row, applies the activation
 // function and writes bf16 rows to the unified buffer (rounded by N-OUT) or
-// fp32 rows back to the accumulators (N-ACT). Rows pass through ActLanes
+// fp32 rows back to the accumulators (N-ACT). With REQ (Int8) it requantises
+// int32 rows to int8 instead (Q-REQ, tpu_requant) and writes them to the
+// unified buffer, sign-extended into 16-bit lanes. Rows pass through ActLanes
 // lanes, Dim / ActLanes lanes' worth per cycle, fully pipelined.
 //
-// Each iteration reads its bias row first and ends when its last row is
-// written, so an iteration sees every row an earlier one wrote. An operation
-// leaves the queue when its last iteration ends.
+// Each iteration reads its bias row first (with REQ, then the multiplier and
+// shift rows) and ends when its last row is written, so an iteration sees
+// every row an earlier one wrote. An operation leaves the queue when its last
+// iteration ends; the lanes then hold only the head operation's rows.
 //
 // The bias adder has one pipeline register. A core built with pipelined
 // adders (AddStages of 2 or 3, for the clock rates of an FPGA) pipelines the
@@ -20,6 +23,8 @@ module tpu_act_unit #(
   parameter int unsigned UbDepth    = 1024,
   parameter int unsigned AccDepth   = 1024,
   parameter int unsigned QueueDepth = 4,
+  parameter bit          Int8       = 1'b0,  // REQ: requantisation
+  parameter bit          Float      = 1'b1,  // the bias adder and function lanes
   localparam int unsigned UbAddrWidth  = $clog2(UbDepth),
   localparam int unsigned AccAddrWidth = $clog2(AccDepth),
   localparam int unsigned QOffWidth    = (QueueDepth > 1) ? $clog2(QueueDepth) : 1
@@ -59,7 +64,8 @@ module tpu_act_unit #(
   localparam int unsigned BiasStages  = Pipelined ? AddStages + 1 : 1;
   localparam int unsigned FuncStages  = Pipelined ? tpu_pkg::ActFuncSplitLatency
                                                   : tpu_pkg::ActFuncLatency;
-  localparam int unsigned LaneLatency = BiasStages + FuncStages;
+  localparam int unsigned FloatLatency = BiasStages + FuncStages;
+  localparam int unsigned LaneLatency  = Float ? FloatLatency : tpu_pkg::RequantLatency;
   localparam logic [31:0] NegZeroFp32 = 32'h8000_0000;
 
   if (ActLanes < 1 || ActLanes > Dim || Dim % ActLanes != 0) begin : g_bad_lanes
@@ -88,29 +94,38 @@ module tpu_act_unit #(
 
   assign head_valid = !queue_empty;
 
-  logic       use_bias, to_acc;
+  logic       use_bias, to_acc, requant;
   logic [3:0] func;
   logic [15:0] alpha;
-  assign use_bias = head.flags[tpu_isa_pkg::ActivateFlagBias];
-  assign to_acc   = head.flags[tpu_isa_pkg::ActivateFlagF32];
-  assign func     = head.func;
-  assign alpha    = head.alpha;
+  logic [7:0] zero_point, clamp_lo, clamp_hi;
+  assign use_bias   = head.flags[tpu_isa_pkg::ActivateFlagBias];
+  assign to_acc     = head.flags[tpu_isa_pkg::ActivateFlagF32];
+  assign requant    = Int8 && head.flags[tpu_isa_pkg::ActivateFlagReq];
+  assign func       = head.func;
+  assign alpha      = head.alpha;
+  // REQ's zero point and clamps, which the operation carries as host_stride (tpu_issue).
+  assign {clamp_hi, clamp_lo, zero_point} = head.host_stride[23:0];
 
   // ---------------------------------------------------------------------------
   // Iteration sequencing: the bias row, then the rows, then wait for writes.
   // ---------------------------------------------------------------------------
-  typedef enum logic [1:0] {
+  typedef enum logic [2:0] {
     IterStart,   // load the bias row, if any
     BiasWait,    // bias row arriving
+    MultRead,    // REQ: load the multiplier row
+    MultWait,
+    ShiftRead,   // REQ: load the shift row
+    ShiftWait,
     IterRows     // rows streaming; the iteration ends when the last is written
   } iter_state_e;
 
   iter_state_e state_d, state_q;
   logic [15:0] iter_d, iter_q, rows_read_d, rows_read_q, rows_written_d, rows_written_q;
   logic [15:0] src_off_d, src_off_q, dst_off_d, dst_off_q, bias_off_d, bias_off_q;
-  logic [Dim*32-1:0] bias_d, bias_q;
-  logic [15:0] bias_row, src_row;
-  logic        bias_req, row_req, read_inflight_d, read_inflight_q;
+  logic [Dim*32-1:0] bias_d, bias_q, mult_d, mult_q;
+  logic [Dim*6-1:0]  shift_d, shift_q;
+  logic [15:0] bias_row, qparam_row, src_row;
+  logic        bias_req, qparam_req, row_req, read_inflight_d, read_inflight_q;
   logic        row_write, iter_done;
   logic        rowbuf_in_ready, rowbuf_valid, rowbuf_pop;
   logic [Dim*32-1:0] rowbuf_data;
@@ -120,11 +135,25 @@ module tpu_act_unit #(
   assign src_row  = head.addr_a + src_off_q + rows_read_q;
   // Rows are read only when the row buffer will have a place for them.
   assign bias_req = head_valid && state_q == IterStart && use_bias;
+  assign qparam_req = head_valid && (state_q == MultRead || state_q == ShiftRead);
+  assign qparam_row = bias_row + ((state_q == MultRead) ? 16'd1 : 16'd2);
   assign row_req  = head_valid && state_q == IterRows && rows_read_q != head.rows &&
                     ({1'b0, rowbuf_count} + {2'b0, read_inflight_q}) < 3'd2;
-  assign acc_rd_req_o  = bias_req || row_req;
-  assign acc_rd_addr_o = bias_req ? bias_row[AccAddrWidth-1:0] : src_row[AccAddrWidth-1:0];
+  assign acc_rd_req_o  = bias_req || qparam_req || row_req;
+  assign acc_rd_addr_o = bias_req   ? bias_row[AccAddrWidth-1:0] :
+                         qparam_req ? qparam_row[AccAddrWidth-1:0] : src_row[AccAddrWidth-1:0];
   assign iter_done     = state_q == IterRows && row_write && rows_written_q == head.rows - 1'b1;
+
+  // The shift row as each lane's s, clamped into -31 .. 30 (the shifts Q-REQ
+  // defines) so that 6 bits hold it.
+  logic [Dim*6-1:0] shift_row;
+  always_comb begin
+    for (int unsigned l = 0; l < Dim; l++) begin
+      logic signed [31:0] s;
+      s = $signed(acc_rd_data_i[l*32 +: 32]);
+      shift_row[l*6 +: 6] = (s < -32'sd31) ? 6'b100001 : (s > 32'sd30) ? 6'd30 : s[5:0];
+    end
+  end
 
   always_comb begin
     state_d         = state_q;
@@ -135,6 +164,8 @@ module tpu_act_unit #(
     dst_off_d       = dst_off_q;
     bias_off_d      = bias_off_q;
     bias_d          = bias_q;
+    mult_d          = mult_q;
+    shift_d         = shift_q;
     read_inflight_d = row_req && acc_rd_gnt_i;
     pop             = 1'b0;
 
@@ -147,6 +178,16 @@ module tpu_act_unit #(
       end
       BiasWait: begin
         bias_d  = acc_rd_data_i;
+        state_d = requant ? MultRead : IterRows;
+      end
+      MultRead:  if (acc_rd_gnt_i) state_d = MultWait;
+      MultWait: begin
+        if (Int8) mult_d = acc_rd_data_i;
+        state_d = ShiftRead;
+      end
+      ShiftRead: if (acc_rd_gnt_i) state_d = ShiftWait;
+      ShiftWait: begin
+        if (Int8) shift_d = shift_row;
         state_d = IterRows;
       end
       IterRows: begin
@@ -179,7 +220,8 @@ module tpu_act_unit #(
   logic                  adv;          // the lane pipeline advances
   logic [GroupWidth-1:0] group_d, group_q;
   logic                  in_valid, in_last;
-  logic [ActLanes*32-1:0] in_x, in_bias;
+  logic [ActLanes*32-1:0] in_x, in_bias, in_mult;
+  logic [ActLanes*6-1:0]  in_shift;
 
   tpu_fifo #(.Width(Dim * 32), .Depth(2)) u_rowbuf (
     .clk_i, .rst_ni,
@@ -201,47 +243,97 @@ module tpu_act_unit #(
     // (after N-IN): -0 is the identity of N-ADD.
     in_bias    = use_bias ? bias_q[group_q*ActLanes*32 +: ActLanes*32]
                           : {ActLanes{NegZeroFp32}};
+    in_mult    = mult_q[group_q*ActLanes*32 +: ActLanes*32];
+    in_shift   = shift_q[group_q*ActLanes*6 +: ActLanes*6];
     group_d    = group_q;
     if (in_valid) group_d = in_last ? '0 : group_q + 1'b1;
   end
 
   // ---------------------------------------------------------------------------
-  // Lanes: N-ADD bias add (one register), the function, N-OUT rounding.
+  // Lanes: N-ADD bias add (one register), the function, N-OUT rounding; and
+  // the requantisers, their int8 results as 16-bit lanes, as late as those.
   // ---------------------------------------------------------------------------
-  logic [ActLanes*32-1:0] lane_sum, lane_x, lane_y;
-  logic [ActLanes*16-1:0] lane_bf16;
+  logic [ActLanes*32-1:0] lane_y;
+  logic [ActLanes*16-1:0] lane_bf16, lane_int8;
+
+  for (genvar l = 0; l < ActLanes; l++) begin : g_requant
+    if (Int8) begin : g_on
+      logic [7:0] requant_out, requant_late;
+
+      tpu_requant u_requant (
+        .clk_i, .rst_ni,
+        .en_i        (adv),
+        .sum_i       (in_x[l*32 +: 32]),
+        .bias_i      (in_bias[l*32 +: 32]),
+        .mult_i      (in_mult[l*32 +: 32]),
+        .shift_i     (in_shift[l*6 +: 6]),
+        .zero_point_i(zero_point),
+        .lo_i        (clamp_lo),
+        .hi_i        (clamp_hi),
+        .out_o       (requant_out)
+      );
+
+      tpu_delay #(.Width(8), .Depth(LaneLatency - tpu_pkg::RequantLatency)) u_align (
+        .clk_i, .rst_ni,
+        .en_i  (adv),
+        .data_i(requant_out),
+        .data_o(requant_late)
+      );
+
+      assign lane_int8[l*16 +: 16] = {{8{requant_late[7]}}, requant_late};
+    end else begin : g_off
+      assign lane_int8[l*16 +: 16] = '0;
+    end
+  end
+
+  if (!Int8) begin : g_no_requant
+    logic unused_requant;
+    assign unused_requant = ^{requant, in_mult, in_shift, zero_point, clamp_lo, clamp_hi};
+  end
 
   for (genvar l = 0; l < ActLanes; l++) begin : g_lane
-    tpu_fp32_add #(.PipeStages(Pipelined ? AddStages : 1)) u_bias_add (
-      .clk_i, .rst_ni,
-      .en_i (adv),
-      .x_i  (in_x[l*32 +: 32]),
-      .y_i  (in_bias[l*32 +: 32]),
-      .sum_o(lane_sum[l*32 +: 32])
-    );
+    if (Float) begin : g_float
+      logic [31:0] lane_sum, lane_x;
 
-    tpu_pipe_reg #(.Width(32), .Enable(Pipelined)) u_bias_out (
-      .clk_i, .rst_ni,
-      .en_i  (adv),
-      .data_i(lane_sum[l*32 +: 32]),
-      .data_o(lane_x[l*32 +: 32])
-    );
+      tpu_fp32_add #(.PipeStages(Pipelined ? AddStages : 1)) u_bias_add (
+        .clk_i, .rst_ni,
+        .en_i (adv),
+        .x_i  (in_x[l*32 +: 32]),
+        .y_i  (in_bias[l*32 +: 32]),
+        .sum_o(lane_sum)
+      );
 
-    tpu_act_func #(.SplitStages(Pipelined)) u_func (
-      .clk_i, .rst_ni,
-      .en_i   (adv),
-      .func_i (func),
-      .alpha_i(alpha),
-      .x_i    (lane_x[l*32 +: 32]),
-      .y_o    (lane_y[l*32 +: 32])
-    );
+      tpu_pipe_reg #(.Width(32), .Enable(Pipelined)) u_bias_out (
+        .clk_i, .rst_ni,
+        .en_i  (adv),
+        .data_i(lane_sum),
+        .data_o(lane_x)
+      );
 
-    tpu_fp32_to_bf16 #(.PipeStages(0)) u_round (
-      .clk_i, .rst_ni,
-      .en_i   (adv),
-      .value_i(lane_y[l*32 +: 32]),
-      .value_o(lane_bf16[l*16 +: 16])
-    );
+      tpu_act_func #(.SplitStages(Pipelined)) u_func (
+        .clk_i, .rst_ni,
+        .en_i   (adv),
+        .func_i (func),
+        .alpha_i(alpha),
+        .x_i    (lane_x),
+        .y_o    (lane_y[l*32 +: 32])
+      );
+
+      tpu_fp32_to_bf16 #(.PipeStages(0)) u_round (
+        .clk_i, .rst_ni,
+        .en_i   (adv),
+        .value_i(lane_y[l*32 +: 32]),
+        .value_o(lane_bf16[l*16 +: 16])
+      );
+    end else begin : g_int8_only
+      assign lane_y[l*32 +: 32]    = '0;
+      assign lane_bf16[l*16 +: 16] = '0;
+    end
+  end
+
+  if (!Float) begin : g_no_float
+    logic unused_float;
+    assign unused_float = ^{func, alpha, to_acc};
   end
 
   logic                  out_valid, out_last;
@@ -279,7 +371,7 @@ module tpu_act_unit #(
     out_full_d = out_full_q && !row_write;
     if (out_valid && adv) begin
       out_f32_d[out_group*ActLanes*32 +: ActLanes*32]  = lane_y;
-      out_bf16_d[out_group*ActLanes*16 +: ActLanes*16] = lane_bf16;
+      out_bf16_d[out_group*ActLanes*16 +: ActLanes*16] = requant ? lane_int8 : lane_bf16;
       if (out_last) out_full_d = 1'b1;
     end
   end
@@ -294,6 +386,8 @@ module tpu_act_unit #(
       dst_off_q       <= '0;
       bias_off_q      <= '0;
       bias_q          <= '0;
+      mult_q          <= '0;
+      shift_q         <= '0;
       read_inflight_q <= 1'b0;
       group_q         <= '0;
       out_f32_q       <= '0;
@@ -308,6 +402,8 @@ module tpu_act_unit #(
       dst_off_q       <= dst_off_d;
       bias_off_q      <= bias_off_d;
       bias_q          <= bias_d;
+      mult_q          <= mult_d;
+      shift_q         <= shift_d;
       read_inflight_q <= read_inflight_d;
       group_q         <= group_d;
       out_f32_q       <= out_f32_d;
@@ -328,6 +424,12 @@ module tpu_act_unit #(
   a_bias_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
       bias_req |-> {1'b0, bias_row} < 17'(AccDepth))
     else $error("tpu_act_unit: bias row beyond the accumulators");
+  a_qparams_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      qparam_req |-> {1'b0, qparam_row} < 17'(AccDepth))
+    else $error("tpu_act_unit: multiplier or shift row beyond the accumulators");
+  a_requant_to_ub: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      head_valid && requant |-> use_bias && !to_acc && func == '0)
+    else $error("tpu_act_unit: REQ without BIAS, or with F32 or a function");
   a_dst_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
       out_full_q |-> {1'b0, dst_row} < (to_acc ? 17'(AccDepth) : 17'(UbDepth)))
     else $error("tpu_act_unit: destination row beyond the memory");

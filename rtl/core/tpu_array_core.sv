@@ -21,6 +21,9 @@ module tpu_array_core #(
   // (docs/pod.md); the receiving end holds LinkCredits rows.
   parameter int unsigned LinkLanes    = 0,
   parameter int unsigned LinkCredits  = 32,
+  // The int8 datapath (Q-MAC, Q-REQ), and the float one (bf16, fp32): one or both.
+  parameter bit          Int8         = 1'b0,
+  parameter bit          Float        = 1'b1,
   localparam int unsigned LinkBits    = ((LinkLanes > 0) ? LinkLanes : 1) * 32,
   localparam int unsigned IdWidth     = 2,
   localparam int unsigned BusBits     = BusBytes * 8,
@@ -198,7 +201,8 @@ module tpu_array_core #(
 
   tpu_issue #(
     .Dim(Dim), .BusBytes(BusBytes), .UbDepth(UbDepth), .AccDepth(AccDepth),
-    .WeightTiles(WeightTiles), .QueueDepth(QueueDepth), .Links(Links)
+    .WeightTiles(WeightTiles), .QueueDepth(QueueDepth), .Links(Links), .Int8(Int8),
+    .Float(Float)
   ) u_issue (
     .clk_i, .rst_ni(core_rst_n[RstIssue]),
     .start_i          (ctrl_i.start),
@@ -321,7 +325,7 @@ module tpu_array_core #(
 
   tpu_load_unit #(
     .Dim(Dim), .BusBytes(BusBytes), .UbDepth(UbDepth), .AccDepth(AccDepth),
-    .QueueDepth(QueueDepth), .BufBeats(ReadBufBeats)
+    .QueueDepth(QueueDepth), .BufBeats(ReadBufBeats), .Int8(Int8)
   ) u_load (
     .clk_i, .rst_ni(core_rst_n[RstLoad]),
     .abort_i      (abort_load),
@@ -359,7 +363,7 @@ module tpu_array_core #(
 
   tpu_weight_unit #(
     .Dim(Dim), .BusBytes(BusBytes), .WeightTiles(WeightTiles), .QueueDepth(QueueDepth),
-    .BufBeats(ReadBufBeats)
+    .BufBeats(ReadBufBeats), .Int8(Int8)
   ) u_weight (
     .clk_i, .rst_ni(core_rst_n[RstWeight]),
     .abort_i     (abort_weight),
@@ -393,7 +397,7 @@ module tpu_array_core #(
 
   tpu_matmul_unit #(
     .Dim(Dim), .MulStages(MulStages), .AddStages(AddStages), .UbDepth(UbDepth),
-    .AccDepth(AccDepth), .QueueDepth(QueueDepth)
+    .AccDepth(AccDepth), .QueueDepth(QueueDepth), .Int8(Int8), .Float(Float)
   ) u_matmul (
     .clk_i, .rst_ni(core_rst_n[RstMatmul]),
     .push_i        (push[tpu_core_pkg::UnitMatmul]),
@@ -427,7 +431,7 @@ module tpu_array_core #(
 
   tpu_act_unit #(
     .Dim(Dim), .ActLanes(ActLanes), .AddStages(AddStages), .UbDepth(UbDepth),
-    .AccDepth(AccDepth), .QueueDepth(QueueDepth)
+    .AccDepth(AccDepth), .QueueDepth(QueueDepth), .Int8(Int8), .Float(Float)
   ) u_act (
     .clk_i, .rst_ni(core_rst_n[RstAct]),
     .push_i       (push[tpu_core_pkg::UnitAct]),
@@ -453,7 +457,7 @@ module tpu_array_core #(
 
   tpu_store_unit #(
     .Dim(Dim), .BusBytes(BusBytes), .UbDepth(UbDepth), .AccDepth(AccDepth),
-    .QueueDepth(QueueDepth)
+    .QueueDepth(QueueDepth), .Int8(Int8)
   ) u_store (
     .clk_i, .rst_ni(core_rst_n[RstStore]),
     .abort_i      (abort_store),

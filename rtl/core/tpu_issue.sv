@@ -30,6 +30,8 @@ module tpu_issue #(
   parameter int unsigned WeightTiles = 4,
   parameter int unsigned QueueDepth  = 4,
   parameter bit          Links       = 1'b0,  // ALLREDUCE is legal (the collective unit)
+  parameter bit          Int8        = 1'b0,  // the int8 flags are legal
+  parameter bit          Float       = 1'b1,  // MATMUL without I8, ACTIVATE without REQ are legal
   localparam int unsigned FpBits     = tpu_core_pkg::FootprintBits,
   localparam int unsigned NumUnits   = tpu_core_pkg::NumUnits
 ) (
@@ -105,7 +107,7 @@ module tpu_issue #(
   tpu_isa_pkg::kind_t   kind;
   logic                 value_error;
 
-  tpu_decode #(.Dim(Dim), .Links(Links)) u_decode (
+  tpu_decode #(.Dim(Dim), .Links(Links), .Int8(Int8), .Float(Float)) u_decode (
     .instr_i      (ir_q),
     .fields_o     (fields),
     .kind_o       (kind),
@@ -182,19 +184,21 @@ module tpu_issue #(
   // Ranges of the instruction, as [lo, hi) with hi computed wide enough never
   // to wrap.
   logic [49:0] hi_a, hi_b, hi_bias, hi_host;
-  logic [2:0]  row_log2;
+  logic [3:0]  row_log2;
   logic [31:0] align_mask;
   logic        range_a_bad, range_b_bad, range_bias_bad, align_bad, host_bad, overlap_bad;
 
   always_comb begin
     hi_a    = 50'(fields.addr_a) + 50'(span_a_q) + 50'(fields.rows);
     hi_b    = 50'(fields.addr_b) + 50'(span_b_q) + 50'(fields.rows);
-    hi_bias = 50'(fields.bias_addr) + 50'(span_bias_q) + 50'd1;
-    row_log2 = 3'(DimLog2 + 1);
-    if (kind.host_fp32) row_log2 = 3'(DimLog2 + 2);
+    // A requantising ACTIVATE reads three rows (bias, multiplier, shift) per iteration.
+    hi_bias = 50'(fields.bias_addr) + 50'(span_bias_q) + (kind.bias_quant ? 50'd3 : 50'd1);
+    row_log2 = 4'(DimLog2 + 1);
+    if (kind.host_fp32) row_log2 = 4'(DimLog2 + 2);
+    if (kind.host_int8) row_log2 = 4'(DimLog2);
     hi_host = 50'(fields.host_addr) + 50'(iter_span_q) + 50'(row_span_q) + (50'd1 << row_log2);
     // Host addresses are aligned to the beat: a whole row, or the bus width.
-    align_mask = (row_log2 < 3'(BusLog2)) ? (32'd1 << row_log2) - 1 : (32'd1 << BusLog2) - 1;
+    align_mask = (row_log2 < 4'(BusLog2)) ? (32'd1 << row_log2) - 1 : (32'd1 << BusLog2) - 1;
 
     range_a_bad    = kind.src_used && hi_a > (kind.src_acc ? AccRows : UbRows);
     range_b_bad    = kind.dst_used && hi_b > (kind.dst_acc ? AccRows : UbRows);
@@ -265,6 +269,10 @@ module tpu_issue #(
     op_new.step_b      = fields.step_b;
     op_new.host_addr   = fields.host_addr;
     op_new.host_stride = fields.host_stride;
+    // ACTIVATE's zero_point, clamp_lo and clamp_hi (REQ) travel in the same word.
+    if (kind.activate) begin
+      op_new.host_stride = {8'd0, fields.clamp_hi, fields.clamp_lo, fields.zero_point};
+    end
     op_new.host_step   = fields.host_step;
     op_new.alpha       = kind.activate ? fields.alpha : 16'd0;
     op_new.aux_lo      = kind.matmul ? {7'd0, fields.k_valid} : fields.bias_addr;
@@ -288,6 +296,7 @@ module tpu_issue #(
       weight_op_new.host_addr   = fields.host_addr;
       weight_op_new.host_stride = fields.host_stride;
       weight_op_new.host_step   = fields.host_step;
+      weight_op_new.flags[tpu_isa_pkg::ReadWeightsFlagI8] = fields.flags[tpu_isa_pkg::MatmulFlagI8];
       weight_fp_new             = '0;
       weight_fp_new.host        = fp_new.host;
     end

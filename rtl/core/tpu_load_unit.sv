@@ -1,5 +1,6 @@
 // READ_HOST: copies rows from host memory into the unified buffer (bf16 rows of
-// Dim lanes) or the accumulators (fp32 rows of Dim lanes). Operations run one
+// Dim lanes, or int8 rows of Dim bytes widened to lanes) or the accumulators
+// (fp32 or int32 rows of Dim lanes). Operations run one
 // at a time, in order; within one, the read engine fetches iteration i + 1
 // while the rows of iteration i are still being written. An operation is
 // complete, and leaves the queue, when its last row is in on-chip memory.
@@ -10,6 +11,7 @@ module tpu_load_unit #(
   parameter int unsigned AccDepth   = 1024,
   parameter int unsigned QueueDepth = 4,
   parameter int unsigned BufBeats   = 32,
+  parameter bit          Int8       = 1'b0,
   localparam int unsigned UbAddrWidth  = $clog2(UbDepth),
   localparam int unsigned AccAddrWidth = $clog2(AccDepth),
   localparam int unsigned QOffWidth    = (QueueDepth > 1) ? $clog2(QueueDepth) : 1
@@ -77,11 +79,12 @@ module tpu_load_unit #(
   // ---------------------------------------------------------------------------
   // Commands to the read engine: one per iteration.
   // ---------------------------------------------------------------------------
-  logic        to_acc;
+  logic        to_acc, int8_rows;
   logic        op_start, cmd_valid, cmd_ready;
   logic [31:0] cmd_addr;
 
-  assign to_acc = head.flags[tpu_isa_pkg::ReadHostFlagAcc];
+  assign to_acc    = head.flags[tpu_isa_pkg::ReadHostFlagAcc];
+  assign int8_rows = Int8 && head.flags[tpu_isa_pkg::ReadHostFlagI8];
 
   tpu_dma_iterations u_iterations (
     .clk_i, .rst_ni, .abort_i,
@@ -114,7 +117,7 @@ module tpu_load_unit #(
     .cmd_addr_i          (cmd_addr),
     .cmd_stride_i        (head.host_stride),
     .cmd_rows_i          (head.rows),
-    .cmd_row_bytes_log2_i(to_acc ? 4'(DimLog2 + 2) : 4'(DimLog2 + 1)),
+    .cmd_row_bytes_log2_i(to_acc ? 4'(DimLog2 + 2) : int8_rows ? 4'(DimLog2) : 4'(DimLog2 + 1)),
     .ar_valid_o, .ar_ready_i, .ar_addr_o, .ar_len_o, .ar_size_o,
     .r_valid_i, .r_ready_o, .r_data_i, .r_resp_i,
     .row_valid_o         (row_valid),
@@ -127,12 +130,17 @@ module tpu_load_unit #(
     .idle_o              (reader_idle)
   );
 
+  tpu_int8_widen #(.Lanes(Dim)) u_widen (
+    .int8_i (int8_rows),
+    .row_i  (row_data[Dim*16-1:0]),
+    .lanes_o(ub_wr_data_o)
+  );
+
   assign sink_addr     = sink_base_q + sink_row_q;
   assign ub_wr_req_o   = row_valid && !to_acc && head_valid;
   assign acc_wr_req_o  = row_valid && to_acc && head_valid;
   assign ub_wr_addr_o  = sink_addr[UbAddrWidth-1:0];
   assign acc_wr_addr_o = sink_addr[AccAddrWidth-1:0];
-  assign ub_wr_data_o  = row_data[Dim*16-1:0];
   assign acc_wr_data_o = row_data;
   assign row_ready     = to_acc ? acc_wr_gnt_i && acc_wr_req_o : ub_wr_gnt_i && ub_wr_req_o;
 

@@ -3,7 +3,9 @@
 // uses the next weight tile from the weight FIFO and its rows:
 //   acc[dst + r] = fold_k mac(seed[r], act[src + r][k], W[k])   (N-ORDER)
 // where the seed is the accumulator row itself (accumulate) or +0 (overwrite),
-// and activation lanes k >= k_valid count as -0.
+// and activation lanes k >= k_valid count as -0. With the flag I8 the same
+// rows are int8 ones (Q-MAC): int8 activations and weights in the low bytes
+// of their lanes, int32 seeds and results, and lanes k >= k_valid are 0.
 //
 // The unit is pipelined across operations: it starts reading the rows of the
 // next iteration, or the next operation, while earlier results are still in
@@ -19,6 +21,8 @@ module tpu_matmul_unit #(
   parameter int unsigned UbDepth    = 1024,
   parameter int unsigned AccDepth   = 1024,
   parameter int unsigned QueueDepth = 4,
+  parameter bit          Int8       = 1'b0,
+  parameter bit          Float      = 1'b1,
   localparam int unsigned UbAddrWidth  = $clog2(UbDepth),
   localparam int unsigned AccAddrWidth = $clog2(AccDepth),
   localparam int unsigned QOffWidth    = (QueueDepth > 1) ? $clog2(QueueDepth) : 1
@@ -226,7 +230,7 @@ module tpu_matmul_unit #(
 
   // Read data arrive the next cycle; lanes k >= k_valid become -0.
   logic        read_inflight_d, read_inflight_q, inflight_seeding_d, inflight_seeding_q;
-  logic        inflight_last_d, inflight_last_q;
+  logic        inflight_last_d, inflight_last_q, inflight_int8_d, inflight_int8_q;
   logic [8:0]  inflight_k_valid_d, inflight_k_valid_q;
   logic [17:0] inflight_macs_d, inflight_macs_q;
   logic [Dim*16-1:0] masked_acts;
@@ -235,6 +239,7 @@ module tpu_matmul_unit #(
     read_inflight_d    = read_fire;
     inflight_seeding_d = rd_seeding;
     inflight_last_d    = rd_last_row;
+    inflight_int8_d    = rd_op.flags[tpu_isa_pkg::MatmulFlagI8];
     inflight_k_valid_d = rd_op.aux_lo[8:0];
     inflight_macs_d    = rd_macs;
     for (int k = 0; k < Dim; k++) begin
@@ -244,18 +249,19 @@ module tpu_matmul_unit #(
   end
 
   // ---------------------------------------------------------------------------
-  // Staging FIFO into the array: activations, seeds, last-row-of-tile, MACs.
+  // Staging FIFO into the array: activations, seeds, last-row-of-tile, int8,
+  // MACs.
   // ---------------------------------------------------------------------------
-  localparam int unsigned StageWidth = Dim * 16 + Dim * 32 + 1 + 18;
+  localparam int unsigned StageWidth = Dim * 16 + Dim * 32 + 2 + 18;
   logic                  stage_in_ready, stage_valid, act_ready, seed_ready;
   logic [StageWidth-1:0] stage_in, stage_out;
   logic [Dim*16-1:0]     stage_acts;
   logic [Dim*32-1:0]     stage_seeds;
-  logic                  stage_last;
+  logic                  stage_last, stage_int8;
 
   assign stage_in = {masked_acts, inflight_seeding_q ? acc_rd_data_i : {Dim*32{1'b0}},
-                     inflight_last_q, inflight_macs_q};
-  assign {stage_acts, stage_seeds, stage_last, act_macs_o} = stage_out;
+                     inflight_last_q, inflight_int8_q, inflight_macs_q};
+  assign {stage_acts, stage_seeds, stage_last, stage_int8, act_macs_o} = stage_out;
 
   tpu_fifo #(.Width(StageWidth), .Depth(StageDepth)) u_stage (
     .clk_i, .rst_ni,
@@ -275,7 +281,10 @@ module tpu_matmul_unit #(
   logic [Dim*32-1:0] res_data;
   logic [TrackIdxWidth-1:0] wr_slot;
 
-  tpu_mxu #(.Rows(Dim), .Cols(Dim), .MulStages(MulStages), .AddStages(AddStages)) u_mxu (
+  tpu_mxu #(
+    .Rows(Dim), .Cols(Dim), .MulStages(MulStages), .AddStages(AddStages), .Int8(Int8),
+    .Float(Float)
+  ) u_mxu (
     .clk_i, .rst_ni,
     .wgt_valid_i (wgt_valid_i),
     .wgt_ready_o (wgt_ready_o),
@@ -284,6 +293,7 @@ module tpu_matmul_unit #(
     .act_ready_o (act_ready),
     .act_data_i  (stage_acts),
     .act_last_i  (stage_last),
+    .act_int8_i  (stage_int8),
     .seed_valid_i(stage_valid),
     .seed_ready_o(seed_ready),
     .seed_data_i (stage_seeds),
@@ -342,6 +352,7 @@ module tpu_matmul_unit #(
       read_inflight_q    <= 1'b0;
       inflight_seeding_q <= 1'b0;
       inflight_last_q    <= 1'b0;
+      inflight_int8_q    <= 1'b0;
       inflight_k_valid_q <= '0;
       inflight_macs_q    <= '0;
       trk_base_q         <= '0;
@@ -363,6 +374,7 @@ module tpu_matmul_unit #(
       read_inflight_q    <= read_inflight_d;
       inflight_seeding_q <= inflight_seeding_d;
       inflight_last_q    <= inflight_last_d;
+      inflight_int8_q    <= inflight_int8_d;
       inflight_k_valid_q <= inflight_k_valid_d;
       inflight_macs_q    <= inflight_macs_d;
       trk_base_q         <= trk_base_d;

@@ -1,5 +1,5 @@
-// WRITE_HOST: copies unified-buffer (bf16) or accumulator (fp32) rows to host
-// memory. Operations run one at a time, in order. Rows are read from on-chip
+// WRITE_HOST: copies unified-buffer (bf16, or int8: the low byte of each lane)
+// or accumulator (fp32 or int32) rows to host memory. Operations run one at a time, in order. Rows are read from on-chip
 // memory into a small staging FIFO that feeds the write engine; an operation
 // is complete, and leaves the queue, once host memory has acknowledged its
 // last burst.
@@ -9,6 +9,7 @@ module tpu_store_unit #(
   parameter int unsigned UbDepth    = 1024,
   parameter int unsigned AccDepth   = 1024,
   parameter int unsigned QueueDepth = 4,
+  parameter bit          Int8       = 1'b0,
   localparam int unsigned UbAddrWidth  = $clog2(UbDepth),
   localparam int unsigned AccAddrWidth = $clog2(AccDepth),
   localparam int unsigned QOffWidth    = (QueueDepth > 1) ? $clog2(QueueDepth) : 1
@@ -77,8 +78,9 @@ module tpu_store_unit #(
 
   assign head_valid = !queue_empty;
 
-  logic from_acc;
-  assign from_acc = head.flags[tpu_isa_pkg::WriteHostFlagAcc];
+  logic from_acc, int8_rows;
+  assign from_acc  = head.flags[tpu_isa_pkg::WriteHostFlagAcc];
+  assign int8_rows = Int8 && head.flags[tpu_isa_pkg::WriteHostFlagI8];
 
   // ---------------------------------------------------------------------------
   // Commands to the write engine, one per iteration, and their completions.
@@ -119,7 +121,13 @@ module tpu_store_unit #(
   assign ub_rd_addr_o  = rd_addr[UbAddrWidth-1:0];
   assign acc_rd_addr_o = rd_addr[AccAddrWidth-1:0];
   assign read_gnt      = from_acc ? acc_rd_gnt_i && acc_rd_req_o : ub_rd_gnt_i && ub_rd_req_o;
-  assign stage_in_data = from_acc ? acc_rd_data_i : {{Dim*16{1'b0}}, ub_rd_data_i};
+  // An int8 row leaves as the low byte of each lane, Dim bytes.
+  logic [Dim*8-1:0] int8_bytes;
+  always_comb begin
+    for (int unsigned l = 0; l < Dim; l++) int8_bytes[l*8 +: 8] = ub_rd_data_i[l*16 +: 8];
+  end
+  assign stage_in_data = from_acc  ? acc_rd_data_i :
+                         int8_rows ? {{Dim*24{1'b0}}, int8_bytes} : {{Dim*16{1'b0}}, ub_rd_data_i};
 
   always_comb begin
     done_iter_d     = done_iter_q;
@@ -192,7 +200,7 @@ module tpu_store_unit #(
     .cmd_addr_i          (cmd_addr),
     .cmd_stride_i        (head.host_stride),
     .cmd_rows_i          (head.rows),
-    .cmd_row_bytes_log2_i(from_acc ? 4'(DimLog2 + 2) : 4'(DimLog2 + 1)),
+    .cmd_row_bytes_log2_i(from_acc ? 4'(DimLog2 + 2) : int8_rows ? 4'(DimLog2) : 4'(DimLog2 + 1)),
     .row_valid_i         (stage_valid),
     .row_ready_o         (stage_ready),
     .row_data_i          (stage_data),

@@ -11,6 +11,7 @@ module tpu_weight_unit #(
   parameter int unsigned WeightTiles = 4,
   parameter int unsigned QueueDepth  = 4,
   parameter int unsigned BufBeats    = 32,
+  parameter bit          Int8        = 1'b0,
   localparam int unsigned QOffWidth  = (QueueDepth > 1) ? $clog2(QueueDepth) : 1
 ) (
   input  logic                        clk_i,
@@ -97,8 +98,10 @@ module tpu_weight_unit #(
   // Tile rows into the FIFO: `rows` rows from memory, then +0 rows.
   // ---------------------------------------------------------------------------
   logic              row_valid, row_ready, unused_row_last, unused_row_error, reader_idle;
-  logic [Dim*16-1:0] row_data, fifo_in_data;
-  logic              fifo_in_valid, fifo_in_ready, from_memory;
+  logic [Dim*16-1:0] row_data, row_lanes, fifo_in_data;
+  logic              fifo_in_valid, fifo_in_ready, from_memory, int8_rows;
+
+  assign int8_rows = Int8 && head.flags[tpu_isa_pkg::ReadWeightsFlagI8];
   logic [15:0]       tile_row_d, tile_row_q, tile_d, tile_q;
   logic [$clog2(FifoRows+1)-1:0] unused_fifo_count;
 
@@ -111,7 +114,7 @@ module tpu_weight_unit #(
     .cmd_addr_i          (cmd_addr),
     .cmd_stride_i        (head.host_stride),
     .cmd_rows_i          (head.rows),
-    .cmd_row_bytes_log2_i(4'(DimLog2 + 1)),
+    .cmd_row_bytes_log2_i(int8_rows ? 4'(DimLog2) : 4'(DimLog2 + 1)),
     .ar_valid_o, .ar_ready_i, .ar_addr_o, .ar_len_o, .ar_size_o,
     .r_valid_i, .r_ready_o, .r_data_i, .r_resp_i,
     .row_valid_o         (row_valid),
@@ -124,9 +127,16 @@ module tpu_weight_unit #(
     .idle_o              (reader_idle)
   );
 
+  // int8 tile rows (the flag I8, or MATMUL's I8 with FETCH) come as Dim bytes.
+  tpu_int8_widen #(.Lanes(Dim)) u_widen (
+    .int8_i (int8_rows),
+    .row_i  (row_data),
+    .lanes_o(row_lanes)
+  );
+
   assign from_memory   = tile_row_q < head.rows;
   assign fifo_in_valid = head_valid && !op_start && (from_memory ? row_valid : 1'b1) && !abort_i;
-  assign fifo_in_data  = from_memory ? row_data : '0;
+  assign fifo_in_data  = from_memory ? row_lanes : '0;
   assign row_ready     = from_memory && fifo_in_valid && fifo_in_ready;
 
   always_comb begin

@@ -9,6 +9,8 @@
 module tpu_decode #(
   parameter int unsigned Dim = 16,  // the array size, a power of two
   parameter bit Links = 1'b0,  // the core has inter-chip links and a collective unit
+  parameter bit Int8 = 1'b0,   // the core has the int8 datapath
+  parameter bit Float = 1'b1,  // ... and the float one (bf16, fp32)
   localparam int unsigned DimLog2 = $clog2(Dim)
 ) (
   input  logic [255:0] instr_i,
@@ -38,13 +40,16 @@ module tpu_decode #(
     fields_o.total = instr_i[tpu_isa_pkg::FieldTotalLsb +: 32];
     fields_o.offset = instr_i[tpu_isa_pkg::FieldOffsetLsb +: 32];
     fields_o.offset_step = instr_i[tpu_isa_pkg::FieldOffsetStepLsb +: 32];
+    fields_o.zero_point = instr_i[tpu_isa_pkg::FieldZeroPointLsb +: 8];
+    fields_o.clamp_lo = instr_i[tpu_isa_pkg::FieldClampLoLsb +: 8];
+    fields_o.clamp_hi = instr_i[tpu_isa_pkg::FieldClampHiLsb +: 8];
   end
 
   // Bits no field covers: reserved, as each core's check of the bits outside
   // the opcode's fields finds.
   logic unused_reserved;
   assign unused_reserved =
-      ^(instr_i & 256'hFE00FDFF_FFFFFFFF_FFFFFFFF_FFFF0002_00000000_00000000_00000000_FFF00000);
+      ^(instr_i & 256'hFE00FDFF_FFFFFFFF_FF000000_FFFF0002_00000000_00000000_00000000_FFF00000);
 
   always_comb begin
     kind_o.read_host = fields_o.opcode == tpu_isa_pkg::OpReadHost;
@@ -71,9 +76,21 @@ module tpu_decode #(
     kind_o.host_write = kind_o.write_host;
     kind_o.host_fp32 = (kind_o.read_host && fields_o.flags[tpu_isa_pkg::ReadHostFlagAcc]) ||
         (kind_o.write_host && fields_o.flags[tpu_isa_pkg::WriteHostFlagAcc]);
+    kind_o.host_int8 = (kind_o.read_host && fields_o.flags[tpu_isa_pkg::ReadHostFlagI8]) ||
+        (kind_o.read_weights && fields_o.flags[tpu_isa_pkg::ReadWeightsFlagI8]) || (kind_o.matmul &&
+        fields_o.flags[tpu_isa_pkg::MatmulFlagI8]) || (kind_o.write_host &&
+        fields_o.flags[tpu_isa_pkg::WriteHostFlagI8]);
     kind_o.host_k_valid = kind_o.matmul;
     kind_o.in_place = kind_o.allreduce;
     kind_o.links = kind_o.allreduce;
+    kind_o.bias_quant = (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagReq]);
+    kind_o.int8 = (kind_o.read_host && fields_o.flags[tpu_isa_pkg::ReadHostFlagI8]) ||
+        (kind_o.read_weights && fields_o.flags[tpu_isa_pkg::ReadWeightsFlagI8]) || (kind_o.matmul &&
+        fields_o.flags[tpu_isa_pkg::MatmulFlagI8]) || (kind_o.activate &&
+        fields_o.flags[tpu_isa_pkg::ActivateFlagReq]) || (kind_o.write_host &&
+        fields_o.flags[tpu_isa_pkg::WriteHostFlagI8]);
+    kind_o.float_dp = (kind_o.matmul && !fields_o.flags[tpu_isa_pkg::MatmulFlagI8]) ||
+        (kind_o.activate && !fields_o.flags[tpu_isa_pkg::ActivateFlagReq]);
   end
 
   // Dim is a power of two: value > Dim needs no carry chain.
@@ -81,9 +98,12 @@ module tpu_decode #(
     outside_1_to_dim = value == '0 || tpu_pkg::above_pow2(34'(value), DimLog2);
   endfunction
 
-  // The rules of rtl/defs/isa.toml: repeats, limits and zero_unless.
+  // The rules of rtl/defs/isa.toml: repeats, limits, zero_unless, requires,
+  // excludes, and the datapaths the core has.
   assign field_error_o =
       (kind_o.repeats && (fields_o.count == '0 || fields_o.rows == '0)) ||
+      (kind_o.read_host && fields_o.flags[tpu_isa_pkg::ReadHostFlagI8] &&
+          fields_o.flags[tpu_isa_pkg::ReadHostFlagAcc]) ||
       (kind_o.read_weights && outside_1_to_dim(16'(fields_o.rows))) ||
       (kind_o.matmul && outside_1_to_dim(16'(fields_o.k_valid))) ||
       (kind_o.matmul && outside_1_to_dim(16'(fields_o.n_valid))) ||
@@ -93,6 +113,17 @@ module tpu_decode #(
       (kind_o.activate && !fields_o.flags[tpu_isa_pkg::ActivateFlagBias] && |{fields_o.bias_addr,
           fields_o.bias_step}) ||
       (kind_o.activate && fields_o.func != tpu_isa_pkg::FuncLeaky && |{fields_o.alpha}) ||
-      (kind_o.allreduce && fields_o.total == '0);
+      (kind_o.activate && !fields_o.flags[tpu_isa_pkg::ActivateFlagReq] && |{fields_o.zero_point,
+          fields_o.clamp_lo, fields_o.clamp_hi}) ||
+      (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagReq] &&
+          !fields_o.flags[tpu_isa_pkg::ActivateFlagBias]) ||
+      (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagReq] &&
+          fields_o.flags[tpu_isa_pkg::ActivateFlagF32]) ||
+      (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagReq] && fields_o.func != '0) ||
+      (kind_o.write_host && fields_o.flags[tpu_isa_pkg::WriteHostFlagI8] &&
+          fields_o.flags[tpu_isa_pkg::WriteHostFlagAcc]) ||
+      (kind_o.allreduce && fields_o.total == '0) ||
+      (!Int8 && kind_o.int8) ||
+      (!Float && kind_o.float_dp);
 
 endmodule

@@ -9,19 +9,22 @@ package tpu_isa_pkg;
   localparam int unsigned InstrBits = 256;
 
   // Opcodes (the opcode field).
-  // read_host: Copies rows from host memory into the unified buffer (bf16 rows) or the accumulators
-  // (fp32 rows).
+  // read_host: Copies rows from host memory into the unified buffer (bf16 rows, or int8 with I8) or
+  // the accumulators (fp32 or int32 rows).
   localparam logic [7:0] OpReadHost = 8'h01;
   // read_weights: Pushes `count` weight tiles into the weight FIFO. Each tile is `rows` rows of
-  // array-size bf16 weights read from host memory; rows `rows` .. size-1 of the tile are +0.
+  // array-size bf16 (or, with I8, int8) weights read from host memory; rows `rows` .. size-1 of the
+  // tile are +0.
   localparam logic [7:0] OpReadWeights = 8'h02;
   // matmul: Streams unified-buffer rows through the systolic array against one weight tile per
-  // iteration and writes fp32 rows to the accumulators.
+  // iteration and writes fp32 rows (int32 with I8) to the accumulators.
   localparam logic [7:0] OpMatmul = 8'h03;
   // activate: Reads accumulator rows, adds a bias row, applies the function and writes the results
-  // to the unified buffer (bf16, rounded by N-OUT) or the accumulators (fp32).
+  // to the unified buffer (bf16, rounded by N-OUT) or the accumulators (fp32); with REQ,
+  // requantises int32 rows to int8 instead (Q-REQ).
   localparam logic [7:0] OpActivate = 8'h04;
-  // write_host: Copies unified-buffer (bf16) or accumulator (fp32) rows to host memory.
+  // write_host: Copies unified-buffer (bf16, or int8 with I8) or accumulator (fp32 or int32) rows
+  // to host memory.
   localparam logic [7:0] OpWriteHost = 8'h05;
   // sync: Waits until every earlier instruction has completed.
   localparam logic [7:0] OpSync = 8'h06;
@@ -38,10 +41,16 @@ package tpu_isa_pkg;
 
   // Flags: each flag's bit in the flags field, and per opcode the mask of the flags it defines; its
   // other flag bits must be zero.
-  // READ_HOST.ACC: the destination is the accumulator memory (fp32 rows), not the unified buffer
+  // READ_HOST.ACC: the destination is the accumulator memory (fp32 or int32 rows), not the unified
+  // buffer
   localparam int unsigned ReadHostFlagAcc = 0;
-  localparam logic [7:0] ReadHostFlagsMask = 8'h01;
-  localparam logic [7:0] ReadWeightsFlagsMask = 8'h00;
+  // READ_HOST.I8: host rows are int8, one byte a lane, each sign-extended into a 16-bit lane of the
+  // unified buffer
+  localparam int unsigned ReadHostFlagI8 = 1;
+  localparam logic [7:0] ReadHostFlagsMask = 8'h03;
+  // READ_WEIGHTS.I8: host rows are int8, one byte a weight, each sign-extended into a 16-bit lane
+  localparam int unsigned ReadWeightsFlagI8 = 0;
+  localparam logic [7:0] ReadWeightsFlagsMask = 8'h01;
   // MATMUL.ACC0: iteration 0 starts from the accumulator rows it writes (accumulate); without it,
   // from +0 (overwrite)
   localparam int unsigned MatmulFlagAcc0 = 0;
@@ -51,15 +60,25 @@ package tpu_isa_pkg;
   // host_stride, host_step, k_valid rows each; without it, host fields must be zero and the tiles
   // come from earlier READ_WEIGHTS
   localparam int unsigned MatmulFlagFetch = 2;
-  localparam logic [7:0] MatmulFlagsMask = 8'h07;
+  // MATMUL.I8: int8 mode (Q-MAC): the low bytes of the activation and weight lanes are int8,
+  // products are exact and sums wrap in int32; with FETCH the tiles are read as int8 rows
+  localparam int unsigned MatmulFlagI8 = 3;
+  localparam logic [7:0] MatmulFlagsMask = 8'h0F;
   // ACTIVATE.BIAS: add the fp32 bias row at bias_addr before the function
   localparam int unsigned ActivateFlagBias = 0;
   // ACTIVATE.F32: write fp32 rows to the accumulators instead of bf16 rows to the unified buffer
   localparam int unsigned ActivateFlagF32 = 1;
-  localparam logic [7:0] ActivateFlagsMask = 8'h03;
-  // WRITE_HOST.ACC: the source is the accumulator memory (fp32 rows), not the unified buffer
+  // ACTIVATE.REQ: requantise int32 rows to int8 (Q-REQ): rows bias_addr, + 1 and + 2 hold each
+  // column's int32 bias, multiplier M and shift s; the results, clamped to clamp_lo .. clamp_hi, go
+  // to the unified buffer sign-extended into 16-bit lanes
+  localparam int unsigned ActivateFlagReq = 2;
+  localparam logic [7:0] ActivateFlagsMask = 8'h07;
+  // WRITE_HOST.ACC: the source is the accumulator memory (fp32 or int32 rows), not the unified
+  // buffer
   localparam int unsigned WriteHostFlagAcc = 0;
-  localparam logic [7:0] WriteHostFlagsMask = 8'h01;
+  // WRITE_HOST.I8: host rows are int8: the low byte of each unified-buffer lane, one byte a lane
+  localparam int unsigned WriteHostFlagI8 = 1;
+  localparam logic [7:0] WriteHostFlagsMask = 8'h03;
   localparam logic [7:0] SyncFlagsMask = 8'h00;
   localparam logic [7:0] HaltFlagsMask = 8'h00;
   // ALLREDUCE.PS: the parameter-server algorithm instead of the ring, the baseline the ring is
@@ -149,20 +168,29 @@ package tpu_isa_pkg;
   // offset_step (w6[31:0]): offset increment per iteration (ALLREDUCE)
   localparam int unsigned FieldOffsetStepLsb = 192;
   localparam int unsigned FieldOffsetStepWidth = 32;
+  // zero_point (w5[7:0]): output zero point zo, int8 (ACTIVATE with REQ)
+  localparam int unsigned FieldZeroPointLsb = 160;
+  localparam int unsigned FieldZeroPointWidth = 8;
+  // clamp_lo (w5[15:8]): lowest output, int8: -128, or zo for relu (ACTIVATE with REQ)
+  localparam int unsigned FieldClampLoLsb = 168;
+  localparam int unsigned FieldClampLoWidth = 8;
+  // clamp_hi (w5[23:16]): highest output, int8: 127, or zo + q6 for relu6 (ACTIVATE with REQ)
+  localparam int unsigned FieldClampHiLsb = 176;
+  localparam int unsigned FieldClampHiWidth = 8;
 
   // Bits each opcode's instructions may set: the opcode field, the opcode's flags and the fields it
   // uses. Any other bit set is ILLEGAL_FIELD: (instr & ~<Opcode>UsedBits) != 0. One '_' group per
   // word, w7 first.
   localparam logic [255:0] ReadHostUsedBits =
-      256'h00000000_FFFFFFFF_FFFFFFFF_FFFFFFFF_FFFF0000_FFFF0000_FFFFFFFF_000001FF;
+      256'h00000000_FFFFFFFF_FFFFFFFF_FFFFFFFF_FFFF0000_FFFF0000_FFFFFFFF_000003FF;
   localparam logic [255:0] ReadWeightsUsedBits =
-      256'h00000000_FFFFFFFF_FFFFFFFF_FFFFFFFF_00000000_00000000_FFFFFFFF_000000FF;
+      256'h00000000_FFFFFFFF_FFFFFFFF_FFFFFFFF_00000000_00000000_FFFFFFFF_000001FF;
   localparam logic [255:0] MatmulUsedBits =
-      256'h01FF01FF_FFFFFFFF_FFFFFFFF_FFFFFFFF_FFFFFFFF_FFFFFFFF_FFFFFFFF_000007FF;
+      256'h01FF01FF_FFFFFFFF_FFFFFFFF_FFFFFFFF_FFFFFFFF_FFFFFFFF_FFFFFFFF_00000FFF;
   localparam logic [255:0] ActivateUsedBits =
-      256'hFFFFFFFF_00000000_00000000_0000FFFF_FFFFFFFF_FFFFFFFF_FFFFFFFF_000F03FF;
+      256'hFFFFFFFF_00000000_00FFFFFF_0000FFFF_FFFFFFFF_FFFFFFFF_FFFFFFFF_000F07FF;
   localparam logic [255:0] WriteHostUsedBits =
-      256'h00000000_FFFFFFFF_FFFFFFFF_FFFFFFFF_0000FFFF_0000FFFF_FFFFFFFF_000001FF;
+      256'h00000000_FFFFFFFF_FFFFFFFF_FFFFFFFF_0000FFFF_0000FFFF_FFFFFFFF_000003FF;
   localparam logic [255:0] SyncUsedBits =
       256'h00000000_00000000_00000000_00000000_00000000_00000000_00000000_000000FF;
   localparam logic [255:0] HaltUsedBits =
@@ -208,6 +236,9 @@ package tpu_isa_pkg;
     logic [31:0] total;
     logic [31:0] offset;
     logic [31:0] offset_step;
+    logic [7:0] zero_point;
+    logic [7:0] clamp_lo;
+    logic [7:0] clamp_hi;
   } fields_t;
 
   // What an instruction is and what it touches (rtl/defs/isa.toml): one bit per opcode, then its
@@ -231,9 +262,13 @@ package tpu_isa_pkg;
     logic host_used;  // reads or writes host memory
     logic host_write;  // ... writes it
     logic host_fp32;  // ... in fp32 rows (4 bytes a lane), not bf16
+    logic host_int8;  // ... in int8 rows (1 byte a lane), not bf16
     logic host_k_valid;  // ... k_valid rows per iteration, not rows
     logic in_place;  // writes back the source rows it reads
     logic links;  // uses the inter-chip links
+    logic bias_quant;  // its bias rows are blocks of three: bias, multiplier, shift
+    logic int8;  // sets a flag of the int8 datapath
+    logic float_dp;  // uses the float datapath
   } kind_t;
 
 endpackage

@@ -81,6 +81,12 @@ package tpu_regs_pkg;
   // HW_CORE.LINKS: 1: the core has the inter-chip links and the collective unit (tpu_top's Links):
   // ALLREDUCE is legal
   localparam int unsigned HwCoreLinksBit = 1;
+  // HW_CORE.INT8: 1: the core has the int8 datapath (tpu_top's Int8): the I8 and REQ flags are
+  // legal
+  localparam int unsigned HwCoreInt8Bit = 2;
+  // HW_CORE.INT8_ONLY: 1: the core has no float datapath (tpu_top's Float off): MATMUL needs I8 and
+  // ACTIVATE needs REQ
+  localparam int unsigned HwCoreInt8OnlyBit = 3;
   // HW_CORE.LINK_LANES: fp32 lanes a link carries per cycle (tpu_top's LinkLanes); 0 without links
   localparam int unsigned HwCoreLinkLanesLsb = 8;
   localparam int unsigned HwCoreLinkLanesWidth = 16;

@@ -1,5 +1,6 @@
 // Matrix unit: a Rows x Cols weight-stationary systolic array of bf16 x bf16 ->
-// fp32 MAC cells with its input skew, output de-skew and stream control.
+// fp32 MAC cells (and, with Int8, int8 x int8 -> int32) with its input skew,
+// output de-skew and stream control.
 //
 // Streams (valid/ready; data must hold while valid is high and ready low):
 //   weights  one row of a weight tile per beat, Cols bf16 lanes, rows 0..Rows-1
@@ -7,7 +8,9 @@
 //            current one computes (double-buffered weights).
 //   acts     one row of activations per beat, Rows bf16 lanes (lane k meets
 //            weight row k); `last` marks the final row that uses the current
-//            tile, the next row uses the next tile.
+//            tile, the next row uses the next tile; `int8` makes the row an
+//            int8 one (Q-MAC): the low bytes of its lanes and of the weight
+//            lanes are int8, its seeds and results int32.
 //   seeds    one row of fp32 partial-sum seeds per activation row, Cols lanes;
 //            joined with acts (a seed of +0 is the same as no seed, N-ORDER).
 //   results  one row of Cols fp32 sums per activation row, in order:
@@ -20,7 +23,9 @@ module tpu_mxu #(
   parameter int unsigned Rows      = 16,
   parameter int unsigned Cols      = 16,
   parameter int unsigned MulStages = 0,  // pipeline registers in each multiplier, 0..2
-  parameter int unsigned AddStages = 0   // pipeline registers in each adder, 0..3
+  parameter int unsigned AddStages = 0,  // pipeline registers in each adder, 0..3
+  parameter bit          Int8      = 1'b0,  // int8 rows exist
+  parameter bit          Float     = 1'b1   // bf16 rows exist (without: every row is int8)
 ) (
   input  logic               clk_i,
   input  logic               rst_ni,
@@ -33,6 +38,7 @@ module tpu_mxu #(
   output logic               act_ready_o,
   input  logic [Rows*16-1:0] act_data_i,
   input  logic               act_last_i,
+  input  logic               act_int8_i,
 
   input  logic               seed_valid_i,
   output logic               seed_ready_o,
@@ -55,6 +61,9 @@ module tpu_mxu #(
   end
   if (AddStages > tpu_pkg::AddStagesMax) begin : g_bad_add_stages
     $error("tpu_mxu: AddStages must be in 0..3");
+  end
+  if (!Int8 && !Float) begin : g_no_mode
+    $error("tpu_mxu: at least one of Int8 and Float must be set");
   end
 
   // Illegal values have raised an error above. The internals are built from
@@ -96,18 +105,18 @@ module tpu_mxu #(
   // cells once per cycle, not again for every change of an input.
   // ---------------------------------------------------------------------------
   logic [RowsChecked*16-1:0]       act_skewed;
-  logic [RowsChecked-1:0]          commit_skewed;
+  logic [RowsChecked-1:0]          commit_skewed, int8_skewed;
   logic [ColsChecked-1:0]          wvld_skewed;
   logic [ColsChecked*TagWidth-1:0] wtag_skewed;
   logic [ColsChecked*16-1:0]       wgt_skewed;
   logic [ColsChecked*32-1:0]       seed_skewed, psum_bottom;
 
   for (genvar r = 0; r < RowsChecked; r++) begin : g_act_skew
-    tpu_delay #(.Width(17), .Depth(1 + r * PsumStep)) u_delay (
+    tpu_delay #(.Width(18), .Depth(1 + r * PsumStep)) u_delay (
       .clk_i, .rst_ni,
       .en_i  (advance),
-      .data_i({commit, act_data_i[r*16 +: 16]}),
-      .data_o({commit_skewed[r], act_skewed[r*16 +: 16]})
+      .data_i({commit, act_int8_i, act_data_i[r*16 +: 16]}),
+      .data_o({commit_skewed[r], int8_skewed[r], act_skewed[r*16 +: 16]})
     );
   end
 
@@ -137,11 +146,12 @@ module tpu_mxu #(
 
   tpu_systolic_array #(
     .Rows(RowsChecked), .Cols(ColsChecked), .TagWidth(TagWidth),
-    .MulStages(MulChecked), .AddStages(AddChecked)
+    .MulStages(MulChecked), .AddStages(AddChecked), .Int8(Int8), .Float(Float)
   ) u_array (
     .clk_i, .rst_ni,
     .en_i       (advance),
     .act_i      (act_skewed),
+    .act_int8_i (int8_skewed),
     .commit_i   (commit_skewed),
     .wgt_valid_i(wvld_skewed),
     .wgt_tag_i  (wtag_skewed),
@@ -157,7 +167,8 @@ module tpu_mxu #(
       wgt_valid_i && !wgt_ready_o |=> wgt_valid_i && $stable(wgt_data_i))
     else $error("mxu: weight beat changed or withdrawn before it was taken");
   a_act_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      act_valid_i && !act_ready_o |=> act_valid_i && $stable(act_data_i) && $stable(act_last_i))
+      act_valid_i && !act_ready_o |=> act_valid_i && $stable(act_data_i) && $stable(act_last_i) &&
+                                      $stable(act_int8_i))
     else $error("mxu: activation beat changed or withdrawn before it was taken");
   a_seed_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
       seed_valid_i && !seed_ready_o |=> seed_valid_i && $stable(seed_data_i))

@@ -1,4 +1,6 @@
-// Rows x Cols grid of multiply-add cells (N-MAC), weight-stationary.
+// Rows x Cols grid of multiply-add cells (N-MAC), weight-stationary. A cell
+// multiplies bf16 and adds fp32, or, for an activation marked int8, multiplies
+// the int8 low bytes of its lanes and adds int32 (Q-MAC): tpu_mac_pkg.
 //
 // Activations travel left to right, partial sums and weights top to bottom.
 // Each cell's weight is double buffered: weight beats travelling down a column
@@ -15,6 +17,9 @@
 // over plain arrays, so its code does not grow with the array and every cell
 // costs the same (docs/perf.md).
 //
+// The int8 mark travels with the activation, and with its product through the
+// pipeline registers, so rows of both modes can follow each other closely.
+//
 // Inputs must arrive already skewed (row r of activations r * (AddStages + 1)
 // cycles late, column c of partial sums c + MulStages cycles late, column c of
 // weights c cycles late) and from registers; tpu_mxu does that. An activation
@@ -27,13 +32,16 @@ module tpu_systolic_array #(
   parameter int unsigned Cols      = 16,
   parameter int unsigned TagWidth  = 4,
   parameter int unsigned MulStages = 0,
-  parameter int unsigned AddStages = 0
+  parameter int unsigned AddStages = 0,
+  parameter bit          Int8      = 1'b0,  // the int8 mode exists
+  parameter bit          Float     = 1'b1   // the bf16 mode exists
 ) (
   input  logic                     clk_i,
   input  logic                     rst_ni,
   input  logic                     en_i,       // the whole array advances together
 
   input  logic [Rows*16-1:0]       act_i,
+  input  logic [Rows-1:0]          act_int8_i,  // each row's activation is int8
   input  logic [Rows-1:0]          commit_i,
 
   input  logic [Cols-1:0]          wgt_valid_i,
@@ -52,6 +60,9 @@ module tpu_systolic_array #(
   end
   if (MulStages > tpu_pkg::MulStagesMax || AddStages > tpu_pkg::AddStagesMax) begin : g_bad_stages
     $error("tpu_systolic_array: MulStages must be in 0..2, AddStages in 0..3");
+  end
+  if (!Int8 && !Float) begin : g_no_mode
+    $error("tpu_systolic_array: at least one of Int8 and Float must be set");
   end
 
   // Where the pipeline registers are (tpu_bf16_mul, tpu_fp32_add): after the
@@ -77,6 +88,8 @@ module tpu_systolic_array #(
   // down (weight beat).
   (* mem2reg *) logic [15:0]         act_d [Rows][Cols];
   (* mem2reg *) logic [15:0]         act_q [Rows][Cols];
+  (* mem2reg *) logic                int8_d [Rows][Cols];
+  (* mem2reg *) logic                int8_q [Rows][Cols];
   (* mem2reg *) logic                commit_d [Rows][Cols];
   (* mem2reg *) logic                commit_q [Rows][Cols];
   (* mem2reg *) logic                wvld_d [Rows][Cols];
@@ -91,7 +104,8 @@ module tpu_systolic_array #(
   (* mem2reg *) logic [15:0]         wgt_next_q [Rows][Cols];
   (* mem2reg *) logic [15:0]         wgt_active_d [Rows][Cols];
   (* mem2reg *) logic [15:0]         wgt_active_q [Rows][Cols];
-  // Multiply-add, unfused: S' = add(S, mul(a, w)): the pipeline registers.
+  // Multiply-add, unfused: S' = add(S, mul(a, w)): the pipeline registers,
+  // each with the int8 mark of the value it holds.
   (* mem2reg *) logic [MulProductBits-1:0] mul_sig_d [Rows][Cols];
   (* mem2reg *) logic [MulProductBits-1:0] mul_sig_q [Rows][Cols];
   (* mem2reg *) logic [31:0]               product_d [Rows][Cols];
@@ -102,6 +116,16 @@ module tpu_systolic_array #(
   (* mem2reg *) logic [AddSumBits-1:0]     add_sum_q [Rows][Cols];
   (* mem2reg *) logic [AddNormBits-1:0]    add_norm_d [Rows][Cols];
   (* mem2reg *) logic [AddNormBits-1:0]    add_norm_q [Rows][Cols];
+  (* mem2reg *) logic                      mul_sig_int8_d [Rows][Cols];
+  (* mem2reg *) logic                      mul_sig_int8_q [Rows][Cols];
+  (* mem2reg *) logic                      product_int8_d [Rows][Cols];
+  (* mem2reg *) logic                      product_int8_q [Rows][Cols];
+  (* mem2reg *) logic                      add_ord_int8_d [Rows][Cols];
+  (* mem2reg *) logic                      add_ord_int8_q [Rows][Cols];
+  (* mem2reg *) logic                      add_sum_int8_d [Rows][Cols];
+  (* mem2reg *) logic                      add_sum_int8_q [Rows][Cols];
+  (* mem2reg *) logic                      add_norm_int8_d [Rows][Cols];
+  (* mem2reg *) logic                      add_norm_int8_q [Rows][Cols];
   // Partial sums passed down; the bottom row's go out through psum_out_q.
   (* mem2reg *) logic [31:0]               psum_d [Rows][Cols];
   (* mem2reg *) logic [31:0]               psum_q [Rows][Cols];
@@ -119,13 +143,16 @@ module tpu_systolic_array #(
         logic [AddOrderedBits-1:0] add_ord;
         logic [AddSumBits-1:0]     add_sum;
         logic [AddNormBits-1:0]    add_norm;
+        logic                      int8;  // of the value between the current stages
 
         // Take in the neighbours' forwarded values, or the edge inputs.
         if (c == 0) begin
           act_d[r][c]    = act_i[r*16 +: 16];
+          int8_d[r][c]   = act_int8_i[r];
           commit_d[r][c] = commit_i[r];
         end else begin
           act_d[r][c]    = act_q[r][c-1];
+          int8_d[r][c]   = int8_q[r][c-1];
           commit_d[r][c] = commit_q[r][c-1];
         end
         if (r == 0) begin
@@ -146,29 +173,52 @@ module tpu_systolic_array #(
 
         // Multiply, add the partial sum from above, pass it down. Each stage
         // hands its result to its register (_d); where the parameters put a
-        // register, the next stage goes on from the register's output.
-        mul_sig         = tpu_fp_pkg::mul_significands(act_d[r][c], wgt_active_d[r][c]);
+        // register, the next stage goes on from the register's output, and
+        // with the mark that register holds. A core with one mode only has a
+        // constant mark.
+        int8            = !Float || (Int8 && int8_d[r][c]);
+        mul_sig         = tpu_mac_pkg::multiply(act_d[r][c], wgt_active_d[r][c], int8);
         mul_sig_d[r][c] = mul_sig;
-        if (MulSigReg) mul_sig = mul_sig_q[r][c];
+        mul_sig_int8_d[r][c] = int8;
+        if (MulSigReg) begin
+          mul_sig = mul_sig_q[r][c];
+          int8    = !Float || (Int8 && mul_sig_int8_q[r][c]);
+        end
 
-        product         = tpu_fp_pkg::mul_normalise(mul_sig);
+        product         = tpu_mac_pkg::product(mul_sig, int8);
         product_d[r][c] = product;
-        if (ProductReg) product = product_q[r][c];
+        product_int8_d[r][c] = int8;
+        if (ProductReg) begin
+          product = product_q[r][c];
+          int8    = !Float || (Int8 && product_int8_q[r][c]);
+        end
 
-        add_ord         = tpu_fp_pkg::add_order(r == 0 ? psum_i[c*32 +: 32] : psum_q[r-1][c],
-                                                product);
+        add_ord         = tpu_mac_pkg::add_order(r == 0 ? psum_i[c*32 +: 32] : psum_q[r-1][c],
+                                                 product, int8);
         add_ord_d[r][c] = add_ord;
-        if (AddOrderReg) add_ord = add_ord_q[r][c];
+        add_ord_int8_d[r][c] = int8;
+        if (AddOrderReg) begin
+          add_ord = add_ord_q[r][c];
+          int8    = !Float || (Int8 && add_ord_int8_q[r][c]);
+        end
 
-        add_sum         = tpu_fp_pkg::add_align(add_ord);
+        add_sum         = tpu_mac_pkg::add_align(add_ord, int8);
         add_sum_d[r][c] = add_sum;
-        if (AddSumReg) add_sum = add_sum_q[r][c];
+        add_sum_int8_d[r][c] = int8;
+        if (AddSumReg) begin
+          add_sum = add_sum_q[r][c];
+          int8    = !Float || (Int8 && add_sum_int8_q[r][c]);
+        end
 
-        add_norm         = tpu_fp_pkg::add_normalise(add_sum);
+        add_norm         = tpu_mac_pkg::add_normalise(add_sum, int8);
         add_norm_d[r][c] = add_norm;
-        if (AddNormReg) add_norm = add_norm_q[r][c];
+        add_norm_int8_d[r][c] = int8;
+        if (AddNormReg) begin
+          add_norm = add_norm_q[r][c];
+          int8     = !Float || (Int8 && add_norm_int8_q[r][c]);
+        end
 
-        psum_d[r][c] = tpu_fp_pkg::add_round(add_norm);
+        psum_d[r][c] = tpu_mac_pkg::add_round(add_norm, int8);
       end
     end
     for (int unsigned c = 0; c < Cols; c++) psum_out_d[c] = psum_d[Rows-1][c];
@@ -203,15 +253,31 @@ module tpu_systolic_array #(
       for (int unsigned r = 0; r < Rows; r++) begin
         for (int unsigned c = 0; c < Cols; c++) begin
           act_q[r][c]        = act_d[r][c];
+          int8_q[r][c]       = int8_d[r][c];
           wtag_q[r][c]       = wtag_d[r][c];
           wgt_q[r][c]        = wgt_d[r][c];
           wgt_next_q[r][c]   = wgt_next_d[r][c];
           wgt_active_q[r][c] = wgt_active_d[r][c];
-          if (MulSigReg)   mul_sig_q[r][c]  = mul_sig_d[r][c];
-          if (ProductReg)  product_q[r][c]  = product_d[r][c];
-          if (AddOrderReg) add_ord_q[r][c]  = add_ord_d[r][c];
-          if (AddSumReg)   add_sum_q[r][c]  = add_sum_d[r][c];
-          if (AddNormReg)  add_norm_q[r][c] = add_norm_d[r][c];
+          if (MulSigReg) begin
+            mul_sig_q[r][c]      = mul_sig_d[r][c];
+            mul_sig_int8_q[r][c] = mul_sig_int8_d[r][c];
+          end
+          if (ProductReg) begin
+            product_q[r][c]      = product_d[r][c];
+            product_int8_q[r][c] = product_int8_d[r][c];
+          end
+          if (AddOrderReg) begin
+            add_ord_q[r][c]      = add_ord_d[r][c];
+            add_ord_int8_q[r][c] = add_ord_int8_d[r][c];
+          end
+          if (AddSumReg) begin
+            add_sum_q[r][c]      = add_sum_d[r][c];
+            add_sum_int8_q[r][c] = add_sum_int8_d[r][c];
+          end
+          if (AddNormReg) begin
+            add_norm_q[r][c]      = add_norm_d[r][c];
+            add_norm_int8_q[r][c] = add_norm_int8_d[r][c];
+          end
           psum_q[r][c]       = psum_d[r][c];
         end
       end
@@ -230,7 +296,7 @@ module tpu_systolic_array #(
   logic [Cols-1:0] unused_bottom_edge;
   always_comb begin
     for (int unsigned r = 0; r < Rows; r++) begin
-      unused_right_edge[r] = ^{commit_q[r][Cols-1], act_q[r][Cols-1]};
+      unused_right_edge[r] = ^{commit_q[r][Cols-1], act_q[r][Cols-1], int8_q[r][Cols-1]};
     end
     for (int unsigned c = 0; c < Cols; c++) begin
       unused_bottom_edge[c] = ^{wvld_q[Rows-1][c], wtag_q[Rows-1][c], wgt_q[Rows-1][c],

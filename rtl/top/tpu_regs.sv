@@ -25,6 +25,8 @@ module tpu_regs #(
   // read as 0 and ignore writes, and hold no flip-flops.
   parameter bit          Links       = 1'b0,
   parameter int unsigned LinkLanes   = 0,     // HW_CORE.LINK_LANES
+  parameter bit          Int8        = 1'b0,  // HW_CORE.INT8
+  parameter bit          Float       = 1'b1,  // not HW_CORE.INT8_ONLY
   // Counter bits, 32..64: narrower counters wrap sooner and save an FPGA's logic; HI reads
   // the bits above 32 that there are.
   parameter int unsigned CounterWidth = 64,
@@ -226,6 +228,8 @@ module tpu_regs #(
         tpu_regs_pkg::RegHwCore: begin
           read_value[tpu_regs_pkg::HwCoreSequentialBit] = Sequential;
           read_value[tpu_regs_pkg::HwCoreLinksBit]      = Links;
+          read_value[tpu_regs_pkg::HwCoreInt8Bit]       = Int8;
+          read_value[tpu_regs_pkg::HwCoreInt8OnlyBit]   = !Float;
           read_value[tpu_regs_pkg::HwCoreLinkLanesLsb +: 16] = Links ? 16'(LinkLanes) : 16'd0;
         end
         tpu_regs_pkg::RegPod:         read_value = {16'd0, pod_q};

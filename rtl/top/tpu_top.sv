@@ -30,6 +30,11 @@ module tpu_top #(
   // Rows the receiving end of a link holds, 2..255: full rate needs about twice the wire's
   // latency and six more.
   parameter int unsigned LinkCredits  = 32,
+  // The int8 datapath (array, Dim >= 4; docs/isa.md, "int8 mode"): int8 x int8 -> int32 in the
+  // matrix unit, requantisation in the activation unit. Without Float the core is int8 only:
+  // the bf16 and fp32 arithmetic is left out (a smaller array for an FPGA).
+  parameter bit          Int8         = 1'b0,
+  parameter bit          Float        = 1'b1,
   localparam int unsigned LinkBits    = ((LinkLanes > 0) ? LinkLanes : 1) * 32,
   localparam int unsigned IdWidth     = 2,
   localparam int unsigned BusBits     = BusBytes * 8,
@@ -163,6 +168,12 @@ module tpu_top #(
   if (Sequential && LinkLanes != 0) begin : g_seq_links
     $error("tpu_top: the sequential core has no inter-chip links (LinkLanes = 0)");
   end
+  if (Int8 && (Sequential || Dim < 4)) begin : g_bad_int8
+    $error("tpu_top: the int8 datapath needs the array core with Dim >= 4");
+  end
+  if (!Float && (!Int8 || LinkLanes != 0)) begin : g_bad_float
+    $error("tpu_top: a core without Float needs Int8 and no links (ALLREDUCE adds in fp32)");
+  end
 
   // Illegal values have raised an error above. The internals are built from
   // legal stand-ins so that elaboration reports that error, not a follow-on.
@@ -192,6 +203,8 @@ module tpu_top #(
       (!Sequential && LinkLanes <= DimL && (LinkLanes & (LinkLanes - 1)) == 0 && DimL >= 4) ?
       LinkLanes : 0;
   localparam int unsigned LinkCreditsL = (LinkCredits >= 2 && LinkCredits <= 255) ? LinkCredits : 2;
+  localparam bit          Int8L  = Int8 && !Sequential && DimL >= 4;
+  localparam bit          FloatL = Float || !Int8L;
 
   localparam int unsigned NumCounters = tpu_regs_pkg::CounterCount;
 
@@ -211,7 +224,7 @@ module tpu_top #(
     .Dim(DimL), .MulStages(MulStagesL), .AddStages(AddStagesL), .ActLanes(ActLanesL),
     .UbDepth(UbDepthL), .AccDepth(AccDepthL), .BusBytes(BusBytesL), .WeightTiles(WeightTilesL),
     .Sequential(Sequential), .Links(LinkLanesL > 0), .LinkLanes(LinkLanesL),
-    .CounterWidth(CounterWidthL),
+    .Int8(Int8L), .Float(FloatL), .CounterWidth(CounterWidthL),
     // The sequential core's counters live in block RAM: in flip-flops, with their adders, they
     // crowd the iCE40 UP5K. Every increment there is 0 or 1.
     .CounterRam(Sequential), .CounterAddWidth(Sequential ? 1 : 18)
@@ -278,7 +291,7 @@ module tpu_top #(
       .Dim(DimL), .MulStages(MulStagesL), .AddStages(AddStagesL), .UbDepth(UbDepthL),
       .AccDepth(AccDepthL), .WeightTiles(WeightTilesL), .BusBytes(BusBytesL),
       .ActLanes(ActLanesL), .QueueDepth(QueueDepthL), .ReadBufBeats(ReadBufBeatsL),
-      .LinkLanes(LinkLanesL), .LinkCredits(LinkCreditsL)
+      .LinkLanes(LinkLanesL), .LinkCredits(LinkCreditsL), .Int8(Int8L), .Float(FloatL)
     ) u_core (
       .clk_i, .rst_ni, .ctrl_i(core_ctrl), .status_o(core_status),
       .counter_event_o(counter_event), .useful_macs_o(useful_macs),

@@ -67,6 +67,19 @@ std::uint64_t parse_alpha(std::string_view text) {
   return num::fp32_to_bf16(bits);
 }
 
+// ACTIVATE's int8 fields (REQ): written as signed decimals, stored in two's complement.
+bool is_int8_field(const FieldSpec* field) {
+  return field == &kZeroPoint || field == &kClampLo || field == &kClampHi;
+}
+
+// An int8 field: -128 .. 127, or its bits as an unsigned number (0 .. 255, decimal or 0x hex).
+std::uint64_t parse_int8(std::string_view text, std::string_view name) {
+  if (text.empty() || text[0] != '-') return parse_number(text, name);
+  const std::uint64_t magnitude = parse_number(text.substr(1), name);
+  if (magnitude > 128) fail(fmt::format("value {} for {} is below -128", text, name));
+  return (0x100 - magnitude) & 0xFF;
+}
+
 // Every field some opcode lists, for telling an unknown field from one this opcode lacks.
 const FieldSpec* find_any_field(std::string_view name) {
   for (const OpcodeInfo& info : kOpcodeTable) {
@@ -143,6 +156,8 @@ Instruction assemble_line(const std::vector<std::string_view>& words) {
       instruction.set_func(func->func);
     } else if (field == &kAlpha) {
       instruction.set(*field, parse_alpha(value));
+    } else if (is_int8_field(field)) {
+      instruction.set(*field, parse_int8(value, name));
     } else {
       instruction.set(*field, parse_number(value, name));
     }
@@ -206,6 +221,8 @@ std::string disassemble(const Instruction& instruction) {
       line += fmt::format(" alpha=0x{:04x}", value);
     } else if (field == &kHostAddr) {
       line += fmt::format(" host_addr=0x{:x}", value);
+    } else if (is_int8_field(field)) {
+      line += fmt::format(" {}={}", field->name, int8_value(value));
     } else {
       line += fmt::format(" {}={}", field->name, value);
     }

@@ -20,6 +20,17 @@ std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) {
   return (a + b - 1) / b;
 }
 
+// Accumulator rows a pair's column rows take at the end of its bank: the bias, or Q-REQ's three
+// (bias', M, s).
+std::uint32_t column_rows(const GemmSpec& spec) {
+  return spec.out == OutType::Int8 ? 3 : 1;
+}
+
+// Results that stay in the accumulators (written from there) rather than going through the UB.
+bool results_in_acc(const GemmSpec& spec) {
+  return spec.out == OutType::Fp32 || spec.out == OutType::Int32;
+}
+
 // Emits the program of a plan whose sizes and addresses are fixed.
 class GemmEmitter {
  public:
@@ -32,6 +43,7 @@ class GemmEmitter {
         m_blocks_(static_cast<std::uint32_t>(plan.block_first.size() - 1)),
         ub_half_(plan.config.ub_depth / 2),
         acc_half_(plan.config.acc_depth / 2),
+        esize_(plan.in_elem_bytes()),
         builder_(plan.config) {}
 
   void emit() {
@@ -57,7 +69,10 @@ class GemmEmitter {
   }
   std::uint32_t a_base(std::uint32_t mb) const { return (mb % 2) * ub_half_; }
   std::uint32_t acc_region(std::uint32_t b) const { return (b % 2) * acc_half_; }
-  std::uint32_t bias_row(std::uint32_t b) const { return (b % 2) * acc_half_ + acc_half_ - 1; }
+  // The first of the pair's column rows.
+  std::uint32_t bias_row(std::uint32_t b) const {
+    return (b % 2) * acc_half_ + acc_half_ - column_rows(spec_);
+  }
   // bf16 results wait in the bank the block's A does not use, after the room
   // the next block's A takes there; N tiles alternate between two areas.
   std::uint32_t staging(std::uint32_t mb, std::uint32_t nt) const {
@@ -70,13 +85,14 @@ class GemmEmitter {
 
   void load_a(std::uint32_t mb) {
     isa::ReadHostArgs a;
+    a.i8 = spec_.int8();
     a.count = k_tiles_;
     a.rows = block_rows(mb);
     a.addr_b = a_base(mb);
     a.step_b = plan_.block_rows;
-    a.host_addr = plan_.a_addr + plan_.block_first[mb] * plan_.k_pad * 2;
-    a.host_stride = plan_.k_pad * 2;
-    a.host_step = d_ * 2;
+    a.host_addr = plan_.a_addr + plan_.block_first[mb] * plan_.k_pad * esize_;
+    a.host_stride = plan_.k_pad * esize_;
+    a.host_step = d_ * esize_;
     builder_.read_host(a);
   }
 
@@ -93,38 +109,51 @@ class GemmEmitter {
       c.host_stride = plan_.n_pad * 4;
       builder_.read_host(c);
     }
-    if (spec_.has_bias) {
+    if (plan_.has_seed_row()) {
+      // The same row into every accumulator row of the pair: host_stride 0.
+      isa::ReadHostArgs seed;
+      seed.acc = true;
+      seed.rows = rows;
+      seed.addr_b = acc_region(b);
+      seed.host_addr = plan_.bias_addr + col0 * 4;
+      builder_.read_host(seed);
+    }
+    if (spec_.has_bias || spec_.out == OutType::Int8) {
       isa::ReadHostArgs bias;
       bias.acc = true;
+      bias.rows = column_rows(spec_);
       bias.addr_b = bias_row(b);
       bias.host_addr = plan_.bias_addr + col0 * 4;
+      bias.host_stride = bias.rows > 1 ? plan_.n_pad * 4 : 0;
       builder_.read_host(bias);
     }
     // The K loop: whole tiles, then the partial last one (k_valid < D).
     const std::uint32_t whole = spec_.k / d_, rest = spec_.k % d_;
     isa::MatmulArgs mm;
+    const bool seeded = spec_.has_c || plan_.has_seed_row();
     mm.fetch = true;
+    mm.i8 = spec_.int8();
     mm.accn = true;
-    mm.acc0 = spec_.has_c;
+    mm.acc0 = seeded;
     mm.rows = rows;
     mm.addr_a = a_base(mb);
     mm.step_a = plan_.block_rows;
     mm.addr_b = acc_region(b);
-    mm.host_stride = plan_.n_pad * 2;
-    mm.host_step = d_ * plan_.n_pad * 2;
+    mm.host_stride = plan_.n_pad * esize_;
+    mm.host_step = d_ * plan_.n_pad * esize_;
     mm.n_valid = std::min(d_, spec_.n - col0);
     if (whole > 0) {
       mm.count = whole;
       mm.k_valid = d_;
-      mm.host_addr = plan_.b_addr + col0 * 2;
+      mm.host_addr = plan_.b_addr + col0 * esize_;
       builder_.matmul(mm);
     }
     if (rest > 0) {
       mm.count = 1;
       mm.k_valid = rest;
-      mm.acc0 = spec_.has_c || whole > 0;
+      mm.acc0 = seeded || whole > 0;
       mm.addr_a = a_base(mb) + whole * plan_.block_rows;
-      mm.host_addr = plan_.b_addr + (whole * d_ * plan_.n_pad + col0) * 2;
+      mm.host_addr = plan_.b_addr + (whole * d_ * plan_.n_pad + col0) * esize_;
       builder_.matmul(mm);
     }
   }
@@ -133,15 +162,23 @@ class GemmEmitter {
     const std::uint32_t mb = b / n_tiles_, nt = b % n_tiles_;
     const std::uint32_t rows = block_rows(mb);
     const std::uint32_t row0 = plan_.block_first[mb], col0 = nt * d_;
-    const bool f32 = spec_.out == OutType::Fp32;
-    const bool activate = !f32 || spec_.has_bias || spec_.act != isa::Func::None;
+    const bool f32 = results_in_acc(spec_);
+    const bool requantize = spec_.out == OutType::Int8;
+    const bool activate =
+        spec_.int8() ? requantize : !f32 || spec_.has_bias || spec_.act != isa::Func::None;
     if (activate) {
       isa::ActivateArgs act;
       act.f32 = f32;
       act.func = spec_.act;
       act.alpha = spec_.alpha;
-      act.bias = spec_.has_bias;
-      act.bias_addr = spec_.has_bias ? bias_row(b) : 0;
+      act.bias = spec_.has_bias || requantize;
+      act.bias_addr = act.bias ? bias_row(b) : 0;
+      act.req = requantize;
+      if (requantize) {
+        act.zero_point = spec_.output_zero_point;
+        act.clamp_lo = spec_.clamp_lo;
+        act.clamp_hi = spec_.clamp_hi;
+      }
       act.rows = rows;
       act.addr_a = acc_region(b);
       act.addr_b = f32 ? acc_region(b) : staging(mb, nt);
@@ -149,6 +186,7 @@ class GemmEmitter {
     }
     isa::WriteHostArgs wh;
     wh.acc = f32;
+    wh.i8 = requantize;
     wh.rows = rows;
     wh.addr_a = f32 ? acc_region(b) : staging(mb, nt);
     wh.host_addr = plan_.out_addr + at(row0, col0, plan_.out_elem_bytes());
@@ -159,8 +197,46 @@ class GemmEmitter {
   GemmPlan& plan_;
   const GemmSpec& spec_;
   std::uint32_t d_, k_tiles_, n_tiles_, m_blocks_, ub_half_, acc_half_;
+  std::uint32_t esize_;  // bytes of an A or B value in host memory: 2 (bf16), 1 (int8)
   isa::ProgramBuilder builder_;
 };
+
+// The spec's options that the core lacks, or that do not go together: std::invalid_argument.
+void check_spec(const HardwareConfig& config, const GemmSpec& spec) {
+  const auto fail = [](const std::string& what) { throw std::invalid_argument(what); };
+  const auto int8_range = [&](int value, const char* what) {
+    if (value < -128 || value > 127) {
+      fail(std::string(what) + " " + std::to_string(value) + " is outside [-128, 127]");
+    }
+  };
+  if (spec.int8()) {
+    if (!config.int8) fail("the " + config.name() + " core has no int8 datapath");
+    if (spec.out != OutType::Int32 && spec.out != OutType::Int8) {
+      fail("an int8 product has int32 or int8 results");
+    }
+    if (spec.has_bias) fail("an int8 product's bias goes with requantisation (RequantColumns)");
+    if (spec.act != isa::Func::None || spec.alpha != 0) {
+      fail("an int8 product has no activation function: its clamp bounds do relu");
+    }
+    int8_range(spec.input_zero_point, "the input zero point");
+    int8_range(spec.output_zero_point, "the output zero point");
+    int8_range(spec.clamp_lo, "clamp_lo");
+    int8_range(spec.clamp_hi, "clamp_hi");
+    if (spec.out == OutType::Int32 &&
+        (spec.output_zero_point != 0 || spec.clamp_lo != -128 || spec.clamp_hi != 127)) {
+      fail("an output zero point and clamp bounds go with int8 results");
+    }
+  } else {
+    if (!config.float_datapath) fail("the " + config.name() + " core is int8-only");
+    if (spec.out == OutType::Int32 || spec.out == OutType::Int8) {
+      fail("int32 and int8 results need int8 operands");
+    }
+    if (spec.input_zero_point != 0 || spec.output_zero_point != 0 || spec.clamp_lo != -128 ||
+        spec.clamp_hi != 127) {
+      fail("zero points and clamp bounds go with int8 operands");
+    }
+  }
+}
 
 void check_matrix(const char* name, std::size_t rows, std::size_t cols, std::size_t want_rows,
                   std::size_t want_cols, std::size_t elements) {
@@ -169,6 +245,68 @@ void check_matrix(const char* name, std::size_t rows, std::size_t cols, std::siz
                                 std::to_string(cols) + ", the plan needs " +
                                 std::to_string(want_rows) + " x " + std::to_string(want_cols));
   }
+}
+
+// A, B and C (optional) against the plan's shapes.
+template <typename In, typename Acc>
+void check_operands(const GemmPlan& plan, const num::Matrix<In>& a, const num::Matrix<In>& b,
+                    const num::Matrix<Acc>* c) {
+  const GemmSpec& s = plan.spec;
+  check_matrix("A", a.rows, a.cols, s.m, s.k, a.data.size());
+  check_matrix("B", b.rows, b.cols, s.k, s.n, b.data.size());
+  if (s.has_c != (c != nullptr)) throw std::invalid_argument("C given or missing against the plan");
+  if (c) check_matrix("C", c->rows, c->cols, s.m, s.n, c->data.size());
+}
+
+// N values, one a column, when given.
+template <typename T>
+void check_columns(const char* name, const std::vector<T>* values, std::size_t n) {
+  if (values && values->size() != n) {
+    throw std::invalid_argument(std::string(name) + " has " + std::to_string(values->size()) +
+                                " values, the plan needs " + std::to_string(n));
+  }
+}
+
+// One row of values at `addr`, padded with zeros to `padded` values.
+template <typename T>
+void write_row(HostMemory& memory, std::uint64_t addr, const std::vector<T>& values,
+               std::size_t padded) {
+  std::vector<T> row(padded, T{});
+  std::copy(values.begin(), values.end(), row.begin());
+  memory.write_array(addr, row);
+}
+
+// A matrix's rows at `addr`, each padded with zeros to `padded` values, back to back.
+template <typename T>
+void write_rows(HostMemory& memory, std::uint64_t addr, const num::Matrix<T>& m,
+                std::size_t padded) {
+  std::vector<T> row(padded, T{});
+  for (std::size_t i = 0; i < m.rows; ++i) {
+    std::copy_n(&m.data[i * m.cols], m.cols, row.begin());
+    memory.write_array(addr + i * padded * sizeof(T), row);
+  }
+}
+
+// Writes the inputs, runs the plan's program and, when the core reached HALT, reads the result.
+template <typename Run, typename Write, typename Read>
+Run execute_plan(const GemmPlan& plan, Backend& backend, Write&& write, Read&& read) {
+  write(backend.memory());
+  Run run;
+  run.result = backend.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
+  if (run.result.ok()) run.out = read(backend.memory());
+  return run;
+}
+
+// The result of a run that must succeed: std::runtime_error when the core stopped.
+template <typename Run>
+auto take_result(Run run, RunResult* result) {
+  if (!run.result.ok()) {
+    throw std::runtime_error(std::string("the core stopped: ") +
+                             regs::error_name(run.result.error) + " at instruction " +
+                             std::to_string(run.result.error_pc));
+  }
+  if (result) *result = run.result;
+  return std::move(run.out);
 }
 
 }  // namespace
@@ -181,6 +319,7 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
   if (spec.alpha != 0 && spec.act != isa::Func::Leaky) {
     throw std::invalid_argument("a slope (alpha) only goes with the leaky activation");
   }
+  check_spec(config, spec);
   GemmPlan plan;
   plan.spec = spec;
   plan.config = config;
@@ -189,12 +328,13 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
   plan.k_pad = k_tiles * d;
   plan.n_pad = n_tiles * d;
 
-  // Rows per M block: its A block (and, for bf16 results, two staging areas)
-  // must fit half the unified buffer, its accumulators half the accumulator
-  // memory (less a row for the bias).
+  // Rows per M block: its A block (and, for bf16 or int8 results, two staging
+  // areas) must fit half the unified buffer, its accumulators half the
+  // accumulator memory (less the column rows).
   const std::uint64_t ub_half = config.ub_depth / 2, acc_half = config.acc_depth / 2;
-  const std::uint64_t ub_rows_per_m = k_tiles + (spec.out == OutType::Bf16 ? 2 : 0);
-  std::uint64_t max_block = std::min<std::uint64_t>(ub_half / ub_rows_per_m, acc_half - 1);
+  const std::uint64_t ub_rows_per_m = k_tiles + (results_in_acc(spec) ? 0 : 2);
+  std::uint64_t max_block =
+      std::min<std::uint64_t>(ub_half / ub_rows_per_m, acc_half - column_rows(spec));
   max_block = std::min<std::uint64_t>({max_block, spec.m, 0xFFFF});
   if (max_block == 0) {
     throw std::invalid_argument(
@@ -208,7 +348,7 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
   // of d rows) and the next block's A (MB * k_tiles rows), at one beat per
   // cycle and beats_per_row beats a row: b >= d * beats_per_row +
   // MB * beats_per_row / n_tiles, with a quarter to spare, in whole tiles.
-  const std::uint32_t beats_per_row = std::max(1u, 2 * d / config.bus_bytes);
+  const std::uint32_t beats_per_row = std::max(1u, plan.in_elem_bytes() * d / config.bus_bytes);
   const std::uint64_t needed =
       std::uint64_t{d} * beats_per_row +
       (std::uint64_t{plan.block_rows} * beats_per_row + n_tiles - 1) / n_tiles;
@@ -235,10 +375,12 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
     top = align_up(top + bytes, kAlign);
     return addr;
   };
-  const std::uint64_t a_addr = place(std::uint64_t{spec.m} * plan.k_pad * 2);
-  const std::uint64_t b_addr = place(std::uint64_t{spec.k} * plan.n_pad * 2);
+  const std::uint64_t a_addr = place(std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes());
+  const std::uint64_t b_addr = place(std::uint64_t{spec.k} * plan.n_pad * plan.in_elem_bytes());
   const std::uint64_t c_addr = spec.has_c ? place(std::uint64_t{spec.m} * plan.n_pad * 4) : 0;
-  const std::uint64_t bias_addr = spec.has_bias ? place(std::uint64_t{plan.n_pad} * 4) : 0;
+  const bool column_data = spec.has_bias || spec.out == OutType::Int8 || plan.has_seed_row();
+  const std::uint64_t bias_addr =
+      column_data ? place(std::uint64_t{column_rows(spec)} * plan.n_pad * 4) : 0;
   const std::uint64_t out_addr = place(std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes());
   // The program goes last; a generous bound on its size keeps the check simple.
   const std::uint64_t program_bound =
@@ -264,46 +406,63 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
                        const num::MatrixBf16& b, const num::MatrixFp32* c,
                        const std::vector<num::fp32_t>* bias) {
   const GemmSpec& s = plan.spec;
-  check_matrix("A", a.rows, a.cols, s.m, s.k, a.data.size());
-  check_matrix("B", b.rows, b.cols, s.k, s.n, b.data.size());
-  if (s.has_c != (c != nullptr)) throw std::invalid_argument("C given or missing against the plan");
-  if (c) check_matrix("C", c->rows, c->cols, s.m, s.n, c->data.size());
+  if (s.int8()) throw std::invalid_argument("the plan is of an int8 product: int8 operands");
+  check_operands(plan, a, b, c);
   if (s.has_bias != (bias != nullptr)) {
     throw std::invalid_argument("bias given or missing against the plan");
   }
-  if (bias && bias->size() != s.n) {
-    throw std::invalid_argument("bias has " + std::to_string(bias->size()) +
-                                " values, the plan needs " + std::to_string(s.n));
+  check_columns("bias", bias, s.n);
+  if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
+  write_rows(memory, plan.a_addr, a, plan.k_pad);
+  write_rows(memory, plan.b_addr, b, plan.n_pad);
+  if (c) write_rows(memory, plan.c_addr, *c, plan.n_pad);
+  if (bias) write_row(memory, plan.bias_addr, *bias, plan.n_pad);
+  memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
+}
+
+void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixI8& a,
+                       const num::MatrixI8& b, const num::MatrixI32* c,
+                       const RequantColumns* requant) {
+  const GemmSpec& s = plan.spec;
+  if (!s.int8()) throw std::invalid_argument("the plan is of a bf16 product: bf16 operands");
+  check_operands(plan, a, b, c);
+  const bool requantize = s.out == OutType::Int8;
+  if (requantize != (requant != nullptr)) {
+    throw std::invalid_argument("requantisation parameters given or missing against the plan");
+  }
+  if (requant) {
+    check_columns("bias", &requant->bias, s.n);
+    check_columns("multiplier", &requant->multiplier, s.n);
+    check_columns("shift", &requant->shift, s.n);
   }
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
-
-  std::vector<num::bf16_t> a_row(plan.k_pad, 0);
-  for (std::uint32_t i = 0; i < s.m; ++i) {
-    std::copy_n(&a.data[std::size_t{i} * s.k], s.k, a_row.begin());
-    memory.write_array(plan.a_addr + std::uint64_t{i} * plan.k_pad * 2, a_row);
-  }
-  std::vector<num::bf16_t> b_row(plan.n_pad, 0);
-  for (std::uint32_t k = 0; k < s.k; ++k) {
-    std::copy_n(&b.data[std::size_t{k} * s.n], s.n, b_row.begin());
-    memory.write_array(plan.b_addr + std::uint64_t{k} * plan.n_pad * 2, b_row);
-  }
-  std::vector<num::fp32_t> f_row(plan.n_pad, 0);
+  write_rows(memory, plan.a_addr, a, plan.k_pad);
+  write_rows(memory, plan.b_addr, b, plan.n_pad);
+  // Q-ZP: -za * colsum(B), modulo 2^32, folded into the bias of Q-REQ or the seed of the sums.
+  const std::vector<std::int32_t> zeros(s.n, 0);
+  const std::vector<std::int32_t> fold =
+      num::fold_input_zero_point(requant ? requant->bias : zeros, s.input_zero_point, b);
   if (c) {
-    for (std::uint32_t i = 0; i < s.m; ++i) {
-      std::copy_n(&c->data[std::size_t{i} * s.n], s.n, f_row.begin());
-      memory.write_array(plan.c_addr + std::uint64_t{i} * plan.n_pad * 4, f_row);
+    num::MatrixI32 seed = *c;
+    if (!requantize) {
+      for (std::size_t e = 0; e < seed.data.size(); ++e) {
+        seed.data[e] = isa::int32_value(static_cast<std::uint32_t>(seed.data[e]) +
+                                        static_cast<std::uint32_t>(fold[e % s.n]));
+      }
     }
+    write_rows(memory, plan.c_addr, seed, plan.n_pad);
   }
-  if (bias) {
-    std::fill(f_row.begin(), f_row.end(), 0);
-    std::copy(bias->begin(), bias->end(), f_row.begin());
-    memory.write_array(plan.bias_addr, f_row);
+  if (plan.has_seed_row() || requantize) write_row(memory, plan.bias_addr, fold, plan.n_pad);
+  if (requant) {
+    write_row(memory, plan.bias_addr + plan.n_pad * 4, requant->multiplier, plan.n_pad);
+    write_row(memory, plan.bias_addr + plan.n_pad * 8, requant->shift, plan.n_pad);
   }
   memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
 }
 
 num::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory) {
   const GemmSpec& s = plan.spec;
+  if (s.int8()) throw std::invalid_argument("the plan is of an int8 product: read_gemm_output_int");
   num::MatrixFp32 out(s.m, s.n);
   for (std::uint32_t i = 0; i < s.m; ++i) {
     const std::uint64_t row = plan.out_addr + std::uint64_t{i} * plan.n_pad * plan.out_elem_bytes();
@@ -321,24 +480,48 @@ num::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory)
 GemmRun execute_gemm(const GemmPlan& plan, Backend& backend, const num::MatrixBf16& a,
                      const num::MatrixBf16& b, const num::MatrixFp32* c,
                      const std::vector<num::fp32_t>* bias) {
-  write_gemm_inputs(plan, backend.memory(), a, b, c, bias);
-  GemmRun run;
-  run.result = backend.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
-  if (run.result.ok()) run.out = read_gemm_output(plan, backend.memory());
-  return run;
+  return execute_plan<GemmRun>(
+      plan, backend, [&](HostMemory& memory) { write_gemm_inputs(plan, memory, a, b, c, bias); },
+      [&](const HostMemory& memory) { return read_gemm_output(plan, memory); });
 }
 
 num::MatrixFp32 run_gemm(Backend& backend, const GemmSpec& spec, const num::MatrixBf16& a,
                          const num::MatrixBf16& b, const num::MatrixFp32* c,
                          const std::vector<num::fp32_t>* bias, RunResult* result) {
-  GemmRun run = execute_gemm(plan_gemm(backend.config(), spec), backend, a, b, c, bias);
-  if (!run.result.ok()) {
-    throw std::runtime_error(std::string("the core stopped: ") +
-                             regs::error_name(run.result.error) + " at instruction " +
-                             std::to_string(run.result.error_pc));
+  return take_result(execute_gemm(plan_gemm(backend.config(), spec), backend, a, b, c, bias),
+                     result);
+}
+
+num::MatrixI32 read_gemm_output_int(const GemmPlan& plan, const HostMemory& memory) {
+  const GemmSpec& s = plan.spec;
+  if (!s.int8()) throw std::invalid_argument("the plan is of a bf16 product: read_gemm_output");
+  num::MatrixI32 out(s.m, s.n);
+  for (std::uint32_t i = 0; i < s.m; ++i) {
+    const std::uint64_t row = plan.out_addr + std::uint64_t{i} * plan.n_pad * plan.out_elem_bytes();
+    if (s.out == OutType::Int32) {
+      const auto values = memory.read_array<std::int32_t>(row, s.n);
+      std::copy(values.begin(), values.end(), &out.at(i, 0));
+    } else {
+      const auto values = memory.read_array<std::int8_t>(row, s.n);
+      std::copy(values.begin(), values.end(), &out.at(i, 0));
+    }
   }
-  if (result) *result = run.result;
-  return std::move(run.out);
+  return out;
+}
+
+GemmRunInt execute_gemm(const GemmPlan& plan, Backend& backend, const num::MatrixI8& a,
+                        const num::MatrixI8& b, const num::MatrixI32* c,
+                        const RequantColumns* requant) {
+  return execute_plan<GemmRunInt>(
+      plan, backend, [&](HostMemory& memory) { write_gemm_inputs(plan, memory, a, b, c, requant); },
+      [&](const HostMemory& memory) { return read_gemm_output_int(plan, memory); });
+}
+
+num::MatrixI32 run_gemm(Backend& backend, const GemmSpec& spec, const num::MatrixI8& a,
+                        const num::MatrixI8& b, const num::MatrixI32* c,
+                        const RequantColumns* requant, RunResult* result) {
+  return take_result(execute_gemm(plan_gemm(backend.config(), spec), backend, a, b, c, requant),
+                     result);
 }
 
 num::MatrixFp32 reference_gemm(const GemmSpec& spec, const num::MatrixBf16& a,
@@ -352,6 +535,31 @@ num::MatrixFp32 reference_gemm(const GemmSpec& spec, const num::MatrixBf16& a,
       x = num::act_func(static_cast<unsigned>(spec.act), x, spec.alpha);
       if (spec.out == OutType::Bf16) x = num::bf16_to_fp32(num::fp32_to_bf16(x));
       out.at(i, j) = x;
+    }
+  }
+  return out;
+}
+
+num::MatrixI32 reference_gemm(const GemmSpec& spec, const num::MatrixI8& a, const num::MatrixI8& b,
+                              const num::MatrixI32* c, const RequantColumns* requant) {
+  num::MatrixI32 out = num::gemm_int8(a, b, c);
+  const std::vector<std::int32_t> zeros(out.cols, 0);
+  const std::vector<std::int32_t> fold =
+      num::fold_input_zero_point(requant ? requant->bias : zeros, spec.input_zero_point, b);
+  for (std::size_t i = 0; i < out.rows; ++i) {
+    for (std::size_t j = 0; j < out.cols; ++j) {
+      std::int32_t& x = out.at(i, j);
+      if (spec.out == OutType::Int32) {
+        x = isa::int32_value(static_cast<std::uint32_t>(x) + static_cast<std::uint32_t>(fold[j]));
+      } else {
+        num::RequantParams p;
+        p.bias = fold[j];
+        p.m = {requant->multiplier.at(j), static_cast<int>(requant->shift.at(j))};
+        p.zero_point = spec.output_zero_point;
+        p.lo = spec.clamp_lo;
+        p.hi = spec.clamp_hi;
+        x = num::requantize(x, p);
+      }
     }
   }
   return out;

@@ -29,11 +29,19 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
   const double d = c.dim, bw = timing.beats_per_cycle;
   const unsigned k_tiles = plan.k_pad / c.dim, n_tiles = plan.n_pad / c.dim;
   const bool partial_k = s.k % c.dim != 0;
-  const double ub_row_beats = beats_per_row(2 * c.dim, c.bus_bytes);
+  // A and weight rows: bf16, or int8 at one byte a value.
+  const double ub_row_beats = beats_per_row(plan.in_elem_bytes() * c.dim, c.bus_bytes);
   const double acc_row_beats = beats_per_row(4 * c.dim, c.bus_bytes);
   const double out_row_beats = beats_per_row(plan.out_elem_bytes() * c.dim, c.bus_bytes);
   const double act_cycles_per_row = std::ceil(d / c.act_lanes);
-  const bool activates = s.out == OutType::Bf16 || s.has_bias || s.act != isa::Func::None;
+  const bool activates = s.int8()
+                             ? s.out == OutType::Int8
+                             : s.out == OutType::Bf16 || s.has_bias || s.act != isa::Func::None;
+  // Per (M block, N tile): the column rows (a bias row, counted whether or not there is one, as
+  // the RTL measurements the constants come from did; Q-REQ's three), and the seed rows (C, or
+  // the za correction row read once per accumulator row).
+  const double column_rows = !s.int8() ? 1 : s.out == OutType::Int8 ? 3 : 0;
+  const bool seeded = s.has_c || plan.has_seed_row();
   // Weight rows per (M block, N tile): whole tiles, then the k_valid rows of the last.
   const double weight_beats = s.k * ub_row_beats;
   const double matmuls = partial_k && s.k > c.dim ? 2 : 1;
@@ -62,10 +70,10 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
     const double chained = std::max(first, pipeline + kSeedTurnaround);
     const double array =
         n_tiles * (first + (k_tiles - 1) * chained + matmuls * kMatmulOverhead);
-    const double reads =
-        (n_tiles * (weight_beats + acc_row_beats + (s.has_c ? rows * acc_row_beats : 0)) +
-         next_rows * k_tiles * ub_row_beats) /
-        bw;
+    const double reads = (n_tiles * (weight_beats + column_rows * acc_row_beats +
+                                     (seeded ? rows * acc_row_beats : 0)) +
+                          next_rows * k_tiles * ub_row_beats) /
+                         bw;
     const double activation = activates ? n_tiles * rows * act_cycles_per_row : 0;
     const double writes = n_tiles * rows * out_row_beats / bw;
     const std::array<double, 4> need{array, reads, activation, writes};

@@ -25,6 +25,13 @@ bool is_power_of_two(unsigned value) {
 
 bool flag_set(const Instruction& in, unsigned bit) { return bit != kNoFlag && in.flag(bit); }
 
+const char* find_flag_mnemonic(const OpcodeInfo& info, unsigned bit) {
+  for (const FlagSpec& flag : info.flags) {
+    if (flag.bit == bit) return flag.mnemonic;
+  }
+  return "?";
+}
+
 // Rows base + i * step + r for i < count, r < rows: [base, base + (count-1)*step + rows).
 RowSpan span(Memory memory, std::uint32_t base, std::uint32_t step, std::uint32_t count,
              std::uint32_t rows) {
@@ -45,8 +52,10 @@ Error range_error(Memory memory) {
 }
 
 // Step 2 of "Errors": encoding and field-value rules (the opcode's rules in rtl/defs/isa.toml,
-// which the cores' decoder is generated from too).
-std::string field_problem(const Instruction& in, const OpcodeInfo& info, unsigned dim) {
+// which the cores' decoder is generated from too), and the datapaths the core was built with.
+std::string field_problem(const Instruction& in, const OpcodeInfo& info,
+                          const HardwareConfig& config) {
+  const unsigned dim = config.dim;
   for (unsigned w = 0; w < kInstrWords; ++w) {
     const std::uint32_t stray = in.words[w] & ~info.used_bits[w];
     if (stray != 0) {
@@ -81,6 +90,30 @@ std::string field_problem(const Instruction& in, const OpcodeInfo& info, unsigne
                                        fmt::join(names, ", "), rule.name)
                          : fmt::format("{} must be 0 without {}", fmt::join(names, ", "), rule.name);
   }
+  for (const FlagRequires& rule : rules.requires) {
+    if (in.flag(rule.flag) && !in.flag(rule.needed)) return rule.text;
+  }
+  for (const FlagExcludes& rule : rules.excludes) {
+    if (!in.flag(rule.flag)) continue;
+    if (flag_set(in, rule.other_flag) ||
+        (rule.other_field != nullptr && in.get(*rule.other_field) != 0)) {
+      return rule.text;
+    }
+  }
+  // The decoder's datapath rules: an int8 flag needs the int8 datapath, and an opcode without its
+  // float_unless flag needs the float one.
+  if (!config.int8) {
+    for (const FlagSpec& flag : info.flags) {
+      if (flag.int8 && in.flag(flag.bit)) {
+        return fmt::format("{} {} needs a core with the int8 datapath; {} has none", info.mnemonic,
+                           flag.mnemonic, config.name());
+      }
+    }
+  }
+  if (!config.float_datapath && rules.float_unless != kNoFlag && !in.flag(rules.float_unless)) {
+    return fmt::format("{} without {} needs the float datapath; {} is an int8-only core",
+                       info.mnemonic, find_flag_mnemonic(info, rules.float_unless), config.name());
+  }
   return {};
 }
 
@@ -107,6 +140,14 @@ Instruction& Instruction::set_flag(unsigned bit, bool on) {
   }
   const unsigned mask = 1u << bit;
   return set_flags(on ? (flags() | mask) : (flags() & ~mask));
+}
+
+Instruction& Instruction::set_int8(const FieldSpec& field, int value) {
+  if (value < -128 || value > 127) {
+    throw std::invalid_argument(
+        fmt::format("value {} does not fit in field {} (int8, -128..127)", value, field.name));
+  }
+  return set(field, static_cast<std::uint32_t>(value) & 0xFFu);
 }
 
 const OpcodeInfo* find_opcode(std::uint8_t value) {
@@ -207,6 +248,14 @@ void validate_config(const HardwareConfig& config) {
                      "dim >= 4)",
                      config.link_lanes, config.dim));
   }
+  if (config.int8 && config.sequential) {
+    fail("int8: the int8 datapath is an option of the array core; the sequential core has none");
+  }
+  if (!config.float_datapath && (!config.int8 || config.link_lanes != 0)) {
+    fail(
+        "float_datapath off: an int8-only core needs the int8 datapath and no links (ALLREDUCE "
+        "sums fp32)");
+  }
 }
 
 Footprint footprint(const Instruction& in, unsigned dim) {
@@ -227,13 +276,15 @@ Footprint footprint(const Instruction& in, unsigned dim) {
   }
   if (rules.in_place) fp.destination = fp.source;
   if (flag_set(in, rules.bias_if)) {
-    fp.bias = span(Memory::Acc, in.bias_addr(), in.bias_step(), count, 1);
+    // With quant_if each iteration's bias is a block of three rows: bias, multiplier, shift.
+    const std::uint32_t bias_rows = flag_set(in, rules.quant_if) ? 3 : 1;
+    fp.bias = span(Memory::Acc, in.bias_addr(), in.bias_step(), count, bias_rows);
   }
   const HostOperand& host = rules.host;
   if (host.used && (host.only_if == kNoFlag || in.flag(host.only_if))) {
     fp.uses_host = true;
     fp.writes_host = host.write;
-    fp.host_row_bytes = (flag_set(in, host.fp32_if) ? 4 : 2) * dim;
+    fp.host_row_bytes = (flag_set(in, host.fp32_if) ? 4 : flag_set(in, host.int8_if) ? 1 : 2) * dim;
     fp.host_rows = in.get(*host.rows);
     const std::uint64_t iterations = count == 0 ? 0 : count - 1;
     const std::uint64_t last_row = fp.host_rows == 0 ? 0 : fp.host_rows - 1;
@@ -255,7 +306,7 @@ CheckResult diagnose(const Instruction& in, const HardwareConfig& config) {
                         config.name())};
   }
   // 2. ILLEGAL_FIELD
-  std::string problem = field_problem(in, *info, config.dim);
+  std::string problem = field_problem(in, *info, config);
   if (!problem.empty()) return {Error::IllegalField, std::move(problem)};
 
   // 3. UB_RANGE / ACC_RANGE: source, destination, bias.

@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 #include "tpu/array_fold.hpp"
 #include "tpu/numerics/activation.hpp"
+#include "tpu/numerics/quant.hpp"
 
 namespace tpu {
 namespace {
@@ -30,6 +33,30 @@ void store_le16(std::uint8_t* p, num::bf16_t value) {
 }
 void store_le32(std::uint8_t* p, num::fp32_t value) {
   for (unsigned b = 0; b < 4; ++b) p[b] = static_cast<std::uint8_t>(value >> (8 * b));
+}
+
+// An int8 in a 16-bit unified-buffer or weight lane: sign-extended (docs/isa.md, int8 mode).
+num::bf16_t widen_int8(std::uint8_t byte) {
+  return static_cast<num::bf16_t>(static_cast<std::uint16_t>(isa::int8_value(byte)));
+}
+
+// One lane of ACTIVATE REQ as the activation unit computes it: Q-REQ (docs/numerics.md) built
+// from the numerics library's SRDHM and RDBP, over the whole range the rows can hold, which is
+// wider than num::requantize() accepts: the multiplier is used as it is (any int32), the shift
+// saturates into [-31, 30], and out = min(max(y + zo, lo), hi), so hi wins when lo > hi. Where
+// requantize() accepts the parameters the two agree bit for bit (tests/sw/test_model.cpp).
+std::int8_t requantize_lane(std::int32_t sum, std::int32_t bias, std::int32_t multiplier,
+                            std::int32_t shift, int zero_point, int lo, int hi) {
+  const int s = static_cast<int>(std::clamp<std::int32_t>(shift, -31, 30));
+  // wrap(sum + bias), then wrap(x * 2^max(s, 0)): modulo 2^32 on the bits.
+  const std::uint32_t x = (static_cast<std::uint32_t>(sum) + static_cast<std::uint32_t>(bias))
+                          << std::max(s, 0);
+  const std::int32_t y = num::rounding_divide_by_pot(
+      num::saturating_rounding_doubling_high_mul(isa::int32_value(x), multiplier), std::max(-s, 0));
+  // y + zo exactly: y may lie within 127 of either end of int32.
+  const std::int64_t out =
+      std::min<std::int64_t>(std::max<std::int64_t>(std::int64_t{y} + zero_point, lo), hi);
+  return static_cast<std::int8_t>(out);
 }
 
 // h(i, r) of docs/isa.md; HOST_RANGE has made sure it fits in 32 bits.
@@ -228,6 +255,7 @@ void FunctionalModel::execute(const Instruction& in) {
 
 void FunctionalModel::read_host(const Instruction& in) {
   const bool to_acc = in.flag(isa::kReadHostFlagAcc);
+  const bool int8 = in.flag(isa::kReadHostFlagI8);
   for (std::uint64_t i = 0; i < in.count(); ++i) {
     for (std::uint64_t r = 0; r < in.rows(); ++r) {
       const std::uint64_t row = in.addr_b() + i * in.step_b() + r;
@@ -238,7 +266,9 @@ void FunctionalModel::read_host(const Instruction& in) {
         acc_written_[row] = 1;
       } else {
         num::bf16_t* dst = ub(row);
-        for (std::size_t j = 0; j < dim_; ++j) dst[j] = load_le16(src + 2 * j);
+        for (std::size_t j = 0; j < dim_; ++j) {
+          dst[j] = int8 ? widen_int8(src[j]) : load_le16(src + 2 * j);
+        }
         ub_written_[row] = 1;
       }
     }
@@ -246,35 +276,52 @@ void FunctionalModel::read_host(const Instruction& in) {
 }
 
 FunctionalModel::Tile FunctionalModel::load_tile(std::uint64_t host_addr, std::uint32_t stride,
-                                                 std::uint32_t rows) const {
+                                                 std::uint32_t rows, bool int8) const {
   Tile tile(dim_ * dim_, 0);  // rows k >= `rows` stay +0
   for (std::size_t k = 0; k < rows; ++k) {
     const std::uint8_t* src = memory_.data() + host_addr + k * stride;
-    for (std::size_t j = 0; j < dim_; ++j) tile[j * dim_ + k] = load_le16(src + 2 * j);
+    for (std::size_t j = 0; j < dim_; ++j) {
+      tile[j * dim_ + k] = int8 ? widen_int8(src[j]) : load_le16(src + 2 * j);
+    }
   }
   return tile;
 }
 
 void FunctionalModel::read_weights(const Instruction& in) {
+  const bool int8 = in.flag(isa::kReadWeightsFlagI8);
   for (std::uint64_t i = 0; i < in.count(); ++i) {
-    weight_fifo_.push_back(load_tile(host_address(in, i, 0), in.host_stride(), in.rows()));
+    weight_fifo_.push_back(load_tile(host_address(in, i, 0), in.host_stride(), in.rows(), int8));
   }
 }
 
 void FunctionalModel::matmul(const Instruction& in) {
   const bool fetch = in.flag(isa::kMatmulFlagFetch);
+  const bool int8 = in.flag(isa::kMatmulFlagI8);
   const std::size_t k_valid = in.k_valid();
+  // Lanes k >= k_valid carry -0, whose low byte is the int8 0 in int8 mode.
   std::vector<num::bf16_t> lanes(dim_, kNegativeZero);
+  std::vector<std::int32_t> weights8;  // int8 mode: weight (k, j) at [k * dim + j]
   for (std::uint64_t i = 0; i < in.count(); ++i) {
     Tile tile;
     if (fetch) {
-      tile = load_tile(host_address(in, i, 0), in.host_stride(), in.k_valid());
+      tile = load_tile(host_address(in, i, 0), in.host_stride(), in.k_valid(), int8);
     } else {
       tile = std::move(weight_fifo_.front());
       weight_fifo_.pop_front();
     }
     const bool accumulate = in.flag(i == 0 ? isa::kMatmulFlagAcc0 : isa::kMatmulFlagAccn);
-    const std::vector<float> prepared = detail::prepare_tile(tile, dim_);
+    std::vector<float> prepared;
+    if (int8) {
+      // Q-MAC on the low bytes of the weight lanes, whatever loaded the tile.
+      weights8.resize(dim_ * dim_);
+      for (std::size_t k = 0; k < dim_; ++k) {
+        for (std::size_t j = 0; j < dim_; ++j) {
+          weights8[k * dim_ + j] = isa::int8_value(tile[j * dim_ + k]);
+        }
+      }
+    } else {
+      prepared = detail::prepare_tile(tile, dim_);
+    }
     for (std::uint64_t r = 0; r < in.rows(); ++r) {
       const std::uint64_t a_row = in.addr_a() + i * in.step_a() + r;
       const std::uint64_t b_row = in.addr_b() + i * in.step_b() + r;
@@ -282,14 +329,28 @@ void FunctionalModel::matmul(const Instruction& in) {
       if (accumulate) note_read(acc_written_, b_row);
       std::copy(ub(a_row), ub(a_row) + k_valid, lanes.begin());
       num::fp32_t* out = acc(b_row);
-      if (!accumulate) std::fill(out, out + dim_, 0u);  // the seed +0
-      detail::fold_row(lanes.data(), prepared, out, dim_);
+      if (!accumulate) std::fill(out, out + dim_, 0u);  // the seed +0 (int8: 0)
+      if (int8) {
+        // Exact products, sums wrapping modulo 2^32 (the order does not matter).
+        for (std::size_t k = 0; k < dim_; ++k) {
+          const std::int32_t a = isa::int8_value(lanes[k]);
+          if (a == 0) continue;
+          const std::int32_t* w = &weights8[k * dim_];
+          for (std::size_t j = 0; j < dim_; ++j) out[j] += static_cast<std::uint32_t>(a * w[j]);
+        }
+      } else {
+        detail::fold_row(lanes.data(), prepared, out, dim_);
+      }
       acc_written_[b_row] = 1;
     }
   }
 }
 
 void FunctionalModel::activate(const Instruction& in) {
+  if (in.flag(isa::kActivateFlagReq)) {
+    requantize(in);
+    return;
+  }
   const bool to_acc = in.flag(isa::kActivateFlagF32);
   const bool with_bias = in.flag(isa::kActivateFlagBias);
   const unsigned func = in.func();
@@ -327,8 +388,36 @@ void FunctionalModel::activate(const Instruction& in) {
   }
 }
 
+// ACTIVATE REQ: int32 rows to int8 by Q-REQ, each column with its bias, multiplier and shift from
+// the iteration's three rows at bias_addr + i * bias_step; int8 results sign-extended into the UB.
+void FunctionalModel::requantize(const Instruction& in) {
+  const int zero_point = in.zero_point(), lo = in.clamp_lo(), hi = in.clamp_hi();
+  for (std::uint64_t i = 0; i < in.count(); ++i) {
+    const std::uint64_t bias_row = in.bias_addr() + i * in.bias_step();
+    for (std::uint64_t q = 0; q < 3; ++q) note_read(acc_written_, bias_row + q);
+    const num::fp32_t* bias = acc(bias_row);
+    const num::fp32_t* multiplier = acc(bias_row + 1);
+    const num::fp32_t* shift = acc(bias_row + 2);
+    for (std::uint64_t r = 0; r < in.rows(); ++r) {
+      const std::uint64_t a_row = in.addr_a() + i * in.step_a() + r;
+      const std::uint64_t b_row = in.addr_b() + i * in.step_b() + r;
+      note_read(acc_written_, a_row);
+      const num::fp32_t* x = acc(a_row);
+      num::bf16_t* out = ub(b_row);
+      for (std::size_t j = 0; j < dim_; ++j) {
+        const std::int8_t y = requantize_lane(isa::int32_value(x[j]), isa::int32_value(bias[j]),
+                                              isa::int32_value(multiplier[j]),
+                                              isa::int32_value(shift[j]), zero_point, lo, hi);
+        out[j] = static_cast<num::bf16_t>(static_cast<std::uint16_t>(y));
+      }
+      ub_written_[b_row] = 1;
+    }
+  }
+}
+
 void FunctionalModel::write_host(const Instruction& in) {
   const bool from_acc = in.flag(isa::kWriteHostFlagAcc);
+  const bool int8 = in.flag(isa::kWriteHostFlagI8);
   for (std::uint64_t i = 0; i < in.count(); ++i) {
     for (std::uint64_t r = 0; r < in.rows(); ++r) {
       const std::uint64_t row = in.addr_a() + i * in.step_a() + r;
@@ -340,7 +429,13 @@ void FunctionalModel::write_host(const Instruction& in) {
       } else {
         note_read(ub_written_, row);
         const num::bf16_t* src = ub(row);
-        for (std::size_t j = 0; j < dim_; ++j) store_le16(dst + 2 * j, src[j]);
+        for (std::size_t j = 0; j < dim_; ++j) {
+          if (int8) {
+            dst[j] = static_cast<std::uint8_t>(src[j]);  // the lane's low byte
+          } else {
+            store_le16(dst + 2 * j, src[j]);
+          }
+        }
       }
     }
   }

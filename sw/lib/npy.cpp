@@ -21,6 +21,8 @@ namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
 constexpr std::string_view kFloat32 = "<f4";
+constexpr std::string_view kInt8 = "|i1";
+constexpr std::string_view kInt32 = "<i4";
 // NumPy's own limit on dimensions.
 constexpr std::size_t kMaxDims = 32;
 constexpr std::size_t kHeaderAlignment = 64;  // numpy pads the header so the data is aligned
@@ -264,7 +266,21 @@ struct Header {
   std::size_t data_offset = 0;
 };
 
-Header parse_header(const std::string& file, Dims dims) {
+// The dtype string a file of `dtype` has (what write() writes), and its bytes a value.
+std::string_view descr_of(Dtype dtype) {
+  return dtype == Dtype::Float32 ? kFloat32 : dtype == Dtype::Int8 ? kInt8 : kInt32;
+}
+std::size_t bytes_of(Dtype dtype) {
+  return dtype == Dtype::Float32 ? 4 : dtype == Dtype::Int8 ? 1 : 4;
+}
+// Whether a file's dtype string means `dtype`: a one-byte type has no byte order, so '<i1' and
+// '>i1' mean int8 as much as NumPy's own '|i1'.
+bool descr_means(const std::string& descr, Dtype dtype) {
+  if (dtype == Dtype::Int8) return descr == "|i1" || descr == "<i1" || descr == ">i1";
+  return descr == descr_of(dtype);
+}
+
+Header parse_header(const std::string& file, Dims dims, Dtype dtype) {
   const auto fail = [](const std::string& what) { throw std::runtime_error(what); };
   if (file.compare(0, kMagic.size(), kMagic) != 0) fail("not a .npy file (bad magic)");
   constexpr std::size_t kVersionOffset = 6;
@@ -303,12 +319,13 @@ Header parse_header(const std::string& file, Dims dims) {
   if (fortran_order == nullptr) fail("malformed header: no 'fortran_order'");
   if (shape == nullptr) fail("malformed header: no 'shape'");
 
+  const std::string wanted = describe_dtype(std::string(descr_of(dtype)));
   if (descr->kind != Value::Kind::String) {
-    fail(fmt::format("dtype {} is not supported; only '<f4' (float32) is", printable(descr->text)));
+    fail(fmt::format("dtype {} is not supported; only {} is", printable(descr->text), wanted));
   }
-  if (descr->string != kFloat32) {
-    fail(fmt::format("dtype {} is not supported; only '<f4' (float32) is",
-                     describe_dtype(descr->string)));
+  if (!descr_means(descr->string, dtype)) {
+    fail(fmt::format("dtype {} is not supported; only {} is", describe_dtype(descr->string),
+                     wanted));
   }
   if (fortran_order->kind != Value::Kind::Bool) {
     fail(fmt::format("malformed header: fortran_order is {}, not True or False",
@@ -399,16 +416,19 @@ class TempFile {
 
 }  // namespace
 
-Array read(const std::string& path, Dims dims) {
-  const std::string file = read_file(path);
+namespace {
+
+// The shape and the raw little-endian data of a file of `dtype`.
+std::pair<std::vector<std::size_t>, std::string> read_values(const std::string& path, Dims dims,
+                                                             Dtype dtype) {
+  std::string file = read_file(path);
   Header header;
   try {
-    header = parse_header(file, dims);
+    header = parse_header(file, dims, dtype);
   } catch (const std::runtime_error& error) {
     throw std::runtime_error(fmt::format("{}: {}", path, error.what()));
   }
-  const std::size_t count = element_count(header.shape);
-  const std::size_t expected = count * sizeof(float);
+  const std::size_t expected = element_count(header.shape) * bytes_of(dtype);
   const std::size_t present = file.size() - header.data_offset;
   if (present < expected) {
     throw std::runtime_error(fmt::format("{}: truncated data: shape {} needs {} bytes, found {}",
@@ -419,27 +439,20 @@ Array read(const std::string& path, Dims dims) {
         fmt::format("{}: data size mismatch: shape {} needs {} bytes, the file holds {}", path,
                     shape_text(header.shape), expected, present));
   }
-  Array array;
-  array.shape = header.shape;
-  array.data.resize(count);
-  const char* data = file.data() + header.data_offset;
-  for (std::size_t e = 0; e < count; ++e) {
-    const auto bits = static_cast<std::uint32_t>(load_le(data + 4 * e, 4));
-    std::memcpy(&array.data[e], &bits, sizeof bits);
-  }
-  return array;
+  return {header.shape, file.substr(header.data_offset)};
 }
 
-void write(const std::string& path, const Array& array, Dims dims) {
-  const std::string problem = shape_problem(array.shape, dims);
+// Writes `data`, the little-endian values of `shape`, with a version 1.0 header.
+void write_values(const std::string& path, const std::vector<std::size_t>& shape,
+                  std::size_t values, Dims dims, Dtype dtype, const std::string& data) {
+  const std::string problem = shape_problem(shape, dims);
   if (!problem.empty()) throw std::invalid_argument(fmt::format("{}: {}", path, problem));
-  if (element_count(array.shape) != array.data.size()) {
+  if (element_count(shape) != values) {
     throw std::invalid_argument(fmt::format("{}: shape {} holds {} values, the data {}", path,
-                                            shape_text(array.shape), element_count(array.shape),
-                                            array.data.size()));
+                                            shape_text(shape), element_count(shape), values));
   }
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
-                                   kFloat32, shape_text(array.shape));
+                                   descr_of(dtype), shape_text(shape));
   constexpr std::size_t kPrefixBytes = 10;  // magic, version, 2-byte header length
   const std::size_t unpadded = kPrefixBytes + header.size() + 1;  // + the closing newline
   header.append((kHeaderAlignment - unpadded % kHeaderAlignment) % kHeaderAlignment, ' ');
@@ -451,15 +464,70 @@ void write(const std::string& path, const Array& array, Dims dims) {
   contents += static_cast<char>(header.size() & 0xFF);
   contents += static_cast<char>(header.size() >> 8);
   contents += header;
-  contents.reserve(contents.size() + array.data.size() * sizeof(float));
-  for (float value : array.data) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &value, sizeof bits);
-    for (unsigned b = 0; b < 4; ++b) contents += static_cast<char>(bits >> (8 * b));
-  }
+  contents += data;
   TempFile file(path);
   file.write(contents.data(), contents.size());
   file.commit();
+}
+
+}  // namespace
+
+Array read(const std::string& path, Dims dims) {
+  const auto [shape, data] = read_values(path, dims, Dtype::Float32);
+  Array array;
+  array.shape = shape;
+  array.data.resize(element_count(shape));
+  for (std::size_t e = 0; e < array.data.size(); ++e) {
+    const auto bits = static_cast<std::uint32_t>(load_le(data.data() + 4 * e, 4));
+    std::memcpy(&array.data[e], &bits, sizeof bits);
+  }
+  return array;
+}
+
+void write(const std::string& path, const Array& array, Dims dims) {
+  std::string data;
+  data.reserve(array.data.size() * sizeof(float));
+  for (float value : array.data) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    for (unsigned b = 0; b < 4; ++b) data += static_cast<char>(bits >> (8 * b));
+  }
+  write_values(path, array.shape, array.data.size(), dims, Dtype::Float32, data);
+}
+
+IntArray read_int(const std::string& path, Dtype dtype, Dims dims) {
+  if (dtype == Dtype::Float32) throw std::invalid_argument("read_int reads int8 or int32 files");
+  const auto [shape, data] = read_values(path, dims, dtype);
+  IntArray array;
+  array.shape = shape;
+  array.dtype = dtype;
+  array.data.resize(element_count(shape));
+  const unsigned bytes = static_cast<unsigned>(bytes_of(dtype));
+  for (std::size_t e = 0; e < array.data.size(); ++e) {
+    const auto bits = static_cast<std::uint32_t>(load_le(data.data() + bytes * e, bytes));
+    // Sign-extend from the value's width, on the bits, then read them as two's complement.
+    const std::uint32_t sign = std::uint32_t{1} << (8 * bytes - 1);
+    const std::uint32_t extended = (bits ^ sign) - sign;
+    array.data[e] = extended < 0x80000000u
+                        ? static_cast<std::int32_t>(extended)
+                        : static_cast<std::int32_t>(extended - 0x80000000u) - 0x7FFFFFFF - 1;
+  }
+  return array;
+}
+
+void write_int(const std::string& path, const IntArray& array, Dims dims) {
+  if (array.dtype == Dtype::Float32) throw std::invalid_argument("write_int writes int8 or int32");
+  const unsigned bytes = static_cast<unsigned>(bytes_of(array.dtype));
+  std::string data;
+  data.reserve(array.data.size() * bytes);
+  for (std::int32_t value : array.data) {
+    if (array.dtype == Dtype::Int8 && (value < -128 || value > 127)) {
+      throw std::invalid_argument(fmt::format("{}: {} is not an int8", path, value));
+    }
+    const auto bits = static_cast<std::uint32_t>(value);
+    for (unsigned b = 0; b < bytes; ++b) data += static_cast<char>(bits >> (8 * b));
+  }
+  write_values(path, array.shape, array.data.size(), dims, array.dtype, data);
 }
 
 }  // namespace tpu::npy

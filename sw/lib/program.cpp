@@ -30,6 +30,7 @@ ProgramBuilder::ProgramBuilder(const HardwareConfig& config) : config_(config) {
 ProgramBuilder& ProgramBuilder::read_host(const ReadHostArgs& args) {
   return append(build(Opcode::ReadHost, size(), [&](Instruction& in) {
     in.set_flag(kReadHostFlagAcc, args.acc)
+        .set_flag(kReadHostFlagI8, args.i8)
         .set_count(args.count)
         .set_rows(args.rows)
         .set_addr_b(args.addr_b)
@@ -42,7 +43,8 @@ ProgramBuilder& ProgramBuilder::read_host(const ReadHostArgs& args) {
 
 ProgramBuilder& ProgramBuilder::read_weights(const ReadWeightsArgs& args) {
   return append(build(Opcode::ReadWeights, size(), [&](Instruction& in) {
-    in.set_count(args.count)
+    in.set_flag(kReadWeightsFlagI8, args.i8)
+        .set_count(args.count)
         .set_rows(args.rows)
         .set_host_addr(args.host_addr)
         .set_host_stride(args.host_stride)
@@ -55,6 +57,7 @@ ProgramBuilder& ProgramBuilder::matmul(const MatmulArgs& args) {
     in.set_flag(kMatmulFlagAcc0, args.acc0)
         .set_flag(kMatmulFlagAccn, args.accn)
         .set_flag(kMatmulFlagFetch, args.fetch)
+        .set_flag(kMatmulFlagI8, args.i8)
         .set_count(args.count)
         .set_rows(args.rows)
         .set_addr_a(args.addr_a)
@@ -73,6 +76,7 @@ ProgramBuilder& ProgramBuilder::activate(const ActivateArgs& args) {
   return append(build(Opcode::Activate, size(), [&](Instruction& in) {
     in.set_flag(kActivateFlagBias, args.bias)
         .set_flag(kActivateFlagF32, args.f32)
+        .set_flag(kActivateFlagReq, args.req)
         .set_func(args.func)
         .set_alpha(args.alpha)
         .set_count(args.count)
@@ -82,13 +86,17 @@ ProgramBuilder& ProgramBuilder::activate(const ActivateArgs& args) {
         .set_step_a(args.step_a)
         .set_step_b(args.step_b)
         .set_bias_addr(args.bias_addr)
-        .set_bias_step(args.bias_step);
+        .set_bias_step(args.bias_step)
+        .set_zero_point(args.zero_point)
+        .set_clamp_lo(args.clamp_lo)
+        .set_clamp_hi(args.clamp_hi);
   }));
 }
 
 ProgramBuilder& ProgramBuilder::write_host(const WriteHostArgs& args) {
   return append(build(Opcode::WriteHost, size(), [&](Instruction& in) {
     in.set_flag(kWriteHostFlagAcc, args.acc)
+        .set_flag(kWriteHostFlagI8, args.i8)
         .set_count(args.count)
         .set_rows(args.rows)
         .set_addr_a(args.addr_a)

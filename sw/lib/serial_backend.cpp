@@ -47,6 +47,8 @@ HardwareConfig config_from_registers(std::uint32_t hw_array, std::uint32_t hw_me
   if (field(hw_core, regs::kHwCoreLinksMask, regs::kHwCoreLinksBit) != 0) {
     config.link_lanes = field(hw_core, regs::kHwCoreLinkLanesMask, regs::kHwCoreLinkLanesLsb);
   }
+  config.int8 = field(hw_core, regs::kHwCoreInt8Mask, regs::kHwCoreInt8Bit) != 0;
+  config.float_datapath = field(hw_core, regs::kHwCoreInt8OnlyMask, regs::kHwCoreInt8OnlyBit) == 0;
   isa::validate_config(config);
   return config;
 }

@@ -173,9 +173,29 @@ inline void write_npy(const std::string& path, const tpu::npy::Array& array) {
   }
 }
 
+inline tpu::npy::IntArray read_int_npy(const std::string& path, tpu::npy::Dtype dtype) {
+  try {
+    return tpu::npy::read_int(path, dtype);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+}
+
+inline void write_int_npy(const std::string& path, const tpu::npy::IntArray& array) {
+  try {
+    tpu::npy::write_int(path, array);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+}
+
+// "(N,)" or "(R, C)": a shape of one or two dimensions as NumPy prints it.
+inline std::string shape_text(const std::vector<std::size_t>& shape) {
+  return shape.size() == 1 ? fmt::format("({},)", shape[0])
+                           : fmt::format("({}, {})", shape[0], shape[1]);
+}
 inline std::string shape_text(const tpu::npy::Array& array) {
-  return array.shape.size() == 1 ? fmt::format("({},)", array.shape[0])
-                                 : fmt::format("({}, {})", array.shape[0], array.shape[1]);
+  return shape_text(array.shape);
 }
 
 // --- Programs ---

@@ -39,6 +39,7 @@
 #include "tpu/npy.hpp"
 #include "tpu/numerics/float.hpp"
 #include "tpu/numerics/gemm.hpp"
+#include "tpu/numerics/quant.hpp"
 
 namespace {
 
@@ -51,7 +52,13 @@ struct GemmOptions {
   std::string act = "none";
   std::string alpha;
   std::string out_dtype = "fp32";
+  std::string dtype = "bf16";
+  std::string qmult_path, qshift_path;  // --dtype int8: requantisation
+  int zp_a = 0, zp_out = 0;
   Execution execution;
+  // Which of the options the command line gave (filled in after parsing).
+  bool alpha_given = false, act_given = false, out_dtype_given = false, zp_a_given = false,
+       zp_out_given = false;
 };
 
 std::vector<std::string> function_names() {
@@ -61,16 +68,51 @@ std::vector<std::string> function_names() {
 }
 
 // A 2-D operand, named as in OUT = act(A x B + C + bias), with dimensions that fit the compiler.
+void check_matrix_shape(const char* name, const std::string& path,
+                        const std::vector<std::size_t>& shape) {
+  if (shape.size() != 2) {
+    throw BadInput(fmt::format("{}: {} must be a matrix (2-D), the file holds shape {}", path, name,
+                               shape_text(shape)));
+  }
+  if (shape[0] > UINT32_MAX || shape[1] > UINT32_MAX) {
+    throw BadInput(fmt::format("{}: shape {} is too large", path, shape_text(shape)));
+  }
+}
+
 tpu::npy::Array read_matrix(const char* name, const std::string& path) {
   tpu::npy::Array array = read_npy(path);
-  if (array.shape.size() != 2) {
-    throw BadInput(fmt::format("{}: {} must be a matrix (2-D), the file holds shape {}", path, name,
-                               shape_text(array)));
-  }
-  if (array.rows() > UINT32_MAX || array.cols() > UINT32_MAX) {
-    throw BadInput(fmt::format("{}: shape {} is too large", path, shape_text(array)));
-  }
+  check_matrix_shape(name, path, array.shape);
   return array;
+}
+
+// B must have as many rows as A has columns.
+void check_inner_dimension(const GemmOptions& options, const std::vector<std::size_t>& a,
+                           const std::vector<std::size_t>& b) {
+  if (b[0] != a[1]) {
+    throw BadInput(fmt::format("{}: B has shape {}, but A ({}) has shape {}: B needs {} rows",
+                               options.b_path, shape_text(b), options.a_path, shape_text(a), a[1]));
+  }
+}
+
+// C must have the shape of A x B.
+void check_c_shape(const std::string& path, const std::vector<std::size_t>& shape,
+                   const tpu::GemmSpec& spec) {
+  if (shape[0] != spec.m || shape[1] != spec.n) {
+    throw BadInput(fmt::format("{}: C has shape {}, A x B has shape ({}, {})", path,
+                               shape_text(shape), spec.m, spec.n));
+  }
+}
+
+// A per-column operand: the n values of a row of the result, as (n,) or (1, n).
+void check_columns(const char* name, const std::string& path, const std::vector<std::size_t>& shape,
+                   std::size_t values, std::size_t n) {
+  const bool row = shape.size() == 1 || shape[0] == 1;
+  if (!row || values != n) {
+    throw BadInput(
+        fmt::format("{}: {} has shape {}; it needs the {} values of a row of the "
+                    "result, as ({},) or (1, {})",
+                    path, name, shape_text(shape), n, n, n));
+  }
 }
 
 // float32 values to bf16 with N-OUT, as the matrix unit takes them.
@@ -97,59 +139,11 @@ tpu::npy::Array to_npy(const tpu::num::MatrixFp32& matrix) {
   return array;
 }
 
-tpu::GemmSpec gemm_spec(const GemmOptions& options, bool alpha_given) {
-  tpu::GemmSpec spec;
-  spec.act = tpu::isa::find_func(options.act)->func;  // checked by the parser
-  if (alpha_given && spec.act != tpu::isa::Func::Leaky) {
-    throw BadInput(fmt::format("--alpha is the slope of --act leaky; it means nothing for --act {}",
-                               options.act));
-  }
-  if (spec.act == tpu::isa::Func::Leaky) {
-    spec.alpha = parse_bf16(alpha_given ? options.alpha : kDefaultLeakySlope, "--alpha");
-  }
-  spec.out = options.out_dtype == "bf16" ? tpu::OutType::Bf16 : tpu::OutType::Fp32;
-  return spec;
-}
-
-int run_gemm(const GemmOptions& options, bool alpha_given) {
-  check_execution(options.execution);
-  tpu::GemmSpec spec = gemm_spec(options, alpha_given);
-
-  const tpu::npy::Array a = read_matrix("A", options.a_path);
-  const tpu::npy::Array b = read_matrix("B", options.b_path);
-  if (b.rows() != a.cols()) {
-    throw BadInput(fmt::format("{}: B has shape {}, but A ({}) has shape {}: B needs {} rows",
-                               options.b_path, shape_text(b), options.a_path, shape_text(a),
-                               a.cols()));
-  }
-  spec.m = static_cast<std::uint32_t>(a.rows());
-  spec.k = static_cast<std::uint32_t>(a.cols());
-  spec.n = static_cast<std::uint32_t>(b.cols());
-  tpu::num::MatrixFp32 c;
-  if (!options.c_path.empty()) {
-    const tpu::npy::Array c_array = read_matrix("C", options.c_path);
-    if (c_array.rows() != spec.m || c_array.cols() != spec.n) {
-      throw BadInput(fmt::format("{}: C has shape {}, A x B has shape ({}, {})", options.c_path,
-                                 shape_text(c_array), spec.m, spec.n));
-    }
-    spec.has_c = true;
-    c = tpu::num::MatrixFp32(spec.m, spec.n);
-    c.data = to_fp32_bits(c_array.data);
-  }
-  std::vector<tpu::num::fp32_t> bias;
-  if (!options.bias_path.empty()) {
-    const tpu::npy::Array bias_array = read_npy(options.bias_path);
-    const bool row = bias_array.shape.size() == 1 || bias_array.rows() == 1;
-    if (!row || bias_array.data.size() != spec.n) {
-      throw BadInput(
-          fmt::format("{}: bias has shape {}; it needs the {} values of a row of the "
-                      "result, as ({},) or (1, {})",
-                      options.bias_path, shape_text(bias_array), spec.n, spec.n, spec.n));
-    }
-    spec.has_bias = true;
-    bias = to_fp32_bits(bias_array.data);
-  }
-
+// Compiles the spec for the core the options name, runs it, prints the statistics and, when the
+// core reaches HALT, writes OUT with `write`. `execute` places the operands and runs the plan.
+template <typename Execute, typename Write>
+int compile_and_run(const GemmOptions& options, const tpu::GemmSpec& spec, Execute&& execute,
+                    Write&& write) {
   check_output_path(options.out_path);
   Target target = open_target(options.execution);
   tpu::GemmPlan plan;
@@ -158,18 +152,198 @@ int run_gemm(const GemmOptions& options, bool alpha_given) {
   } catch (const std::invalid_argument& error) {
     throw BadInput(error.what());
   }
-
   const std::unique_ptr<tpu::Backend> backend =
       make_backend(options.execution, target, plan.memory_bytes);
-  const tpu::GemmRun run =
-      tpu::execute_gemm(plan, *backend, to_bf16(a), to_bf16(b), spec.has_c ? &c : nullptr,
-                        spec.has_bias ? &bias : nullptr);
+  const auto run = execute(plan, *backend);
   if (options.execution.stats) {
     print_stats(run.result, *backend, plan.program, std::uint64_t{spec.m} * spec.k * spec.n);
   }
   if (!run.result.ok()) return report_core_stop(run.result, *backend);
-  write_npy(options.out_path, to_npy(run.out));
+  write(run.out);
   return 0;
+}
+
+tpu::GemmSpec gemm_spec(const GemmOptions& options) {
+  tpu::GemmSpec spec;
+  spec.act = tpu::isa::find_func(options.act)->func;  // checked by the parser
+  if (options.alpha_given && spec.act != tpu::isa::Func::Leaky) {
+    throw BadInput(fmt::format("--alpha is the slope of --act leaky; it means nothing for --act {}",
+                               options.act));
+  }
+  if (spec.act == tpu::isa::Func::Leaky) {
+    spec.alpha = parse_bf16(options.alpha_given ? options.alpha : kDefaultLeakySlope, "--alpha");
+  }
+  spec.out = options.out_dtype == "bf16" ? tpu::OutType::Bf16 : tpu::OutType::Fp32;
+  return spec;
+}
+
+int run_gemm_bf16(const GemmOptions& options) {
+  const std::pair<bool, const char*> int8_only[] = {{!options.qmult_path.empty(), "--qmult"},
+                                                    {!options.qshift_path.empty(), "--qshift"},
+                                                    {options.zp_a_given, "--zp-a"},
+                                                    {options.zp_out_given, "--zp-out"}};
+  for (const auto& [given, name] : int8_only) {
+    if (given) throw BadInput(fmt::format("{} goes with --dtype int8", name));
+  }
+  tpu::GemmSpec spec = gemm_spec(options);
+
+  const tpu::npy::Array a = read_matrix("A", options.a_path);
+  const tpu::npy::Array b = read_matrix("B", options.b_path);
+  check_inner_dimension(options, a.shape, b.shape);
+  spec.m = static_cast<std::uint32_t>(a.rows());
+  spec.k = static_cast<std::uint32_t>(a.cols());
+  spec.n = static_cast<std::uint32_t>(b.cols());
+  tpu::num::MatrixFp32 c;
+  if (!options.c_path.empty()) {
+    const tpu::npy::Array c_array = read_matrix("C", options.c_path);
+    check_c_shape(options.c_path, c_array.shape, spec);
+    spec.has_c = true;
+    c = tpu::num::MatrixFp32(spec.m, spec.n);
+    c.data = to_fp32_bits(c_array.data);
+  }
+  std::vector<tpu::num::fp32_t> bias;
+  if (!options.bias_path.empty()) {
+    const tpu::npy::Array bias_array = read_npy(options.bias_path);
+    check_columns("bias", options.bias_path, bias_array.shape, bias_array.data.size(), spec.n);
+    spec.has_bias = true;
+    bias = to_fp32_bits(bias_array.data);
+  }
+  return compile_and_run(
+      options, spec,
+      [&](const tpu::GemmPlan& plan, tpu::Backend& backend) {
+        return tpu::execute_gemm(plan, backend, to_bf16(a), to_bf16(b), spec.has_c ? &c : nullptr,
+                                 spec.has_bias ? &bias : nullptr);
+      },
+      [&](const tpu::num::MatrixFp32& out) { write_npy(options.out_path, to_npy(out)); });
+}
+
+// --- tpu gemm --dtype int8 ---
+
+constexpr std::int32_t kMinMultiplier = std::int32_t{1} << 30;  // Q-REQ: M = 0 or >= 2^30
+
+tpu::npy::IntArray read_int_matrix(const char* name, const std::string& path,
+                                   tpu::npy::Dtype dtype) {
+  tpu::npy::IntArray array = read_int_npy(path, dtype);
+  check_matrix_shape(name, path, array.shape);
+  return array;
+}
+
+template <typename T>
+tpu::num::Matrix<T> to_matrix(const tpu::npy::IntArray& array) {
+  tpu::num::Matrix<T> matrix(array.rows(), array.cols());
+  std::transform(array.data.begin(), array.data.end(), matrix.data.begin(),
+                 [](std::int32_t value) { return static_cast<T>(value); });
+  return matrix;
+}
+
+// An int32 per-column operand of --qmult; every value must pass `valid` (`rule` says what it is
+// when one does not).
+std::vector<std::int32_t> read_int_columns(const char* option, const std::string& path,
+                                           std::size_t n, bool (*valid)(std::int32_t),
+                                           const char* rule) {
+  const tpu::npy::IntArray array = read_int_npy(path, tpu::npy::Dtype::Int32);
+  check_columns(option, path, array.shape, array.data.size(), n);
+  for (std::size_t j = 0; j < array.data.size(); ++j) {
+    if (!valid(array.data[j])) {
+      throw BadInput(fmt::format("{}: {} value {} (column {}) is outside {}", path, option,
+                                 array.data[j], j, rule));
+    }
+  }
+  return array.data;
+}
+
+// Before any file is read: the options that do not go with --dtype int8, or with each other.
+void check_int8_options(const GemmOptions& options) {
+  if (options.alpha_given) throw BadInput("--alpha goes with --dtype bf16 (the leaky slope)");
+  if (options.out_dtype_given) {
+    throw BadInput(
+        "--out-dtype goes with --dtype bf16; --dtype int8 writes int32, or int8 "
+        "with --qmult");
+  }
+  if (options.act_given && options.act != "relu") {
+    throw BadInput(
+        fmt::format("--act {}: --dtype int8 allows only --act relu, with --qmult", options.act));
+  }
+  const bool requantize = !options.qmult_path.empty();
+  if (!requantize) {
+    const std::pair<bool, const char*> requant_only[] = {{!options.qshift_path.empty(), "--qshift"},
+                                                         {!options.bias_path.empty(), "--bias"},
+                                                         {options.act_given, "--act"},
+                                                         {options.zp_out_given, "--zp-out"}};
+    for (const auto& [given, name] : requant_only) {
+      if (given) {
+        throw BadInput(fmt::format("{} goes with --qmult (requantisation to int8)", name));
+      }
+    }
+  } else {
+    if (options.qshift_path.empty()) throw BadInput("--qmult needs --qshift: a shift a column");
+    if (!options.c_path.empty()) {
+      throw BadInput("--c does not go with --qmult: the seed C is for int32 results");
+    }
+  }
+}
+
+int run_gemm_int8(const GemmOptions& options) {
+  check_int8_options(options);
+  using tpu::npy::Dtype;
+  const tpu::npy::IntArray a = read_int_matrix("A", options.a_path, Dtype::Int8);
+  const tpu::npy::IntArray b = read_int_matrix("B", options.b_path, Dtype::Int8);
+  check_inner_dimension(options, a.shape, b.shape);
+  tpu::GemmSpec spec;
+  spec.in = tpu::InType::Int8;
+  spec.m = static_cast<std::uint32_t>(a.rows());
+  spec.k = static_cast<std::uint32_t>(a.cols());
+  spec.n = static_cast<std::uint32_t>(b.cols());
+  spec.input_zero_point = options.zp_a;
+  tpu::num::MatrixI32 c;
+  if (!options.c_path.empty()) {
+    const tpu::npy::IntArray c_array = read_int_matrix("C", options.c_path, Dtype::Int32);
+    check_c_shape(options.c_path, c_array.shape, spec);
+    spec.has_c = true;
+    c = to_matrix<std::int32_t>(c_array);
+  }
+  tpu::RequantColumns requant;
+  const bool requantize = !options.qmult_path.empty();
+  if (requantize) {
+    spec.out = tpu::OutType::Int8;
+    requant.multiplier = read_int_columns(
+        "--qmult", options.qmult_path, spec.n,
+        [](std::int32_t m) { return m == 0 || m >= kMinMultiplier; }, "0 or [2^30, 2^31 - 1]");
+    requant.shift = read_int_columns(
+        "--qshift", options.qshift_path, spec.n, [](std::int32_t s) { return s >= -31 && s <= 30; },
+        "[-31, 30]");
+    requant.bias = options.bias_path.empty() ? std::vector<std::int32_t>(spec.n, 0)
+                                             : read_int_columns(
+                                                   "--bias", options.bias_path, spec.n,
+                                                   [](std::int32_t) { return true; }, "int32");
+    spec.output_zero_point = options.zp_out;
+    const auto [lo, hi] = tpu::num::clamp_bounds(
+        options.act == "relu" ? tpu::num::QuantActivation::kRelu : tpu::num::QuantActivation::kNone,
+        options.zp_out, 1.0);  // the scale is only read for relu6
+    spec.clamp_lo = lo;
+    spec.clamp_hi = hi;
+  } else {
+    spec.out = tpu::OutType::Int32;
+  }
+  return compile_and_run(
+      options, spec,
+      [&](const tpu::GemmPlan& plan, tpu::Backend& backend) {
+        return tpu::execute_gemm(plan, backend, to_matrix<std::int8_t>(a),
+                                 to_matrix<std::int8_t>(b), spec.has_c ? &c : nullptr,
+                                 requantize ? &requant : nullptr);
+      },
+      [&](const tpu::num::MatrixI32& out) {
+        tpu::npy::IntArray array;
+        array.shape = {out.rows, out.cols};
+        array.dtype = requantize ? Dtype::Int8 : Dtype::Int32;
+        array.data = out.data;
+        write_int_npy(options.out_path, array);
+      });
+}
+
+int run_gemm(const GemmOptions& options) {
+  check_execution(options.execution);
+  return options.dtype == "int8" ? run_gemm_int8(options) : run_gemm_bf16(options);
 }
 
 // --- tpu run ---
@@ -396,6 +570,11 @@ struct InfoOptions {
   Execution execution;  // --port and --baud: describe a board instead
 };
 
+// The int8 column of `tpu info`: yes (beside bf16), only (an int8-only core) or -.
+const char* int8_text(const HardwareConfig& c) {
+  return !c.int8 ? "-" : c.float_datapath ? "yes" : "only";
+}
+
 // The board on --port: its link, its memory and clock, and its core.
 int run_board_info(const Execution& execution) {
   const std::unique_ptr<tpu::SerialBackend> board = open_board(execution, 0);
@@ -408,9 +587,9 @@ int run_board_info(const Execution& execution) {
   fmt::print("memory        {} bytes\n", info.mem_bytes);
   fmt::print(
       "core          {}: dim {}, mul_stages {}, add_stages {}, act_lanes {}, UB rows {}, "
-      "ACC rows {}, bus bytes {}, weight tiles {}\n",
+      "ACC rows {}, bus bytes {}, weight tiles {}, int8 {}\n",
       c.name(), c.dim, c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth,
-      c.bus_bytes, c.weight_tiles);
+      c.bus_bytes, c.weight_tiles, int8_text(c));
   if (c.sequential) {
     fmt::print(
         "peak          one multiply-add at a time (the sequential core, docs/seq_core.md)\n");
@@ -431,14 +610,14 @@ int run_info(const InfoOptions& options) {
   }
   if (options.execution.baud_given) throw BadInput("--baud goes with --port");
   const std::string& only = options.array;
-  fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10}\n", "array",
+  fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10} {:>5}\n", "array",
              "dim", "mul_stages", "add_stages", "act_lanes", "UB rows", "ACC rows", "bus bytes",
-             "weight tiles", "link_lanes");
+             "weight tiles", "link_lanes", "int8");
   for (const HardwareConfig& c : tpu::core_configs()) {
     if (!only.empty() && c.name() != only) continue;
-    fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10}\n", c.name(),
-               c.dim, c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth,
-               c.bus_bytes, c.weight_tiles, c.link_lanes ? std::to_string(c.link_lanes) : "-");
+    fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10} {:>5}\n", c.name(),
+               c.dim, c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth, c.bus_bytes,
+               c.weight_tiles, c.link_lanes ? std::to_string(c.link_lanes) : "-", int8_text(c));
   }
   return 0;
 }
@@ -451,18 +630,36 @@ constexpr const char* kTranslationExitStatusHelp =
 CLI::App* add_gemm_command(CLI::App& app, GemmOptions& gemm) {
   CLI::App* command = app.add_subcommand(
       "gemm", "OUT = act(A x B + C + bias), compiled for the core and run on it");
-  command->footer(
-      fmt::format("A and B enter the array as bf16 (float32 rounded to nearest even); the sum\n"
-                  "starts from C (or +0), adds the products in order of k, then the bias, all\n"
-                  "in fp32 (docs/numerics.md).\n\n{}",
-                  kExitStatusHelp));
-  command->add_option("--a", gemm.a_path, "A, M x K float32")->required()->type_name("A.npy");
-  command->add_option("--b", gemm.b_path, "B, K x N float32")->required()->type_name("B.npy");
-  command->add_option("--out", gemm.out_path, "the result, M x N float32")
+  command->footer(fmt::format(
+      "--dtype bf16: A and B enter the array as bf16 (float32 rounded to nearest\n"
+      "even); the sum starts from C (or +0), adds the products in order of k, then\n"
+      "the bias, all in fp32 (docs/numerics.md).\n\n"
+      "--dtype int8 (a core with the int8 datapath, tpu info): A and B are int8\n"
+      "(|i1) .npy files, products exact, sums int32, wrapping (Q-MAC). Without\n"
+      "--qmult, OUT is the int32 (<i4) A x B + C - za * colsum(B). With --qmult,\n"
+      "OUT is int8 (|i1): each column j requantised (Q-REQ, TensorFlow Lite's\n"
+      "rounding) as clamp(y + zo, lo, hi), y = M(j) x (sum + bias(j)) x 2^(s(j) - 31)\n"
+      "with za folded into the bias (Q-ZP); lo = -128, or zo with --act relu, and\n"
+      "hi = 127. --c, --alpha and --out-dtype are bf16's, or (--c) int32 results'.\n\n{}",
+      kExitStatusHelp));
+  command->add_option("--a", gemm.a_path, "A, M x K float32 (int8 with --dtype int8)")
+      ->required()
+      ->type_name("A.npy");
+  command->add_option("--b", gemm.b_path, "B, K x N float32 (int8 with --dtype int8)")
+      ->required()
+      ->type_name("B.npy");
+  command
+      ->add_option("--out", gemm.out_path,
+                   "the result, M x N float32 (--dtype int8: int32, or\n"
+                   "int8 with --qmult)")
       ->required()
       ->type_name("OUT.npy");
-  command->add_option("--c", gemm.c_path, "C, M x N float32")->type_name("C.npy");
-  command->add_option("--bias", gemm.bias_path, "N float32 values, shape (N,) or (1, N)")
+  command->add_option("--c", gemm.c_path, "C, M x N float32 (int32 with --dtype int8)")
+      ->type_name("C.npy");
+  command
+      ->add_option("--bias", gemm.bias_path,
+                   "N float32 values, shape (N,) or (1, N) (--dtype int8:\n"
+                   "int32, with --qmult)")
       ->type_name("BIAS.npy");
   command->add_option("--act", gemm.act, "activation function, applied after the bias")
       ->check(CLI::IsMember(function_names()))
@@ -481,6 +678,34 @@ CLI::App* add_gemm_command(CLI::App& app, GemmOptions& gemm) {
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->type_name("TYPE")
       ->capture_default_str();
+  command
+      ->add_option("--dtype", gemm.dtype,
+                   "the operands: bf16 (float32 files), or int8 (|i1 files,\n"
+                   "int32 sums)")
+      ->check(CLI::IsMember({"bf16", "int8"}))
+      ->type_name("TYPE")
+      ->capture_default_str();
+  command
+      ->add_option("--qmult", gemm.qmult_path,
+                   "--dtype int8: requantise to int8 with these N int32\n"
+                   "multipliers M, each 0 or in [2^30, 2^31 - 1]")
+      ->type_name("M.npy");
+  command
+      ->add_option("--qshift", gemm.qshift_path,
+                   "with --qmult: N int32 shifts s, each in [-31, 30]")
+      ->type_name("S.npy");
+  command
+      ->add_option("--zp-a", gemm.zp_a,
+                   "--dtype int8: A's zero point za, in [-128, 127]\n"
+                   "(default 0)")
+      ->check(CLI::Range(-128, 127))
+      ->type_name("ZA");
+  command
+      ->add_option("--zp-out", gemm.zp_out,
+                   "with --qmult: OUT's zero point zo, in [-128, 127]\n"
+                   "(default 0)")
+      ->check(CLI::Range(-128, 127))
+      ->type_name("ZO");
   add_execution_options(*command, gemm.execution);
   return command;
 }

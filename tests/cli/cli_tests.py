@@ -457,6 +457,239 @@ for _name in GEMM_BAD_INPUTS:
     CASES[f"gemm_bad_{_name}"] = lambda tpu, n=_name: gemm_bad_input(tpu, n)
 
 
+# --- tpu gemm --dtype int8 ---
+# The expectations emulate docs/numerics.md's Q-rules with Python's integers: Q-MAC with wrapping
+# int32 sums, Q-ZP, and Q-REQ's SRDHM and RDBP as TensorFlow Lite writes them.
+
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+
+
+def wrap32(x):
+    return (x - INT32_MIN) % 2**32 + INT32_MIN
+
+
+def srdhm(a, b):
+    """SaturatingRoundingDoublingHighMul: (a * b + nudge) / 2^31, truncated toward zero."""
+    if a == b == INT32_MIN:
+        return INT32_MAX
+    ab = a * b
+    v = ab + (2**30 if ab >= 0 else 1 - 2**30)
+    return v // 2**31 if v >= 0 else -(-v // 2**31)
+
+
+def rdbp(x, e):
+    """RoundingDivideByPOT: x / 2^e, ties away from zero (Python's >> and & are two's
+    complement on negative numbers)."""
+    mask = (1 << e) - 1
+    return (x >> e) + (1 if (x & mask) > (mask >> 1) + (1 if x < 0 else 0) else 0)
+
+
+def q_req(total, bias, m, s, zo, lo, hi):
+    x = wrap32(wrap32(total + bias) * 2**max(s, 0))
+    y = rdbp(srdhm(x, m), max(-s, 0))
+    return min(max(y + zo, lo), hi)  # y + zo exactly: no wrap before the clamp
+
+
+def q_mac(a, b, c=None, za=0):
+    """A x B + C - za * colsum(B), every sum wrapping in int32 (Q-MAC, Q-ZP)."""
+    return [[wrap32((c[i][j] if c else 0) +
+                    sum((a[i][x] - za) * b[x][j] for x in range(len(b))))
+             for j in range(len(b[0]))] for i in range(len(a))]
+
+
+def check_int_file(path, expected, descr, what):
+    shape, got_descr, got = npy.load_int(path)
+    want_shape = (len(expected), len(expected[0]))
+    check(shape == want_shape and got_descr == descr,
+          f"{what}: {got_descr} {shape}, expected {descr} {want_shape}")
+    for index, (g, w) in enumerate(zip(got, (v for row in expected for v in row))):
+        check(g == w, f"{what}: element {divmod(index, shape[1])} is {g}, expected {w}")
+
+
+def int8_gemm_both(tpu, args, path, expected, descr, what):
+    """Runs on the default backend (rtl where the build has it) and the model: both exact."""
+    tpu("gemm", "--dtype", "int8", *args, "--out", path)
+    check_int_file(path, expected, descr, what)
+    tpu("gemm", "--dtype", "int8", *args, "--backend", "model", "--out", "model_" + path)
+    check(same_file(path, "model_" + path), f"{what}: the model's result differs")
+
+
+def int8_operands(rng, m, k, n, extreme=False):
+    """A, B int8 (-128 everywhere when `extreme`) and C int32 near the ends of int32."""
+    value = (lambda: -128) if extreme else (lambda: rng.randint(-128, 127))
+    a = [[value() for _ in range(k)] for _ in range(m)]
+    b = [[value() for _ in range(n)] for _ in range(k)]
+    c = [[rng.choice([INT32_MAX - rng.randint(0, 2**20), INT32_MIN + rng.randint(0, 2**20),
+                      rng.randint(INT32_MIN, INT32_MAX)]) for _ in range(n)] for _ in range(m)]
+    npy.save_int("a.npy", a, "|i1")
+    npy.save_int("b.npy", b, "|i1")
+    npy.save_int("c.npy", c)
+    return a, b, c
+
+
+def gemm_int8_raw(tpu, array, extreme):
+    """int32 results: A x B, + C (sums that wrap past both ends of int32), - za * colsum(B),
+    for shapes that are not multiples of the array; -128 everywhere when `extreme`."""
+    rng = random.Random(f"int8-raw-{array}-{extreme}")
+    for m, k, n in ((5, 7, 3), (9, 21, 10)):
+        a, b, c = int8_operands(rng, m, k, n, extreme)
+        za = -128 if extreme else rng.randint(-128, 127)
+        common = ["--a", "a.npy", "--b", "b.npy", "--array", array]
+        shape = f"{array} {m}x{k}x{n}"
+        int8_gemm_both(tpu, common, "ab.npy", q_mac(a, b), "<i4", f"{shape} A x B")
+        int8_gemm_both(tpu, [*common, "--c", "c.npy"], "abc.npy", q_mac(a, b, c), "<i4",
+                       f"{shape} A x B + C")
+        int8_gemm_both(tpu, [*common, "--zp-a", za], "za.npy", q_mac(a, b, za=za), "<i4",
+                       f"{shape} (A - {za}) x B")
+        int8_gemm_both(tpu, [*common, "--c", "c.npy", "--zp-a", za], "cza.npy",
+                       q_mac(a, b, c, za), "<i4", f"{shape} (A - {za}) x B + C")
+
+
+def requant_columns(rng, n):
+    """M, s and bias per column: both ends of M's range, 0, both ends of the shift, and
+    random ones."""
+    fixed = [(2**30, -1), (INT32_MAX, 30), (0, 0), (2**30, -31), (INT32_MAX, -31), (2**30, 30),
+             (INT32_MAX, 0), (2**30 + 1, 1)]
+    columns = [fixed[j] if j < len(fixed) else
+               (rng.randint(2**30, INT32_MAX), rng.randint(-31, 30)) for j in range(n)]
+    rng.shuffle(columns)
+    bias = [rng.choice([0, INT32_MAX, INT32_MIN, rng.randint(INT32_MIN, INT32_MAX),
+                        rng.randint(-1000, 1000)]) for _ in range(n)]
+    return [m for m, _ in columns], [s for _, s in columns], bias
+
+
+def gemm_int8_requant(tpu, array):
+    """int8 results by Q-REQ: multipliers at both ends of their range, shifts of both signs
+    (ties in rounding among the many odd sums a shift of -1 meets), large biases whose sums
+    wrap, y + zo beyond int32 (M = 2^31 - 1 with s = 30 saturates y), relu, both zero points,
+    with and without a bias; the 1 x N and (N,) forms."""
+    rng = random.Random(f"int8-requant-{array}")
+    for m, k, n in ((6, 9, 11), (17, 20, 9)):
+        a, b, _ = int8_operands(rng, m, k, n)
+        mult, shift, bias = requant_columns(rng, n)
+        npy.save_int("m.npy", mult)
+        npy.save_int("s.npy", [shift])  # (1, N)
+        npy.save_int("bias.npy", bias)
+        for za, zo, act in ((0, 0, None), (rng.randint(-128, 127), 127, None),
+                            (-128, rng.randint(-128, 127), "relu"), (127, -128, "relu")):
+            sums = q_mac(a, b, za=za)
+            for with_bias in (False, True):
+                lo, hi = (max(zo, -128) if act else -128), 127
+                expected = [[q_req(sums[i][j], bias[j] if with_bias else 0, mult[j], shift[j],
+                                   zo, lo, hi) for j in range(n)] for i in range(m)]
+                args = ["--a", "a.npy", "--b", "b.npy", "--qmult", "m.npy", "--qshift", "s.npy",
+                        "--zp-a", za, "--zp-out", zo, "--array", array]
+                if with_bias:
+                    args += ["--bias", "bias.npy"]
+                if act:
+                    args += ["--act", act]
+                int8_gemm_both(tpu, args, "q.npy", expected, "|i1",
+                               f"{array} {m}x{k}x{n} za {za} zo {zo} {act} bias {with_bias}")
+
+
+for _array in ARRAYS:
+    for _extreme in (False, True):
+        CASES[f"gemm_int8_raw_{'extreme_' if _extreme else ''}{_array}"] = (
+            lambda tpu, a=_array, e=_extreme: gemm_int8_raw(tpu, a, e))
+        ALSO_WITHOUT_RTL.append(f"gemm_int8_raw_{'extreme_' if _extreme else ''}{_array}")
+    CASES[f"gemm_int8_requant_{_array}"] = lambda tpu, a=_array: gemm_int8_requant(tpu, a)
+    ALSO_WITHOUT_RTL.append(f"gemm_int8_requant_{_array}")
+
+
+@also_without_rtl
+@case
+def gemm_int8_stats_model(tpu):
+    int8_operands(random.Random(7), 9, 13, 6)
+    out = tpu("gemm", "--dtype", "int8", "--a", "a.npy", "--b", "b.npy", "--out", "out.npy",
+              "--array", ARRAY, "--stats", "--backend", "model").stdout
+    check(re.search(rf"^useful MACs +{9 * 13 * 6}$", out, re.M) is not None,
+          f"useful MACs is not M*K*N in:\n{out}")
+
+
+def bad_int8_inputs():
+    """Valid int8 operands (A 5x7, B 7x3, C 5x3, M, s and bias of 3) and the wrong ones."""
+    int8_operands(random.Random(8), 5, 7, 3)
+    npy.save_int("m.npy", [2**30, INT32_MAX, 0])
+    npy.save_int("s.npy", [-31, 0, 30])
+    npy.save_int("bias.npy", [[1, -2, 3]])
+    npy.save("a_float.npy", [[1.0] * 7] * 5)
+    npy.save_int("b_int32.npy", [[1] * 3] * 7)
+    npy.save_int("c_int8.npy", [[1] * 3] * 5, "|i1")
+    npy.save_int("c_wrong.npy", [[1] * 3] * 4)
+    npy.save("m_float.npy", [2.0**30] * 3)
+    npy.save_int("m_short.npy", [2**30] * 2)
+    npy.save_int("m_rows.npy", [[2**30] * 3] * 2)
+    npy.save_int("m_small.npy", [2**30, 5, 2**30])
+    npy.save_int("m_negative.npy", [2**30, -2**30, 2**30])
+    npy.save_int("s_big.npy", [0, 31, 0])
+    npy.save_int("s_small.npy", [0, -32, 0])
+    npy.save_int("s_long.npy", [0] * 4)
+    npy.save_int("bias_long.npy", [0] * 4)
+    npy.save_int("a_vector.npy", [1] * 7, "|i1")
+
+
+INT8 = ["gemm", "--dtype", "int8", "--a", "a.npy", "--b", "b.npy", "--out", "out.npy",
+        "--array", ARRAY, "--backend", "model"]
+REQ = [*INT8, "--qmult", "m.npy", "--qshift", "s.npy"]
+GEMM_INT8_BAD_INPUTS = {
+    "a_float32": ([*INT8[:4], "a_float.npy", *INT8[5:]], "a_float.npy: dtype '<f4' (float32)"),
+    "b_int32": ([*INT8[:6], "b_int32.npy", *INT8[7:]], "b_int32.npy: dtype '<i4' (int32)"),
+    "a_vector": ([*INT8[:4], "a_vector.npy", *INT8[5:]], "a_vector.npy: A must be a matrix"),
+    "shape_mismatch_a_b": ([*INT8[:6], "a.npy", *INT8[7:]], "B needs 7 rows"),
+    "c_int8": ([*INT8, "--c", "c_int8.npy"], "c_int8.npy: dtype '|i1' (int8)"),
+    "c_shape": ([*INT8, "--c", "c_wrong.npy"], "c_wrong.npy: C has shape (4, 3)"),
+    "qmult_float32": ([*INT8, "--qmult", "m_float.npy", "--qshift", "s.npy"],
+                      "m_float.npy: dtype '<f4'"),
+    "qmult_short": ([*INT8, "--qmult", "m_short.npy", "--qshift", "s.npy"],
+                    "m_short.npy: --qmult has shape (2,)"),
+    "qmult_two_rows": ([*INT8, "--qmult", "m_rows.npy", "--qshift", "s.npy"],
+                       "m_rows.npy: --qmult has shape (2, 3)"),
+    "qmult_too_small": ([*INT8, "--qmult", "m_small.npy", "--qshift", "s.npy"],
+                        "--qmult value 5 (column 1) is outside 0 or [2^30, 2^31 - 1]"),
+    "qmult_negative": ([*INT8, "--qmult", "m_negative.npy", "--qshift", "s.npy"],
+                       "--qmult value -1073741824"),
+    "qshift_31": ([*INT8, "--qmult", "m.npy", "--qshift", "s_big.npy"],
+                  "--qshift value 31 (column 1) is outside [-31, 30]"),
+    "qshift_minus_32": ([*INT8, "--qmult", "m.npy", "--qshift", "s_small.npy"],
+                        "--qshift value -32"),
+    "qshift_long": ([*INT8, "--qmult", "m.npy", "--qshift", "s_long.npy"],
+                    "s_long.npy: --qshift has shape (4,)"),
+    "bias_long": ([*REQ, "--bias", "bias_long.npy"], "bias_long.npy: --bias has shape (4,)"),
+    "zp_a_128": ([*INT8, "--zp-a", "128"], "--zp-a"),
+    "zp_out_minus_129": ([*REQ, "--zp-out", "-129"], "--zp-out"),
+    "qshift_without_qmult": ([*INT8, "--qshift", "s.npy"], "--qshift goes with --qmult"),
+    "bias_without_qmult": ([*INT8, "--bias", "bias.npy"], "--bias goes with --qmult"),
+    "act_without_qmult": ([*INT8, "--act", "relu"], "--act goes with --qmult"),
+    "zp_out_without_qmult": ([*INT8, "--zp-out", "3"], "--zp-out goes with --qmult"),
+    "qmult_without_qshift": ([*INT8, "--qmult", "m.npy"], "--qmult needs --qshift"),
+    "c_with_qmult": ([*REQ, "--c", "c.npy"], "--c does not go with --qmult"),
+    "act_relu6": ([*REQ, "--act", "relu6"], "--act relu6"),
+    "act_leaky": ([*REQ, "--act", "leaky"], "--act leaky"),
+    "act_none": ([*REQ, "--act", "none"], "--act none"),
+    "alpha": ([*REQ, "--alpha", "0.1"], "--alpha goes with --dtype bf16"),
+    "out_dtype": ([*INT8, "--out-dtype", "fp32"], "--out-dtype goes with --dtype bf16"),
+    "core_without_int8": ([*INT8[:-4], "--array", "4x4_seq"], "4x4_seq core has no int8"),
+    "core_without_int8_model": ([*INT8[:-3], "4x4_seq", "--backend", "model"],
+                                "4x4_seq core has no int8"),
+    "qmult_with_bf16": (["gemm", "--a", "a.npy", "--b", "b.npy", "--out", "out.npy",
+                         "--qmult", "m.npy"], "--qmult goes with --dtype int8"),
+    "zp_a_with_bf16": (["gemm", "--a", "a.npy", "--b", "b.npy", "--out", "out.npy",
+                        "--zp-a", "1"], "--zp-a goes with --dtype int8"),
+    "unknown_dtype": ([*INT8[:2], "int4", *INT8[3:]], "int4"),
+}
+
+
+def gemm_int8_bad_input(tpu, name):
+    bad_int8_inputs()
+    args, expected = GEMM_INT8_BAD_INPUTS[name]
+    check_bad_input(tpu, args, expected)
+
+
+for _name in GEMM_INT8_BAD_INPUTS:
+    CASES[f"gemm_int8_bad_{_name}"] = lambda tpu, n=_name: gemm_int8_bad_input(tpu, n)
+    ALSO_WITHOUT_RTL.append(f"gemm_int8_bad_{_name}")
+
+
 # --- tpu asm and tpu disasm ---
 
 EVERY_KIND_OF_LINE = """\
@@ -887,6 +1120,10 @@ def info_lists_configurations(tpu):
         check(re.search(rf"^{array} ", out, re.M), f"{array} missing from:\n{out}")
     out = tpu("info", "--array", "8x8_bus4").stdout.splitlines()
     check(len(out) == 2 and out[1].split()[:2] == ["8x8_bus4", "8"], f"info --array: {out}")
+    # The int8 column: the array cores have the int8 datapath, the sequential one has not.
+    check(out[0].split()[-1] == "int8" and out[1].split()[-1] == "yes", f"info int8: {out}")
+    out = tpu("info", "--array", "4x4_seq").stdout.splitlines()
+    check(out[1].split()[-1] == "-", f"info int8 of 4x4_seq: {out}")
 
 
 @also_without_rtl
@@ -896,6 +1133,9 @@ def help_texts(tpu):
     for command in ("gemm", "asm", "disasm", "run", "info", "train", "eval", "allreduce"):
         out = tpu(command, "--help").stdout
         check(out.splitlines()[1].startswith(f"Usage: tpu {command}"), out)
+    gemm = tpu("gemm", "--help").stdout
+    for option in ("--dtype", "--qmult", "--qshift", "--zp-a", "--zp-out"):
+        check(option in gemm, f"tpu gemm --help does not describe {option}")
 
 
 @also_without_rtl

@@ -179,7 +179,7 @@ TEST(Disassembler, IllegalInstructionsBecomeWords) {
             "0x00000006 0xffffffff");
   const Instruction stray_bit = Instruction(Opcode::Halt).set_count(1);
   EXPECT_EQ(disassemble(stray_bit).rfind(".word 0x00000007 0x00000001 ", 0), 0u);
-  const Instruction undefined_flag = Instruction(Opcode::ReadHost).set_flags(0x2);
+  const Instruction undefined_flag = Instruction(Opcode::ReadHost).set_flags(0x4);
   EXPECT_EQ(disassemble(undefined_flag).rfind(".word", 0), 0u);
   const Instruction bad_func = Instruction(Opcode::Activate).set_func(7);
   EXPECT_EQ(disassemble(bad_func).rfind(".word 0x00070004 ", 0), 0u);

@@ -131,6 +131,41 @@ TEST_F(NpyTest, RoundTripOneDimension) {
   EXPECT_EQ(back.cols(), 1u);
 }
 
+TEST_F(NpyTest, IntegerFilesRoundTripAndReadNumpysSpellings) {
+  IntArray i8;
+  i8.shape = {2, 3};
+  i8.dtype = Dtype::Int8;
+  i8.data = {-128, -1, 0, 1, 127, 5};
+  write_int(path("a.npy"), i8);
+  EXPECT_NE(contents("a.npy").find("'descr': '|i1'"), std::string::npos);
+  EXPECT_EQ(contents("a.npy").size() % 64, 6u);  // a 64-byte header, then one byte a value
+  const IntArray back = read_int(path("a.npy"), Dtype::Int8);
+  EXPECT_EQ(back.shape, i8.shape);
+  EXPECT_EQ(back.data, i8.data);
+  IntArray i32;
+  i32.shape = {4};
+  i32.dtype = Dtype::Int32;
+  i32.data = {INT32_MIN, -1, 0, INT32_MAX};
+  write_int(path("c.npy"), i32);
+  EXPECT_EQ(read_int(path("c.npy"), Dtype::Int32).data, i32.data);
+  // '<i1' is int8 too; the data of a '<i4' file are little-endian.
+  const std::string file = put("le.npy", npy_bytes(1, 0, header_with("'<i1'", "False", "(2,)"),
+                                                   std::string("\xff\x80", 2)));
+  EXPECT_EQ(read_int(file, Dtype::Int8).data, (std::vector<std::int32_t>{-1, -128}));
+  // Another dtype than the one asked for: one line naming both.
+  try {
+    read_int(path("c.npy"), Dtype::Int8);
+    ADD_FAILURE() << "an int32 file read as int8";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path("c.npy") + ": dtype '<i4' (int32) is not supported; only '|i1' (int8) is");
+  }
+  EXPECT_THROW(read(path("c.npy")), std::runtime_error);
+  i8.data[0] = 128;
+  EXPECT_THROW(write_int(path("bad.npy"), i8), std::invalid_argument);
+  EXPECT_FALSE(fs::exists(path("bad.npy")));
+}
+
 TEST_F(NpyTest, WritesWhatNumpyWrites) {
   Array array;
   array.shape = {2, 3};

@@ -2,13 +2,16 @@
 //
 //   read_host acc count=2 rows=16 addr_b=0x100 host_addr=0x4000 host_stride=64  # a comment
 //   activate bias f32 func=leaky alpha=0.01 count=4 rows=8 addr_a=0 addr_b=0 bias_addr=64
+//   matmul fetch i8 rows=16 host_addr=0x2000 host_stride=16 k_valid=16 n_valid=16
+//   activate bias req rows=16 addr_b=512 bias_addr=253 zero_point=-5 clamp_lo=-5 clamp_hi=127
 //   .word 0x00000003 0x00010001 0 0 0 0 0 0x00100010
 //
 // The mnemonic comes first, then the opcode's flags as bare lower-case words, then
 // `field=value` pairs named as in rtl/defs/isa.toml. Numbers are decimal or 0x hex. `func=` takes a
 // function's mnemonic (none, relu, relu6, leaky, sigmoid, tanh, gelu); `alpha=` takes a bf16
 // bit pattern in hex, or a finite decimal number, read as the nearest fp32 and rounded to bf16 by
-// N-OUT (num::fp32_to_bf16). Omitted fields are zero,
+// N-OUT (num::fp32_to_bf16). The int8 fields of `activate req` (zero_point, clamp_lo, clamp_hi)
+// take -128 .. 127, or their bits as 0 .. 255, and disassemble as signed. Omitted fields are zero,
 // except `count`, which is 1 when the opcode has it and the line does not give it. `#` starts
 // a comment; blank lines are ignored. `.word` followed by eight 32-bit numbers gives the raw
 // words w0..w7 of any instruction, legal or not.

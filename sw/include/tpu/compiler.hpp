@@ -7,6 +7,18 @@
 // bias, then the function, then (bf16 output) N-OUT. The result is the same
 // bits on every array size and every backend.
 //
+// In int8 mode (InType::Int8, docs/numerics.md's Q-rules) A and B are int8,
+// one byte a value in host memory, and the sums int32 (Q-MAC):
+//
+//   OUT = A x B + C - za * colsum(B)                  (OutType::Int32)
+//   OUT = Q-REQ(A x B + C + bias', M, s, zo, lo, hi)   (OutType::Int8)
+//
+// with the input zero point za folded in (Q-ZP): into the bias of Q-REQ
+// (bias' = bias - za * colsum(B)), or, for int32 results, into the seed the
+// sums start from: C - za * colsum(B), or that correction row alone, which one
+// READ_HOST with host_stride 0 copies into every accumulator row of a block.
+// Q-REQ runs in ACTIVATE REQ, with the three rows bias', M and s per N tile.
+//
 // Tiling and memory planning (docs/programming.md):
 // - A is cut into blocks of at most MB rows. A block lies in one bank of the
 //   unified buffer, K tile by K tile (row base + kt * MB + i); blocks alternate
@@ -31,18 +43,37 @@
 #include "tpu/backend.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/numerics/gemm.hpp"
+#include "tpu/numerics/quant.hpp"
 
 namespace tpu {
 
-enum class OutType : std::uint8_t { Fp32, Bf16 };
+// The results: fp32 or bf16 of a bf16 product; int32 (Q-MAC) or int8 (Q-REQ) of an int8 one.
+enum class OutType : std::uint8_t { Fp32, Bf16, Int32, Int8 };
+enum class InType : std::uint8_t { Bf16, Int8 };
 
 struct GemmSpec {
   std::uint32_t m = 1, k = 1, n = 1;
-  bool has_c = false;     // accumulate onto C (M x N fp32)
-  bool has_bias = false;  // add bias (N fp32)
-  isa::Func act = isa::Func::None;
+  bool has_c = false;     // accumulate onto C (M x N fp32; int32 in int8 mode)
+  bool has_bias = false;  // add bias (N fp32); not in int8 mode, whose bias is RequantColumns'
+  isa::Func act = isa::Func::None;  // bf16 only: int8 mode clamps (clamp_lo, clamp_hi) instead
   std::uint16_t alpha = 0;  // bf16 slope of Func::Leaky
   OutType out = OutType::Fp32;
+  // int8 mode: A and B int8 (a core with HardwareConfig::int8), out Int32 or Int8.
+  InType in = InType::Bf16;
+  int input_zero_point = 0;  // za in [-128, 127] (Q-ZP)
+  // OutType::Int8 (Q-REQ): the output zero point zo and the clamp, all in [-128, 127]; relu is
+  // clamp_lo = zo (num::clamp_bounds).
+  int output_zero_point = 0;
+  int clamp_lo = -128, clamp_hi = 127;
+
+  bool int8() const { return in == InType::Int8; }
+};
+
+// Q-REQ's per-column parameters of an int8 GEMM with OutType::Int8: N values each, the bias
+// before the zero-point fold, the multipliers M (0 or in [2^30, 2^31 - 1]) and the shifts s
+// (in [-31, 30]).
+struct RequantColumns {
+  std::vector<std::int32_t> bias, multiplier, shift;
 };
 
 // Where the operands lie in host memory, and the program that uses them.
@@ -54,15 +85,27 @@ struct GemmPlan {
   // First row of each M block, then M. The first block is smaller when that
   // lets the array start sooner and the next block still loads in time.
   std::vector<std::uint32_t> block_first;
+  // bias_addr: the column rows, n_pad 4-byte values each: the bias (bf16 with has_bias); bias',
+  // M and s (int8 results); the seed row -za * colsum(B) (int32 results with za but no C).
   std::uint32_t prog_addr = 0, a_addr = 0, b_addr = 0, c_addr = 0, bias_addr = 0, out_addr = 0;
   std::size_t memory_bytes = 0;  // host memory the layout needs
   std::vector<isa::Instruction> program;
 
-  std::uint32_t out_elem_bytes() const { return spec.out == OutType::Fp32 ? 4 : 2; }
+  std::uint32_t in_elem_bytes() const { return spec.int8() ? 1 : 2; }
+  std::uint32_t out_elem_bytes() const {
+    return spec.out == OutType::Fp32 || spec.out == OutType::Int32 ? 4
+           : spec.out == OutType::Bf16                             ? 2
+                                                                   : 1;
+  }
+  // int32 results of an int8 product with za but no C start from the seed row.
+  bool has_seed_row() const {
+    return spec.int8() && spec.out == OutType::Int32 && spec.input_zero_point != 0 && !spec.has_c;
+  }
 };
 
 // Throws std::invalid_argument with a one-line reason for a shape that is
-// empty, or too large for this core's memories or the 32-bit host space.
+// empty, or too large for this core's memories or the 32-bit host space, and
+// for a spec this core cannot run or that mixes the bf16 and int8 options.
 GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec);
 
 // Lays out the operands (A, B bf16; C, bias fp32) as the plan says, padding
@@ -99,5 +142,26 @@ num::MatrixFp32 run_gemm(Backend& backend, const GemmSpec& spec, const num::Matr
 num::MatrixFp32 reference_gemm(const GemmSpec& spec, const num::MatrixBf16& a,
                                const num::MatrixBf16& b, const num::MatrixFp32* c,
                                const std::vector<num::fp32_t>* bias);
+
+// int8 mode: the same for int8 A and B, int32 C, and `requant` with OutType::Int8 (nullptr
+// otherwise). Results are int32, or int8 widened to int32.
+void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixI8& a,
+                       const num::MatrixI8& b, const num::MatrixI32* c,
+                       const RequantColumns* requant);
+num::MatrixI32 read_gemm_output_int(const GemmPlan& plan, const HostMemory& memory);
+struct GemmRunInt {
+  RunResult result;
+  num::MatrixI32 out;
+};
+GemmRunInt execute_gemm(const GemmPlan& plan, Backend& backend, const num::MatrixI8& a,
+                        const num::MatrixI8& b, const num::MatrixI32* c = nullptr,
+                        const RequantColumns* requant = nullptr);
+num::MatrixI32 run_gemm(Backend& backend, const GemmSpec& spec, const num::MatrixI8& a,
+                        const num::MatrixI8& b, const num::MatrixI32* c = nullptr,
+                        const RequantColumns* requant = nullptr, RunResult* result = nullptr);
+// num::gemm_int8, then the za correction (Q-ZP) and, for int8 results, num::requantize with the
+// folded bias (Q-REQ).
+num::MatrixI32 reference_gemm(const GemmSpec& spec, const num::MatrixI8& a, const num::MatrixI8& b,
+                              const num::MatrixI32* c, const RequantColumns* requant);
 
 }  // namespace tpu

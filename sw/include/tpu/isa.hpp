@@ -16,6 +16,20 @@
 
 namespace tpu::isa {
 
+// The int8 that the low byte of `bits` means in two's complement: an int8 field, an int8 value
+// in host memory, or the int8 in the low byte of a unified-buffer lane (int8 mode).
+constexpr int int8_value(std::uint32_t bits) {
+  return static_cast<int>(bits & 0xFFu) - ((bits & 0x80u) != 0 ? 0x100 : 0);
+}
+
+// The int32 an accumulator lane's 32 bits mean in int8 mode (two's complement), without the
+// conversion that is implementation-defined before C++20; sums that wrap are computed on
+// std::uint32_t and read back with it.
+constexpr std::int32_t int32_value(std::uint32_t bits) {
+  return bits < 0x80000000u ? static_cast<std::int32_t>(bits)
+                            : static_cast<std::int32_t>(bits - 0x80000000u) - 0x7FFFFFFF - 1;
+}
+
 // One instruction as its eight raw words. Any bit pattern can be held (so that illegal
 // instructions can be represented, checked and round-tripped); the setters refuse values wider
 // than their field with std::invalid_argument.
@@ -59,6 +73,10 @@ struct Instruction {
   std::uint32_t bias_step() const { return get(kBiasStep); }
   std::uint32_t total() const { return get(kTotal); }
   std::uint32_t offset() const { return get(kOffset); }
+  // ACTIVATE with REQ: the int8 fields, as the signed values their two's complement bits mean.
+  int zero_point() const { return int8_value(get(kZeroPoint)); }
+  int clamp_lo() const { return int8_value(get(kClampLo)); }
+  int clamp_hi() const { return int8_value(get(kClampHi)); }
 
   Instruction& set_count(std::uint64_t v) { return set(kCount, v); }
   Instruction& set_rows(std::uint64_t v) { return set(kRows, v); }
@@ -76,9 +94,16 @@ struct Instruction {
   Instruction& set_bias_step(std::uint64_t v) { return set(kBiasStep, v); }
   Instruction& set_total(std::uint64_t v) { return set(kTotal, v); }
   Instruction& set_offset(std::uint64_t v) { return set(kOffset, v); }
+  // -128 .. 127, stored as two's complement; std::invalid_argument outside.
+  Instruction& set_zero_point(int v) { return set_int8(kZeroPoint, v); }
+  Instruction& set_clamp_lo(int v) { return set_int8(kClampLo, v); }
+  Instruction& set_clamp_hi(int v) { return set_int8(kClampHi, v); }
 
   bool operator==(const Instruction& other) const { return words == other.words; }
   bool operator!=(const Instruction& other) const { return words != other.words; }
+
+ private:
+  Instruction& set_int8(const FieldSpec& field, int value);
 };
 
 // Table look-ups; nullptr when there is no such opcode or function.
@@ -98,7 +123,8 @@ std::vector<Instruction> decode_program(const std::vector<std::uint8_t>& bytes);
 
 // Throws std::invalid_argument naming the first parameter that no core can be built with
 // (rtl/top/tpu_top.sv's parameter checks): dim a power of two in 1..256, ub_depth and acc_depth
-// powers of two in 4..65536, bus_bytes a power of two in 4..64, weight_tiles in 2..16. The
+// powers of two in 4..65536, bus_bytes a power of two in 4..64, weight_tiles in 2..16; int8 only
+// on an array core; float_datapath off only with int8 and without links. The
 // pipeline depths and act_lanes are not checked: they do not change what a program means.
 void validate_config(const HardwareConfig& config);
 
@@ -117,10 +143,11 @@ struct RowSpan {
 struct Footprint {
   RowSpan source;          // addr_a side: MATMUL (UB), ACTIVATE (ACC), WRITE_HOST (UB or ACC)
   RowSpan destination;     // addr_b side: READ_HOST (UB or ACC), MATMUL (ACC), ACTIVATE (UB or ACC)
-  RowSpan bias;            // ACTIVATE with BIAS: one ACC row per iteration
+  RowSpan bias;            // ACTIVATE with BIAS: one ACC row per iteration (three with REQ)
   bool uses_host = false;  // READ_HOST, READ_WEIGHTS, WRITE_HOST, MATMUL with FETCH
   bool writes_host = false;          // WRITE_HOST
-  std::uint32_t host_row_bytes = 0;  // 4 * dim for ACC rows, 2 * dim for UB rows and weights
+  std::uint32_t host_row_bytes = 0;  // 4 * dim for ACC rows, 2 * dim for UB rows and weights,
+                                     // dim for int8 rows (I8)
   std::uint32_t host_rows = 0;       // rows per iteration: `rows`, or k_valid with FETCH
   std::uint64_t host_end = 0;        // one past the last host byte
 };

@@ -26,8 +26,14 @@ enum class Opcode : std::uint8_t {
 };
 
 // Flags: each flag's bit in the flags field.
-// READ_HOST.ACC: the destination is the accumulator memory (fp32 rows), not the unified buffer
+// READ_HOST.ACC: the destination is the accumulator memory (fp32 or int32 rows), not the unified
+// buffer
 inline constexpr unsigned kReadHostFlagAcc = 0;
+// READ_HOST.I8: host rows are int8, one byte a lane, each sign-extended into a 16-bit lane of the
+// unified buffer
+inline constexpr unsigned kReadHostFlagI8 = 1;
+// READ_WEIGHTS.I8: host rows are int8, one byte a weight, each sign-extended into a 16-bit lane
+inline constexpr unsigned kReadWeightsFlagI8 = 0;
 // MATMUL.ACC0: iteration 0 starts from the accumulator rows it writes (accumulate); without it,
 // from +0 (overwrite)
 inline constexpr unsigned kMatmulFlagAcc0 = 0;
@@ -37,12 +43,21 @@ inline constexpr unsigned kMatmulFlagAccn = 1;
 // host_stride, host_step, k_valid rows each; without it, host fields must be zero and the tiles
 // come from earlier READ_WEIGHTS
 inline constexpr unsigned kMatmulFlagFetch = 2;
+// MATMUL.I8: int8 mode (Q-MAC): the low bytes of the activation and weight lanes are int8, products
+// are exact and sums wrap in int32; with FETCH the tiles are read as int8 rows
+inline constexpr unsigned kMatmulFlagI8 = 3;
 // ACTIVATE.BIAS: add the fp32 bias row at bias_addr before the function
 inline constexpr unsigned kActivateFlagBias = 0;
 // ACTIVATE.F32: write fp32 rows to the accumulators instead of bf16 rows to the unified buffer
 inline constexpr unsigned kActivateFlagF32 = 1;
-// WRITE_HOST.ACC: the source is the accumulator memory (fp32 rows), not the unified buffer
+// ACTIVATE.REQ: requantise int32 rows to int8 (Q-REQ): rows bias_addr, + 1 and + 2 hold each
+// column's int32 bias, multiplier M and shift s; the results, clamped to clamp_lo .. clamp_hi, go
+// to the unified buffer sign-extended into 16-bit lanes
+inline constexpr unsigned kActivateFlagReq = 2;
+// WRITE_HOST.ACC: the source is the accumulator memory (fp32 or int32 rows), not the unified buffer
 inline constexpr unsigned kWriteHostFlagAcc = 0;
+// WRITE_HOST.I8: host rows are int8: the low byte of each unified-buffer lane, one byte a lane
+inline constexpr unsigned kWriteHostFlagI8 = 1;
 // ALLREDUCE.PS: the parameter-server algorithm instead of the ring, the baseline the ring is
 // measured against (docs/pod.md): every chip's rows travel the ring to chip 0, which adds them in
 // the order they arrive (its own, then chip N-1's, ..., chip 1's), and the sums travel back; not
@@ -106,6 +121,12 @@ inline constexpr FieldSpec kTotal{4, 0, 32, "total"};
 inline constexpr FieldSpec kOffset{5, 0, 32, "offset"};
 // offset_step: offset increment per iteration (ALLREDUCE)
 inline constexpr FieldSpec kOffsetStep{6, 0, 32, "offset_step"};
+// zero_point: output zero point zo, int8 (ACTIVATE with REQ)
+inline constexpr FieldSpec kZeroPoint{5, 0, 8, "zero_point"};
+// clamp_lo: lowest output, int8: -128, or zo for relu (ACTIVATE with REQ)
+inline constexpr FieldSpec kClampLo{5, 8, 8, "clamp_lo"};
+// clamp_hi: highest output, int8: 127, or zo + q6 for relu6 (ACTIVATE with REQ)
+inline constexpr FieldSpec kClampHi{5, 16, 8, "clamp_hi"};
 
 // A read-only array: C++17 has no std::span.
 template <typename T>
@@ -123,6 +144,7 @@ struct FlagSpec {
   const char* name;
   const char* mnemonic;
   const char* doc;
+  bool int8;  // selects the int8 datapath, which a core may lack
 };
 
 using UsedBits = std::array<std::uint32_t, kInstrWords>;
@@ -141,13 +163,15 @@ struct RowsOperand {
 };
 
 // Host rows read or written: `rows` of them per iteration (the field), only with the
-// flag only_if (kNoFlag: always), fp32 rows with the flag fp32_if, bf16 otherwise.
+// flag only_if (kNoFlag: always), fp32 rows with the flag fp32_if, int8 rows with
+// int8_if, bf16 otherwise.
 struct HostOperand {
   bool used;
   bool write;
   const FieldSpec* rows;
   unsigned only_if;
   unsigned fp32_if;
+  unsigned int8_if;
 };
 
 // A field's legal values: 1 .. the array size, a function code, or not zero.
@@ -166,16 +190,36 @@ struct ZeroUnless {
   ConstList<const FieldSpec*> fields;
 };
 
+// With the flag `flag` set, the flag `needed` must be set too.
+struct FlagRequires {
+  unsigned flag;
+  unsigned needed;
+  const char* text;  // what is wrong when it is not
+};
+
+// With the flag `flag` set, the flag other_flag must be clear (kNoFlag: none) and
+// the field other_field zero (nullptr: none).
+struct FlagExcludes {
+  unsigned flag;
+  unsigned other_flag;
+  const FieldSpec* other_field;
+  const char* text;
+};
+
 struct OpcodeRules {
   bool repeats;  // count iterations of rows rows, both at least 1
   RowsOperand source;       // addr_a, step_a
   RowsOperand destination;  // addr_b, step_b
   unsigned bias_if;  // a bias row per iteration with this flag (kNoFlag: none)
+  unsigned quant_if;  // ... three (bias, multiplier, shift) with this one
   HostOperand host;
   ConstList<FieldLimit> limits;
   ConstList<ZeroUnless> zero_unless;
   bool in_place;  // writes back its source rows
   bool links;     // needs a core with inter-chip links
+  unsigned float_unless;  // needs the float datapath without this flag
+  ConstList<FlagRequires> requires;
+  ConstList<FlagExcludes> excludes;
 };
 
 struct OpcodeInfo {
@@ -195,38 +239,60 @@ inline constexpr const FieldSpec* kReadHostFields[] = {
     &kCount, &kRows, &kAddrB, &kStepB, &kHostAddr, &kHostStride, &kHostStep};
 inline constexpr FlagSpec kReadHostFlags[] = {
     {0, "ACC", "acc",
-     "the destination is the accumulator memory (fp32 rows), not the unified buffer"},
+     "the destination is the accumulator memory (fp32 or int32 rows), not the unified buffer",
+     false},
+    {1, "I8", "i8",
+     "host rows are int8, one byte a lane, each sign-extended into a 16-bit lane of the unified "
+     "buffer",
+     true},
 };
 inline constexpr UsedBits kReadHostUsedBits{{
-    0x000001FF, 0xFFFFFFFF, 0xFFFF0000, 0xFFFF0000,
+    0x000003FF, 0xFFFFFFFF, 0xFFFF0000, 0xFFFF0000,
     0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x00000000}};
+inline constexpr FlagExcludes kReadHostExcludes[] = {
+    {1, 0, nullptr, "I8 and ACC exclude each other"}};
 inline constexpr OpcodeRules kReadHostRules{
-    true, {false, Memory::Ub, kNoFlag}, {true, Memory::Ub, 0}, kNoFlag,
-    {true, false, &kRows, kNoFlag, 0}, {nullptr, 0}, {nullptr, 0}, false, false};
+    true, {false, Memory::Ub, kNoFlag}, {true, Memory::Ub, 0}, kNoFlag, kNoFlag,
+    {true, false, &kRows, kNoFlag, 0, 1}, {nullptr, 0}, {nullptr, 0}, false, false, kNoFlag,
+    {nullptr, 0}, {kReadHostExcludes, 1}};
 inline constexpr const FieldSpec* kReadWeightsFields[] = {
     &kCount, &kRows, &kHostAddr, &kHostStride, &kHostStep};
+inline constexpr FlagSpec kReadWeightsFlags[] = {
+    {0, "I8", "i8",
+     "host rows are int8, one byte a weight, each sign-extended into a 16-bit lane",
+     true},
+};
 inline constexpr UsedBits kReadWeightsUsedBits{{
-    0x000000FF, 0xFFFFFFFF, 0x00000000, 0x00000000,
+    0x000001FF, 0xFFFFFFFF, 0x00000000, 0x00000000,
     0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x00000000}};
 inline constexpr FieldLimit kReadWeightsLimits[] = {{&kRows, Limit::OneToDim}};
 inline constexpr OpcodeRules kReadWeightsRules{
-    true, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag,
-    {true, false, &kRows, kNoFlag, kNoFlag}, {kReadWeightsLimits, 1}, {nullptr, 0}, false, false};
+    true, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag, kNoFlag,
+    {true, false, &kRows, kNoFlag, kNoFlag, 0}, {kReadWeightsLimits, 1}, {nullptr, 0}, false, false,
+    kNoFlag, {nullptr, 0}, {nullptr, 0}};
 inline constexpr const FieldSpec* kMatmulFields[] = {
     &kCount, &kRows, &kAddrA, &kAddrB, &kStepA, &kStepB, &kHostAddr, &kHostStride, &kHostStep,
     &kKValid, &kNValid};
 inline constexpr FlagSpec kMatmulFlags[] = {
     {0, "ACC0", "acc0",
      "iteration 0 starts from the accumulator rows it writes (accumulate); without it, from +0 "
-     "(overwrite)"},
-    {1, "ACCN", "accn", "iterations 1 .. count-1 start from the accumulator rows they write"},
+     "(overwrite)",
+     false},
+    {1, "ACCN", "accn",
+     "iterations 1 .. count-1 start from the accumulator rows they write",
+     false},
     {2, "FETCH", "fetch",
      "the instruction loads its own weight tiles (one per iteration) from host_addr, "
      "host_stride, host_step, k_valid rows each; without it, host fields must be zero and the "
-     "tiles come from earlier READ_WEIGHTS"},
+     "tiles come from earlier READ_WEIGHTS",
+     false},
+    {3, "I8", "i8",
+     "int8 mode (Q-MAC): the low bytes of the activation and weight lanes are int8, products are "
+     "exact and sums wrap in int32; with FETCH the tiles are read as int8 rows",
+     true},
 };
 inline constexpr UsedBits kMatmulUsedBits{{
-    0x000007FF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF,
+    0x00000FFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF,
     0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x01FF01FF}};
 inline constexpr FieldLimit kMatmulLimits[] = {
     {&kKValid, Limit::OneToDim}, {&kNValid, Limit::OneToDim}};
@@ -234,51 +300,75 @@ inline constexpr const FieldSpec* kMatmulZeroUnlessFetch[] = {&kHostAddr, &kHost
 inline constexpr ZeroUnless kMatmulZeroUnless[] = {
     {false, 2, "FETCH", {kMatmulZeroUnlessFetch, 3}}};
 inline constexpr OpcodeRules kMatmulRules{
-    true, {true, Memory::Ub, kNoFlag}, {true, Memory::Acc, kNoFlag}, kNoFlag,
-    {true, false, &kKValid, 2, kNoFlag}, {kMatmulLimits, 2}, {kMatmulZeroUnless, 1}, false, false};
+    true, {true, Memory::Ub, kNoFlag}, {true, Memory::Acc, kNoFlag}, kNoFlag, kNoFlag,
+    {true, false, &kKValid, 2, kNoFlag, 3}, {kMatmulLimits, 2}, {kMatmulZeroUnless, 1}, false,
+    false, 3, {nullptr, 0}, {nullptr, 0}};
 inline constexpr const FieldSpec* kActivateFields[] = {
-    &kFunc, &kCount, &kRows, &kAddrA, &kAddrB, &kStepA, &kStepB, &kAlpha, &kBiasAddr, &kBiasStep};
+    &kFunc, &kCount, &kRows, &kAddrA, &kAddrB, &kStepA, &kStepB, &kAlpha, &kBiasAddr, &kBiasStep,
+    &kZeroPoint, &kClampLo, &kClampHi};
 inline constexpr FlagSpec kActivateFlags[] = {
-    {0, "BIAS", "bias", "add the fp32 bias row at bias_addr before the function"},
+    {0, "BIAS", "bias", "add the fp32 bias row at bias_addr before the function", false},
     {1, "F32", "f32",
-     "write fp32 rows to the accumulators instead of bf16 rows to the unified buffer"},
+     "write fp32 rows to the accumulators instead of bf16 rows to the unified buffer",
+     false},
+    {2, "REQ", "req",
+     "requantise int32 rows to int8 (Q-REQ): rows bias_addr, + 1 and + 2 hold each column's "
+     "int32 bias, multiplier M and shift s; the results, clamped to clamp_lo .. clamp_hi, go to "
+     "the unified buffer sign-extended into 16-bit lanes",
+     true},
 };
 inline constexpr UsedBits kActivateUsedBits{{
-    0x000F03FF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF,
-    0x0000FFFF, 0x00000000, 0x00000000, 0xFFFFFFFF}};
+    0x000F07FF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF,
+    0x0000FFFF, 0x00FFFFFF, 0x00000000, 0xFFFFFFFF}};
 inline constexpr FieldLimit kActivateLimits[] = {{&kFunc, Limit::Function}};
 inline constexpr const FieldSpec* kActivateZeroUnlessBias[] = {&kBiasAddr, &kBiasStep};
 inline constexpr const FieldSpec* kActivateZeroUnlessLeaky[] = {&kAlpha};
+inline constexpr const FieldSpec* kActivateZeroUnlessReq[] = {&kZeroPoint, &kClampLo, &kClampHi};
 inline constexpr ZeroUnless kActivateZeroUnless[] = {
     {false, 0, "BIAS", {kActivateZeroUnlessBias, 2}},
-    {true, 3, "leaky", {kActivateZeroUnlessLeaky, 1}}};
+    {true, 3, "leaky", {kActivateZeroUnlessLeaky, 1}},
+    {false, 2, "REQ", {kActivateZeroUnlessReq, 3}}};
+inline constexpr FlagRequires kActivateRequires[] = {{2, 0, "REQ needs BIAS"}};
+inline constexpr FlagExcludes kActivateExcludes[] = {
+    {2, 1, nullptr, "REQ and F32 exclude each other"},
+    {2, kNoFlag, &kFunc, "func must be 0 with REQ"}};
 inline constexpr OpcodeRules kActivateRules{
-    true, {true, Memory::Acc, kNoFlag}, {true, Memory::Ub, 1}, 0,
-    {false, false, nullptr, kNoFlag, kNoFlag}, {kActivateLimits, 1}, {kActivateZeroUnless, 2},
-    false, false};
+    true, {true, Memory::Acc, kNoFlag}, {true, Memory::Ub, 1}, 0, 2,
+    {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {kActivateLimits, 1},
+    {kActivateZeroUnless, 3}, false, false, 2, {kActivateRequires, 1}, {kActivateExcludes, 2}};
 inline constexpr const FieldSpec* kWriteHostFields[] = {
     &kCount, &kRows, &kAddrA, &kStepA, &kHostAddr, &kHostStride, &kHostStep};
 inline constexpr FlagSpec kWriteHostFlags[] = {
-    {0, "ACC", "acc", "the source is the accumulator memory (fp32 rows), not the unified buffer"},
+    {0, "ACC", "acc",
+     "the source is the accumulator memory (fp32 or int32 rows), not the unified buffer",
+     false},
+    {1, "I8", "i8",
+     "host rows are int8: the low byte of each unified-buffer lane, one byte a lane",
+     true},
 };
 inline constexpr UsedBits kWriteHostUsedBits{{
-    0x000001FF, 0xFFFFFFFF, 0x0000FFFF, 0x0000FFFF,
+    0x000003FF, 0xFFFFFFFF, 0x0000FFFF, 0x0000FFFF,
     0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x00000000}};
+inline constexpr FlagExcludes kWriteHostExcludes[] = {
+    {1, 0, nullptr, "I8 and ACC exclude each other"}};
 inline constexpr OpcodeRules kWriteHostRules{
-    true, {true, Memory::Ub, 0}, {false, Memory::Ub, kNoFlag}, kNoFlag,
-    {true, true, &kRows, kNoFlag, 0}, {nullptr, 0}, {nullptr, 0}, false, false};
+    true, {true, Memory::Ub, 0}, {false, Memory::Ub, kNoFlag}, kNoFlag, kNoFlag,
+    {true, true, &kRows, kNoFlag, 0, 1}, {nullptr, 0}, {nullptr, 0}, false, false, kNoFlag,
+    {nullptr, 0}, {kWriteHostExcludes, 1}};
 inline constexpr UsedBits kSyncUsedBits{{
     0x000000FF, 0x00000000, 0x00000000, 0x00000000,
     0x00000000, 0x00000000, 0x00000000, 0x00000000}};
 inline constexpr OpcodeRules kSyncRules{
-    false, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag,
-    {false, false, nullptr, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}, false, false};
+    false, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag, kNoFlag,
+    {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}, false, false,
+    kNoFlag, {nullptr, 0}, {nullptr, 0}};
 inline constexpr UsedBits kHaltUsedBits{{
     0x000000FF, 0x00000000, 0x00000000, 0x00000000,
     0x00000000, 0x00000000, 0x00000000, 0x00000000}};
 inline constexpr OpcodeRules kHaltRules{
-    false, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag,
-    {false, false, nullptr, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}, false, false};
+    false, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag, kNoFlag,
+    {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}, false, false,
+    kNoFlag, {nullptr, 0}, {nullptr, 0}};
 inline constexpr const FieldSpec* kAllreduceFields[] = {
     &kCount, &kRows, &kAddrA, &kStepA, &kTotal, &kOffset, &kOffsetStep};
 inline constexpr FlagSpec kAllreduceFlags[] = {
@@ -286,36 +376,41 @@ inline constexpr FlagSpec kAllreduceFlags[] = {
      "the parameter-server algorithm instead of the ring, the baseline the ring is measured "
      "against (docs/pod.md): every chip's rows travel the ring to chip 0, which adds them in the "
      "order they arrive (its own, then chip N-1's, ..., chip 1's), and the sums travel back; not "
-     "N-REDUCE's bits"},
+     "N-REDUCE's bits",
+     false},
 };
 inline constexpr UsedBits kAllreduceUsedBits{{
     0x000001FF, 0xFFFFFFFF, 0x0000FFFF, 0x0000FFFF,
     0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x00000000}};
 inline constexpr FieldLimit kAllreduceLimits[] = {{&kTotal, Limit::NonZero}};
 inline constexpr OpcodeRules kAllreduceRules{
-    true, {true, Memory::Acc, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag,
-    {false, false, nullptr, kNoFlag, kNoFlag}, {kAllreduceLimits, 1}, {nullptr, 0}, true, true};
+    true, {true, Memory::Acc, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag, kNoFlag,
+    {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {kAllreduceLimits, 1}, {nullptr, 0}, true,
+    true, kNoFlag, {nullptr, 0}, {nullptr, 0}};
 
 inline constexpr std::array<OpcodeInfo, 8> kOpcodeTable{{
     {Opcode::ReadHost, "read_host",
-     "Copies rows from host memory into the unified buffer (bf16 rows) or the accumulators (fp32 "
-     "rows).",
-     {kReadHostFields, 7}, {kReadHostFlags, 1}, 0x01, kReadHostUsedBits, &kReadHostRules},
+     "Copies rows from host memory into the unified buffer (bf16 rows, or int8 with I8) or the "
+     "accumulators (fp32 or int32 rows).",
+     {kReadHostFields, 7}, {kReadHostFlags, 2}, 0x03, kReadHostUsedBits, &kReadHostRules},
     {Opcode::ReadWeights, "read_weights",
      "Pushes `count` weight tiles into the weight FIFO. Each tile is `rows` rows of array-size "
-     "bf16 weights read from host memory; rows `rows` .. size-1 of the tile are +0.",
-     {kReadWeightsFields, 5}, {nullptr, 0}, 0x00, kReadWeightsUsedBits, &kReadWeightsRules},
+     "bf16 (or, with I8, int8) weights read from host memory; rows `rows` .. size-1 of the tile "
+     "are +0.",
+     {kReadWeightsFields, 5}, {kReadWeightsFlags, 1}, 0x01, kReadWeightsUsedBits, &kReadWeightsRules},
     {Opcode::Matmul, "matmul",
      "Streams unified-buffer rows through the systolic array against one weight tile per "
-     "iteration and writes fp32 rows to the accumulators.",
-     {kMatmulFields, 11}, {kMatmulFlags, 3}, 0x07, kMatmulUsedBits, &kMatmulRules},
+     "iteration and writes fp32 rows (int32 with I8) to the accumulators.",
+     {kMatmulFields, 11}, {kMatmulFlags, 4}, 0x0F, kMatmulUsedBits, &kMatmulRules},
     {Opcode::Activate, "activate",
      "Reads accumulator rows, adds a bias row, applies the function and writes the results to "
-     "the unified buffer (bf16, rounded by N-OUT) or the accumulators (fp32).",
-     {kActivateFields, 10}, {kActivateFlags, 2}, 0x03, kActivateUsedBits, &kActivateRules},
+     "the unified buffer (bf16, rounded by N-OUT) or the accumulators (fp32); with REQ, "
+     "requantises int32 rows to int8 instead (Q-REQ).",
+     {kActivateFields, 13}, {kActivateFlags, 3}, 0x07, kActivateUsedBits, &kActivateRules},
     {Opcode::WriteHost, "write_host",
-     "Copies unified-buffer (bf16) or accumulator (fp32) rows to host memory.",
-     {kWriteHostFields, 7}, {kWriteHostFlags, 1}, 0x01, kWriteHostUsedBits, &kWriteHostRules},
+     "Copies unified-buffer (bf16, or int8 with I8) or accumulator (fp32 or int32) rows to host "
+     "memory.",
+     {kWriteHostFields, 7}, {kWriteHostFlags, 2}, 0x03, kWriteHostUsedBits, &kWriteHostRules},
     {Opcode::Sync, "sync",
      "Waits until every earlier instruction has completed.",
      {nullptr, 0}, {nullptr, 0}, 0x00, kSyncUsedBits, &kSyncRules},

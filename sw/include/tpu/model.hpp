@@ -72,16 +72,20 @@ class FunctionalModel final : public Backend {
   std::uint64_t uninitialized_reads() const { return uninitialized_reads_; }
 
  private:
-  using Tile = std::vector<num::bf16_t>;  // transposed: weight (k, j) at [j * dim + k]
+  // Transposed: weight (k, j) at [j * dim + k]. 16-bit lanes: bf16, or a sign-extended int8.
+  using Tile = std::vector<num::bf16_t>;
 
   // Step 7 of "Errors": the weight-tile accounting, before the instruction issues.
   isa::CheckResult account_weights(const isa::Instruction& in) const;
   void execute(const isa::Instruction& in);
   void read_host(const isa::Instruction& in);
-  Tile load_tile(std::uint64_t host_addr, std::uint32_t stride, std::uint32_t rows) const;
+  // bf16 rows of 2 * dim bytes, or int8 rows of dim bytes sign-extended into the lanes.
+  Tile load_tile(std::uint64_t host_addr, std::uint32_t stride, std::uint32_t rows,
+                 bool int8) const;
   void read_weights(const isa::Instruction& in);
   void matmul(const isa::Instruction& in);
   void activate(const isa::Instruction& in);
+  void requantize(const isa::Instruction& in);  // ACTIVATE with REQ
   void write_host(const isa::Instruction& in);
   bool stop(regs::Error error, std::uint32_t pc, std::string detail);
   // Calls f(flat index, element of acc_) for each lane of the waiting ALLREDUCE below `total`.

@@ -1,10 +1,12 @@
 // NumPy .npy files of float32 ('<f4'), C order, with one or two dimensions (or, where asked, any
 // number up to NumPy's 32, a scalar's none included): what the runtime exchanges with Python
-// (weights, inputs, results, gradients). Reads format versions 1.0, 2.0 and 3.0 and
-// writes 1.0. Anything else is refused with a one-line message naming the file and the problem.
+// (weights, inputs, results, gradients); and of int8 ('|i1') and int32 ('<i4'), the operands and
+// results of int8 products. Reads format versions 1.0, 2.0 and 3.0 and writes 1.0. Anything else
+// is refused with a one-line message naming the file and the problem.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,5 +34,23 @@ Array read(const std::string& path, Dims dims = Dims::OneOrTwo);
 // refuse (shape and data size disagree, 0 or more than 2 dimensions, a zero dimension), and
 // std::runtime_error ("<path>: <problem>") when the file cannot be written.
 void write(const std::string& path, const Array& array, Dims dims = Dims::OneOrTwo);
+
+// Integer files: int8 ('|i1'; '<i1' and '>i1' read too) or int32 ('<i4').
+enum class Dtype { Float32, Int8, Int32 };
+
+struct IntArray {
+  std::vector<std::size_t> shape;
+  Dtype dtype = Dtype::Int32;      // Int8 or Int32
+  std::vector<std::int32_t> data;  // C order, int8 values widened
+
+  std::size_t rows() const { return shape.empty() ? 0 : shape[0]; }
+  std::size_t cols() const { return shape.size() == 2 ? shape[1] : 1; }
+};
+
+// As read(), for a file whose dtype is `dtype` (Int8 or Int32); any other dtype is refused with
+// the message read() gives, naming the one expected.
+IntArray read_int(const std::string& path, Dtype dtype, Dims dims = Dims::OneOrTwo);
+// As write(); also std::invalid_argument for an Int8 array holding a value outside [-128, 127].
+void write_int(const std::string& path, const IntArray& array, Dims dims = Dims::OneOrTwo);
 
 }  // namespace tpu::npy

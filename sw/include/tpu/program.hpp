@@ -26,6 +26,7 @@ namespace tpu::isa {
 
 struct ReadHostArgs {
   bool acc = false;  // fp32 rows into the accumulators instead of bf16 rows into the UB
+  bool i8 = false;   // int8 host rows, sign-extended into the UB's lanes (not with acc)
   std::uint32_t count = 1;
   std::uint32_t rows = 1;
   std::uint32_t addr_b = 0;
@@ -36,6 +37,7 @@ struct ReadHostArgs {
 };
 
 struct ReadWeightsArgs {
+  bool i8 = false;  // int8 host rows
   std::uint32_t count = 1;
   std::uint32_t rows = 1;  // weight rows per tile; the rest of the tile is +0
   std::uint32_t host_addr = 0;
@@ -47,6 +49,7 @@ struct MatmulArgs {
   bool acc0 = false;   // iteration 0 accumulates into the rows it writes
   bool accn = false;   // iterations 1 .. count-1 accumulate
   bool fetch = false;  // load one weight tile per iteration from the host fields
+  bool i8 = false;     // int8 mode (Q-MAC): int32 sums; with fetch, int8 weight rows
   std::uint32_t count = 1;
   std::uint32_t rows = 1;
   std::uint32_t addr_a = 0;
@@ -73,10 +76,17 @@ struct ActivateArgs {
   std::uint32_t step_b = 0;
   std::uint32_t bias_addr = 0;
   std::uint32_t bias_step = 0;
+  // REQ: requantise int32 rows to int8 (Q-REQ) with the three rows bias, multiplier and shift
+  // at bias_addr (bias must be set, func None, f32 clear), the output zero point and clamp.
+  bool req = false;
+  int zero_point = 0;
+  int clamp_lo = 0;
+  int clamp_hi = 0;
 };
 
 struct WriteHostArgs {
   bool acc = false;  // fp32 accumulator rows instead of bf16 UB rows
+  bool i8 = false;   // int8 host rows: the low byte of each UB lane (not with acc)
   std::uint32_t count = 1;
   std::uint32_t rows = 1;
   std::uint32_t addr_a = 0;

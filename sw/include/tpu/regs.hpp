@@ -103,6 +103,13 @@ inline constexpr std::uint32_t kHwCoreSequentialMask = 0x00000001;
 // ALLREDUCE is legal
 inline constexpr unsigned kHwCoreLinksBit = 1;
 inline constexpr std::uint32_t kHwCoreLinksMask = 0x00000002;
+// HW_CORE.INT8: 1: the core has the int8 datapath (tpu_top's Int8): the I8 and REQ flags are legal
+inline constexpr unsigned kHwCoreInt8Bit = 2;
+inline constexpr std::uint32_t kHwCoreInt8Mask = 0x00000004;
+// HW_CORE.INT8_ONLY: 1: the core has no float datapath (tpu_top's Float off): MATMUL needs I8 and
+// ACTIVATE needs REQ
+inline constexpr unsigned kHwCoreInt8OnlyBit = 3;
+inline constexpr std::uint32_t kHwCoreInt8OnlyMask = 0x00000008;
 // HW_CORE.LINK_LANES: fp32 lanes a link carries per cycle (tpu_top's LinkLanes); 0 without links
 inline constexpr unsigned kHwCoreLinkLanesLsb = 8;
 inline constexpr unsigned kHwCoreLinkLanesWidth = 16;

@@ -1,0 +1,86 @@
+// Reference int8 arithmetic (TensorFlow Lite's scheme): the integer GEMM of Q-MAC, the
+// requantisation of Q-REQ, the zero-point folding of Q-ZP and the multiplier of Q-SCALE, bit for
+// bit as docs/numerics.md states them. Pure integer code except quantize_multiplier and the
+// relu6 bound, which start from a real scale.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "tpu/numerics/gemm.hpp"
+
+namespace tpu::num {
+
+using MatrixI8 = Matrix<std::int8_t>;
+using MatrixI32 = Matrix<std::int32_t>;
+
+// Q-MAC: out(i, j) = c(i, j) (or 0) + sum over k of a(i, k) * w(k, j), every addition wrapping
+// modulo 2^32 (so the order of the sum does not matter). a is M x K, w is K x N, c (optional) is
+// M x N; throws std::invalid_argument otherwise.
+MatrixI32 gemm_int8(const MatrixI8& a, const MatrixI8& w, const MatrixI32* c = nullptr);
+
+// Q-REQ's SRDHM, TensorFlow Lite's SaturatingRoundingDoublingHighMul: a * b / 2^31 rounded to
+// nearest with ties toward +infinity; INT32_MAX for a = b = INT32_MIN, the one product that
+// overflows.
+std::int32_t saturating_rounding_doubling_high_mul(std::int32_t a, std::int32_t b);
+
+// Q-REQ's RDBP, TensorFlow Lite's RoundingDivideByPOT: x / 2^exponent rounded to nearest with
+// ties away from zero. exponent must be in [0, 31]; throws std::invalid_argument otherwise.
+std::int32_t rounding_divide_by_pot(std::int32_t x, int exponent);
+
+// A real multiplier r ~ multiplier * 2^(shift - 31) (Q-SCALE). Valid: multiplier 0 or in
+// [2^30, 2^31 - 1], shift in [-31, 30].
+struct QuantizedMultiplier {
+  std::int32_t multiplier = 0;
+  int shift = 0;
+};
+
+bool valid_quantized_multiplier(QuantizedMultiplier m);
+
+// The multiply of Q-REQ, TensorFlow Lite's MultiplyByQuantizedMultiplier in its double-rounding
+// form: x = wrap(x * 2^max(s, 0)); RDBP(SRDHM(x, M), max(-s, 0)). Throws std::invalid_argument
+// if m is not valid.
+std::int32_t multiply_by_quantized_multiplier(std::int32_t x, QuantizedMultiplier m);
+
+// One output channel's requantisation parameters (Q-REQ): bias b(j), multiplier M(j) and shift
+// s(j), output zero point zo in [-128, 127] and clamp bounds -128 <= lo <= hi <= 127.
+struct RequantParams {
+  std::int32_t bias = 0;
+  QuantizedMultiplier m;
+  int zero_point = 0;
+  int lo = -128;
+  int hi = 127;
+};
+
+// Q-REQ: x = wrap(sum + bias), y = multiply_by_quantized_multiplier(x, m),
+// out = clamp(y + zero_point, lo, hi) with y + zero_point exact. Throws std::invalid_argument if
+// the parameters are outside the ranges above.
+std::int8_t requantize(std::int32_t sum, const RequantParams& p);
+
+// Q-SCALE, TensorFlow Lite's QuantizeMultiplier: r = f * 2^e (frexp), M = f * 2^31 rounded half
+// away from zero, s = e, with M = 2^31 renormalised to 2^30 and e + 1, and M = 0, s = 0 when
+// e < -31 or r = 0 (either zero). Throws std::invalid_argument for r < 0, a non-finite r, or an r
+// that needs s > 30 (r >= 2^30 - 2^-2).
+QuantizedMultiplier quantize_multiplier(double real_multiplier);
+
+// Q-ZP: the bias with the input zero point folded in,
+// b'(j) = wrap(b(j) - input_zero_point * sum over k of w(k, j)), so that
+// sum of a * w + b' = sum of (a - input_zero_point) * w + b modulo 2^32. bias has one entry per
+// column of w; throws std::invalid_argument otherwise.
+std::vector<std::int32_t> fold_input_zero_point(const std::vector<std::int32_t>& bias,
+                                                int input_zero_point, const MatrixI8& w);
+
+// The activations an int8 layer fuses into its clamp (Q-REQ).
+enum class QuantActivation { kNone, kRelu, kRelu6 };
+
+// q6 of Q-REQ: 6 / output_scale rounded half away from zero, saturated to [0, INT32_MAX].
+// output_scale must be positive and finite; throws std::invalid_argument otherwise.
+int relu6_quantized_six(double output_scale);
+
+// Q-REQ's clamp bounds {lo, hi}: none (-128, 127); relu (max(zo, -128), 127); relu6
+// (max(zo, -128), min(127, zo + q6)). zero_point must be in [-128, 127]; output_scale is only read
+// for relu6. Throws std::invalid_argument otherwise.
+std::pair<int, int> clamp_bounds(QuantActivation act, int zero_point, double output_scale);
+
+}  // namespace tpu::num
