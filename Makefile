@@ -49,7 +49,7 @@ LINT_SEQ    := $(LINT_CORE) "-GSequential=1'b1" -GBusBytes=4
 LINT_BOARD  := $(LINT) $(BOARD_FILES) --top-module tpu_board
 
 .PHONY: all deps build sw sim test lint synth wave wave-core bench bench-suite bench-sim bench-core bench-pod \
-        bench-mxu bench-tpu demo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
+        bench-mxu bench-tpu demo int8-accuracy nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
         fpga-breakdown clean
 
 all: build
@@ -222,12 +222,33 @@ bench-mxu: deps
 	scripts/bench_mxu.sh $(BUILD)/bench
 
 # The trained Fashion-MNIST networks of sw/nets on the RTL, checked against the
-# functional model (same predictions) and host fp32 (accuracy).
+# functional model (same predictions) and host fp32 (accuracy); then the same networks
+# quantised to int8 (tpu quantize, into $(BUILD)/nets), on the RTL, checked against the model
+# and the host's int8 reference (same predictions on all three).
 demo: build
 	$(BUILD)/bin/tpu eval --net sw/nets/mlp.json --backend rtl --images $(DEMO_COUNT) \
 	  --compare model host --stats
 	$(BUILD)/bin/tpu eval --net sw/nets/cnn.json --backend rtl --images $(DEMO_COUNT) \
 	  --compare model host --stats
+	@mkdir -p $(BUILD)/nets
+	$(BUILD)/bin/tpu quantize --net sw/nets/mlp.json --out $(BUILD)/nets/mlp_int8.json
+	$(BUILD)/bin/tpu eval --net $(BUILD)/nets/mlp_int8.json --backend rtl --images $(DEMO_COUNT) \
+	  --compare model host --stats
+	$(BUILD)/bin/tpu quantize --net sw/nets/cnn.json --out $(BUILD)/nets/cnn_int8.json
+	$(BUILD)/bin/tpu eval --net $(BUILD)/nets/cnn_int8.json --backend rtl --images $(DEMO_COUNT) \
+	  --compare model host --stats
+
+# docs/networks.md's int8 table: both networks quantised (calibration on the first 1,000
+# training images), then bf16 and int8 on all 10,000 test images on the functional model, int8
+# also on the host's int8 reference (the same predictions). About half a minute on one core.
+int8-accuracy: build
+	@mkdir -p $(BUILD)/nets
+	for net in mlp cnn; do \
+	  $(BUILD)/bin/tpu quantize --net sw/nets/$$net.json --out $(BUILD)/nets/$${net}_int8.json && \
+	  $(BUILD)/bin/tpu eval --net sw/nets/$$net.json --backend model && \
+	  $(BUILD)/bin/tpu eval --net $(BUILD)/nets/$${net}_int8.json --backend model \
+	    --compare host || exit 1; \
+	done
 
 # Retrains the networks of sw/nets on the functional model (about 15 min for
 # the MLP, 50 minutes for the CNN, on one core).

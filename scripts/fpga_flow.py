@@ -50,9 +50,12 @@ TOOLS_BIN = Path(os.environ.get("TOOLS_BIN", ROOT / ".venv" / "bin"))
 # tpu_board's parameters, in the order of its declaration.
 PARAMETERS = ("Sequential", "CounterWidth", "Dim", "MulStages", "AddStages", "UbDepth",
               "AccDepth", "WeightTiles", "BusBytes", "ActLanes", "QueueDepth", "ReadBufBeats",
-              "MemBytes", "ClockHz", "Baud")
-# The one parameter that is a choice, not a size: 1 builds the sequential core (tpu_seq_core).
-FLAGS = ("Sequential",)
+              "Int8", "Float", "MemBytes", "ClockHz", "Baud")
+# The parameters that are choices, not sizes: Sequential 1 builds the sequential core
+# (tpu_seq_core); Int8 1 the int8 datapath; Float 0 leaves the float one out.
+FLAGS = ("Sequential", "Int8", "Float")
+# Pipeline-register counts, which may be 0; every other parameter is a positive size.
+STAGES = ("MulStages", "AddStages")
 FAMILIES = ("ecp5", "ice40")
 # The RTL file lists (scripts/rtl_files.py) of each core (Sequential = 0, 1), of tpu_top's shell
 # and of the board around it. A board reads only its own core's files: Yosys numbers its
@@ -123,8 +126,9 @@ def load_board(name):
         if key in FLAGS:
             if value not in (0, 1) or isinstance(value, bool):
                 raise FlowError(f"{where}: parameters.{key} is missing or not 0 or 1")
-        elif not isinstance(value, int) or value <= 0:
-            raise FlowError(f"{where}: parameters.{key} is missing or not a positive integer")
+        elif not isinstance(value, int) or isinstance(value, bool) or value < (key not in STAGES):
+            raise FlowError(f"{where}: parameters.{key} is missing or not a "
+                            f"{'non-negative' if key in STAGES else 'positive'} integer")
     for key in parameters:
         if key not in PARAMETERS:
             raise FlowError(f"{where}: parameters.{key} is not a parameter of tpu_board")
@@ -155,8 +159,8 @@ def with_settings(board, settings):
             raise FlowError(f"--set {setting}: '{value}' is not an integer") from None
         if name in FLAGS and parameters[name] not in (0, 1):
             raise FlowError(f"--set {setting}: must be 0 or 1")
-        if name not in FLAGS and parameters[name] <= 0:
-            raise FlowError(f"--set {setting}: must be positive")
+        if name not in FLAGS and parameters[name] < (name not in STAGES):
+            raise FlowError(f"--set {setting}: must be {'0 or more' if name in STAGES else 'positive'}")
     changed = {**board, "parameters": parameters}
     check_clock(changed)
     return changed
@@ -242,8 +246,13 @@ def rtl_sources(board):
         sources = [relative(path) for path in rtl_files.rtl_files(ROOT / name for name in lists)]
     except rtl_files.ListError as error:
         raise FlowError(str(error)) from None
-    sources += [f"fpga/{board['folder']}/{source}" for source in board["sources"]]
+    sources += [relative((FPGA / board["folder"] / source).resolve()) for source in board["sources"]]
     return sources
+
+
+def pll_module(board):
+    """The PLL the top instantiates: ulx3s_top's is ulx3s_pll, whichever board folder uses it."""
+    return board["top"].removesuffix("_top") + "_pll"
 
 
 def make_pll(board, out):
@@ -252,7 +261,7 @@ def make_pll(board, out):
     pll = out / "pll.v"
     log = out / "ecppll.log"
     run([tool("ecppll"), "-i", str(board["oscillator_hz"] / 1e6), "-o", str(clock_hz / 1e6),
-         "--module", f"{board['folder']}_pll", "-f", relative(pll)], log, "ecppll")
+         "--module", pll_module(board), "-f", relative(pll)], log, "ecppll")
     made = re.search(r"clkout0 frequency: ([0-9.]+) MHz", log.read_text())
     if not made or abs(float(made[1]) * 1e6 - clock_hz) > 1:
         got = f"{made[1]} MHz" if made else "nothing"
@@ -289,7 +298,7 @@ def synthesize(board, out, label):
 def place_and_route(board, netlist, out, seed, label):
     family = board["family"]
     clock_mhz = board["parameters"]["ClockHz"] / 1e6
-    constraints = f"fpga/{board['folder']}/{board['constraints']}"
+    constraints = relative((FPGA / board["folder"] / board["constraints"]).resolve())
     report = out / "pnr.json"
     common = ["--json", relative(netlist), "--report", relative(report), "--freq", f"{clock_mhz:g}",
               "--seed", str(seed), "--timing-allow-fail", "-q", "-l", relative(out / "pnr.log")]

@@ -95,6 +95,37 @@ std::vector<Workload> size_sweep() {
   return list;
 }
 
+// The same layer in int8 (Q-MAC, and Q-REQ with relu where the bf16 layer has a function and
+// bf16 output; raw int32 sums where it has fp32 output), for the comparison of the two modes.
+GemmSpec int8_of(GemmSpec s) {
+  s.in = tpu::InType::Int8;
+  s.has_bias = false;  // the int8 bias is part of Q-REQ's columns
+  s.out = s.out == OutType::Bf16 ? OutType::Int8 : OutType::Int32;
+  if (s.act == Func::Relu) s.clamp_lo = s.output_zero_point;
+  s.act = Func::None;
+  return s;
+}
+
+// Layers whose weights outweigh their activations (batch 1 and 16), where int8's one byte a
+// weight halves the bytes the DMA moves, and one that computes more than it loads.
+std::vector<Workload> int8_workloads() {
+  return {{"mlp.fc1 b1", "MLP", gemm(1, 784, 256, true, Func::Relu, OutType::Bf16)},
+          {"mlp.fc1 b16", "MLP", gemm(16, 784, 256, true, Func::Relu, OutType::Bf16)},
+          {"cnn.fc1 b16", "CNN", gemm(16, 1568, 64, true, Func::Relu, OutType::Bf16)},
+          {"lstm.gates b1", "LSTM", gemm(1, 1024, 2048, false, Func::None, OutType::Fp32)},
+          {"gemm 256^3", "GEMM", gemm(256, 256, 256, false, Func::None, OutType::Fp32)}};
+}
+
+const char* out_name(OutType out) {
+  switch (out) {
+    case OutType::Fp32: return "fp32";
+    case OutType::Bf16: return "bf16";
+    case OutType::Int32: return "int32";
+    case OutType::Int8: return "int8";
+  }
+  return "?";
+}
+
 // Workloads of low, middling and high arithmetic intensity.
 std::vector<Workload> bandwidth_workloads() {
   return {{"mlp.fc1 b16", "MLP", gemm(16, 784, 256, true, Func::Relu, OutType::Bf16)},
@@ -118,8 +149,8 @@ class Suite {
   // Measures one workload (once per spec and bandwidth) and returns its record.
   Json measure(const Workload& w, double beats_per_cycle) {
     const std::string key =
-        fmt::format("{}/{}/{}/{}/{}", shape(w.spec), w.spec.has_bias, static_cast<int>(w.spec.act),
-                    static_cast<int>(w.spec.out), beats_per_cycle);
+        fmt::format("{}/{}/{}/{}/{}/{}", shape(w.spec), w.spec.has_bias, static_cast<int>(w.spec.act),
+                    static_cast<int>(w.spec.out), static_cast<int>(w.spec.in), beats_per_cycle);
     const auto cached = cache_.find(key);
     if (cached != cache_.end()) return with_name(cached->second, w);
     fmt::print(stderr, "  {:<18} {:>20}  {:.4g} beats/cycle ...", w.name, shape(w.spec),
@@ -137,7 +168,8 @@ class Suite {
     r["m"] = w.spec.m;
     r["k"] = w.spec.k;
     r["n"] = w.spec.n;
-    r["out"] = w.spec.out == OutType::Fp32 ? "fp32" : "bf16";
+    r["in"] = w.spec.int8() ? "int8" : "bf16";
+    r["out"] = out_name(w.spec.out);
     r["bias"] = w.spec.has_bias;
     r["function"] = tpu::isa::kFuncTable[static_cast<unsigned>(w.spec.act)].mnemonic;
     r["beats_per_cycle"] = beats_per_cycle;
@@ -188,6 +220,26 @@ std::string percent(double part, double whole) {
   return fmt::format("{:.1f}", 100.0 * part / whole);
 }
 
+// The int8 against bf16 table of the markdown report.
+void int8_table(std::string& md, const Json& pairs) {
+  md += "## int8 against bf16\n\n";
+  md +=
+      "The same layers with int8 operands (one byte a value in host memory, Q-MAC; Q-REQ with "
+      "relu for layers with a function, raw int32 sums for those with fp32 output) and with "
+      "bf16 ones.\n\n| workload | M x K x N | bf16 cycles | int8 cycles | int8 speed-up |\n"
+      "|---|---|---|---|---|\n";
+  for (const Json& pair : pairs) {
+    const Json& bf16 = pair["bf16"];
+    const Json& int8 = pair["int8"];
+    md += fmt::format("| {} | {} x {} x {} | {} | {} | **{:.2f}x** |\n",
+                      bf16["name"].get<std::string>(), bf16["m"].get<unsigned>(),
+                      bf16["k"].get<unsigned>(), bf16["n"].get<unsigned>(),
+                      bf16["cycles"].get<std::uint64_t>(), int8["cycles"].get<std::uint64_t>(),
+                      pair["speedup"].get<double>());
+  }
+  md += "\n";
+}
+
 std::string markdown(const Json& doc) {
   std::string md;
   md += "# Benchmark suite\n\n";
@@ -233,6 +285,7 @@ std::string markdown(const Json& doc) {
   table(doc["size_sweep"], false);
   md += "## Utilisation against host-memory bandwidth\n\n";
   table(doc["bandwidth_sweep"], true);
+  if (doc.contains("int8")) int8_table(md, doc["int8"]);
   md += "Plots: `utilisation.png` (by workload), `size.png` (against matrix size), "
         "`roofline.png` (achieved against peak as the bandwidth varies), made by "
         "`scripts/plot_bench.py` from `bench.json`.\n";
@@ -318,6 +371,17 @@ int run(int argc, char** argv) {
   for (const Workload& w : workloads()) doc["workloads"].push_back(suite.measure(w, 1.0));
   fmt::print(stderr, "matrix sizes:\n");
   for (const Workload& w : size_sweep()) doc["size_sweep"].push_back(suite.measure(w, 1.0));
+  if (config.int8) {
+    fmt::print(stderr, "int8 against bf16:\n");
+    for (const Workload& w : int8_workloads()) {
+      const Json bf16 = suite.measure(w, 1.0);
+      const Json int8 = suite.measure({w.name, w.group, int8_of(w.spec)}, 1.0);
+      doc["int8"].push_back({{"bf16", bf16},
+                             {"int8", int8},
+                             {"speedup", bf16["cycles"].get<double>() /
+                                             int8["cycles"].get<double>()}});
+    }
+  }
   fmt::print(stderr, "host-memory bandwidth:\n");
   for (const Workload& w : bandwidth_workloads()) {
     for (double bandwidth : kBandwidths) {

@@ -16,6 +16,8 @@ module icebreaker_top #(
   parameter int unsigned ActLanes     = 1,
   parameter int unsigned QueueDepth   = 1,
   parameter int unsigned ReadBufBeats = 4,
+  parameter int unsigned Int8         = 0,
+  parameter int unsigned Float        = 1,
   parameter int unsigned MemBytes     = 8192,
   parameter int unsigned ClockHz      = 12_000_000,  // the oscillator's, without a PLL
   parameter int unsigned Baud         = 1_000_000
@@ -40,7 +42,8 @@ module icebreaker_top #(
     .Sequential(Sequential), .CounterWidth(CounterWidth), .Dim(Dim), .MulStages(MulStages),
     .AddStages(AddStages), .UbDepth(UbDepth), .AccDepth(AccDepth), .WeightTiles(WeightTiles),
     .BusBytes(BusBytes), .ActLanes(ActLanes), .QueueDepth(QueueDepth),
-    .ReadBufBeats(ReadBufBeats), .MemBytes(MemBytes), .ClockHz(ClockHz), .Baud(Baud)
+    .ReadBufBeats(ReadBufBeats), .Int8(Int8), .Float(Float), .MemBytes(MemBytes),
+    .ClockHz(ClockHz), .Baud(Baud)
   ) u_board (
     .clk_i      (CLK),
     .rst_ni     (rst_n),

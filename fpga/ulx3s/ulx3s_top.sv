@@ -17,6 +17,8 @@ module ulx3s_top #(
   parameter int unsigned ActLanes     = 1,
   parameter int unsigned QueueDepth   = 2,
   parameter int unsigned ReadBufBeats = 16,
+  parameter int unsigned Int8         = 0,
+  parameter int unsigned Float        = 1,
   parameter int unsigned MemBytes     = 131072,
   parameter int unsigned ClockHz      = 50_000_000,  // what ulx3s_pll makes of 25 MHz
   parameter int unsigned Baud         = 1_000_000
@@ -47,7 +49,8 @@ module ulx3s_top #(
     .Sequential(Sequential), .CounterWidth(CounterWidth), .Dim(Dim), .MulStages(MulStages),
     .AddStages(AddStages), .UbDepth(UbDepth), .AccDepth(AccDepth), .WeightTiles(WeightTiles),
     .BusBytes(BusBytes), .ActLanes(ActLanes), .QueueDepth(QueueDepth),
-    .ReadBufBeats(ReadBufBeats), .MemBytes(MemBytes), .ClockHz(ClockHz), .Baud(Baud)
+    .ReadBufBeats(ReadBufBeats), .Int8(Int8), .Float(Float), .MemBytes(MemBytes),
+    .ClockHz(ClockHz), .Baud(Baud)
   ) u_board (
     .clk_i      (clk),
     .rst_ni     (rst_n),

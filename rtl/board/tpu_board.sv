@@ -20,6 +20,8 @@ module tpu_board #(
   parameter int unsigned ActLanes     = 1,
   parameter int unsigned QueueDepth   = 2,
   parameter int unsigned ReadBufBeats = 16,
+  parameter int unsigned Int8         = 0,     // 1: the int8 datapath (array, Dim >= 4)
+  parameter int unsigned Float        = 1,     // 0: without the float one (int8 only)
   // The board.
   parameter int unsigned MemBytes     = 131072,      // board memory, a power of two
   parameter int unsigned ClockHz      = 50_000_000,
@@ -91,7 +93,7 @@ module tpu_board #(
     .Sequential(Sequential == 1), .CounterWidth(CounterWidth), .Dim(Dim), .MulStages(MulStages),
     .AddStages(AddStages), .UbDepth(UbDepth), .AccDepth(AccDepth), .WeightTiles(WeightTiles),
     .BusBytes(BusBytes), .ActLanes(ActLanes), .QueueDepth(QueueDepth),
-    .ReadBufBeats(ReadBufBeats)
+    .ReadBufBeats(ReadBufBeats), .Int8(Int8 == 1), .Float(Float == 1)
   ) u_core (
     .clk_i, .rst_ni,
     .s_axil_awaddr, .s_axil_awprot(3'b000), .s_axil_awvalid, .s_axil_awready, .s_axil_wdata,

@@ -5,7 +5,17 @@
 // where the seed is the accumulator row itself (accumulate) or +0 (overwrite),
 // and activation lanes k >= k_valid count as -0. With the flag I8 the same
 // rows are int8 ones (Q-MAC): int8 activations and weights in the low bytes
-// of their lanes, int32 seeds and results, and lanes k >= k_valid are 0.
+// of their lanes, int32 results, and lanes k >= k_valid are 0.
+//
+// N-ORDER makes an fp32 accumulation go through the array: the row a result
+// adds to enters at the top as its seed, so the next iteration of a K loop
+// waits for the previous one's results. int8 sums wrap and do not depend on
+// the order, so an int8 iteration that accumulates starts from 0 instead and
+// its results are added to their rows on the way into the accumulators: the
+// iterations of a K loop follow each other at the array's tile period. int8
+// results pass an output stage for that (a cycle); bf16 ones are written as
+// they leave the array, and a bf16 row that follows an int8 one enters the
+// array a cycle later, so that the two never meet at the write port.
 //
 // The unit is pipelined across operations: it starts reading the rows of the
 // next iteration, or the next operation, while earlier results are still in
@@ -115,11 +125,16 @@ module tpu_matmul_unit #(
   // ---------------------------------------------------------------------------
   logic [TrackDepth*16-1:0]  trk_base_d, trk_base_q, trk_end_d, trk_end_q;
   logic [TrackDepth-1:0]     trk_last_d, trk_last_q;    // last iteration of its operation
+  logic [TrackDepth-1:0]     trk_add_d, trk_add_q;      // int8: results add to their rows
+  logic [TrackDepth-1:0]     trk_int8_d, trk_int8_q;    // int8 results: via the output stage
   logic [TrackIdxWidth-1:0]  trk_head_d, trk_head_q, trk_tail_d, trk_tail_q;
   logic [TrackIdxWidth-1:0]  trk_next, trk_newest;
   logic [TrackIdxWidth:0]    trk_count_d, trk_count_q;
   logic [15:0]               wr_addr_d, wr_addr_q;
   logic                      trk_push, trk_pop;
+  // An int8 result row, one that adds to its accumulator row, and the output stage's row.
+  logic                      res_int8, res_adds, out_valid;
+  logic [15:0]               out_addr;
 
   // ---------------------------------------------------------------------------
   // Reader
@@ -128,6 +143,7 @@ module tpu_matmul_unit #(
   // first row read); before that they are the operation's own, so nothing is
   // added between the queue and the memory ports.
   logic        rd_have_op, rd_fresh, rd_seeding, rd_first_row, rd_last_row, rd_last_iter;
+  logic        rd_int8, rd_accumulates;
   logic [15:0] rd_iter_d, rd_iter_q, rd_row_d, rd_row_q;
   logic [15:0] rd_src_d, rd_src_q, rd_dst_d, rd_dst_q;
   logic [15:0] rd_src_base_d, rd_src_base_q, rd_dst_base_d, rd_dst_base_q;
@@ -138,8 +154,10 @@ module tpu_matmul_unit #(
 
   always_comb begin
     rd_have_op   = 32'(rd_off_q) < 32'(queue_count);
-    rd_seeding   = (rd_iter_q == '0) ? rd_op.flags[tpu_isa_pkg::MatmulFlagAcc0]
-                                     : rd_op.flags[tpu_isa_pkg::MatmulFlagAccn];
+    rd_int8        = Int8 && rd_op.flags[tpu_isa_pkg::MatmulFlagI8];
+    rd_accumulates = (rd_iter_q == '0) ? rd_op.flags[tpu_isa_pkg::MatmulFlagAcc0]
+                                       : rd_op.flags[tpu_isa_pkg::MatmulFlagAccn];
+    rd_seeding     = rd_accumulates && !rd_int8;
     rd_first_row = rd_row_q == '0;
     rd_last_row  = rd_row_q == rd_op.rows - 1'b1;
     rd_last_iter = rd_iter_q == rd_op.count - 1'b1;
@@ -177,16 +195,21 @@ module tpu_matmul_unit #(
       if (live && rd_op.addr_b >= lo && rd_op.addr_b < hi) pending_fresh = 1'b1;
       if (live && rd_dst_q >= lo && rd_dst_q < hi) pending_kept = 1'b1;
     end
+    // A row in the output stage (Int8) is written a cycle after its iteration left the tracker.
+    if (out_valid && rd_op.addr_b == out_addr) pending_fresh = 1'b1;
+    if (out_valid && rd_dst_q == out_addr) pending_kept = 1'b1;
     pending = rd_fresh ? pending_fresh : pending_kept;
   end
 
   assign stage_credit   = ({1'b0, stage_count} + {3'b0, read_inflight_q}) < StageSlots;
+  // The output stage's read of a row to add to comes first on the accumulator read port.
   assign can_read       = rd_have_op && stage_credit && (!rd_seeding || !pending) &&
-                          (!rd_first_row || trk_count_q != TrackFull);
+                          (!rd_first_row || trk_count_q != TrackFull) &&
+                          !(rd_seeding && res_adds);
   assign ub_rd_req_o    = can_read;
   assign ub_rd_addr_o   = rd_src[UbAddrWidth-1:0];
-  assign acc_rd_req_o   = can_read && rd_seeding;
-  assign acc_rd_addr_o  = rd_dst[AccAddrWidth-1:0];
+  assign acc_rd_req_o   = (can_read && rd_seeding) || res_adds;
+  assign acc_rd_addr_o  = res_adds ? wr_addr_q[AccAddrWidth-1:0] : rd_dst[AccAddrWidth-1:0];
   // The unit has the highest priority on its memory ports (a_reads_granted),
   // so a read it asks for happens: the grants are not waited for, which keeps
   // the arbitration out of this unit's state.
@@ -281,6 +304,17 @@ module tpu_matmul_unit #(
   logic [Dim*32-1:0] res_data;
   logic [TrackIdxWidth-1:0] wr_slot;
 
+  // A bf16 row waits a cycle after an int8 row (the output stage, above). The
+  // array advances every cycle (res_ready), so the cycle leaves a gap.
+  logic stage_offer, int8_entered_d, int8_entered_q;
+  assign stage_offer    = stage_valid && !(Int8 && int8_entered_q && !stage_int8);
+  assign int8_entered_d = Int8 && act_fire_o && stage_int8;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) int8_entered_q <= 1'b0;
+    else         int8_entered_q <= int8_entered_d;
+  end
+
   tpu_mxu #(
     .Rows(Dim), .Cols(Dim), .MulStages(MulStages), .AddStages(AddStages), .Int8(Int8),
     .Float(Float)
@@ -289,12 +323,12 @@ module tpu_matmul_unit #(
     .wgt_valid_i (wgt_valid_i),
     .wgt_ready_o (wgt_ready_o),
     .wgt_data_i  (wgt_data_i),
-    .act_valid_i (stage_valid),
+    .act_valid_i (stage_offer),
     .act_ready_o (act_ready),
     .act_data_i  (stage_acts),
     .act_last_i  (stage_last),
     .act_int8_i  (stage_int8),
-    .seed_valid_i(stage_valid),
+    .seed_valid_i(stage_offer),
     .seed_ready_o(seed_ready),
     .seed_data_i (stage_seeds),
     .res_valid_o (res_valid),
@@ -304,15 +338,77 @@ module tpu_matmul_unit #(
   );
 
   assign wr_slot       = trk_head_q;
-  assign acc_wr_req_o  = res_valid;
-  assign acc_wr_addr_o = wr_addr_q[AccAddrWidth-1:0];
-  assign acc_wr_data_o = res_data;
   // As for reads: this unit's writes are always granted (a_results_written).
   assign res_ready     = 1'b1;
   assign trk_pop       = res_valid && res_last;
-  assign retire        = trk_pop && trk_last_q[wr_slot];
-  assign act_fire_o    = stage_valid && act_ready && seed_ready;
-  assign weight_wait_o = stage_valid && !(act_ready && seed_ready);
+  assign res_int8      = res_valid && trk_int8_q[wr_slot];
+  assign res_adds      = res_valid && trk_add_q[wr_slot];
+
+  // Results into the accumulators. int8 ones are written a cycle later, from
+  // the output stage, where a result that accumulates is added to its row,
+  // read from the accumulators meanwhile (wrapping, Q-MAC). An operation
+  // retires with its last write.
+  logic retire_now;
+  assign retire_now = trk_pop && trk_last_q[wr_slot];
+
+  if (Int8) begin : g_out_stage
+    logic              out_valid_d, out_valid_q, out_adds_d, out_adds_q, retire_d, retire_q;
+    logic [15:0]       out_addr_d, out_addr_q;
+    logic [Dim*32-1:0] out_data_d, out_data_q, out_sum;
+
+    assign out_valid_d = res_int8;
+    assign out_adds_d  = res_adds;
+    assign out_addr_d  = wr_addr_q;
+    assign out_data_d  = res_data;
+    assign retire_d    = retire_now && res_int8;
+
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) begin
+        out_valid_q <= 1'b0;
+        out_adds_q  <= 1'b0;
+        out_addr_q  <= '0;
+        out_data_q  <= '0;
+        retire_q    <= 1'b0;
+      end else begin
+        out_valid_q <= out_valid_d;
+        out_adds_q  <= out_adds_d;
+        out_addr_q  <= out_addr_d;
+        out_data_q  <= out_data_d;
+        retire_q    <= retire_d;
+      end
+    end
+
+    always_comb begin
+      for (int unsigned l = 0; l < Dim; l++) begin
+        out_sum[l*32 +: 32] = out_data_q[l*32 +: 32] + acc_rd_data_i[l*32 +: 32];
+      end
+    end
+
+    assign out_valid     = out_valid_q;
+    assign out_addr      = out_addr_q;
+    assign acc_wr_req_o  = out_valid_q || (res_valid && !res_int8);
+    assign acc_wr_addr_o = out_valid_q ? out_addr_q[AccAddrWidth-1:0]
+                                       : wr_addr_q[AccAddrWidth-1:0];
+    assign acc_wr_data_o = !out_valid_q ? res_data : out_adds_q ? out_sum : out_data_q;
+    assign retire        = retire_q || (retire_now && !res_int8);
+
+`ifndef SYNTHESIS
+    a_one_write: assert property (@(posedge clk_i) disable iff (!rst_ni)
+        out_valid_q |-> !(res_valid && !res_int8))
+      else $error("tpu_matmul_unit: a bf16 result met an int8 one at the write port");
+`endif
+  end else begin : g_no_out_stage
+    assign out_valid     = 1'b0;  // no row waits between the array and the accumulators
+    assign out_addr      = '0;
+    logic unused_res_int8;
+    assign unused_res_int8 = res_int8;  // always 0 without int8
+    assign acc_wr_req_o  = res_valid;
+    assign acc_wr_addr_o = wr_addr_q[AccAddrWidth-1:0];
+    assign acc_wr_data_o = res_data;
+    assign retire        = retire_now;
+  end
+  assign act_fire_o    = stage_offer && act_ready && seed_ready;
+  assign weight_wait_o = stage_offer && !(act_ready && seed_ready);
 
   always_comb begin
     // The head's next row; when the head moves on, the next entry's first row,
@@ -325,6 +421,8 @@ module tpu_matmul_unit #(
     trk_base_d  = trk_base_q;
     trk_end_d   = trk_end_q;
     trk_last_d  = trk_last_q;
+    trk_add_d   = trk_add_q;
+    trk_int8_d  = trk_int8_q;
     trk_head_d  = trk_head_q;
     trk_tail_d  = trk_tail_q;
     trk_count_d = trk_count_q;
@@ -332,6 +430,8 @@ module tpu_matmul_unit #(
       trk_base_d[trk_tail_q*16 +: 16] = rd_dst_base;
       trk_end_d[trk_tail_q*16 +: 16]  = rd_dst_base + rd_op.rows;
       trk_last_d[trk_tail_q]          = rd_last_iter;
+      trk_add_d[trk_tail_q]           = rd_accumulates && rd_int8;
+      trk_int8_d[trk_tail_q]          = rd_int8;
       trk_tail_d = (trk_tail_q == LastTrack) ? '0 : trk_tail_q + 1'b1;
     end
     if (trk_pop) trk_head_d = (trk_head_q == LastTrack) ? '0 : trk_head_q + 1'b1;
@@ -358,6 +458,8 @@ module tpu_matmul_unit #(
       trk_base_q         <= '0;
       trk_end_q          <= '0;
       trk_last_q         <= '0;
+      trk_add_q          <= '0;
+      trk_int8_q         <= '0;
       trk_head_q         <= '0;
       trk_tail_q         <= '0;
       trk_count_q        <= '0;
@@ -380,6 +482,8 @@ module tpu_matmul_unit #(
       trk_base_q         <= trk_base_d;
       trk_end_q          <= trk_end_d;
       trk_last_q         <= trk_last_d;
+      trk_add_q          <= trk_add_d;
+      trk_int8_q         <= trk_int8_d;
       trk_head_q         <= trk_head_d;
       trk_tail_q         <= trk_tail_d;
       trk_count_q        <= trk_count_d;
@@ -407,11 +511,14 @@ module tpu_matmul_unit #(
       res_valid |-> {1'b0, wr_addr_q} < 17'(AccDepth))
     else $error("tpu_matmul_unit: result address beyond the memory");
   a_results_written: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      res_valid |-> acc_wr_gnt_i)
+      acc_wr_req_o |-> acc_wr_gnt_i)
     else $error("tpu_matmul_unit: a result row was not granted the accumulator write port");
   a_result_has_iteration: assert property (@(posedge clk_i) disable iff (!rst_ni)
       res_valid |-> trk_count_q != '0)
     else $error("tpu_matmul_unit: a result row with no iteration in flight");
+  a_add_read_granted: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      res_adds |-> acc_rd_gnt_i)
+    else $error("tpu_matmul_unit: the row an int8 result adds to was not read");
   a_seed_not_pending: assert property (@(posedge clk_i) disable iff (!rst_ni)
       read_fire && rd_seeding |-> !pending)
     else $error("tpu_matmul_unit: a seed row read before an earlier result wrote it");

@@ -139,13 +139,15 @@ class GemmEmitter {
     mm.addr_a = a_base(mb);
     mm.step_a = plan_.block_rows;
     mm.addr_b = acc_region(b);
-    mm.host_stride = plan_.n_pad * esize_;
-    mm.host_step = d_ * plan_.n_pad * esize_;
+    // B is stored tile by tile (write_tiles): a tile's rows follow each other.
+    const std::uint32_t tile_bytes = d_ * d_ * esize_;
+    mm.host_stride = d_ * esize_;
+    mm.host_step = tile_bytes;
     mm.n_valid = std::min(d_, spec_.n - col0);
     if (whole > 0) {
       mm.count = whole;
       mm.k_valid = d_;
-      mm.host_addr = plan_.b_addr + col0 * esize_;
+      mm.host_addr = plan_.b_addr + nt * k_tiles_ * tile_bytes;
       builder_.matmul(mm);
     }
     if (rest > 0) {
@@ -153,7 +155,7 @@ class GemmEmitter {
       mm.k_valid = rest;
       mm.acc0 = seeded || whole > 0;
       mm.addr_a = a_base(mb) + whole * plan_.block_rows;
-      mm.host_addr = plan_.b_addr + (whole * d_ * plan_.n_pad + col0) * esize_;
+      mm.host_addr = plan_.b_addr + (nt * k_tiles_ + whole) * tile_bytes;
       builder_.matmul(mm);
     }
   }
@@ -287,6 +289,21 @@ void write_rows(HostMemory& memory, std::uint64_t addr, const num::Matrix<T>& m,
   }
 }
 
+// Writes B tile by tile: tile (kt, nt) at `addr` + (nt * k_tiles + kt) * d * d values, its row r
+// d values further per row, zeros past B's edges (the layout GemmEmitter fetches).
+template <typename T>
+void write_tiles(HostMemory& memory, std::uint64_t addr, const num::Matrix<T>& m, std::uint32_t d,
+                 std::uint32_t k_tiles, std::uint32_t n_tiles) {
+  std::vector<T> tiles(std::size_t{k_tiles} * n_tiles * d * d, T{});
+  for (std::size_t i = 0; i < m.rows; ++i) {
+    for (std::size_t j = 0; j < m.cols; ++j) {
+      const std::size_t tile = (j / d) * k_tiles + i / d;
+      tiles[(tile * d + i % d) * d + j % d] = m.data[i * m.cols + j];
+    }
+  }
+  memory.write_array(addr, tiles);
+}
+
 // Writes the inputs, runs the plan's program and, when the core reached HALT, reads the result.
 template <typename Run, typename Write, typename Read>
 Run execute_plan(const GemmPlan& plan, Backend& backend, Write&& write, Read&& read) {
@@ -376,7 +393,7 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
     return addr;
   };
   const std::uint64_t a_addr = place(std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes());
-  const std::uint64_t b_addr = place(std::uint64_t{spec.k} * plan.n_pad * plan.in_elem_bytes());
+  const std::uint64_t b_addr = place(std::uint64_t{plan.k_pad} * plan.n_pad * plan.in_elem_bytes());
   const std::uint64_t c_addr = spec.has_c ? place(std::uint64_t{spec.m} * plan.n_pad * 4) : 0;
   const bool column_data = spec.has_bias || spec.out == OutType::Int8 || plan.has_seed_row();
   const std::uint64_t bias_addr =
@@ -414,7 +431,8 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
   check_columns("bias", bias, s.n);
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
   write_rows(memory, plan.a_addr, a, plan.k_pad);
-  write_rows(memory, plan.b_addr, b, plan.n_pad);
+  write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
+              plan.n_pad / plan.config.dim);
   if (c) write_rows(memory, plan.c_addr, *c, plan.n_pad);
   if (bias) write_row(memory, plan.bias_addr, *bias, plan.n_pad);
   memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
@@ -437,7 +455,8 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
   }
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
   write_rows(memory, plan.a_addr, a, plan.k_pad);
-  write_rows(memory, plan.b_addr, b, plan.n_pad);
+  write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
+              plan.n_pad / plan.config.dim);
   // Q-ZP: -za * colsum(B), modulo 2^32, folded into the bias of Q-REQ or the seed of the sums.
   const std::vector<std::int32_t> zeros(s.n, 0);
   const std::vector<std::int32_t> fold =

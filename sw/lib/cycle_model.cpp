@@ -64,10 +64,11 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
         mb + 1 < blocks ? plan.block_first[mb + 2] - plan.block_first[mb + 1] : 0;
     // Each iteration streams the block's rows. The next tile commits no
     // sooner than the tile period after this one (docs/architecture.md), and
-    // in a K loop an iteration's seed rows wait for the previous iteration's
-    // results to leave the array's pipeline (docs/core.md).
+    // in a bf16 K loop an iteration's seed rows wait for the previous
+    // iteration's results to leave the array's pipeline (docs/core.md); int8
+    // results add to their rows on the way out instead, so nothing waits.
     const double first = std::max(rows, tile_period);
-    const double chained = std::max(first, pipeline + kSeedTurnaround);
+    const double chained = s.int8() ? first : std::max(first, pipeline + kSeedTurnaround);
     const double array =
         n_tiles * (first + (k_tiles - 1) * chained + matmuls * kMatmulOverhead);
     const double reads = (n_tiles * (weight_beats + column_rows * acc_row_beats +

@@ -1,16 +1,25 @@
 #include "tpu/nn.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include "tpu/compiler.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/npy.hpp"
 #include "tpu/numerics/float.hpp"
+#include "tpu/numerics/quant.hpp"
 
 namespace tpu::nn {
 namespace {
@@ -182,6 +191,161 @@ std::vector<float> read_matrix(const std::string& json_path, const std::string& 
   return a.data;
 }
 
+// An int8 or int32 matrix (or, for rows = 1, a vector of cols values).
+std::vector<std::int32_t> read_int_matrix(const std::string& json_path, const std::string& file,
+                                          std::size_t rows, std::size_t cols, npy::Dtype dtype,
+                                          const char* what) {
+  const std::filesystem::path path = std::filesystem::path(json_path).parent_path() / file;
+  const npy::IntArray a = npy::read_int(path.string(), dtype);
+  const bool vector_ok = rows == 1 && a.shape.size() == 1 && a.shape[0] == cols;
+  if (!vector_ok && (a.rows() != rows || a.cols() != cols || a.shape.size() != 2)) {
+    fail(json_path, std::string(what) + " " + file + " should be " + std::to_string(rows) + " x " +
+                        std::to_string(cols));
+  }
+  return a.data;
+}
+
+bool gemm_layer(const Layer& layer) {
+  return layer.kind == LayerKind::Dense || layer.kind == LayerKind::Conv2d;
+}
+
+// A JSON integer (not a float) in [lo, hi].
+std::int32_t json_int(const Json& value, const std::string& what, std::int32_t lo,
+                      std::int32_t hi) {
+  if (!value.is_number_integer()) throw std::invalid_argument(what + " is not an integer");
+  // A value beyond int64 (an unsigned one) is out of range as it is.
+  const std::int64_t v = value.is_number_unsigned() && value.get<std::uint64_t>() > 1u << 31
+                             ? std::int64_t{1} << 31
+                             : value.get<std::int64_t>();
+  if (v < lo || v > hi) {
+    throw std::invalid_argument(what + " " + value.dump() + " is outside [" + std::to_string(lo) +
+                                ", " + std::to_string(hi) + "]");
+  }
+  return static_cast<std::int32_t>(v);
+}
+
+double json_scale(const Json& value, const std::string& what) {
+  if (!value.is_number()) throw std::invalid_argument(what + " is not a number");
+  const double v = value.get<double>();
+  if (!(std::isfinite(v) && v > 0.0)) {
+    throw std::invalid_argument(what + " must be positive and finite");
+  }
+  return v;
+}
+
+// The checks of a quantised layer's int8 form that need no other layer (docs/networks.md).
+void check_quant_layer(const Layer& layer, const std::string& where) {
+  const QuantLayer& q = layer.quant;
+  if (layer.activation != isa::Func::None && layer.activation != isa::Func::Relu &&
+      layer.activation != isa::Func::Relu6) {
+    throw std::invalid_argument(where + "int8 layers take none, relu or relu6, not " +
+                                isa::kFuncTable[static_cast<unsigned>(layer.activation)].mnemonic);
+  }
+  for (std::size_t i = 0; i < q.weights.size(); ++i) {
+    if (q.weights[i] == -128) {
+      throw std::invalid_argument(where + "weight " + std::to_string(i) +
+                                  " is -128; symmetric int8 weights are in [-127, 127]");
+    }
+  }
+  for (std::size_t j = 0; j < q.weight_scales.size(); ++j) {
+    const float ws = q.weight_scales[j];
+    if (!(std::isfinite(ws) && ws > 0.0f)) {
+      throw std::invalid_argument(where + "weight scale " + std::to_string(j) +
+                                  " must be positive and finite");
+    }
+  }
+  if (!q.int8_output) return;
+  for (std::size_t j = 0; j < q.multiplier.size(); ++j) {
+    const std::string column = " of column " + std::to_string(j);
+    const num::QuantizedMultiplier m{q.multiplier[j], q.shift[j]};
+    if (!num::valid_quantized_multiplier(m)) {
+      throw std::invalid_argument(where + "multiplier " + std::to_string(m.multiplier) +
+                                  " and shift " + std::to_string(m.shift) + column +
+                                  " are outside Q-REQ's ranges (M 0 or in [2^30, 2^31 - 1], s "
+                                  "in [-31, 30])");
+    }
+    num::QuantizedMultiplier expected;
+    try {
+      expected = num::quantize_multiplier(q.real_multiplier(j));
+    } catch (const std::invalid_argument&) {
+      throw std::invalid_argument(where + "the real multiplier" + column +
+                                  " (input scale x weight scale / output scale) is too large");
+    }
+    if (expected.multiplier != m.multiplier || expected.shift != m.shift) {
+      throw std::invalid_argument(where + "multiplier " + std::to_string(m.multiplier) +
+                                  " and shift " + std::to_string(m.shift) + column +
+                                  " are not Q-SCALE of input scale x weight scale / " +
+                                  "output scale (" + std::to_string(expected.multiplier) + ", " +
+                                  std::to_string(expected.shift) + ")");
+    }
+  }
+}
+
+// The checks between the layers of a quantised network: it ends in its last dense or conv2d
+// layer, which gives int32 sums; every other one gives int8, and each one's input is the
+// previous one's output (max-pooling and flattening keep the scale and zero point).
+void check_quant_chain(const Network& net) {
+  const QuantLayer* previous = nullptr;
+  std::size_t last_gemm = net.layers.size();
+  for (std::size_t l = 0; l < net.layers.size(); ++l) {
+    if (gemm_layer(net.layers[l])) last_gemm = l;
+  }
+  if (net.layers.empty() || last_gemm + 1 != net.layers.size()) {
+    throw std::invalid_argument("an int8 network must end in a dense layer");
+  }
+  for (std::size_t l = 0; l < net.layers.size(); ++l) {
+    const Layer& layer = net.layers[l];
+    if (!gemm_layer(layer)) continue;
+    const std::string where = "layer " + std::to_string(l) + " (" + kind_name(layer.kind) + "): ";
+    const QuantLayer& q = layer.quant;
+    if (l == last_gemm && q.int8_output) {
+      throw std::invalid_argument(where + "the last layer gives int32 sums: no \"output\"");
+    }
+    if (l != last_gemm && !q.int8_output) {
+      throw std::invalid_argument(where + "a hidden layer needs its int8 \"output\"");
+    }
+    if (previous && (previous->output_scale != q.input_scale ||
+                     previous->output_zero_point != q.input_zero_point)) {
+      throw std::invalid_argument(where + "its input scale and zero point are not the previous " +
+                                  "layer's output scale and zero point");
+    }
+    previous = &q;
+  }
+}
+
+// Files written under temporary names and renamed into place together (save_network).
+class StagedFiles {
+ public:
+  explicit StagedFiles(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  StagedFiles(const StagedFiles&) = delete;
+  StagedFiles& operator=(const StagedFiles&) = delete;
+  ~StagedFiles() {
+    if (committed_) return;
+    std::error_code ignored;
+    for (const auto& [temp, final_path] : files_) std::filesystem::remove(temp, ignored);
+  }
+  // The temporary path to write `name` (in the directory) to.
+  std::string add(const std::string& name) {
+    const std::filesystem::path final_path = dir_ / name;
+    std::string temp = final_path.string() + ".tmp" + std::to_string(::getpid());
+    files_.emplace_back(temp, final_path.string());
+    return temp;
+  }
+  void commit(const std::string& json_path) {
+    for (const auto& [temp, final_path] : files_) {
+      if (std::rename(temp.c_str(), final_path.c_str()) != 0) {
+        fail(json_path, "cannot write " + final_path + ": " + std::strerror(errno));
+      }
+    }
+    committed_ = true;
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::pair<std::string, std::string>> files_;
+  bool committed_ = false;
+};
+
 // The shape of one example after `layer`, given the shape before it; checks
 // that the layer fits.
 std::vector<std::uint32_t> next_shape(const Layer& layer, const std::vector<std::uint32_t>& in,
@@ -218,6 +382,44 @@ std::vector<std::uint32_t> next_shape(const Layer& layer, const std::vector<std:
   throw std::invalid_argument(where + "unknown layer kind");
 }
 
+// A quantised dense or conv2d layer's int8 form (docs/networks.md), checked, and its
+// dequantised weights and bias.
+void read_quant_layer(const std::string& json_path, const Json& item, std::size_t index,
+                      Layer& layer) {
+  const std::string where = "layer " + std::to_string(index) + " (" + kind_name(layer.kind) + "): ";
+  QuantLayer& q = layer.quant;
+  const std::size_t k = layer.weight_rows, n = layer.units;
+  const std::vector<std::int32_t> weights = read_int_matrix(
+      json_path, item.at("weights").get<std::string>(), k, n, npy::Dtype::Int8, "weights");
+  q.weights.assign(weights.begin(), weights.end());
+  q.bias = read_int_matrix(json_path, item.at("bias").get<std::string>(), 1, n, npy::Dtype::Int32,
+                           "bias");
+  q.weight_scales =
+      read_matrix(json_path, item.at("weight_scales").get<std::string>(), 1, n, "weight scales");
+  const Json& input = item.at("input");
+  q.input_scale = json_scale(input.at("scale"), where + "input scale");
+  q.input_zero_point = json_int(input.at("zero_point"), where + "input zero point", -128, 127);
+  q.int8_output = item.contains("output");
+  if (q.int8_output) {
+    const Json& output = item.at("output");
+    q.output_scale = json_scale(output.at("scale"), where + "output scale");
+    q.output_zero_point = json_int(output.at("zero_point"), where + "output zero point", -128, 127);
+    q.multiplier = read_int_matrix(json_path, item.at("multiplier").get<std::string>(), 1, n,
+                                   npy::Dtype::Int32, "multiplier");
+    q.shift = read_int_matrix(json_path, item.at("shift").get<std::string>(), 1, n,
+                              npy::Dtype::Int32, "shift");
+  }
+  check_quant_layer(layer, where);
+  layer.weights.resize(k * n);
+  for (std::size_t i = 0; i < k * n; ++i) {
+    layer.weights[i] = q.weight_scales[i % n] * static_cast<float>(q.weights[i]);
+  }
+  layer.bias.resize(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    layer.bias[j] = static_cast<float>(q.bias[j] * q.input_scale * q.weight_scales[j]);
+  }
+}
+
 }  // namespace
 
 Tensor::Tensor(std::vector<std::uint32_t> dims) : shape(std::move(dims)), data(product(shape)) {}
@@ -248,6 +450,11 @@ Network load_network(const std::string& json_path) {
   }
   Network net;
   try {
+    const std::string dtype = doc.value("dtype", std::string("float32"));
+    if (dtype != "float32" && dtype != "int8") {
+      fail(json_path, "unknown dtype " + dtype + " (float32 or int8)");
+    }
+    net.int8 = dtype == "int8";
     net.name = doc.at("name").get<std::string>();
     const Json& input = doc.at("input");
     net.height = input.at("height").get<std::uint32_t>();
@@ -276,10 +483,14 @@ Network load_network(const std::string& json_path) {
         layer.weight_rows = layer.kind == LayerKind::Dense
                                 ? static_cast<std::uint32_t>(product(shape))
                                 : layer.kernel * layer.kernel * shape.back();
-        layer.weights = read_matrix(json_path, item.at("weights").get<std::string>(),
-                                    layer.weight_rows, layer.units, "weights");
-        layer.bias =
-            read_matrix(json_path, item.at("bias").get<std::string>(), 1, layer.units, "bias");
+        if (net.int8) {
+          read_quant_layer(json_path, item, net.layers.size(), layer);
+        } else {
+          layer.weights = read_matrix(json_path, item.at("weights").get<std::string>(),
+                                      layer.weight_rows, layer.units, "weights");
+          layer.bias =
+              read_matrix(json_path, item.at("bias").get<std::string>(), 1, layer.units, "bias");
+        }
       } else {
         fail(json_path, "unknown layer type " + type);
       }
@@ -287,6 +498,7 @@ Network load_network(const std::string& json_path) {
       net.layers.push_back(std::move(layer));
     }
     net.classes = layer_shapes(net).back()[0];
+    if (net.int8) check_quant_chain(net);
   } catch (const Json::exception& e) {
     fail(json_path, std::string("malformed network description: ") + e.what());
   } catch (const std::invalid_argument& e) {
@@ -297,10 +509,13 @@ Network load_network(const std::string& json_path) {
 
 void save_network(const Network& net, const std::string& json_path) {
   layer_shapes(net);  // refuses a network that does not fit together
+  if (net.int8) check_quant_chain(net);
   const std::filesystem::path json_file(json_path);
   const std::string stem = json_file.stem().string();
+  StagedFiles files(json_file.parent_path());
   Json doc;
   doc["name"] = net.name;
+  if (net.int8) doc["dtype"] = "int8";
   doc["input"] = {{"height", net.height}, {"width", net.width}, {"channels", net.channels}};
   doc["layers"] = Json::array();
   for (std::size_t l = 0; l < net.layers.size(); ++l) {
@@ -308,7 +523,7 @@ void save_network(const Network& net, const std::string& json_path) {
     Json item;
     item["type"] = kind_name(layer.kind);
     if (layer.kind == LayerKind::MaxPool) item["size"] = layer.pool;
-    if (layer.kind == LayerKind::Dense || layer.kind == LayerKind::Conv2d) {
+    if (gemm_layer(layer)) {
       item[layer.kind == LayerKind::Dense ? "units" : "filters"] = layer.units;
       if (layer.kind == LayerKind::Conv2d) item["kernel"] = layer.kernel;
       item["activation"] = isa::kFuncTable[static_cast<unsigned>(layer.activation)].mnemonic;
@@ -316,22 +531,42 @@ void save_network(const Network& net, const std::string& json_path) {
         item["alpha"] = bits_to_float(num::bf16_to_fp32(layer.alpha));
       }
       const std::string base = stem + "." + std::to_string(l) + "." + kind_name(layer.kind);
-      item["weights"] = base + ".weights.npy";
-      item["bias"] = base + ".bias.npy";
-      npy::write((json_file.parent_path() / (base + ".weights.npy")).string(),
-                 {{layer.weight_rows, layer.units}, layer.weights});
-      npy::write((json_file.parent_path() / (base + ".bias.npy")).string(),
-                 {{layer.units}, layer.bias});
+      const std::size_t columns = layer.units;
+      auto write_float = [&](const std::string& key, const std::string& name,
+                             std::vector<std::size_t> shape, const std::vector<float>& data) {
+        item[key] = base + name;
+        npy::write(files.add(base + name), {std::move(shape), data});
+      };
+      auto write_int = [&](const std::string& key, const std::string& name, npy::Dtype dtype,
+                           std::vector<std::size_t> shape, std::vector<std::int32_t> data) {
+        item[key] = base + name;
+        npy::write_int(files.add(base + name), {std::move(shape), dtype, std::move(data)});
+      };
+      if (!net.int8) {
+        write_float("weights", ".weights.npy", {layer.weight_rows, columns}, layer.weights);
+        write_float("bias", ".bias.npy", {columns}, layer.bias);
+      } else {
+        const QuantLayer& q = layer.quant;
+        write_int("weights", ".weights.npy", npy::Dtype::Int8, {layer.weight_rows, columns},
+                  {q.weights.begin(), q.weights.end()});
+        write_int("bias", ".bias.npy", npy::Dtype::Int32, {columns}, q.bias);
+        write_float("weight_scales", ".scales.npy", {columns}, q.weight_scales);
+        item["input"] = {{"scale", q.input_scale}, {"zero_point", q.input_zero_point}};
+        if (q.int8_output) {
+          item["output"] = {{"scale", q.output_scale}, {"zero_point", q.output_zero_point}};
+          write_int("multiplier", ".multiplier.npy", npy::Dtype::Int32, {columns}, q.multiplier);
+          write_int("shift", ".shift.npy", npy::Dtype::Int32, {columns}, q.shift);
+        }
+      }
     }
     doc["layers"].push_back(item);
   }
-  const std::string temp = json_path + ".tmp";
   {
-    std::ofstream out(temp);
+    std::ofstream out(files.add(json_file.filename().string()));
     out << doc.dump(2) << "\n";
     if (!out) fail(json_path, "cannot write");
   }
-  std::filesystem::rename(temp, json_path);
+  files.commit(json_path);
 }
 
 std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, std::uint32_t m,
@@ -364,28 +599,46 @@ std::vector<float> layer_forward(Backend* accelerator, const Layer& layer, const
   return layer_gemm(*accelerator, layer, rows_data, rows, last, run);
 }
 
+namespace {
+
+std::string layer_run_name(std::size_t l, const Layer& layer, std::size_t rows) {
+  return std::string(kind_name(layer.kind)) + " " + std::to_string(l) + ": " +
+         std::to_string(rows) + "x" + std::to_string(layer.weight_rows) + "x" +
+         std::to_string(layer.units);
+}
+
+}  // namespace
+
 Tensor forward(Backend& accelerator, const Network& net, const Tensor& input,
                std::vector<LayerRun>* runs) {
+  if (net.int8) return forward_int8(&accelerator, net, input, runs);
   if (runs) runs->clear();
   return run_network(
       net, input,
       [&](std::size_t l, const Layer& layer, const float* rows_data, std::size_t rows, bool last) {
         LayerRun run;
-        run.name = std::string(kind_name(layer.kind)) + " " + std::to_string(l) + ": " +
-                   std::to_string(rows) + "x" + std::to_string(layer.weight_rows) + "x" +
-                   std::to_string(layer.units);
+        run.name = layer_run_name(l, layer, rows);
         std::vector<float> out = layer_forward(&accelerator, layer, rows_data, rows, last, &run);
         if (runs) runs->push_back(std::move(run));
         return out;
       });
 }
 
-Tensor forward_host_fp32(const Network& net, const Tensor& input) {
+Tensor forward_host_fp32(const Network& net, const Tensor& input, const LayerObserver& observe) {
+  if (net.int8) {
+    throw std::invalid_argument("a quantised (int8) network runs in int8: forward_host");
+  }
   return run_network(
       net, input,
-      [&](std::size_t, const Layer& layer, const float* rows_data, std::size_t rows, bool last) {
-        return layer_forward(nullptr, layer, rows_data, rows, last);
+      [&](std::size_t l, const Layer& layer, const float* rows_data, std::size_t rows, bool last) {
+        std::vector<float> out = layer_forward(nullptr, layer, rows_data, rows, last);
+        if (observe) observe(l, out);
+        return out;
       });
+}
+
+Tensor forward_host(const Network& net, const Tensor& input) {
+  return net.int8 ? forward_int8(nullptr, net, input) : forward_host_fp32(net, input);
 }
 
 namespace {
@@ -469,6 +722,157 @@ Tensor max_pool(const Tensor& x, std::uint32_t pool) {
     }
   }
   return y;
+}
+
+namespace {
+
+// int8 activations in NHWC order (quantised networks).
+struct QTensor {
+  std::vector<std::uint32_t> shape;
+  std::vector<std::int8_t> data;
+};
+
+num::MatrixI8 im2col_int8(const QTensor& x, std::uint32_t kernel, std::int8_t padding) {
+  const std::size_t c = x.shape[3];
+  const std::size_t row_len = std::size_t{kernel} * kernel * c;
+  num::MatrixI8 cols(x.data.size() / c, row_len, padding);
+  for_each_window(x.shape, kernel, [&](std::size_t col, std::size_t image) {
+    std::copy(&x.data[image], &x.data[image] + c, &cols.data[col]);
+  });
+  return cols;
+}
+
+QTensor max_pool_int8(const QTensor& x, std::uint32_t pool) {
+  const std::size_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
+  QTensor y{{x.shape[0], x.shape[1] / pool, x.shape[2] / pool, x.shape[3]}, {}};
+  const std::size_t oh = y.shape[1], ow = y.shape[2];
+  y.data.resize(n * oh * ow * c);
+  for (std::size_t b = 0; b < n; ++b) {
+    for (std::size_t oy = 0; oy < oh; ++oy) {
+      for (std::size_t ox = 0; ox < ow; ++ox) {
+        for (std::size_t ch = 0; ch < c; ++ch) {
+          std::int8_t best = -128;
+          for (std::uint32_t dy = 0; dy < pool; ++dy) {
+            for (std::uint32_t dx = 0; dx < pool; ++dx) {
+              best =
+                  std::max(best, x.data[((b * h + oy * pool + dy) * w + ox * pool + dx) * c + ch]);
+            }
+          }
+          y.data[((b * oh + oy) * ow + ox) * c + ch] = best;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+// q = round-half-away-from-zero(x / scale) + zero point, clamped to int8 (NaN to the zero point).
+std::int8_t quantize_value(float x, double scale, std::int32_t zero_point) {
+  const double q = std::round(static_cast<double>(x) / scale) + zero_point;
+  if (std::isnan(q)) return static_cast<std::int8_t>(zero_point);
+  return static_cast<std::int8_t>(std::clamp(q, -128.0, 127.0));
+}
+
+}  // namespace
+
+Tensor forward_int8(Backend* accelerator, const Network& net, const Tensor& input,
+                    std::vector<LayerRun>* runs) {
+  if (!net.int8) throw std::invalid_argument("forward_int8 needs a quantised (int8) network");
+  if (runs) runs->clear();
+  const auto shapes = layer_shapes(net);
+  if (input.shape.size() != 4 || input.shape[1] != net.height || input.shape[2] != net.width ||
+      input.shape[3] != net.channels) {
+    throw std::invalid_argument("the input is not [n, " + std::to_string(net.height) + ", " +
+                                std::to_string(net.width) + ", " + std::to_string(net.channels) +
+                                "]");
+  }
+  const std::uint32_t n = input.shape[0];
+  const auto first = std::find_if(net.layers.begin(), net.layers.end(), gemm_layer);
+  if (first == net.layers.end()) throw std::invalid_argument("an int8 network needs a layer");
+  QTensor x{input.shape, std::vector<std::int8_t>(input.data.size())};
+  for (std::size_t i = 0; i < input.data.size(); ++i) {
+    x.data[i] =
+        quantize_value(input.data[i], first->quant.input_scale, first->quant.input_zero_point);
+  }
+  Tensor logits;
+  for (std::size_t l = 0; l < net.layers.size(); ++l) {
+    const Layer& layer = net.layers[l];
+    std::vector<std::uint32_t> out_shape{n};
+    out_shape.insert(out_shape.end(), shapes[l + 1].begin(), shapes[l + 1].end());
+    if (layer.kind == LayerKind::Flatten) {
+      x.shape = out_shape;
+      continue;
+    }
+    if (layer.kind == LayerKind::MaxPool) {
+      x = max_pool_int8(x, layer.pool);
+      continue;
+    }
+    const QuantLayer& q = layer.quant;
+    // The GEMM's rows: the examples (dense), or their im2col rows with the input zero point,
+    // the quantised 0.0, as the padding (conv2d).
+    num::MatrixI8 rows;
+    if (layer.kind == LayerKind::Conv2d) {
+      rows = im2col_int8(x, layer.kernel, static_cast<std::int8_t>(q.input_zero_point));
+    } else {
+      rows.rows = n;
+      rows.cols = layer.weight_rows;
+      rows.data = std::move(x.data);
+    }
+    num::MatrixI8 weights(layer.weight_rows, layer.units);
+    weights.data = q.weights;
+    GemmSpec spec;
+    spec.m = static_cast<std::uint32_t>(rows.rows);
+    spec.k = layer.weight_rows;
+    spec.n = layer.units;
+    spec.in = InType::Int8;
+    spec.input_zero_point = q.input_zero_point;
+    RequantColumns requant;
+    if (q.int8_output) {
+      spec.out = OutType::Int8;
+      spec.output_zero_point = q.output_zero_point;
+      const num::QuantActivation act =
+          layer.activation == isa::Func::Relu    ? num::QuantActivation::kRelu
+          : layer.activation == isa::Func::Relu6 ? num::QuantActivation::kRelu6
+                                                 : num::QuantActivation::kNone;
+      std::tie(spec.clamp_lo, spec.clamp_hi) =
+          num::clamp_bounds(act, q.output_zero_point, q.output_scale);
+      requant = {q.bias, q.multiplier, q.shift};
+    } else {
+      spec.out = OutType::Int32;
+    }
+    const RequantColumns* columns = q.int8_output ? &requant : nullptr;
+    num::MatrixI32 out;
+    if (accelerator) {
+      LayerRun run;
+      run.name = layer_run_name(l, layer, spec.m);
+      RunResult result;
+      out = run_gemm(*accelerator, spec, rows, weights, nullptr, columns, &result);
+      run.macs = std::uint64_t{spec.m} * spec.k * spec.n;
+      run.counters = result.counters;
+      if (runs) runs->push_back(std::move(run));
+    } else {
+      out = reference_gemm(spec, rows, weights, nullptr, columns);
+    }
+    if (q.int8_output) {
+      x.shape = out_shape;
+      x.data.resize(out.data.size());
+      for (std::size_t i = 0; i < out.data.size(); ++i) {
+        x.data[i] = static_cast<std::int8_t>(out.data[i]);
+      }
+      continue;
+    }
+    // The last layer: int32 sums (za folded in) plus the bias, wrapping, then the real scale.
+    logits = Tensor(out_shape);
+    const std::size_t columns_n = layer.units;
+    for (std::size_t i = 0; i < out.data.size(); ++i) {
+      const std::size_t j = i % columns_n;
+      const std::int32_t sum = isa::int32_value(static_cast<std::uint32_t>(out.data[i]) +
+                                                static_cast<std::uint32_t>(q.bias[j]));
+      logits.data[i] = static_cast<float>(static_cast<double>(sum) * q.input_scale *
+                                          static_cast<double>(q.weight_scales[j]));
+    }
+  }
+  return logits;
 }
 
 std::vector<std::uint32_t> argmax_rows(const Tensor& logits) {

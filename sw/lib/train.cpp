@@ -126,6 +126,10 @@ Trainer::Trainer(Network& net, Backend* accelerator, const TrainOptions& options
   if (!(options.lr_decay > 0.0f && options.lr_decay <= 1.0f)) {
     throw std::invalid_argument("the learning rate's decay must be in (0, 1]");
   }
+  if (net_.int8) {
+    throw std::invalid_argument("a quantised (int8) network cannot be trained: train the float "
+                                "network, then quantise it");
+  }
   for (const Layer& layer : net_.layers) {
     if (layer.activation != isa::Func::None && layer.activation != isa::Func::Relu) {
       throw std::invalid_argument("the trainer knows the gradients of relu and none only");
@@ -446,7 +450,7 @@ double accuracy(Backend* accelerator, const Network& net, const idx::Dataset& da
   for (std::uint32_t first = 0; first < count; first += batch) {
     const std::uint32_t n = std::min(batch, count - first);
     const Tensor x = images_to_tensor(data.images, first, n, data.rows, data.cols);
-    const Tensor logits = accelerator ? forward(*accelerator, net, x) : forward_host_fp32(net, x);
+    const Tensor logits = accelerator ? forward(*accelerator, net, x) : forward_host(net, x);
     const std::vector<std::uint32_t> best = argmax_rows(logits);
     for (std::uint32_t i = 0; i < n; ++i) correct += best[i] == data.labels[first + i];
     if (predictions) predictions->insert(predictions->end(), best.begin(), best.end());

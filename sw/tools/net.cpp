@@ -5,6 +5,7 @@
 #include "common.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/pod.hpp"
+#include "tpu/quantize.hpp"
 #include "tpu/train.hpp"
 
 namespace tpu::tool {
@@ -128,6 +129,38 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& options) {
   return command;
 }
 
+CLI::App* add_quantize_command(CLI::App& app, QuantizeOptions& options) {
+  CLI::App* command = app.add_subcommand(
+      "quantize",
+      "quantise a trained network to int8 (TensorFlow Lite's scheme), calibrated on training "
+      "images");
+  command->add_option("--net", options.net_path, "the float network")
+      ->required()
+      ->type_name("NET.json");
+  command
+      ->add_option("--out", options.out_path,
+                   "the int8 network: JSON, with .npy files named after it\n"
+                   "(all written, or none)")
+      ->required()
+      ->type_name("NETQ.json");
+  command
+      ->add_option("--calibration", options.calibration,
+                   "calibrate the activation ranges on the first N training images\n"
+                   "(host fp32 inference of the float network)")
+      ->check(CLI::Range(1u, 60000u))
+      ->type_name("N")
+      ->capture_default_str();
+  command->add_option("--data", options.data_dir,
+                      "Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)");
+  command->footer(
+      "Weights become int8 per output channel (zero point 0, scale max|w| / 127), activations\n"
+      "int8 with a zero point from their calibrated [min, max] (0 included), biases int32,\n"
+      "and each hidden column's requantisation multiplier M and shift s come from Q-SCALE\n"
+      "(docs/numerics.md); the last layer keeps int32 sums, dequantised on the host.\n"
+      "tpu eval --net NETQ.json runs the result on any backend (docs/networks.md).");
+  return command;
+}
+
 namespace {
 
 nn::TrainOptions trainer_options(const TrainOptions& options) {
@@ -244,12 +277,94 @@ int run_train(const TrainOptions& options) {
   return 0;
 }
 
+namespace {
+
+std::string range_text(const nn::Range& range) {
+  return fmt::format("[{:.4g}, {:.4g}]", range.lo, range.hi);
+}
+
+std::string quant_text(double scale, int zero_point) {
+  return fmt::format("scale {:.6g}, zero point {}", scale, zero_point);
+}
+
+}  // namespace
+
+int run_quantize(const QuantizeOptions& options) {
+  check_output_path(options.out_path);
+  nn::Network net;
+  try {
+    net = nn::load_network(options.net_path);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+  if (net.int8) {
+    throw BadInput(fmt::format("{}: already quantised (dtype int8)", options.net_path));
+  }
+  std::error_code ignored;
+  if (std::filesystem::weakly_canonical(options.out_path, ignored) ==
+      std::filesystem::weakly_canonical(options.net_path, ignored)) {
+    throw BadInput(fmt::format("--out {}: is the network to quantise", options.out_path));
+  }
+  const idx::Dataset train = load_data(true, options.data_dir);
+  if (options.calibration > train.count) {
+    throw BadInput(fmt::format("--calibration {}: the training set has {} images",
+                               options.calibration, train.count));
+  }
+  nn::Network quantised;
+  nn::Calibration calibration;
+  try {
+    nn::check_quantizable(net);  // before the calibration runs
+    calibration = nn::calibrate(net, train, options.calibration);
+    quantised = nn::quantize_network(net, calibration);
+  } catch (const std::invalid_argument& error) {
+    throw BadInput(fmt::format("{}: {}", options.net_path, error.what()));
+  }
+  fmt::print("{}: int8 calibration on the first {} training images (host fp32)\n", net.name,
+             calibration.images);
+  const nn::ActivationQuant input = nn::activation_quant(calibration.input);
+  fmt::print("{:<24} range {:<22} {}\n", "input", range_text(calibration.input),
+             quant_text(input.scale, input.zero_point));
+  for (std::size_t l = 0; l < quantised.layers.size(); ++l) {
+    const nn::Layer& layer = quantised.layers[l];
+    if (layer.kind != nn::LayerKind::Dense && layer.kind != nn::LayerKind::Conv2d) continue;
+    const nn::QuantLayer& q = layer.quant;
+    const auto [lo, hi] = std::minmax_element(q.weight_scales.begin(), q.weight_scales.end());
+    const std::string name =
+        fmt::format("{} {} ({})", layer.kind == nn::LayerKind::Dense ? "dense" : "conv2d", l,
+                    isa::kFuncTable[static_cast<unsigned>(layer.activation)].mnemonic);
+    if (q.int8_output) {
+      fmt::print("{:<24} range {:<22} {}\n", name, range_text(calibration.output[l]),
+                 quant_text(q.output_scale, q.output_zero_point));
+    } else {
+      fmt::print("{:<24} range {:<22} int32 sums, dequantised on the host\n", name,
+                 range_text(calibration.output[l]));
+    }
+    fmt::print("{:<24} weight scales {:.4g} to {:.4g}\n", "", *lo, *hi);
+  }
+  try {
+    nn::save_network(quantised, options.out_path);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+  fmt::print("wrote {}\n", options.out_path);
+  return 0;
+}
+
 int run_eval(const EvalOptions& options) {
   nn::Network net;
   try {
     net = nn::load_network(options.net_path);
   } catch (const std::runtime_error& error) {
     throw BadInput(error.what());
+  }
+  if (net.int8) {
+    const bool accelerator = options.backend != kBackendHost ||
+                             std::any_of(options.compare.begin(), options.compare.end(),
+                                         [](const std::string& b) { return b != kBackendHost; });
+    if (accelerator && !config_named(options.array).int8) {
+      throw BadInput(fmt::format("{}: an int8 network, but the {} core has no int8 datapath",
+                                 options.net_path, options.array));
+    }
   }
   const idx::Dataset test = load_data(false, options.data_dir);
   if (options.first >= test.count) {
@@ -283,7 +398,7 @@ int run_eval(const EvalOptions& options) {
           nn::images_to_tensor(test.images, options.first + done, n, test.rows, test.cols);
       std::vector<nn::LayerRun> runs;
       const nn::Tensor logits =
-          accelerator ? nn::forward(*accelerator, net, x, &runs) : nn::forward_host_fp32(net, x);
+          accelerator ? nn::forward(*accelerator, net, x, &runs) : nn::forward_host(net, x);
       const std::vector<std::uint32_t> best = nn::argmax_rows(logits);
       for (std::uint32_t i = 0; i < n; ++i) {
         out.correct += best[i] == test.labels[options.first + done + i];
@@ -305,9 +420,10 @@ int run_eval(const EvalOptions& options) {
   };
 
   const Outcome main = classify(backend.get());
-  fmt::print("{}: {} test images from {} on {}{}\n", net.name, count, options.first,
-             options.backend,
-             options.backend == kBackendHost ? " (fp32)" : " (" + options.array + " core)");
+  const char* host_kind = net.int8 ? " (int8 reference)" : " (fp32)";
+  fmt::print("{}{}: {} test images from {} on {}{}\n", net.name, net.int8 ? " int8" : "", count,
+             options.first, options.backend,
+             options.backend == kBackendHost ? host_kind : " (" + options.array + " core)");
   fmt::print("accuracy                 {:.4f} ({} of {})\n", double(main.correct) / count,
              main.correct, count);
   const unsigned dim = config_named(options.array).dim;
@@ -339,14 +455,15 @@ int run_eval(const EvalOptions& options) {
   for (std::size_t o = 0; o < options.compare.size(); ++o) {
     const std::string& other = options.compare[o];
     const Outcome theirs = classify(others[o].get());
-    const bool host = other == kBackendHost;
+    // fp32 on the host differs from bf16 on the core; int8 is the same bits everywhere.
+    const bool host = other == kBackendHost && !net.int8;
     std::uint32_t same = 0;
     for (std::uint32_t i = 0; i < count; ++i) same += main.predictions[i] == theirs.predictions[i];
     fmt::print("{:<24} {:.4f}; {} of {} predictions the same{}\n",
                fmt::format("accuracy on {}", other), double(theirs.correct) / count, same, count,
                host ? " (fp32 host: not expected to be all)" : "");
-    // Every accelerator backend computes the same bits.
-    if (!host && options.backend != kBackendHost && same != count) {
+    // Every accelerator backend computes the same bits, and so does the host in int8.
+    if (!host && (options.backend != kBackendHost || net.int8) && same != count) {
       fmt::print(stderr, "tpu: {} and {} disagree on {} predictions\n", options.backend, other,
                  count - same);
       status = kExitCoreError;

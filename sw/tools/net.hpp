@@ -1,8 +1,9 @@
-// The `tpu train` and `tpu eval` subcommands: training the Fashion-MNIST
-// networks and running them on a backend (docs/networks.md).
+// The `tpu train`, `tpu eval` and `tpu quantize` subcommands: training the Fashion-MNIST
+// networks, running them on a backend and quantising them to int8 (docs/networks.md).
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 
 namespace tpu::tool {
@@ -38,9 +39,21 @@ struct EvalOptions {
   bool stats = false;
 };
 
+// Calibration images of `tpu quantize` without --calibration.
+constexpr std::uint32_t kDefaultCalibrationImages = 1000;
+
+struct QuantizeOptions {
+  std::string net_path;
+  std::string out_path;
+  std::string data_dir;
+  std::uint32_t calibration = kDefaultCalibrationImages;
+};
+
 CLI::App* add_train_command(CLI::App& app, TrainOptions& options);
 CLI::App* add_eval_command(CLI::App& app, EvalOptions& options);
+CLI::App* add_quantize_command(CLI::App& app, QuantizeOptions& options);
 int run_train(const TrainOptions& options);
+int run_quantize(const QuantizeOptions& options);
 int run_eval(const EvalOptions& options);
 
 }  // namespace tpu::tool

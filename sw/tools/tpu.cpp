@@ -828,6 +828,8 @@ int run_tool(int argc, char** argv) {
   CLI::App* train_command = add_train_command(app, train);
   tpu::tool::EvalOptions eval;
   CLI::App* eval_command = add_eval_command(app, eval);
+  tpu::tool::QuantizeOptions quantize;
+  CLI::App* quantize_command = add_quantize_command(app, quantize);
   tpu::tool::AllreduceOptions allreduce;
   CLI::App* allreduce_command = add_allreduce_command(app, allreduce);
   app.footer(
@@ -846,15 +848,21 @@ int run_tool(int argc, char** argv) {
   }
 
   note_given_options(*gemm_command, gemm.execution);
+  gemm.alpha_given = gemm_command->count("--alpha") > 0;
+  gemm.act_given = gemm_command->count("--act") > 0;
+  gemm.out_dtype_given = gemm_command->count("--out-dtype") > 0;
+  gemm.zp_a_given = gemm_command->count("--zp-a") > 0;
+  gemm.zp_out_given = gemm_command->count("--zp-out") > 0;
   note_given_options(*run_command, run.execution);
   info.execution.baud_given = info_command->count("--baud") > 0;
   try {
-    if (gemm_command->parsed()) return run_gemm(gemm, gemm_command->count("--alpha") > 0);
+    if (gemm_command->parsed()) return run_gemm(gemm);
     if (asm_command->parsed()) return run_asm(asm_source, asm_output);
     if (disasm_command->parsed()) return run_disasm(disasm_binary, disasm_output);
     if (run_command->parsed()) return run_program(run);
     if (train_command->parsed()) return run_train(train);
     if (eval_command->parsed()) return run_eval(eval);
+    if (quantize_command->parsed()) return run_quantize(quantize);
     if (allreduce_command->parsed()) return run_allreduce_command(allreduce);
     return run_info(info);
   } catch (const BadInput& error) {

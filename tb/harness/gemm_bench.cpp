@@ -21,11 +21,53 @@ HardwareConfig compiled_top_named(const std::string& name) {
                               known + ")");
 }
 
+namespace {
+
+// An int8 product (Q-MAC, with Q-REQ's columns for int8 results) with random operands, on the
+// RTL and then the functional model.
+void measure_int8(GemmMeasurement& m, const HardwareConfig& config, const GemmSpec& spec,
+                  sim::RtlBackend& rtl, oracle::OperandRng& rng) {
+  const auto random_int8 = [&](std::uint32_t rows, std::uint32_t cols) {
+    num::MatrixI8 matrix(rows, cols);
+    for (auto& v : matrix.data) v = static_cast<std::int8_t>(int(rng.uniform(0, 255)) - 128);
+    return matrix;
+  };
+  const num::MatrixI8 a = random_int8(spec.m, spec.k);
+  const num::MatrixI8 b = random_int8(spec.k, spec.n);
+  num::MatrixI32 c(spec.m, spec.n);
+  for (auto& v : c.data) v = static_cast<std::int32_t>(rng.uniform(0, 0xFFFFFFFFu));
+  RequantColumns requant;
+  for (std::uint32_t j = 0; j < spec.n; ++j) {
+    requant.bias.push_back(static_cast<std::int32_t>(rng.uniform(0, 1u << 16)) - (1 << 15));
+    requant.multiplier.push_back(static_cast<std::int32_t>(rng.uniform(1u << 30, (1u << 31) - 1)));
+    requant.shift.push_back(-static_cast<int>(rng.uniform(6, 12)));
+  }
+  const num::MatrixI32* c_in = spec.has_c ? &c : nullptr;
+  const RequantColumns* requant_in = spec.out == OutType::Int8 ? &requant : nullptr;
+  RunResult result;
+  const auto start = std::chrono::steady_clock::now();
+  const num::MatrixI32 out = run_gemm(rtl, spec, a, b, c_in, requant_in, &result);
+  m.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  m.counters = *result.counters;
+  FunctionalModel model(config, m.plan.memory_bytes);
+  m.exact = run_gemm(model, spec, a, b, c_in, requant_in).data == out.data;
+}
+
+}  // namespace
+
 GemmMeasurement measure_gemm(const HardwareConfig& config, const GemmSpec& spec,
                              const sim::AxiTiming& timing, std::uint64_t seed) {
   GemmMeasurement m;
   m.plan = plan_gemm(config, spec);
   oracle::OperandRng rng(seed);
+  sim::RtlOptions options;
+  options.memory_bytes = m.plan.memory_bytes;
+  options.timing = timing;
+  sim::RtlBackend rtl(config, options);
+  if (spec.int8()) {
+    measure_int8(m, config, spec, rtl, rng);
+    return m;
+  }
   const auto a = oracle::random_bf16_matrix(rng, spec.m, spec.k, 1);
   const auto b = oracle::random_bf16_matrix(rng, spec.k, spec.n, 1);
   const auto c = oracle::random_seed_matrix(rng, spec.m, spec.n, 1);
@@ -33,10 +75,6 @@ GemmMeasurement measure_gemm(const HardwareConfig& config, const GemmSpec& spec,
   const num::MatrixFp32* c_in = spec.has_c ? &c : nullptr;
   const std::vector<num::fp32_t>* bias_in = spec.has_bias ? &bias : nullptr;
 
-  sim::RtlOptions options;
-  options.memory_bytes = m.plan.memory_bytes;
-  options.timing = timing;
-  sim::RtlBackend rtl(config, options);
   RunResult result;
   const auto start = std::chrono::steady_clock::now();
   const num::MatrixFp32 out = run_gemm(rtl, spec, a, b, c_in, bias_in, &result);

@@ -12,6 +12,7 @@ as N-ADD does); add() checks that premise on every sum. The functional model (--
 is only a second opinion, and the only one for the table-driven functions, which are checked
 against the true functions within two bf16 ulps besides.
 """
+import json
 import math
 import os
 import random
@@ -979,6 +980,189 @@ def train_bad_input(tpu):
                     "sigmoid.json: the trainer knows the gradients of relu and none only")
 
 
+# --- tpu quantize and int8 networks ---
+
+SHIPPED_CNN = os.path.join(ROOT, "sw", "nets", "cnn.json")
+
+
+def copy_network(net, prefix):
+    """Copies a network's JSON and .npy files into the current directory."""
+    folder = os.path.dirname(net)
+    for name in os.listdir(folder):
+        if name.startswith(prefix + ".") and (name.endswith(".npy") or name.endswith(".json")):
+            with open(os.path.join(folder, name), "rb") as src, open(name, "wb") as dst:
+                dst.write(src.read())
+
+
+def round_half_away(x):
+    return math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)
+
+
+def q_scale(real):
+    """Q-SCALE (docs/numerics.md): TensorFlow Lite's QuantizeMultiplier of a real r > 0."""
+    f, e = math.frexp(real)
+    q = round_half_away(f * 2**31)
+    if q == 2**31:
+        q, e = 2**30, e + 1
+    if e < -31:
+        q, e = 0, 0
+    return q, e
+
+
+@case
+@also_without_rtl
+def quantize_mlp_then_eval(tpu):
+    """`tpu quantize` on 16 training images writes the int8 MLP in the documented format, with
+    weights, biases, multipliers and shifts that an emulation of the scheme here reproduces
+    exactly from the float weights and the scales in the file; the model classifies with it as
+    the float network nearly does, with the same predictions as the host's int8 reference."""
+    out = tpu("quantize", "--net", SHIPPED_MLP, "--out", "q.json", "--calibration", 16).stdout
+    check("int8 calibration on the first 16 training images" in out and "wrote q.json" in out,
+          out)
+    check(re.search(r"^input +range \[0, 1\] +scale 0.00392157, zero point -128$", out, re.M), out)
+    check(re.search(r"^dense 3 \(none\) +range .*int32 sums, dequantised on the host$", out, re.M),
+          out)
+    expected = ["q.json"] + [f"q.{l}.dense.{part}.npy" for l in (1, 2, 3)
+                             for part in ("bias", "scales", "weights")] + \
+        [f"q.{l}.dense.{part}.npy" for l in (1, 2) for part in ("multiplier", "shift")]
+    check(listing() == sorted(expected), f"files: {listing()}")
+    with open("q.json") as f:
+        doc = json.load(f)
+    check(doc["dtype"] == "int8" and doc["name"] == "mlp", str(doc)[:200])
+    folder = os.path.dirname(SHIPPED_MLP)
+    for index, layer in enumerate(doc["layers"]):
+        if layer["type"] != "dense":
+            continue
+        shape, weights = npy.load(os.path.join(folder, f"mlp.{index}.dense.weights.npy"))
+        _, bias = npy.load(os.path.join(folder, f"mlp.{index}.dense.bias.npy"))
+        k, n = shape
+        q_shape, q_dtype, q_weights = npy.load_int(layer["weights"])
+        check(q_shape == (k, n) and q_dtype == "|i1", f"{layer['weights']}: {q_shape} {q_dtype}")
+        _, b_dtype, q_bias = npy.load_int(layer["bias"])
+        check(b_dtype == "<i4" and len(q_bias) == n, layer["bias"])
+        _, scales = npy.load(layer["weight_scales"])
+        s_in = layer["input"]["scale"]
+        for j in range(n):
+            column = [weights[r * n + j] for r in range(k)]
+            check(scales[j] == f32(max(abs(w) for w in column) / 127), f"layer {index} scale {j}")
+            for r in range(k):
+                want = max(-127, min(127, round_half_away(column[r] / scales[j])))
+                check(q_weights[r * n + j] == want, f"layer {index} weight ({r}, {j})")
+            check(q_bias[j] == round_half_away(bias[j] / (s_in * scales[j])),
+                  f"layer {index} bias {j}")
+        if "output" in layer:
+            _, _, mult = npy.load_int(layer["multiplier"])
+            _, _, shift = npy.load_int(layer["shift"])
+            for j in range(n):
+                want = q_scale(s_in * scales[j] / layer["output"]["scale"])
+                check((mult[j], shift[j]) == want, f"layer {index} column {j}: M, s = "
+                      f"{mult[j]}, {shift[j]}, expected {want}")
+            check(layer["output"]["zero_point"] == -128, "relu output, zero point -128")
+    model = tpu("eval", "--net", "q.json", "--backend", "model", "--images", "500", "--compare",
+                "host").stdout
+    check(model.startswith("mlp int8: 500 test images"), model)
+    check("accuracy on host         " in model and "500 of 500 predictions the same\n" in model,
+          model)
+    bf16 = tpu("eval", "--net", SHIPPED_MLP, "--backend", "model", "--images", "500").stdout
+    check(abs(accuracy_of(model) - accuracy_of(bf16)) <= 0.02, model + bf16)
+
+
+@case
+@also_without_rtl
+def quantize_cnn_then_eval(tpu):
+    """The CNN quantised on 16 training images: conv2d layers, max-pooling and the same
+    predictions on the model and the host."""
+    out = tpu("quantize", "--net", SHIPPED_CNN, "--out", "cq.json", "--calibration", 16).stdout
+    check(re.search(r"^conv2d 0 \(relu\) +range \[0, ", out, re.M), out)
+    model = tpu("eval", "--net", "cq.json", "--backend", "model", "--images", "100",
+                "--compare", "host").stdout
+    check("100 of 100 predictions the same" in model, model)
+    check(accuracy_of(model) > 0.85, model)
+
+
+@case
+def quantize_eval_rtl(tpu):
+    """Both quantised networks on the RTL: the same predictions as the model and the host's int8
+    reference, with cycles per image and the per-layer figures."""
+    for net, images in ((SHIPPED_MLP, 8), (SHIPPED_CNN, 2)):
+        tpu("quantize", "--net", net, "--out", "q.json", "--calibration", 16)
+        rtl = tpu("eval", "--net", "q.json", "--backend", "rtl", "--images", images, "--batch",
+                  4, "--compare", "model", "host", "--stats").stdout
+        for other in ("model", "host"):
+            check(re.search(rf"^accuracy on {other} .*; {images} of {images} predictions the "
+                            rf"same$", rtl, re.M), rtl)
+        check(re.search(r"^cycles per image +[0-9]+", rtl, re.M), rtl)
+        check(re.search(r"^dense [0-9]+: ", rtl, re.M), rtl)
+
+
+QUANTIZE_BAD_INPUTS = {
+    "no_net": (["quantize", "--out", "q.json"], "--net is required"),
+    "no_out": (["quantize", "--net", SHIPPED_MLP], "--out is required"),
+    "absent_net": (["quantize", "--net", "absent.json", "--out", "q.json"],
+                   "absent.json: cannot open"),
+    "broken_net": (["quantize", "--net", "broken.json", "--out", "q.json"], "not valid JSON"),
+    "calibration_zero": (["quantize", "--net", SHIPPED_MLP, "--out", "q.json", "--calibration",
+                          "0"], "--calibration"),
+    "calibration_too_many": (["quantize", "--net", SHIPPED_MLP, "--out", "q.json",
+                              "--calibration", "60001"], "--calibration"),
+    "no_data": (["quantize", "--net", SHIPPED_MLP, "--out", "q.json", "--data", "empty"],
+                "Fashion-MNIST is not in empty"),
+    "out_is_directory": (["quantize", "--net", SHIPPED_MLP, "--out", "empty"],
+                         "empty: is a directory"),
+    "out_in_missing_directory": (["quantize", "--net", SHIPPED_MLP, "--out", "none/q.json"],
+                                 "none/q.json: cannot write in none"),
+    "out_is_net": (["quantize", "--net", "mlp.json", "--out", "./mlp.json"],
+                   "--out ./mlp.json: is the network to quantise"),
+    "already_int8": (["quantize", "--net", "int8.json", "--out", "q.json"],
+                     "int8.json: already quantised (dtype int8)"),
+    "sigmoid": (["quantize", "--net", "sigmoid.json", "--out", "q.json"],
+                "sigmoid.json: layer 1 (dense): int8 layers take none, relu or relu6, not "
+                "sigmoid"),
+    "train_int8": (["train", "--init", "int8.json", "--out", "n.json"],
+                   "int8.json: a quantised (int8) network cannot be trained"),
+    "eval_no_int8_core": (["eval", "--net", "int8.json", "--backend", "model", "--array",
+                           "4x4_seq"], "int8.json: an int8 network, but the 4x4_seq core has no "
+                                       "int8 datapath"),
+    "eval_bad_multiplier": (["eval", "--net", "int8.json", "--backend", "model"],
+                            "are outside Q-REQ's ranges"),
+    "eval_bad_zero_point": (["eval", "--net", "zp.json", "--backend", "model"],
+                            "zp.json: layer 1 (dense): output zero point 300 is outside "
+                            "[-128, 127]"),
+}
+
+
+def quantize_bad_input(tpu, name):
+    """Each refusal of `tpu quantize` (and of `tpu eval` on an int8 network): one line, exit
+    status 2, no file written."""
+    os.mkdir("empty")
+    with open("broken.json", "w") as f:
+        f.write('{"name": "x", "layers": [')
+    copy_network(SHIPPED_MLP, "mlp")
+    with open("mlp.json") as f:
+        text = f.read()
+    with open("sigmoid.json", "w") as f:
+        f.write(text.replace('"relu"', '"sigmoid"'))
+    if name.startswith("already") or name.startswith("eval") or name.startswith("train"):
+        tpu("quantize", "--net", SHIPPED_MLP, "--out", "int8.json", "--calibration", 4)
+    if name == "eval_bad_multiplier":
+        shape, dtype, values = npy.load_int("int8.2.dense.multiplier.npy")
+        values[5] = 12345
+        npy.save_int("int8.2.dense.multiplier.npy", values)
+    if name == "eval_bad_zero_point":
+        with open("int8.json") as f:
+            doc = json.load(f)
+        doc["layers"][1]["output"]["zero_point"] = 300
+        with open("zp.json", "w") as f:
+            json.dump(doc, f)
+    args, expected = QUANTIZE_BAD_INPUTS[name]
+    check_bad_input(tpu, args, expected)
+
+
+for _name in QUANTIZE_BAD_INPUTS:
+    CASES[f"quantize_bad_{_name}"] = lambda tpu, n=_name: quantize_bad_input(tpu, n)
+    ALSO_WITHOUT_RTL.append(f"quantize_bad_{_name}")
+
+
 # --- The serial backend, on the board's simulation (--port sim) ---
 
 SERIAL = ["--backend", "serial", "--port", "sim"]
@@ -1130,9 +1314,13 @@ def info_lists_configurations(tpu):
 @case
 def help_texts(tpu):
     check("Subcommands:" in tpu("--help").stdout, "tpu --help lists no subcommands")
-    for command in ("gemm", "asm", "disasm", "run", "info", "train", "eval", "allreduce"):
+    for command in ("gemm", "asm", "disasm", "run", "info", "train", "eval", "quantize",
+                    "allreduce"):
         out = tpu(command, "--help").stdout
         check(out.splitlines()[1].startswith(f"Usage: tpu {command}"), out)
+    quantize = tpu("quantize", "--help").stdout
+    for option in ("--net", "--out", "--calibration", "--data", "=1000", "Q-SCALE"):
+        check(option in quantize, f"tpu quantize --help does not describe {option}")
     gemm = tpu("gemm", "--help").stdout
     for option in ("--dtype", "--qmult", "--qshift", "--zp-a", "--zp-out"):
         check(option in gemm, f"tpu gemm --help does not describe {option}")

@@ -62,6 +62,10 @@ class Generator {
     return static_cast<std::uint32_t>(rng_.uniform(lo, hi));
   }
   bool coin(unsigned percent) { return pick(1, 100) <= percent; }
+  // On a core with the int8 datapath, an instruction uses its int8 form this often.
+  bool int8_coin() { return config_.int8 && coin(35); }
+  // Host bytes of a row: bf16 or int8 (one byte a lane) unified-buffer rows.
+  unsigned ub_host_bytes(bool i8) const { return (i8 ? 1 : 2) * config_.dim; }
 
   // count, rows and step of an iteration space that fits `region`, placed at a
   // random first row.
@@ -174,11 +178,13 @@ class Generator {
 
   void read_host() {
     const bool acc = coin(40);
+    const bool i8 = !acc && int8_coin();
     const Region& r = acc ? acc_[pick(0, 1)] : ub_[pick(0, 1)];
     const Span s = random_span(r);
-    const HostSpan h = readable(s.count, s.rows, row_bytes(r.memory));
+    const HostSpan h = readable(s.count, s.rows, acc ? row_bytes(r.memory) : ub_host_bytes(i8));
     isa::ReadHostArgs a;
     a.acc = acc;
+    a.i8 = i8;
     a.count = s.count;
     a.rows = s.rows;
     a.addr_b = s.first;
@@ -195,7 +201,8 @@ class Generator {
     isa::ReadWeightsArgs a;
     a.count = pick(1, capacity - unclaimed_);
     a.rows = pick(1, config_.dim);
-    const HostSpan h = readable(a.count, a.rows, 2 * config_.dim);
+    a.i8 = int8_coin();
+    const HostSpan h = readable(a.count, a.rows, ub_host_bytes(a.i8));
     a.host_addr = h.addr;
     a.host_stride = h.stride;
     a.host_step = h.step;
@@ -207,6 +214,7 @@ class Generator {
     isa::MatmulArgs a;
     a.acc0 = coin(50);
     a.accn = coin(70);
+    a.i8 = int8_coin();
     a.k_valid = pick(1, config_.dim);
     a.n_valid = pick(1, config_.dim);
     const std::uint32_t count = unclaimed_ > 0 ? pick(1, unclaimed_) : pick(1, shape_.max_count);
@@ -222,7 +230,7 @@ class Generator {
       unclaimed_ -= count;
     } else {
       a.fetch = true;
-      const HostSpan h = readable(count, *a.k_valid, 2 * config_.dim);
+      const HostSpan h = readable(count, *a.k_valid, ub_host_bytes(a.i8));
       a.host_addr = h.addr;
       a.host_stride = h.stride;
       a.host_step = h.step;
@@ -231,6 +239,7 @@ class Generator {
   }
 
   void activate() {
+    if (int8_coin()) return requantise();
     isa::ActivateArgs a;
     a.func = static_cast<isa::Func>(pick(0, isa::kFuncCount - 1));
     if (a.func == isa::Func::Leaky) a.alpha = rng_.bf16();
@@ -266,13 +275,39 @@ class Generator {
     builder_.activate(a);
   }
 
+  // ACTIVATE REQ: whatever the accumulators hold as sums, biases, multipliers and shifts (the
+  // hardware takes any, docs/isa.md), to int8 unified-buffer rows.
+  void requantise() {
+    isa::ActivateArgs a;
+    a.req = true;
+    a.bias = true;
+    const unsigned src_bank = pick(0, 1);
+    const Span src = random_span(acc_[src_bank]);
+    a.count = src.count;
+    a.rows = src.rows;
+    a.addr_a = src.first;
+    a.step_a = src.step;
+    const Span dst = span_in(ub_[pick(0, 1)], src.count, src.rows);
+    a.addr_b = dst.first;
+    a.step_b = dst.step;
+    const Span block = span_in(acc_[pick(0, 1)], src.count, 3);
+    a.bias_addr = block.first;
+    a.bias_step = block.step;
+    a.zero_point = static_cast<int>(pick(0, 255)) - 128;
+    a.clamp_lo = static_cast<int>(pick(0, 255)) - 128;
+    a.clamp_hi = static_cast<int>(pick(0, 255)) - 128;
+    builder_.activate(a);
+  }
+
   void write_host() {
     const bool acc = coin(40);
+    const bool i8 = !acc && int8_coin();
     const Region& r = acc ? acc_[pick(0, 1)] : ub_[pick(0, 1)];
     const Span s = random_span(r);
-    const HostSpan h = writable(s.count, s.rows, row_bytes(r.memory));
+    const HostSpan h = writable(s.count, s.rows, acc ? row_bytes(r.memory) : ub_host_bytes(i8));
     isa::WriteHostArgs a;
     a.acc = acc;
+    a.i8 = i8;
     a.count = s.count;
     a.rows = s.rows;
     a.addr_a = s.first;

@@ -1,7 +1,8 @@
 // Fashion-MNIST networks on the RTL: two mixed-precision training steps give
 // bit-identical weights on the rtl and model backends, and the networks
 // shipped in sw/nets classify test images as expected: the same predictions
-// (the same logits) on both backends, and an accuracy no trained network falls below.
+// (the same logits) on both backends, and an accuracy no trained network falls below;
+// quantised to int8, the same logits on the RTL, the model and the host's int8 reference.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "backends/rtl_backend.hpp"
 #include "tpu/model.hpp"
 #include "tpu/nn.hpp"
+#include "tpu/quantize.hpp"
 #include "tpu/train.hpp"
 
 namespace tpu::nn {
@@ -102,6 +104,27 @@ TEST_P(ShippedNetwork, ClassifiesTestImages) {
   ASSERT_EQ(on_rtl.data.size(), on_model.data.size());
   for (std::size_t i = 0; i < on_rtl.data.size(); ++i) {
     ASSERT_EQ(bits(on_rtl.data[i]), bits(on_model.data[i])) << "logit " << i;
+  }
+}
+
+// The shipped network quantised on 16 training images: the first test images give the same
+// logits, bit for bit, on the RTL, on the model and on the host (the int8 reference).
+TEST_P(ShippedNetwork, Int8SameLogitsOnRtlModelAndHost) {
+  const Network net = load_network(std::string(TPU_NETS_DIR) + "/" + GetParam() + ".json");
+  const Network q = quantize_network(net, calibrate(net, load_fashion_mnist(true), 16));
+  const idx::Dataset test = load_fashion_mnist(false);
+  const HardwareConfig config = testing::config_named(kArray);
+  ASSERT_TRUE(config.int8);
+  FunctionalModel model(config, 1u << 20);
+  sim::RtlBackend rtl(config);
+  const Tensor x = images_to_tensor(test.images, 0, 8, test.rows, test.cols);
+  const Tensor on_rtl = forward(rtl, q, x), on_model = forward(model, q, x);
+  const Tensor on_host = forward_host(q, x);
+  ASSERT_EQ(on_rtl.data.size(), on_host.data.size());
+  ASSERT_EQ(on_model.data.size(), on_host.data.size());
+  for (std::size_t i = 0; i < on_rtl.data.size(); ++i) {
+    ASSERT_EQ(bits(on_rtl.data[i]), bits(on_host.data[i])) << "logit " << i << " on rtl";
+    ASSERT_EQ(bits(on_model.data[i]), bits(on_host.data[i])) << "logit " << i << " on model";
   }
 }
 

@@ -29,6 +29,10 @@
 //   of the pair's parity, so the activation unit and the store unit finish one
 //   pair while the array computes the next. One MATMUL with FETCH runs the
 //   whole K loop: its weights stream from host memory, tile by tile.
+// - B lies in host memory tile by tile, N tile after N tile, each tile's D
+//   rows of D values one after the other (rows past K are zeros), so that one
+//   burst brings a tile (or as much of it as a burst holds) rather than one
+//   burst a row.
 // - The program issues the next pair's MATMUL, and the next block's
 //   READ_HOST, before the previous pair's ACTIVATE and WRITE_HOST, so neither
 //   the array nor the load waits for them (issue is in order, and a

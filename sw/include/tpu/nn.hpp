@@ -8,9 +8,15 @@
 // rounded by N-OUT) and accumulates in fp32 (docs/numerics.md). The same
 // network also runs on the host in plain fp32, as the reference it is
 // compared with.
+//
+// A quantised network (dtype int8, docs/networks.md; tpu/quantize.hpp makes one) runs in
+// TensorFlow Lite's int8 scheme instead: int8 activations with a zero point, int8 weights
+// symmetric per output channel, int32 sums (Q-MAC), hidden layers requantised to int8 by the
+// activation unit (Q-REQ), the last layer's int32 sums turned into fp32 logits on the host.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +39,30 @@ struct Tensor {
 
 enum class LayerKind : std::uint8_t { Dense, Conv2d, MaxPool, Flatten };
 
+// The int8 form of a dense or conv2d layer in a quantised network (docs/networks.md). Real
+// values are scale * (q - zero_point). Every vector has one entry a column (output channel),
+// except `weights`.
+struct QuantLayer {
+  std::vector<std::int8_t> weights;      // weight_rows x units, row-major, in [-127, 127]
+  std::vector<float> weight_scales;      // the weights' scales (zero points 0), positive
+  std::vector<std::int32_t> bias;        // scale input_scale * weight_scales[j], zero point 0
+  std::vector<std::int32_t> multiplier;  // Q-REQ's M and s (hidden layers; Q-SCALE of
+  std::vector<std::int32_t> shift;       //   input_scale * weight_scales[j] / output_scale)
+  double input_scale = 1.0;              // the int8 input rows
+  std::int32_t input_zero_point = 0;
+  // Hidden layers: the int8 output. The last layer has none: its int32 sums (plus the bias)
+  // become fp32 logits on the host, times input_scale * weight_scales[j].
+  bool int8_output = false;
+  double output_scale = 1.0;
+  std::int32_t output_zero_point = 0;
+
+  // Column j's real requantisation multiplier, input_scale * weight_scales[j] / output_scale,
+  // in double: what Q-SCALE turns into multiplier[j] and shift[j].
+  double real_multiplier(std::size_t j) const {
+    return input_scale * static_cast<double>(weight_scales[j]) / output_scale;
+  }
+};
+
 struct Layer {
   LayerKind kind = LayerKind::Dense;
   std::uint32_t units = 0;   // dense: outputs; conv2d: filters
@@ -45,6 +75,9 @@ struct Layer {
   std::vector<float> weights;
   std::vector<float> bias;        // units
   std::uint32_t weight_rows = 0;  // inputs of the GEMM (K)
+  // Quantised networks: the layer's int8 form. `weights` and `bias` above then hold its
+  // dequantised values (scale * q), for the shape checks and for reading.
+  QuantLayer quant;
 };
 
 struct Network {
@@ -52,15 +85,22 @@ struct Network {
   std::uint32_t height = 0, width = 0, channels = 0;  // input shape per example
   std::uint32_t classes = 0;                          // outputs of the last layer
   std::vector<Layer> layers;
+  bool int8 = false;  // a quantised network ("dtype": "int8"): its layers' `quant` hold it
 };
 
 // The shape of one example after each layer, for checking and for the trainer.
 std::vector<std::vector<std::uint32_t>> layer_shapes(const Network& net);
 
-// JSON description (docs/networks.md) with weights in .npy files next to it.
-// Throws std::runtime_error("<path>: <what is wrong>") for anything malformed.
+// JSON description (docs/networks.md) with weights in .npy files next to it, float or
+// quantised ("dtype": "int8"). Throws std::runtime_error("<path>: <what is wrong>") for anything
+// malformed; for a quantised network also for an int8 form out of range or inconsistent (zero
+// points outside [-128, 127], scales not positive, M or s outside Q-REQ's ranges or not
+// Q-SCALE of the scales, a layer's input not the previous layer's output, functions other
+// than none, relu and relu6).
 Network load_network(const std::string& json_path);
-// Writes the description and one .npy per weight matrix and bias vector.
+// Writes the description and one .npy per array (float32; for a quantised network int8
+// weights, int32 bias, multiplier and shift, float32 weight scales). All or nothing: every
+// file is written under a temporary name first and renamed once all are complete.
 void save_network(const Network& net, const std::string& json_path);
 
 // Per-layer figures of one inference.
@@ -70,11 +110,28 @@ struct LayerRun {
   std::optional<Counters> counters;
 };
 
-// Forward pass on an accelerator backend: returns the logits, [n, classes].
+// Forward pass on an accelerator backend: returns the logits, [n, classes]. A quantised
+// network runs as forward_int8 does.
 Tensor forward(Backend& accelerator, const Network& net, const Tensor& input,
                std::vector<LayerRun>* runs = nullptr);
-// The same network in plain host fp32 (no bf16 rounding).
-Tensor forward_host_fp32(const Network& net, const Tensor& input);
+// The same network in plain host fp32 (no bf16 rounding). `observe`, when given, receives
+// each dense and conv2d layer's output (after its function): (layer index, values).
+// A quantised network is refused (std::invalid_argument): forward_host runs it.
+using LayerObserver = std::function<void(std::size_t, const std::vector<float>&)>;
+Tensor forward_host_fp32(const Network& net, const Tensor& input,
+                         const LayerObserver& observe = {});
+// A quantised network's forward pass, on an accelerator or, when `accelerator` is null, on
+// the host by the reference model (tpu::reference_gemm: num::gemm_int8, Q-ZP, Q-REQ): the
+// same bits either way. The input is quantised on the host with the first layer's input scale
+// and zero point (q = round-half-away(x / scale) + zero point, clamped to int8); conv2d is
+// im2col on the host with the input zero point as padding; max-pooling and flattening run on
+// the host on int8 values; hidden layers are int8 GEMMs requantised on the core (Q-REQ, the
+// function as its clamp); the last layer's int32 sums come back and the host adds the bias
+// (wrapping) and multiplies by input_scale * weight_scales[j] in double, rounded to fp32.
+Tensor forward_int8(Backend* accelerator, const Network& net, const Tensor& input,
+                    std::vector<LayerRun>* runs = nullptr);
+// Host inference: plain fp32, or the int8 reference of a quantised network.
+Tensor forward_host(const Network& net, const Tensor& input);
 
 // One dense layer, or a conv2d layer on its im2col rows: rows x K times the
 // layer's K x units weights, plus bias, then the function. On an accelerator

@@ -38,7 +38,7 @@ struct TrainOptions {
 };
 
 // Where the products run: the host in fp32 (accelerator null), or an
-// accelerator backend.
+// accelerator backend. A quantised (int8) network is refused (std::invalid_argument).
 class Trainer {
  public:
   Trainer(Network& net, Backend* accelerator, const TrainOptions& options);
@@ -109,8 +109,9 @@ class DataParallelTrainer {
 };
 
 // Classification accuracy over the first `count` examples of a data set
-// (all when 0), in batches, on an accelerator (or on the host in fp32 when
-// null); the predictions go to `predictions` when given.
+// (all when 0), in batches, on an accelerator (or on the host when null: fp32,
+// or the int8 reference of a quantised network); the predictions go to
+// `predictions` when given.
 double accuracy(Backend* accelerator, const Network& net, const idx::Dataset& data,
                 std::uint32_t count, std::uint32_t batch,
                 std::vector<std::uint32_t>* predictions = nullptr);
