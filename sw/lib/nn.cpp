@@ -133,16 +133,21 @@ std::vector<float> layer_gemm_host(const Layer& layer, const float* rows_data, s
   return out;
 }
 
-// Runs the network, with `gemm` doing its dense and conv2d layers.
-template <typename Gemm>
-Tensor run_network(const Network& net, const Tensor& input, Gemm&& gemm) {
-  const auto shapes = layer_shapes(net);
+// Throws std::invalid_argument unless `input` is a batch of the network's input shape.
+void check_input(const Network& net, const Tensor& input) {
   if (input.shape.size() != 4 || input.shape[1] != net.height || input.shape[2] != net.width ||
       input.shape[3] != net.channels) {
     throw std::invalid_argument("the input is not [n, " + std::to_string(net.height) + ", " +
                                 std::to_string(net.width) + ", " + std::to_string(net.channels) +
                                 "]");
   }
+}
+
+// Runs the network, with `gemm` doing its dense and conv2d layers.
+template <typename Gemm>
+Tensor run_network(const Network& net, const Tensor& input, Gemm&& gemm) {
+  const auto shapes = layer_shapes(net);
+  check_input(net, input);
   Tensor x = input;
   const std::uint32_t n = input.shape[0];
   for (std::size_t l = 0; l < net.layers.size(); ++l) {
@@ -780,12 +785,7 @@ Tensor forward_int8(Backend* accelerator, const Network& net, const Tensor& inpu
   if (!net.int8) throw std::invalid_argument("forward_int8 needs a quantised (int8) network");
   if (runs) runs->clear();
   const auto shapes = layer_shapes(net);
-  if (input.shape.size() != 4 || input.shape[1] != net.height || input.shape[2] != net.width ||
-      input.shape[3] != net.channels) {
-    throw std::invalid_argument("the input is not [n, " + std::to_string(net.height) + ", " +
-                                std::to_string(net.width) + ", " + std::to_string(net.channels) +
-                                "]");
-  }
+  check_input(net, input);
   const std::uint32_t n = input.shape[0];
   const auto first = std::find_if(net.layers.begin(), net.layers.end(), gemm_layer);
   if (first == net.layers.end()) throw std::invalid_argument("an int8 network needs a layer");

@@ -11,6 +11,15 @@
 namespace tpu::tool {
 namespace {
 
+// A network file, or the loader's one-line reason as bad input.
+nn::Network load_network(const std::string& path) {
+  try {
+    return nn::load_network(path);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+}
+
 constexpr const char* kBackendHost = "host";
 // Host memory to start with; a backend grows it for larger products.
 constexpr std::size_t kNetworkMemory = 8u << 20;
@@ -235,11 +244,7 @@ int run_train(const TrainOptions& options) {
         options.architecture == "mlp" ? nn::Architecture::Mlp : nn::Architecture::Cnn,
         options.seed);
   } else {
-    try {
-      net = nn::load_network(options.init_path);
-    } catch (const std::runtime_error& error) {
-      throw BadInput(error.what());
-    }
+    net = load_network(options.init_path);
   }
   if (options.chips > 1 || options.backend == kBackendMpi) {
     return run_pod_train(options, net, train, test);
@@ -291,12 +296,7 @@ std::string quant_text(double scale, int zero_point) {
 
 int run_quantize(const QuantizeOptions& options) {
   check_output_path(options.out_path);
-  nn::Network net;
-  try {
-    net = nn::load_network(options.net_path);
-  } catch (const std::runtime_error& error) {
-    throw BadInput(error.what());
-  }
+  const nn::Network net = load_network(options.net_path);
   if (net.int8) {
     throw BadInput(fmt::format("{}: already quantised (dtype int8)", options.net_path));
   }
@@ -351,12 +351,7 @@ int run_quantize(const QuantizeOptions& options) {
 }
 
 int run_eval(const EvalOptions& options) {
-  nn::Network net;
-  try {
-    net = nn::load_network(options.net_path);
-  } catch (const std::runtime_error& error) {
-    throw BadInput(error.what());
-  }
+  const nn::Network net = load_network(options.net_path);
   if (net.int8) {
     const bool accelerator = options.backend != kBackendHost ||
                              std::any_of(options.compare.begin(), options.compare.end(),

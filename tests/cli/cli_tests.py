@@ -1255,6 +1255,40 @@ def serial_trace(tpu):
     check(layout.returncode == 0, f"sim/board_seq.gtkw: {layout.stdout}{layout.stderr}")
 
 
+# The int8-only board (fpga/ulx3s_int8): int8 products raw and requantised, bit for bit as the
+# contract gives and as the model computes; a bf16 product is refused.
+INT8_BOARD = ["--backend", "serial", "--port", "sim:ulx3s_int8"]
+
+
+@case
+def serial_int8_board(tpu):
+    info = tpu("info", "--port", "sim:ulx3s_int8").stdout
+    check("int8 only" in info and "GOPS int8" in info, f"tpu info of the int8 board:\n{info}")
+    rng = random.Random(35)
+    m, k, n = 7, 19, 11
+    a, b, c = int8_operands(rng, m, k, n)
+    mult, shift, bias = requant_columns(rng, n)
+    npy.save_int("m.npy", mult)
+    npy.save_int("s.npy", shift)
+    npy.save_int("bias.npy", bias)
+    za, zo = rng.randint(-128, 127), rng.randint(-128, 127)
+    runs = (
+        (["--c", "c.npy", "--zp-a", za], q_mac(a, b, c, za), "<i4"),
+        (["--qmult", "m.npy", "--qshift", "s.npy", "--bias", "bias.npy", "--zp-a", za,
+          "--zp-out", zo, "--act", "relu"],
+         [[q_req(x, bias[j], mult[j], shift[j], zo, zo, 127) for j, x in enumerate(row)]
+          for row in q_mac(a, b, za=za)], "|i1"))
+    for args, expected, descr in runs:
+        common = ["gemm", "--dtype", "int8", "--a", "a.npy", "--b", "b.npy", *args]
+        tpu(*common, *INT8_BOARD, "--out", "board.npy")
+        check_int_file("board.npy", expected, descr, f"{descr} on the int8 board")
+        tpu(*common, "--backend", "model", "--array", ARRAY, "--out", "model.npy")
+        check(same_file("board.npy", "model.npy"), "the int8 board's result differs from the model's")
+    write_operands(rng, 3, 4, 2)
+    check_bad_input(tpu, ["gemm", *OPERAND_ARGS, "--out", "bf16.npy", *INT8_BOARD],
+                    "is int8-only")
+
+
 def serial_bad_inputs():
     write_operands(random.Random(34), 5, 7, 3)
     npy.save("big_a.npy", [[1.0] * 300] * 300)
