@@ -16,7 +16,7 @@ package tpu_pkg;
   // ... and with its SplitStages, for FPGA clocks.
   localparam int unsigned ActFuncSplitLatency /*verilator public*/ = 13;
   // Latency of one lane of requantisation (tpu_requant).
-  localparam int unsigned RequantLatency = 4;
+  localparam int unsigned RequantLatency = 6;
 
   // Largest legal array edge (TPU v1's array is 256 x 256).
   localparam int unsigned ArrayDimMax = 256;

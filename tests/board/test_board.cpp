@@ -233,6 +233,49 @@ test::GemmOperands random_operands(oracle::OperandRng& rng, const GemmSpec& s) {
   return test::random_gemm_operands(rng, s, 5, 5);
 }
 
+// An int8-only board's products (fpga/ulx3s_int8): raw int32 sums with C and the input zero
+// point, and requantised ones with relu, against the reference and the model.
+void int8_gemms_match(SerialBackend& backend, oracle::OperandRng& rng) {
+  const HardwareConfig config = backend.config();
+  const std::uint32_t d = config.dim;
+  const auto random_int8 = [&](std::uint32_t rows, std::uint32_t cols) {
+    num::MatrixI8 m(rows, cols);
+    for (auto& v : m.data) v = static_cast<std::int8_t>(int(rng.uniform(0, 255)) - 128);
+    return m;
+  };
+  for (const OutType out : {OutType::Int32, OutType::Int8}) {
+    GemmSpec s;
+    s.m = d + 3;
+    s.k = 2 * d + 1;
+    s.n = d + 2;
+    s.in = InType::Int8;
+    s.out = out;
+    s.input_zero_point = int(rng.uniform(0, 255)) - 128;
+    s.has_c = out == OutType::Int32;
+    if (out == OutType::Int8) {
+      s.output_zero_point = int(rng.uniform(0, 255)) - 128;
+      s.clamp_lo = s.output_zero_point;  // relu
+    }
+    SCOPED_TRACE(out == OutType::Int8 ? "int8 results" : "int32 results");
+    const num::MatrixI8 a = random_int8(s.m, s.k), b = random_int8(s.k, s.n);
+    num::MatrixI32 c(s.m, s.n);
+    for (auto& v : c.data) v = static_cast<std::int32_t>(rng.uniform(0, 0xFFFFFFFFu));
+    RequantColumns requant;
+    for (std::uint32_t j = 0; j < s.n; ++j) {
+      requant.bias.push_back(int(rng.uniform(0, 2000)) - 1000);
+      requant.multiplier.push_back(
+          static_cast<std::int32_t>(rng.uniform(1u << 30, (1u << 31) - 1)));
+      requant.shift.push_back(-int(rng.uniform(4, 12)));
+    }
+    const num::MatrixI32* c_in = s.has_c ? &c : nullptr;
+    const RequantColumns* requant_in = out == OutType::Int8 ? &requant : nullptr;
+    const num::MatrixI32 got = run_gemm(backend, s, a, b, c_in, requant_in);
+    EXPECT_EQ(got.data, reference_gemm(s, a, b, c_in, requant_in).data);
+    FunctionalModel model(config, 0);
+    EXPECT_EQ(run_gemm(model, s, a, b, c_in, requant_in).data, got.data);
+  }
+}
+
 // Every simulated board runs the serial backend's tests: the ULX3S carries the array core, the
 // iCEBreaker the sequential one.
 std::vector<std::string> board_names() {
@@ -270,6 +313,7 @@ TEST_P(SerialBackendOn, GemmsMatchTheReferenceAndTheModel) {
   const std::unique_ptr<SerialBackend> backend = open_board(GetParam());
   const HardwareConfig config = backend->config();
   oracle::OperandRng rng(test::test_seed());
+  if (!config.float_datapath) return int8_gemms_match(*backend, rng);
   const std::uint32_t d = config.dim;
   struct Case {
     std::uint32_t m, k, n;
@@ -316,11 +360,27 @@ TEST_P(SerialBackendOn, UploadsOnlyWhatChanged) {
   s.m = 6;
   s.k = 9;
   s.n = 5;
+  // An int8-only board runs the same product in int8, with int32 results of the same size.
+  const bool int8 = !backend->config().float_datapath;
+  if (int8) {
+    s.in = InType::Int8;
+    s.out = OutType::Int32;
+  }
   const test::GemmOperands o = random_operands(rng, s);
-  const num::MatrixFp32 first = run_gemm(*backend, s, o.a, o.b);
+  num::MatrixI8 a8(s.m, s.k), b8(s.k, s.n);
+  for (std::size_t i = 0; i < a8.data.size(); ++i)
+    a8.data[i] = static_cast<std::int8_t>(o.a.data[i]);
+  for (std::size_t i = 0; i < b8.data.size(); ++i)
+    b8.data[i] = static_cast<std::int8_t>(o.b.data[i]);
+  const auto product = [&] {
+    if (!int8) return run_gemm(*backend, s, o.a, o.b).data;
+    const auto sums = run_gemm(*backend, s, a8, b8).data;
+    return std::vector<num::fp32_t>(sums.begin(), sums.end());
+  };
+  const std::vector<num::fp32_t> first = product();
   const std::uint64_t uploaded = backend->bytes_uploaded();
   const std::uint64_t downloaded = backend->bytes_downloaded();
-  EXPECT_EQ(run_gemm(*backend, s, o.a, o.b).data, first.data);
+  EXPECT_EQ(product(), first);
   // The same product again: nothing to send; the results come back again.
   EXPECT_EQ(backend->bytes_uploaded(), uploaded);
   EXPECT_EQ(backend->bytes_downloaded(), 2 * downloaded);
