@@ -888,11 +888,14 @@ def sv_decoder(isa, source):
         "host_used": [when(op, op.host.only_if) for op in ops if op.host],
         "host_write": [is_op(op) for op in ops if op.host and op.host.write],
         "host_fp32": [when(op, op.host.fp32_if) for op in ops if op.host and op.host.fp32_if],
-        "host_int8": [when(op, op.host.int8_if) for op in ops if op.host and op.host.int8_if],
+        # What only the int8 datapath does is 0 in a core without it (where setting the flag is
+        # ILLEGAL_FIELD), so that nothing of it is left in that core's checks and footprints.
+        "host_int8": [f"(Int8 && {when(op, op.host.int8_if)})" for op in ops
+                      if op.host and op.host.int8_if],
         "host_k_valid": [is_op(op) for op in ops if op.host and op.host.rows == "k_valid"],
         "in_place": [is_op(op) for op in ops if op.in_place],
         "links": [is_op(op) for op in ops if op.links],
-        "bias_quant": [when(op, op.quant_if) for op in ops if op.quant_if],
+        "bias_quant": [f"(Int8 && {when(op, op.quant_if)})" for op in ops if op.quant_if],
         "int8": [when(op, flag) for op in ops for flag in op.flags if flag.int8],
         "float_dp": [f"({is_op(op)} && !{flag_set(op, op.float_unless)})" for op in ops
                      if op.float_unless],

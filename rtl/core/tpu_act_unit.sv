@@ -135,7 +135,7 @@ module tpu_act_unit #(
   assign src_row  = head.addr_a + src_off_q + rows_read_q;
   // Rows are read only when the row buffer will have a place for them.
   assign bias_req = head_valid && state_q == IterStart && use_bias;
-  assign qparam_req = head_valid && (state_q == MultRead || state_q == ShiftRead);
+  assign qparam_req = Int8 && head_valid && (state_q == MultRead || state_q == ShiftRead);
   assign qparam_row = bias_row + ((state_q == MultRead) ? 16'd1 : 16'd2);
   assign row_req  = head_valid && state_q == IterRows && rows_read_q != head.rows &&
                     ({1'b0, rowbuf_count} + {2'b0, read_inflight_q}) < 3'd2;

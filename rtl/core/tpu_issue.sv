@@ -270,7 +270,7 @@ module tpu_issue #(
     op_new.host_addr   = fields.host_addr;
     op_new.host_stride = fields.host_stride;
     // ACTIVATE's zero_point, clamp_lo and clamp_hi (REQ) travel in the same word.
-    if (kind.activate) begin
+    if (Int8 && kind.activate) begin
       op_new.host_stride = {8'd0, fields.clamp_hi, fields.clamp_lo, fields.zero_point};
     end
     op_new.host_step   = fields.host_step;

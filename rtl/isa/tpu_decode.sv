@@ -76,14 +76,14 @@ module tpu_decode #(
     kind_o.host_write = kind_o.write_host;
     kind_o.host_fp32 = (kind_o.read_host && fields_o.flags[tpu_isa_pkg::ReadHostFlagAcc]) ||
         (kind_o.write_host && fields_o.flags[tpu_isa_pkg::WriteHostFlagAcc]);
-    kind_o.host_int8 = (kind_o.read_host && fields_o.flags[tpu_isa_pkg::ReadHostFlagI8]) ||
-        (kind_o.read_weights && fields_o.flags[tpu_isa_pkg::ReadWeightsFlagI8]) || (kind_o.matmul &&
-        fields_o.flags[tpu_isa_pkg::MatmulFlagI8]) || (kind_o.write_host &&
-        fields_o.flags[tpu_isa_pkg::WriteHostFlagI8]);
+    kind_o.host_int8 = (Int8 && (kind_o.read_host && fields_o.flags[tpu_isa_pkg::ReadHostFlagI8]))
+        || (Int8 && (kind_o.read_weights && fields_o.flags[tpu_isa_pkg::ReadWeightsFlagI8])) ||
+        (Int8 && (kind_o.matmul && fields_o.flags[tpu_isa_pkg::MatmulFlagI8])) || (Int8 &&
+        (kind_o.write_host && fields_o.flags[tpu_isa_pkg::WriteHostFlagI8]));
     kind_o.host_k_valid = kind_o.matmul;
     kind_o.in_place = kind_o.allreduce;
     kind_o.links = kind_o.allreduce;
-    kind_o.bias_quant = (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagReq]);
+    kind_o.bias_quant = (Int8 && (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagReq]));
     kind_o.int8 = (kind_o.read_host && fields_o.flags[tpu_isa_pkg::ReadHostFlagI8]) ||
         (kind_o.read_weights && fields_o.flags[tpu_isa_pkg::ReadWeightsFlagI8]) || (kind_o.matmul &&
         fields_o.flags[tpu_isa_pkg::MatmulFlagI8]) || (kind_o.activate &&
