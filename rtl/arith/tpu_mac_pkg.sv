@@ -27,27 +27,6 @@ package tpu_mac_pkg;
     multiply = p;
   endfunction
 
-  // The int8 multiplier of a cell without the float mode: the magnitudes'
-  // product as a sum of shifted partial products, in logic. An FPGA would map
-  // a multiply to one of its multiplier blocks, and an array of them then
-  // spreads over the few rows of blocks the device has (docs/fpga.md).
-  function automatic tpu_fp_pkg::mul_product_t multiply_int8_in_logic(input logic [7:0] a,
-                                                                      input logic [7:0] w);
-    logic [7:0]              op_a, op_w;
-    logic [15:0]             sum;
-    tpu_fp_pkg::mul_product_t p;
-    op_a = magnitude8(a);
-    op_w = magnitude8(w);
-    sum  = '0;
-    for (int unsigned b = 0; b < 8; b++) begin
-      sum = sum + (op_w[b] ? {8'h00, op_a} << b : 16'h0000);
-    end
-    p      = '0;
-    p.sig  = sum;
-    p.sign = a[7] ^ w[7];
-    multiply_int8_in_logic = p;
-  endfunction
-
   // The product as fp32, or as an int32 (an exact 16-bit product, |p| <= 2^14).
   function automatic logic [31:0] product(input tpu_fp_pkg::mul_product_t p, input logic int8);
     logic [31:0] magnitude;

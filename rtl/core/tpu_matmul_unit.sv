@@ -262,7 +262,7 @@ module tpu_matmul_unit #(
     read_inflight_d    = read_fire;
     inflight_seeding_d = rd_seeding;
     inflight_last_d    = rd_last_row;
-    inflight_int8_d    = rd_op.flags[tpu_isa_pkg::MatmulFlagI8];
+    inflight_int8_d    = rd_int8;
     inflight_k_valid_d = rd_op.aux_lo[8:0];
     inflight_macs_d    = rd_macs;
     for (int k = 0; k < Dim; k++) begin
@@ -341,8 +341,8 @@ module tpu_matmul_unit #(
   // As for reads: this unit's writes are always granted (a_results_written).
   assign res_ready     = 1'b1;
   assign trk_pop       = res_valid && res_last;
-  assign res_int8      = res_valid && trk_int8_q[wr_slot];
-  assign res_adds      = res_valid && trk_add_q[wr_slot];
+  assign res_int8      = Int8 && res_valid && trk_int8_q[wr_slot];
+  assign res_adds      = Int8 && res_valid && trk_add_q[wr_slot];
 
   // Results into the accumulators. int8 ones are written a cycle later, from
   // the output stage, where a result that accumulates is added to its row,

@@ -177,9 +177,7 @@ module tpu_systolic_array #(
         // with the mark that register holds. A core with one mode only has a
         // constant mark.
         int8            = !Float || (Int8 && int8_d[r][c]);
-        mul_sig         = Float ? tpu_mac_pkg::multiply(act_d[r][c], wgt_active_d[r][c], int8)
-                                : tpu_mac_pkg::multiply_int8_in_logic(act_d[r][c][7:0],
-                                                                      wgt_active_d[r][c][7:0]);
+        mul_sig         = tpu_mac_pkg::multiply(act_d[r][c], wgt_active_d[r][c], int8);
         mul_sig_d[r][c] = mul_sig;
         mul_sig_int8_d[r][c] = int8;
         if (MulSigReg) begin
