@@ -43,7 +43,17 @@ module tpu_fifo #(
   // the state, so a consumer's ready may depend on out_valid_o without forming a
   // combinational loop in the simulator's eyes.
   assign out_valid_o = count_q != '0;
-  assign out_data_o  = slots_q[rd_ptr_q*Width +: Width];
+
+  // Slots are chosen by comparing the pointer with each slot's number, not by
+  // a part-select at pointer x Width: for a Width that is not a power of two
+  // Yosys builds that product with a multiplier block, whose few routes out
+  // then carry the whole slot choice.
+  always_comb begin
+    out_data_o = slots_q[0 +: Width];
+    for (int unsigned s = 1; s < Depth; s++) begin
+      if (rd_ptr_q == PtrWidth'(s)) out_data_o = slots_q[s*Width +: Width];
+    end
+  end
   assign pop         = out_valid_o && out_ready_i;
   assign in_ready_o  = count_q != FullCount || (pop && !InReadyRegistered);
   assign push        = in_valid_i && in_ready_o;
@@ -53,7 +63,9 @@ module tpu_fifo #(
     // it may take whatever is offered: it counts only once pushed. The wide
     // write enable then does not wait for the producer's valid.
     slots_d = slots_q;
-    if (in_ready_o) slots_d[wr_ptr_q*Width +: Width] = in_data_i;
+    for (int unsigned s = 0; s < Depth; s++) begin
+      if (in_ready_o && wr_ptr_q == PtrWidth'(s)) slots_d[s*Width +: Width] = in_data_i;
+    end
 
     wr_ptr_d = wr_ptr_q;
     if (push) wr_ptr_d = (wr_ptr_q == LastSlot) ? '0 : wr_ptr_q + 1'b1;
