@@ -777,7 +777,17 @@ def command_table(args):
     if args.jobs < 1:
         raise FlowError(f"--jobs {args.jobs}: must be at least 1")
     if args.reuse:
-        records = [reused(out, board, board_seeds(board, args.seed)) for board, out in builds]
+        # A size with no build of its own keeps its row from the JSON record of the last table.
+        recorded = {(record["folder"], record["variant"]): record
+                    for record in (json.loads(args.json.read_text())
+                                   if args.json and args.json.is_file() else [])}
+        records = []
+        for board, out in builds:
+            key = (board["folder"], variant(board))
+            if not (out / "report.json").is_file() and key in recorded:
+                records.append(recorded[key])
+            else:
+                records.append(reused(out, board, board_seeds(board, args.seed)))
     else:
         say(f"{len(builds)} builds, {args.jobs} at a time")
         # Each build runs its tools as processes of their own: threads are enough to overlap
@@ -838,7 +848,8 @@ def parse_args():
                        help="builds at a time (default: one per CPU)")
     table.add_argument("--reuse", action="store_true",
                        help="take the reports of earlier builds (same parameters and seeds) "
-                            "instead of building again")
+                            "instead of building again; a size not built keeps its row from the "
+                            "JSON record")
     return parser.parse_args()
 
 
