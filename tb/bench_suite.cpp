@@ -118,10 +118,14 @@ std::vector<Workload> int8_workloads() {
 
 const char* out_name(OutType out) {
   switch (out) {
-    case OutType::Fp32: return "fp32";
-    case OutType::Bf16: return "bf16";
-    case OutType::Int32: return "int32";
-    case OutType::Int8: return "int8";
+    case OutType::Fp32:
+      return "fp32";
+    case OutType::Bf16:
+      return "bf16";
+    case OutType::Int32:
+      return "int32";
+    case OutType::Int8:
+      return "int8";
   }
   return "?";
 }
@@ -148,9 +152,9 @@ class Suite {
 
   // Measures one workload (once per spec and bandwidth) and returns its record.
   Json measure(const Workload& w, double beats_per_cycle) {
-    const std::string key =
-        fmt::format("{}/{}/{}/{}/{}/{}", shape(w.spec), w.spec.has_bias, static_cast<int>(w.spec.act),
-                    static_cast<int>(w.spec.out), static_cast<int>(w.spec.in), beats_per_cycle);
+    const std::string key = fmt::format("{}/{}/{}/{}/{}/{}", shape(w.spec), w.spec.has_bias,
+                                        static_cast<int>(w.spec.act), static_cast<int>(w.spec.out),
+                                        static_cast<int>(w.spec.in), beats_per_cycle);
     const auto cached = cache_.find(key);
     if (cached != cache_.end()) return with_name(cached->second, w);
     fmt::print(stderr, "  {:<18} {:>20}  {:.4g} beats/cycle ...", w.name, shape(w.spec),
@@ -376,10 +380,10 @@ int run(int argc, char** argv) {
     for (const Workload& w : int8_workloads()) {
       const Json bf16 = suite.measure(w, 1.0);
       const Json int8 = suite.measure({w.name, w.group, int8_of(w.spec)}, 1.0);
-      doc["int8"].push_back({{"bf16", bf16},
-                             {"int8", int8},
-                             {"speedup", bf16["cycles"].get<double>() /
-                                             int8["cycles"].get<double>()}});
+      doc["int8"].push_back(
+          {{"bf16", bf16},
+           {"int8", int8},
+           {"speedup", bf16["cycles"].get<double>() / int8["cycles"].get<double>()}});
     }
   }
   fmt::print(stderr, "host-memory bandwidth:\n");

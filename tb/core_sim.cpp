@@ -77,11 +77,11 @@ void random_requant(oracle::OperandRng& rng, std::uint32_t n, tpu::RequantColumn
   constexpr std::int64_t kMaxMultiplier = (std::int64_t{1} << 31) - 1;
   for (std::uint32_t j = 0; j < n; ++j) {
     const std::uint64_t pick = rng.uniform(0, 9);
-    const std::int64_t m = pick == 0   ? 0
-                           : pick == 1 ? kMinMultiplier
-                           : pick == 2 ? kMaxMultiplier
-                                       : static_cast<std::int64_t>(rng.uniform(
-                                             kMinMultiplier, kMaxMultiplier));
+    const std::int64_t m =
+        pick == 0   ? 0
+        : pick == 1 ? kMinMultiplier
+        : pick == 2 ? kMaxMultiplier
+                    : static_cast<std::int64_t>(rng.uniform(kMinMultiplier, kMaxMultiplier));
     const std::uint64_t shift_pick = rng.uniform(0, 5);
     const int shift = shift_pick == 0   ? -31
                       : shift_pick == 1 ? 30

@@ -127,8 +127,9 @@ Trainer::Trainer(Network& net, Backend* accelerator, const TrainOptions& options
     throw std::invalid_argument("the learning rate's decay must be in (0, 1]");
   }
   if (net_.int8) {
-    throw std::invalid_argument("a quantised (int8) network cannot be trained: train the float "
-                                "network, then quantise it");
+    throw std::invalid_argument(
+        "a quantised (int8) network cannot be trained: train the float "
+        "network, then quantise it");
   }
   for (const Layer& layer : net_.layers) {
     if (layer.activation != isa::Func::None && layer.activation != isa::Func::Relu) {

@@ -596,9 +596,10 @@ int run_board_info(const Execution& execution) {
   } else {
     // Two operations (a multiply and an add) per MAC and cycle, in each mode the core has.
     const double peak = 2.0 * c.dim * c.dim * info.clock_hz / 1e9;
-    const std::string modes = c.float_datapath && c.int8 ? fmt::format("{:g} GFLOPS bf16, {:g} GOPS int8", peak, peak)
-                              : c.float_datapath       ? fmt::format("{:g} GFLOPS", peak)
-                                                       : fmt::format("{:g} GOPS int8", peak);
+    const std::string modes = c.float_datapath && c.int8
+                                  ? fmt::format("{:g} GFLOPS bf16, {:g} GOPS int8", peak, peak)
+                              : c.float_datapath ? fmt::format("{:g} GFLOPS", peak)
+                                                 : fmt::format("{:g} GOPS int8", peak);
     fmt::print("peak          {} ({} MACs a cycle)\n", modes, c.dim * c.dim);
   }
   return 0;

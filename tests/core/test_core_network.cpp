@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core_harness.hpp"
 #include "backends/rtl_backend.hpp"
+#include "core_harness.hpp"
 #include "tpu/model.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/quantize.hpp"

@@ -149,8 +149,8 @@ TEST_F(NpyTest, IntegerFilesRoundTripAndReadNumpysSpellings) {
   write_int(path("c.npy"), i32);
   EXPECT_EQ(read_int(path("c.npy"), Dtype::Int32).data, i32.data);
   // '<i1' is int8 too; the data of a '<i4' file are little-endian.
-  const std::string file = put("le.npy", npy_bytes(1, 0, header_with("'<i1'", "False", "(2,)"),
-                                                   std::string("\xff\x80", 2)));
+  const std::string file = put(
+      "le.npy", npy_bytes(1, 0, header_with("'<i1'", "False", "(2,)"), std::string("\xff\x80", 2)));
   EXPECT_EQ(read_int(file, Dtype::Int8).data, (std::vector<std::int32_t>{-1, -128}));
   // Another dtype than the one asked for: one line naming both.
   try {
