@@ -55,6 +55,8 @@ PARAMETERS = ("Sequential", "CounterWidth", "Dim", "MulStages", "AddStages", "Ub
 # The parameters that are choices, not sizes: Sequential 1 builds the sequential core
 # (tpu_seq_core); Int8 1 the int8 datapath; Float 0 leaves the float one out.
 FLAGS = ("Sequential", "Int8", "Float")
+# Parameters added after some recorded builds, with the value those builds had.
+LATER_PARAMETERS = {"Int8": 0, "Float": 1}
 # Pipeline-register counts, which may be 0; every other parameter is a positive size.
 STAGES = ("MulStages", "AddStages")
 FAMILIES = ("ecp5", "ice40")
@@ -777,17 +779,21 @@ def command_table(args):
     if args.jobs < 1:
         raise FlowError(f"--jobs {args.jobs}: must be at least 1")
     if args.reuse:
-        # A size with no build of its own keeps its row from the JSON record of the last table.
+        # A size with no build of its own keeps its row from the JSON record of the last table,
+        # where that row is of the same parameters (and, with --seed, of that seed).
         recorded = {(record["folder"], record["variant"]): record
                     for record in (json.loads(args.json.read_text())
                                    if args.json and args.json.is_file() else [])}
         records = []
         for board, out in builds:
-            key = (board["folder"], variant(board))
-            if not (out / "report.json").is_file() and key in recorded:
-                records.append(recorded[key])
+            seeds = board_seeds(board, args.seed)
+            kept = recorded.get((board["folder"], variant(board)), {})
+            if (not (out / "report.json").is_file() and
+                    {**LATER_PARAMETERS, **kept.get("parameters", {})} == board["parameters"] and
+                    (args.seed is None or kept.get("seeds") == seeds)):
+                records.append(kept)
             else:
-                records.append(reused(out, board, board_seeds(board, args.seed)))
+                records.append(reused(out, board, seeds))
     else:
         say(f"{len(builds)} builds, {args.jobs} at a time")
         # Each build runs its tools as processes of their own: threads are enough to overlap
