@@ -38,135 +38,150 @@ module tpu_axi_bursts #(
 
   localparam int unsigned BusLog2 = $clog2(BusBytes);
   localparam logic [RunWidth-1:0] MaxBurstBeats = MaxBurst[RunWidth-1:0];
+  // Lengths are counted in bytes, so that the distance to a 4 KiB boundary
+  // needs no shift before it is compared. A run of up to 2^RunWidth - 1 beats
+  // of up to BusBytes bytes; MaxBurst beats of the widest size take 15 bits.
+  localparam int unsigned RunBytesWidth = RunWidth + BusLog2;
+  localparam int unsigned BytesWidth    = (RunBytesWidth > 15) ? RunBytesWidth : 15;
+  typedef logic [BytesWidth-1:0] bytes_t;
 
   if (MaxBurst < 1 || MaxBurst > 256) begin : g_bad_burst
     $error("tpu_axi_bursts: MaxBurst must be in 1..256");
   end
+  if (BusBytes < 1 || BusBytes > 64 || (BusBytes & (BusBytes - 1)) != 0) begin : g_bad_bus
+    $error("tpu_axi_bursts: BusBytes must be a power of two in 1..64");
+  end
 
   logic                 active_d, active_q;
   logic [2:0]           size_d, size_q;
-  logic [RunWidth-1:0]  beats_per_run_d, beats_per_run_q;
+  bytes_t               run_bytes_d, run_bytes_q;    // bytes in each run
   logic [31:0]          stride_d, stride_q;
-  logic [RowsWidth-1:0] runs_left_d, runs_left_q;   // runs after the current one
-  logic [31:0]          next_run_d, next_run_q;     // start of the next run
-  logic [31:0]          addr_d, addr_q;             // next byte to request
-  logic [12:0]          to_4k_d, to_4k_q;           // beats from addr_q to a 4 KiB boundary
-  logic [12:0]          cap_d, cap_q;               // min(to_4k_q, MaxBurst): the longest burst
-  logic [RunWidth-1:0]  run_left_d, run_left_q;     // beats left in the current run
-  logic                 fits_d, fits_q;             // the rest of the run is one burst
-  logic [RunWidth-1:0]  beats_d, beats_q;           // the burst offered: min(run_left_q, cap_q)
+  logic [RowsWidth-1:0] runs_left_d, runs_left_q;    // runs after the current one
+  logic [31:0]          next_run_d, next_run_q;      // start of the next run
+  logic [31:0]          addr_d, addr_q;              // next byte to request
 
-  logic                 contiguous;
-  logic [2:0]           new_size;
-  logic [3:0]           new_beats_log2;             // log2 beats per row
-  logic [RunWidth-1:0]  new_beats_per_row;
-  logic [12:0]          cap_bytes;
-  logic [12:0]          to_4k_cmd, to_4k_cut, to_4k_run;  // to_4k after each kind of step
-  logic [12:0]          cap_cmd, cap_cut, cap_run;        // ... and the longest burst then
-  logic [RunWidth-1:0]  cmd_beats_per_run, run_left_cut;
-  logic                 fits_cmd, fits_cut, fits_run;     // ... and the burst offered then
-  logic [RunWidth-1:0]  beats_cmd, beats_cut, beats_run;
+  // The position in the run and the burst offered from it: bytes to the next
+  // 4 KiB boundary and left in the run, the burst's length in bytes and beats,
+  // whether it ends its run and, if not, whether MaxBurst (rather than the
+  // boundary) cut it.
+  typedef struct packed {
+    logic [12:0]         to_4k;
+    bytes_t              run_left;
+    bytes_t              bytes;
+    logic [RunWidth-1:0] beats;
+    logic                fits;
+    logic                at_max;
+  } offer_t;
+
+  offer_t      offer_d, offer_q;
+  // Each kind of step (a new command, a burst cut short of its run's end, the
+  // next run) is worked out before the step is chosen, so the engine's decision
+  // to take a burst ends in a multiplexer.
+  offer_t      offer_cmd, offer_cut, offer_run;
+  logic        contiguous;
+  logic [2:0]  new_size;
+  bytes_t      cmd_run_bytes;
 
   assign cmd_ready_o = !active_q && !abort_i;
 
-  always_comb begin
-    new_size          = (cmd_row_log2_i < 4'(BusLog2)) ? cmd_row_log2_i[2:0] : BusLog2[2:0];
-    new_beats_log2    = cmd_row_log2_i - {1'b0, new_size};
-    new_beats_per_row = RunWidth'(1) << new_beats_log2;
-    contiguous        = cmd_rows_i == RowsWidth'(1) ||
-                        cmd_stride_i == (32'd1 << cmd_row_log2_i);
-  end
-
-  // The distance to the next 4 KiB boundary, the longest burst it allows and
-  // the start of the next run are kept in registers, so the burst offered and
-  // the state after it need no address arithmetic before the burst length is
-  // known: these are the longest paths of a DMA engine at an FPGA's clock.
-  // Each step's new distance is computed, and capped, before the step is
-  // chosen; the burst it leads to is kept in a register too, so the engine's
-  // decision to take it starts from flops.
-  function automatic logic [12:0] capped(input logic [12:0] to_4k);
-    capped = (to_4k > 13'(MaxBurst)) ? 13'(MaxBurst) : to_4k;
+  // Shifts by the beat size, written as a choice between constant shifts:
+  // Yosys's resource sharing would merge variable shifters of the three steps
+  // into one behind the choice of step, which puts the engine's decision to
+  // take a burst in front of the comparisons.
+  function automatic bytes_t bytes_to_beats(input bytes_t bytes, input logic [2:0] size);
+    bytes_to_beats = bytes;
+    for (int s = 1; s <= BusLog2; s++) begin
+      if (size == 3'(s)) bytes_to_beats = bytes >> s;
+    end
   endfunction
 
-  // Whether the rest of a run is one burst, and that burst's length.
-  function automatic logic [RunWidth:0] burst_of(input logic [RunWidth-1:0] run_left,
-                                                 input logic [12:0]         cap);
-    logic fits;
-    fits     = run_left <= RunWidth'(cap);
-    burst_of = {fits, fits ? run_left : RunWidth'(cap)};
+  // MaxBurst beats of 2^size bytes: a constant for each size.
+  function automatic bytes_t max_bytes(input logic [2:0] size);
+    max_bytes = bytes_t'(MaxBurst);
+    for (int s = 1; s <= BusLog2; s++) begin
+      if (size == 3'(s)) max_bytes = bytes_t'(MaxBurst) << s;
+    end
+  endfunction
+
+  // The burst offered at to_4k bytes from the boundary with run_left bytes of
+  // the run to go: three comparisons side by side, then a choice.
+  function automatic offer_t offer(input logic [12:0] to_4k, input bytes_t run_left,
+                                   input logic [2:0] size);
+    logic                fits, at_max;
+    bytes_t              bytes;
+    logic [RunWidth-1:0] beats;
+    fits   = run_left <= bytes_t'(to_4k) && run_left <= max_bytes(size);
+    at_max = bytes_t'(to_4k) > max_bytes(size);
+    if (fits) begin
+      bytes = run_left;
+      beats = RunWidth'(bytes_to_beats(run_left, size));
+    end else if (at_max) begin
+      bytes = max_bytes(size);
+      beats = MaxBurstBeats;
+    end else begin
+      bytes = bytes_t'(to_4k);
+      beats = RunWidth'(bytes_to_beats(bytes_t'(to_4k), size));
+    end
+    // Fields in declaration order (Yosys reads no assignment patterns).
+    offer = {to_4k, run_left, bytes, beats, fits, at_max};
+  endfunction
+
+  function automatic logic [12:0] to_boundary(input logic [11:0] addr_low);
+    to_boundary = 13'h1000 - {1'b0, addr_low};
   endfunction
 
   always_comb begin
-    burst_beats_o = beats_q;
-    // A burst cut short of its run's end is cap_q beats long; it reaches the
-    // boundary exactly when the boundary is within MaxBurst beats.
-    cap_bytes     = cap_q << size_q;
-    to_4k_cut     = (to_4k_q == cap_q) ? 13'h1000 >> size_q : to_4k_q - cap_q;
-    to_4k_run     = (13'h1000 - {1'b0, next_run_q[11:0]}) >> size_q;
-    to_4k_cmd     = (13'h1000 - {1'b0, cmd_addr_i[11:0]}) >> new_size;
-    cap_cut       = capped(to_4k_cut);
-    cap_run       = capped(to_4k_run);
-    cap_cmd       = capped(to_4k_cmd);
-    // rows x beats per row, a power of two: a shift, not a multiplier.
-    cmd_beats_per_run = contiguous ? RunWidth'(cmd_rows_i) << new_beats_log2 : new_beats_per_row;
-    run_left_cut  = run_left_q - RunWidth'(cap_q);
-    {fits_cmd, beats_cmd} = burst_of(cmd_beats_per_run, cap_cmd);
-    {fits_cut, beats_cut} = burst_of(run_left_cut, cap_cut);
-    {fits_run, beats_run} = burst_of(beats_per_run_q, cap_run);
+    new_size      = (cmd_row_log2_i < 4'(BusLog2)) ? cmd_row_log2_i[2:0] : BusLog2[2:0];
+    contiguous    = cmd_rows_i == RowsWidth'(1) ||
+                    cmd_stride_i == (32'd1 << cmd_row_log2_i);
+    // rows x row bytes, a power of two: a shift, not a multiplier.
+    cmd_run_bytes = contiguous ? bytes_t'(cmd_rows_i) << cmd_row_log2_i
+                               : bytes_t'(1) << cmd_row_log2_i;
+    offer_cmd     = offer(to_boundary(cmd_addr_i[11:0]), cmd_run_bytes, new_size);
+    // A burst cut short at MaxBurst leaves the rest of the way to the boundary;
+    // one cut at the boundary starts a whole 4 KiB page.
+    offer_cut     = offer(offer_q.at_max ? offer_q.to_4k - 13'(offer_q.bytes) : 13'h1000,
+                          offer_q.run_left - offer_q.bytes, size_q);
+    offer_run     = offer(to_boundary(next_run_q[11:0]), run_bytes_q, size_q);
     burst_valid_o = active_q && !abort_i;
     burst_addr_o  = addr_q;
+    burst_beats_o = offer_q.beats;
     burst_size_o  = size_q;
-    burst_last_o  = fits_q && runs_left_q == '0;
+    burst_last_o  = offer_q.fits && runs_left_q == '0;
   end
 
   // Next state, in its own block: it depends on burst_take_i, which the engine
   // derives from the burst offered above.
   always_comb begin
-    active_d        = active_q;
-    size_d          = size_q;
-    beats_per_run_d = beats_per_run_q;
-    stride_d        = stride_q;
-    runs_left_d     = runs_left_q;
-    next_run_d      = next_run_q;
-    addr_d          = addr_q;
-    to_4k_d         = to_4k_q;
-    cap_d           = cap_q;
-    run_left_d      = run_left_q;
-    fits_d          = fits_q;
-    beats_d         = beats_q;
+    active_d    = active_q;
+    size_d      = size_q;
+    run_bytes_d = run_bytes_q;
+    stride_d    = stride_q;
+    runs_left_d = runs_left_q;
+    next_run_d  = next_run_q;
+    addr_d      = addr_q;
+    offer_d     = offer_q;
 
     if (cmd_valid_i && cmd_ready_o) begin
-      active_d   = 1'b1;
-      size_d     = new_size;
-      stride_d   = cmd_stride_i;
-      next_run_d = cmd_addr_i + cmd_stride_i;
-      addr_d     = cmd_addr_i;
-      to_4k_d    = to_4k_cmd;
-      cap_d      = cap_cmd;
-      beats_per_run_d = cmd_beats_per_run;
-      runs_left_d     = contiguous ? '0 : cmd_rows_i - 1'b1;
-      run_left_d = cmd_beats_per_run;
-      fits_d     = fits_cmd;
-      beats_d    = beats_cmd;
+      active_d    = 1'b1;
+      size_d      = new_size;
+      stride_d    = cmd_stride_i;
+      next_run_d  = cmd_addr_i + cmd_stride_i;
+      addr_d      = cmd_addr_i;
+      run_bytes_d = cmd_run_bytes;
+      runs_left_d = contiguous ? '0 : cmd_rows_i - 1'b1;
+      offer_d     = offer_cmd;
     end else if (burst_valid_o && burst_take_i) begin
-      if (!fits_q) begin
-        addr_d     = addr_q + {19'h0, cap_bytes};
-        to_4k_d    = to_4k_cut;
-        cap_d      = cap_cut;
-        run_left_d = run_left_cut;
-        fits_d     = fits_cut;
-        beats_d    = beats_cut;
+      if (!offer_q.fits) begin
+        addr_d  = addr_q + 32'(offer_q.bytes);
+        offer_d = offer_cut;
       end else if (runs_left_q == '0) begin
         active_d = 1'b0;
       end else begin
         runs_left_d = runs_left_q - 1'b1;
         addr_d      = next_run_q;
-        to_4k_d     = to_4k_run;
-        cap_d       = cap_run;
         next_run_d  = next_run_q + stride_q;
-        run_left_d  = beats_per_run_q;
-        fits_d      = fits_run;
-        beats_d     = beats_run;
+        offer_d     = offer_run;
       end
     end
     if (abort_i) active_d = 1'b0;
@@ -174,31 +189,23 @@ module tpu_axi_bursts #(
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      active_q        <= 1'b0;
-      size_q          <= '0;
-      beats_per_run_q <= '0;
-      stride_q        <= '0;
-      runs_left_q     <= '0;
-      next_run_q      <= '0;
-      addr_q          <= '0;
-      to_4k_q         <= 13'h1000;
-      cap_q           <= 13'(MaxBurst);
-      run_left_q      <= '0;
-      fits_q          <= 1'b1;
-      beats_q         <= '0;
+      active_q    <= 1'b0;
+      size_q      <= '0;
+      run_bytes_q <= '0;
+      stride_q    <= '0;
+      runs_left_q <= '0;
+      next_run_q  <= '0;
+      addr_q      <= '0;
+      offer_q     <= '0;
     end else begin
-      active_q        <= active_d;
-      size_q          <= size_d;
-      beats_per_run_q <= beats_per_run_d;
-      stride_q        <= stride_d;
-      runs_left_q     <= runs_left_d;
-      next_run_q      <= next_run_d;
-      addr_q          <= addr_d;
-      to_4k_q         <= to_4k_d;
-      cap_q           <= cap_d;
-      run_left_q      <= run_left_d;
-      fits_q          <= fits_d;
-      beats_q         <= beats_d;
+      active_q    <= active_d;
+      size_q      <= size_d;
+      run_bytes_q <= run_bytes_d;
+      stride_q    <= stride_d;
+      runs_left_q <= runs_left_d;
+      next_run_q  <= next_run_d;
+      addr_q      <= addr_d;
+      offer_q     <= offer_d;
     end
   end
 
@@ -211,15 +218,11 @@ module tpu_axi_bursts #(
       burst_valid_o |-> (burst_addr_o & ((32'd1 << burst_size_o) - 1)) == '0)
     else $error("tpu_axi_bursts: burst address not aligned to its beat size");
   a_to_4k_tracks_addr: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      active_q |-> to_4k_q == (13'h1000 - {1'b0, addr_q[11:0]}) >> size_q)
+      active_q |-> offer_q.to_4k == to_boundary(addr_q[11:0]))
     else $error("tpu_axi_bursts: distance to the 4 KiB boundary lost track of the address");
   a_burst_tracks_run: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      fits_q == (run_left_q <= RunWidth'(cap_q)) &&
-      beats_q == (fits_q ? run_left_q : RunWidth'(cap_q)))
+      active_q |-> offer_q == offer(offer_q.to_4k, offer_q.run_left, size_q))
     else $error("tpu_axi_bursts: the burst offered lost track of the run and the boundary");
-  a_cap_tracks_to_4k: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      cap_q == capped(to_4k_q))
-    else $error("tpu_axi_bursts: the longest burst lost track of the distance to the boundary");
   a_burst_nonempty: assert property (@(posedge clk_i) disable iff (!rst_ni)
       burst_valid_o |-> burst_beats_o != '0 && burst_beats_o <= MaxBurstBeats)
     else $error("tpu_axi_bursts: burst length out of range");
