@@ -81,22 +81,31 @@ module tpu_load_unit #(
   // ---------------------------------------------------------------------------
   logic        to_acc, int8_rows;
   logic        op_start, cmd_valid, cmd_ready;
-  logic [31:0] cmd_addr;
+  logic [31:0] cmd_addr, cmd_stride;
+  logic [15:0] cmd_rows, last_iter;
+  logic [3:0]  cmd_row_log2;
 
   assign to_acc    = head.flags[tpu_isa_pkg::ReadHostFlagAcc];
   assign int8_rows = Int8 && head.flags[tpu_isa_pkg::ReadHostFlagI8];
 
   tpu_dma_iterations u_iterations (
     .clk_i, .rst_ni, .abort_i,
-    .op_valid_i (head_valid),
-    .done_i     (pop),
-    .host_addr_i(head.host_addr),
-    .host_step_i(head.host_step),
-    .count_i    (head.count),
-    .start_o    (op_start),
-    .cmd_valid_o(cmd_valid),
-    .cmd_ready_i(cmd_ready),
-    .cmd_addr_o (cmd_addr)
+    .op_valid_i    (head_valid),
+    .done_i        (pop),
+    .host_addr_i   (head.host_addr),
+    .host_step_i   (head.host_step),
+    .count_i       (head.count),
+    .stride_i      (head.host_stride),
+    .rows_i        (head.rows),
+    .row_log2_i    (to_acc ? 4'(DimLog2 + 2) : int8_rows ? 4'(DimLog2) : 4'(DimLog2 + 1)),
+    .start_o       (op_start),
+    .cmd_valid_o   (cmd_valid),
+    .cmd_ready_i   (cmd_ready),
+    .cmd_addr_o    (cmd_addr),
+    .cmd_stride_o  (cmd_stride),
+    .cmd_rows_o    (cmd_rows),
+    .cmd_row_log2_o(cmd_row_log2),
+    .last_iter_o   (last_iter)
   );
 
   // ---------------------------------------------------------------------------
@@ -115,9 +124,9 @@ module tpu_load_unit #(
     .cmd_valid_i         (cmd_valid),
     .cmd_ready_o         (cmd_ready),
     .cmd_addr_i          (cmd_addr),
-    .cmd_stride_i        (head.host_stride),
-    .cmd_rows_i          (head.rows),
-    .cmd_row_bytes_log2_i(to_acc ? 4'(DimLog2 + 2) : int8_rows ? 4'(DimLog2) : 4'(DimLog2 + 1)),
+    .cmd_stride_i        (cmd_stride),
+    .cmd_rows_i          (cmd_rows),
+    .cmd_row_bytes_log2_i(cmd_row_log2),
     .ar_valid_o, .ar_ready_i, .ar_addr_o, .ar_len_o, .ar_size_o,
     .r_valid_i, .r_ready_o, .r_data_i, .r_resp_i,
     .row_valid_o         (row_valid),
@@ -155,11 +164,11 @@ module tpu_load_unit #(
       sink_base_d = head.addr_b;
     end else if (row_ready) begin
       sink_row_d = sink_row_q + 1'b1;
-      if (sink_row_q == head.rows - 1'b1) begin
+      if (sink_row_q == cmd_rows - 1'b1) begin
         sink_row_d  = '0;
         sink_iter_d = sink_iter_q + 1'b1;
         sink_base_d = sink_base_q + head.step_b;
-        pop         = sink_iter_q == head.count - 1'b1;
+        pop         = sink_iter_q == last_iter;
       end
     end
   end

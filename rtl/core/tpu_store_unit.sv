@@ -86,20 +86,29 @@ module tpu_store_unit #(
   // Commands to the write engine, one per iteration, and their completions.
   // ---------------------------------------------------------------------------
   logic        op_start, cmd_valid, cmd_ready, cmd_done, writer_idle;
-  logic [31:0] cmd_addr;
+  logic [31:0] cmd_addr, cmd_stride;
+  logic [15:0] cmd_rows, last_iter;
+  logic [3:0]  cmd_row_log2;
   logic [15:0] done_iter_d, done_iter_q;
 
   tpu_dma_iterations u_iterations (
     .clk_i, .rst_ni, .abort_i,
-    .op_valid_i (head_valid),
-    .done_i     (pop),
-    .host_addr_i(head.host_addr),
-    .host_step_i(head.host_step),
-    .count_i    (head.count),
-    .start_o    (op_start),
-    .cmd_valid_o(cmd_valid),
-    .cmd_ready_i(cmd_ready),
-    .cmd_addr_o (cmd_addr)
+    .op_valid_i    (head_valid),
+    .done_i        (pop),
+    .host_addr_i   (head.host_addr),
+    .host_step_i   (head.host_step),
+    .count_i       (head.count),
+    .stride_i      (head.host_stride),
+    .rows_i        (head.rows),
+    .row_log2_i    (from_acc ? 4'(DimLog2 + 2) : int8_rows ? 4'(DimLog2) : 4'(DimLog2 + 1)),
+    .start_o       (op_start),
+    .cmd_valid_o   (cmd_valid),
+    .cmd_ready_i   (cmd_ready),
+    .cmd_addr_o    (cmd_addr),
+    .cmd_stride_o  (cmd_stride),
+    .cmd_rows_o    (cmd_rows),
+    .cmd_row_log2_o(cmd_row_log2),
+    .last_iter_o   (last_iter)
   );
 
   // ---------------------------------------------------------------------------
@@ -147,16 +156,16 @@ module tpu_store_unit #(
     end else begin
       if (read_gnt) begin
         rd_row_d = rd_row_q + 1'b1;
-        if (rd_row_q == head.rows - 1'b1) begin
+        if (rd_row_q == cmd_rows - 1'b1) begin
           rd_row_d     = '0;
           rd_iter_d    = rd_iter_q + 1'b1;
           rd_base_d    = rd_base_q + head.step_a;
-          reads_done_d = rd_iter_q == head.count - 1'b1;
+          reads_done_d = rd_iter_q == last_iter;
         end
       end
       if (cmd_done) begin
         done_iter_d = done_iter_q + 1'b1;
-        pop         = done_iter_q == head.count - 1'b1;
+        pop         = done_iter_q == last_iter;
       end
     end
   end
@@ -198,9 +207,9 @@ module tpu_store_unit #(
     .cmd_valid_i         (cmd_valid),
     .cmd_ready_o         (cmd_ready),
     .cmd_addr_i          (cmd_addr),
-    .cmd_stride_i        (head.host_stride),
-    .cmd_rows_i          (head.rows),
-    .cmd_row_bytes_log2_i(from_acc ? 4'(DimLog2 + 2) : int8_rows ? 4'(DimLog2) : 4'(DimLog2 + 1)),
+    .cmd_stride_i        (cmd_stride),
+    .cmd_rows_i          (cmd_rows),
+    .cmd_row_bytes_log2_i(cmd_row_log2),
     .row_valid_i         (stage_valid),
     .row_ready_o         (stage_ready),
     .row_data_i          (stage_data),

@@ -79,19 +79,28 @@ module tpu_weight_unit #(
   // One read command per tile.
   // ---------------------------------------------------------------------------
   logic        op_start, cmd_valid, cmd_ready;
-  logic [31:0] cmd_addr;
+  logic [31:0] cmd_addr, cmd_stride;
+  logic [15:0] cmd_rows, last_iter;
+  logic [3:0]  cmd_row_log2;
 
   tpu_dma_iterations u_iterations (
     .clk_i, .rst_ni, .abort_i,
-    .op_valid_i (head_valid),
-    .done_i     (pop),
-    .host_addr_i(head.host_addr),
-    .host_step_i(head.host_step),
-    .count_i    (head.count),
-    .start_o    (op_start),
-    .cmd_valid_o(cmd_valid),
-    .cmd_ready_i(cmd_ready),
-    .cmd_addr_o (cmd_addr)
+    .op_valid_i    (head_valid),
+    .done_i        (pop),
+    .host_addr_i   (head.host_addr),
+    .host_step_i   (head.host_step),
+    .count_i       (head.count),
+    .stride_i      (head.host_stride),
+    .rows_i        (head.rows),
+    .row_log2_i    (int8_rows ? 4'(DimLog2) : 4'(DimLog2 + 1)),
+    .start_o       (op_start),
+    .cmd_valid_o   (cmd_valid),
+    .cmd_ready_i   (cmd_ready),
+    .cmd_addr_o    (cmd_addr),
+    .cmd_stride_o  (cmd_stride),
+    .cmd_rows_o    (cmd_rows),
+    .cmd_row_log2_o(cmd_row_log2),
+    .last_iter_o   (last_iter)
   );
 
   // ---------------------------------------------------------------------------
@@ -112,9 +121,9 @@ module tpu_weight_unit #(
     .cmd_valid_i         (cmd_valid),
     .cmd_ready_o         (cmd_ready),
     .cmd_addr_i          (cmd_addr),
-    .cmd_stride_i        (head.host_stride),
-    .cmd_rows_i          (head.rows),
-    .cmd_row_bytes_log2_i(int8_rows ? 4'(DimLog2) : 4'(DimLog2 + 1)),
+    .cmd_stride_i        (cmd_stride),
+    .cmd_rows_i          (cmd_rows),
+    .cmd_row_bytes_log2_i(cmd_row_log2),
     .ar_valid_o, .ar_ready_i, .ar_addr_o, .ar_len_o, .ar_size_o,
     .r_valid_i, .r_ready_o, .r_data_i, .r_resp_i,
     .row_valid_o         (row_valid),
@@ -134,7 +143,7 @@ module tpu_weight_unit #(
     .lanes_o(row_lanes)
   );
 
-  assign from_memory   = tile_row_q < head.rows;
+  assign from_memory   = tile_row_q < cmd_rows;
   assign fifo_in_valid = head_valid && !op_start && (from_memory ? row_valid : 1'b1) && !abort_i;
   assign fifo_in_data  = from_memory ? row_lanes : '0;
   assign row_ready     = from_memory && fifo_in_valid && fifo_in_ready;
@@ -151,7 +160,7 @@ module tpu_weight_unit #(
       if (tile_row_q == LastTileRow) begin
         tile_row_d = '0;
         tile_d     = tile_q + 1'b1;
-        pop        = tile_q == head.count - 1'b1;
+        pop        = tile_q == last_iter;
       end
     end
   end
