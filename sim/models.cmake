@@ -137,6 +137,13 @@ tpu_model(unit act_func_split TOP tpu_act_func LIST rtl/core/core.f SplitStages=
 # same functions, one value at a time).
 tpu_model(unit seq_add TOP tpu_seq_add LIST rtl/seq/seq.f)
 tpu_model(unit seq_act TOP tpu_seq_act LIST rtl/seq/seq.f)
+# The DMA's burst splitter, with the ULX3S's bus and the read engine's longest burst, and with a
+# wide bus and a MaxBurst that is not a power of two. RunWidth as the engines size it for rows of
+# up to 16 beats.
+tpu_model(unit axi_bursts_b8 TOP tpu_axi_bursts LIST rtl/axi/axi.f
+          BusBytes=8 MaxBurst=8 RowsWidth=16 RunWidth=21)
+tpu_model(unit axi_bursts_b32 TOP tpu_axi_bursts LIST rtl/axi/axi.f
+          BusBytes=32 MaxBurst=3 RowsWidth=16 RunWidth=21)
 
 # The core configurations the tests, the regression and the `tpu` tool use.
 # The default core, with inter-chip links a row wide and room for 64 rows at the receiving end:

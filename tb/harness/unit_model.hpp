@@ -1,14 +1,22 @@
-// A Verilator model of one arithmetic unit (tpu_bf16_mul, tpu_fp32_add or
-// tpu_fp32_to_bf16) with its context, random initial values and reset applied.
+// A Verilator model of one unit (an arithmetic or function unit, or the DMA's
+// burst splitter) with its context, random initial values and reset applied.
 #pragma once
 
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 #include "backends/verilated_context.hpp"
 #include "verilated.h"
 
 namespace tpu::harness {
+
+// Whether the unit has a clock enable (the pipelined arithmetic units do).
+template <typename VUnit, typename = void>
+struct HasEnable : std::false_type {};
+template <typename VUnit>
+struct HasEnable<VUnit, std::void_t<decltype(std::declval<VUnit&>().en_i)>> : std::true_type {};
 
 template <typename VUnit>
 class UnitModel {
@@ -17,7 +25,7 @@ class UnitModel {
       : context_(sim::make_context(random_init_seed)) {
     unit_ = std::make_unique<VUnit>(context_.get(), "unit");
     unit_->clk_i = 0;
-    unit_->en_i = 1;
+    if constexpr (HasEnable<VUnit>::value) unit_->en_i = 1;
     // The model only resets on a falling edge of rst_ni that it sees.
     unit_->rst_ni = 1;
     unit_->eval();
