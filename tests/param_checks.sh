@@ -26,11 +26,11 @@ check() {
   if [ "$tool" = verilator ]; then
     local gflags=()
     for p in $params; do gflags+=("-G$p"); done
-    output=$(verilator --lint-only sim/lint.vlt $rtl --top-module "$top" "${gflags[@]}" 2>&1)
+    output=$(verilator --lint-only -Irtl/prim sim/lint.vlt $rtl --top-module "$top" "${gflags[@]}" 2>&1)
   else
     local sets=""
     for p in $params; do sets+=" -set ${p%%=*} ${p#*=}"; done
-    output=$("$yosys" -q -p "read_verilog -defer -sv -DSYNTHESIS $rtl; chparam$sets $top; hierarchy -top $top" 2>&1)
+    output=$("$yosys" -q -p "read_verilog -defer -sv -DSYNTHESIS -Irtl/prim $rtl; chparam$sets $top; hierarchy -top $top" 2>&1)
   fi
   status=$?
   if [ $status -ne 0 ] && grep -qF "$message" <<<"$output"; then

@@ -11,6 +11,8 @@
 //
 // The next burst is offered on burst_*; the engine takes it with burst_take_i
 // when its own conditions (credits, a free address slot) allow.
+`include "tpu_assert.svh"
+
 module tpu_axi_bursts #(
   parameter int unsigned BusBytes  = 16,
   parameter int unsigned MaxBurst  = 16,   // 1..256 beats
@@ -209,23 +211,20 @@ module tpu_axi_bursts #(
     end
   end
 
-`ifndef SYNTHESIS
-  a_burst_in_4k: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      burst_valid_o |-> ({20'h0, burst_addr_o[11:0]} + (32'(burst_beats_o) << burst_size_o))
-                        <= 32'h1000)
-    else $error("tpu_axi_bursts: burst would cross a 4 KiB boundary");
-  a_burst_aligned: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      burst_valid_o |-> (burst_addr_o & ((32'd1 << burst_size_o) - 1)) == '0)
-    else $error("tpu_axi_bursts: burst address not aligned to its beat size");
-  a_to_4k_tracks_addr: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      active_q |-> offer_q.to_4k == to_boundary(addr_q[11:0]))
-    else $error("tpu_axi_bursts: distance to the 4 KiB boundary lost track of the address");
-  a_burst_tracks_run: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      active_q |-> offer_q == offer(offer_q.to_4k, offer_q.run_left, size_q))
-    else $error("tpu_axi_bursts: the burst offered lost track of the run and the boundary");
-  a_burst_nonempty: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      burst_valid_o |-> burst_beats_o != '0 && burst_beats_o <= MaxBurstBeats)
-    else $error("tpu_axi_bursts: burst length out of range");
-`endif
+  `TPU_ASSERT(a_burst_in_4k,
+              !burst_valid_o || (({20'h0, burst_addr_o[11:0]} +
+                                  (32'(burst_beats_o) << burst_size_o)) <= 32'h1000),
+              "burst would cross a 4 KiB boundary")
+  `TPU_ASSERT(a_burst_aligned,
+              !burst_valid_o || ((burst_addr_o & ((32'd1 << burst_size_o) - 1)) == '0),
+              "burst address not aligned to its beat size")
+  `TPU_ASSERT(a_to_4k_tracks_addr, !active_q || (offer_q.to_4k == to_boundary(addr_q[11:0])),
+              "distance to the 4 KiB boundary lost track of the address")
+  `TPU_ASSERT(a_burst_tracks_run,
+              !active_q || (offer_q == offer(offer_q.to_4k, offer_q.run_left, size_q)),
+              "the burst offered lost track of the run and the boundary")
+  `TPU_ASSERT(a_burst_nonempty,
+              !burst_valid_o || (burst_beats_o != '0 && burst_beats_o <= MaxBurstBeats),
+              "burst length out of range")
 
 endmodule

@@ -4,6 +4,8 @@
 // its address is accepted, so ARVALID and the address never change early.
 // Engines request only what they can buffer, so the addressed engine is always
 // ready for its data.
+`include "tpu_assert.svh"
+
 module tpu_axi_rd_mux #(
   parameter int unsigned NumClients = 3,
   localparam int unsigned IdWidth   = (NumClients > 1) ? $clog2(NumClients) : 1
@@ -91,15 +93,11 @@ module tpu_axi_rd_mux #(
     end
   end
 
-`ifndef SYNTHESIS
-  a_known_id: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      m_r_valid_i |-> m_r_id_i <= LastId)
-    else $error("tpu_axi_rd_mux: read data with an ID no engine uses");
-  a_ar_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      m_ar_valid_o && !m_ar_ready_i |=> m_ar_valid_o && $stable(m_ar_id_o) &&
-                                        $stable(m_ar_addr_o) && $stable(m_ar_len_o) &&
-                                        $stable(m_ar_size_o))
-    else $error("tpu_axi_rd_mux: AR changed or withdrawn before it was accepted");
-`endif
+  `TPU_ASSUME(a_known_id, !m_r_valid_i || (m_r_id_i <= LastId),
+              "read data with an ID no engine uses")
+  `TPU_ASSERT_NEXT(a_ar_stable, m_ar_valid_o && !m_ar_ready_i,
+                   m_ar_valid_o && $stable(m_ar_id_o) && $stable(m_ar_addr_o) &&
+                   $stable(m_ar_len_o) && $stable(m_ar_size_o),
+                   "AR changed or withdrawn before it was accepted")
 
 endmodule

@@ -7,6 +7,8 @@
 // (RREADY stays high) and one client can never block the shared R channel.
 //
 // Abort stops new requests; beats still in flight are accepted and dropped.
+`include "tpu_assert.svh"
+
 module tpu_axi_reader #(
   parameter int unsigned BusBytes    = 16,
   parameter int unsigned MaxRowBytes = 64,
@@ -331,24 +333,20 @@ module tpu_axi_reader #(
 `ifndef SYNTHESIS
   logic [63:0] row_fold;
   tpu_fold64 #(.Width(RowBits)) u_row_fold (.value_i(row_data_o), .fold_o(row_fold));
-  a_beat_has_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      beat_in |-> buf_in_ready)
-    else $error("tpu_axi_reader: read data arrived with no buffer room (credit error)");
+  `TPU_ASSERT(a_beat_has_room, !beat_in || buf_in_ready,
+              "read data arrived with no buffer room (credit error)")
   // Credits count what is requested and not yet taken from the buffer: never
   // more than the buffer holds, never less than what is still on the way.
-  a_credits_in_limit: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      credits_used_q <= CreditLimit && outstanding_q <= credits_used_q)
-    else $error("tpu_axi_reader: credits out of step with the buffer (credit error)");
-  a_no_unrequested_beat: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      r_valid_i |-> outstanding_q != '0)
-    else $error("tpu_axi_reader: read data arrived that were never requested");
-  a_ar_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      ar_valid_o && !ar_ready_i |=> ar_valid_o && $stable(ar_addr_o) && $stable(ar_len_o)
-                                    && $stable(ar_size_o))
-    else $error("tpu_axi_reader: AR changed or withdrawn before it was accepted");
-  a_row_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      row_valid_o && !row_ready_i |=> row_valid_o && $stable(row_fold) && $stable(row_last_o))
-    else $error("tpu_axi_reader: row changed or withdrawn before it was taken");
+  `TPU_ASSERT(a_credits_in_limit, credits_used_q <= CreditLimit && outstanding_q <= credits_used_q,
+              "credits out of step with the buffer (credit error)")
+  `TPU_ASSUME(a_no_unrequested_beat, !r_valid_i || (outstanding_q != '0),
+              "read data arrived that were never requested")
+  `TPU_ASSERT_NEXT(a_ar_stable, ar_valid_o && !ar_ready_i,
+                   ar_valid_o && $stable(ar_addr_o) && $stable(ar_len_o) && $stable(ar_size_o),
+                   "AR changed or withdrawn before it was accepted")
+  `TPU_ASSERT_NEXT(a_row_stable, row_valid_o && !row_ready_i,
+                   row_valid_o && $stable(row_fold) && $stable(row_last_o),
+                   "row changed or withdrawn before it was taken")
 `endif
 
 endmodule

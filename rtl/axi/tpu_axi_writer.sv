@@ -9,6 +9,8 @@
 //
 // Abort stops new bursts; bursts already announced are completed with
 // all-zero strobes (nothing is written) and their responses are collected.
+`include "tpu_assert.svh"
+
 module tpu_axi_writer #(
   parameter int unsigned BusBytes        = 16,
   parameter int unsigned MaxRowBytes     = 64,
@@ -297,17 +299,14 @@ module tpu_axi_writer #(
 `ifndef SYNTHESIS
   logic [63:0] w_fold;
   tpu_fold64 #(.Width(BusBits)) u_w_fold (.value_i(w_data_o), .fold_o(w_fold));
-  a_no_unexpected_response: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      b_valid_i |-> resp_valid)
-    else $error("tpu_axi_writer: write response for no outstanding burst");
-  a_aw_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      aw_valid_o && !aw_ready_i |=> aw_valid_o && $stable(aw_addr_o) && $stable(aw_len_o)
-                                    && $stable(aw_size_o))
-    else $error("tpu_axi_writer: AW changed or withdrawn before it was accepted");
-  a_w_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      w_valid_o && !w_ready_i |=> w_valid_o && $stable(w_fold) && $stable(w_strb_o)
-                                  && $stable(w_last_o))
-    else $error("tpu_axi_writer: W changed or withdrawn before it was accepted");
+  `TPU_ASSUME(a_no_unexpected_response, !b_valid_i || resp_valid,
+              "write response for no outstanding burst")
+  `TPU_ASSERT_NEXT(a_aw_stable, aw_valid_o && !aw_ready_i,
+                   aw_valid_o && $stable(aw_addr_o) && $stable(aw_len_o) && $stable(aw_size_o),
+                   "AW changed or withdrawn before it was accepted")
+  `TPU_ASSERT_NEXT(a_w_stable, w_valid_o && !w_ready_i,
+                   w_valid_o && $stable(w_fold) && $stable(w_strb_o) && $stable(w_last_o),
+                   "W changed or withdrawn before it was accepted")
 `endif
 
 endmodule

@@ -9,6 +9,8 @@
 //
 // The side port gets a RAM port in a cycle the AXI4 side leaves it free; the
 // host link only uses it while the core is idle, so it rarely waits.
+`include "tpu_assert.svh"
+
 module tpu_axi_ram #(
   parameter int unsigned BusBytes = 16,
   parameter int unsigned MemBytes = 131072,  // a power of two, at least 2 * BusBytes
@@ -302,34 +304,26 @@ module tpu_axi_ram #(
   logic unused_burst;
   assign unused_burst = ^{s_axi_arburst, s_axi_awburst, s_axi_awlen};
 
-`ifndef SYNTHESIS
-  a_incr_reads: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s_axi_arvalid |-> s_axi_arburst == 2'b01 && s_axi_arsize <= 3'(BusLog2))
-    else $error("tpu_axi_ram: only INCR read bursts of at most the bus width are supported");
-  a_incr_writes: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s_axi_awvalid |-> s_axi_awburst == 2'b01 && s_axi_awsize <= 3'(BusLog2))
-    else $error("tpu_axi_ram: only INCR write bursts of at most the bus width are supported");
-  a_read_aligned: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s_axi_arvalid |-> (s_axi_araddr & ((32'd1 << s_axi_arsize) - 1)) == '0)
-    else $error("tpu_axi_ram: a read burst address not aligned to its beat size");
-  a_write_aligned: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s_axi_awvalid |-> (s_axi_awaddr & ((32'd1 << s_axi_awsize) - 1)) == '0)
-    else $error("tpu_axi_ram: a write burst address not aligned to its beat size");
-  a_wlast: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      take_w && s_axi_wlast |-> wr_active_q)
-    else $error("tpu_axi_ram: WLAST outside a burst");
-  a_out_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      issued_q |-> unused_out_ready)
-    else $error("tpu_axi_ram: a read beat landed in a full output FIFO");
-  a_r_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s_axi_rvalid && !s_axi_rready |=> s_axi_rvalid && $stable(s_axi_rdata))
-    else $error("tpu_axi_ram: R beat withdrawn or changed before it was taken");
-  a_b_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s_axi_bvalid && !s_axi_bready |=> s_axi_bvalid && $stable(s_axi_bresp))
-    else $error("tpu_axi_ram: B withdrawn or changed before it was taken");
-  a_side_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      side_req_i && !side_gnt_o |=> side_req_i && $stable({side_we_i, side_addr_i, side_wdata_i}))
-    else $error("tpu_axi_ram: side request withdrawn or changed before its grant");
-`endif
+  `TPU_ASSUME(a_incr_reads,
+              !s_axi_arvalid || (s_axi_arburst == 2'b01 && s_axi_arsize <= 3'(BusLog2)),
+              "only INCR read bursts of at most the bus width are supported")
+  `TPU_ASSUME(a_incr_writes,
+              !s_axi_awvalid || (s_axi_awburst == 2'b01 && s_axi_awsize <= 3'(BusLog2)),
+              "only INCR write bursts of at most the bus width are supported")
+  `TPU_ASSUME(a_read_aligned,
+              !s_axi_arvalid || ((s_axi_araddr & ((32'd1 << s_axi_arsize) - 1)) == '0),
+              "a read burst address not aligned to its beat size")
+  `TPU_ASSUME(a_write_aligned,
+              !s_axi_awvalid || ((s_axi_awaddr & ((32'd1 << s_axi_awsize) - 1)) == '0),
+              "a write burst address not aligned to its beat size")
+  `TPU_ASSERT(a_wlast, !(take_w && s_axi_wlast) || wr_active_q, "WLAST outside a burst")
+  `TPU_ASSERT(a_out_room, !issued_q || unused_out_ready, "a read beat landed in a full output FIFO")
+  `TPU_ASSERT_NEXT(a_r_held, s_axi_rvalid && !s_axi_rready, s_axi_rvalid && $stable(s_axi_rdata),
+                   "R beat withdrawn or changed before it was taken")
+  `TPU_ASSERT_NEXT(a_b_held, s_axi_bvalid && !s_axi_bready, s_axi_bvalid && $stable(s_axi_bresp),
+                   "B withdrawn or changed before it was taken")
+  `TPU_ASSUME_NEXT(a_side_held, side_req_i && !side_gnt_o,
+                   side_req_i && $stable({side_we_i, side_addr_i, side_wdata_i}),
+                   "side request withdrawn or changed before its grant")
 
 endmodule

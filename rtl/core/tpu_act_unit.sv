@@ -16,6 +16,8 @@
 // before the function unit, and the function unit a register after each of
 // its multipliers, one after a shift and one in its rounding (tpu_act_func's
 // SplitStages).
+`include "tpu_assert.svh"
+
 module tpu_act_unit #(
   parameter int unsigned Dim        = 16,
   parameter int unsigned ActLanes   = 4,
@@ -414,25 +416,18 @@ module tpu_act_unit #(
 
   assign idle_o = queue_empty;
 
-`ifndef SYNTHESIS
-  a_rowbuf_has_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      read_inflight_q |-> rowbuf_in_ready)
-    else $error("tpu_act_unit: a row read from memory found no room in the row buffer");
-  a_rows_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      row_req |-> {1'b0, src_row} < 17'(AccDepth))
-    else $error("tpu_act_unit: source row beyond the accumulators");
-  a_bias_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      bias_req |-> {1'b0, bias_row} < 17'(AccDepth))
-    else $error("tpu_act_unit: bias row beyond the accumulators");
-  a_qparams_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      qparam_req |-> {1'b0, qparam_row} < 17'(AccDepth))
-    else $error("tpu_act_unit: multiplier or shift row beyond the accumulators");
-  a_requant_to_ub: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      head_valid && requant |-> use_bias && !to_acc && func == '0)
-    else $error("tpu_act_unit: REQ without BIAS, or with F32 or a function");
-  a_dst_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      out_full_q |-> {1'b0, dst_row} < (to_acc ? 17'(AccDepth) : 17'(UbDepth)))
-    else $error("tpu_act_unit: destination row beyond the memory");
-`endif
+  `TPU_ASSERT(a_rowbuf_has_room, !read_inflight_q || rowbuf_in_ready,
+              "a row read from memory found no room in the row buffer")
+  `TPU_ASSERT(a_rows_in_memory, !row_req || ({1'b0, src_row} < 17'(AccDepth)),
+              "source row beyond the accumulators")
+  `TPU_ASSERT(a_bias_in_memory, !bias_req || ({1'b0, bias_row} < 17'(AccDepth)),
+              "bias row beyond the accumulators")
+  `TPU_ASSERT(a_qparams_in_memory, !qparam_req || ({1'b0, qparam_row} < 17'(AccDepth)),
+              "multiplier or shift row beyond the accumulators")
+  `TPU_ASSUME(a_requant_to_ub, !(head_valid && requant) || (use_bias && !to_acc && func == '0),
+              "REQ without BIAS, or with F32 or a function")
+  `TPU_ASSERT(a_dst_in_memory,
+              !out_full_q || ({1'b0, dst_row} < (to_acc ? 17'(AccDepth) : 17'(UbDepth))),
+              "destination row beyond the memory")
 
 endmodule

@@ -38,6 +38,8 @@
 // differs. The headers cross while the unit divides. POD_CONFIG if POD is not a legal position.
 // LINK_TIMEOUT if nothing moves for LINK_TIMEOUT cycles. Each error stops the
 // unit and, through the issue stage, the core.
+`include "tpu_assert.svh"
+
 module tpu_collective_unit #(
   parameter int unsigned Dim         = 16,
   parameter int unsigned AddStages   = 0,
@@ -793,22 +795,16 @@ module tpu_collective_unit #(
   assign stall_o         = state_q == Run && (tx_stall || waiting);
   assign idle_o          = queue_empty && txq_count == '0 && tx_idle && state_q != Failed;
 
-`ifndef SYNTHESIS
-  a_write_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      pipe_valid_q[PipeLen-1] |-> wrq_in_ready)
-    else $error("tpu_collective_unit: a sum found the write queue full");
-  a_send_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      txq_in_valid |-> txq_in_ready)
-    else $error("tpu_collective_unit: a row to send found the send queue full");
-  a_rows_in_segment: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == Run |-> s_end_q <= 17'(op_rows) && r_end_q <= 17'(op_rows))
-    else $error("tpu_collective_unit: a chunk reaches past a segment's rows");
-  a_boundaries_ordered: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == Run && !op_ps |-> lo_r_q <= hi_r && lo_s_q <= hi_s_q)
-    else $error("tpu_collective_unit: chunk boundaries out of order");
-  a_one_row_source: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      !(send_inflight_q && forwarding))
-    else $error("tpu_collective_unit: a row read to send and a row passed on in one cycle");
-`endif
+  `TPU_ASSERT(a_write_room, !pipe_valid_q[PipeLen-1] || wrq_in_ready,
+              "a sum found the write queue full")
+  `TPU_ASSERT(a_send_room, !txq_in_valid || txq_in_ready, "a row to send found the send queue full")
+  `TPU_ASSERT(a_rows_in_segment,
+              state_q != Run || (s_end_q <= 17'(op_rows) && r_end_q <= 17'(op_rows)),
+              "a chunk reaches past a segment's rows")
+  `TPU_ASSERT(a_boundaries_ordered,
+              !(state_q == Run && !op_ps) || (lo_r_q <= hi_r && lo_s_q <= hi_s_q),
+              "chunk boundaries out of order")
+  `TPU_ASSERT(a_one_row_source, !(send_inflight_q && forwarding),
+              "a row read to send and a row passed on in one cycle")
 
 endmodule

@@ -11,6 +11,8 @@
 // splitter's first step then starts from flops rather than from the queue.
 // The unit counts its rows and iterations against the same registers
 // (cmd_rows_o, last_iter_o), not against the queue's far-away entries.
+`include "tpu_assert.svh"
+
 module tpu_dma_iterations (
   input  logic        clk_i,
   input  logic        rst_ni,
@@ -97,14 +99,12 @@ module tpu_dma_iterations (
     end
   end
 
-`ifndef SYNTHESIS
-  a_done_after_all_sent: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      done_i |-> started_q && all_sent_q)
-    else $error("tpu_dma_iterations: operation done before all its transfers were requested");
-  a_shape_kept: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      op_valid_i && started_q |-> cmd_stride_o == stride_i && cmd_rows_o == rows_i &&
-                                  cmd_row_log2_o == row_log2_i && last_iter_o == count_i - 1'b1)
-    else $error("tpu_dma_iterations: the head operation's transfer shape changed while it ran");
-`endif
+  `TPU_ASSUME(a_done_after_all_sent, !done_i || (started_q && all_sent_q),
+              "operation done before all its transfers were requested")
+  `TPU_ASSUME(a_shape_kept,
+              !(op_valid_i && started_q) ||
+              (cmd_stride_o == stride_i && cmd_rows_o == rows_i &&
+               cmd_row_log2_o == row_log2_i && last_iter_o == count_i - 1'b1),
+              "the head operation's transfer shape changed while it ran")
 
 endmodule

@@ -22,6 +22,8 @@
 // array's second weight buffer hold (OVERFLOW), which is what guarantees that
 // loading never waits on a MATMUL that is not yet issued; MATMUL with FETCH
 // and HALT need U = 0 (LEFTOVER).
+`include "tpu_assert.svh"
+
 module tpu_issue #(
   parameter int unsigned Dim         = 16,
   parameter int unsigned BusBytes    = 16,
@@ -618,12 +620,9 @@ module tpu_issue #(
                            !unit_hazard[tpu_core_pkg::UnitLoad] && (hazard || !queues_free);
 
 `ifndef SYNTHESIS
-  a_push_fits: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      (push_o & full_i) == '0)
-    else $error("tpu_issue: pushed into a full queue");
-  a_tiles_bounded: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      unclaimed_q <= TileCap)
-    else $error("tpu_issue: more weight tiles loaded ahead than the FIFO holds");
+  `TPU_ASSERT(a_push_fits, (push_o & full_i) == '0, "pushed into a full queue")
+  `TPU_ASSERT(a_tiles_bounded, unclaimed_q <= TileCap,
+              "more weight tiles loaded ahead than the FIFO holds")
 
   // The conflicts kept from Judge are those of the footprint being dispatched
   // with the queues as they are now.
@@ -635,12 +634,13 @@ module tpu_issue #(
       .conflict_o(conflicts_now[u*QueueDepth +: QueueDepth])
     );
   end
-  a_conflicts_current: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == Dispatch |-> ((conflict_q ^ conflicts_now) & fp_valid_i) == '0)
-    else $error("tpu_issue: the conflicts found in Judge no longer hold in Dispatch");
-  a_weight_error_current: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == Dispatch |-> weight_error_q == weight_error && unclaimed_next_q == unclaimed_next)
-    else $error("tpu_issue: the weight-tile accounting judged in Judge no longer holds in Dispatch");
+  `TPU_ASSERT(a_conflicts_current,
+              state_q != Dispatch || (((conflict_q ^ conflicts_now) & fp_valid_i) == '0),
+              "the conflicts found in Judge no longer hold in Dispatch")
+  `TPU_ASSERT(a_weight_error_current,
+              state_q != Dispatch ||
+              (weight_error_q == weight_error && unclaimed_next_q == unclaimed_next),
+              "the weight-tile accounting judged in Judge no longer holds in Dispatch")
 `endif
 
 endmodule

@@ -4,6 +4,8 @@
 // at a time, in order; within one, the read engine fetches iteration i + 1
 // while the rows of iteration i are still being written. An operation is
 // complete, and leaves the queue, when its last row is in on-chip memory.
+`include "tpu_assert.svh"
+
 module tpu_load_unit #(
   parameter int unsigned Dim        = 16,
   parameter int unsigned BusBytes   = 16,
@@ -188,11 +190,10 @@ module tpu_load_unit #(
   assign pc_o   = head.pc;
   assign idle_o = queue_empty && reader_idle;
 
-`ifndef SYNTHESIS
   // The issue stage checked the whole operation against the memory's size.
-  a_row_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      row_valid && head_valid |-> {1'b0, sink_addr} < (to_acc ? 17'(AccDepth) : 17'(UbDepth)))
-    else $error("tpu_load_unit: row address beyond the memory");
-`endif
+  `TPU_ASSERT(a_row_in_memory,
+              !(row_valid && head_valid) ||
+              ({1'b0, sink_addr} < (to_acc ? 17'(AccDepth) : 17'(UbDepth))),
+              "row address beyond the memory")
 
 endmodule

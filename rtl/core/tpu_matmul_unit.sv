@@ -24,6 +24,8 @@
 // listed with the rows they write (the tracker), and a seed read waits while
 // its row is among those not yet written. An operation leaves the queue when
 // its last result row is written.
+`include "tpu_assert.svh"
+
 module tpu_matmul_unit #(
   parameter int unsigned Dim        = 16,
   parameter int unsigned MulStages  = 0,
@@ -392,11 +394,8 @@ module tpu_matmul_unit #(
     assign acc_wr_data_o = !out_valid_q ? res_data : out_adds_q ? out_sum : out_data_q;
     assign retire        = retire_q || (retire_now && !res_int8);
 
-`ifndef SYNTHESIS
-    a_one_write: assert property (@(posedge clk_i) disable iff (!rst_ni)
-        out_valid_q |-> !(res_valid && !res_int8))
-      else $error("tpu_matmul_unit: a bf16 result met an int8 one at the write port");
-`endif
+    `TPU_ASSERT(a_one_write, !out_valid_q || !(res_valid && !res_int8),
+                "a bf16 result met an int8 one at the write port")
   end else begin : g_no_out_stage
     assign out_valid     = 1'b0;  // no row waits between the array and the accumulators
     assign out_addr      = '0;
@@ -493,35 +492,25 @@ module tpu_matmul_unit #(
 
   assign idle_o = queue_empty;
 
-`ifndef SYNTHESIS
-  a_reads_queued_slot: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      rd_have_op |-> fp_valid_o[rd_slot_q])
-    else $error("tpu_matmul_unit: the slot read is not a queued operation");
-  a_rows_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      rd_have_op |-> {1'b0, rd_src} < 17'(UbDepth) && {1'b0, rd_dst} < 17'(AccDepth))
-    else $error("tpu_matmul_unit: row address beyond the memory");
-  a_stage_has_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      read_inflight_q |-> stage_in_ready)
-    else $error("tpu_matmul_unit: a row read from memory found no room in the staging FIFO");
+  `TPU_ASSERT(a_reads_queued_slot, !rd_have_op || fp_valid_o[rd_slot_q],
+              "the slot read is not a queued operation")
+  `TPU_ASSERT(a_rows_in_memory,
+              !rd_have_op || ({1'b0, rd_src} < 17'(UbDepth) && {1'b0, rd_dst} < 17'(AccDepth)),
+              "row address beyond the memory")
+  `TPU_ASSERT(a_stage_has_room, !read_inflight_q || stage_in_ready,
+              "a row read from memory found no room in the staging FIFO")
   // This unit has the highest priority on its memory ports.
-  a_reads_granted: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      can_read |-> ub_rd_gnt_i && (!rd_seeding || acc_rd_gnt_i))
-    else $error("tpu_matmul_unit: a memory read was not granted");
-  a_result_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      res_valid |-> {1'b0, wr_addr_q} < 17'(AccDepth))
-    else $error("tpu_matmul_unit: result address beyond the memory");
-  a_results_written: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      acc_wr_req_o |-> acc_wr_gnt_i)
-    else $error("tpu_matmul_unit: a result row was not granted the accumulator write port");
-  a_result_has_iteration: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      res_valid |-> trk_count_q != '0)
-    else $error("tpu_matmul_unit: a result row with no iteration in flight");
-  a_add_read_granted: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      res_adds |-> acc_rd_gnt_i)
-    else $error("tpu_matmul_unit: the row an int8 result adds to was not read");
-  a_seed_not_pending: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      read_fire && rd_seeding |-> !pending)
-    else $error("tpu_matmul_unit: a seed row read before an earlier result wrote it");
-`endif
+  `TPU_ASSUME(a_reads_granted, !can_read || (ub_rd_gnt_i && (!rd_seeding || acc_rd_gnt_i)),
+              "a memory read was not granted")
+  `TPU_ASSERT(a_result_in_memory, !res_valid || ({1'b0, wr_addr_q} < 17'(AccDepth)),
+              "result address beyond the memory")
+  `TPU_ASSUME(a_results_written, !acc_wr_req_o || acc_wr_gnt_i,
+              "a result row was not granted the accumulator write port")
+  `TPU_ASSERT(a_result_has_iteration, !res_valid || (trk_count_q != '0),
+              "a result row with no iteration in flight")
+  `TPU_ASSUME(a_add_read_granted, !res_adds || acc_rd_gnt_i,
+              "the row an int8 result adds to was not read")
+  `TPU_ASSERT(a_seed_not_pending, !(read_fire && rd_seeding) || !pending,
+              "a seed row read before an earlier result wrote it")
 
 endmodule

@@ -5,6 +5,8 @@
 // (the matrix unit starts later operations before earlier ones have completed;
 // it keeps the slot it reads in a register, so no pointer arithmetic comes
 // before the entry).
+`include "tpu_assert.svh"
+
 module tpu_op_queue #(
   parameter int unsigned Depth = 4,
   localparam int unsigned OffWidth = (Depth > 1) ? $clog2(Depth) : 1
@@ -101,16 +103,15 @@ module tpu_op_queue #(
   assign fps_o   = fps_q;
 
 `ifndef SYNTHESIS
+  // Yosys, the formal tools' front end too, reads no $bits of a type.
+`ifndef YOSYS
   if (OpBits != $bits(tpu_core_pkg::op_t) ||
       FpBits != $bits(tpu_core_pkg::footprint_t)) begin : g_bad_widths
     $error("tpu_op_queue: tpu_core_pkg width constants disagree with the types");
   end
-  a_no_push_when_full: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      push_i |-> !full_o)
-    else $error("tpu_op_queue: push into a full queue");
-  a_no_pop_when_empty: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      pop_i |-> !empty_o)
-    else $error("tpu_op_queue: pop from an empty queue");
+`endif
+  `TPU_ASSUME(a_no_push_when_full, !push_i || !full_o, "push into a full queue")
+  `TPU_ASSUME(a_no_pop_when_empty, !pop_i || !empty_o, "pop from an empty queue")
 `endif
 
 endmodule

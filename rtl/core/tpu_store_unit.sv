@@ -3,6 +3,8 @@
 // memory into a small staging FIFO that feeds the write engine; an operation
 // is complete, and leaves the queue, once host memory has acknowledged its
 // last burst.
+`include "tpu_assert.svh"
+
 module tpu_store_unit #(
   parameter int unsigned Dim        = 16,
   parameter int unsigned BusBytes   = 16,
@@ -225,13 +227,10 @@ module tpu_store_unit #(
   assign axi_quiet_o = writer_idle;
   assign idle_o      = queue_empty && writer_idle;
 
-`ifndef SYNTHESIS
-  a_row_in_memory: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      read_req |-> {1'b0, rd_addr} < (from_acc ? 17'(AccDepth) : 17'(UbDepth)))
-    else $error("tpu_store_unit: row address beyond the memory");
-  a_stage_has_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      read_inflight_q |-> stage_in_ready)
-    else $error("tpu_store_unit: a row read from memory found no room in the staging FIFO");
-`endif
+  `TPU_ASSERT(a_row_in_memory,
+              !read_req || ({1'b0, rd_addr} < (from_acc ? 17'(AccDepth) : 17'(UbDepth))),
+              "row address beyond the memory")
+  `TPU_ASSERT(a_stage_has_room, !read_inflight_q || stage_in_ready,
+              "a row read from memory found no room in the staging FIFO")
 
 endmodule

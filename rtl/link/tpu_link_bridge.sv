@@ -9,6 +9,8 @@
 // FrameTimeoutBits bit times is answered with TIMEOUT. Bytes that arrive while
 // a request is carried out or answered are dropped: the host waits for each
 // reply before it sends again, so only the rest of a broken frame is lost.
+`include "tpu_assert.svh"
+
 module tpu_link_bridge #(
   parameter int unsigned MemBytes   = 131072,      // board memory, a power of two, 256..2^24
   parameter int unsigned ClksPerBit = 50,          // of the UART, for the request timeout
@@ -434,28 +436,168 @@ module tpu_link_bridge #(
   assign m_axil_arvalid = ar_pending_q;
   assign m_axil_rready  = state_q == RegRead && !ar_pending_q;
 
-`ifndef SYNTHESIS
-  a_tx_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      tx_valid_o && !tx_ready_i |=> tx_valid_o && $stable(tx_data_o))
-    else $error("tpu_link_bridge: reply byte withdrawn or changed before it was taken");
-  a_mem_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      mem_req_o && !mem_gnt_i |=> mem_req_o && $stable({mem_we_o, mem_addr_o, mem_wdata_o}))
-    else $error("tpu_link_bridge: memory request withdrawn or changed before its grant");
-  a_ar_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      m_axil_arvalid && !m_axil_arready |=> m_axil_arvalid && $stable(m_axil_araddr))
-    else $error("tpu_link_bridge: AR withdrawn before it was taken");
-  a_aw_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      m_axil_awvalid && !m_axil_awready |=> m_axil_awvalid && $stable(m_axil_awaddr))
-    else $error("tpu_link_bridge: AW withdrawn before it was taken");
-  a_w_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      m_axil_wvalid && !m_axil_wready |=> m_axil_wvalid && $stable(m_axil_wdata))
-    else $error("tpu_link_bridge: W withdrawn before it was taken");
-  a_mem_for_mem_commands: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      mem_req_o |-> state_q == MemWrite || state_q == Reply)
-    else $error("tpu_link_bridge: memory access outside a WRITE_MEM or READ_MEM");
-  a_one_axil_access: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      !(m_axil_arvalid && (m_axil_awvalid || m_axil_wvalid)))
-    else $error("tpu_link_bridge: a register read and write at once");
-`endif
+  `TPU_ASSERT_NEXT(a_tx_held, tx_valid_o && !tx_ready_i, tx_valid_o && $stable(tx_data_o),
+                   "reply byte withdrawn or changed before it was taken")
+  `TPU_ASSERT_NEXT(a_mem_held, mem_req_o && !mem_gnt_i,
+                   mem_req_o && $stable({mem_we_o, mem_addr_o, mem_wdata_o}),
+                   "memory request withdrawn or changed before its grant")
+  `TPU_ASSERT_NEXT(a_ar_held, m_axil_arvalid && !m_axil_arready,
+                   m_axil_arvalid && $stable(m_axil_araddr), "AR withdrawn before it was taken")
+  `TPU_ASSERT_NEXT(a_aw_held, m_axil_awvalid && !m_axil_awready,
+                   m_axil_awvalid && $stable(m_axil_awaddr), "AW withdrawn before it was taken")
+  `TPU_ASSERT_NEXT(a_w_held, m_axil_wvalid && !m_axil_wready,
+                   m_axil_wvalid && $stable(m_axil_wdata), "W withdrawn before it was taken")
+  `TPU_ASSERT(a_mem_for_mem_commands, !mem_req_o || (state_q == MemWrite || state_q == Reply),
+              "memory access outside a WRITE_MEM or READ_MEM")
+  `TPU_ASSERT(a_one_axil_access, !(m_axil_arvalid && (m_axil_awvalid || m_axil_wvalid)),
+              "a register read and write at once")
+
+  // ---------------------------------------------------------------------------
+  // Never left waiting (checks only; tests/formal/formal_link_bridge_harness.sv proves them
+  // for every byte sequence and every behaviour of the partners)
+  // ---------------------------------------------------------------------------
+  // Whatever bytes arrive, the bridge gets back to Hunt. A request that stops arriving is
+  // answered with TIMEOUT after TimeoutCycles quiet cycles; every other state moves on as soon
+  // as its partner (the UART transmitter, the core's registers, board memory) has answered.
+  // steps_to_hunt counts the cycles of its own the bridge still needs when no byte arrives:
+  // one for each quiet cycle of a request, each reply byte loaded and each taken, each READ_MEM
+  // byte granted and returned, each AXI4-Lite handshake, each WRITE_MEM byte read and granted.
+  // It falls in every cycle no partner holds the bridge up and never rises while one does, so
+  // from a request's last byte the bridge is back in Hunt within ToHunt cycles of its own:
+  // the TIMEOUT reply (BareReplySteps) after TimeoutCycles, or a full READ_MEM reply.
+  localparam int unsigned BareReplySteps = 2 * (ReplyHeader + 4);            // load, take
+  localparam int unsigned MostReplySteps = 3 * MaxPayload + BareReplySteps;  // READ_MEM's
+  localparam int unsigned ToHunt = (TimeoutCycles + BareReplySteps > MostReplySteps + 1)
+                                   ? TimeoutCycles + BareReplySteps : MostReplySteps + 1;
+  // Room for a counter's run as well, and for the 16-bit counts whole.
+  localparam int unsigned StepWidth = ($clog2(ToHunt + 1) + 1 > 17) ? $clog2(ToHunt + 1) + 1 : 17;
+  typedef logic [StepWidth-1:0] steps_t;
+
+  // The reply from byte `index` on, that byte loaded (or, READ_MEM's, being fetched) or not.
+  function automatic steps_t reply_steps(input logic [15:0] index, input logic loaded,
+                                         input logic fetching, input logic [15:0] len,
+                                         input logic read_mem);
+    steps_t payload_end, after, steps;
+    payload_end = steps_t'(ReplyHeader) + steps_t'(len);
+    after       = steps_t'(index) + 1'b1;
+    steps       = (payload_end + steps_t'(3) - steps_t'(index)) << 1;  // the bytes after it
+    if (read_mem && after < payload_end)  // and READ_MEM's fetches of them
+      steps = steps + payload_end - ((after > steps_t'(ReplyHeader)) ? after
+                                                                     : steps_t'(ReplyHeader));
+    if (loaded) steps = steps + steps_t'(1);
+    else if (read_mem && index >= 16'(ReplyHeader) && steps_t'(index) < payload_end)
+      steps = steps + (fetching ? steps_t'(2) : steps_t'(3));
+    else steps = steps + steps_t'(2);
+    reply_steps = steps;
+  endfunction
+
+  // From the state machine's registers, passed in, so that a check can pass their $past: in
+  // Yosys the $past of a function's result would only see the cycles the check is made in.
+  function automatic steps_t steps_to_hunt(
+      input state_e state, input logic [IdleWidth-1:0] idle, input logic [15:0] index,
+      input logic waiting, input logic loaded, input logic pending, input logic [15:0] len,
+      input logic read_mem, input logic [15:0] request_len);
+    steps_t steps, reply;
+    reply = reply_steps(16'd0, 1'b0, 1'b0, len, read_mem);
+    case (state)
+      Hunt:                 steps = '0;
+      Header, Payload, Crc: steps = steps_t'(TimeoutCycles + BareReplySteps) - steps_t'(idle);
+      Check:                steps = steps_t'(MostReplySteps + 1);
+      RegRead, RegWrite:    steps = reply + (pending ? steps_t'(2) : steps_t'(1));
+      MemWrite:             steps = reply - steps_t'(waiting) +
+                                    ((steps_t'(request_len) - steps_t'(index)) << 1);
+      Reply:                steps = reply_steps(index, loaded, waiting, len, read_mem);
+      default:              steps = steps_t'(1);
+    endcase
+    steps_to_hunt = steps;
+  endfunction
+
+  // Now (the state passed in: Yosys takes a function of no arguments for a constant one).
+  function automatic steps_t steps_now(input state_e state);
+    steps_now = steps_to_hunt(state, idle_q, count_q, waiting_q, tx_valid_q,
+                              ar_pending_q || aw_pending_q || w_pending_q, reply_len_q,
+                              command == tpu_link_pkg::CmdReadMem, length);
+  endfunction
+
+  // Held up: a request not yet taken or an answer not yet come, at any port.
+  function automatic logic held_up();
+    held_up = (tx_valid_o && !tx_ready_i) || (mem_req_o && !mem_gnt_i) ||
+              (state_q == Reply && waiting_q && !mem_rvalid_i) ||
+              (m_axil_arvalid && !m_axil_arready) || (m_axil_rready && !m_axil_rvalid) ||
+              (m_axil_awvalid && !m_axil_awready) || (m_axil_wvalid && !m_axil_wready) ||
+              (m_axil_bready && !m_axil_bvalid);
+  endfunction
+
+  function automatic logic receiving();
+    receiving = state_q == Header || state_q == Payload || state_q == Crc;
+  endfunction
+
+  `TPU_ASSERT_WITHIN(a_frame_timeout, receiving() && !rx_valid_i, TimeoutCycles,
+                     "a request that stopped arriving left the bridge waiting")
+  `TPU_ASSERT(a_to_hunt_bound, state_q == Hunt ||  // 1 to ToHunt
+              steps_t'(steps_now(state_q) - 1'b1) < steps_t'(ToHunt),
+              "more steps to Hunt than the bound")
+  `TPU_ASSERT_NEXT(a_to_hunt_falls,
+                   state_q != Hunt && !held_up() && !(receiving() && rx_valid_i),
+                   state_q == Hunt ||
+                   steps_now(state_q) <
+                   steps_to_hunt($past(state_q), $past(idle_q), $past(count_q),
+                                 $past(waiting_q), $past(tx_valid_q),
+                                 $past(ar_pending_q || aw_pending_q || w_pending_q),
+                                 $past(reply_len_q),
+                                 $past(command == tpu_link_pkg::CmdReadMem), $past(length)),
+                   "a cycle not held up brought the bridge no closer to Hunt")
+  `TPU_ASSERT_NEXT(a_to_hunt_held, state_q != Hunt && held_up() && !(receiving() && rx_valid_i),
+                   state_q == Hunt ||
+                   steps_now(state_q) <=
+                   steps_to_hunt($past(state_q), $past(idle_q), $past(count_q),
+                                 $past(waiting_q), $past(tx_valid_q),
+                                 $past(ar_pending_q || aw_pending_q || w_pending_q),
+                                 $past(reply_len_q),
+                                 $past(command == tpu_link_pkg::CmdReadMem), $past(length)),
+                   "a partner holding the bridge up sent it further from Hunt")
+  // The same as a bounded response: with partners that keep up, Hunt within ToHunt cycles
+  // of the last byte.
+  `TPU_ASSERT_WITHIN(a_back_to_hunt,
+                     state_q != Hunt && !held_up() && !(receiving() && rx_valid_i), ToHunt,
+                     "the bridge did not get back to Hunt in time")
+
+  // A corrupt request does nothing and is answered CORRUPT.
+  `TPU_ASSERT_NEXT(a_corrupt_answered, state_q == Check && (crc_q != CrcResidue || bad_char_q),
+                   state_q == Reply && status_q == tpu_link_pkg::StatusCorrupt &&
+                   reply_len_q == '0, "a corrupt request not answered CORRUPT")
+
+  // What the steps rest on: the counters in their ranges, each state with its command.
+  `TPU_ASSERT(a_state_known, state_q <= Reply, "state out of range")
+  `TPU_ASSERT(a_quiet_counted, !receiving() ||
+              (idle_q <= LastIdle && 32'(a_frame_timeout_count_q) == 32'(idle_q) &&
+               32'(a_back_to_hunt_count_q) == 32'(idle_q)),
+              "idle_q is not the run of quiet cycles")
+  `TPU_ASSERT(a_steps_counted,
+              state_q == Hunt || 32'(a_back_to_hunt_count_q) + 32'(steps_now(state_q)) <= ToHunt,
+              "more cycles to Hunt than the bound")
+  `TPU_ASSERT(a_tx_in_reply, !tx_valid_q || state_q == Reply, "a reply byte outside Reply")
+  `TPU_ASSERT(a_waiting_for_memory, !waiting_q || state_q == MemWrite ||
+              (state_q == Reply && !tx_valid_q && command == tpu_link_pkg::CmdReadMem &&
+               count_q >= 16'(ReplyHeader) && count_q < reply_bytes),
+              "waiting for memory outside a memory access")
+  `TPU_ASSERT(a_reply_in_range, state_q != Reply ||
+              (reply_len_q <= 16'(MaxPayload) && count_q <= reply_bytes + 16'd3 &&
+               (reply_len_q == '0 || command == tpu_link_pkg::CmdInfo ||
+                command == tpu_link_pkg::CmdReadReg || command == tpu_link_pkg::CmdReadMem)),
+              "reply byte count out of range")
+  `TPU_ASSERT(a_mem_write_in_range, state_q != MemWrite ||
+              (command == tpu_link_pkg::CmdWriteMem && length != '0 &&
+               length <= 16'(MaxPayload) && count_q < length && reply_len_q == '0),
+              "WRITE_MEM byte count out of range")
+  `TPU_ASSERT(a_reg_read_state, state_q != RegRead ||
+              (command == tpu_link_pkg::CmdReadReg && reply_len_q == 16'd4 && count_q == '0 &&
+               !aw_pending_q && !w_pending_q), "READ_REG state out of step")
+  `TPU_ASSERT(a_reg_write_state, state_q != RegWrite ||
+              (command == tpu_link_pkg::CmdWriteReg && reply_len_q == '0 && count_q == '0 &&
+               !ar_pending_q), "WRITE_REG state out of step")
+  `TPU_ASSERT(a_ar_in_read, !ar_pending_q || state_q == RegRead, "AR outside READ_REG")
+  `TPU_ASSERT(a_aw_w_in_write, !(aw_pending_q || w_pending_q) || state_q == RegWrite,
+              "AW or W outside WRITE_REG")
 
 endmodule

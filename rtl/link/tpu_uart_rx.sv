@@ -4,6 +4,8 @@
 // ten bits of a character. A start bit that is high again at its middle was a
 // glitch and is ignored. A character whose stop bit reads low is delivered with
 // frame_error_o set: the byte is not to be trusted.
+`include "tpu_assert.svh"
+
 module tpu_uart_rx #(
   parameter int unsigned ClksPerBit = 16  // clock cycles per bit, 4..65535
 ) (
@@ -92,10 +94,7 @@ module tpu_uart_rx #(
   assign data_o        = shift_q;
   assign frame_error_o = error_q;
 
-`ifndef SYNTHESIS
-  a_valid_one_cycle: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      valid_q |=> !valid_q)
-    else $error("tpu_uart_rx: a character is delivered for more than one cycle");
-`endif
+  `TPU_ASSERT_NEXT(a_valid_one_cycle, valid_q, !valid_q,
+                   "a character is delivered for more than one cycle")
 
 endmodule

@@ -1,6 +1,8 @@
 // UART transmitter, 8N1, least significant bit first: takes a byte when it is
 // idle and sends start bit, eight data bits and stop bit, each ClksPerBit
 // cycles long. The line idles high, also during reset.
+`include "tpu_assert.svh"
+
 module tpu_uart_tx #(
   parameter int unsigned ClksPerBit = 16  // clock cycles per bit, 4..65535
 ) (
@@ -63,10 +65,7 @@ module tpu_uart_tx #(
 
   assign tx_o = bits_q == '0 || shift_q[0];
 
-`ifndef SYNTHESIS
-  a_valid_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      valid_i && !ready_o |=> valid_i && $stable(data_i))
-    else $error("tpu_uart_tx: byte withdrawn or changed before it was taken");
-`endif
+  `TPU_ASSUME_NEXT(a_valid_held, valid_i && !ready_o, valid_i && $stable(data_i),
+                   "byte withdrawn or changed before it was taken")
 
 endmodule

@@ -19,6 +19,8 @@
 //
 // Latency from an activation entering to its result leaving:
 //   Cols + MulStages + Rows * (AddStages + 1) cycles.
+`include "tpu_assert.svh"
+
 module tpu_mxu #(
   parameter int unsigned Rows      = 16,
   parameter int unsigned Cols      = 16,
@@ -160,24 +162,20 @@ module tpu_mxu #(
     .psum_o     (psum_bottom)
   );
 
-`ifndef SYNTHESIS
   // Stream obligations of the environment: a beat that is offered stays offered,
   // unchanged, until it is taken.
-  a_wgt_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      wgt_valid_i && !wgt_ready_o |=> wgt_valid_i && $stable(wgt_data_i))
-    else $error("mxu: weight beat changed or withdrawn before it was taken");
-  a_act_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      act_valid_i && !act_ready_o |=> act_valid_i && $stable(act_data_i) && $stable(act_last_i) &&
-                                      $stable(act_int8_i))
-    else $error("mxu: activation beat changed or withdrawn before it was taken");
-  a_seed_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      seed_valid_i && !seed_ready_o |=> seed_valid_i && $stable(seed_data_i))
-    else $error("mxu: seed beat changed or withdrawn before it was taken");
+  `TPU_ASSUME_NEXT(a_wgt_stable, wgt_valid_i && !wgt_ready_o, wgt_valid_i && $stable(wgt_data_i),
+                   "weight beat changed or withdrawn before it was taken")
+  `TPU_ASSUME_NEXT(a_act_stable, act_valid_i && !act_ready_o,
+                   act_valid_i && $stable(act_data_i) && $stable(act_last_i) && $stable(act_int8_i),
+                   "activation beat changed or withdrawn before it was taken")
+  `TPU_ASSUME_NEXT(a_seed_stable, seed_valid_i && !seed_ready_o,
+                   seed_valid_i && $stable(seed_data_i),
+                   "seed beat changed or withdrawn before it was taken")
 
   // The unit's own obligation on the result stream.
-  a_res_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      res_valid_o && !res_ready_i |=> res_valid_o && $stable(res_data_o) && $stable(res_last_o))
-    else $error("mxu: result changed or withdrawn before it was taken");
-`endif
+  `TPU_ASSERT_NEXT(a_res_stable, res_valid_o && !res_ready_i,
+                   res_valid_o && $stable(res_data_o) && $stable(res_last_o),
+                   "result changed or withdrawn before it was taken")
 
 endmodule

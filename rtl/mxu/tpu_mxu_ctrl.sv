@@ -10,6 +10,8 @@
 //   * the next tile's first weight beat may enter FreeDelay cycles after the
 //     commit, so that no PE's next-weight register is overwritten before the
 //     commit wavefront has read it.
+`include "tpu_assert.svh"
+
 module tpu_mxu_ctrl #(
   parameter int unsigned Rows      = 16,
   parameter int unsigned Cols      = 16,
@@ -146,16 +148,18 @@ module tpu_mxu_ctrl #(
   end
 
   // Rule 1: a tile commits with exactly Rows weight rows loaded since the last commit.
-  a_commit_after_whole_tile: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      commit_o |-> beats_since_commit_q == RowsBeats)
-    else $error("mxu: tile committed with the wrong number of weight rows");
+  `TPU_ASSERT(a_commit_after_whole_tile, !commit_o || (beats_since_commit_q == RowsBeats),
+              "tile committed with the wrong number of weight rows")
 
   // Rule 2: the next tile's first weight row enters at least FreeDelay cycles
   // after the commit (the counter reads cycles since the commit, minus one).
-  a_reload_waits: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      wgt_fire_o && committed_q && beats_since_commit_q == '0 |->
-      cycles_since_commit_q + 1 >= FreeDelay)
-    else $error("mxu: weights reloaded before the commit wavefront passed");
+  // With FreeDelay = 0 it always holds (and the comparison would be constant).
+  if (FreeDelay > 0) begin : g_reload_waits
+    `TPU_ASSERT(a_reload_waits,
+                !(wgt_fire_o && committed_q && beats_since_commit_q == '0) ||
+                (cycles_since_commit_q + 1 >= FreeDelay),
+                "weights reloaded before the commit wavefront passed")
+  end
 `endif
 
 endmodule

@@ -4,6 +4,8 @@
 // trip of a credit, tens of rows), the room the sender's credits count. Each
 // row taken out returns a credit the next cycle. The sender never sends
 // without a credit, so a beat always finds room; an assertion checks it.
+`include "tpu_assert.svh"
+
 module tpu_link_rx #(
   parameter int unsigned Dim       = 16,
   parameter int unsigned LinkLanes = 16,
@@ -94,10 +96,7 @@ module tpu_link_rx #(
 
   assign link_credit_o = credit_q;
 
-`ifndef SYNTHESIS
-  a_room_for_row: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      row_done |-> fifo_ready)
-    else $error("tpu_link_rx: a row arrived without room: the sender overran its credits");
-`endif
+  `TPU_ASSUME(a_room_for_row, !row_done || fifo_ready,
+              "a row arrived without room: the sender overran its credits")
 
 endmodule

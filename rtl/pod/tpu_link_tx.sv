@@ -8,6 +8,8 @@
 // taken: register slices anywhere on the wire, either way, change the latency
 // and never the data. Full rate needs Credits >= the round trip in rows:
 // twice the wire's latency and about six cycles through the two ends.
+`include "tpu_assert.svh"
+
 module tpu_link_tx #(
   parameter int unsigned Dim       = 16,
   parameter int unsigned LinkLanes = 16,
@@ -103,12 +105,13 @@ module tpu_link_tx #(
   assign idle_o       = beats_left_q == '0 && !valid_q;
 
 `ifndef SYNTHESIS
-  a_credits_bounded: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      credits_q <= AllCredits)
-    else $error("tpu_link_tx: more credits returned than the receiver has room for");
-  a_credit_not_lost: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      link_credit_i |-> credits_q != AllCredits || take)
-    else $error("tpu_link_tx: a credit came back that was never spent");
+  // With Credits = 255 the 8-bit count cannot exceed it (and the comparison would be constant).
+  if (Credits < 255) begin : g_credits_bounded
+    `TPU_ASSERT(a_credits_bounded, credits_q <= AllCredits,
+                "more credits returned than the receiver has room for")
+  end
 `endif
+  `TPU_ASSUME(a_credit_not_lost, !link_credit_i || (credits_q != AllCredits || take),
+              "a credit came back that was never spent")
 
 endmodule

@@ -4,6 +4,8 @@
 // InReadyRegistered: then in_ready_o comes from the count register alone, so
 // no path runs from out_ready_i to in_ready_o (a full FIFO takes its next entry
 // a cycle after the pop).
+`include "tpu_assert.svh"
+
 module tpu_fifo #(
   parameter int unsigned Width = 8,
   parameter int unsigned Depth = 2,
@@ -96,9 +98,8 @@ module tpu_fifo #(
 `ifndef SYNTHESIS
   logic [63:0] in_fold;
   tpu_fold64 #(.Width(Width)) u_in_fold (.value_i(in_data_i), .fold_o(in_fold));
-  a_in_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      in_valid_i && !in_ready_o |=> in_valid_i && $stable(in_fold))
-    else $error("tpu_fifo: input beat changed or withdrawn before it was taken");
+  `TPU_ASSUME_NEXT(a_in_stable, in_valid_i && !in_ready_o, in_valid_i && $stable(in_fold),
+                   "input beat changed or withdrawn before it was taken")
 `endif
 
 endmodule

@@ -2,6 +2,8 @@
 // with valid/ready on both sides and one beat per cycle each way. The RAM's
 // registered read feeds a two-entry output buffer, so a beat that is read
 // always has a place to land. Holds up to Depth + 2 entries.
+`include "tpu_assert.svh"
+
 module tpu_ram_fifo #(
   parameter int unsigned Width = 32,
   parameter int unsigned Depth = 16
@@ -97,10 +99,7 @@ module tpu_ram_fifo #(
 
   assign ram_count_o = count_q;
 
-`ifndef SYNTHESIS
-  a_output_has_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      read_inflight_q |-> out_in_ready)
-    else $error("tpu_ram_fifo: RAM data arrived with no room in the output buffer");
-`endif
+  `TPU_ASSERT(a_output_has_room, !read_inflight_q || out_in_ready,
+              "RAM data arrived with no room in the output buffer")
 
 endmodule

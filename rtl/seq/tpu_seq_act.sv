@@ -32,6 +32,8 @@
 // acc_hi_q = floor(P / 2^20): its leading one at bit 29 - lz, lz <= 6, so
 // right shifts alone normalise it to bit 23. A final operand 1 - v is never
 // formed: mcand_q holds 32 v and each set multiplier bit adds 2^29 - mcand_q.
+`include "tpu_assert.svh"
+
 module tpu_seq_act (
   input  logic        clk_i,
   input  logic        rst_ni,
@@ -624,34 +626,23 @@ module tpu_seq_act (
 
   assign y_o = result_q;
 
-`ifndef SYNTHESIS
-  a_result_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      out_valid_o && !out_ready_i |=> out_valid_o && $stable(y_o))
-    else $error("tpu_seq_act: result withdrawn or changed before it was taken");
-  a_busy_after_accept: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      in_valid_i && in_ready_o |=> !in_ready_o)
-    else $error("tpu_seq_act: accepted a second value while one is in flight");
-  a_idle_or_done: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      !(in_ready_o && out_valid_o))
-    else $error("tpu_seq_act: ready for a value while a result waits");
+  `TPU_ASSERT_NEXT(a_result_held, out_valid_o && !out_ready_i, out_valid_o && $stable(y_o),
+                   "result withdrawn or changed before it was taken")
+  `TPU_ASSERT_NEXT(a_busy_after_accept, in_valid_i && in_ready_o, !in_ready_o,
+                   "accepted a second value while one is in flight")
+  `TPU_ASSERT(a_idle_or_done, !(in_ready_o && out_valid_o),
+              "ready for a value while a result waits")
   // The bounds the sequence relies on: w below 256 (no saturation), T below
   // 2^26 (32 T fits mcand_q), V < 1 before the reciprocal, 32 v below 2^29,
   // and the product's leading one at bit 23 after normalising.
-  a_arg_fits: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == StSaveArg |-> !acc_hi_q[30])
-    else $error("tpu_seq_act: exponent of 2^-w beyond 8.22");
-  a_square_fits: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == StSquareSetup |-> acc_hi_q[30:26] == 5'h00)
-    else $error("tpu_seq_act: T does not fit 26 bits");
-  a_recip_below_one: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == StRecipSetup |-> acc_hi_q[30:24] == 7'h00)
-    else $error("tpu_seq_act: reciprocal of 1 + v with v >= 1");
-  a_complement_fits: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == StProduct && complement |-> mcand_q[30:29] == 2'b00)
-    else $error("tpu_seq_act: 1 - v out of range");
-  a_normalised: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == StRound |-> acc_hi_q[30:23] == 8'h01)
-    else $error("tpu_seq_act: product not normalised");
-`endif
+  `TPU_ASSERT(a_arg_fits, state_q != StSaveArg || !acc_hi_q[30], "exponent of 2^-w beyond 8.22")
+  `TPU_ASSERT(a_square_fits, state_q != StSquareSetup || (acc_hi_q[30:26] == 5'h00),
+              "T does not fit 26 bits")
+  `TPU_ASSERT(a_recip_below_one, state_q != StRecipSetup || (acc_hi_q[30:24] == 7'h00),
+              "reciprocal of 1 + v with v >= 1")
+  `TPU_ASSERT(a_complement_fits, !(state_q == StProduct && complement) || (mcand_q[30:29] == 2'b00),
+              "1 - v out of range")
+  `TPU_ASSERT(a_normalised, state_q != StRound || (acc_hi_q[30:23] == 8'h01),
+              "product not normalised")
 
 endmodule

@@ -32,6 +32,8 @@
 //
 // Zero and subnormal operands are loaded like the others (hidden bit 1) and
 // masked where their bits enter the full adder.
+`include "tpu_assert.svh"
+
 module tpu_seq_add (
   input  logic        clk_i,
   input  logic        rst_ni,
@@ -414,25 +416,19 @@ module tpu_seq_add (
   assign out_valid_o = state_q == StDone;
   assign sum_o       = {sign_q, exp_q[7:0], a_q[26] | nan_q, a_q[25:4]};
 
-`ifndef SYNTHESIS
-  a_result_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      out_valid_o && !out_ready_i |=> out_valid_o && $stable(sum_o))
-    else $error("tpu_seq_add: result withdrawn or changed before it was taken");
-  a_busy_after_accept: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      in_valid_i && in_ready_o |=> !in_ready_o)
-    else $error("tpu_seq_add: accepted a second addition while one is in flight");
-  a_idle_or_done: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      !(in_ready_o && out_valid_o))
-    else $error("tpu_seq_add: ready for an addition while a result waits");
+  `TPU_ASSERT_NEXT(a_result_held, out_valid_o && !out_ready_i, out_valid_o && $stable(sum_o),
+                   "result withdrawn or changed before it was taken")
+  `TPU_ASSERT_NEXT(a_busy_after_accept, in_valid_i && in_ready_o, !in_ready_o,
+                   "accepted a second addition while one is in flight")
+  `TPU_ASSERT(a_idle_or_done, !(in_ready_o && out_valid_o),
+              "ready for an addition while a result waits")
   // The predicted normalising shift was right: the last bit of the pass is
   // the sum's leading one.
-  a_shift_predicted: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == StAdd && cnt_q == LastBit && !cancel_q && nonzero_d && !special
-      |-> norm_bit)
-    else $error("tpu_seq_add: normalising shift mispredicted");
-  a_cancel_normalised: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == StNorm && cnt_zero && !special |-> a_q[27])
-    else $error("tpu_seq_add: sum not normalised after the rotation");
-`endif
+  `TPU_ASSERT(a_shift_predicted,
+              !(state_q == StAdd && cnt_q == LastBit && !cancel_q && nonzero_d && !special) ||
+              norm_bit,
+              "normalising shift mispredicted")
+  `TPU_ASSERT(a_cancel_normalised, !(state_q == StNorm && cnt_zero && !special) || a_q[27],
+              "sum not normalised after the rotation")
 
 endmodule

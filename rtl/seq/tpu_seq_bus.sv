@@ -10,6 +10,8 @@
 // the board reset alone: a core reset in the middle of a transaction lets the
 // transaction finish (AXI4 has no way to abandon one), and the sequencer, back
 // in its idle state, ignores the response.
+`include "tpu_assert.svh"
+
 module tpu_seq_bus #(
   localparam int unsigned IdWidth = 2
 ) (
@@ -165,23 +167,19 @@ module tpu_seq_bus #(
   assign m_axi_wvalid  = state_q == StWrite && !w_done_q;
   assign m_axi_bready  = state_q == StWriteResp;
 
-`ifndef SYNTHESIS
-  a_ar_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      m_axi_arvalid && !m_axi_arready |=> m_axi_arvalid && $stable(m_axi_araddr))
-    else $error("tpu_seq_bus: AR withdrawn or changed before it was taken");
-  a_aw_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      m_axi_awvalid && !m_axi_awready |=> m_axi_awvalid && $stable(m_axi_awaddr))
-    else $error("tpu_seq_bus: AW withdrawn or changed before it was taken");
-  a_w_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      m_axi_wvalid && !m_axi_wready |=> m_axi_wvalid && $stable(m_axi_wdata)
-                                        && $stable(m_axi_wstrb))
-    else $error("tpu_seq_bus: W withdrawn or changed before it was taken");
-  a_single_beat: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      m_axi_rvalid && m_axi_rready |-> m_axi_rlast)
-    else $error("tpu_seq_bus: a single-beat read got a beat without RLAST");
-  a_no_stray_response: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      !(m_axi_rvalid && state_q != StReadData) && !(m_axi_bvalid && state_q != StWriteResp))
-    else $error("tpu_seq_bus: a response arrived with no transaction outstanding");
-`endif
+  `TPU_ASSERT_NEXT(a_ar_stable, m_axi_arvalid && !m_axi_arready,
+                   m_axi_arvalid && $stable(m_axi_araddr),
+                   "AR withdrawn or changed before it was taken")
+  `TPU_ASSERT_NEXT(a_aw_stable, m_axi_awvalid && !m_axi_awready,
+                   m_axi_awvalid && $stable(m_axi_awaddr),
+                   "AW withdrawn or changed before it was taken")
+  `TPU_ASSERT_NEXT(a_w_stable, m_axi_wvalid && !m_axi_wready,
+                   m_axi_wvalid && $stable(m_axi_wdata) && $stable(m_axi_wstrb),
+                   "W withdrawn or changed before it was taken")
+  `TPU_ASSUME(a_single_beat, !(m_axi_rvalid && m_axi_rready) || m_axi_rlast,
+              "a single-beat read got a beat without RLAST")
+  `TPU_ASSUME(a_no_stray_response,
+              !(m_axi_rvalid && state_q != StReadData) && !(m_axi_bvalid && state_q != StWriteResp),
+              "a response arrived with no transaction outstanding")
 
 endmodule

@@ -11,6 +11,8 @@
 // accumulator, a 32-bit operand as two 16-bit halves. A host span may reach
 // 2^49, but anything from 2^34 up is past 2^32 all the same: such bits and
 // carries only set a sticky flag, so the accumulator needs 34 bits, not 50.
+`include "tpu_assert.svh"
+
 module tpu_seq_check #(
   parameter int unsigned Dim         = 4,
   parameter int unsigned UbDepth     = 256,
@@ -286,13 +288,8 @@ module tpu_seq_check #(
   assign done_o  = state_q == StDone;
   assign error_o = error_q;
 
-`ifndef SYNTHESIS
-  a_start_when_idle: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      start_i |-> state_q == StIdle)
-    else $error("tpu_seq_check: start while a check is running");
-  a_instr_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q != StIdle && state_q != StDone |=> $stable(fields_i) && $stable(kind_i))
-    else $error("tpu_seq_check: the instruction changed during its check");
-`endif
+  `TPU_ASSUME(a_start_when_idle, !start_i || (state_q == StIdle), "start while a check is running")
+  `TPU_ASSUME_NEXT(a_instr_stable, state_q != StIdle && state_q != StDone,
+                   $stable(fields_i) && $stable(kind_i), "the instruction changed during its check")
 
 endmodule

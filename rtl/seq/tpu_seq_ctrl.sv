@@ -24,6 +24,8 @@
 // Memories are addressed by lane: UB word = row * Dim + lane, ACC likewise,
 // weight word = (slot * Dim + k) * Dim + j. Each has one port (tpu_seq_ram), a
 // read or a write a cycle, and a registered read.
+`include "tpu_assert.svh"
+
 module tpu_seq_ctrl #(
   parameter int unsigned Dim         = 4,
   parameter int unsigned UbDepth     = 256,
@@ -686,16 +688,12 @@ module tpu_seq_ctrl #(
   assign error_pc_o   = error_pc_q;
   assign pc_o         = pc_q;
 
-`ifndef SYNTHESIS
-  a_tiles_in_range: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      tiles_q <= 5'(WeightTiles + 1))
-    else $error("tpu_seq_ctrl: more weight tiles loaded than the store holds");
-  a_tile_to_use: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == StMmOperands |-> tiles_q != '0)
-    else $error("tpu_seq_ctrl: a MATMUL row with no weight tile loaded");
-  a_bus_request_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      bus_req_valid_o && !bus_req_ready_i |=> bus_req_valid_o && $stable(bus_req_addr_o))
-    else $error("tpu_seq_ctrl: a bus request was withdrawn or changed before it was taken");
-`endif
+  `TPU_ASSERT(a_tiles_in_range, tiles_q <= 5'(WeightTiles + 1),
+              "more weight tiles loaded than the store holds")
+  `TPU_ASSERT(a_tile_to_use, state_q != StMmOperands || (tiles_q != '0),
+              "a MATMUL row with no weight tile loaded")
+  `TPU_ASSERT_NEXT(a_bus_request_held, bus_req_valid_o && !bus_req_ready_i,
+                   bus_req_valid_o && $stable(bus_req_addr_o),
+                   "a bus request was withdrawn or changed before it was taken")
 
 endmodule

@@ -12,6 +12,8 @@
 // The pending counts only need the bits that NumCounters increments of
 // AddWidth bits fill. A clear marks every RAM word stale (read as zero) until
 // its next turn: the RAM itself has no reset.
+`include "tpu_assert.svh"
+
 module tpu_counter_ram #(
   parameter int unsigned NumCounters  = 11,
   parameter int unsigned CounterWidth = 40,
@@ -121,17 +123,12 @@ module tpu_counter_ram #(
   assign read_valid_o = answer_q;
   assign read_value_o = sum;
 
-`ifndef SYNTHESIS
-  a_read_one_at_a_time: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      read_i |-> !wanted_q && !answer_q)
-    else $error("tpu_counter_ram: a read requested while another is waiting");
-  a_read_index: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      read_i |-> 32'(read_idx_i) < NumCounters)
-    else $error("tpu_counter_ram: a read of a counter that does not exist");
+  `TPU_ASSUME(a_read_one_at_a_time, !read_i || (!wanted_q && !answer_q),
+              "a read requested while another is waiting")
+  `TPU_ASSUME(a_read_index, !read_i || (32'(read_idx_i) < NumCounters),
+              "a read of a counter that does not exist")
   // The RAM word written now is read again only NumCounters cycles later.
-  a_no_overtaking: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      turn_q != write_idx_q)
-    else $error("tpu_counter_ram: a counter read back before its sum was written");
-`endif
+  `TPU_ASSERT(a_no_overtaking, turn_q != write_idx_q,
+              "a counter read back before its sum was written")
 
 endmodule

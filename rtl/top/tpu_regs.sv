@@ -11,6 +11,8 @@
 // its HI half, so LO then HI is one consistent 64-bit value while the core runs.
 // The counters are flip-flops, or with CounterRam a block RAM (tpu_counter_ram),
 // where a LO read is answered within NumCounters + 2 cycles instead of one.
+`include "tpu_assert.svh"
+
 module tpu_regs #(
   parameter int unsigned Dim         = 16,
   parameter int unsigned MulStages   = 0,
@@ -400,25 +402,19 @@ module tpu_regs #(
   assign link_timeout_o = link_timeout_q;
   assign irq_o        = irq_enable_q && (done_q || error_q);
 
-`ifndef SYNTHESIS
-  a_counter_add_fits: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      counter_add_high == '0)
-    else $error("tpu_regs: a counter increment wider than CounterAddWidth");
-  a_bvalid_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s_bvalid_o && !s_bready_i |=> s_bvalid_o && $stable(s_bresp_o))
-    else $error("tpu_regs: B changed or withdrawn before it was accepted");
-  a_rvalid_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s_rvalid_o && !s_rready_i |=> s_rvalid_o && $stable(s_rdata_o) && $stable(s_rresp_o))
-    else $error("tpu_regs: R changed or withdrawn before it was accepted");
-  a_awvalid_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s_awvalid_i && !s_awready_o |=> s_awvalid_i && $stable(s_awaddr_i))
-    else $error("tpu_regs: the master withdrew or changed AW before it was accepted");
-  a_wvalid_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s_wvalid_i && !s_wready_o |=> s_wvalid_i && $stable(s_wdata_i) && $stable(s_wstrb_i))
-    else $error("tpu_regs: the master withdrew or changed W before it was accepted");
-  a_arvalid_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s_arvalid_i && !s_arready_o |=> s_arvalid_i && $stable(s_araddr_i))
-    else $error("tpu_regs: the master withdrew or changed AR before it was accepted");
-`endif
+  `TPU_ASSUME(a_counter_add_fits, counter_add_high == '0,
+              "a counter increment wider than CounterAddWidth")
+  `TPU_ASSERT_NEXT(a_bvalid_stable, s_bvalid_o && !s_bready_i, s_bvalid_o && $stable(s_bresp_o),
+                   "B changed or withdrawn before it was accepted")
+  `TPU_ASSERT_NEXT(a_rvalid_stable, s_rvalid_o && !s_rready_i,
+                   s_rvalid_o && $stable(s_rdata_o) && $stable(s_rresp_o),
+                   "R changed or withdrawn before it was accepted")
+  `TPU_ASSUME_NEXT(a_awvalid_held, s_awvalid_i && !s_awready_o, s_awvalid_i && $stable(s_awaddr_i),
+                   "the master withdrew or changed AW before it was accepted")
+  `TPU_ASSUME_NEXT(a_wvalid_held, s_wvalid_i && !s_wready_o,
+                   s_wvalid_i && $stable(s_wdata_i) && $stable(s_wstrb_i),
+                   "the master withdrew or changed W before it was accepted")
+  `TPU_ASSUME_NEXT(a_arvalid_held, s_arvalid_i && !s_arready_o, s_arvalid_i && $stable(s_araddr_i),
+                   "the master withdrew or changed AR before it was accepted")
 
 endmodule

@@ -1,0 +1,494 @@
+#!/usr/bin/env python3
+"""make formal: the formal proofs of docs/verification.md, one row each (what, engine, result,
+depth, time), with the pinned YoWASP Yosys of .venv (its `sat`, `symfpu` and `select`).
+
+Usage:
+  formal.py [--quick] [--only NAME ...] [--out DIR]
+      runs the proofs that close (--quick: those `make test` runs; --only: the named ones, open
+      ones included) and prints the table; exit 1 if one fails or runs out of its time budget
+  formal.py --list
+      the proofs, one per line: name; quick, slow, or open (did not close within its budget on
+      a 2-core machine: run only with --only); "break" where it has one; its budget in
+      seconds; what it proves
+  formal.py --break NAME [--out DIR]
+      runs proof NAME on a copy of the RTL broken on purpose (the break the proof lists) and
+      expects it to fail: prints the counterexample's waveform (open it with gtkwave); exit 1
+      if the broken design passes
+
+Kinds of proof:
+  equivalence  Yosys `sat` on a miter in tests/formal (SAT, every input value); a sequential
+               miter is unrolled from a free initial state, so the proof covers every cycle
+  stall        `select` on the synthesised unit: every flip-flop has en_i as its enable, so a
+               stalled cycle changes nothing and the pipelines' proofs with en_i = 1 cover stalls
+  protocol     Yosys `sat` on a harness in tests/formal, with the assertions and assumptions of
+               rtl/prim/tpu_assert.svh: temporal induction (k-induction; PASS is for every
+               reachable state), or bounded (BMC) to a stated depth from reset
+
+Exit status: 0 all passed; 1 a proof failed or timed out (or a break was not caught); 2 bad
+input or a tool that does not run, reported in one line.
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import rtl_files
+
+ROOT = Path(__file__).resolve().parent.parent
+FORMAL = Path("tests") / "formal"
+TOOLS_BIN = Path(os.environ.get("TOOLS_BIN", ROOT / ".venv" / "bin"))
+PROGRESS_SECONDS = 15
+
+
+class FormalError(Exception):
+    """Bad input or a tool that does not run; reported in one line."""
+
+
+@dataclass
+class Break:
+    """A deliberate bug: `old` replaced by `new` in `path` (relative to the repository)."""
+    path: str
+    old: str
+    new: str
+    what: str
+
+
+@dataclass
+class Proof:
+    name: str
+    what: str
+    top: str
+    lists: list               # RTL file lists (rtl/<subsystem>/<subsystem>.f)
+    files: list               # miters or harnesses in tests/formal
+    kind: str = "sat"         # sat, stall or protocol
+    params: dict = field(default_factory=dict)
+    symfpu: tuple = ()        # SymFPU reference circuits: ("add", "mul")
+    steps: int = 1            # sat: cycles unrolled; the proof is in the last
+    set_at: tuple = ()        # sat: (step, input, value) pins of a schedule
+    depth: int = 0            # protocol: longest induction, or the BMC bound
+    mode: str = "prove"       # protocol: prove (k-induction) or bmc
+    budget: int = 120         # seconds
+    quick: bool = True        # runs in `make test`
+    closes: bool = True       # False: did not close within its budget here; run only by name
+    breaks: Break = None
+
+    @property
+    def engine(self):
+        if self.kind == "sat":
+            return "yosys sat"
+        if self.kind == "stall":
+            return "yosys select, sat"
+        return "yosys sat " + ("k-induction" if self.mode == "prove" else "BMC")
+
+    @property
+    def depth_text(self):
+        if self.kind == "protocol":
+            return f"{'k <= ' if self.mode == 'prove' else 'bound '}{self.depth}"
+        return f"{self.steps} cycle{'s' if self.steps > 1 else ''}" if self.steps > 1 else "-"
+
+
+ARITH = ["rtl/arith/arith.f"]
+MXU = ["rtl/mxu/mxu.f"]
+CONTRACT = "formal_contract_pkg.sv"
+ROUND_BIT = Break("rtl/arith/tpu_fp_pkg.sv",
+                  "n.norm[2] && (n.norm[1] || n.norm[0] || n.norm[3]);",
+                  "n.norm[2] && (n.norm[1] || n.norm[0]);",
+                  "the adder's round-to-even bit dropped: ties round down")
+MUL_FLUSH = Break("rtl/arith/tpu_fp_pkg.sv", "norm_exp == 10'd0", "norm_exp == 10'd1",
+                  "the multiplier flushes products of exponent field 1 as well")
+
+
+def unit_proofs():
+    """Equivalence of the three arithmetic units with the IEEE reference, and of their pipelines
+    with the unpipelined unit."""
+    units = [
+        ("fp32_add", "tpu_fp32_add", "AddStages", 3, ("add",),
+         "tpu_fp32_add = SymFPU fp32 add (RNE) in the contract's wrapper, all 2^64 inputs",
+         ROUND_BIT),
+        ("bf16_mul", "tpu_bf16_mul", "MulStages", 2, ("mul",),
+         "tpu_bf16_mul = SymFPU fp32 multiply of the widened operands, flushed (N-MUL)",
+         MUL_FLUSH),
+        ("fp32_to_bf16", "tpu_fp32_to_bf16", "rounder stages", 1, (),
+         "tpu_fp32_to_bf16 = round to nearest even from the definition (N-OUT), all 2^32 inputs",
+         Break("rtl/arith/tpu_fp32_to_bf16.sv", "value_i[14:0] != 15'h0 || value_i[16]",
+               "value_i[14:0] != 15'h0", "the rounder's tie goes down even when it is odd")),
+    ]
+    proofs = []
+    for name, unit, stages_name, most, symfpu, what, unit_break in units:
+        proofs.append(Proof(name, what, f"formal_{name}", ARITH, [CONTRACT, f"formal_{name}.sv"],
+                            symfpu=symfpu, breaks=unit_break))
+        for stages in range(1, most + 1):
+            proofs.append(Proof(
+                f"{name}_pipe{stages}",
+                f"{unit} with {stages_name} = {stages}: the same results {stages} cycle(s) later",
+                f"formal_{name}_pipeline", ARITH, ["formal_pipelines.sv"],
+                params={"Stages": stages}, steps=stages + 1,
+                breaks=Break(f"rtl/arith/{unit}.sv", f".Enable(PipeStages >= {stages})",
+                             f".Enable(PipeStages >= {stages + 1})",
+                             f"a pipeline register left out at PipeStages = {stages}")))
+            proofs.append(Proof(
+                f"{name}_stall{stages}",
+                f"{unit} with {stages_name} = {stages}: every flip-flop enabled by en_i",
+                unit, ARITH, [], kind="stall", params={"PipeStages": stages}))
+    return proofs
+
+
+# The cell's schedule (formal_mac_cell): weight beat for row 0 in step 1, commit in step 2.
+MAC_SCHEDULE = ((1, "wgt_valid_i", 1), (1, "wgt_tag_i", 0), (2, "commit_i", 1))
+MAC_SIGN = Break("rtl/arith/tpu_mac_pkg.sv", "p.sign = int8 ? a[7] ^ w[7] : p.sign;",
+                 "p.sign = int8 ? a[7] : p.sign;", "the int8 product takes the activation's sign")
+
+
+def mac_proofs():
+    """The MAC cell at every pipeline depth, both modes, against SymFPU and Q-MAC; an int8-only
+    cell against Q-MAC; and the stall check of each depth."""
+    proofs = []
+    for mul_stages in range(3):
+        for add_stages in range(4):
+            depth = f"m{mul_stages}a{add_stages}"
+            stages = f"MulStages = {mul_stages}, AddStages = {add_stages}"
+            params = {"MulStages": mul_stages, "AddStages": add_stages}
+            proofs.append(Proof(
+                f"mac_{depth}", f"MAC cell with {stages}, both modes: SymFPU add(S, mul(a, w)) "
+                "for bf16, Q-MAC for int8", "formal_mac_cell", MXU,
+                [CONTRACT, "formal_mac_cell.sv"], params=params, symfpu=("add", "mul"),
+                steps=3 + mul_stages + add_stages, set_at=MAC_SCHEDULE, budget=1200,
+                quick=False, closes=False))
+            proofs.append(Proof(
+                f"mac_stall_{depth}", f"MAC cell with {stages}: every flip-flop enabled by en_i",
+                "tpu_systolic_array", MXU, [], kind="stall",
+                params={"Rows": 1, "Cols": 1, "TagWidth": 1, "Int8": 1, **params}))
+    proofs.append(Proof(
+        "mac_int8_only", "MAC cell of an int8-only core (Float = 0, MulStages 2, AddStages 3): "
+        "Q-MAC", "formal_mac_cell", MXU, [CONTRACT, "formal_mac_cell.sv"],
+        params={"MulStages": 2, "AddStages": 3, "Float": 0}, symfpu=("add", "mul"), steps=8,
+        set_at=MAC_SCHEDULE, breaks=MAC_SIGN))
+    return proofs
+
+
+def protocol_proofs():
+    shell = ["rtl/top/shell.f"]
+    return [
+        Proof("regs", "tpu_regs AXI4-Lite slave, counters in flip-flops: one response per "
+              "request, bounded response, handshakes held, strobed bytes read back",
+              "formal_regs_harness", shell, ["formal_regs_harness.sv"], kind="protocol", depth=8,
+              budget=300,
+              breaks=Break("rtl/top/tpu_regs.sv",
+                           "s_awready_o = !bvalid_q && s_awvalid_i && s_wvalid_i;",
+                           "s_awready_o = s_awvalid_i && s_wvalid_i;",
+                           "a write is taken while the last one's B is still waiting")),
+        Proof("regs_ram", "tpu_regs AXI4-Lite slave, counters in block RAM (reads answered "
+              "within 16 cycles)", "formal_regs_harness", shell, ["formal_regs_harness.sv"],
+              kind="protocol", params={"CounterRam": 1}, mode="bmc", depth=24, budget=600,
+              quick=False),
+        Proof("axi_reader", "tpu_axi_reader: legal INCR bursts, none across 4 KiB, no beat "
+              "dropped or repeated, each command's rows with the last marked",
+              "formal_axi_reader_harness", ["rtl/axi/axi.f"], ["formal_axi_reader_harness.sv"],
+              kind="protocol", mode="bmc", depth=12, budget=900, quick=False,
+              breaks=Break("rtl/axi/tpu_axi_reader.sv", "out_last_d      = row_is_last;",
+                           "out_last_d      = 1'b0;",
+                           "the last row of a command is not marked")),
+        Proof("link_bridge", "tpu_link_bridge, any byte sequence, any partner: a stopped "
+              "request answered after 8,000 quiet cycles, Hunt again within 8,018 cycles of its "
+              "own after the last byte, a corrupt request answered CORRUPT, handshakes held",
+              "formal_link_bridge_harness", ["rtl/link/link.f"],
+              ["formal_link_bridge_harness.sv"], kind="protocol",
+              params={"MemBytes": 256, "ClksPerBit": 4}, depth=6, budget=300,
+              breaks=Break("rtl/link/tpu_link_bridge.sv", "idle_d = idle_q + 1'b1;",
+                           "idle_d = idle_q;", "the request timeout never counts: a request "
+                           "that stops arriving leaves the bridge in its frame states")),
+    ]
+
+
+PROOFS = unit_proofs() + mac_proofs() + protocol_proofs()
+
+
+# ---------------------------------------------------------------------------------------------
+# Running one proof
+# ---------------------------------------------------------------------------------------------
+def say(text):
+    print(text, flush=True)
+
+
+def sources(proof, root):
+    """The proof's files, relative to the repository (YoWASP tools see only the folder they run
+    in and below), read from `root` (the repository, or a broken copy of its RTL)."""
+    try:
+        files = rtl_files.rtl_files([root / path for path in proof.lists])
+    except rtl_files.ListError as error:
+        raise FormalError(str(error)) from error
+    files = [os.path.relpath(path, ROOT) for path in files]
+    return files + [os.path.relpath(root / FORMAL / name, ROOT) for name in proof.files]
+
+
+def chparams(proof):
+    return " ".join(f"-chparam {key} {value}" for key, value in proof.params.items())
+
+
+def sat_script(proof, root, out):
+    lines = []
+    for op in proof.symfpu:
+        lines += [f"symfpu -op {op} -rm RNE", f"rename symfpu symfpu_{op}"]
+    include = os.path.relpath(root / "rtl" / "prim", ROOT)
+    lines += [f"read_verilog -defer -sv -DSYNTHESIS -I{include} {' '.join(sources(proof, root))}",
+              f"hierarchy -top {proof.top} {chparams(proof)}",
+              "proc; flatten; async2sync; opt -fast"]
+    pins = " ".join(f"-set-at {step} {name} {value}" for step, name, value in proof.set_at)
+    sequence = f"-seq {proof.steps} -prove-skip {proof.steps - 1}" if proof.steps > 1 else ""
+    lines.append(f"sat {sequence} {pins} -prove ok_o 1 -verify -show-inputs "
+                 f"-dump_vcd {os.path.relpath(out / 'counterexample.vcd', ROOT)}")
+    return lines
+
+
+def protocol_script(proof, root, out):
+    """A harness's assertions, with its assumptions and those of the unit it proves (the units
+    below that one have theirs turned into assertions), by temporal induction (k-induction up
+    to `depth`) or bounded to `depth` cycles from reset."""
+    include = os.path.relpath(root / "rtl" / "prim", ROOT)
+    dut = dut_module(proof)
+    vcd = os.path.relpath(out / "counterexample.vcd", ROOT)
+    if proof.mode == "prove":
+        check = f"sat -tempinduct -maxsteps {proof.depth}"
+    else:
+        check = f"sat -seq {proof.depth}"
+    return [f"read_verilog -defer -sv -formal -I{include} {' '.join(sources(proof, root))}",
+            f"hierarchy -top {proof.top} {chparams(proof)}",
+            f"chformal -assume2assert * {proof.top} %d {dut} %d $paramod$*\\{dut} %d",
+            "proc; flatten; memory; memory_map; async2sync; chformal -lower; opt_clean; opt -fast",
+            # Flip-flops start at zero; the harness holds rst_ni low in the first cycle.
+            f"{check} -prove-asserts -set-assumes -set-init-zero -show-ports -dump_vcd {vcd}"]
+
+
+def dut_module(proof):
+    """The unit a protocol harness proves: formal_X_harness proves tpu_X."""
+    return re.sub(r"^formal_(.*)_harness$", r"tpu_\1", proof.top)
+
+
+FLIP_FLOPS = "t:$dffe t:$adffe %u"
+
+
+def stall_scripts(proof, root, out):
+    """Two Yosys scripts: the first synthesises the unit, fails if a flip-flop has no enable,
+    and lists the enable nets other than en_i; the second shows that each of those is 0 while
+    en_i is 0, whatever the flip-flops hold (they are cut to free values)."""
+    include = os.path.relpath(root / "rtl" / "prim", ROOT)
+    design = os.path.relpath(out / "unit.il", ROOT)
+    nets = os.path.relpath(out / "enables.txt", ROOT)
+    first = [f"read_verilog -defer -sv -DSYNTHESIS -I{include} {' '.join(sources(proof, root))}",
+             f"hierarchy -top {proof.top} {chparams(proof)}",
+             "proc; flatten; opt_clean; opt_dff; opt_clean",
+             "select -assert-none t:$ff t:$dff t:$adff t:$sdff t:$sdffe t:$sdffce t:$aldff "
+             "t:$aldffe t:$dffsr t:$dffsre t:$dlatch t:$adlatch t:$mem_v2",
+             f"select -assert-none {FLIP_FLOPS} r:EN_POLARITY=0 %i",
+             f"tee -q -o {nets} select -list {FLIP_FLOPS} %ci1:+[EN] {FLIP_FLOPS} %d w:en_i %d",
+             f"write_rtlil {design}"]
+    second = [f"read_rtlil {design}", f"cutpoint {FLIP_FLOPS}"]
+    return first, second
+
+
+def run_stall(proof, root, out, started):
+    first, second = stall_scripts(proof, root, out)
+    status = run_yosys(first, out / "synth", proof, started)
+    if status is None or status[0] != 0:
+        return status
+    enables = [line.split("/", 1)[1] for line in (out / "enables.txt").read_text().split()
+               if "/" in line]
+    if not enables:
+        return status
+    proves = " ".join(f"-prove {net} 0" for net in enables)
+    return run_yosys(second + [f"sat -set en_i 0 {proves} -verify"], out / "enables", proof,
+                     started)
+
+
+def run_yosys(lines, stem, proof, started):
+    """Runs a Yosys script; returns (exit status, log text), or None when out of budget."""
+    script = stem.with_suffix(".ys")
+    script.write_text("\n".join(lines) + "\n")
+    log = stem.with_suffix(".log")
+    status = run_tool([tool("yosys"), "-q", "-l", os.path.relpath(log, ROOT), "-s",
+                       os.path.relpath(script, ROOT)], stem.with_suffix(".out"), proof, started)
+    if status is None:
+        return None
+    return status, log.read_text(errors="replace") if log.exists() else ""
+
+
+def run_tool(command, log, proof, started):
+    """Runs a tool from the repository's root, printing progress while it runs; returns its
+    exit status, or None when it ran out of the proof's budget (it is then stopped)."""
+    with log.open("w") as output:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        while True:
+            elapsed = time.monotonic() - started
+            try:
+                process.wait(timeout=min(PROGRESS_SECONDS, max(1, proof.budget - elapsed)))
+                return process.returncode
+            except subprocess.TimeoutExpired:
+                elapsed = time.monotonic() - started
+                if elapsed >= proof.budget:
+                    stop(process)
+                    return None
+                say(f"  {proof.name}: running, {elapsed:.0f} s of {proof.budget} s")
+
+
+def stop(process):
+    """Stops a tool and whatever it started."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+def tool(name):
+    path = TOOLS_BIN / f"yowasp-{name}"
+    if not path.exists():
+        raise FormalError(f"{path} not found: run `make fpga-tools` (fpga/requirements.txt)")
+    return str(path)
+
+
+def run_proof(proof, root, out):
+    """Runs one proof; returns (result, seconds, counterexample or None). result is PASS, FAIL
+    or TIMEOUT."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    started = time.monotonic()
+    if proof.kind in ("sat", "stall"):
+        if proof.kind == "sat":
+            outcome = run_yosys(sat_script(proof, root, out), out / "proof", proof, started)
+        else:
+            outcome = run_stall(proof, root, out, started)
+        seconds = time.monotonic() - started
+        if outcome is None:
+            return "TIMEOUT", seconds, None
+        status, text = outcome
+        if status == 0:
+            return "PASS", seconds, None
+        if "ERROR: Assertion failed" in text or "SAT proof finished - model found: FAIL" in text \
+                or "SAT temporal induction proof finished - model found: FAIL" in text:
+            vcd = out / "counterexample.vcd"
+            return "FAIL", seconds, vcd if vcd.exists() else None
+        raise FormalError(f"{proof.name}: yosys failed (exit {status}); see "
+                          f"{os.path.relpath(out, ROOT)}/*.log")
+    outcome = run_yosys(protocol_script(proof, root, out), out / "proof", proof, started)
+    seconds = time.monotonic() - started
+    if outcome is None:
+        return "TIMEOUT", seconds, None
+    status, text = outcome
+    if status == 0 and ("Induction step proven: SUCCESS" in text or
+                        "SAT proof finished - no model found: SUCCESS" in text):
+        return "PASS", seconds, None
+    if "model found for base case: FAIL" in text or "Reached maximum number of time steps" in \
+            text or "SAT proof finished - model found: FAIL" in text:
+        vcd = out / "counterexample.vcd"
+        return "FAIL", seconds, vcd if vcd.exists() else None
+    raise FormalError(f"{proof.name}: yosys failed (exit {status}); see "
+                      f"{os.path.relpath(out, ROOT)}/proof.log")
+
+
+# ---------------------------------------------------------------------------------------------
+# Breaks
+# ---------------------------------------------------------------------------------------------
+def broken_copy(proof, out):
+    """A copy of rtl/ and tests/formal with the proof's break applied, under `out`."""
+    root = out / "tree"
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(ROOT / "rtl", root / "rtl")
+    shutil.copytree(ROOT / FORMAL, root / FORMAL)
+    target = root / proof.breaks.path
+    text = target.read_text()
+    if text.count(proof.breaks.old) != 1:
+        raise FormalError(f"{proof.name}: the break's text is not in {proof.breaks.path} once "
+                          f"(the RTL changed?): {proof.breaks.old}")
+    target.write_text(text.replace(proof.breaks.old, proof.breaks.new))
+    return root
+
+
+def run_break(proof, out):
+    if proof.breaks is None:
+        raise FormalError(f"proof {proof.name} has no break")
+    say(f"{proof.name}: {proof.breaks.what}")
+    say(f"  {proof.breaks.path}: `{proof.breaks.old}` -> `{proof.breaks.new}`")
+    root = broken_copy(proof, out)
+    result, seconds, trace = run_proof(proof, root, out / "proof")
+    if result == "FAIL":
+        say(f"caught: {proof.name} fails in {seconds:.1f} s; counterexample: "
+            f"gtkwave {os.path.relpath(trace, ROOT)}")
+        return 0
+    say(f"NOT CAUGHT: {proof.name} gives {result} on the broken design ({seconds:.1f} s)")
+    return 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Main
+# ---------------------------------------------------------------------------------------------
+def table(rows):
+    header = ("proof", "engine", "result", "depth", "time")
+    widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header))]
+    for row in (header, tuple("-" * w for w in widths), *rows):
+        say("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", nargs="+", metavar="NAME")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--break", dest="broken", metavar="NAME")
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "formal")
+    args = parser.parse_args()
+    by_name = {proof.name: proof for proof in PROOFS}
+    out = args.out.resolve()
+    if not out.is_relative_to(ROOT):
+        raise FormalError(f"--out {args.out}: must be inside the repository (the YoWASP tools "
+                          "see only the folder they run in and below)")
+
+    if args.list:
+        for proof in PROOFS:
+            say(f"{proof.name} {'open' if not proof.closes else 'quick' if proof.quick else 'slow'} "
+                f"{'break' if proof.breaks else '-'} {proof.budget} {proof.what}")
+        return 0
+    if args.broken:
+        if args.broken not in by_name:
+            raise FormalError(f"--break {args.broken}: no such proof (--list shows them)")
+        return run_break(by_name[args.broken], out / f"break-{args.broken}")
+
+    chosen = PROOFS
+    if args.only:
+        unknown = [name for name in args.only if name not in by_name]
+        if unknown:
+            raise FormalError(f"--only {unknown[0]}: no such proof (--list shows them)")
+        chosen = [by_name[name] for name in args.only]
+    elif args.quick:
+        chosen = [proof for proof in PROOFS if proof.quick and proof.closes]
+    else:
+        chosen = [proof for proof in PROOFS if proof.closes]
+
+    rows, failed = [], 0
+    for number, proof in enumerate(chosen, 1):
+        say(f"[{number}/{len(chosen)}] {proof.name}: {proof.what}")
+        result, seconds, trace = run_proof(proof, ROOT, out / proof.name)
+        rows.append((proof.name, proof.engine, result, proof.depth_text, f"{seconds:.1f} s"))
+        say(f"  {result} in {seconds:.1f} s" + (f" (budget {proof.budget} s)"
+                                                 if result == "TIMEOUT" else ""))
+        if trace is not None:
+            say(f"  counterexample: gtkwave {os.path.relpath(trace, ROOT)}")
+        failed += result != "PASS"
+    say("")
+    table(rows)
+    say(f"\n{len(rows) - failed} of {len(rows)} proofs passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except FormalError as error:
+        print(f"formal.py: {error}", file=sys.stderr)
+        sys.exit(2)
