@@ -428,6 +428,13 @@ def run_break(proof, out):
 # ---------------------------------------------------------------------------------------------
 # Main
 # ---------------------------------------------------------------------------------------------
+def induction_length(out):
+    """The induction length at which a k-induction closed (Yosys's log), as "k = N"."""
+    lengths = re.findall(r"Trying induction with length (\d+)",
+                         (out / "proof.log").read_text(errors="replace"))
+    return f"k = {lengths[-1]}" if lengths else None
+
+
 def table(rows):
     header = ("proof", "engine", "result", "depth", "time")
     widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header))]
@@ -474,7 +481,10 @@ def main():
     for number, proof in enumerate(chosen, 1):
         say(f"[{number}/{len(chosen)}] {proof.name}: {proof.what}")
         result, seconds, trace = run_proof(proof, ROOT, out / proof.name)
-        rows.append((proof.name, proof.engine, result, proof.depth_text, f"{seconds:.1f} s"))
+        depth = proof.depth_text
+        if proof.kind == "protocol" and proof.mode == "prove" and result == "PASS":
+            depth = induction_length(out / proof.name) or depth
+        rows.append((proof.name, proof.engine, result, depth, f"{seconds:.1f} s"))
         say(f"  {result} in {seconds:.1f} s" + (f" (budget {proof.budget} s)"
                                                  if result == "TIMEOUT" else ""))
         if trace is not None:
