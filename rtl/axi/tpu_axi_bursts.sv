@@ -226,5 +226,15 @@ module tpu_axi_bursts #(
   `TPU_ASSERT(a_burst_nonempty,
               !burst_valid_o || (burst_beats_o != '0 && burst_beats_o <= MaxBurstBeats),
               "burst length out of range")
+  // Whole beats: with the address and stride aligned to the beat (the callers' HOST_ALIGN), so
+  // are the run, what is left of it, the burst's bytes and the next run's start; none is empty.
+  // (Makes the checks above inductive: tests/formal/formal_axi_writer_harness.sv.)
+  `TPU_ASSERT(a_run_whole_beats,
+              !active_q || (size_q <= 3'(BusLog2) && run_bytes_q != '0 && offer_q.run_left != '0 &&
+                            ((8'(run_bytes_q) | 8'(offer_q.run_left) | 8'(offer_q.bytes) |
+                              addr_q[7:0] | (runs_left_q != '0 ? next_run_q[7:0] | stride_q[7:0]
+                                                                : 8'h0)) &
+                             ((8'd1 << size_q) - 8'd1)) == '0),
+              "a run, burst or address not in whole beats")
 
 endmodule
