@@ -208,6 +208,14 @@ def protocol_proofs():
               breaks=Break("rtl/axi/tpu_axi_reader.sv", "out_last_d      = row_is_last;",
                            "out_last_d      = 1'b0;",
                            "the last row of a command is not marked")),
+        Proof("axi_reader_abort", "tpu_axi_reader with an abort in any cycle: the same burst rules, "
+              "R always taken, no burst after the abort, quiet only when no beat is owed",
+              "formal_axi_reader_harness", ["rtl/axi/axi.f"], ["formal_axi_reader_harness.sv"],
+              kind="protocol", params={"Abort": 1}, mode="bmc", depth=12, budget=900,
+              quick=False,
+              breaks=Break("rtl/axi/tpu_axi_bursts.sv", "burst_valid_o = active_q && !abort_i;",
+                           "burst_valid_o = active_q;",
+                           "the burst splitter goes on offering bursts after an abort")),
         Proof("axi_writer", "tpu_axi_writer at the store unit's sizes (16-byte bus, 64-byte rows, "
               "bursts of 64 beats, 8 outstanding): AW legal and inside 4 KiB, AW and W held until "
               "taken, B always taken", "formal_axi_writer_harness", ["rtl/axi/axi.f"],

@@ -8,19 +8,22 @@
 //     is neither dropped nor taken twice;
 //   - each command gives exactly its rows, the last one marked, in order.
 // The environment: commands held until taken, 1 to 3 rows of 2 to 8 bytes at addresses
-// aligned to the beat, no abort (the
-// abort path is simulated: tests/rtl), and a slave that returns exactly the beats it was
-// asked for.
+// aligned to the beat, and a slave that returns exactly the beats it was asked for. With
+// Abort = 0 there is no abort; with Abort = 1 an abort may come in any cycle and stays (the
+// core stops), and then the AXI rules still hold, no burst starts after it, and the engine is
+// quiet only once the slave owes nothing (the rows of an aborted command are not checked).
 `include "tpu_assert.svh"
 
 module formal_axi_reader_harness #(
   parameter int unsigned BusBytes    = 4,
   parameter int unsigned MaxRowBytes = 8,
   parameter int unsigned BufBeats    = 4,
-  parameter int unsigned RowsWidth   = 2
+  parameter int unsigned RowsWidth   = 2,
+  parameter bit          Abort       = 1'b0
 ) (
   input  logic                 clk_i,
   input  logic                 rst_ni,
+  input  logic                 abort_i,
   input  logic                 cmd_valid_i,
   input  logic [31:0]          cmd_addr_i,
   input  logic [31:0]          cmd_stride_i,
@@ -46,7 +49,7 @@ module formal_axi_reader_harness #(
   tpu_axi_reader #(
     .BusBytes(BusBytes), .MaxRowBytes(MaxRowBytes), .BufBeats(BufBeats), .RowsWidth(RowsWidth)
   ) u_dut (
-    .clk_i, .rst_ni, .abort_i(1'b0),
+    .clk_i, .rst_ni, .abort_i,
     .cmd_valid_i, .cmd_ready_o(cmd_ready), .cmd_addr_i, .cmd_stride_i, .cmd_rows_i,
     .cmd_row_bytes_log2_i,
     .ar_valid_o(ar_valid), .ar_ready_i, .ar_addr_o(ar_addr), .ar_len_o(ar_len),
@@ -60,6 +63,15 @@ module formal_axi_reader_harness #(
   logic started_q = 1'b0;
   always_ff @(posedge clk_i) started_q <= 1'b1;
   always_comb assume (rst_ni == started_q);
+
+  // Abort: never, or once raised held until reset.
+  if (Abort) begin : g_abort
+    `TPU_ASSUME_NEXT(m_abort_stays, abort_i, abort_i, "abort withdrawn before reset")
+    `TPU_ASSERT_NEXT(a_no_burst_after_abort, abort_i && !ar_valid, !ar_valid,
+                     "a burst requested after the abort")
+  end else begin : g_no_abort
+    `TPU_ASSUME(m_no_abort, !abort_i, "no abort in this proof")
+  end
 
   // Commands: held until taken, 1 to 3 rows of 2 to MaxRowBytes bytes, the address and the
   // stride aligned to the beat (a row, or the bus where a row is wider: tpu_axi_bursts).
@@ -132,8 +144,10 @@ module formal_axi_reader_harness #(
     end
   end
   `TPU_ASSERT(a_queue_fits, queue_count_q < 3'(QueueDepth), "more commands open than expected")
-  `TPU_ASSERT(a_row_for_a_command, !row_valid || queue_count_q != '0, "a row with no command")
-  `TPU_ASSERT(a_row_last, !row_valid || row_last == (rows_given_q + 1'b1 == queue_q[0]),
+  `TPU_ASSERT(a_row_for_a_command, abort_i || !row_valid || queue_count_q != '0,
+              "a row with no command")
+  `TPU_ASSERT(a_row_last,
+              abort_i || !row_valid || row_last == (rows_given_q + 1'b1 == queue_q[0]),
               "the last row of a command not marked, or a row marked last too early")
 
   logic unused;
