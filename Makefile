@@ -35,6 +35,7 @@ REUSE   ?=
 # The YoWASP builds of Yosys and nextpnr (fpga/requirements.txt) live in this virtual environment.
 VENV    ?= .venv
 FPGA_TOOLS := $(VENV)/.fpga-tools
+ONNX_TOOLS := $(VENV)/.onnx-tools
 FPGA_FLOW  := TOOLS_BIN=$(abspath $(VENV))/bin $(PYTHON) scripts/fpga_flow.py
 
 # The RTL file lists of rtl/<subsystem>/<subsystem>.f, flattened in compile order.
@@ -49,7 +50,7 @@ LINT_SEQ    := $(LINT_CORE) "-GSequential=1'b1" -GBusBytes=4
 LINT_BOARD  := $(LINT) $(BOARD_FILES) --top-module tpu_board
 
 .PHONY: all deps build sw sim test lint synth wave wave-core bench bench-suite bench-sim bench-core bench-pod \
-        bench-mxu bench-tpu demo int8-accuracy nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
+        bench-mxu bench-tpu demo int8-accuracy onnx-fashion nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
         fpga-breakdown formal formal-break clean
 
 all: build
@@ -86,7 +87,7 @@ sim: deps $(BUILD)/Makefile
 	$(BUILD)/bin/pod_sim $(if $(SEED),--seed $(SEED))
 
 # All GoogleTest suites through CTest.
-test: build $(FPGA_TOOLS)
+test: build $(FPGA_TOOLS) $(ONNX_TOOLS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Lint every top at its default and extreme parameters; any warning fails.
@@ -252,6 +253,12 @@ int8-accuracy: build
 
 # Retrains the networks of sw/nets on the functional model (about 15 min for
 # the MLP, 50 minutes for the CNN, on one core).
+# A model from outside (docs/networks.md): scikit-learn's MLPClassifier trained on all of
+# Fashion-MNIST, exported by skl2onnx, imported and run on the functional model; its accuracy
+# must be within 0.5 points of scikit-learn's on the same 10,000 test images.
+onnx-fashion: build $(ONNX_TOOLS)
+	$(VENV)/bin/python scripts/onnx_fashion.py --tpu $(BUILD)/bin/tpu --out $(BUILD)/onnx-fashion
+
 nets: build
 	$(BUILD)/bin/tpu train --arch mlp --epochs 15 --out sw/nets/mlp.json
 	$(BUILD)/bin/tpu train --arch cnn --epochs 5 --lr-decay 0.7 --out sw/nets/cnn.json
@@ -288,6 +295,12 @@ fpga-tools: $(FPGA_TOOLS)
 $(FPGA_TOOLS): fpga/requirements.txt | deps
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r fpga/requirements.txt
+	@touch $@
+
+# The ONNX tests' graph builder and reference (onnx, onnxruntime, NumPy), in $(VENV).
+$(ONNX_TOOLS): tests/onnx/requirements.txt | deps
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/onnx/requirements.txt
 	@touch $@
 
 # Bitstream and report of one board (docs/fpga.md): make fpga BOARD=ulx3s [FPGA_SET="Dim=2"].

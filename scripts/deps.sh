@@ -18,6 +18,8 @@ packages=(
   gtkwave python3      # fst2vcd checks the .gtkw layout; GTKWave opens the waves
   python3-matplotlib   # the benchmark plots (make bench)
   libserialport-dev    # the serial backend's port to an FPGA board
+  libonnx-dev          # `tpu import`: ONNX's protobuf classes
+  libprotobuf-dev      # ... and the protobuf runtime they stand on
   libopenmpi-dev openmpi-bin  # the mpi backend: a pod with one chip per MPI rank (mpirun)
   python3-venv         # the FPGA tools' virtual environment: YoWASP Yosys and nextpnr (make synth, make fpga, the tests)
 )

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +33,12 @@ std::size_t product(const std::vector<std::uint32_t>& dims) {
   return n;
 }
 
+// One example of the network's input, as the layers see it: [h, w, c] or [features].
+std::vector<std::uint32_t> input_shape(const Network& net) {
+  if (net.layout == InputLayout::Flat) return {net.height * net.width * net.channels};
+  return {net.height, net.width, net.channels};
+}
+
 const char* kind_name(LayerKind kind) {
   switch (kind) {
     case LayerKind::Dense:
@@ -40,6 +47,8 @@ const char* kind_name(LayerKind kind) {
       return "conv2d";
     case LayerKind::MaxPool:
       return "maxpool";
+    case LayerKind::AvgPool:
+      return "avgpool";
     case LayerKind::Flatten:
       return "flatten";
   }
@@ -133,22 +142,33 @@ std::vector<float> layer_gemm_host(const Layer& layer, const float* rows_data, s
   return out;
 }
 
-// Throws std::invalid_argument unless `input` is a batch of the network's input shape.
-void check_input(const Network& net, const Tensor& input) {
-  if (input.shape.size() != 4 || input.shape[1] != net.height || input.shape[2] != net.width ||
-      input.shape[3] != net.channels) {
-    throw std::invalid_argument("the input is not [n, " + std::to_string(net.height) + ", " +
-                                std::to_string(net.width) + ", " + std::to_string(net.channels) +
-                                "]");
+// `input` as a batch of the network's input shape: [n, h, w, c], or for a flat network
+// [n, features] (an [n, h, w, c] batch is flattened). Throws std::invalid_argument otherwise.
+Tensor network_input(const Network& net, const Tensor& input) {
+  const bool image = input.shape.size() == 4 && input.shape[1] == net.height &&
+                     input.shape[2] == net.width && input.shape[3] == net.channels;
+  if (net.layout != InputLayout::Flat) {
+    if (!image) {
+      throw std::invalid_argument("the input is not [n, " + std::to_string(net.height) + ", " +
+                                  std::to_string(net.width) + ", " + std::to_string(net.channels) +
+                                  "]");
+    }
+    return input;
   }
+  const std::uint32_t features = net.height * net.width * net.channels;
+  if (!image && (input.shape.size() != 2 || input.shape[1] != features)) {
+    throw std::invalid_argument("the input is not [n, " + std::to_string(features) + "]");
+  }
+  Tensor flat = input;
+  flat.shape = {input.shape[0], features};
+  return flat;
 }
 
 // Runs the network, with `gemm` doing its dense and conv2d layers.
 template <typename Gemm>
 Tensor run_network(const Network& net, const Tensor& input, Gemm&& gemm) {
   const auto shapes = layer_shapes(net);
-  check_input(net, input);
-  Tensor x = input;
+  Tensor x = network_input(net, input);
   const std::uint32_t n = input.shape[0];
   for (std::size_t l = 0; l < net.layers.size(); ++l) {
     const Layer& layer = net.layers[l];
@@ -160,7 +180,10 @@ Tensor run_network(const Network& net, const Tensor& input, Gemm&& gemm) {
         x.shape = out_shape;
         break;
       case LayerKind::MaxPool:
-        x = max_pool(x, layer.pool);
+        x = max_pool(x, layer.window);
+        break;
+      case LayerKind::AvgPool:
+        x = avg_pool(x, layer.window, layer.count_padding);
         break;
       case LayerKind::Dense: {
         Tensor y(out_shape);
@@ -169,9 +192,9 @@ Tensor run_network(const Network& net, const Tensor& input, Gemm&& gemm) {
         break;
       }
       case LayerKind::Conv2d: {
-        const std::vector<float> cols = im2col(x, layer.kernel);
+        const std::vector<float> cols = im2col(x, layer.window);
         Tensor y(out_shape);
-        y.data = gemm(l, layer, cols.data(), std::size_t{n} * x.shape[1] * x.shape[2], last);
+        y.data = gemm(l, layer, cols.data(), std::size_t{n} * out_shape[1] * out_shape[2], last);
         x = std::move(y);
         break;
       }
@@ -336,7 +359,11 @@ class StagedFiles {
     files_.emplace_back(temp, final_path.string());
     return temp;
   }
-  void commit(const std::string& json_path) {
+  // Renames every file into place; with `overwrite` false, first refuses if any exists.
+  void commit(const std::string& json_path, bool overwrite) {
+    for (const auto& [temp, final_path] : files_) {
+      if (!overwrite && std::filesystem::exists(final_path)) fail(final_path, "already exists");
+    }
     for (const auto& [temp, final_path] : files_) {
       if (std::rename(temp.c_str(), final_path.c_str()) != 0) {
         fail(json_path, "cannot write " + final_path + ": " + std::strerror(errno));
@@ -351,6 +378,26 @@ class StagedFiles {
   bool committed_ = false;
 };
 
+// The output height and width of a conv2d or pool layer's window on an image of shape `in`.
+std::array<std::uint32_t, 2> window_out(const Layer& layer, const std::vector<std::uint32_t>& in,
+                                        const std::string& where) {
+  const Window& win = layer.window;
+  if (in.size() != 3) throw std::invalid_argument(where + "needs an image input");
+  if (win.taps() == 0 || win.stride_y == 0 || win.stride_x == 0) {
+    throw std::invalid_argument(where + "needs a window and a stride of at least 1");
+  }
+  if (layer.kind != LayerKind::Conv2d &&
+      (win.pad_top >= win.height || win.pad_bottom >= win.height || win.pad_left >= win.width ||
+       win.pad_right >= win.width)) {
+    throw std::invalid_argument(where + "padding must be smaller than the window");
+  }
+  const std::uint32_t oh = win.out_height(in[0]), ow = win.out_width(in[1]);
+  if (oh == 0 || ow == 0) {
+    throw std::invalid_argument(where + "needs an image at least as large as its window");
+  }
+  return {oh, ow};
+}
+
 // The shape of one example after `layer`, given the shape before it; checks
 // that the layer fits.
 std::vector<std::uint32_t> next_shape(const Layer& layer, const std::vector<std::uint32_t>& in,
@@ -360,19 +407,17 @@ std::vector<std::uint32_t> next_shape(const Layer& layer, const std::vector<std:
     case LayerKind::Flatten:
       return {static_cast<std::uint32_t>(product(in))};
     case LayerKind::MaxPool:
-      if (in.size() != 3 || layer.pool == 0 || in[0] < layer.pool || in[1] < layer.pool) {
-        throw std::invalid_argument(where + "needs an image at least as large as its window");
-      }
-      return {in[0] / layer.pool, in[1] / layer.pool, in[2]};
+    case LayerKind::AvgPool:
+      return {window_out(layer, in, where)[0], window_out(layer, in, where)[1], in[2]};
     case LayerKind::Dense:
     case LayerKind::Conv2d: {
       const bool dense = layer.kind == LayerKind::Dense;
       if (dense && in.size() != 1) throw std::invalid_argument(where + "needs a flat input");
-      if (!dense && in.size() != 3) throw std::invalid_argument(where + "needs an image input");
-      if (!dense && layer.kernel % 2 == 0) {
-        throw std::invalid_argument(where + "needs an odd kernel");
-      }
-      const std::size_t inputs = dense ? in[0] : std::size_t{layer.kernel} * layer.kernel * in[2];
+      const std::vector<std::uint32_t> out =
+          dense ? std::vector<std::uint32_t>{layer.units}
+                : std::vector<std::uint32_t>{window_out(layer, in, where)[0],
+                                             window_out(layer, in, where)[1], layer.units};
+      const std::size_t inputs = dense ? in[0] : std::size_t{layer.window.taps()} * in[2];
       if (layer.weight_rows != inputs || layer.units == 0 ||
           layer.weights.size() != std::size_t{layer.weight_rows} * layer.units ||
           layer.bias.size() != layer.units) {
@@ -380,11 +425,62 @@ std::vector<std::uint32_t> next_shape(const Layer& layer, const std::vector<std:
                                     std::to_string(layer.units) + " weights and " +
                                     std::to_string(layer.units) + " biases");
       }
-      if (dense) return {layer.units};
-      return {in[0], in[1], layer.units};
+      return out;
     }
   }
   throw std::invalid_argument(where + "unknown layer kind");
+}
+
+// A window size or stride: one number for both dimensions, or [height, width].
+std::array<std::uint32_t, 2> json_pair(const Json& value) {
+  if (value.is_array()) {
+    if (value.size() != 2) throw std::invalid_argument("a [height, width] pair needs 2 numbers");
+    return {value[0].get<std::uint32_t>(), value[1].get<std::uint32_t>()};
+  }
+  const auto v = value.get<std::uint32_t>();
+  return {v, v};
+}
+
+// A conv2d layer's kernel ("kernel", "stride" 1, "padding" "same" unless given) or a pool's
+// window ("size", "stride" the size, no padding unless given) from its JSON description.
+Window read_window(const Json& item, bool conv, const std::string& where) {
+  const auto [height, width] = json_pair(item.at(conv ? "kernel" : "size"));
+  Window win{height, width, conv ? 1 : height, conv ? 1 : width, 0, 0, 0, 0};
+  if (item.contains("stride")) {
+    const std::array<std::uint32_t, 2> stride = json_pair(item.at("stride"));
+    win.stride_y = stride[0];
+    win.stride_x = stride[1];
+  }
+  const Json padding = item.value("padding", Json(conv ? "same" : "none"));
+  if (padding.is_string() && padding.get<std::string>() == "same" && conv) {
+    if (height % 2 == 0 || width % 2 == 0 || win.stride_y != 1 || win.stride_x != 1) {
+      throw std::invalid_argument(where + "\"same\" padding needs an odd kernel and stride 1");
+    }
+    win.pad_top = win.pad_bottom = height / 2;
+    win.pad_left = win.pad_right = width / 2;
+  } else if (padding.is_array() && padding.size() == 4) {
+    win.pad_top = padding[0].get<std::uint32_t>();
+    win.pad_left = padding[1].get<std::uint32_t>();
+    win.pad_bottom = padding[2].get<std::uint32_t>();
+    win.pad_right = padding[3].get<std::uint32_t>();
+  } else if (!(padding.is_string() && padding.get<std::string>() == "none")) {
+    throw std::invalid_argument(where +
+                                "padding is \"same\" (conv2d), \"none\" or [top, left, "
+                                "bottom, right]");
+  }
+  return win;
+}
+
+// The JSON of a window: the short forms where they say it all.
+void write_window(Json& item, const Window& win, bool conv) {
+  auto pair = [](std::uint32_t a, std::uint32_t b) { return a == b ? Json(a) : Json({a, b}); };
+  item[conv ? "kernel" : "size"] = pair(win.height, win.width);
+  if (conv && win.height == win.width && win == Window::same(win.height) && win.height % 2 == 1) {
+    return;
+  }
+  if (!conv && win == Window::pool(win.height) && win.height == win.width) return;
+  item["stride"] = pair(win.stride_y, win.stride_x);
+  item["padding"] = {win.pad_top, win.pad_left, win.pad_bottom, win.pad_right};
 }
 
 // A quantised dense or conv2d layer's int8 form (docs/networks.md), checked, and its
@@ -433,8 +529,37 @@ std::size_t Tensor::per_example() const {
   return shape.empty() ? 0 : data.size() / std::max<std::size_t>(shape[0], 1);
 }
 
+Window Window::same(std::uint32_t kernel) {
+  const std::uint32_t half = kernel / 2;
+  return {kernel, kernel, 1, 1, half, half, half, half};
+}
+
+Window Window::pool(std::uint32_t size) {
+  return {size, size, size, size, 0, 0, 0, 0};
+}
+
+std::uint32_t Window::out_height(std::uint32_t in) const {
+  const std::uint64_t padded = std::uint64_t{in} + pad_top + pad_bottom;
+  return padded < height || stride_y == 0
+             ? 0
+             : static_cast<std::uint32_t>((padded - height) / stride_y + 1);
+}
+
+std::uint32_t Window::out_width(std::uint32_t in) const {
+  const std::uint64_t padded = std::uint64_t{in} + pad_left + pad_right;
+  return padded < width || stride_x == 0
+             ? 0
+             : static_cast<std::uint32_t>((padded - width) / stride_x + 1);
+}
+
+bool Window::operator==(const Window& other) const {
+  return std::tie(height, width, stride_y, stride_x, pad_top, pad_left, pad_bottom, pad_right) ==
+         std::tie(other.height, other.width, other.stride_y, other.stride_x, other.pad_top,
+                  other.pad_left, other.pad_bottom, other.pad_right);
+}
+
 std::vector<std::vector<std::uint32_t>> layer_shapes(const Network& net) {
-  std::vector<std::vector<std::uint32_t>> shapes{{net.height, net.width, net.channels}};
+  std::vector<std::vector<std::uint32_t>> shapes{input_shape(net)};
   for (std::size_t l = 0; l < net.layers.size(); ++l) {
     shapes.push_back(next_shape(net.layers[l], shapes.back(), l));
   }
@@ -462,22 +587,40 @@ Network load_network(const std::string& json_path) {
     net.int8 = dtype == "int8";
     net.name = doc.at("name").get<std::string>();
     const Json& input = doc.at("input");
-    net.height = input.at("height").get<std::uint32_t>();
-    net.width = input.at("width").get<std::uint32_t>();
-    net.channels = input.at("channels").get<std::uint32_t>();
-    std::vector<std::uint32_t> shape{net.height, net.width, net.channels};
+    if (input.contains("features")) {
+      net.layout = InputLayout::Flat;
+      net.height = net.width = 1;
+      net.channels = input.at("features").get<std::uint32_t>();
+    } else {
+      net.height = input.at("height").get<std::uint32_t>();
+      net.width = input.at("width").get<std::uint32_t>();
+      net.channels = input.at("channels").get<std::uint32_t>();
+      const std::string layout = input.value("layout", std::string("nhwc"));
+      if (layout != "nhwc" && layout != "nchw") {
+        fail(json_path, "unknown input layout " + layout + " (nhwc or nchw)");
+      }
+      net.layout = layout == "nchw" ? InputLayout::Nchw : InputLayout::Nhwc;
+    }
+    const std::string output = doc.value("output", std::string("logits"));
+    if (output != "logits" && output != "softmax") {
+      fail(json_path, "unknown output " + output + " (logits or softmax)");
+    }
+    net.softmax_output = output == "softmax";
+    std::vector<std::uint32_t> shape = input_shape(net);
     for (const Json& item : doc.at("layers")) {
       Layer layer;
       const std::string type = item.at("type").get<std::string>();
+      const std::string where = "layer " + std::to_string(net.layers.size()) + " (" + type + "): ";
       if (type == "flatten") {
         layer.kind = LayerKind::Flatten;
-      } else if (type == "maxpool") {
-        layer.kind = LayerKind::MaxPool;
-        layer.pool = item.at("size").get<std::uint32_t>();
+      } else if (type == "maxpool" || type == "avgpool") {
+        layer.kind = type == "maxpool" ? LayerKind::MaxPool : LayerKind::AvgPool;
+        layer.window = read_window(item, false, where);
+        layer.count_padding = type == "avgpool" && item.value("count_padding", false);
       } else if (type == "dense" || type == "conv2d") {
         layer.kind = type == "dense" ? LayerKind::Dense : LayerKind::Conv2d;
         layer.units = item.at(type == "dense" ? "units" : "filters").get<std::uint32_t>();
-        if (layer.kind == LayerKind::Conv2d) layer.kernel = item.at("kernel").get<std::uint32_t>();
+        if (layer.kind == LayerKind::Conv2d) layer.window = read_window(item, true, where);
         const std::string act = item.value("activation", std::string("none"));
         const isa::FuncInfo* func = isa::find_func(act);
         if (!func) fail(json_path, "unknown activation " + act);
@@ -487,7 +630,7 @@ Network load_network(const std::string& json_path) {
         }
         layer.weight_rows = layer.kind == LayerKind::Dense
                                 ? static_cast<std::uint32_t>(product(shape))
-                                : layer.kernel * layer.kernel * shape.back();
+                                : layer.window.taps() * shape.back();
         if (net.int8) {
           read_quant_layer(json_path, item, net.layers.size(), layer);
         } else {
@@ -512,7 +655,7 @@ Network load_network(const std::string& json_path) {
   return net;
 }
 
-void save_network(const Network& net, const std::string& json_path) {
+void save_network(const Network& net, const std::string& json_path, bool overwrite) {
   layer_shapes(net);  // refuses a network that does not fit together
   if (net.int8) check_quant_chain(net);
   const std::filesystem::path json_file(json_path);
@@ -521,16 +664,25 @@ void save_network(const Network& net, const std::string& json_path) {
   Json doc;
   doc["name"] = net.name;
   if (net.int8) doc["dtype"] = "int8";
-  doc["input"] = {{"height", net.height}, {"width", net.width}, {"channels", net.channels}};
+  if (net.layout == InputLayout::Flat) {
+    doc["input"] = {{"features", net.height * net.width * net.channels}};
+  } else {
+    doc["input"] = {{"height", net.height}, {"width", net.width}, {"channels", net.channels}};
+    if (net.layout == InputLayout::Nchw) doc["input"]["layout"] = "nchw";
+  }
+  if (net.softmax_output) doc["output"] = "softmax";
   doc["layers"] = Json::array();
   for (std::size_t l = 0; l < net.layers.size(); ++l) {
     const Layer& layer = net.layers[l];
     Json item;
     item["type"] = kind_name(layer.kind);
-    if (layer.kind == LayerKind::MaxPool) item["size"] = layer.pool;
+    if (layer.kind == LayerKind::MaxPool || layer.kind == LayerKind::AvgPool) {
+      write_window(item, layer.window, false);
+      if (layer.count_padding) item["count_padding"] = true;
+    }
     if (gemm_layer(layer)) {
       item[layer.kind == LayerKind::Dense ? "units" : "filters"] = layer.units;
-      if (layer.kind == LayerKind::Conv2d) item["kernel"] = layer.kernel;
+      if (layer.kind == LayerKind::Conv2d) write_window(item, layer.window, true);
       item["activation"] = isa::kFuncTable[static_cast<unsigned>(layer.activation)].mnemonic;
       if (layer.activation == isa::Func::Leaky) {
         item["alpha"] = bits_to_float(num::bf16_to_fp32(layer.alpha));
@@ -571,7 +723,7 @@ void save_network(const Network& net, const std::string& json_path) {
     out << doc.dump(2) << "\n";
     if (!out) fail(json_path, "cannot write");
   }
-  files.commit(json_path);
+  files.commit(json_path, overwrite);
 }
 
 std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, std::uint32_t m,
@@ -648,27 +800,28 @@ Tensor forward_host(const Network& net, const Tensor& input) {
 
 namespace {
 
-// Calls visit(column offset, image offset) for every kernel position of every
-// output pixel that falls inside the image ("same" padding, stride 1): the
-// `c` channels at that image offset belong at that offset of the pixel's
-// im2col row. Positions in the padding have no image element and are skipped.
+// Calls visit(output pixel, tap, image pixel) for every position (tap = ky * width + kx) of
+// the window over every output pixel of an [n, h, w, c] tensor that falls inside the image:
+// positions in the padding have no image pixel and are skipped. Pixels count from 0 in NHWC
+// order without the channels.
 template <typename Visit>
-void for_each_window(const std::vector<std::uint32_t>& shape, std::uint32_t kernel, Visit visit) {
-  const std::size_t n = shape[0], h = shape[1], w = shape[2], c = shape[3];
-  const auto half = static_cast<std::ptrdiff_t>(kernel / 2);
-  const std::size_t row_len = std::size_t{kernel} * kernel * c;
+void for_each_tap(const std::vector<std::uint32_t>& shape, const Window& win, Visit visit) {
+  const std::size_t n = shape[0], h = shape[1], w = shape[2];
+  const std::size_t oh = win.out_height(shape[1]), ow = win.out_width(shape[2]);
   for (std::size_t b = 0; b < n; ++b) {
-    for (std::size_t y = 0; y < h; ++y) {
-      for (std::size_t xx = 0; xx < w; ++xx) {
-        const std::size_t row = ((b * h + y) * w + xx) * row_len;
-        for (std::uint32_t ky = 0; ky < kernel; ++ky) {
-          const std::ptrdiff_t sy = static_cast<std::ptrdiff_t>(y) + ky - half;
+    for (std::size_t oy = 0; oy < oh; ++oy) {
+      for (std::size_t ox = 0; ox < ow; ++ox) {
+        const std::size_t out = (b * oh + oy) * ow + ox;
+        for (std::uint32_t ky = 0; ky < win.height; ++ky) {
+          const std::ptrdiff_t sy = static_cast<std::ptrdiff_t>(oy * win.stride_y + ky) -
+                                    static_cast<std::ptrdiff_t>(win.pad_top);
           if (sy < 0 || sy >= static_cast<std::ptrdiff_t>(h)) continue;
-          for (std::uint32_t kx = 0; kx < kernel; ++kx) {
-            const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(xx) + kx - half;
+          for (std::uint32_t kx = 0; kx < win.width; ++kx) {
+            const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(ox * win.stride_x + kx) -
+                                      static_cast<std::ptrdiff_t>(win.pad_left);
             if (sx < 0 || sx >= static_cast<std::ptrdiff_t>(w)) continue;
-            visit(row + (std::size_t{ky} * kernel + kx) * c,
-                  ((b * h + static_cast<std::size_t>(sy)) * w + static_cast<std::size_t>(sx)) * c);
+            visit(out, std::size_t{ky} * win.width + kx,
+                  (b * h + static_cast<std::size_t>(sy)) * w + static_cast<std::size_t>(sx));
           }
         }
       }
@@ -676,55 +829,76 @@ void for_each_window(const std::vector<std::uint32_t>& shape, std::uint32_t kern
   }
 }
 
+std::vector<std::uint32_t> pooled_shape(const std::vector<std::uint32_t>& shape,
+                                        const Window& win) {
+  if (shape.size() != 4 || win.out_height(shape[1]) == 0 || win.out_width(shape[2]) == 0) {
+    throw std::invalid_argument("the window does not fit an [n, h, w, c] tensor");
+  }
+  return {shape[0], win.out_height(shape[1]), win.out_width(shape[2]), shape[3]};
+}
+
+// Max-pooling of any element type: the largest value over the window's positions in the
+// image (`lowest` where there are none, which padding no smaller than the window rules out).
+template <typename T, typename Better>
+std::vector<T> max_pool_values(const std::vector<T>& x, const std::vector<std::uint32_t>& shape,
+                               const Window& win, T lowest, Better better) {
+  const std::size_t c = shape[3];
+  const std::vector<std::uint32_t> out_shape = pooled_shape(shape, win);
+  std::vector<T> y(product(out_shape), lowest);
+  for_each_tap(shape, win, [&](std::size_t out, std::size_t, std::size_t in) {
+    for (std::size_t ch = 0; ch < c; ++ch) {
+      if (better(x[in * c + ch], y[out * c + ch])) y[out * c + ch] = x[in * c + ch];
+    }
+  });
+  return y;
+}
+
 }  // namespace
 
-std::vector<float> im2col(const Tensor& x, std::uint32_t kernel) {
+std::vector<float> im2col(const Tensor& x, const Window& kernel) {
   if (x.shape.size() != 4) throw std::invalid_argument("im2col needs an [n, h, w, c] tensor");
-  const std::size_t c = x.shape[3];
-  std::vector<float> cols(x.data.size() * kernel * kernel, 0.0f);
-  for_each_window(x.shape, kernel, [&](std::size_t col, std::size_t image) {
-    std::copy(&x.data[image], &x.data[image] + c, &cols[col]);
+  const std::size_t c = x.shape[3], row_len = kernel.taps() * c;
+  std::vector<float> cols(product(pooled_shape(x.shape, kernel)) / c * row_len, 0.0f);
+  for_each_tap(x.shape, kernel, [&](std::size_t out, std::size_t tap, std::size_t in) {
+    std::copy(&x.data[in * c], &x.data[in * c] + c, &cols[out * row_len + tap * c]);
   });
   return cols;
 }
 
 Tensor col2im(const std::vector<float>& cols, const std::vector<std::uint32_t>& shape,
-              std::uint32_t kernel) {
+              const Window& kernel) {
   if (shape.size() != 4) throw std::invalid_argument("col2im needs an [n, h, w, c] shape");
   Tensor x(shape);
-  if (cols.size() != x.data.size() * kernel * kernel) {
+  const std::size_t c = shape[3], row_len = kernel.taps() * c;
+  if (cols.size() != product(pooled_shape(shape, kernel)) / c * row_len) {
     throw std::invalid_argument("col2im: columns of the wrong size");
   }
-  const std::size_t c = shape[3];
-  for_each_window(shape, kernel, [&](std::size_t col, std::size_t image) {
-    for (std::size_t ch = 0; ch < c; ++ch) x.data[image + ch] += cols[col + ch];
+  for_each_tap(shape, kernel, [&](std::size_t out, std::size_t tap, std::size_t in) {
+    for (std::size_t ch = 0; ch < c; ++ch)
+      x.data[in * c + ch] += cols[out * row_len + tap * c + ch];
   });
   return x;
 }
 
-Tensor max_pool(const Tensor& x, std::uint32_t pool) {
-  if (x.shape.size() != 4 || pool == 0) {
-    throw std::invalid_argument("max_pool needs an [n, h, w, c] tensor and a window");
-  }
-  const std::size_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
-  Tensor y({x.shape[0], x.shape[1] / pool, x.shape[2] / pool, x.shape[3]});
-  const std::size_t oh = y.shape[1], ow = y.shape[2];
-  for (std::size_t b = 0; b < n; ++b) {
-    for (std::size_t oy = 0; oy < oh; ++oy) {
-      for (std::size_t ox = 0; ox < ow; ++ox) {
-        for (std::size_t ch = 0; ch < c; ++ch) {
-          float best = -INFINITY;
-          for (std::uint32_t dy = 0; dy < pool; ++dy) {
-            for (std::uint32_t dx = 0; dx < pool; ++dx) {
-              const float v = x.data[((b * h + oy * pool + dy) * w + ox * pool + dx) * c + ch];
-              // NaN wins, so a NaN in the window is not hidden.
-              if (v > best || std::isnan(v)) best = v;
-            }
-          }
-          y.data[((b * oh + oy) * ow + ox) * c + ch] = best;
-        }
-      }
-    }
+Tensor max_pool(const Tensor& x, const Window& pool) {
+  Tensor y(pooled_shape(x.shape, pool));
+  // NaN wins, so a NaN in the window is not hidden.
+  y.data = max_pool_values(x.data, x.shape, pool, -INFINITY,
+                           [](float v, float best) { return v > best || std::isnan(v); });
+  return y;
+}
+
+Tensor avg_pool(const Tensor& x, const Window& pool, bool count_padding) {
+  Tensor y(pooled_shape(x.shape, pool));
+  const std::size_t c = x.shape[3];
+  std::vector<std::uint32_t> counted(y.data.size() / c, 0);
+  for_each_tap(x.shape, pool, [&](std::size_t out, std::size_t, std::size_t in) {
+    for (std::size_t ch = 0; ch < c; ++ch) y.data[out * c + ch] += x.data[in * c + ch];
+    ++counted[out];
+  });
+  for (std::size_t i = 0; i < y.data.size(); ++i) {
+    const std::uint32_t divisor = count_padding ? pool.taps() : counted[i / c];
+    y.data[i] /= static_cast<float>(divisor);
   }
   return y;
 }
@@ -737,38 +911,19 @@ struct QTensor {
   std::vector<std::int8_t> data;
 };
 
-num::MatrixI8 im2col_int8(const QTensor& x, std::uint32_t kernel, std::int8_t padding) {
-  const std::size_t c = x.shape[3];
-  const std::size_t row_len = std::size_t{kernel} * kernel * c;
-  num::MatrixI8 cols(x.data.size() / c, row_len, padding);
-  for_each_window(x.shape, kernel, [&](std::size_t col, std::size_t image) {
-    std::copy(&x.data[image], &x.data[image] + c, &cols.data[col]);
+num::MatrixI8 im2col_int8(const QTensor& x, const Window& kernel, std::int8_t padding) {
+  const std::size_t c = x.shape[3], row_len = kernel.taps() * c;
+  num::MatrixI8 cols(product(pooled_shape(x.shape, kernel)) / c, row_len, padding);
+  for_each_tap(x.shape, kernel, [&](std::size_t out, std::size_t tap, std::size_t in) {
+    std::copy(&x.data[in * c], &x.data[in * c] + c, &cols.data[out * row_len + tap * c]);
   });
   return cols;
 }
 
-QTensor max_pool_int8(const QTensor& x, std::uint32_t pool) {
-  const std::size_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
-  QTensor y{{x.shape[0], x.shape[1] / pool, x.shape[2] / pool, x.shape[3]}, {}};
-  const std::size_t oh = y.shape[1], ow = y.shape[2];
-  y.data.resize(n * oh * ow * c);
-  for (std::size_t b = 0; b < n; ++b) {
-    for (std::size_t oy = 0; oy < oh; ++oy) {
-      for (std::size_t ox = 0; ox < ow; ++ox) {
-        for (std::size_t ch = 0; ch < c; ++ch) {
-          std::int8_t best = -128;
-          for (std::uint32_t dy = 0; dy < pool; ++dy) {
-            for (std::uint32_t dx = 0; dx < pool; ++dx) {
-              best =
-                  std::max(best, x.data[((b * h + oy * pool + dy) * w + ox * pool + dx) * c + ch]);
-            }
-          }
-          y.data[((b * oh + oy) * ow + ox) * c + ch] = best;
-        }
-      }
-    }
-  }
-  return y;
+QTensor max_pool_int8(const QTensor& x, const Window& pool) {
+  return {pooled_shape(x.shape, pool),
+          max_pool_values(x.data, x.shape, pool, std::int8_t{-128},
+                          [](std::int8_t v, std::int8_t best) { return v > best; })};
 }
 
 // q = round-half-away-from-zero(x / scale) + zero point, clamped to int8 (NaN to the zero point).
@@ -785,14 +940,14 @@ Tensor forward_int8(Backend* accelerator, const Network& net, const Tensor& inpu
   if (!net.int8) throw std::invalid_argument("forward_int8 needs a quantised (int8) network");
   if (runs) runs->clear();
   const auto shapes = layer_shapes(net);
-  check_input(net, input);
+  const Tensor flat_or_image = network_input(net, input);
   const std::uint32_t n = input.shape[0];
   const auto first = std::find_if(net.layers.begin(), net.layers.end(), gemm_layer);
   if (first == net.layers.end()) throw std::invalid_argument("an int8 network needs a layer");
-  QTensor x{input.shape, std::vector<std::int8_t>(input.data.size())};
-  for (std::size_t i = 0; i < input.data.size(); ++i) {
-    x.data[i] =
-        quantize_value(input.data[i], first->quant.input_scale, first->quant.input_zero_point);
+  QTensor x{flat_or_image.shape, std::vector<std::int8_t>(flat_or_image.data.size())};
+  for (std::size_t i = 0; i < flat_or_image.data.size(); ++i) {
+    x.data[i] = quantize_value(flat_or_image.data[i], first->quant.input_scale,
+                               first->quant.input_zero_point);
   }
   Tensor logits;
   for (std::size_t l = 0; l < net.layers.size(); ++l) {
@@ -804,15 +959,18 @@ Tensor forward_int8(Backend* accelerator, const Network& net, const Tensor& inpu
       continue;
     }
     if (layer.kind == LayerKind::MaxPool) {
-      x = max_pool_int8(x, layer.pool);
+      x = max_pool_int8(x, layer.window);
       continue;
+    }
+    if (layer.kind == LayerKind::AvgPool) {
+      throw std::invalid_argument("an int8 network has no average pooling");
     }
     const QuantLayer& q = layer.quant;
     // The GEMM's rows: the examples (dense), or their im2col rows with the input zero point,
     // the quantised 0.0, as the padding (conv2d).
     num::MatrixI8 rows;
     if (layer.kind == LayerKind::Conv2d) {
-      rows = im2col_int8(x, layer.kernel, static_cast<std::int8_t>(q.input_zero_point));
+      rows = im2col_int8(x, layer.window, static_cast<std::int8_t>(q.input_zero_point));
     } else {
       rows.rows = n;
       rows.cols = layer.weight_rows;
@@ -873,6 +1031,69 @@ Tensor forward_int8(Backend* accelerator, const Network& net, const Tensor& inpu
     }
   }
   return logits;
+}
+
+std::vector<std::uint32_t> input_file_shape(const Network& net) {
+  switch (net.layout) {
+    case InputLayout::Flat:
+      return {net.height * net.width * net.channels};
+    case InputLayout::Nchw:
+      return {net.channels, net.height, net.width};
+    case InputLayout::Nhwc:
+      break;
+  }
+  return {net.height, net.width, net.channels};
+}
+
+Tensor input_from_file(const Network& net, const std::vector<std::size_t>& shape,
+                       std::vector<float> data) {
+  const std::vector<std::uint32_t> example = input_file_shape(net);
+  const bool fits = shape.size() == example.size() + 1 && shape[0] > 0 &&
+                    shape[0] <= std::numeric_limits<std::uint32_t>::max() &&
+                    std::equal(example.begin(), example.end(), shape.begin() + 1);
+  if (!fits) {
+    std::string want = "[n";
+    for (std::uint32_t d : example) want += ", " + std::to_string(d);
+    throw std::invalid_argument("the network takes " + want + "] (" +
+                                (net.layout == InputLayout::Nchw   ? "NCHW"
+                                 : net.layout == InputLayout::Flat ? "flat"
+                                                                   : "NHWC") +
+                                ")");
+  }
+  const auto n = static_cast<std::uint32_t>(shape[0]);
+  if (net.layout == InputLayout::Flat) {
+    Tensor x({n, example[0]});
+    x.data = std::move(data);
+    return x;
+  }
+  Tensor x({n, net.height, net.width, net.channels});
+  if (net.layout == InputLayout::Nhwc) {
+    x.data = std::move(data);
+    return x;
+  }
+  const std::size_t h = net.height, w = net.width, c = net.channels;
+  for (std::size_t b = 0; b < n; ++b) {
+    for (std::size_t ch = 0; ch < c; ++ch) {
+      for (std::size_t i = 0; i < h * w; ++i) {
+        x.data[(b * h * w + i) * c + ch] = data[(b * c + ch) * h * w + i];
+      }
+    }
+  }
+  return x;
+}
+
+void softmax_rows(Tensor& x) {
+  const std::size_t n = x.batch(), k = x.per_example();
+  for (std::size_t i = 0; i < n; ++i) {
+    float* row = &x.data[i * k];
+    const float top = *std::max_element(row, row + k);
+    float sum = 0.0f;
+    for (std::size_t j = 0; j < k; ++j) {
+      row[j] = std::exp(row[j] - top);
+      sum += row[j];
+    }
+    for (std::size_t j = 0; j < k; ++j) row[j] /= sum;
+  }
 }
 
 std::vector<std::uint32_t> argmax_rows(const Tensor& logits) {

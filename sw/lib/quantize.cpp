@@ -91,6 +91,9 @@ void check_quantizable(const Network& net) {
   std::size_t last_gemm = net.layers.size();
   for (std::size_t l = 0; l < net.layers.size(); ++l) {
     const Layer& layer = net.layers[l];
+    if (layer.kind == LayerKind::AvgPool) {
+      throw std::invalid_argument(layer_where(net, l) + "average pooling has no int8 form here");
+    }
     if (!gemm_layer(layer)) continue;
     last_gemm = l;
     if (layer.activation != isa::Func::None && layer.activation != isa::Func::Relu &&
@@ -142,30 +145,38 @@ Network quantize_network(const Network& net, const Calibration& calibration) {
       const ActivationQuant output = activation_quant(calibration.output[l]);
       q.output_scale = output.scale;
       q.output_zero_point = output.zero_point;
-      q.multiplier.resize(n);
-      q.shift.resize(n);
-      for (std::size_t j = 0; j < n; ++j) {
-        num::QuantizedMultiplier m;
-        try {
-          m = num::quantize_multiplier(q.real_multiplier(j));
-        } catch (const std::invalid_argument&) {
-          throw std::invalid_argument(layer_where(net, l) + "column " + std::to_string(j) +
-                                      "'s real multiplier is too large for Q-SCALE");
-        }
-        q.multiplier[j] = m.multiplier;
-        q.shift[j] = m.shift;
-      }
       current = output;
     }
-    // The float weights and bias as the quantised network gives them back.
-    for (std::size_t i = 0; i < layer.weights.size(); ++i) {
-      layer.weights[i] = q.weight_scales[i % n] * static_cast<float>(q.weights[i]);
-    }
-    for (std::size_t j = 0; j < n; ++j) {
-      layer.bias[j] = static_cast<float>(q.bias[j] * q.input_scale * q.weight_scales[j]);
-    }
+    complete_quant_layer(layer, layer_where(net, l));
   }
   return out;
+}
+
+void complete_quant_layer(Layer& layer, const std::string& where) {
+  QuantLayer& q = layer.quant;
+  const std::uint32_t n = layer.units;
+  q.multiplier.clear();
+  q.shift.clear();
+  for (std::size_t j = 0; q.int8_output && j < n; ++j) {
+    num::QuantizedMultiplier m;
+    try {
+      m = num::quantize_multiplier(q.real_multiplier(j));
+    } catch (const std::invalid_argument&) {
+      throw std::invalid_argument(where + "column " + std::to_string(j) +
+                                  "'s real multiplier is too large for Q-SCALE");
+    }
+    q.multiplier.push_back(m.multiplier);
+    q.shift.push_back(m.shift);
+  }
+  // The float weights and bias as the quantised network gives them back.
+  layer.weights.resize(q.weights.size());
+  for (std::size_t i = 0; i < layer.weights.size(); ++i) {
+    layer.weights[i] = q.weight_scales[i % n] * static_cast<float>(q.weights[i]);
+  }
+  layer.bias.resize(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    layer.bias[j] = static_cast<float>(q.bias[j] * q.input_scale * q.weight_scales[j]);
+  }
 }
 
 }  // namespace tpu::nn

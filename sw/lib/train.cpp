@@ -24,7 +24,7 @@ Layer weighted_layer(LayerKind kind, std::uint32_t inputs, std::uint32_t units,
   Layer layer;
   layer.kind = kind;
   layer.units = units;
-  layer.kernel = kernel;
+  if (kind == LayerKind::Conv2d) layer.window = Window::same(kernel);
   layer.activation = activation;
   layer.weight_rows = inputs;
   // He uniform: the variance that keeps relu activations at scale.
@@ -38,7 +38,7 @@ Layer weighted_layer(LayerKind kind, std::uint32_t inputs, std::uint32_t units,
 Layer plain_layer(LayerKind kind, std::uint32_t pool = 0) {
   Layer layer;
   layer.kind = kind;
-  layer.pool = pool;
+  if (kind == LayerKind::MaxPool) layer.window = Window::pool(pool);
   return layer;
 }
 
@@ -135,6 +135,14 @@ Trainer::Trainer(Network& net, Backend* accelerator, const TrainOptions& options
     if (layer.activation != isa::Func::None && layer.activation != isa::Func::Relu) {
       throw std::invalid_argument("the trainer knows the gradients of relu and none only");
     }
+    // The max-pool gradient below assumes windows that tile the image.
+    if ((layer.kind == LayerKind::MaxPool &&
+         !(layer.window == Window::pool(layer.window.height))) ||
+        layer.kind == LayerKind::AvgPool) {
+      throw std::invalid_argument(
+          "the trainer takes max-pooling with square windows as large as their stride, no "
+          "padding, and no average pooling");
+    }
     adam_m_.emplace_back(layer.weights.size(), 0.0f);
     adam_v_.emplace_back(layer.weights.size(), 0.0f);
     adam_m_.emplace_back(layer.bias.size(), 0.0f);
@@ -158,8 +166,8 @@ Tensor Trainer::forward_layer(std::size_t l, const Tensor& x, bool last) {
       return y;
     }
     case LayerKind::MaxPool: {
-      const std::uint32_t p = layer.pool, h = x.shape[1], w = x.shape[2], c = x.shape[3];
-      Tensor y = max_pool(x, p);
+      const std::uint32_t p = layer.window.height, h = x.shape[1], w = x.shape[2], c = x.shape[3];
+      Tensor y = max_pool(x, layer.window);
       const std::uint32_t oh = y.shape[1], ow = y.shape[2];
       auto& where = argmax_[l];
       where.assign(y.data.size(), 0);
@@ -183,6 +191,8 @@ Tensor Trainer::forward_layer(std::size_t l, const Tensor& x, bool last) {
       }
       return y;
     }
+    case LayerKind::AvgPool:  // refused by the constructor
+      throw std::logic_error("the trainer has no average pooling");
     case LayerKind::Dense: {
       Tensor y({n, layer.units});
       y.data = layer_forward(accelerator_, layer, x.data.data(), n, last);
@@ -190,9 +200,11 @@ Tensor Trainer::forward_layer(std::size_t l, const Tensor& x, bool last) {
       return y;
     }
     case LayerKind::Conv2d: {
-      columns_[l] = im2col(x, layer.kernel);
-      const std::size_t rows = std::size_t{n} * x.shape[1] * x.shape[2];
-      Tensor y({n, x.shape[1], x.shape[2], layer.units});
+      columns_[l] = im2col(x, layer.window);
+      const std::uint32_t oh = layer.window.out_height(x.shape[1]);
+      const std::uint32_t ow = layer.window.out_width(x.shape[2]);
+      const std::size_t rows = std::size_t{n} * oh * ow;
+      Tensor y({n, oh, ow, layer.units});
       y.data = layer_forward(accelerator_, layer, columns_[l].data(), rows, last);
       macs_ += rows * layer.weight_rows * layer.units;
       return y;
@@ -271,10 +283,14 @@ double Trainer::compute_gradients(const Tensor& images, const std::vector<std::u
         grad = std::move(dx);
         break;
       }
+      case LayerKind::AvgPool:  // refused by the constructor
+        throw std::logic_error("the trainer has no average pooling");
       case LayerKind::Dense:
       case LayerKind::Conv2d: {
         const bool conv = layer.kind == LayerKind::Conv2d;
-        const std::uint32_t rows = conv ? in.shape[0] * in.shape[1] * in.shape[2] : in.shape[0];
+        const std::uint32_t rows = conv ? in.shape[0] * layer.window.out_height(in.shape[1]) *
+                                              layer.window.out_width(in.shape[2])
+                                        : in.shape[0];
         const std::uint32_t k = layer.weight_rows, units = layer.units;
         const float* a = conv ? columns_[l].data() : in.data.data();
         // Through the activation: relu passes the gradient where it passed the value.
@@ -293,7 +309,7 @@ double Trainer::compute_gradients(const Tensor& images, const std::vector<std::u
           const std::vector<float> w_t = transpose(layer.weights.data(), k, units);
           std::vector<float> da = matmul(grad.data.data(), w_t.data(), rows, units, k);
           if (conv) {
-            grad = col2im(da, in.shape, layer.kernel);
+            grad = col2im(da, in.shape, layer.window);
           } else {
             grad = Tensor(in.shape);
             grad.data = std::move(da);

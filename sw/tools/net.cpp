@@ -4,6 +4,8 @@
 
 #include "common.hpp"
 #include "tpu/nn.hpp"
+#include "tpu/npy.hpp"
+#include "tpu/onnx_import.hpp"
 #include "tpu/pod.hpp"
 #include "tpu/quantize.hpp"
 #include "tpu/train.hpp"
@@ -48,6 +50,59 @@ idx::Dataset load_data(bool train, const std::string& dir) {
     throw BadInput(error.what());
   }
 }
+
+// --backend (tpu eval's default) and --array of a command that runs a network.
+void add_run_options(CLI::App& command, std::string& backend, std::string& array) {
+  backend = default_backend();
+  command.add_option("--backend", backend, "rtl, model or host (fp32)")
+      ->check(CLI::IsMember({kBackendRtl, kBackendModel, kBackendHost}))
+      ->type_name("KIND")
+      ->capture_default_str();
+  command.add_option("--array", array, "core configuration")
+      ->check(CLI::IsMember(array_names()))
+      ->capture_default_str();
+}
+
+// Refuses an int8 network on a core without the int8 datapath, when one of `backends` is a core.
+void check_int8_core(const nn::Network& net, const std::string& net_path,
+                     const std::vector<std::string>& backends, const std::string& array) {
+  if (!net.int8 || config_named(array).int8) return;
+  if (std::any_of(backends.begin(), backends.end(),
+                  [](const std::string& b) { return b != kBackendHost; })) {
+    throw BadInput(
+        fmt::format("{}: an int8 network, but the {} core has no int8 datapath", net_path, array));
+  }
+}
+
+// The core's counters over the runs of a network, in total and per layer.
+struct LayerTotals {
+  Counters counters{};
+  std::vector<nn::LayerRun> layers;
+
+  void add(const std::vector<nn::LayerRun>& runs) {
+    for (std::size_t l = 0; l < runs.size(); ++l) {
+      if (layers.size() <= l) layers.push_back({runs[l].name, 0, Counters{}});
+      layers[l].macs += runs[l].macs;
+      if (!runs[l].counters) continue;
+      for (std::size_t c = 0; c < counters.size(); ++c) {
+        counters[c] += (*runs[l].counters)[c];
+        (*layers[l].counters)[c] += (*runs[l].counters)[c];
+      }
+    }
+  }
+
+  double cycles() const { return static_cast<double>(counters[regs::kCntCyclesIndex]); }
+
+  void print_layers(unsigned dim) const {
+    fmt::print("\n{:<30} {:>12} {:>12} {:>8}\n", "layer (rows x K x N)", "cycles", "MACs",
+               "util %");
+    for (const nn::LayerRun& layer : layers) {
+      const double c = static_cast<double>((*layer.counters)[regs::kCntCyclesIndex]);
+      fmt::print("{:<30} {:>12.0f} {:>12} {:>8.2f}\n", layer.name, c, layer.macs,
+                 100.0 * static_cast<double>(layer.macs) / (c * dim * dim));
+    }
+  }
+};
 
 }  // namespace
 
@@ -108,14 +163,7 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& options) {
   CLI::App* command = app.add_subcommand(
       "eval", "classify Fashion-MNIST test images with a trained network on a backend");
   command->add_option("--net", options.net_path, "the network")->required()->type_name("NET.json");
-  options.backend = default_backend();
-  command->add_option("--backend", options.backend, "rtl, model or host (fp32)")
-      ->check(CLI::IsMember({kBackendRtl, kBackendModel, kBackendHost}))
-      ->type_name("KIND")
-      ->capture_default_str();
-  command->add_option("--array", options.array, "core configuration")
-      ->check(CLI::IsMember(array_names()))
-      ->capture_default_str();
+  add_run_options(*command, options.backend, options.array);
   command->add_option("--images", options.images, "how many test images (0: all 10,000)")
       ->capture_default_str();
   command->add_option("--first", options.first, "index of the first test image")
@@ -352,15 +400,9 @@ int run_quantize(const QuantizeOptions& options) {
 
 int run_eval(const EvalOptions& options) {
   const nn::Network net = load_network(options.net_path);
-  if (net.int8) {
-    const bool accelerator = options.backend != kBackendHost ||
-                             std::any_of(options.compare.begin(), options.compare.end(),
-                                         [](const std::string& b) { return b != kBackendHost; });
-    if (accelerator && !config_named(options.array).int8) {
-      throw BadInput(fmt::format("{}: an int8 network, but the {} core has no int8 datapath",
-                                 options.net_path, options.array));
-    }
-  }
+  std::vector<std::string> backends = options.compare;
+  backends.push_back(options.backend);
+  check_int8_core(net, options.net_path, backends, options.array);
   const idx::Dataset test = load_data(false, options.data_dir);
   if (options.first >= test.count) {
     throw BadInput(
@@ -381,8 +423,7 @@ int run_eval(const EvalOptions& options) {
     std::vector<std::uint32_t> predictions;
     std::uint32_t correct = 0;
     double seconds = 0;
-    Counters counters{};
-    std::vector<nn::LayerRun> layers;
+    LayerTotals totals;
   };
   auto classify = [&](Backend* accelerator) {
     Outcome out;
@@ -399,16 +440,7 @@ int run_eval(const EvalOptions& options) {
         out.correct += best[i] == test.labels[options.first + done + i];
         out.predictions.push_back(best[i]);
       }
-      for (std::size_t l = 0; l < runs.size(); ++l) {
-        if (out.layers.size() <= l) out.layers.push_back({runs[l].name, 0, Counters{}});
-        out.layers[l].macs += runs[l].macs;
-        if (runs[l].counters) {
-          for (std::size_t c = 0; c < out.counters.size(); ++c) {
-            out.counters[c] += (*runs[l].counters)[c];
-            (*out.layers[l].counters)[c] += (*runs[l].counters)[c];
-          }
-        }
-      }
+      out.totals.add(runs);
     }
     out.seconds = seconds_since(start);
     return out;
@@ -423,8 +455,8 @@ int run_eval(const EvalOptions& options) {
              main.correct, count);
   const unsigned dim = config_named(options.array).dim;
   if (options.backend == kBackendRtl) {
-    const double cycles = static_cast<double>(main.counters[regs::kCntCyclesIndex]);
-    const double macs = static_cast<double>(main.counters[regs::kCntUsefulMacsIndex]);
+    const double cycles = main.totals.cycles();
+    const double macs = static_cast<double>(main.totals.counters[regs::kCntUsefulMacsIndex]);
     fmt::print("cycles per image         {:.0f}\n", cycles / count);
     fmt::print("MXU utilisation          {:.2f} % (useful MACs / (cycles x {}))\n",
                100.0 * macs / (cycles * dim * dim), dim * dim);
@@ -433,15 +465,7 @@ int run_eval(const EvalOptions& options) {
                count / (cycles / (options.clock_mhz * 1e6)));
     fmt::print("simulation speed         {:.2f} images/s, {:.0f} cycles/s\n", count / main.seconds,
                cycles / main.seconds);
-    if (options.stats) {
-      fmt::print("\n{:<30} {:>12} {:>12} {:>8}\n", "layer (rows x K x N)", "cycles", "MACs",
-                 "util %");
-      for (const nn::LayerRun& layer : main.layers) {
-        const double c = static_cast<double>((*layer.counters)[regs::kCntCyclesIndex]);
-        fmt::print("{:<30} {:>12.0f} {:>12} {:>8.2f}\n", layer.name, c, layer.macs,
-                   100.0 * static_cast<double>(layer.macs) / (c * dim * dim));
-      }
-    }
+    if (options.stats) main.totals.print_layers(dim);
   } else {
     fmt::print("wall time                {:.1f} s\n", main.seconds);
   }
@@ -465,6 +489,132 @@ int run_eval(const EvalOptions& options) {
     }
   }
   return status;
+}
+
+CLI::App* add_import_command(CLI::App& app, ImportOptions& options) {
+  CLI::App* command = app.add_subcommand(
+      "import", "turn an ONNX model into a network file with its weights as .npy files");
+  command->add_option("model", options.model_path, "the ONNX model")
+      ->required()
+      ->type_name("MODEL.onnx");
+  command
+      ->add_option("--out", options.out_path,
+                   "the network: JSON, with .npy files named after it (all written, or none)")
+      ->required()
+      ->type_name("NET.json");
+  command->add_flag("--force", options.force, "overwrite the network's files if they exist");
+  command->footer(fmt::format(
+      "Takes opsets {} to {} of the default domain: a chain of Gemm, MatMul, Conv, Add (a bias),\n"
+      "BatchNormalization (folded), Relu, Sigmoid, Tanh, LeakyRelu, Clip(0, 6), MaxPool,\n"
+      "AveragePool, GlobalAveragePool, Flatten, Reshape (to a flat vector), a final Softmax;\n"
+      "Identity, Dropout and Cast to float32 are dropped. A model quantised in QDQ format (int8)\n"
+      "becomes an int8 network. Anything else is refused, naming the node (docs/networks.md).",
+      nn::kOnnxOpsetOldest, nn::kOnnxOpsetNewest));
+  return command;
+}
+
+CLI::App* add_infer_command(CLI::App& app, InferOptions& options) {
+  CLI::App* command =
+      app.add_subcommand("infer", "run a network on a batch of inputs from a .npy file");
+  command->add_option("--net", options.net_path, "the network")->required()->type_name("NET.json");
+  command
+      ->add_option("--in", options.in_path,
+                   "float32 inputs, batch first, in the network's input shape:\n"
+                   "N x C x H x W (an imported NCHW model), N x features (flat),\n"
+                   "N x H x W x C (the project's own networks); used as given")
+      ->required()
+      ->type_name("X.npy");
+  command->add_option("--out", options.out_path, "float32 outputs, N x outputs")
+      ->required()
+      ->type_name("Y.npy");
+  add_run_options(*command, options.backend, options.array);
+  command->add_option("--batch", options.batch, "inputs per run of the core")
+      ->check(CLI::Range(1u, 65535u))
+      ->capture_default_str();
+  command->add_flag("--stats", options.stats, "cycles per input and utilisation per layer (rtl)");
+  return command;
+}
+
+int run_import(const ImportOptions& options) {
+  check_output_path(options.out_path);
+  nn::Network net;
+  try {
+    net = nn::import_onnx(options.model_path);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+  try {
+    nn::save_network(net, options.out_path, options.force);
+  } catch (const std::runtime_error& error) {
+    const std::string what = error.what();
+    const bool exists =
+        what.size() >= 14 && what.compare(what.size() - 14, 14, "already exists") == 0;
+    throw BadInput(exists ? what + " (--force overwrites)" : what);
+  }
+  const std::vector<std::uint32_t> in = nn::input_file_shape(net);
+  fmt::print("{}: {} layers, input [N, {}] ({}), output [N, {}]{}\n", options.model_path,
+             net.layers.size(), fmt::join(in, ", "),
+             net.layout == nn::InputLayout::Nchw   ? "NCHW"
+             : net.layout == nn::InputLayout::Flat ? "flat"
+                                                   : "NHWC",
+             net.classes, net.softmax_output ? " after a softmax on the host" : "");
+  fmt::print("wrote {}\n", options.out_path);
+  return 0;
+}
+
+int run_infer(const InferOptions& options) {
+  const nn::Network net = load_network(options.net_path);
+  check_int8_core(net, options.net_path, {options.backend}, options.array);
+  check_output_path(options.out_path);
+  npy::Array file;
+  try {
+    file = npy::read(options.in_path, npy::Dims::Any);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+  nn::Tensor input;
+  try {
+    const std::vector<std::size_t> shape = file.shape;
+    input = nn::input_from_file(net, shape, std::move(file.data));
+  } catch (const std::invalid_argument& error) {
+    throw BadInput(fmt::format("{}: shape [{}]: {}", options.in_path, fmt::join(file.shape, ", "),
+                               error.what()));
+  }
+  std::unique_ptr<Backend> backend = network_backend(options.backend, options.array);
+
+  const std::uint32_t n = input.shape[0];
+  const std::size_t per = input.per_example();
+  nn::Tensor output({n, net.classes});
+  LayerTotals totals;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint32_t done = 0; done < n; done += options.batch) {
+    const std::uint32_t count = std::min(options.batch, n - done);
+    std::vector<std::uint32_t> shape = input.shape;
+    shape[0] = count;
+    nn::Tensor x(shape);
+    std::copy_n(&input.data[done * per], count * per, x.data.begin());
+    std::vector<nn::LayerRun> runs;
+    const nn::Tensor y = backend ? nn::forward(*backend, net, x, &runs) : nn::forward_host(net, x);
+    std::copy(y.data.begin(), y.data.end(), &output.data[std::size_t{done} * net.classes]);
+    totals.add(runs);
+  }
+  if (net.softmax_output) nn::softmax_rows(output);
+  npy::write(options.out_path, {{n, net.classes}, output.data});
+  fmt::print(
+      "{}: {} inputs on {} -> {} [{}, {}]{} ({:.1f} s)\n", net.name, n,
+      options.backend == kBackendHost ? "host" : options.backend + " (" + options.array + " core)",
+      options.out_path, n, net.classes, net.softmax_output ? ", softmax" : "",
+      seconds_since(start));
+  if (options.stats) {
+    if (options.backend != kBackendRtl) {
+      fmt::print("--stats: cycle counts come from the RTL (--backend rtl)\n");
+    } else {
+      const unsigned dim = config_named(options.array).dim;
+      fmt::print("cycles per input         {:.0f}\n", totals.cycles() / n);
+      totals.print_layers(dim);
+    }
+  }
+  return 0;
 }
 
 }  // namespace tpu::tool

@@ -1,5 +1,6 @@
-// The `tpu train`, `tpu eval` and `tpu quantize` subcommands: training the Fashion-MNIST
-// networks, running them on a backend and quantising them to int8 (docs/networks.md).
+// The `tpu train`, `tpu eval`, `tpu quantize`, `tpu import` and `tpu infer` subcommands:
+// training the Fashion-MNIST networks, running them on a backend, quantising them to int8,
+// importing ONNX models and running any network on any input (docs/networks.md).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -49,11 +50,31 @@ struct QuantizeOptions {
   std::uint32_t calibration = kDefaultCalibrationImages;
 };
 
+struct ImportOptions {
+  std::string model_path;
+  std::string out_path;
+  bool force = false;
+};
+
+struct InferOptions {
+  std::string net_path;
+  std::string in_path;
+  std::string out_path;
+  std::string backend;  // as tpu eval's
+  std::string array = "16x16";
+  std::uint32_t batch = 64;
+  bool stats = false;
+};
+
 CLI::App* add_train_command(CLI::App& app, TrainOptions& options);
 CLI::App* add_eval_command(CLI::App& app, EvalOptions& options);
 CLI::App* add_quantize_command(CLI::App& app, QuantizeOptions& options);
 int run_train(const TrainOptions& options);
 int run_quantize(const QuantizeOptions& options);
 int run_eval(const EvalOptions& options);
+CLI::App* add_import_command(CLI::App& app, ImportOptions& options);
+CLI::App* add_infer_command(CLI::App& app, InferOptions& options);
+int run_import(const ImportOptions& options);
+int run_infer(const InferOptions& options);
 
 }  // namespace tpu::tool

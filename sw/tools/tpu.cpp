@@ -835,6 +835,10 @@ int run_tool(int argc, char** argv) {
   CLI::App* eval_command = add_eval_command(app, eval);
   tpu::tool::QuantizeOptions quantize;
   CLI::App* quantize_command = add_quantize_command(app, quantize);
+  tpu::tool::ImportOptions import_options;
+  CLI::App* import_command = add_import_command(app, import_options);
+  tpu::tool::InferOptions infer;
+  CLI::App* infer_command = add_infer_command(app, infer);
   tpu::tool::AllreduceOptions allreduce;
   CLI::App* allreduce_command = add_allreduce_command(app, allreduce);
   app.footer(
@@ -868,6 +872,8 @@ int run_tool(int argc, char** argv) {
     if (train_command->parsed()) return run_train(train);
     if (eval_command->parsed()) return run_eval(eval);
     if (quantize_command->parsed()) return run_quantize(quantize);
+    if (import_command->parsed()) return run_import(import_options);
+    if (infer_command->parsed()) return run_infer(infer);
     if (allreduce_command->parsed()) return run_allreduce_command(allreduce);
     return run_info(info);
   } catch (const BadInput& error) {

@@ -67,7 +67,7 @@ Layer conv_layer(std::uint32_t kernel, std::uint32_t in_channels, std::uint32_t 
                  isa::Func act, std::mt19937& rng, float scale) {
   Layer layer;
   layer.kind = LayerKind::Conv2d;
-  layer.kernel = kernel;
+  layer.window = Window::same(kernel);
   layer.units = filters;
   layer.activation = act;
   layer.weight_rows = kernel * kernel * in_channels;
@@ -107,7 +107,7 @@ Network image_network(const char* name, std::uint32_t height, std::uint32_t widt
 Layer plain(LayerKind kind, std::uint32_t pool = 0) {
   Layer layer;
   layer.kind = kind;
-  layer.pool = pool;
+  if (kind == LayerKind::MaxPool) layer.window = Window::pool(pool);
   return layer;
 }
 
@@ -141,7 +141,7 @@ TEST(Im2col, MatchesADirectConvolution) {
   for (std::uint32_t kernel : {1u, 3u, 5u}) {
     const Tensor x = integer_tensor({2, 6, 5, 3}, rng);
     const Tensor w = integer_tensor({kernel, kernel, 3, 4}, rng);  // (ky, kx, c) x filters
-    const std::vector<float> cols = im2col(x, kernel);
+    const std::vector<float> cols = im2col(x, Window::same(kernel));
     const std::size_t k = std::size_t{kernel} * kernel * 3;
     ASSERT_EQ(cols.size(), 2u * 6 * 5 * k);
     const auto half = static_cast<std::ptrdiff_t>(kernel / 2);
@@ -175,20 +175,20 @@ TEST(Im2col, Col2imIsItsAdjoint) {
   std::mt19937 rng(11);
   const Tensor x = integer_tensor({2, 5, 7, 2}, rng);
   const std::uint32_t kernel = 3;
-  const std::vector<float> cols = im2col(x, kernel);
+  const std::vector<float> cols = im2col(x, Window::same(kernel));
   Tensor g = integer_tensor({static_cast<std::uint32_t>(cols.size())}, rng);
-  const Tensor back = col2im(g.data, x.shape, kernel);
+  const Tensor back = col2im(g.data, x.shape, Window::same(kernel));
   double left = 0.0, right = 0.0;
   for (std::size_t i = 0; i < cols.size(); ++i) left += double{cols[i]} * g.data[i];
   for (std::size_t i = 0; i < x.data.size(); ++i) right += double{x.data[i]} * back.data[i];
   EXPECT_EQ(left, right);
-  EXPECT_THROW(col2im(std::vector<float>(3), x.shape, kernel), std::invalid_argument);
+  EXPECT_THROW(col2im(std::vector<float>(3), x.shape, Window::same(kernel)), std::invalid_argument);
 }
 
 TEST(MaxPool, TakesTheLargestOfEachWindow) {
   std::mt19937 rng(3);
   const Tensor x = integer_tensor({2, 6, 4, 3}, rng);
-  const Tensor y = max_pool(x, 2);
+  const Tensor y = max_pool(x, Window::pool(2));
   ASSERT_EQ(y.shape, (std::vector<std::uint32_t>{2, 3, 2, 3}));
   for (std::size_t b = 0; b < 2; ++b) {
     for (std::ptrdiff_t oy = 0; oy < 3; ++oy) {
@@ -264,7 +264,7 @@ TEST(Layers, ConvAndPoolOnTheModelFollowTheContract) {
       }
     }
   }
-  const Tensor pooled = max_pool(conv_out, 2);
+  const Tensor pooled = max_pool(conv_out, Window::pool(2));
   EXPECT_EQ(got.shape, (std::vector<std::uint32_t>{3, 3 * 4 * 5}));
   expect_same_bits(got.data, pooled.data, "conv2d + maxpool");
 }
@@ -394,12 +394,126 @@ TEST_F(NetworkFiles, RoundTripKeepsEveryBit) {
   EXPECT_EQ(back.classes, 10u);
   for (std::size_t l = 0; l < net.layers.size(); ++l) {
     EXPECT_EQ(back.layers[l].kind, net.layers[l].kind);
-    EXPECT_EQ(back.layers[l].kernel, net.layers[l].kernel);
-    EXPECT_EQ(back.layers[l].pool, net.layers[l].pool);
+    EXPECT_EQ(back.layers[l].window, net.layers[l].window);
     EXPECT_EQ(back.layers[l].activation, net.layers[l].activation);
     expect_same_bits(back.layers[l].weights, net.layers[l].weights, "weights");
     expect_same_bits(back.layers[l].bias, net.layers[l].bias, "bias");
   }
+}
+
+// Windows of any size, stride and padding, against their definition: output pixel (oy, ox)
+// tap (ky, kx) reads input (oy * sy + ky - top, ox * sx + kx - left), or a zero outside.
+TEST(Windows, Im2colOfAnyStrideAndPadding) {
+  std::mt19937 rng(11);
+  const Tensor x = integer_tensor({2, 7, 6, 3}, rng);
+  const Window win{3, 2, 2, 3, 1, 0, 2, 1};
+  const std::uint32_t oh = win.out_height(7), ow = win.out_width(6);
+  EXPECT_EQ(oh, (7u + 1 + 2 - 3) / 2 + 1);
+  EXPECT_EQ(ow, (6u + 0 + 1 - 2) / 3 + 1);
+  const std::vector<float> cols = im2col(x, win);
+  ASSERT_EQ(cols.size(), std::size_t{2} * oh * ow * 3 * 2 * 3);
+  std::size_t i = 0;
+  for (std::size_t b = 0; b < 2; ++b) {
+    for (std::uint32_t oy = 0; oy < oh; ++oy) {
+      for (std::uint32_t ox = 0; ox < ow; ++ox) {
+        for (std::uint32_t ky = 0; ky < 3; ++ky) {
+          for (std::uint32_t kx = 0; kx < 2; ++kx) {
+            for (std::size_t c = 0; c < 3; ++c, ++i) {
+              EXPECT_EQ(cols[i],
+                        at(x, b, std::ptrdiff_t{oy} * 2 + ky - 1, std::ptrdiff_t{ox} * 3 + kx, c));
+            }
+          }
+        }
+      }
+    }
+  }
+  // col2im stays im2col's adjoint: <im2col(x), g> = <x, col2im(g)>.
+  const Tensor g = integer_tensor({1, static_cast<std::uint32_t>(cols.size())}, rng);
+  const Tensor back = col2im(g.data, x.shape, win);
+  double lhs = 0, rhs = 0;
+  for (std::size_t k = 0; k < cols.size(); ++k) lhs += double{cols[k]} * g.data[k];
+  for (std::size_t k = 0; k < x.data.size(); ++k) rhs += double{x.data[k]} * back.data[k];
+  EXPECT_EQ(lhs, rhs);
+}
+
+TEST(Windows, PoolsCountOnlyTheImageUnlessAsked) {
+  Tensor x({1, 2, 2, 1});
+  x.data = {1, 2, 3, 4};
+  const Window win{2, 2, 1, 1, 1, 1, 0, 0};  // a 2x2 window padded above and to the left
+  const Tensor mean = avg_pool(x, win, false);
+  const Tensor padded_mean = avg_pool(x, win, true);
+  const Tensor largest = max_pool(Tensor(x), win);
+  ASSERT_EQ(mean.shape, (std::vector<std::uint32_t>{1, 2, 2, 1}));
+  EXPECT_EQ(mean.data, (std::vector<float>{1.0f, 1.5f, 2.0f, 2.5f}));
+  EXPECT_EQ(padded_mean.data, (std::vector<float>{0.25f, 0.75f, 1.0f, 2.5f}));
+  EXPECT_EQ(largest.data, (std::vector<float>{1, 2, 3, 4}));
+}
+
+TEST(InferInput, NchwFilesAreTransposedAndShapesChecked) {
+  Network net;
+  net.height = 2;
+  net.width = 3;
+  net.channels = 2;
+  net.layout = InputLayout::Nchw;
+  std::vector<float> data(12);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i);
+  const Tensor x = input_from_file(net, {1, 2, 2, 3}, data);
+  ASSERT_EQ(x.shape, (std::vector<std::uint32_t>{1, 2, 3, 2}));
+  // NHWC element (y, x, c) is NCHW element (c, y, x).
+  for (std::size_t y = 0; y < 2; ++y) {
+    for (std::size_t xx = 0; xx < 3; ++xx) {
+      for (std::size_t c = 0; c < 2; ++c) {
+        EXPECT_EQ(x.data[(y * 3 + xx) * 2 + c], data[(c * 2 + y) * 3 + xx]);
+      }
+    }
+  }
+  EXPECT_THROW(input_from_file(net, {1, 2, 3, 2}, data), std::invalid_argument);
+  EXPECT_THROW(input_from_file(net, {12}, data), std::invalid_argument);
+  net.layout = InputLayout::Flat;
+  EXPECT_EQ(input_from_file(net, {1, 12}, data).shape, (std::vector<std::uint32_t>{1, 12}));
+}
+
+TEST(InferOutput, SoftmaxRowsSumToOne) {
+  Tensor y({2, 3});
+  y.data = {1000.0f, 1000.0f, 1000.0f, 0.0f, std::log(3.0f), -INFINITY};
+  softmax_rows(y);
+  for (std::size_t j = 0; j < 3; ++j) EXPECT_FLOAT_EQ(y.data[j], 1.0f / 3.0f);
+  EXPECT_FLOAT_EQ(y.data[3], 0.25f);
+  EXPECT_FLOAT_EQ(y.data[4], 0.75f);
+  EXPECT_EQ(y.data[5], 0.0f);
+}
+
+TEST_F(NetworkFiles, RoundTripKeepsWindowsLayoutsAndSoftmax) {
+  std::mt19937 rng(5);
+  Network net = image_network("imported", 9, 8, 2);
+  net.layout = InputLayout::Nchw;
+  net.softmax_output = true;
+  Layer conv = conv_layer(3, 2, 4, isa::Func::Relu6, rng, 0.5f);
+  conv.window = {3, 2, 2, 1, 1, 0, 0, 1};
+  conv.weight_rows = 3 * 2 * 2;
+  conv.weights.resize(std::size_t{conv.weight_rows} * 4);
+  net.layers.push_back(conv);
+  Layer pool = plain(LayerKind::AvgPool);
+  pool.window = {2, 2, 1, 1, 1, 1, 0, 0};
+  pool.count_padding = true;
+  net.layers.push_back(pool);
+  net.layers.push_back(plain(LayerKind::Flatten));
+  const std::uint32_t flat = layer_shapes(net).back()[0];
+  net.layers.push_back(dense_layer(flat, 3, isa::Func::None, rng, 0.5f));
+  const std::string path = (dir_ / "imported.json").string();
+  save_network(net, path);
+  const Network back = load_network(path);
+  EXPECT_EQ(back.layout, InputLayout::Nchw);
+  EXPECT_TRUE(back.softmax_output);
+  ASSERT_EQ(back.layers.size(), 4u);
+  EXPECT_EQ(back.layers[0].window, conv.window);
+  EXPECT_EQ(back.layers[1].kind, LayerKind::AvgPool);
+  EXPECT_EQ(back.layers[1].window, pool.window);
+  EXPECT_TRUE(back.layers[1].count_padding);
+  // Without overwrite, an existing file stops the save and nothing is replaced or left.
+  const auto files = std::distance(fs::directory_iterator(dir_), fs::directory_iterator());
+  EXPECT_THROW(save_network(net, path, false), std::runtime_error);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), files);
 }
 
 TEST_F(NetworkFiles, RejectsMalformedDescriptions) {

@@ -74,11 +74,11 @@ Network small_network() {
   net.width = 4;
   net.channels = 2;
   Layer conv = gemm_layer(LayerKind::Conv2d, 18, 3, isa::Func::Relu, rng);
-  conv.kernel = 3;
+  conv.window = Window::same(3);
   net.layers.push_back(conv);
   Layer pool;
   pool.kind = LayerKind::MaxPool;
-  pool.pool = 2;
+  pool.window = Window::pool(2);
   net.layers.push_back(pool);
   Layer flatten;
   flatten.kind = LayerKind::Flatten;

@@ -3,8 +3,8 @@
 //
 // Activations are float tensors in NHWC order. Dense and conv2d layers run on
 // the accelerator as compiled GEMMs (conv2d lowered by im2col on the host);
-// max-pooling, flattening and softmax run on the host, because the core has
-// no unit for them. The accelerator takes bf16 operands (the float values
+// pooling, flattening and softmax run on the host, because the core has no
+// unit for them. The accelerator takes bf16 operands (the float values
 // rounded by N-OUT) and accumulates in fp32 (docs/numerics.md). The same
 // network also runs on the host in plain fp32, as the reference it is
 // compared with.
@@ -37,7 +37,30 @@ struct Tensor {
   std::size_t per_example() const;
 };
 
-enum class LayerKind : std::uint8_t { Dense, Conv2d, MaxPool, Flatten };
+enum class LayerKind : std::uint8_t { Dense, Conv2d, MaxPool, AvgPool, Flatten };
+
+// A sliding window of conv2d and the pools: its size, its stride and the zeros around the
+// image. Output size per dimension: (in + both pads - size) / stride + 1, rounded down.
+struct Window {
+  std::uint32_t height = 0, width = 0;
+  std::uint32_t stride_y = 1, stride_x = 1;
+  std::uint32_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+
+  // A square kernel, stride 1, "same" padding (an odd kernel keeps the image's size).
+  static Window same(std::uint32_t kernel);
+  // A square pool: the stride is the size, no padding.
+  static Window pool(std::uint32_t size);
+  // Output size, or 0 when the window does not fit the padded image.
+  std::uint32_t out_height(std::uint32_t in) const;
+  std::uint32_t out_width(std::uint32_t in) const;
+  std::uint32_t taps() const { return height * width; }
+  bool operator==(const Window& other) const;
+};
+
+// How `tpu infer` reads a network's input (docs/networks.md): images batch first, channels
+// last (the project's own networks) or channels first (an imported NCHW model), or flat
+// vectors of height x width x channels values.
+enum class InputLayout : std::uint8_t { Nhwc, Nchw, Flat };
 
 // The int8 form of a dense or conv2d layer in a quantised network (docs/networks.md). Real
 // values are scale * (q - zero_point). Every vector has one entry a column (output channel),
@@ -65,13 +88,13 @@ struct QuantLayer {
 
 struct Layer {
   LayerKind kind = LayerKind::Dense;
-  std::uint32_t units = 0;   // dense: outputs; conv2d: filters
-  std::uint32_t kernel = 0;  // conv2d: kernel size (square), "same" padding, stride 1
-  std::uint32_t pool = 0;    // maxpool: window and stride
+  std::uint32_t units = 0;     // dense: outputs; conv2d: filters
+  Window window;               // conv2d: the kernel; maxpool, avgpool: the pool
+  bool count_padding = false;  // avgpool: padding zeros count in the mean (else only the image)
   isa::Func activation = isa::Func::None;
   std::uint16_t alpha = 0;  // bf16 slope of leaky
-  // dense: inputs x units; conv2d: (kernel * kernel * in_channels) x filters, rows
-  // in (ky, kx, c) order, matching im2col. Row-major.
+  // dense: inputs x units; conv2d: (kernel height * kernel width * in_channels) x filters,
+  // rows in (ky, kx, c) order, matching im2col. Row-major.
   std::vector<float> weights;
   std::vector<float> bias;        // units
   std::uint32_t weight_rows = 0;  // inputs of the GEMM (K)
@@ -83,13 +106,24 @@ struct Layer {
 struct Network {
   std::string name;
   std::uint32_t height = 0, width = 0, channels = 0;  // input shape per example
-  std::uint32_t classes = 0;                          // outputs of the last layer
+  InputLayout layout = InputLayout::Nhwc;  // Flat: the input is height * width * channels values
+  std::uint32_t classes = 0;               // outputs of the last layer
   std::vector<Layer> layers;
   bool int8 = false;  // a quantised network ("dtype": "int8"): its layers' `quant` hold it
+  bool softmax_output = false;  // the output is the softmax of the last layer ("output")
 };
 
 // The shape of one example after each layer, for checking and for the trainer.
 std::vector<std::vector<std::uint32_t>> layer_shapes(const Network& net);
+// The shape of one example of the network's input as a file gives it (`tpu infer`): [h, w, c],
+// [c, h, w] or [features], by the layout.
+std::vector<std::uint32_t> input_file_shape(const Network& net);
+// A batch in the file's shape (input_file_shape with the batch first) as the tensor the network
+// runs on: NCHW transposed to NHWC. Throws std::invalid_argument for another shape.
+Tensor input_from_file(const Network& net, const std::vector<std::size_t>& shape,
+                       std::vector<float> data);
+// Softmax of each row, on the host (fp32, the row's maximum subtracted first).
+void softmax_rows(Tensor& x);
 
 // JSON description (docs/networks.md) with weights in .npy files next to it, float or
 // quantised ("dtype": "int8"). Throws std::runtime_error("<path>: <what is wrong>") for anything
@@ -99,9 +133,11 @@ std::vector<std::vector<std::uint32_t>> layer_shapes(const Network& net);
 // than none, relu and relu6).
 Network load_network(const std::string& json_path);
 // Writes the description and one .npy per array (float32; for a quantised network int8
-// weights, int32 bias, multiplier and shift, float32 weight scales). All or nothing: every
-// file is written under a temporary name first and renamed once all are complete.
-void save_network(const Network& net, const std::string& json_path);
+// weights, int32 bias, multiplier and shift, float32 weight scales), named
+// <stem>.<layer>.<type>.<part>.npy after the JSON file. All or nothing: every file is written
+// under a temporary name first and renamed once all are complete. Without `overwrite`, a file
+// that exists already stops it ("<path>: already exists") before any is renamed.
+void save_network(const Network& net, const std::string& json_path, bool overwrite = true);
 
 // Per-layer figures of one inference.
 struct LayerRun {
@@ -110,8 +146,9 @@ struct LayerRun {
   std::optional<Counters> counters;
 };
 
-// Forward pass on an accelerator backend: returns the logits, [n, classes]. A quantised
-// network runs as forward_int8 does.
+// Forward pass on an accelerator backend: returns the logits, [n, classes] (before the softmax
+// of a network with `softmax_output`). The input is [n, h, w, c]; a flat network also takes
+// [n, features]. A quantised network runs as forward_int8 does.
 Tensor forward(Backend& accelerator, const Network& net, const Tensor& input,
                std::vector<LayerRun>* runs = nullptr);
 // The same network in plain host fp32 (no bf16 rounding). `observe`, when given, receives
@@ -146,13 +183,16 @@ std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, 
                           std::uint32_t k, std::uint32_t n);
 
 // Host-side pieces, also used by the trainer.
-// im2col of an NHWC tensor for a square kernel, "same" padding, stride 1:
-// [n * h * w, kernel * kernel * c], columns in (ky, kx, c) order.
-std::vector<float> im2col(const Tensor& x, std::uint32_t kernel);
+// im2col of an NHWC tensor: one row per output pixel, [n * oh * ow, kh * kw * c], columns in
+// (ky, kx, c) order, zeros where the window covers padding.
+std::vector<float> im2col(const Tensor& x, const Window& kernel);
 // Its adjoint: sums each column entry back into the [n, h, w, c] position it came from.
 Tensor col2im(const std::vector<float>& cols, const std::vector<std::uint32_t>& shape,
-              std::uint32_t kernel);
-Tensor max_pool(const Tensor& x, std::uint32_t pool);
+              const Window& kernel);
+// Pools over the window's positions inside the image (padding never wins a max; the mean
+// counts it only with `count_padding`).
+Tensor max_pool(const Tensor& x, const Window& pool);
+Tensor avg_pool(const Tensor& x, const Window& pool, bool count_padding);
 std::vector<std::uint32_t> argmax_rows(const Tensor& logits);
 
 // Images of a data set as a [n, h, w, 1] tensor of pixel / 255.

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tpu/idx.hpp"
@@ -68,5 +69,11 @@ void check_quantizable(const Network& net);
 // for a network it cannot quantise (check_quantizable), a calibration of another network, or a
 // bias that does not fit int32 at its scale.
 Network quantize_network(const Network& net, const Calibration& calibration);
+
+// Completes a dense or conv2d layer whose int8 weights, weight scales, int32 bias, input and
+// (hidden layers) output quantisation are set: Q-REQ's multiplier and shift of each column by
+// Q-SCALE, and the float weights and bias as the int8 form gives them back. Throws
+// std::invalid_argument ("<where>column j's real multiplier is too large for Q-SCALE").
+void complete_quant_layer(Layer& layer, const std::string& where);
 
 }  // namespace tpu::nn
