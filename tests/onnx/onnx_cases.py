@@ -158,6 +158,18 @@ def case_conv_auto_pad_global_pool():
     return g
 
 
+def case_conv_add_bias_clip_relu():
+    # A conv bias as a separate Add of shape 1 x C x 1 x 1, Clip with a lower bound only (relu),
+    # max-pooling with ceil_mode 1 where it changes nothing.
+    g = Graph([2, 9, 9])
+    g.conv(2, 3, 3, 3, bias=False)
+    g.node("Add", g.const(g.weights(1, 3, 1, 1, fan_in=4), "b"))
+    g.node("Clip", g.const(g.np.float32(0.0), "lo"))
+    g.node("MaxPool", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1).node("Flatten")
+    g.gemm(3 * 3 * 3, 4)
+    return g
+
+
 def case_maxpool_overlapping():
     # Overlapping windows with padding, SAME_LOWER conv padding, a 2x2 kernel.
     g = Graph([1, 8, 8])
@@ -199,6 +211,7 @@ RUN_CASES = {
     "conv_bn_maxpool": case_conv_bn_maxpool,
     "conv_strided_clip_avgpool": case_conv_strided_clip_avgpool,
     "conv_auto_pad_global_pool": case_conv_auto_pad_global_pool,
+    "conv_add_bias_clip_relu": case_conv_add_bias_clip_relu,
     "maxpool_overlapping": case_maxpool_overlapping,
     "reshape_dropout_identity": case_reshape_dropout_identity,
     "opset9_attributes": case_opset9_attributes,
