@@ -316,15 +316,25 @@ module tpu_systolic_array #(
   (* mem2reg *) logic next_pending_d [Rows][Cols];
   (* mem2reg *) logic next_pending_q [Rows][Cols];
   logic               overwrite, empty_commit;
+  // The first cell (r * Cols + c) where each check fails, for its message.
+  int unsigned        overwrite_cell, empty_commit_cell;
 
   always_comb begin
-    overwrite    = 1'b0;
-    empty_commit = 1'b0;
+    overwrite         = 1'b0;
+    empty_commit      = 1'b0;
+    overwrite_cell    = 0;
+    empty_commit_cell = 0;
     for (int unsigned r = 0; r < Rows; r++) begin
       for (int unsigned c = 0; c < Cols; c++) begin
         next_pending_d[r][c] = capture[r][c] || (next_pending_q[r][c] && !commit_d[r][c]);
-        overwrite    |= capture[r][c] && next_pending_q[r][c] && !commit_d[r][c];
-        empty_commit |= commit_d[r][c] && !next_pending_q[r][c];
+        if (!overwrite && capture[r][c] && next_pending_q[r][c] && !commit_d[r][c]) begin
+          overwrite      = 1'b1;
+          overwrite_cell = r * Cols + c;
+        end
+        if (!empty_commit && commit_d[r][c] && !next_pending_q[r][c]) begin
+          empty_commit      = 1'b1;
+          empty_commit_cell = r * Cols + c;
+        end
       end
     end
   end
@@ -342,10 +352,12 @@ module tpu_systolic_array #(
   end
 
   `TPU_ASSUME(a_capture_not_over_pending, !en_i || !overwrite,
-              "weight overwritten before it was committed")
+              $sformatf("weight overwritten before it was committed (cell %0d, %0d)",
+                        overwrite_cell / Cols, overwrite_cell % Cols))
 
   `TPU_ASSUME(a_commit_needs_weight, !en_i || !empty_commit,
-              "tile committed before its weight arrived")
+              $sformatf("tile committed before its weight arrived (cell %0d, %0d)",
+                        empty_commit_cell / Cols, empty_commit_cell % Cols))
 `endif
 
 endmodule
