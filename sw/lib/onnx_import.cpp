@@ -229,15 +229,14 @@ class Importer {
 
   void import_node(const onnx::NodeProto& node, int index) {
     node_name_ = node.name().empty() ? "#" + std::to_string(index) : node.name();
-    const std::string& op_type = node.op_type();
-    if (op_type.rfind("QLinear", 0) == 0 || op_type == "QGemm" || op_type == "ConvInteger" ||
-        op_type == "MatMulInteger") {
+    const std::string& op = node.op_type();
+    if (op.rfind("QLinear", 0) == 0 || op == "QGemm" || op == "ConvInteger" ||
+        op == "MatMulInteger") {
       refuse(node, "operator not supported (quantised models are taken in QDQ format)");
     }
     if (!node.domain().empty() && node.domain() != "ai.onnx") {
       refuse(node, "domain " + node.domain() + " not supported");
     }
-    const std::string& op = node.op_type();
     if (op == "Constant") {
       check_attributes(node, {"value"});
       if (node.output_size() != 1 || node.attribute_size() != 1 || !node.attribute(0).has_t()) {
