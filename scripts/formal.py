@@ -170,7 +170,7 @@ def mac_proofs():
                     ("int8", 1, "Q-MAC", (), MAC_SIGN)):
                 proofs.append(Proof(
                     f"mac_{mode}_{depth}", f"MAC cell with {stages}, {mode} activation: "
-                    f"{reference}", "formal_mac_cell", MXU, [CONTRACT, "formal_mac_cell.sv"],
+                    f"{reference}", "formal_mac_cell", MXU, ["formal_mac_cell.sv"],
                     params=params, steps=3 + mul_stages + add_stages,
                     set_at=MAC_SCHEDULE + ((2, "act_int8_i", int8),), lemma=lemma,
                     quick=quick, breaks=mode_break if deepest else None))
@@ -180,7 +180,7 @@ def mac_proofs():
                 params={"Rows": 1, "Cols": 1, "TagWidth": 1, "Int8": 1, **params}))
     proofs.append(Proof(
         "mac_int8_only", "MAC cell of an int8-only core (Float = 0, MulStages 2, AddStages 3): "
-        "Q-MAC", "formal_mac_cell", MXU, [CONTRACT, "formal_mac_cell.sv"],
+        "Q-MAC", "formal_mac_cell", MXU, ["formal_mac_cell.sv"],
         params={"MulStages": 2, "AddStages": 3, "Float": 0}, steps=8,
         set_at=MAC_SCHEDULE, breaks=MAC_SIGN))
     return proofs

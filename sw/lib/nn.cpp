@@ -233,10 +233,6 @@ std::vector<std::int32_t> read_int_matrix(const std::string& json_path, const st
   return a.data;
 }
 
-bool gemm_layer(const Layer& layer) {
-  return layer.kind == LayerKind::Dense || layer.kind == LayerKind::Conv2d;
-}
-
 // A JSON integer (not a float) in [lo, hi].
 std::int32_t json_int(const Json& value, const std::string& what, std::int32_t lo,
                       std::int32_t hi) {
@@ -524,6 +520,10 @@ void read_quant_layer(const std::string& json_path, const Json& item, std::size_
 }  // namespace
 
 Tensor::Tensor(std::vector<std::uint32_t> dims) : shape(std::move(dims)), data(product(shape)) {}
+
+bool gemm_layer(const Layer& layer) {
+  return layer.kind == LayerKind::Dense || layer.kind == LayerKind::Conv2d;
+}
 
 std::size_t Tensor::per_example() const {
   return shape.empty() ? 0 : data.size() / std::max<std::size_t>(shape[0], 1);

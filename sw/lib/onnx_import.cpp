@@ -8,7 +8,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -867,10 +866,6 @@ class Importer {
     }
   }
 
-  static bool weighted(const Layer& layer) {
-    return layer.kind == LayerKind::Dense || layer.kind == LayerKind::Conv2d;
-  }
-
   // A QDQ model as a quantised network (docs/networks.md): the model's int8 weights, their
   // scales, its int32 biases and its activations' scales and zero points; Q-REQ's multipliers
   // from Q-SCALE. The last layer's output quantisation is left out: its int32 sums become the
@@ -880,14 +875,14 @@ class Importer {
     check_quantizable(net_);
     std::size_t last_gemm = 0;
     for (std::size_t l = 0; l < net_.layers.size(); ++l) {
-      if (weighted(net_.layers[l])) last_gemm = l;
+      if (gemm_layer(net_.layers[l])) last_gemm = l;
     }
     ValueQuant current = quants_.at(0);
     for (std::size_t l = 0; l < net_.layers.size(); ++l) {
       Layer& layer = net_.layers[l];
       const std::string where = "layer " + std::to_string(l) + ": ";
       const auto after = quants_.find(l + 1);
-      if (!weighted(layer)) {
+      if (!gemm_layer(layer)) {
         if (after != quants_.end() && !(after->second == current)) {
           fail(where + "pooling or flattening that changes the quantisation: not supported");
         }
@@ -906,14 +901,7 @@ class Importer {
         if (!(std::fabs(w) <= 127)) fail(where + "a weight of -128 or beyond: not supported");
         q.weights[i] = static_cast<std::int8_t>(w);
       }
-      q.bias.resize(n);
-      for (std::uint32_t j = 0; j < n; ++j) {
-        const double b = std::round(layer.bias[j] / (current.scale * scales[j]));
-        if (!(std::fabs(b) <= std::numeric_limits<std::int32_t>::max())) {
-          fail(where + "a bias that does not fit int32 at its scale");
-        }
-        q.bias[j] = static_cast<std::int32_t>(b);
-      }
+      quantize_bias(layer, where);
       q.int8_output = l != last_gemm;
       if (q.int8_output) {
         if (after == quants_.end()) fail(where + "a hidden layer's output that is not quantised");

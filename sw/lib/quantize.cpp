@@ -17,10 +17,6 @@ std::string layer_where(const Network& net, std::size_t l) {
          (layer.kind == LayerKind::Dense ? "dense" : "conv2d") + "): ";
 }
 
-bool gemm_layer(const Layer& layer) {
-  return layer.kind == LayerKind::Dense || layer.kind == LayerKind::Conv2d;
-}
-
 }  // namespace
 
 void Range::add(float x) {
@@ -130,16 +126,7 @@ Network quantize_network(const Network& net, const Calibration& calibration) {
     quantize_weights(layer.weights, layer.weight_rows, n, q.weights, q.weight_scales);
     q.input_scale = current.scale;
     q.input_zero_point = current.zero_point;
-    q.bias.resize(n);
-    for (std::size_t j = 0; j < n; ++j) {
-      const double b = std::round(static_cast<double>(layer.bias[j]) /
-                                  (q.input_scale * static_cast<double>(q.weight_scales[j])));
-      if (!(std::fabs(b) <= std::numeric_limits<std::int32_t>::max())) {
-        throw std::invalid_argument(layer_where(net, l) + "bias " + std::to_string(j) +
-                                    " does not fit int32 at its scale");
-      }
-      q.bias[j] = static_cast<std::int32_t>(b);
-    }
+    quantize_bias(layer, layer_where(net, l));
     q.int8_output = l != last_gemm;
     if (q.int8_output) {
       const ActivationQuant output = activation_quant(calibration.output[l]);
@@ -150,6 +137,20 @@ Network quantize_network(const Network& net, const Calibration& calibration) {
     complete_quant_layer(layer, layer_where(net, l));
   }
   return out;
+}
+
+void quantize_bias(Layer& layer, const std::string& where) {
+  QuantLayer& q = layer.quant;
+  q.bias.resize(layer.units);
+  for (std::size_t j = 0; j < layer.units; ++j) {
+    const double b = std::round(static_cast<double>(layer.bias[j]) /
+                                (q.input_scale * static_cast<double>(q.weight_scales[j])));
+    if (!(std::fabs(b) <= std::numeric_limits<std::int32_t>::max())) {
+      throw std::invalid_argument(where + "bias " + std::to_string(j) +
+                                  " does not fit int32 at its scale");
+    }
+    q.bias[j] = static_cast<std::int32_t>(b);
+  }
 }
 
 void complete_quant_layer(Layer& layer, const std::string& where) {

@@ -113,6 +113,9 @@ struct Network {
   bool softmax_output = false;  // the output is the softmax of the last layer ("output")
 };
 
+// A dense or conv2d layer: one that runs on the accelerator, with weights.
+bool gemm_layer(const Layer& layer);
+
 // The shape of one example after each layer, for checking and for the trainer.
 std::vector<std::vector<std::uint32_t>> layer_shapes(const Network& net);
 // The shape of one example of the network's input as a file gives it (`tpu infer`): [h, w, c],

@@ -70,6 +70,11 @@ void check_quantizable(const Network& net);
 // bias that does not fit int32 at its scale.
 Network quantize_network(const Network& net, const Calibration& calibration);
 
+// The int32 bias of a dense or conv2d layer whose input scale and weight scales are set:
+// round-half-away(bias_j / (input_scale * weight_scales[j])). Throws std::invalid_argument
+// ("<where>bias j does not fit int32 at its scale").
+void quantize_bias(Layer& layer, const std::string& where);
+
 // Completes a dense or conv2d layer whose int8 weights, weight scales, int32 bias, input and
 // (hidden layers) output quantisation are set: Q-REQ's multiplier and shift of each column by
 // Q-SCALE, and the float weights and bias as the int8 form gives them back. Throws
