@@ -68,8 +68,9 @@ build: deps $(BUILD)/Makefile
 build_only = cmake --build $(BUILD) -j $(JOBS) --target $(1)
 
 # The numerics, the runtime, the functional model and `tpu` without the RTL simulation (no
-# Verilator model is built: --backend model and serial), and their tests.
-sw: deps
+# Verilator model is built: --backend model and serial), and their tests; the ONNX tests among
+# them run in the virtual environment's Python.
+sw: deps $(ONNX_TOOLS)
 	cmake -S . -B $(SW_BUILD) -DCMAKE_BUILD_TYPE=Release -DTPU_RTL=OFF
 	cmake --build $(SW_BUILD) -j $(JOBS)
 	cd $(SW_BUILD) && ctest --output-on-failure -j $(JOBS)
