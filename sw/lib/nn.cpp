@@ -306,8 +306,8 @@ void check_quant_layer(const Layer& layer, const std::string& where) {
 }
 
 // The checks between the layers of a quantised network: it ends in its last dense or conv2d
-// layer, which gives int32 sums; every other one gives int8, and each one's input is the
-// previous one's output (max-pooling and flattening keep the scale and zero point).
+// layer, which gives int32 sums or int8; every other one gives int8, and each one's input is
+// the previous one's output (max-pooling and flattening keep the scale and zero point).
 void check_quant_chain(const Network& net) {
   const QuantLayer* previous = nullptr;
   std::size_t last_gemm = net.layers.size();
@@ -322,9 +322,6 @@ void check_quant_chain(const Network& net) {
     if (!gemm_layer(layer)) continue;
     const std::string where = "layer " + std::to_string(l) + " (" + kind_name(layer.kind) + "): ";
     const QuantLayer& q = layer.quant;
-    if (l == last_gemm && q.int8_output) {
-      throw std::invalid_argument(where + "the last layer gives int32 sums: no \"output\"");
-    }
     if (l != last_gemm && !q.int8_output) {
       throw std::invalid_argument(where + "a hidden layer needs its int8 \"output\"");
     }
@@ -606,6 +603,13 @@ Network load_network(const std::string& json_path) {
       fail(json_path, "unknown output " + output + " (logits or softmax)");
     }
     net.softmax_output = output == "softmax";
+    if (doc.contains("softmax_quant")) {
+      if (!net.softmax_output) fail(json_path, "softmax_quant without \"output\": \"softmax\"");
+      const Json& quant = doc.at("softmax_quant");
+      net.softmax_quant =
+          ActivationQuant{json_scale(quant.at("scale"), "softmax_quant scale"),
+                          json_int(quant.at("zero_point"), "softmax_quant zero point", -128, 127)};
+    }
     std::vector<std::uint32_t> shape = input_shape(net);
     for (const Json& item : doc.at("layers")) {
       Layer layer;
@@ -671,6 +675,10 @@ void save_network(const Network& net, const std::string& json_path, bool overwri
     if (net.layout == InputLayout::Nchw) doc["input"]["layout"] = "nchw";
   }
   if (net.softmax_output) doc["output"] = "softmax";
+  if (net.softmax_quant) {
+    doc["softmax_quant"] = {{"scale", net.softmax_quant->scale},
+                            {"zero_point", net.softmax_quant->zero_point}};
+  }
   doc["layers"] = Json::array();
   for (std::size_t l = 0; l < net.layers.size(); ++l) {
     const Layer& layer = net.layers[l];
@@ -1011,7 +1019,8 @@ Tensor forward_int8(Backend* accelerator, const Network& net, const Tensor& inpu
     } else {
       out = reference_gemm(spec, rows, weights, nullptr, columns);
     }
-    if (q.int8_output) {
+    const bool last = l + 1 == net.layers.size();
+    if (q.int8_output && !last) {
       x.shape = out_shape;
       x.data.resize(out.data.size());
       for (std::size_t i = 0; i < out.data.size(); ++i) {
@@ -1019,8 +1028,15 @@ Tensor forward_int8(Backend* accelerator, const Network& net, const Tensor& inpu
       }
       continue;
     }
-    // The last layer: int32 sums (za folded in) plus the bias, wrapping, then the real scale.
     logits = Tensor(out_shape);
+    if (q.int8_output) {
+      // A last layer with a quantised output: its int8 values dequantised.
+      for (std::size_t i = 0; i < out.data.size(); ++i) {
+        logits.data[i] = static_cast<float>((out.data[i] - q.output_zero_point) * q.output_scale);
+      }
+      continue;
+    }
+    // The last layer: int32 sums (za folded in) plus the bias, wrapping, then the real scale.
     const std::size_t columns_n = layer.units;
     for (std::size_t i = 0; i < out.data.size(); ++i) {
       const std::size_t j = i % columns_n;
@@ -1093,6 +1109,18 @@ void softmax_rows(Tensor& x) {
       sum += row[j];
     }
     for (std::size_t j = 0; j < k; ++j) row[j] /= sum;
+  }
+}
+
+void finish_output(const Network& net, Tensor& y) {
+  if (!net.softmax_output) return;
+  softmax_rows(y);
+  if (!net.softmax_quant) return;
+  const float scale = static_cast<float>(net.softmax_quant->scale);
+  const float zero_point = static_cast<float>(net.softmax_quant->zero_point);
+  for (float& v : y.data) {
+    const float q = std::clamp(std::nearbyint(v / scale) + zero_point, -128.0f, 127.0f);
+    v = (q - zero_point) * scale;
   }
 }
 

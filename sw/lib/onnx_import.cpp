@@ -446,6 +446,12 @@ class Importer {
       refuse(node, "must dequantise with the parameters of the QuantizeLinear before it");
     }
     quantized_.reset();
+    if (net_.softmax_output) {
+      // The softmax's own quantisation, which the host applies after it (nn::finish_output).
+      if (net_.softmax_quant) refuse(node, "a second quantisation of the softmax: not supported");
+      net_.softmax_quant = ActivationQuant{q.scale, q.zero_point};
+      return;
+    }
     const std::size_t boundary = net_.layers.size();
     if (quants_.count(boundary) && !(quants_.at(boundary) == q)) {
       refuse(node, "a second quantisation of one value with other parameters: not supported");
@@ -868,8 +874,8 @@ class Importer {
 
   // A QDQ model as a quantised network (docs/networks.md): the model's int8 weights, their
   // scales, its int32 biases and its activations' scales and zero points; Q-REQ's multipliers
-  // from Q-SCALE. The last layer's output quantisation is left out: its int32 sums become the
-  // float outputs on the host.
+  // from Q-SCALE. The last layer is requantised too where the model quantises its output, and
+  // the host dequantises it; otherwise its int32 sums become the float outputs on the host.
   void quantize_network() {
     if (!quants_.count(0)) fail("a quantised model whose input is not quantised (QuantizeLinear)");
     check_quantizable(net_);
@@ -902,7 +908,7 @@ class Importer {
         q.weights[i] = static_cast<std::int8_t>(w);
       }
       quantize_bias(layer, where);
-      q.int8_output = l != last_gemm;
+      q.int8_output = l != last_gemm || after != quants_.end();
       if (q.int8_output) {
         if (after == quants_.end()) fail(where + "a hidden layer's output that is not quantised");
         q.output_scale = after->second.scale;

@@ -598,7 +598,7 @@ int run_infer(const InferOptions& options) {
     std::copy(y.data.begin(), y.data.end(), &output.data[std::size_t{done} * net.classes]);
     totals.add(runs);
   }
-  if (net.softmax_output) nn::softmax_rows(output);
+  nn::finish_output(net, output);
   npy::write(options.out_path, {{n, net.classes}, output.data});
   fmt::print(
       "{}: {} inputs on {} -> {} [{}, {}]{} ({:.1f} s)\n", net.name, n,

@@ -373,7 +373,14 @@ def quant_cnn():
     return g
 
 
-QUANT_CASES = {"qdq_mlp": quant_mlp, "qdq_cnn": quant_cnn}
+def quant_softmax():
+    return quant_mlp().node("Softmax", axis=1)
+
+
+# name: (graph, gain): the inputs run are `gain` times as large as the calibration's, so that
+# with a gain above 1 the int8 outputs saturate.
+QUANT_CASES = {"qdq_mlp": (quant_mlp, 1), "qdq_cnn": (quant_cnn, 1),
+               "qdq_softmax": (quant_softmax, 1), "qdq_saturating": (quant_mlp, 4)}
 
 
 def refuse_qdq_uint8_activations():
@@ -467,30 +474,47 @@ def quant_case(args, name, work):
     import onnx
     import onnxruntime
     from onnx import numpy_helper
-    g = QUANT_CASES[name]()
+    build, gain = QUANT_CASES[name]
+    g = build()
     model = work / f"{name}.onnx"
     quantize(g, model)
     net = work / f"{name}.json"
     expect_ok(tpu(args, ["import", str(model), "--out", str(net), "--force"]), "tpu import")
-    x = g.input(200)
+    x = g.input(200) * np.float32(gain)
     np.save(work / "x.npy", x)
     expect_ok(tpu(args, ["infer", "--net", str(net), "--in", str(work / "x.npy"), "--out",
                          str(work / "y.npy"), "--backend", args.backend]), "tpu infer")
     y = np.load(work / "y.npy")
-    session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    # The graph as written: onnxruntime's optimiser fuses QDQ groups into its QLinear kernels,
+    # whose rounding is not the graph's (printed below as how many outputs it moves).
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = onnxruntime.InferenceSession(str(model), options,
+                                           providers=["CPUExecutionProvider"])
     ref = session.run(None, {"input": x})[0]
+    fused = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    moved = int(np.sum(fused.run(None, {"input": x})[0] != ref))
     # The model's last DequantizeLinear: the output's scale and zero point.
     graph = onnx.load(model).graph
     constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     last = graph.node[-1]
     scale, zero = float(constants[last.input[1]]), int(constants[last.input[2]])
-    ours = np.clip(np.round(y / scale) + zero, -128, 127)
+    steps = y / scale
+    if np.abs(steps - np.round(steps)).max() > 1e-3:
+        fail(f"{name}: outputs that are not whole steps of the output scale (not dequantised int8)")
+    ours = np.round(steps) + zero
+    if ours.min() < -128 or ours.max() > 127:
+        fail(f"{name}: outputs beyond the int8 range of the output quantisation")
     theirs = np.round(ref / scale) + zero
     apart = np.abs(ours - theirs)
     if apart.max() > 1:
         fail(f"{name}: an output {apart.max():.0f} steps of the output scale from onnxruntime's")
+    saturated = int(np.sum((theirs == -128) | (theirs == 127)))
+    if gain > 1 and saturated == 0:
+        fail(f"{name}: no output saturates at gain {gain}: the case checks nothing")
     print(f"{name} on {args.backend}: every output within {apart.max():.0f} step of the output "
-          f"scale of onnxruntime's; {int(np.sum(apart > 0))} of {apart.size} differ")
+          f"scale of onnxruntime's; {int(np.sum(apart > 0))} of {apart.size} differ; "
+          f"{saturated} saturate; onnxruntime's optimised session moves {moved}")
 
 
 def expect_refused(result, words, what):

@@ -483,11 +483,33 @@ TEST(InferOutput, SoftmaxRowsSumToOne) {
   EXPECT_EQ(y.data[5], 0.0f);
 }
 
+// A quantised softmax as ONNX's QuantizeLinear then DequantizeLinear: x / scale in fp32, ties
+// to even, the zero point added, saturated to int8.
+TEST(InferOutput, QuantisedSoftmaxRoundsHalfToEvenAndSaturates) {
+  Network net;
+  net.softmax_output = true;
+  net.softmax_quant = ActivationQuant{0.2, 0};
+  Tensor y({1, 2});
+  y.data = {0.0f, 0.0f};  // softmax 0.5 each: 0.5 / 0.2 = 2.5, to 2 (half away would give 3)
+  finish_output(net, y);
+  EXPECT_EQ(y.data[0], 2.0f * 0.2f);
+  EXPECT_EQ(y.data[1], 2.0f * 0.2f);
+  net.softmax_quant = ActivationQuant{0.001, 100};
+  y.data = {0.0f, 0.0f};  // 500 + 100 saturates at 127: 27 steps
+  finish_output(net, y);
+  EXPECT_EQ(y.data[0], 27.0f * 0.001f);
+  net.softmax_output = false;  // logits pass unchanged
+  y.data = {3.0f, -1.0f};
+  finish_output(net, y);
+  EXPECT_EQ(y.data, (std::vector<float>{3.0f, -1.0f}));
+}
+
 TEST_F(NetworkFiles, RoundTripKeepsWindowsLayoutsAndSoftmax) {
   std::mt19937 rng(5);
   Network net = image_network("imported", 9, 8, 2);
   net.layout = InputLayout::Nchw;
   net.softmax_output = true;
+  net.softmax_quant = ActivationQuant{1.0 / 256.0, -128};
   Layer conv = conv_layer(3, 2, 4, isa::Func::Relu6, rng, 0.5f);
   conv.window = {3, 2, 2, 1, 1, 0, 0, 1};
   conv.weight_rows = 3 * 2 * 2;
@@ -505,6 +527,9 @@ TEST_F(NetworkFiles, RoundTripKeepsWindowsLayoutsAndSoftmax) {
   const Network back = load_network(path);
   EXPECT_EQ(back.layout, InputLayout::Nchw);
   EXPECT_TRUE(back.softmax_output);
+  ASSERT_TRUE(back.softmax_quant);
+  EXPECT_EQ(back.softmax_quant->scale, 1.0 / 256.0);
+  EXPECT_EQ(back.softmax_quant->zero_point, -128);
   ASSERT_EQ(back.layers.size(), 4u);
   EXPECT_EQ(back.layers[0].window, conv.window);
   EXPECT_EQ(back.layers[1].kind, LayerKind::AvgPool);
@@ -543,6 +568,12 @@ TEST_F(NetworkFiles, RejectsMalformedDescriptions) {
   const std::string unflat =
       R"({"name": "n", "input": {"height": 2, "width": 2, "channels": 1}, "layers": []})";
   EXPECT_NE(message_of(write("unflat.json", unflat)).find("flat layer"), std::string::npos);
+  const std::string logits_quant =
+      R"({"name": "n", "input": {"features": 4}, "softmax_quant": {"scale": 0.1, )"
+      R"("zero_point": 0}, "layers": [)" +
+      dense("") + "]}";
+  EXPECT_NE(message_of(write("lq.json", logits_quant)).find("softmax_quant without"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -234,6 +235,41 @@ TEST(Quantize, SmallNetworkHostMatchesModelBitForBit) {
   for (std::size_t i = 0; i < host.data.size(); ++i) {
     EXPECT_NEAR(host.data[i], reference.data[i], 0.1) << "logit " << i;
   }
+}
+
+// A last layer with an int8 output (as an imported QDQ model has): requantised on the core like
+// the hidden layers, dequantised on the host; within a step of its int32 logits quantised in
+// double, saturating where they leave the int8 range.
+TEST(Quantize, LastLayerWithAnInt8OutputIsDequantised) {
+  const Network q = quantized_small_network();
+  const Tensor x = small_images(6, 2);
+  const Tensor sums = forward_host(q, x);
+  float largest = 0.0f;
+  for (float v : sums.data) largest = std::max(largest, std::fabs(v));
+  Network requantised = q;
+  QuantLayer& last = requantised.layers.back().quant;
+  last.int8_output = true;
+  last.output_scale = largest / 150.0;  // the largest logits saturate
+  last.output_zero_point = -7;
+  complete_quant_layer(requantised.layers.back(), "last: ");
+  const Tensor host = forward_host(requantised, x);
+  for (unsigned dim : {1u, 4u}) {
+    FunctionalModel model(int8_core(dim), 1u << 20);
+    expect_same_logits(forward(model, requantised, x), host, "dim " + std::to_string(dim));
+  }
+  int saturated = 0;
+  for (std::size_t i = 0; i < host.data.size(); ++i) {
+    const double step = std::round(host.data[i] / last.output_scale);
+    EXPECT_EQ(host.data[i], static_cast<float>(step * last.output_scale)) << "output " << i;
+    const double expected =
+        std::clamp(std::round(sums.data[i] / last.output_scale) - 7, -128.0, 127.0) + 7;
+    EXPECT_LE(std::fabs(step - expected), 1.0) << "output " << i;
+    if (sums.data[i] / last.output_scale - 7 > 127.5) {
+      EXPECT_EQ(step, 134.0) << "output " << i;
+      ++saturated;
+    }
+  }
+  EXPECT_GT(saturated, 0);
 }
 
 TEST(Quantize, RefusesWhatItCannotQuantise) {

@@ -12,7 +12,8 @@
 // A quantised network (dtype int8, docs/networks.md; tpu/quantize.hpp makes one) runs in
 // TensorFlow Lite's int8 scheme instead: int8 activations with a zero point, int8 weights
 // symmetric per output channel, int32 sums (Q-MAC), hidden layers requantised to int8 by the
-// activation unit (Q-REQ), the last layer's int32 sums turned into fp32 logits on the host.
+// activation unit (Q-REQ), the last layer's int32 sums turned into fp32 logits on the host
+// (or, where the network quantises its output, as an imported QDQ model does, its int8 values).
 #pragma once
 
 #include <cstdint>
@@ -73,8 +74,9 @@ struct QuantLayer {
   std::vector<std::int32_t> shift;       //   input_scale * weight_scales[j] / output_scale)
   double input_scale = 1.0;              // the int8 input rows
   std::int32_t input_zero_point = 0;
-  // Hidden layers: the int8 output. The last layer has none: its int32 sums (plus the bias)
-  // become fp32 logits on the host, times input_scale * weight_scales[j].
+  // The int8 output: every hidden layer has one. The last layer may: then it is requantised
+  // like the others and the host dequantises its int8 values; without one its int32 sums
+  // (plus the bias) become fp32 logits on the host, times input_scale * weight_scales[j].
   bool int8_output = false;
   double output_scale = 1.0;
   std::int32_t output_zero_point = 0;
@@ -103,6 +105,12 @@ struct Layer {
   QuantLayer quant;
 };
 
+// int8 parameters of an activation tensor: real = scale * (q - zero_point).
+struct ActivationQuant {
+  double scale = 1.0;
+  std::int32_t zero_point = 0;
+};
+
 struct Network {
   std::string name;
   std::uint32_t height = 0, width = 0, channels = 0;  // input shape per example
@@ -111,6 +119,9 @@ struct Network {
   std::vector<Layer> layers;
   bool int8 = false;  // a quantised network ("dtype": "int8"): its layers' `quant` hold it
   bool softmax_output = false;  // the output is the softmax of the last layer ("output")
+  // A quantised softmax ("softmax_quant", from an imported QDQ model): its int8 scale and zero
+  // point, applied to the softmax on the host.
+  std::optional<ActivationQuant> softmax_quant;
 };
 
 // A dense or conv2d layer: one that runs on the accelerator, with weights.
@@ -127,6 +138,10 @@ Tensor input_from_file(const Network& net, const std::vector<std::size_t>& shape
                        std::vector<float> data);
 // Softmax of each row, on the host (fp32, the row's maximum subtracted first).
 void softmax_rows(Tensor& x);
+// The network's output from its last layer's, on the host: the softmax where the network ends
+// in one, then its quantisation where it has one (ONNX's QuantizeLinear, x / scale in fp32
+// rounded half to even, plus the zero point, saturated to int8), dequantised back to fp32.
+void finish_output(const Network& net, Tensor& y);
 
 // JSON description (docs/networks.md) with weights in .npy files next to it, float or
 // quantised ("dtype": "int8"). Throws std::runtime_error("<path>: <what is wrong>") for anything
@@ -167,7 +182,8 @@ Tensor forward_host_fp32(const Network& net, const Tensor& input,
 // im2col on the host with the input zero point as padding; max-pooling and flattening run on
 // the host on int8 values; hidden layers are int8 GEMMs requantised on the core (Q-REQ, the
 // function as its clamp); the last layer's int32 sums come back and the host adds the bias
-// (wrapping) and multiplies by input_scale * weight_scales[j] in double, rounded to fp32.
+// (wrapping) and multiplies by input_scale * weight_scales[j] in double, rounded to fp32, or,
+// for a last layer with an int8 output, the host dequantises: (q - zero point) * scale.
 Tensor forward_int8(Backend* accelerator, const Network& net, const Tensor& input,
                     std::vector<LayerRun>* runs = nullptr);
 // Host inference: plain fp32, or the int8 reference of a quantised network.

@@ -37,12 +37,6 @@ struct Calibration {
   std::vector<Range> output;  // per layer: a dense or conv2d layer's output, after its function
 };
 
-// int8 parameters of an activation tensor: real = scale * (q - zero_point).
-struct ActivationQuant {
-  double scale = 1.0;
-  std::int32_t zero_point = 0;
-};
-
 // The parameters for a range: widened to include 0, scale (hi - lo) / 255 (1 when the range is
 // {0}), zero point round-half-away(-128 - lo / scale) clamped to [-128, 127].
 ActivationQuant activation_quant(const Range& range);
