@@ -21,6 +21,7 @@ packages=(
   libonnx-dev          # `tpu import`: ONNX's protobuf classes
   libprotobuf-dev      # ... and the protobuf runtime they stand on
   libopenmpi-dev openmpi-bin  # the mpi backend: a pod with one chip per MPI rank (mpirun)
+  berkeley-abc         # make formal: ABC's pdr (IC3) on the AIGER models YoWASP Yosys writes
   python3-venv         # the FPGA tools' virtual environment: YoWASP Yosys and nextpnr (make synth, make fpga, the tests)
 )
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """make formal: the formal proofs of docs/verification.md, one row each (what, engine, result,
-depth, time), with the pinned YoWASP Yosys of .venv (its `sat`, `symfpu` and `select`).
+depth, time), with the pinned YoWASP Yosys of .venv (its `sat`, `symfpu` and `select`) and
+Debian's ABC (`berkeley-abc`, its `pdr`).
 
 Usage:
   formal.py [--quick] [--only NAME ...] [--out DIR]
@@ -19,9 +20,11 @@ Kinds of proof:
                miter is unrolled from a free initial state, so the proof covers every cycle
   stall        `select` on the synthesised unit: every flip-flop has en_i as its enable, so a
                stalled cycle changes nothing and the pipelines' proofs with en_i = 1 cover stalls
-  protocol     Yosys `sat` on a harness in tests/formal, with the assertions and assumptions of
-               rtl/prim/tpu_assert.svh: temporal induction (k-induction; PASS is for every
-               reachable state), or bounded (BMC) to a stated depth from reset
+  protocol     a harness in tests/formal, with the assertions and assumptions of
+               rtl/prim/tpu_assert.svh: Yosys `sat` temporal induction (k-induction), or ABC's
+               pdr (IC3) on the harness as an AIGER model written by Yosys; either way PASS is
+               for every reachable state. A pdr counterexample's trace is Yosys `sat` unrolled
+               to the cycle ABC names
 
 Exit status: 0 all passed; 1 a proof failed or timed out (or a break was not caught); 2 bad
 input or a tool that does not run, reported in one line.
@@ -71,8 +74,8 @@ class Proof:
     steps: int = 1            # sat: cycles unrolled; the proof is in the last
     set_at: tuple = ()        # sat: (step, input, value) pins of a schedule
     lemma: tuple = ()         # sat: (step, signal, equal signal) proved first, then assumed
-    depth: int = 0            # protocol: longest induction, or the BMC bound
-    mode: str = "prove"       # protocol: prove (k-induction) or bmc
+    depth: int = 0            # protocol: longest induction (prove)
+    mode: str = "prove"       # protocol: prove (k-induction) or pdr
     budget: int = 120         # seconds
     quick: bool = True        # runs in `make test`
     breaks: Break = None
@@ -83,12 +86,12 @@ class Proof:
             return "yosys sat" + (", lemma" if self.lemma else "")
         if self.kind == "stall":
             return "yosys select, sat"
-        return "yosys sat " + ("k-induction" if self.mode == "prove" else "BMC")
+        return "yosys sat k-induction" if self.mode == "prove" else "abc pdr"
 
     @property
     def depth_text(self):
         if self.kind == "protocol":
-            return f"{'k <= ' if self.mode == 'prove' else 'bound '}{self.depth}"
+            return f"k <= {self.depth}" if self.mode == "prove" else "-"
         return f"{self.steps} cycle{'s' if self.steps > 1 else ''}" if self.steps > 1 else "-"
 
 
@@ -199,20 +202,18 @@ def protocol_proofs():
                            "a write is taken while the last one's B is still waiting")),
         Proof("regs_ram", "tpu_regs AXI4-Lite slave, counters in block RAM (reads answered "
               "within 16 cycles)", "formal_regs_harness", shell, ["formal_regs_harness.sv"],
-              kind="protocol", params={"CounterRam": 1}, mode="bmc", depth=24, budget=600,
-              quick=False),
+              kind="protocol", params={"CounterRam": 1}, mode="pdr", budget=120),
         Proof("axi_reader", "tpu_axi_reader: legal INCR bursts, none across 4 KiB, no beat "
               "dropped or repeated, each command's rows with the last marked",
               "formal_axi_reader_harness", ["rtl/axi/axi.f"], ["formal_axi_reader_harness.sv"],
-              kind="protocol", mode="bmc", depth=12, budget=900, quick=False,
+              kind="protocol", mode="pdr", budget=300,
               breaks=Break("rtl/axi/tpu_axi_reader.sv", "out_last_d      = row_is_last;",
                            "out_last_d      = 1'b0;",
                            "the last row of a command is not marked")),
         Proof("axi_reader_abort", "tpu_axi_reader with an abort in any cycle: the same burst rules, "
               "R always taken, no burst after the abort, quiet only when no beat is owed",
               "formal_axi_reader_harness", ["rtl/axi/axi.f"], ["formal_axi_reader_harness.sv"],
-              kind="protocol", params={"Abort": 1}, mode="bmc", depth=12, budget=900,
-              quick=False,
+              kind="protocol", params={"Abort": 1}, mode="pdr", budget=300,
               breaks=Break("rtl/axi/tpu_axi_bursts.sv", "burst_valid_o = active_q && !abort_i;",
                            "burst_valid_o = active_q;",
                            "the burst splitter goes on offering bursts after an abort")),
@@ -230,8 +231,8 @@ def protocol_proofs():
               "each burst's beats exactly len + 1 with WLAST on the last, WSTRB on the beat's "
               "lanes, at most MaxOutstanding unanswered, done only on a response, idle only when "
               "all is answered, data within 2 cycles of its burst", "formal_axi_writer_harness",
-              ["rtl/axi/axi.f"], ["formal_axi_writer_harness.sv"], kind="protocol", mode="bmc",
-              depth=11, budget=300, quick=False,
+              ["rtl/axi/axi.f"], ["formal_axi_writer_harness.sv"], kind="protocol", mode="pdr",
+              budget=1500, quick=False,
               breaks=Break("rtl/axi/tpu_axi_writer.sv", "w_last_d  = burst_beat_q == wlen;",
                            "w_last_d  = burst_beat_q + 1'b1 == wlen;",
                            "WLAST a beat early: the burst's last beat dropped")),
@@ -239,7 +240,7 @@ def protocol_proofs():
               "together, one result per row in order with res_last on the act_last rows, each "
               "within the pipeline's latency while the consumer takes them",
               "formal_mxu_harness", MXU, ["formal_mxu_harness.sv"], kind="protocol",
-              mode="bmc", depth=20, budget=300, quick=False,
+              mode="pdr", budget=120,
               breaks=Break("rtl/mxu/tpu_mxu_ctrl.sv", ".en_i  (advance_o),", ".en_i  (1'b1),",
                            "the array advances while the result consumer stalls: results "
                            "overwritten before they are taken")),
@@ -302,23 +303,38 @@ def sat_script(proof, root, out):
     return lines
 
 
-def protocol_script(proof, root, out):
-    """A harness's assertions, with its assumptions and those of the unit it proves (the units
-    below that one have theirs turned into assertions), by temporal induction (k-induction up
-    to `depth`) or bounded to `depth` cycles from reset."""
+def harness_script(proof, root):
+    """A harness elaborated for a proof: its assertions, with its assumptions and those of the
+    unit it proves (the units below that one have theirs turned into assertions)."""
     include = os.path.relpath(root / "rtl" / "prim", ROOT)
     dut = dut_module(proof)
-    vcd = os.path.relpath(out / "counterexample.vcd", ROOT)
-    if proof.mode == "prove":
-        check = f"sat -tempinduct -maxsteps {proof.depth}"
-    else:
-        check = f"sat -seq {proof.depth}"
     return [f"read_verilog -defer -sv -formal -I{include} {' '.join(sources(proof, root))}",
             f"hierarchy -top {proof.top} {chparams(proof)}",
             f"chformal -assume2assert * {proof.top} %d {dut} %d $paramod$*\\{dut} %d",
-            "proc; flatten; memory; memory_map; async2sync; chformal -lower; opt_clean; opt -fast",
-            # Flip-flops start at zero; the harness holds rst_ni low in the first cycle.
-            f"{check} -prove-asserts -set-assumes -set-init-zero -show-ports -dump_vcd {vcd}"]
+            "proc; flatten; memory; memory_map; async2sync; chformal -lower; opt_clean; opt -fast"]
+
+
+def sat_check(out, check):
+    # Flip-flops start at zero; the harness holds rst_ni low in the first cycle.
+    vcd = os.path.relpath(out / "counterexample.vcd", ROOT)
+    return f"{check} -prove-asserts -set-assumes -set-init-zero -show-ports -dump_vcd {vcd}"
+
+
+def protocol_script(proof, root, out):
+    """The harness by temporal induction (k-induction up to `depth`)."""
+    return harness_script(proof, root) + [
+        sat_check(out, f"sat -tempinduct -maxsteps {proof.depth}")]
+
+
+def aiger_script(proof, root, out):
+    """The harness as an AIGER model for ABC: assertions become bad-state properties and
+    assumptions invariant constraints; undriven nets and undefined bits become free inputs (so
+    the model has at least the behaviours of the design), flip-flops start at zero."""
+    return harness_script(proof, root) + [
+        "setattr -unset keep; delete -output; opt -full; techmap; opt -fast",
+        "setundef -undriven -anyseq", "setundef -zero -init", "dffunmap; aigmap; opt_clean",
+        f"write_aiger -zinit -map {os.path.relpath(out / 'model.aim', ROOT)} "
+        f"{os.path.relpath(out / 'model.aig', ROOT)}"]
 
 
 def dut_module(proof):
@@ -409,6 +425,49 @@ def tool(name):
     return str(path)
 
 
+def abc_tool():
+    path = shutil.which("berkeley-abc") or shutil.which("yosys-abc")
+    if path is None:
+        raise FormalError("berkeley-abc not found: install Debian's berkeley-abc "
+                          "(scripts/deps.sh does)")
+    return path
+
+
+def run_pdr(proof, root, out, started):
+    """ABC's pdr on the harness's AIGER model: PASS, FAIL with Yosys `sat`'s trace of the cycle
+    ABC names, or TIMEOUT."""
+    outcome = run_yosys(aiger_script(proof, root, out), out / "model", proof, started)
+    if outcome is None:
+        return "TIMEOUT", None
+    if outcome[0] != 0:
+        raise FormalError(f"{proof.name}: yosys failed (exit {outcome[0]}); see "
+                          f"{os.path.relpath(out, ROOT)}/model.log")
+    log = out / "proof.log"
+    model = os.path.relpath(out / "model.aig", ROOT)
+    status = run_tool([abc_tool(), "-c", f"read_aiger {model}; fold; strash; pdr"], log, proof,
+                      started)
+    if status is None:
+        return "TIMEOUT", None
+    text = log.read_text(errors="replace")
+    if "Property proved" in text:
+        return "PASS", None
+    failed = re.search(r"was asserted in frame (\d+)", text)
+    if failed is None:
+        raise FormalError(f"{proof.name}: ABC gave no verdict (exit {status}); see "
+                          f"{os.path.relpath(log, ROOT)}")
+    cycles = int(failed.group(1)) + 1
+    trace = run_yosys(harness_script(proof, root) + [sat_check(out, f"sat -seq {cycles}")],
+                      out / "trace", proof, started)
+    if trace is None:
+        return "FAIL", None
+    if "model found: FAIL" not in trace[1]:
+        # The AIGER model has free inputs where the design has undefined bits: a failure that
+        # only they make is not one of the design's.
+        raise FormalError(f"{proof.name}: ABC fails in cycle {cycles} but Yosys sat finds no "
+                          f"failure there; see {os.path.relpath(out, ROOT)}/trace.log")
+    return "FAIL", out / "counterexample.vcd"
+
+
 def run_proof(proof, root, out):
     """Runs one proof; returns (result, seconds, counterexample or None). result is PASS, FAIL
     or TIMEOUT."""
@@ -432,16 +491,17 @@ def run_proof(proof, root, out):
             return "FAIL", seconds, vcd if vcd.exists() else None
         raise FormalError(f"{proof.name}: yosys failed (exit {status}); see "
                           f"{os.path.relpath(out, ROOT)}/*.log")
+    if proof.mode == "pdr":
+        result, trace = run_pdr(proof, root, out, started)
+        return result, time.monotonic() - started, trace
     outcome = run_yosys(protocol_script(proof, root, out), out / "proof", proof, started)
     seconds = time.monotonic() - started
     if outcome is None:
         return "TIMEOUT", seconds, None
     status, text = outcome
-    if status == 0 and ("Induction step proven: SUCCESS" in text or
-                        "SAT proof finished - no model found: SUCCESS" in text):
+    if status == 0 and "Induction step proven: SUCCESS" in text:
         return "PASS", seconds, None
-    if "model found for base case: FAIL" in text or "Reached maximum number of time steps" in \
-            text or "SAT proof finished - model found: FAIL" in text:
+    if "model found for base case: FAIL" in text or "Reached maximum number of time steps" in text:
         vcd = out / "counterexample.vcd"
         return "FAIL", seconds, vcd if vcd.exists() else None
     raise FormalError(f"{proof.name}: yosys failed (exit {status}); see "
@@ -491,6 +551,12 @@ def induction_length(out):
     return f"k = {lengths[-1]}" if lengths else None
 
 
+def pdr_invariant(out):
+    """The frame of the inductive invariant ABC's pdr found (its log), as "inv. F[N]"."""
+    frames = re.findall(r"Invariant F\[(\d+)\]", (out / "proof.log").read_text(errors="replace"))
+    return f"inv. F[{frames[-1]}]" if frames else None
+
+
 def table(rows):
     header = ("proof", "engine", "result", "depth", "time")
     widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header))]
@@ -536,8 +602,9 @@ def main():
         say(f"[{number}/{len(chosen)}] {proof.name}: {proof.what}")
         result, seconds, trace = run_proof(proof, ROOT, out / proof.name)
         depth = proof.depth_text
-        if proof.kind == "protocol" and proof.mode == "prove" and result == "PASS":
-            depth = induction_length(out / proof.name) or depth
+        if proof.kind == "protocol" and result == "PASS":
+            found = induction_length if proof.mode == "prove" else pdr_invariant
+            depth = found(out / proof.name) or depth
         rows.append((proof.name, proof.engine, result, depth, f"{seconds:.1f} s"))
         say(f"  {result} in {seconds:.1f} s" + (f" (budget {proof.budget} s)"
                                                  if result == "TIMEOUT" else ""))
