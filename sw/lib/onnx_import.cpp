@@ -40,15 +40,6 @@ struct ConstantQuant {
   std::int64_t axis = 0;
 };
 
-// The quantisation of an activation (QuantizeLinear then DequantizeLinear).
-struct ValueQuant {
-  double scale = 1.0;
-  std::int32_t zero_point = 0;
-  bool operator==(const ValueQuant& o) const {
-    return scale == o.scale && zero_point == o.zero_point;
-  }
-};
-
 // The value flowing down the chain: an image (channels, height, width) or a flat vector.
 struct Shape {
   bool image = false;
@@ -418,7 +409,7 @@ class Importer {
     constant_quants_[node.output(0)] = {scale.floats, per_tensor ? -1 : axis};
   }
 
-  ValueQuant value_quant(const onnx::NodeProto& node) const {
+  ActivationQuant value_quant(const onnx::NodeProto& node) const {
     check_attributes(node, {"axis", "saturate"});
     if (node.input_size() < 3 || node.input(2).empty()) {
       refuse(node,
@@ -441,7 +432,7 @@ class Importer {
   // The end of a QuantizeLinear, DequantizeLinear pair: the quantisation of the value after the
   // layers so far.
   void dequantize(const onnx::NodeProto& node) {
-    const ValueQuant q = value_quant(node);
+    const ActivationQuant q = value_quant(node);
     if (!quantized_ || !(*quantized_ == q)) {
       refuse(node, "must dequantise with the parameters of the QuantizeLinear before it");
     }
@@ -449,7 +440,7 @@ class Importer {
     if (net_.softmax_output) {
       // The softmax's own quantisation, which the host applies after it (nn::finish_output).
       if (net_.softmax_quant) refuse(node, "a second quantisation of the softmax: not supported");
-      net_.softmax_quant = ActivationQuant{q.scale, q.zero_point};
+      net_.softmax_quant = q;
       return;
     }
     const std::size_t boundary = net_.layers.size();
@@ -883,7 +874,7 @@ class Importer {
     for (std::size_t l = 0; l < net_.layers.size(); ++l) {
       if (gemm_layer(net_.layers[l])) last_gemm = l;
     }
-    ValueQuant current = quants_.at(0);
+    ActivationQuant current = quants_.at(0);
     for (std::size_t l = 0; l < net_.layers.size(); ++l) {
       Layer& layer = net_.layers[l];
       const std::string where = "layer " + std::to_string(l) + ": ";
@@ -934,9 +925,9 @@ class Importer {
   // the first N layers (N = 0: the input); each dense or conv2d layer's output-channel weight
   // scales by its index; a QuantizeLinear waiting for its DequantizeLinear.
   std::map<std::string, ConstantQuant> constant_quants_;
-  std::map<std::size_t, ValueQuant> quants_;
+  std::map<std::size_t, ActivationQuant> quants_;
   std::map<std::size_t, std::vector<float>> weight_scales_;
-  std::optional<ValueQuant> quantized_;
+  std::optional<ActivationQuant> quantized_;
   Network net_;
 };
 

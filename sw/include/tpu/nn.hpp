@@ -109,6 +109,9 @@ struct Layer {
 struct ActivationQuant {
   double scale = 1.0;
   std::int32_t zero_point = 0;
+  bool operator==(const ActivationQuant& o) const {
+    return scale == o.scale && zero_point == o.zero_point;
+  }
 };
 
 struct Network {
