@@ -37,6 +37,9 @@ VENV    ?= .venv
 FPGA_TOOLS := $(VENV)/.fpga-tools
 ONNX_TOOLS := $(VENV)/.onnx-tools
 FPGA_FLOW  := TOOLS_BIN=$(abspath $(VENV))/bin $(PYTHON) scripts/fpga_flow.py
+# Compiles the YoWASP tools for this machine where their cache lacks them (minutes, once), and
+# says how long it took: no test and no time budget pays that compile.
+PREPARE_TOOLS := TOOLS_BIN=$(abspath $(VENV))/bin $(PYTHON) scripts/prepare_tools.py
 
 # The RTL file lists of rtl/<subsystem>/<subsystem>.f, flattened in compile order.
 rtl_files   = $(shell $(PYTHON) scripts/rtl_files.py $(1))
@@ -49,7 +52,7 @@ LINT_CORE   := $(LINT) $(TOP_FILES) --top-module tpu_top
 LINT_SEQ    := $(LINT_CORE) "-GSequential=1'b1" -GBusBytes=4
 LINT_BOARD  := $(LINT) $(BOARD_FILES) --top-module tpu_board
 
-.PHONY: all deps build sw sim test lint synth wave wave-core bench bench-suite bench-sim bench-core bench-pod \
+.PHONY: all deps build sw sim test lint synth wave wave-core wave-shots bench bench-suite bench-sim bench-core bench-pod \
         bench-mxu bench-tpu demo int8-accuracy onnx-fashion nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
         fpga-breakdown formal formal-break clean
 
@@ -87,8 +90,10 @@ sim: deps $(BUILD)/Makefile
 	$(call build_only,pod_sim)
 	$(BUILD)/bin/pod_sim $(if $(SEED),--seed $(SEED))
 
-# All GoogleTest suites through CTest.
+# Every test through CTest, after the YoWASP tools are prepared (timed; seconds when the cache
+# is warm, minutes once on a fresh machine).
 test: build $(FPGA_TOOLS) $(ONNX_TOOLS)
+	$(PREPARE_TOOLS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Lint every top at its default and extreme parameters; any warning fails.
@@ -168,14 +173,22 @@ wave: deps $(BUILD)/Makefile
 	$(call build_only,mxu_sim tpu_wave_bf16 tpu_wave_fp32)
 	@mkdir -p $(BUILD)/waves
 	$(BUILD)/bin/mxu_sim --only "$(CASE)" --wave $(BUILD)/waves/mxu.fst $(if $(SEED),--seed $(SEED))
-	@echo "open with: gtkwave $(BUILD)/waves/mxu.fst sim/mxu.gtkw"
+	@echo "open with: gtkwave $(BUILD)/waves/mxu.fst $(BUILD)/waves/mxu.gtkw"
 
 # Waveform of one core regression case: make wave-core CORE_CASE=<config>/<case> [TRACE=1].
 wave-core: deps $(BUILD)/Makefile
 	$(call build_only,core_sim tpu_wave_bf16 tpu_wave_fp32)
 	@mkdir -p $(BUILD)/waves
 	$(BUILD)/bin/core_sim --only "$(CORE_CASE)" --wave $(BUILD)/waves/core.fst $(if $(SEED),--seed $(SEED))
-	@echo "open with: gtkwave $(BUILD)/waves/core.fst sim/core.gtkw"
+	@echo "open with: gtkwave $(BUILD)/waves/core.fst $(BUILD)/waves/core.gtkw"
+
+# Screenshots of the three layouts in GTKWave, headless, into docs/img/wave_*.png: the test
+# sim.gtkwave_* opens each so (tests/wave_view_test.py) and checks that it shows decimals.
+wave-shots: build
+	for layout in mxu core board_seq; do \
+	  $(PYTHON) tests/wave_view_test.py $(BUILD) $$layout --work $(BUILD)/wave-shots \
+	    --screenshot docs/img/wave_$$layout.png || exit 1; \
+	done
 
 # The benchmark suite and the simulation-speed sweep; tables, records and plots in $(PERF).
 bench: bench-suite bench-sim
@@ -275,12 +288,15 @@ verify-exhaustive: build
 	scripts/verify_exhaustive.sh $(BUILD)/bin/exhaustive $(SHARDS)
 
 # Formal proofs (docs/verification.md): the arithmetic equivalent to SymFPU's IEEE circuits, the
-# pipelines, the stall, the bus and link protocols; one row each. `make test` runs the quick
-# ones. make formal-break PROOF=NAME: the proof on a design broken on purpose, which must fail
-# with a counterexample for GTKWave.
+# pipelines, the stall, the bus and link protocols; one row each, $(JOBS) proofs at a time.
+# `make test` runs the quick ones; FORMAL_ARGS=--slow runs only the others (as .ci/run does,
+# after which make test runs the quick ones), --quick only those, --only NAME ... the named.
+# make formal-break PROOF=NAME: the proof on a design broken on purpose, which must fail with a
+# counterexample for GTKWave.
 PROOF ?= fp32_add
+FORMAL_ARGS ?=
 formal: $(FPGA_TOOLS)
-	$(PYTHON) scripts/formal.py
+	$(PYTHON) scripts/formal.py --jobs $(JOBS) $(FORMAL_ARGS)
 
 formal-break: $(FPGA_TOOLS)
 	$(PYTHON) scripts/formal.py --break $(PROOF)
@@ -290,12 +306,14 @@ formal-break: $(FPGA_TOOLS)
 defs:
 	python3 scripts/gen_defs.py
 
-# The FPGA tools from PyPI, in $(VENV): Yosys, nextpnr for ECP5 and iCE40, ecppack, icepack.
+# The FPGA tools from PyPI, in $(VENV): Yosys, nextpnr for ECP5 and iCE40, ecppack, icepack;
+# installing them prepares them for this machine (scripts/prepare_tools.py).
 fpga-tools: $(FPGA_TOOLS)
 
 $(FPGA_TOOLS): fpga/requirements.txt | deps
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r fpga/requirements.txt
+	$(PREPARE_TOOLS)
 	@touch $@
 
 # The ONNX tests' graph builder and reference (onnx, onnxruntime, NumPy), in $(VENV).

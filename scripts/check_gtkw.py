@@ -32,9 +32,10 @@ def signals_in_wave(path):
     return names
 
 
-# The translate-filter programs (sim/wave/float_filter.cpp), as the layouts in sim/ name them,
-# and GTKWave's trace flag that hands a trace's values to one (TR_PTRANSLATED).
-FILTERS = {"../build/bin/tpu_wave_bf16", "../build/bin/tpu_wave_fp32"}
+# The translate-filter programs (sim/wave/float_filter.cpp), as the layouts in sim/ name them
+# (the build writes them to build/waves/ with the filters' absolute paths), and GTKWave's trace
+# flag that hands a trace's values to one (TR_PTRANSLATED).
+FILTERS = {"tpu_wave_bf16", "tpu_wave_fp32"}
 TRANSLATED_BY_PROCESS = 0x4000
 
 

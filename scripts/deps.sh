@@ -16,6 +16,8 @@ packages=(
   nlohmann-json3-dev   # network descriptions
   dataset-fashion-mnist  # the data set the networks train and run on
   gtkwave python3      # fst2vcd checks the .gtkw layout; GTKWave opens the waves
+  xvfb                 # a virtual display: the tests open the layouts in the real GTKWave
+  imagemagick          # make wave-shots: its `import` takes the screenshots of docs/img
   python3-matplotlib   # the benchmark plots (make bench)
   libserialport-dev    # the serial backend's port to an FPGA board
   libonnx-dev          # `tpu import`: ONNX's protobuf classes

@@ -4,9 +4,10 @@ depth, time), with the pinned YoWASP Yosys of .venv (its `sat`, `symfpu` and `se
 Debian's ABC (`berkeley-abc`, its `pdr`).
 
 Usage:
-  formal.py [--quick] [--only NAME ...] [--out DIR]
-      runs the proofs (--quick: those `make test` runs; --only: the named ones) and prints the
-      table; exit 1 if one fails or runs out of its time budget
+  formal.py [--quick | --slow] [--only NAME ...] [--jobs N] [--out DIR]
+      runs the proofs (--quick: those `make test` runs; --slow: the others; --only: the named
+      ones), N at a time (default 1), the longest first, and prints the table; exit 1 if one
+      fails or runs out of its time budget
   formal.py --list
       the proofs, one per line: name; quick (in `make test`) or slow; "break" where it has one;
       its budget in seconds; what it proves
@@ -26,6 +27,9 @@ Kinds of proof:
                for every reachable state. A pdr counterexample's trace is Yosys `sat` unrolled
                to the cycle ABC names
 
+Yosys is prepared for the machine (tools compiled by the YoWASP runtime, scripts/prepare_tools.py)
+before any proof's clock starts: a budget counts the proof, not the tool's start-up.
+
 Exit status: 0 all passed; 1 a proof failed or timed out (or a break was not caught); 2 bad
 input or a tool that does not run, reported in one line.
 """
@@ -37,9 +41,11 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import prepare_tools
 import rtl_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -232,7 +238,7 @@ def protocol_proofs():
               "lanes, at most MaxOutstanding unanswered, done only on a response, idle only when "
               "all is answered, data within 2 cycles of its burst", "formal_axi_writer_harness",
               ["rtl/axi/axi.f"], ["formal_axi_writer_harness.sv"], kind="protocol", mode="pdr",
-              budget=1500, quick=False,
+              budget=3600, quick=False,
               breaks=Break("rtl/axi/tpu_axi_writer.sv", "w_last_d  = burst_beat_q == wlen;",
                            "w_last_d  = burst_beat_q + 1'b1 == wlen;",
                            "WLAST a beat early: the burst's last beat dropped")),
@@ -564,10 +570,52 @@ def table(rows):
         say("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
 
 
+def run_row(proof, out):
+    """Runs one proof of the table; returns its row and whether it passed."""
+    result, seconds, trace = run_proof(proof, ROOT, out / proof.name)
+    depth = proof.depth_text
+    if proof.kind == "protocol" and result == "PASS":
+        found = induction_length if proof.mode == "prove" else pdr_invariant
+        depth = found(out / proof.name) or depth
+    if result == "TIMEOUT":
+        say(f"  {proof.name}: TIMEOUT: stopped at its budget of {proof.budget} s")
+    else:
+        say(f"  {proof.name}: {result} in {seconds:.1f} s")
+    if trace is not None:
+        say(f"  {proof.name}: counterexample: gtkwave {os.path.relpath(trace, ROOT)}")
+    return (proof.name, proof.engine, result, depth, f"{seconds:.1f} s"), result == "PASS"
+
+
+def run_table(chosen, out, jobs):
+    """Runs the chosen proofs, `jobs` at a time, those with the largest budgets first (the
+    longest proofs start early and the short ones fill the other workers); the table keeps the
+    order of PROOFS."""
+    order = sorted(range(len(chosen)), key=lambda i: -chosen[i].budget) if jobs > 1 \
+        else range(len(chosen))
+    rows = [None] * len(chosen)
+
+    def run(index):
+        proof = chosen[index]
+        say(f"[{index + 1}/{len(chosen)}] {proof.name}: {proof.what}")
+        rows[index] = run_row(proof, out)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for finished in [pool.submit(run, index) for index in order]:
+            finished.result()
+    say("")
+    table([row for row, _ in rows])
+    failed = sum(not passed for _, passed in rows)
+    say(f"\n{len(rows) - failed} of {len(rows)} proofs passed")
+    return 1 if failed else 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--quick", action="store_true")
+    which.add_argument("--slow", action="store_true")
     parser.add_argument("--only", nargs="+", metavar="NAME")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--break", dest="broken", metavar="NAME")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "formal")
@@ -577,44 +625,32 @@ def main():
     if not out.is_relative_to(ROOT):
         raise FormalError(f"--out {args.out}: must be inside the repository (the YoWASP tools "
                           "see only the folder they run in and below)")
+    if args.jobs < 1:
+        raise FormalError(f"--jobs {args.jobs}: must be 1 or more")
 
     if args.list:
         for proof in PROOFS:
             say(f"{proof.name} {'quick' if proof.quick else 'slow'} "
                 f"{'break' if proof.breaks else '-'} {proof.budget} {proof.what}")
         return 0
-    if args.broken:
-        if args.broken not in by_name:
-            raise FormalError(f"--break {args.broken}: no such proof (--list shows them)")
-        return run_break(by_name[args.broken], out / f"break-{args.broken}")
-
+    if args.broken and args.broken not in by_name:
+        raise FormalError(f"--break {args.broken}: no such proof (--list shows them)")
     chosen = PROOFS
     if args.only:
         unknown = [name for name in args.only if name not in by_name]
         if unknown:
             raise FormalError(f"--only {unknown[0]}: no such proof (--list shows them)")
         chosen = [by_name[name] for name in args.only]
-    elif args.quick:
-        chosen = [proof for proof in PROOFS if proof.quick]
+    elif args.quick or args.slow:
+        chosen = [proof for proof in PROOFS if proof.quick == args.quick]
 
-    rows, failed = [], 0
-    for number, proof in enumerate(chosen, 1):
-        say(f"[{number}/{len(chosen)}] {proof.name}: {proof.what}")
-        result, seconds, trace = run_proof(proof, ROOT, out / proof.name)
-        depth = proof.depth_text
-        if proof.kind == "protocol" and result == "PASS":
-            found = induction_length if proof.mode == "prove" else pdr_invariant
-            depth = found(out / proof.name) or depth
-        rows.append((proof.name, proof.engine, result, depth, f"{seconds:.1f} s"))
-        say(f"  {result} in {seconds:.1f} s" + (f" (budget {proof.budget} s)"
-                                                 if result == "TIMEOUT" else ""))
-        if trace is not None:
-            say(f"  counterexample: gtkwave {os.path.relpath(trace, ROOT)}")
-        failed += result != "PASS"
-    say("")
-    table(rows)
-    say(f"\n{len(rows) - failed} of {len(rows)} proofs passed")
-    return 1 if failed else 0
+    try:
+        prepare_tools.prepare(["yosys"], say=say)
+    except prepare_tools.ToolError as error:
+        raise FormalError(str(error)) from error
+    if args.broken:
+        return run_break(by_name[args.broken], out / f"break-{args.broken}")
+    return run_table(chosen, out, args.jobs)
 
 
 if __name__ == "__main__":
