@@ -72,11 +72,13 @@ build_only = cmake --build $(BUILD) -j $(JOBS) --target $(1)
 
 # The numerics, the runtime, the functional model and `tpu` without the RTL simulation (no
 # Verilator model is built: --backend model and serial), and their tests; the ONNX tests among
-# them run in the virtual environment's Python.
+# them run in the virtual environment's Python. SW_TESTS: CTest's selection (.ci/run passes
+# "-L cli", the tool built without the simulation, whose other tests make test runs again).
+SW_TESTS ?=
 sw: deps $(ONNX_TOOLS)
 	cmake -S . -B $(SW_BUILD) -DCMAKE_BUILD_TYPE=Release -DTPU_RTL=OFF
 	cmake --build $(SW_BUILD) -j $(JOBS)
-	cd $(SW_BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(SW_BUILD) && ctest --output-on-failure -j $(JOBS) $(SW_TESTS)
 
 # Verilator regression: directed and seeded random GEMMs on every compiled matrix
 # unit, then compiled GEMMs on every compiled core, on the RTL and the model. Each

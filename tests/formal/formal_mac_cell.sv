@@ -35,7 +35,7 @@ module formal_mac_cell #(
 );
 
   logic [31:0] psum, float_product, float_product_late, float_sum;
-  (* keep *) logic [31:0] float_product_at_cell;  // read only by the lemma
+  (* keep *) logic [31:0] float_product_at_cell, int_product_at_cell;  // read only by the lemmas
   logic [31:0] int_product, int_product_late, expected, expected_late;
   logic [15:0] wgt_prev;
   logic        int8, int8_late;
@@ -60,9 +60,11 @@ module formal_mac_cell #(
   assign int8        = !Float || (Int8 && act_int8_i);
 
   // The product where the cell hands it to its product register (a cycle after the multiply
-  // with MulStages >= 1): the proof's lemma (scripts/formal.py) compares the two there.
-  tpu_delay #(.Width(32), .Depth(MulStages >= 1 ? 1 : 0)) u_product_at_cell (
-    .clk_i, .rst_ni(1'b1), .en_i(1'b1), .data_i(float_product), .data_o(float_product_at_cell)
+  // with MulStages >= 1): the proof's lemma (scripts/formal.py) compares the two there, the
+  // float product in a float proof, the int32 one in an int8 proof.
+  tpu_delay #(.Width(64), .Depth(MulStages >= 1 ? 1 : 0)) u_product_at_cell (
+    .clk_i, .rst_ni(1'b1), .en_i(1'b1), .data_i({float_product, int_product}),
+    .data_o({float_product_at_cell, int_product_at_cell})
   );
 
   tpu_delay #(.Width(65), .Depth(MulStages)) u_product_late (
