@@ -614,15 +614,21 @@ def run_table(chosen, out, jobs):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description="The formal proofs of docs/verification.md, one row each.")
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--quick", action="store_true")
-    which.add_argument("--slow", action="store_true")
-    parser.add_argument("--only", nargs="+", metavar="NAME")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N")
-    parser.add_argument("--list", action="store_true")
-    parser.add_argument("--break", dest="broken", metavar="NAME")
-    parser.add_argument("--out", type=Path, default=ROOT / "build" / "formal")
+    which.add_argument("--quick", action="store_true",
+                       help="only the quick proofs (those make test runs)")
+    which.add_argument("--slow", action="store_true", help="only the slow proofs")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="only these proofs")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="proofs at a time, the largest budgets first (default 1)")
+    parser.add_argument("--list", action="store_true",
+                        help="list the proofs: name, quick or slow, break, budget, what")
+    parser.add_argument("--break", dest="broken", metavar="NAME",
+                        help="run proof NAME on a copy of the RTL broken on purpose")
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "formal",
+                        help="work folder (default build/formal)")
     args = parser.parse_args()
     by_name = {proof.name: proof for proof in PROOFS}
     out = args.out.resolve()
