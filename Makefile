@@ -36,6 +36,9 @@ REUSE   ?=
 VENV    ?= .venv
 FPGA_TOOLS := $(VENV)/.fpga-tools
 ONNX_TOOLS := $(VENV)/.onnx-tools
+# PyTorch for make onnx-zoo alone, in a virtual environment of its own (about 6 GB).
+ZOO_VENV   ?= .venv-zoo
+ZOO_TOOLS  := $(ZOO_VENV)/.zoo-tools
 FPGA_FLOW  := TOOLS_BIN=$(abspath $(VENV))/bin $(PYTHON) scripts/fpga_flow.py
 # Compiles the YoWASP tools for this machine where their cache lacks them (minutes, once), and
 # says how long it took: no test and no time budget pays that compile.
@@ -53,7 +56,7 @@ LINT_SEQ    := $(LINT_CORE) "-GSequential=1'b1" -GBusBytes=4
 LINT_BOARD  := $(LINT) $(BOARD_FILES) --top-module tpu_board
 
 .PHONY: all deps build sw sim test lint synth wave wave-core wave-shots bench bench-suite bench-sim bench-core bench-pod \
-        bench-mxu bench-tpu demo int8-accuracy onnx-fashion nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
+        bench-mxu bench-tpu demo int8-accuracy onnx-fashion onnx-zoo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
         fpga-breakdown formal formal-break clean
 
 all: build
@@ -274,6 +277,17 @@ int8-accuracy: build
 # must be within 0.5 points of scikit-learn's on the same 10,000 test images.
 onnx-fashion: build $(ONNX_TOOLS)
 	$(VENV)/bin/python scripts/onnx_fashion.py --tpu $(BUILD)/bin/tpu --out $(BUILD)/onnx-fashion
+
+# The model zoo of the graph tests (tests/onnx/zoo, docs/graph.md): ResNet-18, MobileNet v2, a
+# transformer encoder and an LSTM exported by PyTorch's two exporters, their weights recorded as
+# moments. PyTorch lives in $(ZOO_VENV) only; make test needs none of it.
+onnx-zoo: $(ZOO_TOOLS)
+	$(ZOO_VENV)/bin/python scripts/onnx_zoo.py --out tests/onnx/zoo
+
+$(ZOO_TOOLS): tests/onnx/zoo/requirements.txt | deps
+	$(PYTHON) -m venv $(ZOO_VENV)
+	$(ZOO_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/onnx/zoo/requirements.txt
+	@touch $@
 
 nets: build
 	$(BUILD)/bin/tpu train --arch mlp --epochs 15 --out sw/nets/mlp.json

@@ -5,12 +5,32 @@
 #include "common.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/npy.hpp"
-#include "tpu/onnx_import.hpp"
+#include "tpu/onnx/onnx_import.hpp"
 #include "tpu/pod.hpp"
 #include "tpu/quantize.hpp"
 #include "tpu/train.hpp"
 
 namespace tpu::tool {
+
+// Host memory to start with; a backend grows it for larger products.
+constexpr std::size_t kNetworkMemory = 8u << 20;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::unique_ptr<Backend> network_backend(const std::string& kind, const std::string& array,
+                                         const std::string& trace_path) {
+  if (kind == kBackendHost) return nullptr;
+  Execution execution;
+  execution.backend = kind;
+  execution.array = array;
+  execution.trace_path = trace_path;
+  check_execution(execution);
+  Target target = open_target(execution);
+  return make_backend(execution, target, kNetworkMemory);
+}
+
 namespace {
 
 // A network file, or the loader's one-line reason as bad input.
@@ -20,27 +40,6 @@ nn::Network load_network(const std::string& path) {
   } catch (const std::runtime_error& error) {
     throw BadInput(error.what());
   }
-}
-
-constexpr const char* kBackendHost = "host";
-// Host memory to start with; a backend grows it for larger products.
-constexpr std::size_t kNetworkMemory = 8u << 20;
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// The backend a network runs on, or none for host fp32.
-std::unique_ptr<Backend> network_backend(const std::string& kind, const std::string& array,
-                                         const std::string& trace_path = "") {
-  if (kind == kBackendHost) return nullptr;
-  Execution execution;
-  execution.backend = kind;
-  execution.array = array;
-  execution.trace_path = trace_path;
-  check_execution(execution);
-  Target target = open_target(execution);
-  return make_backend(execution, target, kNetworkMemory);
 }
 
 idx::Dataset load_data(bool train, const std::string& dir) {
@@ -514,17 +513,23 @@ CLI::App* add_import_command(CLI::App& app, ImportOptions& options) {
 }
 
 CLI::App* add_infer_command(CLI::App& app, InferOptions& options) {
-  CLI::App* command =
-      app.add_subcommand("infer", "run a network on a batch of inputs from a .npy file");
-  command->add_option("--net", options.net_path, "the network")->required()->type_name("NET.json");
+  CLI::App* command = app.add_subcommand(
+      "infer", "run a network or an ONNX model on a batch of inputs from .npy files");
+  command->add_option("--net", options.net_path, "the network file, or an ONNX model (.onnx)")
+      ->required()
+      ->type_name("NET.json|MODEL.onnx");
   command
-      ->add_option("--in", options.in_path,
-                   "float32 inputs, batch first, in the network's input shape:\n"
+      ->add_option("--in", options.in_paths,
+                   "float32 inputs, batch first. A network file takes one, in its input shape:\n"
                    "N x C x H x W (an imported NCHW model), N x features (flat),\n"
-                   "N x H x W x C (the project's own networks); used as given")
+                   "N x H x W x C (the project's own networks). An ONNX model takes one\n"
+                   "per graph input, in the graph's order and shapes")
       ->required()
       ->type_name("X.npy");
-  command->add_option("--out", options.out_path, "float32 outputs, N x outputs")
+  command
+      ->add_option("--out", options.out_paths,
+                   "float32 outputs: N x outputs for a network file; one file per graph\n"
+                   "output, in the graph's order, for an ONNX model (all written, or none)")
       ->required()
       ->type_name("Y.npy");
   add_run_options(*command, options.backend, options.array);
@@ -563,12 +568,21 @@ int run_import(const ImportOptions& options) {
 }
 
 int run_infer(const InferOptions& options) {
+  if (std::filesystem::path(options.net_path).extension() == ".onnx") {
+    return run_infer_graph(options);
+  }
+  if (options.in_paths.size() != 1 || options.out_paths.size() != 1) {
+    throw BadInput(fmt::format("{}: a network file takes one --in and one --out",
+                               options.net_path));
+  }
+  const std::string& in_path = options.in_paths[0];
+  const std::string& out_path = options.out_paths[0];
   const nn::Network net = load_network(options.net_path);
   check_int8_core(net, options.net_path, {options.backend}, options.array);
-  check_output_path(options.out_path);
+  check_output_path(out_path);
   npy::Array file;
   try {
-    file = npy::read(options.in_path, npy::Dims::Any);
+    file = npy::read(in_path, npy::Dims::Any);
   } catch (const std::runtime_error& error) {
     throw BadInput(error.what());
   }
@@ -577,7 +591,7 @@ int run_infer(const InferOptions& options) {
     const std::vector<std::size_t> shape = file.shape;
     input = nn::input_from_file(net, shape, std::move(file.data));
   } catch (const std::invalid_argument& error) {
-    throw BadInput(fmt::format("{}: shape [{}]: {}", options.in_path, fmt::join(file.shape, ", "),
+    throw BadInput(fmt::format("{}: shape [{}]: {}", in_path, fmt::join(file.shape, ", "),
                                error.what()));
   }
   std::unique_ptr<Backend> backend = network_backend(options.backend, options.array);
@@ -599,11 +613,11 @@ int run_infer(const InferOptions& options) {
     totals.add(runs);
   }
   nn::finish_output(net, output);
-  npy::write(options.out_path, {{n, net.classes}, output.data});
+  npy::write(out_path, {{n, net.classes}, output.data});
   fmt::print(
       "{}: {} inputs on {} -> {} [{}, {}]{} ({:.1f} s)\n", net.name, n,
       options.backend == kBackendHost ? "host" : options.backend + " (" + options.array + " core)",
-      options.out_path, n, net.classes, net.softmax_output ? ", softmax" : "",
+      out_path, n, net.classes, net.softmax_output ? ", softmax" : "",
       seconds_since(start));
   if (options.stats) {
     if (options.backend != kBackendRtl) {

@@ -4,10 +4,23 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "tpu/backend.hpp"
 
 namespace tpu::tool {
+
+// --backend host: the network in plain host fp32, no accelerator.
+constexpr const char* kBackendHost = "host";
+
+// The accelerator backend a network runs on (rtl, model, serial), or none for host fp32.
+std::unique_ptr<Backend> network_backend(const std::string& kind, const std::string& array,
+                                         const std::string& trace_path = "");
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 struct TrainOptions {
   std::string architecture = "mlp";
@@ -57,9 +70,9 @@ struct ImportOptions {
 };
 
 struct InferOptions {
-  std::string net_path;
-  std::string in_path;
-  std::string out_path;
+  std::string net_path;                // a network file (NET.json) or an ONNX model
+  std::vector<std::string> in_paths;   // one per input of the network or model
+  std::vector<std::string> out_paths;  // one per output
   std::string backend;  // as tpu eval's
   std::string array = "16x16";
   std::uint32_t batch = 64;
@@ -71,6 +84,8 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& options);
 CLI::App* add_quantize_command(CLI::App& app, QuantizeOptions& options);
 int run_train(const TrainOptions& options);
 int run_quantize(const QuantizeOptions& options);
+// tpu infer of an ONNX model, as a graph (infer_graph.cpp).
+int run_infer_graph(const InferOptions& options);
 int run_eval(const EvalOptions& options);
 CLI::App* add_import_command(CLI::App& app, ImportOptions& options);
 CLI::App* add_infer_command(CLI::App& app, InferOptions& options);

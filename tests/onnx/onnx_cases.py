@@ -2,8 +2,9 @@
 """ONNX import and `tpu infer`, tested against onnxruntime (docs/networks.md).
 
 Each case builds an ONNX graph with the onnx library (opsets 9 to 17), then either
-  - imports it (`tpu import`), runs it (`tpu infer`) on random inputs and compares the result
-    with onnxruntime's fp32 evaluation of the same graph: every output within 2^-6 of the
+  - imports it (`tpu import`), runs it (`tpu infer`) on random inputs, and runs the model itself
+    as a graph (`tpu infer --net MODEL.onnx`, tests/onnx/graph_cases.py has the graphs that only
+    that path takes), and compares both results with onnxruntime's fp32 evaluation of the graph: every output within 2^-6 of the
     largest output magnitude, and the same argmax wherever onnxruntime's top two differ by more
     than that; or
   - quantises it with onnxruntime's quantiser (QDQ format, int8 weights per channel, int8
@@ -447,6 +448,12 @@ def run_case(args, name, work):
     session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     ref = session.run(None, {"input": x})[0].reshape(len(x), -1)
     compare(y, ref, f"{name} on {args.backend}")
+    # The same model as a graph, without the network file (tpu infer MODEL.onnx).
+    expect_ok(tpu(args, ["infer", "--net", str(model), "--in", str(work / "x.npy"), "--out",
+                         str(work / "y_graph.npy"), "--backend", args.backend]),
+              "tpu infer MODEL.onnx")
+    y_graph = np.load(work / "y_graph.npy").reshape(len(x), -1)
+    compare(y_graph, ref, f"{name} as a graph on {args.backend}")
 
 
 def refuse_case(args, name, work):

@@ -1,4 +1,4 @@
-#include "tpu/onnx_import.hpp"
+#include "tpu/onnx/onnx_import.hpp"
 
 #include <onnx/onnx_pb.h>
 
@@ -14,6 +14,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "onnx_read.hpp"
+#include "tpu/onnx/load_graph.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/numerics/float.hpp"
 #include "tpu/quantize.hpp"
@@ -23,15 +25,7 @@ namespace {
 
 // A constant of the graph (an initializer or a Constant node): float32 values, or integers
 // (int64 shapes, bool flags, int8 and int32 quantised weights and biases, their zero points).
-struct Constant {
-  std::vector<std::int64_t> dims;
-  std::vector<float> floats;
-  std::vector<std::int64_t> ints;
-  bool is_float = true;
-  int type = onnx::TensorProto::FLOAT;  // the ONNX element type
-
-  std::size_t size() const { return is_float ? floats.size() : ints.size(); }
-};
+using Constant = graph::Tensor;
 
 // A quantised weight or bias (DequantizeLinear of a constant): its scales, one per tensor or
 // one per index of `axis`.
@@ -48,19 +42,6 @@ struct Shape {
 
   std::uint32_t size() const { return image ? channels * height * width : features; }
 };
-
-template <typename T>
-std::vector<T> raw_values(const std::string& raw) {
-  std::vector<T> values(raw.size() / sizeof(T));
-  std::memcpy(values.data(), raw.data(), values.size() * sizeof(T));
-  return values;
-}
-
-std::string dims_text(const std::vector<std::int64_t>& dims) {
-  std::string text;
-  for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? "x" : "") + std::to_string(dims[i]);
-  return dims.empty() ? "a scalar" : text;
-}
 
 class Importer {
  public:
@@ -82,83 +63,25 @@ class Importer {
   }
 
   void read_model() {
-    std::ifstream file(path_, std::ios::binary);
-    if (!file) fail(std::string("cannot open: ") + std::strerror(errno));
-    std::ostringstream bytes;
-    bytes << file.rdbuf();
-    if (!model_.ParseFromString(bytes.str()) || !model_.has_graph() ||
-        model_.graph().node_size() == 0) {
-      fail("not an ONNX model (malformed, truncated, or without a graph)");
+    try {
+      model_ = onnx_front::read_model(path_);
+      opset_ = onnx_front::default_opset(model_, kOnnxOpsetOldest, kOnnxOpsetNewest);
+    } catch (const std::runtime_error& error) {
+      const std::string what = error.what();
+      fail(what.rfind("opset", 0) == 0
+               ? what + "; tpu infer --net MODEL.onnx runs opsets " +
+                     std::to_string(onnx_front::kGraphOpsetOldest) + " to " +
+                     std::to_string(onnx_front::kGraphOpsetNewest) + " as a graph"
+               : what);
     }
-    std::optional<std::int64_t> opset;
-    for (const onnx::OperatorSetIdProto& id : model_.opset_import()) {
-      if (id.domain().empty() || id.domain() == "ai.onnx") opset = id.version();
-    }
-    if (!opset || *opset < kOnnxOpsetOldest || *opset > kOnnxOpsetNewest) {
-      fail("opset " + (opset ? std::to_string(*opset) : std::string("none")) +
-           " of the default domain not supported (" + std::to_string(kOnnxOpsetOldest) + " to " +
-           std::to_string(kOnnxOpsetNewest) + ")");
-    }
-    opset_ = *opset;
   }
 
   Constant read_tensor(const onnx::TensorProto& tensor, const std::string& what) const {
-    Constant c;
-    c.type = tensor.data_type();
-    c.dims.assign(tensor.dims().begin(), tensor.dims().end());
-    std::size_t count = 1;
-    for (std::int64_t d : c.dims) {
-      if (d < 0) fail(what + ": a negative dimension");
-      count *= static_cast<std::size_t>(d);
+    try {
+      return onnx_front::read_tensor(tensor, std::filesystem::path(path_).parent_path(), what);
+    } catch (const std::runtime_error& error) {
+      fail(error.what());
     }
-    if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-      fail(what + ": weights in an external file not supported");
-    }
-    if (tensor.data_type() == onnx::TensorProto::FLOAT) {
-      c.floats = tensor.has_raw_data()
-                     ? raw_values<float>(tensor.raw_data())
-                     : std::vector<float>(tensor.float_data().begin(), tensor.float_data().end());
-    } else if (tensor.data_type() == onnx::TensorProto::BOOL) {  // Dropout's training_mode
-      c.is_float = false;
-      if (tensor.has_raw_data()) {
-        for (const char byte : tensor.raw_data()) c.ints.push_back(byte != 0);
-      } else {
-        c.ints.assign(tensor.int32_data().begin(), tensor.int32_data().end());
-      }
-    } else if (tensor.data_type() == onnx::TensorProto::INT8 ||
-               tensor.data_type() == onnx::TensorProto::UINT8) {  // quantised weights
-      c.is_float = false;
-      const bool is_signed = tensor.data_type() == onnx::TensorProto::INT8;
-      if (tensor.has_raw_data()) {
-        for (const char byte : tensor.raw_data()) {
-          c.ints.push_back(is_signed ? static_cast<std::int8_t>(byte)
-                                     : static_cast<std::uint8_t>(byte));
-        }
-      } else {
-        c.ints.assign(tensor.int32_data().begin(), tensor.int32_data().end());
-      }
-    } else if (tensor.data_type() == onnx::TensorProto::INT32) {  // quantised biases
-      c.is_float = false;
-      if (tensor.has_raw_data()) {
-        for (const std::int32_t v : raw_values<std::int32_t>(tensor.raw_data()))
-          c.ints.push_back(v);
-      } else {
-        c.ints.assign(tensor.int32_data().begin(), tensor.int32_data().end());
-      }
-    } else if (tensor.data_type() == onnx::TensorProto::INT64) {
-      c.is_float = false;
-      c.ints = tensor.has_raw_data() ? raw_values<std::int64_t>(tensor.raw_data())
-                                     : std::vector<std::int64_t>(tensor.int64_data().begin(),
-                                                                 tensor.int64_data().end());
-    } else {
-      fail(what + ": element type " + std::to_string(tensor.data_type()) +
-           " not supported (float32 weights, int8 or int32 quantised ones, int64 shapes, bool "
-           "flags)");
-    }
-    if (c.size() != count) {
-      fail(what + ": " + std::to_string(c.size()) + " values for shape " + dims_text(c.dims));
-    }
-    return c;
   }
 
   void read_constants() {
@@ -340,7 +263,7 @@ class Importer {
       refuse(node, "input " + std::to_string(input) + " missing");
     }
     const Constant& c = constants_.at(node.input(input));
-    if (!c.is_float) refuse(node, "input \"" + node.input(input) + "\" is not float32");
+    if (!c.is_float()) refuse(node, "input \"" + node.input(input) + "\" is not float32");
     return c;
   }
 
@@ -373,33 +296,33 @@ class Importer {
   void dequantize_constant(const onnx::NodeProto& node) {
     check_attributes(node, {"axis"});
     const Constant& x = constants_.at(node.input(0));
-    if (x.type != onnx::TensorProto::INT8 && x.type != onnx::TensorProto::INT32) {
+    if (x.dtype != graph::DType::Int8 && x.dtype != graph::DType::Int32) {
       refuse(node, "only int8 weights and int32 biases are supported");
     }
     const Constant& scale = constant(node, 1);
     std::vector<std::int64_t> zero(scale.size(), 0);
     if (node.input_size() > 2 && !node.input(2).empty()) {
       const Constant& z = constants_.at(node.input(2));
-      if (z.size() != scale.size() || z.is_float) refuse(node, "zero points of another shape");
+      if (z.size() != scale.size() || z.is_float()) refuse(node, "zero points of another shape");
       zero = z.ints;
     }
     if (std::any_of(zero.begin(), zero.end(), [](std::int64_t z) { return z != 0; })) {
       refuse(node, "weights with a zero point other than 0 (asymmetric) not supported");
     }
     std::int64_t axis = int_attribute(node, "axis", 1);
-    if (axis < 0) axis += static_cast<std::int64_t>(x.dims.size());
+    if (axis < 0) axis += static_cast<std::int64_t>(x.shape.size());
     const bool per_tensor = scale.size() == 1;
-    if (!per_tensor && (axis < 0 || axis >= static_cast<std::int64_t>(x.dims.size()) ||
-                        x.dims[axis] != static_cast<std::int64_t>(scale.size()))) {
+    if (!per_tensor && (axis < 0 || axis >= static_cast<std::int64_t>(x.shape.size()) ||
+                        x.shape[axis] != static_cast<std::int64_t>(scale.size()))) {
       refuse(node, "scales that do not match the axis");
     }
     std::size_t inner = 1;
-    for (std::size_t d = static_cast<std::size_t>(axis) + 1; !per_tensor && d < x.dims.size();
+    for (std::size_t d = static_cast<std::size_t>(axis) + 1; !per_tensor && d < x.shape.size();
          ++d) {
-      inner *= static_cast<std::size_t>(x.dims[d]);
+      inner *= static_cast<std::size_t>(x.shape[d]);
     }
     Constant values;
-    values.dims = x.dims;
+    values.shape = x.shape;
     values.floats.resize(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
       const float s = scale.floats[per_tensor ? 0 : (i / inner) % scale.size()];
@@ -421,7 +344,7 @@ class Importer {
     if (scale.size() != 1 || zero.size() != 1 || !(scale.floats[0] > 0)) {
       refuse(node, "only one positive scale and zero point per tensor are supported");
     }
-    if (zero.type != onnx::TensorProto::INT8) {
+    if (zero.dtype != graph::DType::Int8) {
       refuse(node, "only int8 activations are supported (quantise with int8 activations)");
     }
     return {scale.floats[0], static_cast<std::int32_t>(zero.ints[0])};
@@ -503,11 +426,11 @@ class Importer {
     const float beta = float_attribute(node, "beta", 1.0f);
     const Constant& b = constant(node, 1);
     const std::int64_t k = value_.features;
-    if (b.dims.size() != 2 || b.dims[trans_b ? 1 : 0] != k) {
-      refuse(node, "B of shape " + dims_text(b.dims) + " does not take " + std::to_string(k) +
+    if (b.shape.size() != 2 || b.shape[trans_b ? 1 : 0] != k) {
+      refuse(node, "B of shape " + graph::shape_text(b.shape) + " does not take " + std::to_string(k) +
                        " inputs" + (trans_b ? " (transB 1)" : ""));
     }
-    const auto n = static_cast<std::uint32_t>(b.dims[trans_b ? 0 : 1]);
+    const auto n = static_cast<std::uint32_t>(b.shape[trans_b ? 0 : 1]);
     note_weight_scales(node, node.input(1), trans_b ? 0 : 1, n);
     if (weight_scales_.count(net_.layers.size()) && (alpha != 1.0f || beta != 1.0f)) {
       refuse(node, "alpha and beta with quantised weights not supported");
@@ -531,11 +454,11 @@ class Importer {
     check_attributes(node, {});
     need_flat(node);
     const Constant& b = constant(node, 1);
-    if (b.dims.size() != 2 || b.dims[0] != value_.features) {
-      refuse(node, "B of shape " + dims_text(b.dims) + " does not take " +
+    if (b.shape.size() != 2 || b.shape[0] != value_.features) {
+      refuse(node, "B of shape " + graph::shape_text(b.shape) + " does not take " +
                        std::to_string(value_.features) + " inputs");
     }
-    const auto n = static_cast<std::uint32_t>(b.dims[1]);
+    const auto n = static_cast<std::uint32_t>(b.shape[1]);
     note_weight_scales(node, node.input(1), 1, n);
     dense(node, b.floats, n, std::vector<float>(n, 0.0f));
   }
@@ -543,7 +466,7 @@ class Importer {
   // A bias of n values, as ONNX broadcasts it onto [N, n] (dense) or [N, n, H, W] (conv).
   std::vector<float> bias_vector(const onnx::NodeProto& node, const Constant& c, std::uint32_t n,
                                  bool per_channel) const {
-    std::vector<std::int64_t> dims = c.dims;
+    std::vector<std::int64_t> dims = c.shape;
     // Leading 1s broadcast; for a conv the channel axis is followed by H and W of 1.
     while (!dims.empty() && dims.front() == 1 && dims.size() > (per_channel ? 3u : 1u)) {
       dims.erase(dims.begin());
@@ -553,7 +476,7 @@ class Importer {
       fits = dims.size() == 3 && dims[0] == n && dims[1] == 1 && dims[2] == 1;
     if (!fits && !per_channel) fits = dims.size() == 1 && dims[0] == n;
     if (!fits) {
-      refuse(node, "constant of shape " + dims_text(c.dims) + " is not a bias of " +
+      refuse(node, "constant of shape " + graph::shape_text(c.shape) + " is not a bias of " +
                        std::to_string(n) + (per_channel ? " channels" : " values"));
     }
     return c.size() == 1 ? std::vector<float>(n, c.floats[0]) : c.floats;
@@ -611,7 +534,7 @@ class Importer {
     }
     const std::vector<std::int64_t> dilations = ints_attribute(node, "dilations", {1, 1});
     if (dilations.size() != 2 || dilations[0] != 1 || dilations[1] != 1) {
-      refuse(node, "dilations " + dims_text(dilations) + " not supported");
+      refuse(node, "dilations " + graph::shape_text(dilations) + " not supported");
     }
     Window win;
     win.height = static_cast<std::uint32_t>(kernel_h);
@@ -637,14 +560,14 @@ class Importer {
       refuse(node, "group " + std::to_string(int_attribute(node, "group", 1)) + " not supported");
     }
     const Constant& w = constant(node, 1);
-    if (w.dims.size() != 4 || w.dims[1] != value_.channels || w.dims[0] < 1) {
-      refuse(node, "weights of shape " + dims_text(w.dims) + " do not take " +
+    if (w.shape.size() != 4 || w.shape[1] != value_.channels || w.shape[0] < 1) {
+      refuse(node, "weights of shape " + graph::shape_text(w.shape) + " do not take " +
                        std::to_string(value_.channels) + " channels (M x C x kH x kW)");
     }
     Layer layer;
     layer.kind = LayerKind::Conv2d;
-    layer.window = window(node, w.dims[2], w.dims[3]);
-    layer.units = static_cast<std::uint32_t>(w.dims[0]);
+    layer.window = window(node, w.shape[2], w.shape[3]);
+    layer.units = static_cast<std::uint32_t>(w.shape[0]);
     note_weight_scales(node, node.input(1), 0, layer.units);
     const std::uint32_t c = value_.channels, kh = layer.window.height, kw = layer.window.width;
     layer.weight_rows = kh * kw * c;
@@ -780,7 +703,7 @@ class Importer {
     } else {
       check_attributes(node, {"allowzero"});
       if (node.input_size() < 2 || !constants_.count(node.input(1)) ||
-          constants_.at(node.input(1)).is_float) {
+          constants_.at(node.input(1)).is_float()) {
         refuse(node, "the shape must be an int64 constant");
       }
       const std::vector<std::int64_t>& to = constants_.at(node.input(1)).ints;
@@ -822,7 +745,7 @@ class Importer {
       check_attributes(node, {"ratio", "seed", "is_test"});
       if (node.input_size() > 2 && !node.input(2).empty()) {
         const Constant& mode = constants_.at(node.input(2));
-        if (mode.size() != 1 || (mode.is_float ? mode.floats[0] != 0 : mode.ints[0] != 0)) {
+        if (mode.size() != 1 || (mode.is_float() ? mode.floats[0] != 0 : mode.ints[0] != 0)) {
           refuse(node, "training_mode must be false");
         }
       }

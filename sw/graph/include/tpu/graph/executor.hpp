@@ -1,0 +1,45 @@
+// Runs a graph (tpu/graph/graph.hpp) on a batch of inputs. Matrix products (MatMul, Gemm and
+// Conv, the last as im2col rows per group) run on an accelerator backend, bf16 operands and fp32
+// sums as the contract has them (docs/numerics.md), or in host fp32 without one; every other
+// operator is a host step in fp32 (or int64 for shape arithmetic), as ONNX defines it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tpu/backend.hpp"
+#include "tpu/graph/graph.hpp"
+
+namespace tpu::graph {
+
+// The operators `run` takes, by name.
+const std::vector<std::string>& supported_operators();
+
+// One line naming the first node `run` would refuse (an operator it does not take, or an
+// attribute value it does not), empty when there is none. Checks what can be checked before
+// the inputs' shapes are known.
+std::string check_supported(const Graph& graph);
+
+// Evaluates every node whose inputs are all constants once, into the graph's constants, and
+// removes it (the weights' and the exporters' shape arithmetic); returns how many it folded.
+std::size_t fold_constants(Graph& graph);
+
+// Per operator of one run: where it ran and the multiply-accumulates it took.
+struct OpRun {
+  std::string node;  // its label
+  std::string op;
+  bool on_accelerator = false;
+  std::uint64_t macs = 0;      // products of two operands (matrix products, convolutions)
+  std::uint64_t products = 0;  // GEMMs sent to the accelerator
+};
+
+// Runs the graph on `inputs` (in the order of graph.inputs, each of its type, its shape with
+// any dimension the file leaves open): returns the outputs in the order of graph.outputs.
+// `accelerator` null runs everything on the host. Throws std::invalid_argument for inputs of
+// the wrong number, type or shape, std::runtime_error (one line naming the node) for a node
+// that cannot run on what it gets.
+std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs,
+                        Backend* accelerator, std::vector<OpRun>* runs = nullptr);
+
+}  // namespace tpu::graph

@@ -1,0 +1,302 @@
+// Elementwise operators: functions of one tensor, NumPy-broadcast functions of several,
+// comparisons and selection, casts.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops.hpp"
+
+namespace tpu::graph::ops {
+namespace {
+
+Kernel unary(float (*fn)(float)) {
+  return [fn](Context&, const Node& node, const Inputs& in) {
+    Tensor y = need_float(node, in, 0);
+    for (float& v : y.floats) v = fn(v);
+    return std::vector<Tensor>{std::move(y)};
+  };
+}
+
+// A function of one float with the node's attributes read once.
+template <typename MakeFn>
+Kernel unary_with(MakeFn make) {
+  return [make](Context&, const Node& node, const Inputs& in) {
+    Tensor y = need_float(node, in, 0);
+    const auto fn = make(node);
+    for (float& v : y.floats) v = fn(v);
+    return std::vector<Tensor>{std::move(y)};
+  };
+}
+
+// Broadcast function of all inputs, float or integer (both the same type).
+template <typename FloatFn, typename IntFn>
+Kernel nary(FloatFn ffn, IntFn ifn, bool variadic) {
+  return [ffn, ifn, variadic](Context&, const Node& node, const Inputs& in) {
+    const std::size_t count = variadic ? in.size() : 2;
+    std::vector<Shape> shapes;
+    for (std::size_t i = 0; i < count; ++i) shapes.push_back(need(node, in, i).shape);
+    const DType type = in[0]->dtype;
+    for (std::size_t i = 1; i < count; ++i) {
+      if (in[i]->dtype != type) {
+        fail(node, std::string("inputs of two types, ") + dtype_name(type) + " and " +
+                       dtype_name(in[i]->dtype));
+      }
+    }
+    const Shape out = broadcast_shapes(node, shapes);
+    Tensor y(type, out);
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::vector<std::size_t> at = broadcast_offsets(in[i]->shape, out);
+      if (type == DType::Float32) {
+        const std::vector<float>& x = in[i]->floats;
+        if (i == 0) {
+          for (std::size_t e = 0; e < at.size(); ++e) y.floats[e] = x[at[e]];
+        } else {
+          for (std::size_t e = 0; e < at.size(); ++e) y.floats[e] = ffn(y.floats[e], x[at[e]]);
+        }
+      } else {
+        const std::vector<std::int64_t>& x = in[i]->ints;
+        if (i == 0) {
+          for (std::size_t e = 0; e < at.size(); ++e) y.ints[e] = x[at[e]];
+        } else {
+          for (std::size_t e = 0; e < at.size(); ++e) {
+            y.ints[e] = ifn(node, y.ints[e], x[at[e]]);
+          }
+        }
+      }
+    }
+    return std::vector<Tensor>{std::move(y)};
+  };
+}
+
+template <typename FloatFn>
+Kernel binary(FloatFn ffn) {
+  return nary(ffn, [](const Node& node, std::int64_t, std::int64_t) -> std::int64_t {
+    fail(node, "integer inputs not supported");
+  }, false);
+}
+
+template <typename FloatFn, typename IntFn>
+Kernel binary(FloatFn ffn, IntFn ifn) {
+  return nary(ffn, [ifn](const Node&, std::int64_t a, std::int64_t b) { return ifn(a, b); },
+              false);
+}
+
+// Comparisons and logic: a bool result from two broadcast inputs, compared as doubles.
+template <typename Compare>
+Kernel compare(Compare cmp) {
+  return [cmp](Context&, const Node& node, const Inputs& in) {
+    const Tensor& a = need(node, in, 0);
+    const Tensor& b = need(node, in, 1);
+    const Shape out = broadcast_shapes(node, {a.shape, b.shape});
+    const std::vector<std::size_t> at = broadcast_offsets(a.shape, out);
+    const std::vector<std::size_t> bt = broadcast_offsets(b.shape, out);
+    Tensor y(DType::Bool, out);
+    for (std::size_t e = 0; e < at.size(); ++e) y.ints[e] = cmp(a.value(at[e]), b.value(bt[e]));
+    return std::vector<Tensor>{std::move(y)};
+  };
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// ONNX's TensorProto element types that Cast takes.
+DType cast_target(const Node& node) {
+  switch (node.int_attr("to", 0)) {
+    case 1: return DType::Float32;
+    case 2: return DType::UInt8;
+    case 3: return DType::Int8;
+    case 6: return DType::Int32;
+    case 7: return DType::Int64;
+    case 9: return DType::Bool;
+    default:
+      fail(node, "cast to element type " + std::to_string(node.int_attr("to", 0)) +
+                     " not supported (float32, int64, int32, int8, uint8, bool)");
+  }
+}
+
+std::vector<Tensor> cast(Context&, const Node& node, const Inputs& in) {
+  const Tensor& x = need(node, in, 0);
+  const DType to = cast_target(node);
+  Tensor y(to, x.shape);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (to == DType::Float32) {
+      y.floats[i] = static_cast<float>(x.value(i));
+    } else if (to == DType::Bool) {
+      y.ints[i] = x.value(i) != 0;
+    } else {
+      const double v = x.value(i);
+      if (std::isnan(v)) fail(node, "cast of NaN to an integer");
+      std::int64_t q = x.is_float() ? static_cast<std::int64_t>(std::trunc(v)) : x.ints[i];
+      // ONNX casts between integer types wrap (two's complement), as C++ conversions do.
+      if (to == DType::Int32) q = static_cast<std::int32_t>(static_cast<std::uint32_t>(q));
+      if (to == DType::Int8) q = static_cast<std::int8_t>(static_cast<std::uint8_t>(q));
+      if (to == DType::UInt8) q = static_cast<std::uint8_t>(q);
+      y.ints[i] = q;
+    }
+  }
+  return {y};
+}
+
+std::vector<Tensor> where(Context&, const Node& node, const Inputs& in) {
+  const Tensor& c = need(node, in, 0);
+  const Tensor& a = need(node, in, 1);
+  const Tensor& b = need(node, in, 2);
+  if (a.dtype != b.dtype) fail(node, "the two choices are of different types");
+  const Shape out = broadcast_shapes(node, {c.shape, a.shape, b.shape});
+  const std::vector<std::size_t> ct = broadcast_offsets(c.shape, out);
+  const std::vector<std::size_t> at = broadcast_offsets(a.shape, out);
+  const std::vector<std::size_t> bt = broadcast_offsets(b.shape, out);
+  Tensor y(a.dtype, out);
+  for (std::size_t e = 0; e < ct.size(); ++e) {
+    const bool pick_a = c.value(ct[e]) != 0;
+    if (y.is_float()) {
+      y.floats[e] = pick_a ? a.floats[at[e]] : b.floats[bt[e]];
+    } else {
+      y.ints[e] = pick_a ? a.ints[at[e]] : b.ints[bt[e]];
+    }
+  }
+  return {y};
+}
+
+// Clip: bounds as attributes before opset 11, as optional inputs from it on.
+std::vector<Tensor> clip(Context& context, const Node& node, const Inputs& in) {
+  Tensor y = need_float(node, in, 0);
+  float low = -std::numeric_limits<float>::infinity();
+  float high = std::numeric_limits<float>::infinity();
+  if (context.opset < 11) {
+    low = node.float_attr("min", low);
+    high = node.float_attr("max", high);
+  } else {
+    if (in.size() > 1 && in[1]) low = static_cast<float>(need(node, in, 1).value(0));
+    if (in.size() > 2 && in[2]) high = static_cast<float>(need(node, in, 2).value(0));
+  }
+  for (float& v : y.floats) v = std::min(std::max(v, low), high);
+  return {y};
+}
+
+std::vector<Tensor> prelu(Context&, const Node& node, const Inputs& in) {
+  const Tensor& x = need_float(node, in, 0);
+  const Tensor& slope = need_float(node, in, 1);
+  const Shape out = broadcast_shapes(node, {x.shape, slope.shape});
+  if (out != x.shape) fail(node, "a slope of shape " + shape_text(slope.shape) + " for " +
+                                     shape_text(x.shape));
+  const std::vector<std::size_t> st = broadcast_offsets(slope.shape, out);
+  Tensor y = x;
+  for (std::size_t e = 0; e < st.size(); ++e) {
+    if (y.floats[e] < 0) y.floats[e] *= slope.floats[st[e]];
+  }
+  return {y};
+}
+
+std::vector<Tensor> pass_through(Context&, const Node& node, const Inputs& in) {
+  std::vector<Tensor> out{need(node, in, 0)};
+  if (node.op == "Dropout" && node.outputs.size() > 1) {  // the mask: everything kept
+    Tensor mask(DType::Bool, out[0].shape);
+    std::fill(mask.ints.begin(), mask.ints.end(), 1);
+    out.push_back(std::move(mask));
+  }
+  return out;
+}
+
+// Mod: the remainder with the divisor's sign (fmod 0, integers only), or C's fmod (fmod 1).
+std::vector<Tensor> mod(Context& context, const Node& node, const Inputs& in) {
+  const bool c_fmod = node.int_attr("fmod", 0) != 0;
+  if (!c_fmod && need(node, in, 0).is_float()) fail(node, "fmod 0 on float inputs");
+  const auto ints = [c_fmod](const Node& n, std::int64_t a, std::int64_t b) -> std::int64_t {
+    if (b == 0) fail(n, "integer modulo by zero");
+    const std::int64_t r = a % b;
+    return !c_fmod && r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+  };
+  return nary([](float a, float b) { return std::fmod(a, b); }, ints, false)(context, node, in);
+}
+
+std::vector<Tensor> logical_not(Context&, const Node& node, const Inputs& in) {
+  Tensor y = need(node, in, 0);
+  if (y.dtype != DType::Bool) fail(node, "input not bool");
+  for (std::int64_t& v : y.ints) v = !v;
+  return {y};
+}
+
+}  // namespace
+
+void add_elementwise(Table& t) {
+  t["Relu"] = unary([](float x) { return x < 0 ? 0.0f : x; });
+  t["Sigmoid"] = unary(sigmoid);
+  t["Tanh"] = unary([](float x) { return std::tanh(x); });
+  t["Exp"] = unary([](float x) { return std::exp(x); });
+  t["Log"] = unary([](float x) { return std::log(x); });
+  t["Sqrt"] = unary([](float x) { return std::sqrt(x); });
+  t["Reciprocal"] = unary([](float x) { return 1.0f / x; });
+  t["Neg"] = unary([](float x) { return -x; });
+  t["Abs"] = unary([](float x) { return std::fabs(x); });
+  t["Erf"] = unary([](float x) { return std::erf(x); });
+  t["Floor"] = unary([](float x) { return std::floor(x); });
+  t["Ceil"] = unary([](float x) { return std::ceil(x); });
+  t["Softplus"] = unary([](float x) { return std::log1p(std::exp(x)); });
+  t["LeakyRelu"] = unary_with([](const Node& n) {
+    const float alpha = n.float_attr("alpha", 0.01f);
+    return [alpha](float x) { return x < 0 ? alpha * x : x; };
+  });
+  t["Elu"] = unary_with([](const Node& n) {
+    const float alpha = n.float_attr("alpha", 1.0f);
+    return [alpha](float x) { return x < 0 ? alpha * (std::exp(x) - 1.0f) : x; };
+  });
+  t["HardSigmoid"] = unary_with([](const Node& n) {
+    const float alpha = n.float_attr("alpha", 0.2f), beta = n.float_attr("beta", 0.5f);
+    return [alpha, beta](float x) { return std::max(0.0f, std::min(1.0f, alpha * x + beta)); };
+  });
+  t["HardSwish"] = unary([](float x) {
+    return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f));
+  });
+  t["Gelu"] = unary_with([](const Node& n) {
+    const std::string approximate = n.string_attr("approximate", "none");
+    if (approximate != "none" && approximate != "tanh") {
+      fail(n, "approximate \"" + approximate + "\" is neither none nor tanh");
+    }
+    const bool tanh_form = approximate == "tanh";
+    return [tanh_form](float x) {
+      if (tanh_form) {
+        const float inner = 0.7978845608f * (x + 0.044715f * x * x * x);
+        return 0.5f * x * (1.0f + std::tanh(inner));
+      }
+      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118f));
+    };
+  });
+  t["Clip"] = clip;
+  t["PRelu"] = prelu;
+  t["Add"] = binary([](float a, float b) { return a + b; },
+                    [](std::int64_t a, std::int64_t b) { return a + b; });
+  t["Sub"] = binary([](float a, float b) { return a - b; },
+                    [](std::int64_t a, std::int64_t b) { return a - b; });
+  t["Mul"] = binary([](float a, float b) { return a * b; },
+                    [](std::int64_t a, std::int64_t b) { return a * b; });
+  t["Div"] = nary([](float a, float b) { return a / b; },
+                  [](const Node& node, std::int64_t a, std::int64_t b) {
+                    if (b == 0) fail(node, "integer division by zero");
+                    return a / b;  // ONNX's integer Div truncates, as C++ does
+                  },
+                  false);
+  t["Mod"] = mod;
+  t["Pow"] = binary([](float a, float b) { return std::pow(a, b); });
+  const auto fmax = [](float a, float b) { return std::isnan(a) || a > b ? a : b; };
+  const auto fmin = [](float a, float b) { return std::isnan(a) || a < b ? a : b; };
+  const auto imax = [](const Node&, std::int64_t a, std::int64_t b) { return std::max(a, b); };
+  const auto imin = [](const Node&, std::int64_t a, std::int64_t b) { return std::min(a, b); };
+  const auto iadd = [](const Node&, std::int64_t a, std::int64_t b) { return a + b; };
+  t["Max"] = nary(fmax, imax, true);
+  t["Min"] = nary(fmin, imin, true);
+  t["Sum"] = nary([](float a, float b) { return a + b; }, iadd, true);
+  t["Equal"] = compare([](double a, double b) { return a == b; });
+  t["Less"] = compare([](double a, double b) { return a < b; });
+  t["LessOrEqual"] = compare([](double a, double b) { return a <= b; });
+  t["Greater"] = compare([](double a, double b) { return a > b; });
+  t["GreaterOrEqual"] = compare([](double a, double b) { return a >= b; });
+  t["And"] = compare([](double a, double b) { return a != 0 && b != 0; });
+  t["Or"] = compare([](double a, double b) { return a != 0 || b != 0; });
+  t["Not"] = logical_not;
+  t["Where"] = where;
+  t["Cast"] = cast;
+  t["Identity"] = pass_through;
+  t["Dropout"] = pass_through;
+}
+
+}  // namespace tpu::graph::ops

@@ -1,0 +1,162 @@
+// tpu infer MODEL.onnx: an ONNX model loaded as a graph (tpu/onnx/load_graph.hpp) and run by
+// the graph executor, its matrix products on the chosen backend.
+#include <filesystem>
+#include <map>
+
+#include "common.hpp"
+#include "net.hpp"
+#include "tpu/graph/executor.hpp"
+#include "tpu/npy.hpp"
+#include "tpu/onnx/load_graph.hpp"
+
+namespace tpu::tool {
+namespace {
+
+graph::Graph load_model(const std::string& path) {
+  try {
+    return onnx_front::load_graph(path);
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+}
+
+graph::Tensor read_input(const std::string& path) {
+  try {
+    npy::Array file = npy::read(path, npy::Dims::Any);
+    return graph::Tensor::of_floats(graph::Shape(file.shape.begin(), file.shape.end()),
+                                    std::move(file.data));
+  } catch (const std::runtime_error& error) {
+    throw BadInput(error.what());
+  }
+}
+
+// Rows [first, first + count) of a tensor, along its first dimension.
+graph::Tensor rows_of(const graph::Tensor& t, std::size_t first, std::size_t count) {
+  graph::Shape shape = t.shape;
+  const std::size_t per = t.size() / static_cast<std::size_t>(shape[0]);
+  shape[0] = static_cast<std::int64_t>(count);
+  const auto begin = t.floats.begin() + static_cast<std::ptrdiff_t>(first * per);
+  return graph::Tensor::of_floats(shape, {begin, begin + static_cast<std::ptrdiff_t>(count * per)});
+}
+
+}  // namespace
+
+int run_infer_graph(const InferOptions& options) {
+  const graph::Graph model = load_model(options.net_path);
+  if (options.in_paths.size() != model.inputs.size() ||
+      options.out_paths.size() != model.outputs.size()) {
+    throw BadInput(fmt::format("{}: the model takes {} input(s) and gives {} output(s): {} --in "
+                               "and {} --out given",
+                               options.net_path, model.inputs.size(), model.outputs.size(),
+                               options.in_paths.size(), options.out_paths.size()));
+  }
+  for (const graph::ValueInfo& input : model.inputs) {
+    if (input.dtype != graph::DType::Float32) {
+      throw BadInput(fmt::format("{}: input \"{}\" is {}: float32 inputs only", options.net_path,
+                                 input.name, graph::dtype_name(input.dtype)));
+    }
+  }
+  for (const std::string& path : options.out_paths) check_output_path(path);
+  std::vector<graph::Tensor> inputs;
+  for (std::size_t i = 0; i < options.in_paths.size(); ++i) {
+    inputs.push_back(read_input(options.in_paths[i]));
+    const graph::ValueInfo& info = model.inputs[i];
+    const graph::Shape& shape = inputs.back().shape;
+    bool fits = shape.size() == info.shape.size();
+    for (std::size_t d = 0; fits && d < shape.size(); ++d) {
+      fits = info.shape[d] < 0 || info.shape[d] == shape[d];
+    }
+    if (!fits) {
+      throw BadInput(fmt::format("{}: shape {} where input \"{}\" takes {}", options.in_paths[i],
+                                 graph::shape_text(shape), info.name,
+                                 graph::shape_text(info.shape)));
+    }
+  }
+  // Runs of --batch inputs where every input's first dimension is the batch, left open by the
+  // model; one run otherwise.
+  bool batched = true;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    batched = batched && !model.inputs[i].shape.empty() && model.inputs[i].shape[0] < 0 &&
+              inputs[i].shape[0] == inputs[0].shape[0];
+  }
+  const std::size_t n = batched ? static_cast<std::size_t>(inputs[0].shape[0]) : 1;
+  const std::size_t step = batched ? options.batch : 1;
+  std::unique_ptr<Backend> backend = network_backend(options.backend, options.array);
+  std::vector<std::vector<graph::Tensor>> parts(model.outputs.size());
+  std::vector<graph::OpRun> runs;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t done = 0; done < n; done += step) {
+    std::vector<graph::Tensor> batch;
+    for (const graph::Tensor& input : inputs) {
+      batch.push_back(batched ? rows_of(input, done, std::min(step, n - done)) : input);
+    }
+    std::vector<graph::Tensor> outputs;
+    try {
+      outputs = graph::run(model, batch, backend.get(), &runs);
+    } catch (const std::runtime_error& error) {
+      throw BadInput(fmt::format("{}: {}", options.net_path, error.what()));
+    }
+    for (std::size_t o = 0; o < outputs.size(); ++o) parts[o].push_back(std::move(outputs[o]));
+  }
+  std::vector<npy::Array> files;
+  for (std::size_t o = 0; o < parts.size(); ++o) {
+    npy::Array file;
+    for (graph::Tensor& part : parts[o]) {
+      if (!part.is_float() || part.rank() == 0) {
+        throw BadInput(fmt::format("{}: output \"{}\" is {} {}: float32 tensors of rank 1 or more "
+                                   "only", options.net_path, model.outputs[o].name,
+                                   graph::dtype_name(part.dtype), graph::shape_text(part.shape)));
+      }
+      if (file.shape.empty()) {
+        file.shape.assign(part.shape.begin(), part.shape.end());
+      } else {
+        file.shape[0] += static_cast<std::size_t>(part.shape[0]);
+      }
+      file.data.insert(file.data.end(), part.floats.begin(), part.floats.end());
+    }
+    files.push_back(std::move(file));
+  }
+  for (std::size_t o = 0; o < files.size(); ++o) {
+    npy::write(options.out_paths[o], files[o], npy::Dims::Any);
+  }
+  const std::size_t run_count = (n + step - 1) / step;
+  fmt::print("{}: {} on {} ({:.1f} s)\n", options.net_path,
+             batched ? fmt::format("{} inputs in {} run{}", n, run_count, run_count == 1 ? "" : "s")
+                     : std::string("one run"),
+             options.backend == kBackendHost ? "host"
+                                             : options.backend + " (" + options.array + " core)",
+             seconds_since(start));
+  for (std::size_t o = 0; o < files.size(); ++o) {
+    fmt::print("  {} -> {} [{}]\n", model.outputs[o].name, options.out_paths[o],
+               fmt::join(files[o].shape, ", "));
+  }
+  if (options.stats) {
+    // Per operator type: nodes run, where, multiply-accumulates.
+    struct Row {
+      std::uint64_t nodes = 0, macs = 0, products = 0;
+      bool accelerator = false;
+    };
+    std::map<std::string, Row> rows;
+    std::uint64_t macs = 0, host_steps = 0;
+    for (const graph::OpRun& r : runs) {
+      Row& row = rows[r.op];
+      ++row.nodes;
+      row.macs += r.macs;
+      row.products += r.products;
+      row.accelerator = row.accelerator || r.on_accelerator;
+      macs += r.macs;
+      host_steps += r.on_accelerator ? 0 : 1;
+    }
+    fmt::print("{:<20} {:>8} {:>10} {:>14} {:>10}\n", "operator", "nodes", "where", "MACs",
+               "products");
+    for (const auto& [op, row] : rows) {
+      fmt::print("{:<20} {:>8} {:>10} {:>14} {:>10}\n", op, row.nodes,
+                 row.accelerator ? "core" : "host", row.macs, row.products);
+    }
+    fmt::print("total: {} nodes run, {} host steps, {} MACs ({} per input)\n", runs.size(),
+               host_steps, macs, n ? macs / n : 0);
+  }
+  return 0;
+}
+
+}  // namespace tpu::tool

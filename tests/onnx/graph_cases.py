@@ -1,0 +1,518 @@
+#!/usr/bin/env python3
+"""ONNX models as graphs (`tpu infer --net MODEL.onnx`, docs/graph.md), against onnxruntime.
+
+Each case builds a model with the onnx library, written as today's exporters write them: DAGs
+(residual adds, attention), opsets 9 to the newest the pinned onnx defines, inputs of any rank,
+several inputs and outputs, weights in external data files, the shape arithmetic of
+`x.view(N, -1)`. It runs the model with `tpu infer` on random inputs twice:
+  - on --backend host (every operator in fp32): every output within 2^-12 of the largest output
+    magnitude of onnxruntime's, so that each operator's semantics are checked closely;
+  - on the chosen backend (matrix products in bf16 x bf16 with fp32 sums): within 2^-5 of it,
+    and the same argmax wherever onnxruntime's top two are further apart than that.
+The refusal cases expect exit status 2, one line naming the problem, and no output file.
+
+Usage:
+  graph_cases.py --list                                      the cases, one per line
+  graph_cases.py --case NAME --tpu PATH --work DIR [--backend model|rtl]
+  graph_cases.py --rtl-matches-model CASE ... --tpu PATH --work DIR
+      the cases' models on 4 inputs on --backend rtl and model: the outputs must be the same bits
+"""
+import argparse
+import subprocess
+
+from graph_checks import add_arguments, compare, fail, infer, rtl_matches_model
+
+BATCH = 6
+HOST_TOLERANCE = 2.0 ** -12
+TOLERANCE = 2.0 ** -5
+
+
+class Model:
+    """Nodes, constants, inputs and outputs of one model; names are made up as they go."""
+
+    def __init__(self, opset, seed=1):
+        import numpy as np
+        from onnx import TensorProto, helper, numpy_helper
+        self.np, self.helper, self.TensorProto, self.numpy_helper = np, helper, TensorProto, numpy_helper
+        self.rng = np.random.default_rng(seed)
+        self.opset = opset
+        self.nodes, self.initializers, self.inputs, self.outputs = [], [], [], []
+        self.feeds = {}
+        self.count = 0
+
+    def name(self, stem):
+        self.count += 1
+        return f"{stem}{self.count}"
+
+    def input(self, shape, batch=BATCH):
+        """A float32 input, its first dimension the batch (left open in the file)."""
+        name = self.name("x")
+        self.inputs.append(self.helper.make_tensor_value_info(
+            name, self.TensorProto.FLOAT, ["N"] + list(shape)))
+        self.feeds[name] = self.rng.uniform(-1, 1, [batch] + list(shape)).astype(self.np.float32)
+        return name
+
+    def const(self, array, stem="c"):
+        name = self.name(stem)
+        self.initializers.append(self.numpy_helper.from_array(self.np.asarray(array), name))
+        return name
+
+    def ints(self, values):
+        return self.const(self.np.array(values, dtype=self.np.int64), "i")
+
+    def weights(self, *shape, fan_in):
+        return self.const((self.rng.uniform(-1, 1, shape) * (3.0 / fan_in) ** 0.5)
+                          .astype(self.np.float32), "w")
+
+    def op(self, op, *inputs, outputs=1, **attributes):
+        names = [self.name(op.lower()) for _ in range(outputs)]
+        self.nodes.append(self.helper.make_node(op, list(inputs), names, name=self.name(op),
+                                                **attributes))
+        return names[0] if outputs == 1 else names
+
+    def output(self, name):
+        self.outputs.append(self.helper.make_tensor_value_info(name, self.TensorProto.FLOAT, None))
+
+    def proto(self):
+        graph = self.helper.make_graph(self.nodes, "case", self.inputs, self.outputs,
+                                       self.initializers)
+        model = self.helper.make_model(
+            graph, opset_imports=[self.helper.make_opsetid("", self.opset)],
+            producer_name="graph_cases")
+        model.ir_version = 8
+        return model
+
+    # Pieces as exporters write them.
+    def linear(self, x, k, n, gemm=False):
+        if gemm:
+            return self.op("Gemm", x, self.weights(n, k, fan_in=k), self.weights(n, fan_in=4),
+                           transB=1)
+        return self.op("Add", self.op("MatMul", x, self.weights(k, n, fan_in=k)),
+                       self.weights(n, fan_in=4))
+
+    def conv(self, x, c, m, k, group=1, **attributes):
+        return self.op("Conv", x, self.weights(m, c // group, k, k, fan_in=c // group * k * k),
+                       self.weights(m, fan_in=4), group=group, **attributes)
+
+    def batch_norm(self, x, channels):
+        np = self.np
+        params = [self.rng.uniform(0.5, 1.5, channels), self.rng.uniform(-0.2, 0.2, channels),
+                  self.rng.uniform(-0.2, 0.2, channels), self.rng.uniform(0.5, 2.0, channels)]
+        return self.op("BatchNormalization", x,
+                       *[self.const(p.astype(np.float32), "bn") for p in params], epsilon=1e-5)
+
+    def view_flat(self, x):
+        """x.view(x.size(0), -1) as PyTorch's exporter writes it: Shape, Gather, Unsqueeze,
+        Concat, Reshape."""
+        batch = self.op("Gather", self.op("Shape", x), self.const(self.np.int64(0), "i"), axis=0)
+        if self.opset >= 13:
+            batch = self.op("Unsqueeze", batch, self.ints([0]))
+        else:
+            batch = self.op("Unsqueeze", batch, axes=[0])
+        shape = self.op("Concat", batch, self.ints([-1]), axis=0)
+        return self.op("Reshape", x, shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases that run
+# ---------------------------------------------------------------------------------------------
+def case_mlp_opset20():
+    # PyTorch's default exporter today: opset 20, a 784-256-10 MLP after x.view(N, -1).
+    m = Model(20)
+    x = m.view_flat(m.input([1, 28, 28]))
+    h = m.op("Relu", m.linear(x, 784, 256, gemm=True))
+    m.output(m.linear(h, 256, 10, gemm=True))
+    return m
+
+
+def case_mlp_external_data():
+    # The dynamo exporter's weights in an external data file beside the model.
+    m = Model(18)
+    h = m.op("Relu", m.linear(m.input([64]), 64, 96))
+    m.output(m.linear(h, 96, 10))
+    return m
+
+
+def case_residual_cnn():
+    # ResNet's basic block: conv, batch norm (not folded), relu, conv, the skip added, relu;
+    # a strided 1x1 projection; global average pooling and a classifier.
+    m = Model(17)
+    x = m.op("Relu", m.batch_norm(m.conv(m.input([3, 16, 16]), 3, 8, 3, pads=[1, 1, 1, 1]), 8))
+    x = m.op("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    y = m.op("Relu", m.batch_norm(m.conv(x, 8, 8, 3, pads=[1, 1, 1, 1]), 8))
+    y = m.batch_norm(m.conv(y, 8, 8, 3, pads=[1, 1, 1, 1]), 8)
+    x = m.op("Relu", m.op("Add", x, y))
+    down = m.batch_norm(m.conv(x, 8, 16, 1, strides=[2, 2]), 16)
+    y = m.op("Relu", m.conv(x, 8, 16, 3, strides=[2, 2], pads=[1, 1, 1, 1]))
+    x = m.op("Relu", m.op("Add", down, m.conv(y, 16, 16, 3, pads=[1, 1, 1, 1])))
+    x = m.op("Flatten", m.op("GlobalAveragePool", x))
+    m.output(m.linear(x, 16, 10, gemm=True))
+    return m
+
+
+def case_mobilenet_block():
+    # MobileNet v2's inverted residual: 1x1 expansion, depthwise 3x3 (group = channels), Clip to
+    # [0, 6] from inputs, 1x1 projection, the skip; a dilated strided depthwise conv, HardSwish.
+    m = Model(17)
+    lo, hi = m.const(m.np.float32(0.0), "lo"), m.const(m.np.float32(6.0), "hi")
+    x = m.input([8, 12, 12])
+    y = m.op("Clip", m.batch_norm(m.conv(x, 8, 32, 1), 32), lo, hi)
+    y = m.op("Clip", m.batch_norm(m.conv(y, 32, 32, 3, group=32, pads=[1, 1, 1, 1]), 32), lo, hi)
+    x = m.op("Add", x, m.batch_norm(m.conv(y, 32, 8, 1), 8))
+    x = m.op("HardSwish", m.conv(x, 8, 16, 3, group=8, strides=[2, 2], dilations=[2, 2],
+                                 pads=[2, 2, 1, 1]))
+    x = m.op("AveragePool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+             ceil_mode=1, count_include_pad=1)
+    m.output(m.linear(m.op("Flatten", x), 16 * 4 * 4, 10, gemm=True))
+    return m
+
+
+def attention_block(m, x, tokens, width, heads):
+    """A transformer encoder layer as PyTorch exports it (post-norm, GELU): the products of two
+    activations Q K^T and scores V, heads by Reshape and Transpose."""
+    np = m.np
+    head = width // heads
+    qkv = m.op("Add", m.op("MatMul", x, m.weights(width, 3 * width, fan_in=width)),
+               m.weights(3 * width, fan_in=4))
+    q, k, v = m.op("Split", qkv, m.ints([width] * 3), axis=-1, outputs=3)
+    split_heads = m.ints([0, tokens, heads, head])
+    q, k, v = (m.op("Transpose", m.op("Reshape", t, split_heads), perm=[0, 2, 1, 3])
+               for t in (q, k, v))
+    scores = m.op("Div", m.op("MatMul", q, m.op("Transpose", k, perm=[0, 1, 3, 2])),
+                  m.const(np.float32(np.sqrt(head)), "scale"))
+    attended = m.op("MatMul", m.op("Softmax", scores, axis=-1), v)
+    merged = m.op("Reshape", m.op("Transpose", attended, perm=[0, 2, 1, 3]),
+                  m.ints([0, tokens, width]))
+    x = m.op("Add", x, m.linear(merged, width, width))
+    x = m.op("LayerNormalization", x, m.const(np.ones(width, np.float32) * 1.1, "g"),
+             m.const(np.full(width, 0.05, np.float32), "b"), axis=-1, epsilon=1e-5)
+    hidden = m.op("Gelu", m.linear(x, width, 2 * width))
+    x = m.op("Add", x, m.linear(hidden, 2 * width, width))
+    return m.op("LayerNormalization", x, m.const(np.ones(width, np.float32), "g"),
+                m.const(np.zeros(width, np.float32), "b"), axis=-1, epsilon=1e-5)
+
+
+def case_transformer_encoder():
+    # Two encoder layers on a rank-3 input (16 tokens of 32), mean over the tokens, a classifier;
+    # two outputs: the logits and the pooled features.
+    m = Model(20)
+    x = m.input([16, 32])
+    x = attention_block(m, attention_block(m, x, 16, 32, 4), 16, 32, 4)
+    pooled = m.op("ReduceMean", x, m.ints([1]), keepdims=0)
+    m.output(m.linear(pooled, 32, 10, gemm=True))
+    m.output(pooled)
+    return m
+
+
+def case_layernorm_decomposed():
+    # Layer normalisation as exporters decompose it (ReduceMean with axes as an input, opset
+    # 18), on the sum of two inputs, then a product.
+    m = Model(18)
+    x = m.op("Add", m.input([5, 12]), m.input([5, 12]))
+    centred = m.op("Sub", x, m.op("ReduceMean", x, m.ints([-1])))
+    var = m.op("ReduceMean", m.op("Pow", centred, m.const(m.np.float32(2.0), "two")), m.ints([-1]))
+    x = m.op("Div", centred, m.op("Sqrt", m.op("Add", var, m.const(m.np.float32(1e-5), "e"))))
+    x = m.op("Add", m.op("Mul", x, m.weights(12, fan_in=1)), m.weights(12, fan_in=4))
+    m.output(m.op("MatMul", x, m.weights(12, 7, fan_in=12)))
+    return m
+
+
+def case_opset13_reductions():
+    # ReduceMean with axes as an attribute (opset 13), ReduceSum with them as an input,
+    # ReduceMax keeping no dimensions, LogSoftmax on a middle axis, Squeeze with axes input.
+    m = Model(13)
+    x = m.input([4, 6, 5])
+    mean = m.op("ReduceMean", x, axes=[2], keepdims=1)
+    total = m.op("ReduceSum", m.op("Sub", x, mean), m.ints([1]), keepdims=1)
+    top = m.op("ReduceMax", x, axes=[1, 2], keepdims=0)
+    m.output(m.op("LogSoftmax", x, axis=1))
+    m.output(m.op("Squeeze", total, m.ints([1])))
+    m.output(top)
+    return m
+
+
+def case_opset9_forms():
+    # Opset 9's forms: Softmax over everything after axis 1 of a rank-3 input, Unsqueeze and
+    # Slice with attributes, Pad with pads as an attribute, Clip's bounds as attributes.
+    m = Model(9)
+    x = m.input([4, 6])
+    y = m.op("Softmax", m.op("Mul", x, m.const(m.np.float32(3.0), "k")), axis=1)
+    y = m.op("Unsqueeze", m.op("Flatten", y, axis=1), axes=[1])
+    y = m.op("Slice", y, starts=[0, 2], ends=[1, -3], axes=[1, 2])
+    y = m.op("Pad", y, pads=[0, 0, 1, 0, 0, 2], mode="constant", value=0.5)
+    m.output(m.op("Clip", y, min=0.05, max=0.4))
+    return m
+
+
+def case_shape_arithmetic():
+    # Constants exporters compute from shapes: ConstantOfShape, Range, Expand, Where, Equal,
+    # Cast, Tile; slices with negative steps; Gather of rows (an embedding table).
+    m = Model(17)
+    np = m.np
+    x = m.input([5, 8])
+    shape = m.op("Shape", x)
+    ones = m.op("ConstantOfShape", m.op("Slice", shape, m.ints([1]), m.ints([3])),
+                value=m.numpy_helper.from_array(np.array([1.0], np.float32)))
+    steps = m.op("Cast", m.op("Range", m.const(np.int64(0), "i"), m.const(np.int64(8), "i"),
+                              m.const(np.int64(1), "i")), to=1)
+    ramp = m.op("Mul", m.op("Expand", steps, m.ints([5, 8])), ones)
+    two = m.const(np.float32(2.0), "two")
+    even = m.op("Mul", m.op("Floor", m.op("Div", ramp, two)), two)
+    mask = m.op("Equal", m.op("Cast", even, to=7), m.op("Cast", ramp, to=7))  # even columns
+    y = m.op("Where", mask, x, m.op("Neg", x))
+    y = m.op("Slice", y, m.ints([-1]), m.ints([-100]), m.ints([2]), m.ints([-2]))
+    table = m.weights(10, 4, fan_in=1)
+    rows = m.op("Gather", table, m.ints([[3, 1], [0, 9]]), axis=0)
+    m.output(m.op("Tile", y, m.ints([1, 1, 2])))
+    m.output(m.op("Add", rows, m.const(np.float32(0.0), "z")))
+    return m
+
+
+def case_activations():
+    # The activation functions after any operator, broadcast arithmetic, LRN as AlexNet uses
+    # it, GlobalMaxPool, Concat and Split; Gelu of opset 20.
+    m = Model(20)
+    np = m.np
+    x = m.input([6, 5, 5])
+    a, b = m.op("Split", x, m.ints([2, 4]), axis=1, outputs=2)
+    a = m.op("Sigmoid", m.op("Exp", a))
+    b = m.op("PRelu", m.op("LeakyRelu", b, alpha=0.3), m.weights(4, 1, 1, fan_in=1))
+    y = m.op("Concat", a, b, axis=1)
+    y = m.op("LRN", y, size=3, alpha=1e-3, beta=0.75, bias=2.0)
+    y = m.op("Add", y, m.op("HardSigmoid", m.op("Erf", m.op("Tanh", y)), alpha=0.3, beta=0.4))
+    y = m.op("Reciprocal", m.op("Add", m.op("Abs", y), m.const(np.float32(1.0), "one")))
+    m.output(m.op("Flatten", m.op("GlobalMaxPool", m.op("Gelu", y, approximate="tanh"))))
+    m.output(m.op("Elu", m.op("Softplus", m.op("Neg", y)), alpha=0.5))
+    return m
+
+
+def case_logic_and_extremes():
+    # Comparisons and logic into Where, variadic Max, Min and Sum with broadcasting, Log, Ceil,
+    # ReduceMin, Size.
+    m = Model(17)
+    np = m.np
+    a, b = m.input([3, 4]), m.input([1, 4])
+    both = m.op("And", m.op("Greater", a, b), m.op("Not", m.op("LessOrEqual", a,
+                                                                m.const(np.float32(0.5), "h"))))
+    either = m.op("Or", m.op("Less", a, m.const(np.float32(-0.5), "l")),
+                  m.op("GreaterOrEqual", b, m.const(np.float32(0.9), "g")))
+    picked = m.op("Where", both, a, m.op("Where", either, b, m.const(np.float32(0.0), "z")))
+    extremes = m.op("Sum", m.op("Max", a, b, picked), m.op("Min", a, b), b)
+    size = m.op("Cast", m.op("Size", a), to=1)
+    positive = m.op("Add", m.op("Abs", extremes), m.const(np.float32(0.25), "q"))
+    m.output(m.op("Add", m.op("Log", positive), m.op("Ceil", m.op("Mul", a, size))))
+    m.output(m.op("ReduceMin", extremes, axes=[1, 2], keepdims=1))
+    return m
+
+
+def recurrent_weights(m, gates, directions, inputs, hidden):
+    w = m.weights(directions, gates * hidden, inputs, fan_in=inputs)
+    r = m.weights(directions, gates * hidden, hidden, fan_in=hidden)
+    b = m.weights(directions, 2 * gates * hidden, fan_in=4)
+    return w, r, b
+
+
+def case_lstm_two_layers():
+    # nn.LSTM(12, 16, num_layers=2) as exported: two LSTM nodes (the second reads the first's Y
+    # squeezed of its direction axis), initial states as inputs of zeros, a classifier on the
+    # last step's hidden state; a bidirectional layer with peepholes beside it.
+    m = Model(17)
+    np = m.np
+    x = m.op("Transpose", m.input([8, 12]), perm=[1, 0, 2])  # [steps, batch, inputs]
+    w, r, b = recurrent_weights(m, 4, 1, 12, 16)
+    y, _, _ = m.op("LSTM", x, w, r, b, "", outputs=3, hidden_size=16)
+    w, r, b = recurrent_weights(m, 4, 1, 16, 16)
+    _, h, _ = m.op("LSTM", m.op("Squeeze", y, m.ints([1])), w, r, b, outputs=3, hidden_size=16)
+    m.output(m.linear(m.op("Squeeze", h, m.ints([0])), 16, 10, gemm=True))
+    w, r, b = recurrent_weights(m, 4, 2, 12, 6)
+    p = m.weights(2, 18, fan_in=2)
+    yb, hb, cb = m.op("LSTM", x, w, r, b, "", "", "", p, outputs=3, hidden_size=6,
+                      direction="bidirectional", clip=2.5)
+    m.output(yb)
+    m.output(cb)
+    return m
+
+
+def case_gru_forms():
+    # GRU as PyTorch exports it (linear_before_reset 1), in reverse, with an initial state; and
+    # ONNX's default form (the reset applied before the product), bidirectional.
+    m = Model(14)
+    xs = m.input([7, 5])
+    x = m.op("Transpose", xs, perm=[1, 0, 2])
+    w, r, b = recurrent_weights(m, 3, 1, 5, 9)
+    h0 = m.op("Unsqueeze", m.op("ReduceMean", x, axes=[0], keepdims=0), m.ints([0]))
+    h0 = m.op("MatMul", h0, m.weights(5, 9, fan_in=5))
+    y, h = m.op("GRU", x, w, r, b, "", h0, outputs=2, hidden_size=9, linear_before_reset=1,
+                direction="reverse")
+    m.output(y)
+    w, r, b = recurrent_weights(m, 3, 2, 5, 4)
+    y2, h2 = m.op("GRU", x, w, r, b, outputs=2, hidden_size=4, direction="bidirectional")
+    m.output(y2)
+    m.output(h2)
+    return m
+
+
+def case_resize_nearest():
+    # Upsampling by Resize, nearest, as nn.Upsample exports it (asymmetric, floor) and with
+    # ONNX's defaults (half_pixel, round_prefer_floor) to given sizes.
+    m = Model(17)
+    np = m.np
+    x = m.input([3, 5, 4])
+    empty = m.const(np.zeros(0, np.float32), "roi")
+    up = m.op("Resize", x, empty, m.const(np.array([1, 1, 2, 2], np.float32), "scales"),
+              mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    m.output(m.op("Add", m.conv(up, 3, 2, 3, pads=[1, 1, 1, 1]), m.const(np.float32(0), "z")))
+    m.output(m.op("Resize", x, "", "", m.ints([BATCH, 3, 7, 9]), mode="nearest"))
+    return m
+
+
+RUN_CASES = {name[len("case_"):]: fn for name, fn in globals().items()
+             if name.startswith("case_")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases that must be refused: (bytes or a Model, the files to write beside it, the words)
+# ---------------------------------------------------------------------------------------------
+def tiny(opset=17, op="Relu", **attributes):
+    m = Model(opset)
+    m.output(m.op(op, m.input([4]), **attributes))
+    return m
+
+
+def refuse_unsupported_operator():
+    return tiny(op="NonZero"), "operator not supported"
+
+
+def refuse_opset_too_new():
+    return tiny(opset=29), "opset 29"
+
+
+def refuse_other_domain():
+    m = tiny()
+    model = m.proto()
+    model.graph.node[0].domain = "com.microsoft"
+    model.opset_import.append(m.helper.make_opsetid("com.microsoft", 1))
+    return model.SerializeToString(), 'domain "com.microsoft"'
+
+
+def refuse_truncated():
+    return case_mlp_opset20().proto().SerializeToString()[:3000], "not an ONNX model"
+
+
+def refuse_external_missing():
+    return "external", "external data"
+
+
+def refuse_external_short():
+    return "short", "is short"
+
+
+def refuse_wrong_input_shape():
+    return "shape", "takes Nx64"
+
+
+REFUSE_CASES = {name[len("refuse_"):]: fn for name, fn in globals().items()
+                if name.startswith("refuse_")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------
+def tpu(args, command):
+    return subprocess.run([args.tpu, *command], capture_output=True, text=True, check=False)
+
+
+def save(m, path, external=False):
+    import onnx
+    model = m.proto()
+    if external:
+        onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                        location=path.name + ".data", size_threshold=0)
+    else:
+        path.write_bytes(model.SerializeToString())
+
+
+def run_case(args, name, work):
+    import onnxruntime
+    m = RUN_CASES[name]()
+    model_path = work / f"{name}.onnx"
+    save(m, model_path, external=name == "mlp_external_data")
+    session = onnxruntime.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    refs = session.run(None, m.feeds)
+    inputs = list(m.feeds.values())
+    host, _ = infer(args.tpu, model_path, inputs, work, "host")
+    ours, stats = infer(args.tpu, model_path, inputs, work, args.backend)
+    for o, ref in enumerate(refs):
+        compare(host[o], ref, HOST_TOLERANCE, f"{name} output {o} on host (fp32)")
+        compare(ours[o], ref, TOLERANCE, f"{name} output {o} on {args.backend}")
+    print(stats.strip())
+
+
+def refuse_case(args, name, work):
+    built, words = REFUSE_CASES[name]()
+    model_path = work / f"{name}.onnx"
+    x_path = work / "x.npy"
+    import numpy as np
+    np.save(x_path, np.zeros((2, 4), np.float32))
+    if built in ("external", "short"):
+        save(case_mlp_external_data(), model_path, external=True)
+        data = work / (model_path.name + ".data")
+        if built == "external":
+            data.unlink()
+        else:
+            data.write_bytes(data.read_bytes()[:1000])
+    elif built == "shape":
+        save(case_mlp_external_data(), model_path, external=True)
+    elif isinstance(built, bytes):
+        model_path.write_bytes(built)
+    else:
+        save(built, model_path)
+    out = work / "y.npy"
+    if out.exists():
+        out.unlink()
+    result = tpu(args, ["infer", "--net", str(model_path), "--in", str(x_path), "--out", str(out),
+                        "--backend", "host"])
+    lines = result.stderr.strip().splitlines()
+    if result.returncode != 2 or len(lines) != 1 or words not in lines[0]:
+        fail(f"expected exit 2 and one line with '{words}', got exit {result.returncode}: "
+             f"{result.stderr.strip()!r}")
+    if out.exists():
+        fail("the refused run wrote an output file")
+    print(f"{name}: refused: {lines[0]}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    parser.add_argument("--rtl-matches-model", nargs="+", metavar="CASE")
+    args = parser.parse_args()
+    if args.rtl_matches_model:
+        if not (args.tpu and args.work):
+            parser.error("--tpu and --work are needed")
+        for name in args.rtl_matches_model:
+            m = RUN_CASES[name]()
+            case_work = args.work / name
+            case_work.mkdir(parents=True, exist_ok=True)
+            save(m, case_work / f"{name}.onnx")
+            rtl_matches_model(args.tpu, case_work / f"{name}.onnx",
+                              [v[:4] for v in m.feeds.values()], case_work, name)
+        return
+    if args.list:
+        for name in RUN_CASES:
+            print(f"run {name}")
+        for name in REFUSE_CASES:
+            print(f"refuse {name}")
+        return
+    if not (args.case and args.tpu and args.work):
+        parser.error("--case, --tpu and --work are needed")
+    args.work.mkdir(parents=True, exist_ok=True)
+    if args.case in RUN_CASES:
+        run_case(args, args.case, args.work)
+    elif args.case in REFUSE_CASES:
+        refuse_case(args, args.case, args.work)
+    else:
+        parser.error(f"no case {args.case}")
+
+
+if __name__ == "__main__":
+    main()
