@@ -2,7 +2,11 @@
 """make onnx-zoo: the zoo of models the graph tests run (tests/onnx/zoo, docs/graph.md), exported
 by PyTorch as users export them today.
 
-Each model is built with torch.manual_seed(0) and PyTorch's own initialisation, and exported
+One more, the transformer on Fashion-MNIST images (fashion_transformer.onnx), is trained on the
+60,000 training images and exported with its weights (its data file is committed) and PyTorch's
+predictions on the 10,000 test images, which the test compares with the accelerator's.
+
+Each of the others is built with torch.manual_seed(0) and PyTorch's own initialisation, and exported
 twice: by the default exporter (torch.onnx.export, dynamo, its default opset, weights in an
 external data file) as NAME.onnx, and by the TorchScript exporter at opset 17
 (dynamo=False) as NAME_opset17.onnx; the batch dimension is left open in both. The weights are
@@ -11,8 +15,9 @@ external data file, NAME.onnx.data, which is left out of the repository, and zoo
 each such tensor's mean and standard deviation per output channel, from which
 tests/onnx/zoo_cases.py writes the data file again (normal values of those moments, from a fixed
 seed). Batch normalisation's statistics are first measured on random inputs, as training sets
-them, so that activations keep their scale through the network. Everything else (the
-graph, the small constants, the shape arithmetic) is the exporter's, byte for byte.
+them, so that activations keep their scale through the network. Only the exporters' per-node
+debug records (stack traces) are dropped from the files. The graph, the small
+constants and the shape arithmetic are the exporter's.
 
 Runs in its own virtual environment (.venv-zoo, tests/onnx/zoo/requirements.txt): PyTorch's
 wheels are several GB, so `make test` never needs them.
@@ -63,12 +68,91 @@ class LstmClassifier(torch.nn.Module):
         return self.head(y[:, -1, :])
 
 
+class FashionTransformer(torch.nn.Module):
+    """The transformer classifier on Fashion-MNIST images (N x 1 x 28 x 28, pixel / 255): each
+    image padded to 32 x 32 and cut into its 16 patches of 8 x 8, the encoder's 16 tokens of 64,
+    after a linear embedding and learned positions."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Linear(64, 64)
+        self.position = torch.nn.Parameter(torch.zeros(16, 64))
+        self.classifier = TransformerClassifier()
+
+    def forward(self, x):
+        x = torch.nn.functional.pad(x, (2, 2, 2, 2))
+        n = x.shape[0]
+        patches = x.reshape(n, 4, 8, 4, 8).permute(0, 1, 3, 2, 4).reshape(n, 16, 64)
+        return self.classifier(self.embed(patches) + self.position)
+
+
+def train_fashion(epochs):
+    """FashionTransformer trained on the 60,000 training images (Adam, batches of 128); returns
+    it and its predictions on the 10,000 test images."""
+    from onnx_fashion import DATA, load
+    torch.manual_seed(0)
+    model = FashionTransformer()
+    images, labels = load("train", 60000, DATA)
+    x = torch.from_numpy(images.reshape(-1, 1, 28, 28))
+    y = torch.from_numpy(labels.astype(np.int64))
+    optimiser = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for epoch in range(epochs):
+        model.train()
+        order = torch.randperm(len(x))
+        for start in range(0, len(x), 128):
+            batch = order[start:start + 128]
+            optimiser.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x[batch]), y[batch])
+            loss.backward()
+            optimiser.step()
+        print(f"fashion_transformer: epoch {epoch + 1} of {epochs}, last loss {loss.item():.3f}",
+              flush=True)
+    model.eval()
+    test_images, test_labels = load("test", 10000, DATA)
+    with torch.no_grad():
+        predictions = model(torch.from_numpy(test_images.reshape(-1, 1, 28, 28))).argmax(1)
+    accuracy = float((predictions.numpy() == test_labels).mean())
+    print(f"fashion_transformer: accuracy {accuracy:.4f} on the 10,000 test images", flush=True)
+    return model, predictions.numpy()
+
+
+def export_trained(out, epochs):
+    """FashionTransformer, trained, by the default exporter with its weights (NAME.onnx.data,
+    committed: 67,000 parameters) and PyTorch's predictions on the test images."""
+    model, predictions = train_fashion(epochs)
+    path = out / "fashion_transformer.onnx"
+    data = path.with_name(path.name + ".data")
+    if data.exists():
+        data.unlink()
+    torch.onnx.export(model, (torch.zeros(2, 1, 28, 28),), str(path), input_names=["x"],
+                      output_names=["logits"], dynamo=True,
+                      dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
+    proto = without_debug_info(onnx.load(str(path), load_external_data=True))
+    onnx.save_model(proto, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=data.name, size_threshold=INLINE_BYTES)
+    opset = next(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx"))
+    print(f"{path.name}: opset {opset}, {len(proto.graph.node)} nodes, "
+          f"{sum(int(np.prod(t.dims)) for t in proto.graph.initializer):,} parameters", flush=True)
+    return path.name, {"input": [-1, 1, 28, 28], "opset": opset,
+                       "fashion_predictions": "".join(str(int(p)) for p in predictions)}
+
+
 MODELS = {
     "resnet18": (lambda: torchvision.models.resnet18(num_classes=10), [3, 32, 32]),
     "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(num_classes=10), [3, 32, 32]),
     "transformer": (TransformerClassifier, [16, 64]),
     "lstm": (LstmClassifier, [8, 16]),
 }
+
+
+def without_debug_info(proto):
+    """The model without the exporters' per-node debug records (the dynamo exporter's stack
+    traces, with this machine's paths and the script's line numbers): the graph is unchanged, the
+    files are half the size and the same from any checkout."""
+    for node in proto.graph.node:
+        del node.metadata_props[:]
+        node.ClearField("doc_string")
+    return proto
 
 
 def significant(value):
@@ -110,7 +194,7 @@ def export(name, out, dynamo):
         torch.onnx.export(model, (example,), str(path), input_names=["x"],
                           output_names=["logits"], dynamo=False, opset_version=17,
                           dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}})
-    proto = onnx.load(str(path), load_external_data=True)
+    proto = without_debug_info(onnx.load(str(path), load_external_data=True))
     values = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
     data = path.with_name(path.name + ".data")
     if data.exists():
@@ -142,6 +226,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent /
                         "tests" / "onnx" / "zoo")
+    parser.add_argument("--epochs", type=int, default=3,
+                        help="training epochs of the Fashion-MNIST transformer")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     zoo = {}
@@ -149,6 +235,8 @@ def main():
         for dynamo in (True, False):
             file, entry = export(name, args.out, dynamo)
             zoo[file] = entry
+    file, entry = export_trained(args.out, args.epochs)
+    zoo[file] = entry
     lines = [f"{json.dumps(file)}: {json.dumps(zoo[file], separators=(',', ':'))}"
              for file in sorted(zoo)]
     (args.out / "zoo.json").write_text("{\n" + ",\n".join(lines) + "\n}\n")

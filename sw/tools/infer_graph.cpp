@@ -45,10 +45,11 @@ int run_infer_graph(const InferOptions& options) {
   const graph::Graph model = load_model(options.net_path);
   if (options.in_paths.size() != model.inputs.size() ||
       options.out_paths.size() != model.outputs.size()) {
-    throw BadInput(fmt::format("{}: the model takes {} input(s) and gives {} output(s): {} --in "
-                               "and {} --out given",
-                               options.net_path, model.inputs.size(), model.outputs.size(),
-                               options.in_paths.size(), options.out_paths.size()));
+    throw BadInput(
+        fmt::format("{}: the model takes {} input(s) and gives {} output(s): {} --in "
+                    "and {} --out given",
+                    options.net_path, model.inputs.size(), model.outputs.size(),
+                    options.in_paths.size(), options.out_paths.size()));
   }
   for (const graph::ValueInfo& input : model.inputs) {
     if (input.dtype != graph::DType::Float32) {
@@ -103,9 +104,11 @@ int run_infer_graph(const InferOptions& options) {
     npy::Array file;
     for (graph::Tensor& part : parts[o]) {
       if (!part.is_float() || part.rank() == 0) {
-        throw BadInput(fmt::format("{}: output \"{}\" is {} {}: float32 tensors of rank 1 or more "
-                                   "only", options.net_path, model.outputs[o].name,
-                                   graph::dtype_name(part.dtype), graph::shape_text(part.shape)));
+        throw BadInput(
+            fmt::format("{}: output \"{}\" is {} {}: float32 tensors of rank 1 or more "
+                        "only",
+                        options.net_path, model.outputs[o].name, graph::dtype_name(part.dtype),
+                        graph::shape_text(part.shape)));
       }
       if (file.shape.empty()) {
         file.shape.assign(part.shape.begin(), part.shape.end());
@@ -120,12 +123,12 @@ int run_infer_graph(const InferOptions& options) {
     npy::write(options.out_paths[o], files[o], npy::Dims::Any);
   }
   const std::size_t run_count = (n + step - 1) / step;
-  fmt::print("{}: {} on {} ({:.1f} s)\n", options.net_path,
-             batched ? fmt::format("{} inputs in {} run{}", n, run_count, run_count == 1 ? "" : "s")
-                     : std::string("one run"),
-             options.backend == kBackendHost ? "host"
-                                             : options.backend + " (" + options.array + " core)",
-             seconds_since(start));
+  fmt::print(
+      "{}: {} on {} ({:.1f} s)\n", options.net_path,
+      batched ? fmt::format("{} inputs in {} run{}", n, run_count, run_count == 1 ? "" : "s")
+              : std::string("one run"),
+      options.backend == kBackendHost ? "host" : options.backend + " (" + options.array + " core)",
+      seconds_since(start));
   for (std::size_t o = 0; o < files.size(); ++o) {
     fmt::print("  {} -> {} [{}]\n", model.outputs[o].name, options.out_paths[o],
                fmt::join(files[o].shape, ", "));

@@ -67,8 +67,8 @@ std::size_t fold_constants(Graph& graph) {
   return folded;
 }
 
-std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs,
-                        Backend* accelerator, std::vector<OpRun>* runs) {
+std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs, Backend* accelerator,
+                        std::vector<OpRun>* runs) {
   if (inputs.size() != graph.inputs.size()) {
     throw std::invalid_argument(std::to_string(inputs.size()) + " inputs for a graph of " +
                                 std::to_string(graph.inputs.size()));

@@ -7,12 +7,18 @@ namespace tpu::graph {
 
 const char* dtype_name(DType type) {
   switch (type) {
-    case DType::Float32: return "float32";
-    case DType::Int64: return "int64";
-    case DType::Int32: return "int32";
-    case DType::Int8: return "int8";
-    case DType::UInt8: return "uint8";
-    case DType::Bool: return "bool";
+    case DType::Float32:
+      return "float32";
+    case DType::Int64:
+      return "int64";
+    case DType::Int32:
+      return "int32";
+    case DType::Int8:
+      return "int8";
+    case DType::UInt8:
+      return "uint8";
+    case DType::Bool:
+      return "bool";
   }
   return "?";
 }
@@ -55,7 +61,9 @@ Tensor Tensor::of_ints(Shape dims, std::vector<std::int64_t> values, DType type)
   return t;
 }
 
-std::string Node::label() const { return "node \"" + name + "\" (" + op + ")"; }
+std::string Node::label() const {
+  return "node \"" + name + "\" (" + op + ")";
+}
 
 namespace {
 

@@ -25,8 +25,8 @@ const Tensor& need_float(const Node& node, const Inputs& inputs, std::size_t i) 
 std::size_t axis_index(const Node& node, std::int64_t axis, std::size_t rank) {
   const auto r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis >= r) {
-    fail(node, "axis " + std::to_string(axis) + " outside a rank-" + std::to_string(rank) +
-                   " tensor");
+    fail(node,
+         "axis " + std::to_string(axis) + " outside a rank-" + std::to_string(rank) + " tensor");
   }
   return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
 }

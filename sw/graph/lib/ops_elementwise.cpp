@@ -70,15 +70,18 @@ Kernel nary(FloatFn ffn, IntFn ifn, bool variadic) {
 
 template <typename FloatFn>
 Kernel binary(FloatFn ffn) {
-  return nary(ffn, [](const Node& node, std::int64_t, std::int64_t) -> std::int64_t {
-    fail(node, "integer inputs not supported");
-  }, false);
+  return nary(
+      ffn,
+      [](const Node& node, std::int64_t, std::int64_t) -> std::int64_t {
+        fail(node, "integer inputs not supported");
+      },
+      false);
 }
 
 template <typename FloatFn, typename IntFn>
 Kernel binary(FloatFn ffn, IntFn ifn) {
-  return nary(ffn, [ifn](const Node&, std::int64_t a, std::int64_t b) { return ifn(a, b); },
-              false);
+  return nary(
+      ffn, [ifn](const Node&, std::int64_t a, std::int64_t b) { return ifn(a, b); }, false);
 }
 
 // Comparisons and logic: a bool result from two broadcast inputs, compared as doubles.
@@ -96,17 +99,25 @@ Kernel compare(Compare cmp) {
   };
 }
 
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
 
 // ONNX's TensorProto element types that Cast takes.
 DType cast_target(const Node& node) {
   switch (node.int_attr("to", 0)) {
-    case 1: return DType::Float32;
-    case 2: return DType::UInt8;
-    case 3: return DType::Int8;
-    case 6: return DType::Int32;
-    case 7: return DType::Int64;
-    case 9: return DType::Bool;
+    case 1:
+      return DType::Float32;
+    case 2:
+      return DType::UInt8;
+    case 3:
+      return DType::Int8;
+    case 6:
+      return DType::Int32;
+    case 7:
+      return DType::Int64;
+    case 9:
+      return DType::Bool;
     default:
       fail(node, "cast to element type " + std::to_string(node.int_attr("to", 0)) +
                      " not supported (float32, int64, int32, int8, uint8, bool)");
@@ -177,8 +188,8 @@ std::vector<Tensor> prelu(Context&, const Node& node, const Inputs& in) {
   const Tensor& x = need_float(node, in, 0);
   const Tensor& slope = need_float(node, in, 1);
   const Shape out = broadcast_shapes(node, {x.shape, slope.shape});
-  if (out != x.shape) fail(node, "a slope of shape " + shape_text(slope.shape) + " for " +
-                                     shape_text(x.shape));
+  if (out != x.shape)
+    fail(node, "a slope of shape " + shape_text(slope.shape) + " for " + shape_text(x.shape));
   const std::vector<std::size_t> st = broadcast_offsets(slope.shape, out);
   Tensor y = x;
   for (std::size_t e = 0; e < st.size(); ++e) {
@@ -244,9 +255,8 @@ void add_elementwise(Table& t) {
     const float alpha = n.float_attr("alpha", 0.2f), beta = n.float_attr("beta", 0.5f);
     return [alpha, beta](float x) { return std::max(0.0f, std::min(1.0f, alpha * x + beta)); };
   });
-  t["HardSwish"] = unary([](float x) {
-    return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f));
-  });
+  t["HardSwish"] =
+      unary([](float x) { return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f)); });
   t["Gelu"] = unary_with([](const Node& n) {
     const std::string approximate = n.string_attr("approximate", "none");
     if (approximate != "none" && approximate != "tanh") {

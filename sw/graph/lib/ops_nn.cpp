@@ -31,8 +31,8 @@ std::vector<Tensor> matmul(Context& context, const Node& node, const Inputs& in)
   const std::size_t k = static_cast<std::size_t>(a.shape.back());
   const std::size_t n = static_cast<std::size_t>(b.shape.back());
   if (static_cast<std::size_t>(b.shape[b.rank() - 2]) != k) {
-    fail(node, "shapes " + shape_text(a.shape) + " and " + shape_text(b.shape) +
-                   " do not multiply");
+    fail(node,
+         "shapes " + shape_text(a.shape) + " and " + shape_text(b.shape) + " do not multiply");
   }
   const Shape a_batch(a.shape.begin(), a.shape.end() - 2);
   const Shape b_batch(b.shape.begin(), b.shape.end() - 2);
@@ -48,8 +48,8 @@ std::vector<Tensor> matmul(Context& context, const Node& node, const Inputs& in)
   const std::vector<std::size_t> a_at = broadcast_offsets(a_batch, batch);
   const std::vector<std::size_t> b_at = broadcast_offsets(b_batch, batch);
   for (std::size_t i = 0; i < a_at.size(); ++i) {
-    const std::vector<float> c = product(context, &a.floats[a_at[i] * m * k],
-                                         &b.floats[b_at[i] * k * n], m, k, n);
+    const std::vector<float> c =
+        product(context, &a.floats[a_at[i] * m * k], &b.floats[b_at[i] * k * n], m, k, n);
     std::copy(c.begin(), c.end(), y.floats.begin() + static_cast<std::ptrdiff_t>(i * m * n));
   }
   return {y};
@@ -69,8 +69,8 @@ std::vector<Tensor> gemm(Context& context, const Node& node, const Inputs& in) {
   }
   const std::vector<float> at = ta ? transposed(a.floats.data(), a0, a1) : std::vector<float>{};
   const std::vector<float> bt = tb ? transposed(b.floats.data(), b0, b1) : std::vector<float>{};
-  std::vector<float> c = product(context, ta ? at.data() : a.floats.data(),
-                                 tb ? bt.data() : b.floats.data(), m, k, n);
+  std::vector<float> c =
+      product(context, ta ? at.data() : a.floats.data(), tb ? bt.data() : b.floats.data(), m, k, n);
   const float alpha = node.float_attr("alpha", 1.0f), beta = node.float_attr("beta", 1.0f);
   const Shape out{static_cast<std::int64_t>(m), static_cast<std::int64_t>(n)};
   if (alpha != 1.0f) {
@@ -79,8 +79,8 @@ std::vector<Tensor> gemm(Context& context, const Node& node, const Inputs& in) {
   if (in.size() > 2 && in[2] && beta != 0.0f) {
     const Tensor& bias = need_float(node, in, 2);
     if (broadcast_shapes(node, {bias.shape, out}) != out) {
-      fail(node, "a C of shape " + shape_text(bias.shape) + " for a " + shape_text(out) +
-                     " product");
+      fail(node,
+           "a C of shape " + shape_text(bias.shape) + " for a " + shape_text(out) + " product");
     }
     const std::vector<std::size_t> offsets = broadcast_offsets(bias.shape, out);
     for (std::size_t e = 0; e < c.size(); ++e) c[e] += beta * bias.floats[offsets[e]];
@@ -103,10 +103,12 @@ Window window_of(const Node& node, const Shape& x, std::vector<std::int64_t> ker
     fail(node, "a rank-" + std::to_string(x.size()) + " input (1 or 2 spatial dimensions)");
   }
   if (kernel.size() != spatial) fail(node, "a kernel of another rank than the input's");
-  std::vector<std::int64_t> strides = node.ints_attr("strides", std::vector<std::int64_t>(spatial, 1));
+  std::vector<std::int64_t> strides =
+      node.ints_attr("strides", std::vector<std::int64_t>(spatial, 1));
   std::vector<std::int64_t> dilations =
       node.ints_attr("dilations", std::vector<std::int64_t>(spatial, 1));
-  std::vector<std::int64_t> pads = node.ints_attr("pads", std::vector<std::int64_t>(2 * spatial, 0));
+  std::vector<std::int64_t> pads =
+      node.ints_attr("pads", std::vector<std::int64_t>(2 * spatial, 0));
   if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial) {
     fail(node, "strides, dilations or pads of another rank than the input's");
   }
@@ -114,8 +116,9 @@ Window window_of(const Node& node, const Shape& x, std::vector<std::int64_t> ker
   const std::int64_t h = spatial == 2 ? x[2] : 1, w = x.back();
   Window win;
   if (spatial == 2) {
-    win = {kernel[0], kernel[1], strides[0], strides[1], dilations[0], dilations[1],
-           pads[0], pads[1], pads[2], pads[3], 0, 0};
+    win = {kernel[0],    kernel[1],    strides[0], strides[1],
+           dilations[0], dilations[1], pads[0],    pads[1],
+           pads[2],      pads[3],      0,          0};
   } else {
     win = {1, kernel[0], 1, strides[0], 1, dilations[0], 0, pads[0], 0, pads[1], 0, 0};
   }
@@ -204,16 +207,16 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
       }
     }
     // The group's filters as a depth x mg matrix.
-    const std::vector<float> weights =
-        transposed(&w.floats[static_cast<std::size_t>(g * mg) * depth], static_cast<std::size_t>(mg),
-                   depth);
+    const std::vector<float> weights = transposed(
+        &w.floats[static_cast<std::size_t>(g * mg) * depth], static_cast<std::size_t>(mg), depth);
     const std::vector<float> out =
         product(context, cols.data(), weights.data(), rows, depth, static_cast<std::size_t>(mg));
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t n = r / plane, pixel = r % plane;
       for (std::int64_t f = 0; f < mg; ++f) {
         y.floats[(n * static_cast<std::size_t>(filters) + static_cast<std::size_t>(g * mg + f)) *
-                     plane + pixel] = out[r * static_cast<std::size_t>(mg) + static_cast<std::size_t>(f)];
+                     plane +
+                 pixel] = out[r * static_cast<std::size_t>(mg) + static_cast<std::size_t>(f)];
       }
     }
   }
@@ -260,8 +263,7 @@ std::vector<Tensor> pool(Context&, const Node& node, const Inputs& in, bool max)
             }
           }
         }
-        y.floats[e++] = max ? best
-                            : sum / static_cast<float>(count_pad ? inside + padded : inside);
+        y.floats[e++] = max ? best : sum / static_cast<float>(count_pad ? inside + padded : inside);
       }
     }
   }
@@ -295,7 +297,8 @@ std::vector<Tensor> softmax(Context& context, const Node& node, const Inputs& in
   const std::size_t outer = element_count(Shape(y.shape.begin(), y.shape.begin() + axis));
   const std::size_t length = one_axis ? static_cast<std::size_t>(y.shape[axis])
                                       : element_count(Shape(y.shape.begin() + axis, y.shape.end()));
-  const std::size_t inner = one_axis ? element_count(Shape(y.shape.begin() + axis + 1, y.shape.end())) : 1;
+  const std::size_t inner =
+      one_axis ? element_count(Shape(y.shape.begin() + axis + 1, y.shape.end())) : 1;
   for (std::size_t o = 0; o < outer; ++o) {
     for (std::size_t i = 0; i < inner; ++i) {
       float* v = &y.floats[o * length * inner + i];
@@ -347,8 +350,8 @@ std::vector<Tensor> layer_norm(Context&, const Node& node, const Inputs& in) {
     fail(node, "a scale or bias that does not broadcast to " + shape_text(normalised));
   }
   const std::vector<std::size_t> s_at = broadcast_offsets(scale.shape, normalised);
-  const std::vector<std::size_t> b_at = bias ? broadcast_offsets(bias->shape, normalised)
-                                             : std::vector<std::size_t>{};
+  const std::vector<std::size_t> b_at =
+      bias ? broadcast_offsets(bias->shape, normalised) : std::vector<std::size_t>{};
   Shape stat_shape = y.shape;
   std::fill(stat_shape.begin() + axis, stat_shape.end(), 1);
   Tensor means(DType::Float32, stat_shape), inv_std(DType::Float32, stat_shape);
@@ -377,10 +380,10 @@ enum class Reduce { Mean, Sum, Max, Min };
 std::vector<Tensor> reduce(Context& context, const Node& node, const Inputs& in, Reduce kind) {
   const Tensor& x = need_float(node, in, 0);
   const int input_from = kind == Reduce::Sum ? 13 : 18;
-  std::vector<std::int64_t> axes = context.opset >= input_from
-                                       ? (in.size() > 1 && in[1] ? int_values(*in[1])
-                                                                 : std::vector<std::int64_t>{})
-                                       : node.ints_attr("axes");
+  std::vector<std::int64_t> axes =
+      context.opset >= input_from
+          ? (in.size() > 1 && in[1] ? int_values(*in[1]) : std::vector<std::int64_t>{})
+          : node.ints_attr("axes");
   const bool keep = node.int_attr("keepdims", 1) != 0;
   if (axes.empty() && node.int_attr("noop_with_empty_axes", 0) != 0) return {x};
   std::vector<bool> reduced(x.rank(), axes.empty());
@@ -416,7 +419,8 @@ std::vector<Tensor> lrn(Context&, const Node& node, const Inputs& in) {
   const float alpha = node.float_attr("alpha", 1e-4f), beta = node.float_attr("beta", 0.75f);
   const float bias = node.float_attr("bias", 1.0f);
   const std::int64_t channels = x.shape[1];
-  const auto inner = static_cast<std::int64_t>(element_count(Shape(x.shape.begin() + 2, x.shape.end())));
+  const auto inner =
+      static_cast<std::int64_t>(element_count(Shape(x.shape.begin() + 2, x.shape.end())));
   Tensor y = x;
   const std::int64_t below = (size - 1) / 2, above = size - 1 - below;
   for (std::int64_t n = 0; n < x.shape[0]; ++n) {
@@ -466,11 +470,13 @@ std::vector<Tensor> resize(Context& context, const Node& node, const Inputs& in)
       out[d] = static_cast<std::int64_t>(std::floor(static_cast<double>(x.shape[d]) * s.floats[d]));
     }
   }
-  const std::string transform = context.opset < 11 || upsample
-      ? "asymmetric" : node.string_attr("coordinate_transformation_mode", "half_pixel");
+  const std::string transform =
+      context.opset < 11 || upsample
+          ? "asymmetric"
+          : node.string_attr("coordinate_transformation_mode", "half_pixel");
   const std::string nearest = node.string_attr("nearest_mode", "round_prefer_floor");
-  static const std::vector<std::string> transforms = {
-      "half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nn"};
+  static const std::vector<std::string> transforms = {"half_pixel", "asymmetric", "align_corners",
+                                                      "pytorch_half_pixel", "tf_half_pixel_for_nn"};
   static const std::vector<std::string> roundings = {"round_prefer_floor", "round_prefer_ceil",
                                                      "floor", "ceil"};
   if (std::find(transforms.begin(), transforms.end(), transform) == transforms.end() ||
@@ -485,16 +491,25 @@ std::vector<Tensor> resize(Context& context, const Node& node, const Inputs& in)
     for (std::int64_t o = 0; o < out[d]; ++o) {
       const double i = static_cast<double>(o);
       double c = 0;
-      if (transform == "half_pixel") c = (i + 0.5) / scales[d] - 0.5;
-      else if (transform == "asymmetric") c = i / scales[d];
-      else if (transform == "align_corners") c = out_size > 1 ? i * (in_size - 1) / (out_size - 1) : 0;
-      else if (transform == "pytorch_half_pixel") c = out_size > 1 ? (i + 0.5) / scales[d] - 0.5 : 0;
-      else c = (i + 0.5) / scales[d];  // tf_half_pixel_for_nn
+      if (transform == "half_pixel")
+        c = (i + 0.5) / scales[d] - 0.5;
+      else if (transform == "asymmetric")
+        c = i / scales[d];
+      else if (transform == "align_corners")
+        c = out_size > 1 ? i * (in_size - 1) / (out_size - 1) : 0;
+      else if (transform == "pytorch_half_pixel")
+        c = out_size > 1 ? (i + 0.5) / scales[d] - 0.5 : 0;
+      else
+        c = (i + 0.5) / scales[d];  // tf_half_pixel_for_nn
       double r = 0;
-      if (nearest == "floor") r = std::floor(c);
-      else if (nearest == "ceil") r = std::ceil(c);
-      else if (c - std::floor(c) == 0.5) r = nearest == "round_prefer_floor" ? std::floor(c) : std::ceil(c);
-      else r = std::round(c);
+      if (nearest == "floor")
+        r = std::floor(c);
+      else if (nearest == "ceil")
+        r = std::ceil(c);
+      else if (c - std::floor(c) == 0.5)
+        r = nearest == "round_prefer_floor" ? std::floor(c) : std::ceil(c);
+      else
+        r = std::round(c);
       source[d].push_back(static_cast<std::size_t>(std::clamp(r, 0.0, in_size - 1)));
     }
   }
@@ -506,8 +521,10 @@ std::vector<Tensor> resize(Context& context, const Node& node, const Inputs& in)
     for (std::size_t d = 0; d < out.size(); ++d) {
       at += source[d][static_cast<std::size_t>(index[d])] * strides[d];
     }
-    if (y.is_float()) y.floats[e] = x.floats[at];
-    else y.ints[e] = x.ints[at];
+    if (y.is_float())
+      y.floats[e] = x.floats[at];
+    else
+      y.ints[e] = x.ints[at];
     for (std::size_t d = out.size(); d-- > 0;) {
       if (++index[d] < out[d]) break;
       index[d] = 0;

@@ -30,7 +30,7 @@ struct Recurrence {
   std::size_t steps = 0, batch = 0, inputs = 0, hidden = 0, directions = 1, gates = 0;
   bool reverse_only = false;
   std::vector<Activation> functions;  // per direction: f, g (and h for LSTM)
-  float clip = 0;                      // 0: none
+  float clip = 0;                     // 0: none
 
   Recurrence(const Node& node, const Inputs& in, std::size_t gate_count,
              std::vector<std::string> default_functions) {
@@ -44,7 +44,8 @@ struct Recurrence {
     steps = static_cast<std::size_t>(x.shape[0]);
     batch = static_cast<std::size_t>(x.shape[1]);
     inputs = static_cast<std::size_t>(x.shape[2]);
-    hidden = static_cast<std::size_t>(node.int_attr("hidden_size", w.shape[1] / static_cast<std::int64_t>(gate_count)));
+    hidden = static_cast<std::size_t>(
+        node.int_attr("hidden_size", w.shape[1] / static_cast<std::int64_t>(gate_count)));
     gates = gate_count;
     const std::string direction = node.string_attr("direction", "forward");
     if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
@@ -72,7 +73,8 @@ struct Recurrence {
     const std::size_t per = default_functions.size();
     std::vector<std::string> names = node.strings_attr("activations");
     if (names.empty()) {
-      for (std::size_t i = 0; i < directions * per; ++i) names.push_back(default_functions[i % per]);
+      for (std::size_t i = 0; i < directions * per; ++i)
+        names.push_back(default_functions[i % per]);
     }
     if (names.size() != directions * per) {
       fail(node, std::to_string(names.size()) + " activations where it takes " +
@@ -112,19 +114,18 @@ struct Recurrence {
 
   // Y: [steps, directions, batch, hidden].
   Tensor output_y() const {
-    return Tensor(DType::Float32, {static_cast<std::int64_t>(steps),
-                                   static_cast<std::int64_t>(directions),
-                                   static_cast<std::int64_t>(batch),
-                                   static_cast<std::int64_t>(hidden)});
+    return Tensor(DType::Float32,
+                  {static_cast<std::int64_t>(steps), static_cast<std::int64_t>(directions),
+                   static_cast<std::int64_t>(batch), static_cast<std::int64_t>(hidden)});
   }
   float& y_at(Tensor& y, std::size_t t, std::size_t d, std::size_t b, std::size_t j) const {
     return y.floats[((t * directions + d) * batch + b) * hidden + j];
   }
   // Y_h and Y_c: [directions, batch, hidden].
   Tensor output_state() const {
-    return Tensor(DType::Float32, {static_cast<std::int64_t>(directions),
-                                   static_cast<std::int64_t>(batch),
-                                   static_cast<std::int64_t>(hidden)});
+    return Tensor(DType::Float32,
+                  {static_cast<std::int64_t>(directions), static_cast<std::int64_t>(batch),
+                   static_cast<std::int64_t>(hidden)});
   }
   float& state_at(Tensor& s, std::size_t d, std::size_t b, std::size_t j) const {
     return s.floats[(d * batch + b) * hidden + j];
@@ -133,8 +134,8 @@ struct Recurrence {
 };
 
 // The bias of direction d: Wb + Rb per gate row, zeros where the node has none.
-std::vector<float> bias_of(const Node& node, const Inputs& in, const Recurrence& rec,
-                           std::size_t d, bool split_recurrent, std::vector<float>* recurrent) {
+std::vector<float> bias_of(const Node& node, const Inputs& in, const Recurrence& rec, std::size_t d,
+                           bool split_recurrent, std::vector<float>* recurrent) {
   const std::size_t gh = rec.gates * rec.hidden;
   std::vector<float> bias(gh, 0.0f);
   if (recurrent) recurrent->assign(gh, 0.0f);
@@ -169,8 +170,8 @@ std::vector<Tensor> lstm(Context& context, const Node& node, const Inputs& in) {
     const std::vector<float> w = Recurrence::operand(need_float(node, in, 1), d, gh, rec.inputs);
     const std::vector<float> r = Recurrence::operand(need_float(node, in, 2), d, gh, h);
     const std::vector<float> bias = bias_of(node, in, rec, d, false, nullptr);
-    const std::vector<float> xw = product(context, rows.data(), w.data(), rec.steps * batch,
-                                          rec.inputs, gh);
+    const std::vector<float> xw =
+        product(context, rows.data(), w.data(), rec.steps * batch, rec.inputs, gh);
     std::vector<float> state_h = rec.initial(node, in, 5, d);
     std::vector<float> state_c = rec.initial(node, in, 6, d);
     const float* p = peepholes ? &peepholes->floats[d * 3 * h] : nullptr;  // i, o, f
@@ -217,8 +218,8 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
     const std::vector<float> r = Recurrence::operand(need_float(node, in, 2), d, gh, h);
     std::vector<float> rb;
     const std::vector<float> wb = bias_of(node, in, rec, d, true, &rb);
-    const std::vector<float> xw = product(context, rows.data(), w.data(), rec.steps * batch,
-                                          rec.inputs, gh);
+    const std::vector<float> xw =
+        product(context, rows.data(), w.data(), rec.steps * batch, rec.inputs, gh);
     // R's h rows alone, for the product with the reset state (linear_before_reset 0).
     std::vector<float> r_h(h * h);
     for (std::size_t k = 0; k < h; ++k) {
@@ -233,8 +234,8 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
         for (std::size_t j = 0; j < h; ++j) {
           const std::size_t row = (t * batch + b) * gh;
           z[b * h + j] = f(rec.clipped(xw[row + j] + hr[b * gh + j] + wb[j] + rb[j]));
-          reset[b * h + j] = f(rec.clipped(xw[row + h + j] + hr[b * gh + h + j] + wb[h + j] +
-                                           rb[h + j]));
+          reset[b * h + j] =
+              f(rec.clipped(xw[row + h + j] + hr[b * gh + h + j] + wb[h + j] + rb[h + j]));
         }
       }
       std::vector<float> reset_product;
@@ -246,9 +247,9 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
       for (std::size_t b = 0; b < batch; ++b) {
         for (std::size_t j = 0; j < h; ++j) {
           const std::size_t row = (t * batch + b) * gh;
-          const float recurrent =
-              linear_before_reset ? reset[b * h + j] * (hr[b * gh + 2 * h + j] + rb[2 * h + j])
-                                  : reset_product[b * h + j] + rb[2 * h + j];
+          const float recurrent = linear_before_reset
+                                      ? reset[b * h + j] * (hr[b * gh + 2 * h + j] + rb[2 * h + j])
+                                      : reset_product[b * h + j] + rb[2 * h + j];
           const float candidate = g(rec.clipped(xw[row + 2 * h + j] + wb[2 * h + j] + recurrent));
           float& value = state[b * h + j];
           value = (1.0f - z[b * h + j]) * candidate + z[b * h + j] * value;

@@ -67,8 +67,9 @@ std::vector<Tensor> reshape(Context& context, const Node& node, const Inputs& in
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     std::int64_t d = wanted[i];
     if (d == 0 && !allow_zero) {
-      if (i >= x.rank()) fail(node, "a 0 (copy) at dimension " + std::to_string(i) +
-                                        " of a rank-" + std::to_string(x.rank()) + " input");
+      if (i >= x.rank())
+        fail(node, "a 0 (copy) at dimension " + std::to_string(i) + " of a rank-" +
+                       std::to_string(x.rank()) + " input");
       d = x.shape[i];
     }
     if (d == -1) {
@@ -188,8 +189,9 @@ std::vector<Tensor> concat(Context&, const Node& node, const Inputs& in) {
       fail(node, "inputs of different ranks or types");
     }
     a[axis] = b[axis] = 0;
-    if (a != b) fail(node, "shapes " + shape_text(first.shape) + " and " + shape_text(t.shape) +
-                               " differ outside axis " + std::to_string(axis));
+    if (a != b)
+      fail(node, "shapes " + shape_text(first.shape) + " and " + shape_text(t.shape) +
+                     " differ outside axis " + std::to_string(axis));
     out[axis] += t.shape[axis];
   }
   Tensor y(first.dtype, out);
@@ -231,14 +233,15 @@ std::vector<Tensor> split(Context& context, const Node& node, const Inputs& in) 
   const Tensor& x = need(node, in, 0);
   const std::size_t axis = axis_index(node, node.int_attr("axis", 0), x.rank());
   std::vector<std::int64_t> sizes =
-      context.opset >= 13 ? (in.size() > 1 && in[1] ? int_values(*in[1])
-                                                    : std::vector<std::int64_t>{})
-                          : node.ints_attr("split");
+      context.opset >= 13
+          ? (in.size() > 1 && in[1] ? int_values(*in[1]) : std::vector<std::int64_t>{})
+          : node.ints_attr("split");
   const std::int64_t length = x.shape[axis];
   if (sizes.empty()) {
-    const auto parts = static_cast<std::int64_t>(
-        context.opset >= 18 && node.has("num_outputs") ? node.int_attr("num_outputs", 1)
-                                                       : static_cast<std::int64_t>(node.outputs.size()));
+    const auto parts =
+        static_cast<std::int64_t>(context.opset >= 18 && node.has("num_outputs")
+                                      ? node.int_attr("num_outputs", 1)
+                                      : static_cast<std::int64_t>(node.outputs.size()));
     if (parts <= 0) fail(node, "no outputs");
     const std::int64_t each = (length + parts - 1) / parts;  // the last part may be smaller
     for (std::int64_t p = 0, left = length; p < parts; ++p, left -= each) {
@@ -251,10 +254,9 @@ std::vector<Tensor> split(Context& context, const Node& node, const Inputs& in) 
     sum += s;
   }
   if (sum != length || sizes.size() != node.outputs.size()) {
-    fail(node, "splits summing to " + std::to_string(sum) + " in " +
-                   std::to_string(sizes.size()) + " parts for a dimension of " +
-                   std::to_string(length) + " and " + std::to_string(node.outputs.size()) +
-                   " outputs");
+    fail(node, "splits summing to " + std::to_string(sum) + " in " + std::to_string(sizes.size()) +
+                   " parts for a dimension of " + std::to_string(length) + " and " +
+                   std::to_string(node.outputs.size()) + " outputs");
   }
   std::vector<Tensor> parts;
   std::int64_t start = 0;
@@ -447,8 +449,8 @@ std::vector<Tensor> pad(Context& context, const Node& node, const Inputs& in) {
     out[d] += before[d] + after[d];
     if (out[d] < 0) fail(node, "pads remove more than the dimension");
     if (mode != "constant" && (before[d] > 0 || after[d] > 0) &&
-        (x.shape[d] == 0 || (mode == "reflect" && (before[d] >= x.shape[d] ||
-                                                    after[d] >= x.shape[d])))) {
+        (x.shape[d] == 0 ||
+         (mode == "reflect" && (before[d] >= x.shape[d] || after[d] >= x.shape[d])))) {
       fail(node, "pads too large for mode " + mode);
     }
   }
@@ -462,8 +464,10 @@ std::vector<Tensor> pad(Context& context, const Node& node, const Inputs& in) {
           const std::int64_t n = x.shape[d];
           if (i < 0 || i >= n) {
             if (mode == "constant") return kFill;
-            if (mode == "edge") i = i < 0 ? 0 : n - 1;
-            else i = i < 0 ? -i : 2 * (n - 1) - i;  // reflect
+            if (mode == "edge")
+              i = i < 0 ? 0 : n - 1;
+            else
+              i = i < 0 ? -i : 2 * (n - 1) - i;  // reflect
           }
           at += static_cast<std::size_t>(i) * strides[d];
         }

@@ -22,12 +22,13 @@ class Loader {
     const onnx::GraphProto& proto = model_.graph();
     graph_.name = proto.name();
     for (const onnx::TensorProto& tensor : proto.initializer()) {
-      graph_.constants[tensor.name()] =
-          guarded([&] { return read_tensor(tensor, dir_, "initializer \"" + tensor.name() + "\""); });
+      graph_.constants[tensor.name()] = guarded(
+          [&] { return read_tensor(tensor, dir_, "initializer \"" + tensor.name() + "\""); });
     }
     if (proto.sparse_initializer_size() > 0) fail("sparse initializers not supported");
     for (const onnx::ValueInfoProto& input : proto.input()) {
-      if (!graph_.constants.count(input.name())) graph_.inputs.push_back(value_info(input, "input"));
+      if (!graph_.constants.count(input.name()))
+        graph_.inputs.push_back(value_info(input, "input"));
     }
     for (const onnx::ValueInfoProto& output : proto.output()) {
       graph_.outputs.push_back(value_info(output, "output"));
@@ -82,9 +83,18 @@ class Loader {
     graph::Attribute a;
     using Kind = graph::Attribute::Kind;
     switch (proto.type()) {
-      case onnx::AttributeProto::INT: a.kind = Kind::Int; a.i = proto.i(); break;
-      case onnx::AttributeProto::FLOAT: a.kind = Kind::Float; a.f = proto.f(); break;
-      case onnx::AttributeProto::STRING: a.kind = Kind::String; a.s = proto.s(); break;
+      case onnx::AttributeProto::INT:
+        a.kind = Kind::Int;
+        a.i = proto.i();
+        break;
+      case onnx::AttributeProto::FLOAT:
+        a.kind = Kind::Float;
+        a.f = proto.f();
+        break;
+      case onnx::AttributeProto::STRING:
+        a.kind = Kind::String;
+        a.s = proto.s();
+        break;
       case onnx::AttributeProto::INTS:
         a.kind = Kind::Ints;
         a.ints.assign(proto.ints().begin(), proto.ints().end());
@@ -101,8 +111,9 @@ class Loader {
         a.kind = Kind::Tensor;
         a.tensor = guarded([&] { return read_tensor(proto.t(), dir_, where); });
         break;
-      default: fail(where + ": attributes of type " + std::to_string(proto.type()) +
-                    " (subgraphs, sparse tensors, types) not supported");
+      default:
+        fail(where + ": attributes of type " + std::to_string(proto.type()) +
+             " (subgraphs, sparse tensors, types) not supported");
     }
     return a;
   }
@@ -160,6 +171,8 @@ class Loader {
 
 }  // namespace
 
-graph::Graph load_graph(const std::string& path) { return Loader(path).run(); }
+graph::Graph load_graph(const std::string& path) {
+  return Loader(path).run();
+}
 
 }  // namespace tpu::onnx_front

@@ -15,10 +15,13 @@ using graph::DType;
 std::size_t byte_width(int onnx_type) {
   switch (onnx_type) {
     case onnx::TensorProto::FLOAT:
-    case onnx::TensorProto::INT32: return 4;
+    case onnx::TensorProto::INT32:
+      return 4;
     case onnx::TensorProto::INT64:
-    case onnx::TensorProto::DOUBLE: return 8;
-    default: return 1;  // INT8, UINT8, BOOL
+    case onnx::TensorProto::DOUBLE:
+      return 8;
+    default:
+      return 1;  // INT8, UINT8, BOOL
   }
 }
 
@@ -79,8 +82,7 @@ onnx::ModelProto read_model(const std::string& path) {
   std::ostringstream bytes;
   bytes << file.rdbuf();
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes.str()) || !model.has_graph() ||
-      model.graph().node_size() == 0) {
+  if (!model.ParseFromString(bytes.str()) || !model.has_graph() || model.graph().node_size() == 0) {
     throw std::runtime_error("not an ONNX model (malformed, truncated, or without a graph)");
   }
   return model;
@@ -102,13 +104,20 @@ int default_opset(const onnx::ModelProto& model, int oldest, int newest) {
 std::optional<DType> dtype_of(int onnx_type) {
   switch (onnx_type) {
     case onnx::TensorProto::FLOAT:
-    case onnx::TensorProto::DOUBLE: return DType::Float32;
-    case onnx::TensorProto::INT64: return DType::Int64;
-    case onnx::TensorProto::INT32: return DType::Int32;
-    case onnx::TensorProto::INT8: return DType::Int8;
-    case onnx::TensorProto::UINT8: return DType::UInt8;
-    case onnx::TensorProto::BOOL: return DType::Bool;
-    default: return std::nullopt;
+    case onnx::TensorProto::DOUBLE:
+      return DType::Float32;
+    case onnx::TensorProto::INT64:
+      return DType::Int64;
+    case onnx::TensorProto::INT32:
+      return DType::Int32;
+    case onnx::TensorProto::INT8:
+      return DType::Int8;
+    case onnx::TensorProto::UINT8:
+      return DType::UInt8;
+    case onnx::TensorProto::BOOL:
+      return DType::Bool;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -140,15 +149,27 @@ graph::Tensor read_tensor(const onnx::TensorProto& tensor, const std::filesystem
     for (std::size_t i = 0; i < count; ++i) {
       const char* at = bytes.data() + i * width;
       switch (type) {
-        case onnx::TensorProto::FLOAT: t.floats.push_back(read_le<float>(at)); break;
+        case onnx::TensorProto::FLOAT:
+          t.floats.push_back(read_le<float>(at));
+          break;
         case onnx::TensorProto::DOUBLE:
           t.floats.push_back(static_cast<float>(read_le<double>(at)));
           break;
-        case onnx::TensorProto::INT64: t.ints.push_back(read_le<std::int64_t>(at)); break;
-        case onnx::TensorProto::INT32: t.ints.push_back(read_le<std::int32_t>(at)); break;
-        case onnx::TensorProto::INT8: t.ints.push_back(read_le<std::int8_t>(at)); break;
-        case onnx::TensorProto::UINT8: t.ints.push_back(read_le<std::uint8_t>(at)); break;
-        default: t.ints.push_back(*at != 0); break;  // BOOL
+        case onnx::TensorProto::INT64:
+          t.ints.push_back(read_le<std::int64_t>(at));
+          break;
+        case onnx::TensorProto::INT32:
+          t.ints.push_back(read_le<std::int32_t>(at));
+          break;
+        case onnx::TensorProto::INT8:
+          t.ints.push_back(read_le<std::int8_t>(at));
+          break;
+        case onnx::TensorProto::UINT8:
+          t.ints.push_back(read_le<std::uint8_t>(at));
+          break;
+        default:
+          t.ints.push_back(*at != 0);
+          break;  // BOOL
       }
     }
   } else {

@@ -3,11 +3,11 @@
 // external data file beside the model.
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
 #include <filesystem>
 #include <optional>
 #include <string>
-
-#include <onnx/onnx_pb.h>
 
 #include "tpu/graph/graph.hpp"
 

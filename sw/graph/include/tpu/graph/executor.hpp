@@ -39,7 +39,7 @@ struct OpRun {
 // `accelerator` null runs everything on the host. Throws std::invalid_argument for inputs of
 // the wrong number, type or shape, std::runtime_error (one line naming the node) for a node
 // that cannot run on what it gets.
-std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs,
-                        Backend* accelerator, std::vector<OpRun>* runs = nullptr);
+std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs, Backend* accelerator,
+                        std::vector<OpRun>* runs = nullptr);
 
 }  // namespace tpu::graph

@@ -26,8 +26,8 @@ using Shape = std::vector<std::int64_t>;
 struct Tensor {
   DType dtype = DType::Float32;
   Shape shape;
-  std::vector<float> floats;        // Float32
-  std::vector<std::int64_t> ints;   // every other type
+  std::vector<float> floats;       // Float32
+  std::vector<std::int64_t> ints;  // every other type
 
   Tensor() = default;
   // Zeros of the type and shape.
@@ -39,7 +39,9 @@ struct Tensor {
   std::size_t size() const { return is_float() ? floats.size() : ints.size(); }
   std::size_t rank() const { return shape.size(); }
   // Value i as a double or as an integer, whatever the type (a float truncated toward zero).
-  double value(std::size_t i) const { return is_float() ? floats[i] : static_cast<double>(ints[i]); }
+  double value(std::size_t i) const {
+    return is_float() ? floats[i] : static_cast<double>(ints[i]);
+  }
   std::int64_t int_value(std::size_t i) const {
     return is_float() ? static_cast<std::int64_t>(floats[i]) : ints[i];
   }
@@ -52,8 +54,15 @@ std::string shape_text(const Shape& shape);
 
 // An operator's attribute: one of ONNX's kinds.
 struct Attribute {
-  enum class Kind : std::uint8_t { Int, Float, String, Ints, Floats, Strings, Tensor } kind =
-      Kind::Int;
+  enum class Kind : std::uint8_t {
+    Int,
+    Float,
+    String,
+    Ints,
+    Floats,
+    Strings,
+    Tensor
+  } kind = Kind::Int;
   std::int64_t i = 0;
   float f = 0;
   std::string s;
@@ -64,8 +73,8 @@ struct Attribute {
 };
 
 struct Node {
-  std::string op;    // the operator, e.g. "Conv"
-  std::string name;  // as the file names it (or "<op> <index>" where it has none)
+  std::string op;                    // the operator, e.g. "Conv"
+  std::string name;                  // as the file names it (or "<op> <index>" where it has none)
   std::vector<std::string> inputs;   // "" for an optional input left out
   std::vector<std::string> outputs;  // "" for an optional output not wanted
   std::map<std::string, Attribute> attributes;
