@@ -735,7 +735,7 @@ void save_network(const Network& net, const std::string& json_path, bool overwri
 }
 
 std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, std::uint32_t m,
-                          std::uint32_t k, std::uint32_t n) {
+                          std::uint32_t k, std::uint32_t n, RunResult* result) {
   std::vector<float> out(std::size_t{m} * n, 0.0f);
   if (accelerator) {
     GemmSpec spec;
@@ -743,7 +743,8 @@ std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, 
     spec.k = k;
     spec.n = n;
     const num::MatrixFp32 product =
-        run_gemm(*accelerator, spec, bf16_matrix(a, m, k), bf16_matrix(b, k, n));
+        run_gemm(*accelerator, spec, bf16_matrix(a, m, k), bf16_matrix(b, k, n), nullptr, nullptr,
+                 result);
     std::memcpy(out.data(), product.data.data(), out.size() * sizeof(float));
     return out;
   }

@@ -39,6 +39,60 @@ graph::Tensor rows_of(const graph::Tensor& t, std::size_t first, std::size_t cou
   return graph::Tensor::of_floats(shape, {begin, begin + static_cast<std::ptrdiff_t>(count * per)});
 }
 
+// --stats: per operator type, the nodes run, where, their multiply-accumulates and products
+// and, where the backend counts them (the RTL), cycles, MXU utilisation and bytes over the bus;
+// then the totals, per input too.
+void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, Backend* backend) {
+  struct Row {
+    std::uint64_t nodes = 0, macs = 0, products = 0, cycles = 0, useful = 0, bytes = 0;
+    bool accelerator = false, counted = false;
+  };
+  std::map<std::string, Row> rows;
+  Row total;
+  for (const graph::OpRun& r : runs) {
+    for (Row* row : {&rows[r.op], &total}) {
+      ++row->nodes;
+      row->macs += r.macs;
+      row->products += r.products;
+      row->cycles += r.cycles;
+      row->useful += r.useful_macs;
+      row->bytes += r.bus_bytes;
+      row->accelerator = row->accelerator || r.on_accelerator;
+      row->counted = row->counted || r.counted;
+    }
+  }
+  const double cells = backend ? static_cast<double>(backend->config().dim) *
+                                     static_cast<double>(backend->config().dim)
+                               : 1.0;
+  const auto counted = [&](const Row& row, std::uint64_t value) {
+    return row.counted ? fmt::format("{}", value) : std::string("-");
+  };
+  const auto utilisation = [&](const Row& row) {
+    return row.counted && row.cycles
+               ? fmt::format("{:.1f} %", 100.0 * static_cast<double>(row.useful) /
+                                             (static_cast<double>(row.cycles) * cells))
+               : std::string("-");
+  };
+  fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>8} {:>12}\n", "operator", "nodes",
+             "where", "MACs", "products", "cycles", "MXU use", "bus bytes");
+  for (const auto& [op, row] : rows) {
+    fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>8} {:>12}\n", op, row.nodes,
+               row.accelerator ? "core" : "host", row.macs, row.products,
+               counted(row, row.cycles), utilisation(row), counted(row, row.bytes));
+  }
+  std::uint64_t host_steps = 0;
+  for (const graph::OpRun& r : runs) host_steps += r.on_accelerator ? 0 : 1;
+  const std::uint64_t per = std::max<std::uint64_t>(inputs, 1);
+  fmt::print("total: {} nodes run, {} host steps, {} products on the core; {} MACs ({} per input)",
+             total.nodes, host_steps, total.products, total.macs, total.macs / per);
+  if (total.counted) {
+    fmt::print("; {} cycles ({} per input), MXU use {}, {} bytes over the bus ({} per input)",
+               total.cycles, total.cycles / per, utilisation(total), total.bytes,
+               total.bytes / per);
+  }
+  fmt::print("\n");
+}
+
 }  // namespace
 
 int run_infer_graph(const InferOptions& options) {
@@ -133,32 +187,7 @@ int run_infer_graph(const InferOptions& options) {
     fmt::print("  {} -> {} [{}]\n", model.outputs[o].name, options.out_paths[o],
                fmt::join(files[o].shape, ", "));
   }
-  if (options.stats) {
-    // Per operator type: nodes run, where, multiply-accumulates.
-    struct Row {
-      std::uint64_t nodes = 0, macs = 0, products = 0;
-      bool accelerator = false;
-    };
-    std::map<std::string, Row> rows;
-    std::uint64_t macs = 0, host_steps = 0;
-    for (const graph::OpRun& r : runs) {
-      Row& row = rows[r.op];
-      ++row.nodes;
-      row.macs += r.macs;
-      row.products += r.products;
-      row.accelerator = row.accelerator || r.on_accelerator;
-      macs += r.macs;
-      host_steps += r.on_accelerator ? 0 : 1;
-    }
-    fmt::print("{:<20} {:>8} {:>10} {:>14} {:>10}\n", "operator", "nodes", "where", "MACs",
-               "products");
-    for (const auto& [op, row] : rows) {
-      fmt::print("{:<20} {:>8} {:>10} {:>14} {:>10}\n", op, row.nodes,
-                 row.accelerator ? "core" : "host", row.macs, row.products);
-    }
-    fmt::print("total: {} nodes run, {} host steps, {} MACs ({} per input)\n", runs.size(),
-               host_steps, macs, n ? macs / n : 0);
-  }
+  if (options.stats) print_stats(runs, n, backend.get());
   return 0;
 }
 

@@ -109,7 +109,9 @@ std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs, B
       if (it == values.end()) ops::fail(node, "input \"" + name + "\" not computed");
       node_inputs.push_back(it->second);
     }
-    OpRun figures{node.label(), node.op, false, 0, 0};
+    OpRun figures;
+    figures.node = node.label();
+    figures.op = node.op;
     context.run = &figures;
     std::vector<Tensor> outputs = evaluate(node, node_inputs, context);
     if (runs) runs->push_back(figures);

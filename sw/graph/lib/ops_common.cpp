@@ -96,8 +96,20 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
   }
   if (m == 0 || n == 0) return {};
   if (k == 0) return std::vector<float>(m * n, 0.0f);
-  return nn::matmul(context.accelerator, a, b, static_cast<std::uint32_t>(m),
-                    static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(n));
+  RunResult result;
+  std::vector<float> c =
+      nn::matmul(context.accelerator, a, b, static_cast<std::uint32_t>(m),
+                 static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(n), &result);
+  if (context.run && result.counters) {
+    const Counters& counters = *result.counters;
+    context.run->counted = true;
+    context.run->cycles += counters[regs::kCntCyclesIndex];
+    context.run->useful_macs += counters[regs::kCntUsefulMacsIndex];
+    context.run->bus_bytes += (counters[regs::kCntDmaReadBeatsIndex] +
+                               counters[regs::kCntDmaWriteBeatsIndex]) *
+                              context.accelerator->config().bus_bytes;
+  }
+  return c;
 }
 
 const Table& table() {

@@ -200,9 +200,10 @@ std::vector<float> layer_forward(Backend* accelerator, const Layer& layer, const
                                  std::size_t rows, bool last, LayerRun* run = nullptr);
 
 // A plain product, A (m x k) times B (k x n), row-major: on an accelerator
-// with bf16 operands and fp32 sums, or in host fp32 when `accelerator` is null.
+// with bf16 operands and fp32 sums, or in host fp32 when `accelerator` is null. `result`, when
+// given, receives the accelerator's run (its counters, where the backend has them).
 std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, std::uint32_t m,
-                          std::uint32_t k, std::uint32_t n);
+                          std::uint32_t k, std::uint32_t n, RunResult* result = nullptr);
 
 // Host-side pieces, also used by the trainer.
 // im2col of an NHWC tensor: one row per output pixel, [n * oh * ow, kh * kw * c], columns in

@@ -25,13 +25,19 @@ std::string check_supported(const Graph& graph);
 // removes it (the weights' and the exporters' shape arithmetic); returns how many it folded.
 std::size_t fold_constants(Graph& graph);
 
-// Per operator of one run: where it ran and the multiply-accumulates it took.
+// Per operator of one run: where it ran, the multiply-accumulates it took and, on a backend
+// with performance counters (the RTL), the cycles and the bytes its products moved over the
+// host bus.
 struct OpRun {
   std::string node;  // its label
   std::string op;
   bool on_accelerator = false;
   std::uint64_t macs = 0;      // products of two operands (matrix products, convolutions)
   std::uint64_t products = 0;  // GEMMs sent to the accelerator
+  bool counted = false;        // the figures below are the backend's counters
+  std::uint64_t cycles = 0;
+  std::uint64_t useful_macs = 0;  // the counters' USEFUL_MACS
+  std::uint64_t bus_bytes = 0;    // AXI4 read and write beats times the bus width
 };
 
 // Runs the graph on `inputs` (in the order of graph.inputs, each of its type, its shape with
