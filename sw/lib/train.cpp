@@ -42,14 +42,6 @@ Layer plain_layer(LayerKind kind, std::uint32_t pool = 0) {
   return layer;
 }
 
-std::vector<float> transpose(const float* data, std::size_t rows, std::size_t cols) {
-  std::vector<float> t(rows * cols);
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) t[j * rows + i] = data[i * cols + j];
-  }
-  return t;
-}
-
 void adam(std::vector<float>& params, const std::vector<float>& grads, std::vector<float>& m,
           std::vector<float>& v, float lr, std::uint64_t step) {
   const float correct1 = 1.0f - std::pow(kAdamBeta1, static_cast<float>(step));

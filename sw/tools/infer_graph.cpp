@@ -1,6 +1,5 @@
 // tpu infer MODEL.onnx: an ONNX model loaded as a graph (tpu/onnx/load_graph.hpp) and run by
 // the graph executor, its matrix products on the chosen backend.
-#include <filesystem>
 #include <map>
 
 #include "common.hpp"
@@ -73,12 +72,12 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, Back
                                              (static_cast<double>(row.cycles) * cells))
                : std::string("-");
   };
-  fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>8} {:>12}\n", "operator", "nodes",
-             "where", "MACs", "products", "cycles", "MXU use", "bus bytes");
+  fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>8} {:>12}\n", "operator", "nodes", "where",
+             "MACs", "products", "cycles", "MXU use", "bus bytes");
   for (const auto& [op, row] : rows) {
     fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>8} {:>12}\n", op, row.nodes,
-               row.accelerator ? "core" : "host", row.macs, row.products,
-               counted(row, row.cycles), utilisation(row), counted(row, row.bytes));
+               row.accelerator ? "core" : "host", row.macs, row.products, counted(row, row.cycles),
+               utilisation(row), counted(row, row.bytes));
   }
   std::uint64_t host_steps = 0;
   for (const graph::OpRun& r : runs) host_steps += r.on_accelerator ? 0 : 1;
@@ -115,24 +114,15 @@ int run_infer_graph(const InferOptions& options) {
   std::vector<graph::Tensor> inputs;
   for (std::size_t i = 0; i < options.in_paths.size(); ++i) {
     inputs.push_back(read_input(options.in_paths[i]));
-    const graph::ValueInfo& info = model.inputs[i];
-    const graph::Shape& shape = inputs.back().shape;
-    bool fits = shape.size() == info.shape.size();
-    for (std::size_t d = 0; fits && d < shape.size(); ++d) {
-      fits = info.shape[d] < 0 || info.shape[d] == shape[d];
-    }
-    if (!fits) {
-      throw BadInput(fmt::format("{}: shape {} where input \"{}\" takes {}", options.in_paths[i],
-                                 graph::shape_text(shape), info.name,
-                                 graph::shape_text(info.shape)));
-    }
+    const std::string mismatch = graph::input_mismatch(model.inputs[i], inputs.back());
+    if (!mismatch.empty()) throw BadInput(fmt::format("{}: {}", options.in_paths[i], mismatch));
   }
   // Runs of --batch inputs where every input's first dimension is the batch, left open by the
   // model; one run otherwise.
   bool batched = true;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    batched = batched && !model.inputs[i].shape.empty() && model.inputs[i].shape[0] < 0 &&
-              inputs[i].shape[0] == inputs[0].shape[0];
+    batched = batched && model.inputs[i].ranked && !model.inputs[i].shape.empty() &&
+              model.inputs[i].shape[0] < 0 && inputs[i].shape[0] == inputs[0].shape[0];
   }
   const std::size_t n = batched ? static_cast<std::size_t>(inputs[0].shape[0]) : 1;
   const std::size_t step = batched ? options.batch : 1;
@@ -148,10 +138,22 @@ int run_infer_graph(const InferOptions& options) {
     std::vector<graph::Tensor> outputs;
     try {
       outputs = graph::run(model, batch, backend.get(), &runs);
-    } catch (const std::runtime_error& error) {
+    } catch (const std::exception& error) {
       throw BadInput(fmt::format("{}: {}", options.net_path, error.what()));
     }
-    for (std::size_t o = 0; o < outputs.size(); ++o) parts[o].push_back(std::move(outputs[o]));
+    const std::size_t count = std::min(step, n - done);
+    for (std::size_t o = 0; o < outputs.size(); ++o) {
+      // Runs' outputs are joined along their first dimension, which must then be the batch.
+      if (n > step &&
+          (outputs[o].rank() == 0 || static_cast<std::size_t>(outputs[o].shape[0]) != count)) {
+        throw BadInput(fmt::format(
+            "{}: output \"{}\" of {} inputs is {}, its first dimension not the batch: run "
+            "them in one run (--batch {})",
+            options.net_path, model.outputs[o].name, count, graph::shape_text(outputs[o].shape),
+            n));
+      }
+      parts[o].push_back(std::move(outputs[o]));
+    }
   }
   std::vector<npy::Array> files;
   for (std::size_t o = 0; o < parts.size(); ++o) {

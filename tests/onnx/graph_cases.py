@@ -333,6 +333,24 @@ def case_lstm_two_layers():
     return m
 
 
+def case_recurrent_gate_functions():
+    # Other gate functions than the defaults, with their alphas and betas consumed in order by
+    # the functions that take them: an LSTM, a bidirectional GRU.
+    m = Model(17)
+    x = m.op("Transpose", m.input([6, 5]), perm=[1, 0, 2])
+    w, r, b = recurrent_weights(m, 4, 1, 5, 7)
+    y, _, _ = m.op("LSTM", x, w, r, b, outputs=3, hidden_size=7,
+                   activations=["HardSigmoid", "ScaledTanh", "LeakyRelu"],
+                   activation_alpha=[0.3, 1.5, 0.1], activation_beta=[0.45, 0.8])
+    m.output(y)
+    w, r, b = recurrent_weights(m, 3, 2, 5, 4)
+    y2, _ = m.op("GRU", x, w, r, b, outputs=2, hidden_size=4, direction="bidirectional",
+                 activations=["Sigmoid", "Relu", "HardSigmoid", "Tanh"],
+                 activation_alpha=[0.25], activation_beta=[0.55])
+    m.output(y2)
+    return m
+
+
 def case_gru_forms():
     # GRU as PyTorch exports it (linear_before_reset 1), in reverse, with an initial state; and
     # ONNX's default form (the reset applied before the product), bidirectional.
@@ -408,7 +426,15 @@ def refuse_external_short():
 
 
 def refuse_wrong_input_shape():
-    return "shape", "takes Nx64"
+    return "shape", "takes float32 Nx64"
+
+
+def refuse_output_not_batched():
+    # Inputs in several runs (--batch 2 of 3), an output whose first dimension is not the batch:
+    # its runs cannot be joined.
+    m = Model(17)
+    m.output(m.op("Transpose", m.input([4]), perm=[1, 0]))
+    return m, "first dimension not the batch"
 
 
 REFUSE_CASES = {name[len("refuse_"):]: fn for name, fn in globals().items()
@@ -453,7 +479,7 @@ def refuse_case(args, name, work):
     model_path = work / f"{name}.onnx"
     x_path = work / "x.npy"
     import numpy as np
-    np.save(x_path, np.zeros((2, 4), np.float32))
+    np.save(x_path, np.zeros((3, 4), np.float32))
     if built in ("external", "short"):
         save(case_mlp_external_data(), model_path, external=True)
         data = work / (model_path.name + ".data")
@@ -471,7 +497,7 @@ def refuse_case(args, name, work):
     if out.exists():
         out.unlink()
     result = tpu(args, ["infer", "--net", str(model_path), "--in", str(x_path), "--out", str(out),
-                        "--backend", "host"])
+                        "--backend", "host", "--batch", "2"])
     lines = result.stderr.strip().splitlines()
     if result.returncode != 2 or len(lines) != 1 or words not in lines[0]:
         fail(f"expected exit 2 and one line with '{words}', got exit {result.returncode}: "

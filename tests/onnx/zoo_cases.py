@@ -33,7 +33,7 @@ INPUTS = 64
 # MobileNet v2 with random weights does not meet the bar above with bf16 operands, whoever
 # rounds them: PyTorch itself, with its convolutions' and linear layers' operands rounded to
 # bf16 and the exported (unresampled) weights, differs from its fp32 run by 2^-2.5 of the largest
-# output, the argmax the same on 50 of 64 (docs/graph.md). Its bar here is what this path
+# output, the argmax the same on 50 of 64 (make onnx-zoo prints it; docs/graph.md). Its bar here is what this path
 # measures on the resampled weights, with a margin: 2^-4.8 and 62 of 64, 2^-4.5 and 61 of 64.
 BARS = {"mobilenet_v2.onnx": (2.0 ** -4, 60), "mobilenet_v2_opset17.onnx": (2.0 ** -4, 60)}
 

@@ -71,6 +71,17 @@ TEST(Graph, InputsOfTheWrongShapeOrTypeAreRefused) {
   EXPECT_THROW(run(g, {Tensor::of_ints({1, 2}, {1, 2})}, nullptr), std::invalid_argument);
 }
 
+TEST(Graph, AnInputWithoutAShapeTakesAnyRank) {
+  Graph g = small_graph();
+  g.inputs[0] = {"x", DType::Float32, {}, false};
+  g.nodes = {node("Relu", {"x"}, {"y"})};
+  EXPECT_EQ(input_mismatch(g.inputs[0], Tensor::of_floats({2, 1, 3}, std::vector<float>(6))), "");
+  EXPECT_EQ(input_mismatch(g.inputs[0], Tensor::of_ints({2}, {1, 2})),
+            "int64 2 where input \"x\" takes float32 of any shape");
+  EXPECT_EQ(run(g, {Tensor::of_floats({3}, {-1, 0, 2})}, nullptr)[0].floats,
+            (std::vector<float>{0, 0, 2}));
+}
+
 TEST(Graph, ConstantSubgraphsFold) {
   Graph g = small_graph();
   // w2 = Transpose(Transpose(w)): folded to w's values; the graph then reads it.

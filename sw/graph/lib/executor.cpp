@@ -7,15 +7,6 @@
 
 namespace tpu::graph {
 
-const std::vector<std::string>& supported_operators() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> all;
-    for (const auto& [name, kernel] : ops::table()) all.push_back(name);
-    return all;
-  }();
-  return names;
-}
-
 std::string check_supported(const Graph& graph) {
   for (const Node& node : graph.nodes) {
     if (!ops::table().count(node.op)) return node.label() + ": operator not supported";
@@ -76,18 +67,9 @@ std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs, B
   std::map<std::string, const Tensor*> values;
   for (const auto& [name, tensor] : graph.constants) values[name] = &tensor;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const ValueInfo& info = graph.inputs[i];
-    const Tensor& given = inputs[i];
-    bool fits = given.shape.size() == info.shape.size() && given.dtype == info.dtype;
-    for (std::size_t d = 0; fits && d < info.shape.size(); ++d) {
-      fits = info.shape[d] < 0 || info.shape[d] == given.shape[d];
-    }
-    if (!fits) {
-      throw std::invalid_argument("input \"" + info.name + "\": " + dtype_name(given.dtype) + " " +
-                                  shape_text(given.shape) + " where the graph takes " +
-                                  dtype_name(info.dtype) + " " + shape_text(info.shape));
-    }
-    values[info.name] = &given;
+    const std::string mismatch = input_mismatch(graph.inputs[i], inputs[i]);
+    if (!mismatch.empty()) throw std::invalid_argument(mismatch);
+    values[graph.inputs[i].name] = &inputs[i];
   }
   // The index of the last node that reads each computed tensor: it is freed after that node.
   std::map<std::string, std::size_t> last_use;

@@ -114,6 +114,17 @@ const std::string& Node::input(std::size_t i) const {
   return i < inputs.size() ? inputs[i] : none;
 }
 
+std::string input_mismatch(const ValueInfo& info, const Tensor& given) {
+  bool fits = given.dtype == info.dtype && (!info.ranked || given.rank() == info.shape.size());
+  for (std::size_t d = 0; fits && info.ranked && d < info.shape.size(); ++d) {
+    fits = info.shape[d] < 0 || info.shape[d] == given.shape[d];
+  }
+  if (fits) return {};
+  return std::string(dtype_name(given.dtype)) + " " + shape_text(given.shape) + " where input \"" +
+         info.name + "\" takes " + dtype_name(info.dtype) + " " +
+         (info.ranked ? shape_text(info.shape) : std::string("of any shape"));
+}
+
 std::string check_order(const Graph& graph) {
   std::set<std::string> known;
   for (const ValueInfo& input : graph.inputs) known.insert(input.name);

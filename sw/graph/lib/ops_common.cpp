@@ -105,9 +105,9 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
     context.run->counted = true;
     context.run->cycles += counters[regs::kCntCyclesIndex];
     context.run->useful_macs += counters[regs::kCntUsefulMacsIndex];
-    context.run->bus_bytes += (counters[regs::kCntDmaReadBeatsIndex] +
-                               counters[regs::kCntDmaWriteBeatsIndex]) *
-                              context.accelerator->config().bus_bytes;
+    context.run->bus_bytes +=
+        (counters[regs::kCntDmaReadBeatsIndex] + counters[regs::kCntDmaWriteBeatsIndex]) *
+        context.accelerator->config().bus_bytes;
   }
   return c;
 }

@@ -5,18 +5,10 @@
 #include <limits>
 
 #include "ops.hpp"
+#include "tpu/nn.hpp"
 
 namespace tpu::graph::ops {
 namespace {
-
-// x (rows x cols) transposed.
-std::vector<float> transposed(const float* x, std::size_t rows, std::size_t cols) {
-  std::vector<float> y(rows * cols);
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t c = 0; c < cols; ++c) y[c * rows + r] = x[r * cols + c];
-  }
-  return y;
-}
 
 // MatMul as numpy.matmul: 1-D operands promoted, batch dimensions broadcast. A B that is one
 // matrix (weights, typically) takes every row of A in one product.
@@ -67,8 +59,8 @@ std::vector<Tensor> gemm(Context& context, const Node& node, const Inputs& in) {
     fail(node, "shapes " + shape_text(a.shape) + " and " + shape_text(b.shape) +
                    " do not multiply" + (ta || tb ? " as transposed" : ""));
   }
-  const std::vector<float> at = ta ? transposed(a.floats.data(), a0, a1) : std::vector<float>{};
-  const std::vector<float> bt = tb ? transposed(b.floats.data(), b0, b1) : std::vector<float>{};
+  const std::vector<float> at = ta ? nn::transpose(a.floats.data(), a0, a1) : std::vector<float>{};
+  const std::vector<float> bt = tb ? nn::transpose(b.floats.data(), b0, b1) : std::vector<float>{};
   std::vector<float> c =
       product(context, ta ? at.data() : a.floats.data(), tb ? bt.data() : b.floats.data(), m, k, n);
   const float alpha = node.float_attr("alpha", 1.0f), beta = node.float_attr("beta", 1.0f);
@@ -207,7 +199,7 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
       }
     }
     // The group's filters as a depth x mg matrix.
-    const std::vector<float> weights = transposed(
+    const std::vector<float> weights = nn::transpose(
         &w.floats[static_cast<std::size_t>(g * mg) * depth], static_cast<std::size_t>(mg), depth);
     const std::vector<float> out =
         product(context, cols.data(), weights.data(), rows, depth, static_cast<std::size_t>(mg));

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ops.hpp"
+#include "tpu/nn.hpp"
 
 namespace tpu::graph::ops {
 namespace {
@@ -80,12 +81,17 @@ struct Recurrence {
       fail(node, std::to_string(names.size()) + " activations where it takes " +
                      std::to_string(directions * per));
     }
-    for (std::size_t i = 0; i < directions * per; ++i) {
-      // ONNX's defaults where the node gives no alpha or beta for this function.
-      const float alpha = names[i] == "HardSigmoid" ? 0.2f : names[i] == "LeakyRelu" ? 0.01f : 1.0f;
-      const float beta = names[i] == "HardSigmoid" ? 0.5f : 1.0f;
-      functions.push_back(activation(node, names[i], i < alphas.size() ? alphas[i] : alpha,
-                                     i < betas.size() ? betas[i] : beta));
+    // activation_alpha and activation_beta are consumed in the functions' order, each by the
+    // functions that take one (as onnxruntime reads them); ONNX's defaults where they run out.
+    std::size_t next_alpha = 0, next_beta = 0;
+    for (const std::string& name : names) {
+      const bool takes_beta = name == "HardSigmoid" || name == "ScaledTanh";
+      const bool takes_alpha = takes_beta || name == "LeakyRelu";
+      float alpha = name == "HardSigmoid" ? 0.2f : name == "LeakyRelu" ? 0.01f : 1.0f;
+      float beta = name == "HardSigmoid" ? 0.5f : 1.0f;
+      if (takes_alpha && next_alpha < alphas.size()) alpha = alphas[next_alpha++];
+      if (takes_beta && next_beta < betas.size()) beta = betas[next_beta++];
+      functions.push_back(activation(node, name, alpha, beta));
     }
   }
 
@@ -94,12 +100,7 @@ struct Recurrence {
   // W[d] or R[d] (gates*hidden x cols) transposed, as the right operand of a product.
   static std::vector<float> operand(const Tensor& m, std::size_t d, std::size_t rows,
                                     std::size_t cols) {
-    std::vector<float> t(rows * cols);
-    const float* src = &m.floats[d * rows * cols];
-    for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t c = 0; c < cols; ++c) t[c * rows + r] = src[r * cols + c];
-    }
-    return t;
+    return nn::transpose(&m.floats[d * rows * cols], rows, cols);
   }
 
   // An initial state [directions, batch, hidden] (zeros where the node leaves it out).

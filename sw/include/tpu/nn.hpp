@@ -205,7 +205,9 @@ std::vector<float> layer_forward(Backend* accelerator, const Layer& layer, const
 std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, std::uint32_t m,
                           std::uint32_t k, std::uint32_t n, RunResult* result = nullptr);
 
-// Host-side pieces, also used by the trainer.
+// Host-side pieces, also used by the trainer and the graph executor.
+// A row-major rows x cols matrix transposed (cols x rows).
+std::vector<float> transpose(const float* data, std::size_t rows, std::size_t cols);
 // im2col of an NHWC tensor: one row per output pixel, [n * oh * ow, kh * kw * c], columns in
 // (ky, kx, c) order, zeros where the window covers padding.
 std::vector<float> im2col(const Tensor& x, const Window& kernel);

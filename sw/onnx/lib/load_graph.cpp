@@ -72,7 +72,7 @@ class Loader {
     const onnx::TypeProto::Tensor& type = proto.type().tensor_type();
     const std::optional<graph::DType> dtype = dtype_of(type.elem_type());
     if (!dtype) fail(where + "element type " + std::to_string(type.elem_type()) + " not supported");
-    graph::ValueInfo info{proto.name(), *dtype, {}};
+    graph::ValueInfo info{proto.name(), *dtype, {}, type.has_shape()};
     for (const onnx::TensorShapeProto::Dimension& dim : type.shape().dim()) {
       info.shape.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
     }

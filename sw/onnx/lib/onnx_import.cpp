@@ -7,11 +7,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 
 #include "onnx_read.hpp"
@@ -65,14 +63,15 @@ class Importer {
   void read_model() {
     try {
       model_ = onnx_front::read_model(path_);
+    } catch (const std::runtime_error& error) {
+      fail(error.what());
+    }
+    try {
       opset_ = onnx_front::default_opset(model_, kOnnxOpsetOldest, kOnnxOpsetNewest);
     } catch (const std::runtime_error& error) {
-      const std::string what = error.what();
-      fail(what.rfind("opset", 0) == 0
-               ? what + "; tpu infer --net MODEL.onnx runs opsets " +
-                     std::to_string(onnx_front::kGraphOpsetOldest) + " to " +
-                     std::to_string(onnx_front::kGraphOpsetNewest) + " as a graph"
-               : what);
+      fail(std::string(error.what()) + "; tpu infer --net MODEL.onnx runs opsets " +
+           std::to_string(onnx_front::kGraphOpsetOldest) + " to " +
+           std::to_string(onnx_front::kGraphOpsetNewest) + " as a graph");
     }
   }
 

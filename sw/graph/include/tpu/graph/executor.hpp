@@ -13,9 +13,6 @@
 
 namespace tpu::graph {
 
-// The operators `run` takes, by name.
-const std::vector<std::string>& supported_operators();
-
 // One line naming the first node `run` would refuse (an operator it does not take, or an
 // attribute value it does not), empty when there is none. Checks what can be checked before
 // the inputs' shapes are known.

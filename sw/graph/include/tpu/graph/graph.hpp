@@ -96,12 +96,17 @@ struct Node {
 };
 
 // A graph input or output: its name, element type and shape, where a dimension of -1 is not
-// fixed by the file (the batch, typically).
+// fixed by the file (the batch, typically); without `ranked` the file gives no shape at all.
 struct ValueInfo {
   std::string name;
   DType dtype = DType::Float32;
   Shape shape;
+  bool ranked = true;
 };
+
+// One line saying how `given` differs from what the graph input `info` takes (its type, its
+// rank, a fixed dimension), empty when it fits.
+std::string input_mismatch(const ValueInfo& info, const Tensor& given);
 
 struct Graph {
   std::string name;
