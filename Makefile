@@ -56,7 +56,7 @@ LINT_SEQ    := $(LINT_CORE) "-GSequential=1'b1" -GBusBytes=4
 LINT_BOARD  := $(LINT) $(BOARD_FILES) --top-module tpu_board
 
 .PHONY: all deps build sw sim test lint synth wave wave-core wave-shots bench bench-suite bench-sim bench-core bench-pod \
-        bench-mxu bench-tpu demo int8-accuracy onnx-fashion onnx-zoo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
+        bench-mxu bench-tpu demo synth-units synth-cores int8-accuracy onnx-fashion onnx-zoo nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
         fpga-breakdown formal formal-break clean
 
 all: build
@@ -152,9 +152,13 @@ define yosys_synth
 endef
 
 # Generic Yosys synthesis of the matrix unit, without and with every pipeline register, with
-# both modes and int8 only, of small array cores (bf16; int8 only) and of the sequential core;
-# any Yosys warning fails.
-synth: $(FPGA_TOOLS)
+# both modes and int8 only, and of the inter-chip collective unit (synth-units); of small array
+# cores (bf16; int8 only) and of the sequential core (synth-cores); any Yosys warning fails.
+# The boards' builds synthesise those three cores again, failing on a warning too, so CI runs
+# synth-units beside them.
+synth: synth-units synth-cores
+
+synth-units: $(FPGA_TOOLS)
 	$(call yosys_synth,m0a0,$(MXU_FILES),tpu_mxu,-set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \
 	  -set MulStages 0 -set AddStages 0,tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) MulStages=0 AddStages=0)
 	$(call yosys_synth,m2a3,$(MXU_FILES),tpu_mxu,-set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \
@@ -163,14 +167,16 @@ synth: $(FPGA_TOOLS)
 	  -set MulStages 2 -set AddStages 3 -set Int8 1,tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) MulStages=2 AddStages=3 Int8)
 	$(call yosys_synth,int8_only,$(MXU_FILES),tpu_mxu,-set Rows $(SYNTH_ROWS) -set Cols $(SYNTH_COLS) \
 	  -set Int8 1 -set Float 0,tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) int8 only)
+	$(call yosys_synth,links,$(TOP_FILES),tpu_collective_unit,-set Dim 4 -set AccDepth 64 \
+	  -set QueueDepth 2 -set LinkLanes 2 -set LinkCredits 4,tpu_collective_unit 4 lanes with 2-lane links)
+
+synth-cores: $(FPGA_TOOLS)
 	$(call yosys_synth,core,$(TOP_FILES),tpu_top,-set Dim 2 -set UbDepth 64 -set AccDepth 64 \
 	  -set ActLanes 1 -set QueueDepth 2 -set ReadBufBeats 8,tpu_top 2x2 with 64-row memories)
 	$(call yosys_synth,core_int8,$(TOP_FILES),tpu_top,-set Dim 4 -set UbDepth 64 -set AccDepth 64 \
 	  -set ActLanes 1 -set QueueDepth 2 -set ReadBufBeats 8 -set Int8 1 -set Float 0,tpu_top 4x4 int8 only with 64-row memories)
 	$(call yosys_synth,seq,$(TOP_FILES),tpu_top,-set Sequential 1 -set Dim 4 -set BusBytes 4 \
 	  -set UbDepth 256 -set AccDepth 128,tpu_top Sequential 4x4)
-	$(call yosys_synth,links,$(TOP_FILES),tpu_collective_unit,-set Dim 4 -set AccDepth 64 \
-	  -set QueueDepth 2 -set LinkLanes 2 -set LinkCredits 4,tpu_collective_unit 4 lanes with 2-lane links)
 
 # Waveform of one regression case: make wave CASE=<config>/<case> (see mxu_sim --list); a
 # configuration sim/models.cmake does not trace needs TRACE=1.

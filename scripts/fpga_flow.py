@@ -291,6 +291,13 @@ def run_yosys(board, out, label, synth, stat):
     log = out / "synth.log"
     run([tool("yosys"), "-q", "-l", relative(log), "-s", relative(script)], out / "yosys.log",
         "Yosys", label, lambda: synthesis_phase(log))
+    # Any Yosys warning fails the build, as in make synth: the boards' builds are the synthesis
+    # checks of the cores they carry (make synth checks the units and the cores no board has).
+    warnings = [line for line in log.read_text(errors="replace").splitlines()
+                if line.startswith("Warning")]
+    if warnings:
+        raise FlowError(f"Yosys gave {len(warnings)} warning(s), the first: {warnings[0]}; "
+                        f"see {log.relative_to(ROOT)}")
 
 
 def synthesize(board, out, label):

@@ -10,8 +10,6 @@
 namespace tpu {
 namespace {
 
-constexpr std::uint64_t kAlign = 64;  // operand alignment in host memory: any bus width
-
 std::uint64_t align_up(std::uint64_t value, std::uint64_t to) {
   return (value + to - 1) / to * to;
 }
@@ -317,18 +315,22 @@ Run execute_plan(const GemmPlan& plan, Backend& backend, Write&& write, Read&& r
 // The result of a run that must succeed: std::runtime_error when the core stopped.
 template <typename Run>
 auto take_result(Run run, RunResult* result) {
-  if (!run.result.ok()) {
-    throw std::runtime_error(std::string("the core stopped: ") +
-                             regs::error_name(run.result.error) + " at instruction " +
-                             std::to_string(run.result.error_pc));
-  }
+  require_halt(run.result);
   if (result) *result = run.result;
   return std::move(run.out);
 }
 
 }  // namespace
 
-GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
+void require_halt(const RunResult& result) {
+  if (!result.ok()) {
+    throw std::runtime_error(std::string("the core stopped: ") + regs::error_name(result.error) +
+                             " at instruction " + std::to_string(result.error_pc));
+  }
+}
+
+GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
+                   const GemmPlacement& placement) {
   isa::validate_config(config);
   if (spec.m == 0 || spec.k == 0 || spec.n == 0) {
     throw std::invalid_argument("empty matrix product: M, K and N must be at least 1");
@@ -386,14 +388,23 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
   }
   const std::uint32_t m_blocks = static_cast<std::uint32_t>(plan.block_first.size() - 1);
 
-  std::uint64_t top = 0;
+  std::uint64_t top = align_up(placement.base, kOperandAlign);
   auto place = [&](std::uint64_t bytes) {
     const std::uint64_t addr = top;
-    top = align_up(top + bytes, kAlign);
+    top = align_up(top + bytes, kOperandAlign);
     return addr;
   };
   const std::uint64_t a_addr = place(std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes());
-  const std::uint64_t b_addr = place(std::uint64_t{plan.k_pad} * plan.n_pad * plan.in_elem_bytes());
+  const std::uint64_t b_bytes = std::uint64_t{plan.k_pad} * plan.n_pad * plan.in_elem_bytes();
+  // Resident weights lie below the operands: a session keeps them under its scratch space.
+  if (placement.weights_addr && (*placement.weights_addr % kOperandAlign != 0 ||
+                                 *placement.weights_addr + b_bytes > placement.base)) {
+    throw std::invalid_argument("resident weights at " + std::to_string(*placement.weights_addr) +
+                                " are unaligned or reach the operands placed from " +
+                                std::to_string(placement.base));
+  }
+  plan.weights_resident = placement.weights_addr.has_value();
+  const std::uint64_t b_addr = plan.weights_resident ? *placement.weights_addr : place(b_bytes);
   const std::uint64_t c_addr = spec.has_c ? place(std::uint64_t{spec.m} * plan.n_pad * 4) : 0;
   const bool column_data = spec.has_bias || spec.out == OutType::Int8 || plan.has_seed_row();
   const std::uint64_t bias_addr =
@@ -419,6 +430,23 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec) {
   return plan;
 }
 
+std::uint64_t weights_bytes(const HardwareConfig& config, const GemmSpec& spec) {
+  const std::uint64_t d = config.dim;
+  return ceil_div(spec.k, config.dim) * d * ceil_div(spec.n, config.dim) * d *
+         (spec.int8() ? 1 : 2);
+}
+
+void write_weights(const HardwareConfig& config, HostMemory& memory, std::uint32_t addr,
+                   const num::MatrixBf16& b) {
+  GemmSpec spec;
+  spec.k = static_cast<std::uint32_t>(b.rows);
+  spec.n = static_cast<std::uint32_t>(b.cols);
+  const std::uint64_t end = addr + weights_bytes(config, spec);
+  if (memory.size() < end) memory.resize(end);
+  write_tiles(memory, addr, b, config.dim, ceil_div(spec.k, config.dim),
+              ceil_div(spec.n, config.dim));
+}
+
 void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& a,
                        const num::MatrixBf16& b, const num::MatrixFp32* c,
                        const std::vector<num::fp32_t>* bias) {
@@ -431,8 +459,10 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
   check_columns("bias", bias, s.n);
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
   write_rows(memory, plan.a_addr, a, plan.k_pad);
-  write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
-              plan.n_pad / plan.config.dim);
+  if (!plan.weights_resident) {
+    write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
+                plan.n_pad / plan.config.dim);
+  }
   if (c) write_rows(memory, plan.c_addr, *c, plan.n_pad);
   if (bias) write_row(memory, plan.bias_addr, *bias, plan.n_pad);
   memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
@@ -455,8 +485,10 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
   }
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
   write_rows(memory, plan.a_addr, a, plan.k_pad);
-  write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
-              plan.n_pad / plan.config.dim);
+  if (!plan.weights_resident) {
+    write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
+                plan.n_pad / plan.config.dim);
+  }
   // Q-ZP: -za * colsum(B), modulo 2^32, folded into the bias of Q-REQ or the seed of the sums.
   const std::vector<std::int32_t> zeros(s.n, 0);
   const std::vector<std::int32_t> fold =

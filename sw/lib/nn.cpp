@@ -67,13 +67,6 @@ float bits_to_float(num::fp32_t bits) {
   return x;
 }
 
-// A float matrix as the accelerator takes it: bf16 by N-OUT.
-num::MatrixBf16 bf16_matrix(const float* data, std::size_t rows, std::size_t cols) {
-  num::MatrixBf16 m(rows, cols);
-  for (std::size_t i = 0; i < rows * cols; ++i) m.data[i] = to_bf16(data[i]);
-  return m;
-}
-
 // The activation functions in host floating point, for the fp32 reference.
 float activate_host(isa::Func f, float x, float alpha) {
   switch (f) {
@@ -515,6 +508,12 @@ void read_quant_layer(const std::string& json_path, const Json& item, std::size_
 }
 
 }  // namespace
+
+num::MatrixBf16 bf16_matrix(const float* data, std::size_t rows, std::size_t cols) {
+  num::MatrixBf16 m(rows, cols);
+  for (std::size_t i = 0; i < rows * cols; ++i) m.data[i] = to_bf16(data[i]);
+  return m;
+}
 
 Tensor::Tensor(std::vector<std::uint32_t> dims) : shape(std::move(dims)), data(product(shape)) {}
 

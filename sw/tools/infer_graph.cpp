@@ -38,12 +38,15 @@ graph::Tensor rows_of(const graph::Tensor& t, std::size_t first, std::size_t cou
   return graph::Tensor::of_floats(shape, {begin, begin + static_cast<std::ptrdiff_t>(count * per)});
 }
 
-// --stats: per operator type, the nodes run, where, their multiply-accumulates and products
-// and, where the backend counts them (the RTL), cycles, MXU utilisation and bytes over the bus;
-// then the totals, per input too.
-void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, Backend* backend) {
+// --stats: per operator type, the nodes run, where, their multiply-accumulates and products,
+// the bytes the host wrote into the core's memory and read from it (weights once, then the
+// rest) and, where the backend counts them (the RTL), cycles, MXU utilisation and bytes over the
+// bus; then the totals, per input too.
+void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std::size_t run_count,
+                 Backend* backend) {
   struct Row {
     std::uint64_t nodes = 0, macs = 0, products = 0, cycles = 0, useful = 0, bytes = 0;
+    std::uint64_t weights = 0, host = 0;
     bool accelerator = false, counted = false;
   };
   std::map<std::string, Row> rows;
@@ -56,6 +59,8 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, Back
       row->cycles += r.cycles;
       row->useful += r.useful_macs;
       row->bytes += r.bus_bytes;
+      row->weights += r.weight_bytes;
+      row->host += r.host_bytes;
       row->accelerator = row->accelerator || r.on_accelerator;
       row->counted = row->counted || r.counted;
     }
@@ -72,12 +77,14 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, Back
                                              (static_cast<double>(row.cycles) * cells))
                : std::string("-");
   };
-  fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>8} {:>12}\n", "operator", "nodes", "where",
-             "MACs", "products", "cycles", "MXU use", "bus bytes");
+  fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>8} {:>12} {:>10} {:>12}\n", "operator",
+             "nodes", "where", "MACs", "products", "cycles", "MXU use", "bus bytes", "weights",
+             "host bytes");
   for (const auto& [op, row] : rows) {
-    fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>8} {:>12}\n", op, row.nodes,
-               row.accelerator ? "core" : "host", row.macs, row.products, counted(row, row.cycles),
-               utilisation(row), counted(row, row.bytes));
+    fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>8} {:>12} {:>10} {:>12}\n", op,
+               row.nodes, row.accelerator ? "core" : "host", row.macs, row.products,
+               counted(row, row.cycles), utilisation(row), counted(row, row.bytes), row.weights,
+               row.host);
   }
   std::uint64_t host_steps = 0;
   for (const graph::OpRun& r : runs) host_steps += r.on_accelerator ? 0 : 1;
@@ -88,6 +95,12 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, Back
     fmt::print("; {} cycles ({} per input), MXU use {}, {} bytes over the bus ({} per input)",
                total.cycles, total.cycles / per, utilisation(total), total.bytes,
                total.bytes / per);
+  }
+  if (backend) {
+    fmt::print(
+        ";\n  weights written to the core's memory once, resident for all {} run(s): {} bytes; "
+        "operands, programs and results: {} bytes ({} per input)",
+        run_count, total.weights, total.host, total.host / per);
   }
   fmt::print("\n");
 }
@@ -129,6 +142,7 @@ int run_infer_graph(const InferOptions& options) {
   std::unique_ptr<Backend> backend = network_backend(options.backend, options.array);
   std::vector<std::vector<graph::Tensor>> parts(model.outputs.size());
   std::vector<graph::OpRun> runs;
+  graph::Session session(model, backend.get());
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t done = 0; done < n; done += step) {
     std::vector<graph::Tensor> batch;
@@ -137,7 +151,7 @@ int run_infer_graph(const InferOptions& options) {
     }
     std::vector<graph::Tensor> outputs;
     try {
-      outputs = graph::run(model, batch, backend.get(), &runs);
+      outputs = session.run(batch, &runs);
     } catch (const std::exception& error) {
       throw BadInput(fmt::format("{}: {}", options.net_path, error.what()));
     }
@@ -189,7 +203,7 @@ int run_infer_graph(const InferOptions& options) {
     fmt::print("  {} -> {} [{}]\n", model.outputs[o].name, options.out_paths[o],
                fmt::join(files[o].shape, ", "));
   }
-  if (options.stats) print_stats(runs, n, backend.get());
+  if (options.stats) print_stats(runs, n, run_count, backend.get());
   return 0;
 }
 

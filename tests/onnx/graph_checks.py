@@ -20,11 +20,13 @@ def fail(text):
     sys.exit(1)
 
 
-def infer(tpu, model_path, inputs, work, backend):
+def infer(tpu, model_path, inputs, work, backend, batch=None):
     """`tpu infer --stats` of the model on the inputs (arrays, in the graph's order) on a
-    backend: its outputs (arrays) and what it printed."""
+    backend, in runs of `batch` inputs where given: its outputs (arrays) and what it printed."""
     import numpy as np
     command = [tpu, "infer", "--net", str(model_path), "--backend", backend, "--stats"]
+    if batch:
+        command += ["--batch", str(batch)]
     for i, value in enumerate(inputs):
         np.save(work / f"x{i}.npy", value)
         command += ["--in", str(work / f"x{i}.npy")]
@@ -35,6 +37,26 @@ def infer(tpu, model_path, inputs, work, backend):
     if result.returncode != 0:
         fail(f"tpu infer on {backend}: exit {result.returncode}: {result.stderr.strip()}")
     return [np.load(path) for path in outputs], result.stdout
+
+
+def weights_once(tpu, model_path, inputs, work, backend, outputs, stdout, what):
+    """The inputs again in runs of 16: the same bits as in one run, and the weights written into
+    the core's memory no more than in one run (they stay resident), as --stats reports them."""
+    import re
+    split, split_stdout = infer(tpu, model_path, inputs, work, backend, batch=16)
+    for o, (a, b) in enumerate(zip(split, outputs)):
+        if a.shape != b.shape or a.tobytes() != b.tobytes():
+            fail(f"{what} output {o}: runs of 16 give other bits than one run")
+    pattern = r"resident for all (\d+) run\(s\): (\d+) bytes"
+    once, split_figures = re.search(pattern, stdout), re.search(pattern, split_stdout)
+    if not once or not split_figures:
+        fail(f"{what}: no figure of the weights written in --stats")
+    runs, written = int(split_figures.group(1)), int(split_figures.group(2))
+    if written != int(once.group(2)) or written == 0:
+        fail(f"{what}: {written} bytes of weights written in {runs} runs, "
+             f"{once.group(2)} in one")
+    print(f"{what}: {len(inputs[0])} inputs in {runs} run(s) of 16, the same bits as in one; "
+          f"{written} bytes of weights written once, resident")
 
 
 def outputs_of(model_path):

@@ -4,7 +4,10 @@
 // (tpu::reference_gemm: num::gemm, then bias, function and rounding).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/gemm_operands.hpp"
+#include "common/small_core.hpp"
 #include "common/test_seed.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/model.hpp"
@@ -12,15 +15,7 @@
 namespace tpu {
 namespace {
 
-HardwareConfig small_core() {
-  HardwareConfig c;
-  c.dim = 4;
-  c.ub_depth = 256;
-  c.acc_depth = 64;
-  c.bus_bytes = 16;
-  c.weight_tiles = 2;
-  return c;
-}
+using test::small_core;
 
 using Operands = test::GemmOperands;
 
@@ -119,6 +114,60 @@ TEST(Compiler, BadShapesAreRejected) {
   num::MatrixBf16 wrong(2, 2);
   EXPECT_THROW(write_gemm_inputs(plan, memory, wrong, wrong, nullptr, nullptr),
                std::invalid_argument);
+}
+
+// B written once at a fixed address, below the other operands, then used by two products with
+// different A: each the reference's bits, and the second run leaves B's bytes untouched and
+// writes nothing where the first put B.
+TEST(Compiler, ResidentWeightsAreReadWhereTheyLie) {
+  const HardwareConfig config = small_core();
+  oracle::OperandRng rng(test::test_seed());
+  GemmSpec s;
+  s.m = 9;
+  s.k = 7;
+  s.n = 6;
+  const Operands first = random_operands(rng, s);
+  Operands second = random_operands(rng, s);
+  second.b = first.b;
+  const std::uint32_t weights_addr = 128;
+  GemmPlacement placement;
+  placement.weights_addr = weights_addr;
+  placement.base = weights_addr + weights_bytes(config, s);
+  const GemmPlan plan = plan_gemm(config, s, placement);
+  EXPECT_TRUE(plan.weights_resident);
+  EXPECT_EQ(plan.b_addr, weights_addr);
+  EXPECT_GE(plan.a_addr, placement.base);
+  FunctionalModel model(config, 0);
+  write_weights(config, model.memory(), weights_addr, first.b);
+  const std::vector<std::uint8_t> image(model.memory().data() + weights_addr,
+                                        model.memory().data() + placement.base);
+  for (const Operands* o : {&first, static_cast<const Operands*>(&second)}) {
+    const GemmRun run = execute_gemm(plan, model, o->a, o->b);
+    ASSERT_TRUE(run.result.ok());
+    EXPECT_EQ(run.out.data, reference_gemm(s, o->a, o->b, nullptr, nullptr).data);
+    EXPECT_TRUE(std::equal(image.begin(), image.end(), model.memory().data() + weights_addr));
+  }
+  // Without the weights written, the same plan multiplies by zeros: it does not write B.
+  FunctionalModel empty(config, 0);
+  const GemmRun unwritten = execute_gemm(plan, empty, first.a, first.b);
+  ASSERT_TRUE(unwritten.result.ok());
+  EXPECT_EQ(unwritten.out.data,
+            reference_gemm(s, first.a, num::MatrixBf16(s.k, s.n), nullptr, nullptr).data);
+}
+
+TEST(Compiler, ResidentWeightsMustLieBelowTheOperands) {
+  const HardwareConfig config = small_core();
+  GemmSpec s;
+  s.k = 8;
+  s.n = 8;
+  GemmPlacement placement;
+  placement.base = 256;
+  placement.weights_addr = 256 - 64;  // 128 bytes of B from there reach the operands
+  EXPECT_THROW(plan_gemm(config, s, placement), std::invalid_argument);
+  placement.weights_addr = 8;  // not a multiple of kOperandAlign
+  EXPECT_THROW(plan_gemm(config, s, placement), std::invalid_argument);
+  placement.weights_addr = 0;
+  EXPECT_NO_THROW(plan_gemm(config, s, placement));
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 
 #include <stdexcept>
 
+#include "common/small_core.hpp"
 #include "tpu/graph/executor.hpp"
+#include "tpu/model.hpp"
 
 namespace tpu::graph {
 namespace {
@@ -61,6 +63,91 @@ TEST(Graph, RunsOnTheHostAndFreesNothingItReturns) {
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[1].macs, 2u * 2u * 3u);
   EXPECT_FALSE(runs[1].on_accelerator);
+}
+
+using test::small_core;
+
+// A session writes a product's constant B into the core's memory on its first run only; a B
+// computed from the inputs is written every time. Each run gives what a fresh run gives.
+TEST(Graph, ASessionWritesWeightsOnce) {
+  Graph g = small_graph();
+  // y2 = r x r^T: a product of two activations.
+  Node transpose = node("Transpose", {"r"}, {"rt"});
+  transpose.name = "T";
+  Node square = node("MatMul", {"r", "rt"}, {"y2"});
+  square.name = "square";
+  g.nodes.push_back(transpose);
+  g.nodes.push_back(square);
+  g.outputs.push_back({"y2", DType::Float32, {}});
+  FunctionalModel backend(small_core(), 0);
+  Session session(g, &backend);
+  const std::vector<Tensor> inputs = {Tensor::of_floats({2, 2}, {1, -1, -2, 3}),
+                                      Tensor::of_floats({2, 2}, {0.5f, 2, 4, -8})};
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<OpRun> runs;
+    const std::vector<Tensor> y = session.run({inputs[i]}, &runs);
+    FunctionalModel fresh(small_core(), 0);
+    const std::vector<Tensor> expected = run(g, {inputs[i]}, &fresh);
+    EXPECT_EQ(y[0].floats, expected[0].floats);
+    EXPECT_EQ(y[1].floats, expected[1].floats);
+    ASSERT_EQ(runs.size(), 4u);
+    // w is 2 x 3: one 4 x 4 tile of bf16, 32 bytes, written on the first run alone.
+    EXPECT_EQ(runs[1].weight_bytes, i == 0 ? 32u : 0u);
+    EXPECT_GT(runs[1].host_bytes, 0u);
+    EXPECT_EQ(runs[3].weight_bytes, 0u);  // r^T is no weight: written with the operands
+    EXPECT_GT(runs[3].host_bytes, 0u);
+  }
+  EXPECT_EQ(session.resident_bytes(), 64u);  // 32 bytes, the next operand 64-byte aligned
+  // relu([1, -1]) = [1, 0], relu([-2, 3]) = [0, 3], exact in bf16.
+  const std::vector<Tensor> y = session.run({inputs[0]}, nullptr);
+  EXPECT_EQ(y[0].floats, (std::vector<float>{1, 2, 3, 12, 15, 18}));
+  EXPECT_EQ(y[1].floats, (std::vector<float>{1, 0, 0, 9}));
+}
+
+// Relu after a MatMul and Clip(0, 6) after a Gemm with a bias row fuse into the products; a Relu
+// on a product another node also reads, and one after a Gemm whose alpha is not 1, do not. The
+// results are ONNX's on the host and on the functional model alike.
+TEST(Graph, ActivationsFuseIntoTheProducts) {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, 2}}};
+  g.constants["w"] = Tensor::of_floats({2, 3}, {1, 2, 3, -4, -5, 6});
+  g.constants["c"] = Tensor::of_floats({3}, {0.5f, 1, 20});
+  g.constants["lo"] = Tensor::of_floats({}, {0});
+  g.constants["hi"] = Tensor::of_floats({}, {6});
+  Node scaled = node("Gemm", {"x", "w"}, {"s"});
+  scaled.name = "scaled";
+  scaled.attributes["alpha"].kind = Attribute::Kind::Float;
+  scaled.attributes["alpha"].f = 2.0f;
+  g.nodes = {node("MatMul", {"x", "w"}, {"p"}), node("Relu", {"p"}, {"y"}),
+             node("Gemm", {"x", "w", "c"}, {"q"}), node("Clip", {"q", "lo", "hi"}, {"z"}),
+             node("MatMul", {"x", "w"}, {"u"}), node("Relu", {"u"}, {"v"}),
+             scaled, node("Relu", {"s"}, {"t"})};
+  g.nodes[2].name = "gemm";
+  g.nodes[4].name = "shared";
+  g.nodes[5].name = "relu_shared";
+  g.nodes[7].name = "relu_scaled";
+  g.outputs = {{"y", DType::Float32, {}}, {"z", DType::Float32, {}},
+               {"u", DType::Float32, {}}, {"v", DType::Float32, {}}, {"t", DType::Float32, {}}};
+  EXPECT_EQ(fuse_epilogues(g), 2u);
+  ASSERT_EQ(g.nodes.size(), 6u);
+  EXPECT_EQ(g.nodes[0].epilogue, Epilogue::Relu);
+  EXPECT_EQ(g.nodes[0].outputs[0], "y");
+  EXPECT_EQ(g.nodes[1].epilogue, Epilogue::Relu6);
+  EXPECT_EQ(g.nodes[1].outputs[0], "z");
+  EXPECT_EQ(g.nodes[2].epilogue, Epilogue::None);  // "u" is an output too
+  EXPECT_EQ(g.nodes[4].epilogue, Epilogue::None);  // alpha 2
+  EXPECT_EQ(check_order(g), "");
+  const Tensor x = Tensor::of_floats({2, 2}, {1, 1, 2, -1});
+  // x w = [[-3, -3, 9], [6, 9, 0]].
+  FunctionalModel backend(small_core(), 0);
+  for (Backend* accelerator : {static_cast<Backend*>(nullptr), static_cast<Backend*>(&backend)}) {
+    const std::vector<Tensor> out = run(g, {x}, accelerator);
+    EXPECT_EQ(out[0].floats, (std::vector<float>{0, 0, 9, 6, 9, 0}));
+    EXPECT_EQ(out[1].floats, (std::vector<float>{0, 0, 6, 6, 6, 6}));
+    EXPECT_EQ(out[2].floats, (std::vector<float>{-3, -3, 9, 6, 9, 0}));
+    EXPECT_EQ(out[4].floats, (std::vector<float>{0, 0, 18, 12, 18, 0}));
+  }
 }
 
 TEST(Graph, InputsOfTheWrongShapeOrTypeAreRefused) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,16 @@
 
 namespace tpu::graph::ops {
 
+class ResidentWeights;  // resident_weights.hpp
+
 struct Context {
   int opset = 0;
   Backend* accelerator = nullptr;  // null: products in host fp32
   OpRun* run = nullptr;            // the running node's figures
+  const Node* node = nullptr;      // the running node
+  // The graph's constants, and the session's weights on the accelerator (with one).
+  const std::set<const Tensor*>* constants = nullptr;
+  ResidentWeights* weights = nullptr;
 };
 
 // A node's inputs: null for an optional input left out.
@@ -47,9 +54,31 @@ Shape broadcast_shapes(const Node& node, const std::vector<Shape>& shapes);
 // For each input shape, the offset of every element of `out` (broadcast shape) in it.
 std::vector<std::size_t> broadcast_offsets(const Shape& in, const Shape& out);
 
-// C = A (m x k) B (k x n), row-major fp32: on the accelerator (bf16 operands, fp32 sums) or in
-// host fp32; counts the MACs in the context's figures.
+// What B of a product comes from: when `source` is one of the graph's constants (weights, and B
+// derived from them alone), the product's B stays on the accelerator for the session's later
+// runs; `part` tells apart the products a node derives from one source (groups, directions,
+// batches).
+struct WeightOf {
+  const Tensor* source = nullptr;
+  std::size_t part = 0;
+};
+
+// What a product does to its sums before they leave it: a bias per column (n values; none where
+// null), then an activation.
+struct ProductEpilogue {
+  const float* bias = nullptr;
+  Epilogue act = Epilogue::None;
+};
+
+// C = act(A (m x k) B (k x n) + bias), row-major fp32: on the accelerator (bf16 operands, fp32
+// sums, the epilogue in the core's accumulators and activation unit) or in host fp32; counts
+// the MACs, and on the accelerator what the host wrote and read, in the context's figures.
 std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
-                           std::size_t k, std::size_t n);
+                           std::size_t k, std::size_t n, WeightOf weight = {},
+                           ProductEpilogue epilogue = {});
+
+// Gemm's C as a bias of its product's n columns (a scalar, or a row of 1 or n values, added
+// with beta = alpha = 1), or empty where it is not one; fuse_epilogues fuses a Gemm only then.
+std::vector<float> gemm_bias(const Node& node, const Tensor* c, std::size_t n);
 
 }  // namespace tpu::graph::ops

@@ -1,6 +1,10 @@
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include "ops.hpp"
+#include "resident_weights.hpp"
+#include "tpu/compiler.hpp"
 #include "tpu/nn.hpp"
 
 namespace tpu::graph::ops {
@@ -87,28 +91,105 @@ std::vector<std::size_t> broadcast_offsets(const Shape& in, const Shape& out) {
   return offsets;
 }
 
+namespace {
+
+isa::Func core_function(Epilogue act) {
+  switch (act) {
+    case Epilogue::Relu:
+      return isa::Func::Relu;
+    case Epilogue::Relu6:
+      return isa::Func::Relu6;
+    case Epilogue::None:
+      break;
+  }
+  return isa::Func::None;
+}
+
+// The epilogue in host fp32, as ONNX's Add, Relu and Clip compute it.
+void host_epilogue(std::vector<float>& c, std::size_t n, const ProductEpilogue& epilogue) {
+  for (std::size_t e = 0; e < c.size(); ++e) {
+    float v = c[e];
+    if (epilogue.bias) v += epilogue.bias[e % n];
+    if (epilogue.act != Epilogue::None) v = v < 0 ? 0.0f : v;
+    if (epilogue.act == Epilogue::Relu6) v = std::min(v, 6.0f);
+    c[e] = v;
+  }
+}
+
+}  // namespace
+
+std::vector<float> gemm_bias(const Node& node, const Tensor* c, std::size_t n) {
+  if (!c || node.float_attr("alpha", 1.0f) != 1.0f || node.float_attr("beta", 1.0f) != 1.0f ||
+      !c->is_float() || c->rank() > 2 || (c->rank() == 2 && c->shape[0] != 1) ||
+      (c->size() != 1 && c->size() != n)) {
+    return {};
+  }
+  return c->size() == n ? c->floats : std::vector<float>(n, c->floats[0]);
+}
+
 std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
-                           std::size_t k, std::size_t n) {
+                           std::size_t k, std::size_t n, WeightOf weight,
+                           ProductEpilogue epilogue) {
   if (context.run) {
     context.run->macs += static_cast<std::uint64_t>(m) * k * n;
     context.run->on_accelerator = context.accelerator != nullptr;
     if (context.accelerator) ++context.run->products;
   }
   if (m == 0 || n == 0) return {};
-  if (k == 0) return std::vector<float>(m * n, 0.0f);
-  RunResult result;
-  std::vector<float> c =
-      nn::matmul(context.accelerator, a, b, static_cast<std::uint32_t>(m),
-                 static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(n), &result);
-  if (context.run && result.counters) {
-    const Counters& counters = *result.counters;
-    context.run->counted = true;
-    context.run->cycles += counters[regs::kCntCyclesIndex];
-    context.run->useful_macs += counters[regs::kCntUsefulMacsIndex];
-    context.run->bus_bytes +=
-        (counters[regs::kCntDmaReadBeatsIndex] + counters[regs::kCntDmaWriteBeatsIndex]) *
-        context.accelerator->config().bus_bytes;
+  if (k == 0 || !context.accelerator) {
+    std::vector<float> c =
+        k == 0 ? std::vector<float>(m * n, 0.0f)
+               : nn::matmul(nullptr, a, b, static_cast<std::uint32_t>(m),
+                            static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(n));
+    host_epilogue(c, n, epilogue);
+    return c;
   }
+  Backend& backend = *context.accelerator;
+  GemmSpec spec;
+  spec.m = static_cast<std::uint32_t>(m);
+  spec.k = static_cast<std::uint32_t>(k);
+  spec.n = static_cast<std::uint32_t>(n);
+  spec.act = core_function(epilogue.act);
+  std::vector<num::fp32_t> bias;
+  if (epilogue.bias) {
+    spec.has_bias = true;
+    bias.resize(n);
+    std::memcpy(bias.data(), epilogue.bias, n * sizeof(float));
+  }
+  const num::MatrixBf16 a16 = nn::bf16_matrix(a, m, k), b16 = nn::bf16_matrix(b, k, n);
+  GemmPlacement placement;
+  std::uint64_t weights_written = 0;
+  const bool resident = context.weights && context.node && context.constants &&
+                        weight.source && context.constants->count(weight.source);
+  if (resident) {
+    placement.weights_addr =
+        context.weights->place(backend, *context.node, weight, b16, weights_written);
+  }
+  if (context.weights) placement.base = context.weights->top();
+  const GemmPlan plan = plan_gemm(backend.config(), spec, placement);
+  GemmRun run = execute_gemm(plan, backend, a16, b16, nullptr, epilogue.bias ? &bias : nullptr);
+  require_halt(run.result);
+  if (context.run) {
+    OpRun& figures = *context.run;
+    // What the host wrote (A, B unless resident, the program) and read (C) this time.
+    const std::uint64_t b_bytes = resident ? 0 : weights_bytes(backend.config(), spec);
+    figures.weight_bytes += weights_written;
+    figures.host_bytes += std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes() + b_bytes +
+                          (epilogue.bias ? std::uint64_t{plan.n_pad} * 4 : 0) +
+                          plan.program.size() * isa::kInstrBytes +
+                          std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes();
+    if (run.result.counters) {
+      const Counters& counters = *run.result.counters;
+      figures.counted = true;
+      figures.cycles += counters[regs::kCntCyclesIndex];
+      figures.useful_macs += counters[regs::kCntUsefulMacsIndex];
+      figures.bus_bytes +=
+          (counters[regs::kCntDmaReadBeatsIndex] + counters[regs::kCntDmaWriteBeatsIndex]) *
+          backend.config().bus_bytes;
+    }
+  }
+  std::vector<float> c(m * n);
+  std::memcpy(c.data(), run.out.data.data(), c.size() * sizeof(float));
   return c;
 }
 

@@ -34,14 +34,16 @@ std::vector<Tensor> matmul(Context& context, const Node& node, const Inputs& in)
   if (!b_vector) out.push_back(static_cast<std::int64_t>(n));
   Tensor y(DType::Float32, out);
   if (element_count(b_batch) == 1 && a_batch == batch) {
-    y.floats = product(context, a.floats.data(), b.floats.data(), element_count(batch) * m, k, n);
+    y.floats = product(context, a.floats.data(), b.floats.data(), element_count(batch) * m, k, n,
+                       {in[1], 0}, {nullptr, node.epilogue});
     return {y};
   }
   const std::vector<std::size_t> a_at = broadcast_offsets(a_batch, batch);
   const std::vector<std::size_t> b_at = broadcast_offsets(b_batch, batch);
   for (std::size_t i = 0; i < a_at.size(); ++i) {
     const std::vector<float> c =
-        product(context, &a.floats[a_at[i] * m * k], &b.floats[b_at[i] * k * n], m, k, n);
+        product(context, &a.floats[a_at[i] * m * k], &b.floats[b_at[i] * k * n], m, k, n,
+                {in[1], b_at[i]}, {nullptr, node.epilogue});
     std::copy(c.begin(), c.end(), y.floats.begin() + static_cast<std::ptrdiff_t>(i * m * n));
   }
   return {y};
@@ -61,21 +63,29 @@ std::vector<Tensor> gemm(Context& context, const Node& node, const Inputs& in) {
   }
   const std::vector<float> at = ta ? nn::transpose(a.floats.data(), a0, a1) : std::vector<float>{};
   const std::vector<float> bt = tb ? nn::transpose(b.floats.data(), b0, b1) : std::vector<float>{};
-  std::vector<float> c =
-      product(context, ta ? at.data() : a.floats.data(), tb ? bt.data() : b.floats.data(), m, k, n);
+  // A C that is a bias goes into the product's epilogue, with the fused activation.
+  const std::vector<float> bias = gemm_bias(node, in.size() > 2 ? in[2] : nullptr, n);
   const float alpha = node.float_attr("alpha", 1.0f), beta = node.float_attr("beta", 1.0f);
+  if (node.epilogue != Epilogue::None && bias.empty() &&
+      (alpha != 1.0f || (in.size() > 2 && in[2]))) {
+    fail(node, "an activation fused after an alpha or a C that is no bias");
+  }
+  std::vector<float> c = product(context, ta ? at.data() : a.floats.data(),
+                                 tb ? bt.data() : b.floats.data(), m, k, n, {in[1], 0},
+                                 {bias.empty() ? nullptr : bias.data(), node.epilogue});
   const Shape out{static_cast<std::int64_t>(m), static_cast<std::int64_t>(n)};
+  if (!bias.empty()) return {Tensor::of_floats(out, std::move(c))};
   if (alpha != 1.0f) {
     for (float& v : c) v *= alpha;
   }
   if (in.size() > 2 && in[2] && beta != 0.0f) {
-    const Tensor& bias = need_float(node, in, 2);
-    if (broadcast_shapes(node, {bias.shape, out}) != out) {
+    const Tensor& addend = need_float(node, in, 2);
+    if (broadcast_shapes(node, {addend.shape, out}) != out) {
       fail(node,
-           "a C of shape " + shape_text(bias.shape) + " for a " + shape_text(out) + " product");
+           "a C of shape " + shape_text(addend.shape) + " for a " + shape_text(out) + " product");
     }
-    const std::vector<std::size_t> offsets = broadcast_offsets(bias.shape, out);
-    for (std::size_t e = 0; e < c.size(); ++e) c[e] += beta * bias.floats[offsets[e]];
+    const std::vector<std::size_t> offsets = broadcast_offsets(addend.shape, out);
+    for (std::size_t e = 0; e < c.size(); ++e) c[e] += beta * addend.floats[offsets[e]];
   }
   return {Tensor::of_floats(out, std::move(c))};
 }
@@ -174,6 +184,11 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
   const auto depth = static_cast<std::size_t>(cg * win.kh * win.kw);
   Tensor y(DType::Float32, spatial_out(x.shape, filters, win));
   const std::size_t plane = static_cast<std::size_t>(win.oh * win.ow);
+  // The bias, added in each group's product with the fused activation.
+  const Tensor* bias = in.size() > 2 && in[2] ? &need_float(node, in, 2) : nullptr;
+  if (bias && bias->size() != static_cast<std::size_t>(filters)) {
+    fail(node, "a bias of another size");
+  }
   for (std::int64_t g = 0; g < group; ++g) {
     // im2col of this group's channels: a row per output pixel, columns in (c, ky, kx) order,
     // the order of a filter's weights in the file.
@@ -202,7 +217,9 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
     const std::vector<float> weights = nn::transpose(
         &w.floats[static_cast<std::size_t>(g * mg) * depth], static_cast<std::size_t>(mg), depth);
     const std::vector<float> out =
-        product(context, cols.data(), weights.data(), rows, depth, static_cast<std::size_t>(mg));
+        product(context, cols.data(), weights.data(), rows, depth, static_cast<std::size_t>(mg),
+                {in[1], static_cast<std::size_t>(g)},
+                {bias ? &bias->floats[static_cast<std::size_t>(g * mg)] : nullptr, node.epilogue});
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t n = r / plane, pixel = r % plane;
       for (std::int64_t f = 0; f < mg; ++f) {
@@ -211,11 +228,6 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
                  pixel] = out[r * static_cast<std::size_t>(mg) + static_cast<std::size_t>(f)];
       }
     }
-  }
-  if (in.size() > 2 && in[2]) {
-    const Tensor& bias = need_float(node, in, 2);
-    if (bias.size() != static_cast<std::size_t>(filters)) fail(node, "a bias of another size");
-    for (std::size_t i = 0; i < y.size(); ++i) y.floats[i] += bias.floats[(i / plane) % filters];
   }
   return {y};
 }

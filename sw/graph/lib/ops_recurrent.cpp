@@ -171,14 +171,15 @@ std::vector<Tensor> lstm(Context& context, const Node& node, const Inputs& in) {
     const std::vector<float> w = Recurrence::operand(need_float(node, in, 1), d, gh, rec.inputs);
     const std::vector<float> r = Recurrence::operand(need_float(node, in, 2), d, gh, h);
     const std::vector<float> bias = bias_of(node, in, rec, d, false, nullptr);
-    const std::vector<float> xw =
-        product(context, rows.data(), w.data(), rec.steps * batch, rec.inputs, gh);
+    const std::vector<float> xw = product(context, rows.data(), w.data(), rec.steps * batch,
+                                         rec.inputs, gh, {in[1], d});
     std::vector<float> state_h = rec.initial(node, in, 5, d);
     std::vector<float> state_c = rec.initial(node, in, 6, d);
     const float* p = peepholes ? &peepholes->floats[d * 3 * h] : nullptr;  // i, o, f
     for (std::size_t s = 0; s < rec.steps; ++s) {
       const std::size_t t = rec.reversed(d) ? rec.steps - 1 - s : s;
-      const std::vector<float> hr = product(context, state_h.data(), r.data(), batch, h, gh);
+      const std::vector<float> hr =
+          product(context, state_h.data(), r.data(), batch, h, gh, {in[2], d});
       for (std::size_t b = 0; b < batch; ++b) {
         for (std::size_t j = 0; j < h; ++j) {
           const auto gate = [&](std::size_t k) {
@@ -219,8 +220,8 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
     const std::vector<float> r = Recurrence::operand(need_float(node, in, 2), d, gh, h);
     std::vector<float> rb;
     const std::vector<float> wb = bias_of(node, in, rec, d, true, &rb);
-    const std::vector<float> xw =
-        product(context, rows.data(), w.data(), rec.steps * batch, rec.inputs, gh);
+    const std::vector<float> xw = product(context, rows.data(), w.data(), rec.steps * batch,
+                                         rec.inputs, gh, {in[1], d});
     // R's h rows alone, for the product with the reset state (linear_before_reset 0).
     std::vector<float> r_h(h * h);
     for (std::size_t k = 0; k < h; ++k) {
@@ -229,7 +230,8 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
     std::vector<float> state = rec.initial(node, in, 5, d);
     for (std::size_t s = 0; s < rec.steps; ++s) {
       const std::size_t t = rec.reversed(d) ? rec.steps - 1 - s : s;
-      const std::vector<float> hr = product(context, state.data(), r.data(), batch, h, gh);
+      const std::vector<float> hr =
+          product(context, state.data(), r.data(), batch, h, gh, {in[2], d});
       std::vector<float> z(batch * h), reset(batch * h);
       for (std::size_t b = 0; b < batch; ++b) {
         for (std::size_t j = 0; j < h; ++j) {
@@ -243,7 +245,8 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
       if (!linear_before_reset) {
         std::vector<float> reset_state(batch * h);
         for (std::size_t i = 0; i < reset_state.size(); ++i) reset_state[i] = reset[i] * state[i];
-        reset_product = product(context, reset_state.data(), r_h.data(), batch, h, h);
+        reset_product = product(context, reset_state.data(), r_h.data(), batch, h, h,
+                                {in[2], rec.directions + d});
       }
       for (std::size_t b = 0; b < batch; ++b) {
         for (std::size_t j = 0; j < h; ++j) {

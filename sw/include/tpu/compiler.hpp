@@ -93,6 +93,7 @@ struct GemmPlan {
   // M and s (int8 results); the seed row -za * colsum(B) (int32 results with za but no C).
   std::uint32_t prog_addr = 0, a_addr = 0, b_addr = 0, c_addr = 0, bias_addr = 0, out_addr = 0;
   std::size_t memory_bytes = 0;  // host memory the layout needs
+  bool weights_resident = false;  // B already lies at b_addr (GemmPlacement): not written again
   std::vector<isa::Instruction> program;
 
   std::uint32_t in_elem_bytes() const { return spec.int8() ? 1 : 2; }
@@ -107,13 +108,33 @@ struct GemmPlan {
   }
 };
 
+// Operands lie in host memory at multiples of this (any bus width's).
+inline constexpr std::uint64_t kOperandAlign = 64;
+
+// Where a plan puts its operands in host memory: everything from `base` up, except B when
+// `weights_addr` is given: the weights then already lie there, below `base` (a multiple of
+// kOperandAlign), written once by write_weights (a session's resident weights, which later runs
+// of the same product do not write again).
+struct GemmPlacement {
+  std::uint64_t base = 0;
+  std::optional<std::uint32_t> weights_addr;
+};
+
 // Throws std::invalid_argument with a one-line reason for a shape that is
 // empty, or too large for this core's memories or the 32-bit host space, and
 // for a spec this core cannot run or that mixes the bf16 and int8 options.
-GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec);
+GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
+                   const GemmPlacement& placement = {});
+
+// The bytes B takes in host memory, laid out for the core (K and N padded to whole tiles).
+std::uint64_t weights_bytes(const HardwareConfig& config, const GemmSpec& spec);
+// Writes B at `addr` as a plan of this spec reads it (the write plan_gemm's layout makes).
+void write_weights(const HardwareConfig& config, HostMemory& memory, std::uint32_t addr,
+                   const num::MatrixBf16& b);
 
 // Lays out the operands (A, B bf16; C, bias fp32) as the plan says, padding
-// with zeros; the shapes must match the plan's spec (std::invalid_argument).
+// with zeros (B not when the plan's weights are resident); the shapes must match the plan's
+// spec (std::invalid_argument).
 void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& a,
                        const num::MatrixBf16& b, const num::MatrixFp32* c,
                        const std::vector<num::fp32_t>* bias);
@@ -132,6 +153,10 @@ struct GemmRun {
 GemmRun execute_gemm(const GemmPlan& plan, Backend& backend, const num::MatrixBf16& a,
                      const num::MatrixBf16& b, const num::MatrixFp32* c = nullptr,
                      const std::vector<num::fp32_t>* bias = nullptr);
+
+// Throws std::runtime_error naming the error and its instruction unless the run reached HALT
+// without one.
+void require_halt(const RunResult& result);
 
 // Plans, places, runs and reads one GEMM on a backend (growing its host
 // memory when needed). Throws std::runtime_error when the core stops with an

@@ -24,6 +24,7 @@
 
 #include "tpu/backend.hpp"
 #include "tpu/isa_defs.hpp"
+#include "tpu/numerics/gemm.hpp"
 
 namespace tpu::nn {
 
@@ -206,6 +207,8 @@ std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, 
                           std::uint32_t k, std::uint32_t n, RunResult* result = nullptr);
 
 // Host-side pieces, also used by the trainer and the graph executor.
+// A row-major float matrix as the accelerator takes it: bf16 by N-OUT.
+num::MatrixBf16 bf16_matrix(const float* data, std::size_t rows, std::size_t cols);
 // A row-major rows x cols matrix transposed (cols x rows).
 std::vector<float> transpose(const float* data, std::size_t rows, std::size_t cols);
 // im2col of an NHWC tensor: one row per output pixel, [n * oh * ow, kh * kw * c], columns in

@@ -40,6 +40,7 @@ class Loader {
     const std::string unsupported = graph::check_supported(graph_);
     if (!unsupported.empty()) fail(unsupported);
     guarded([&] { return graph::fold_constants(graph_); });
+    guarded([&] { return graph::fuse_epilogues(graph_); });
     return std::move(graph_);
   }
 

@@ -1,10 +1,12 @@
 // Runs a graph (tpu/graph/graph.hpp) on a batch of inputs. Matrix products (MatMul, Gemm and
 // Conv, the last as im2col rows per group) run on an accelerator backend, bf16 operands and fp32
-// sums as the contract has them (docs/numerics.md), or in host fp32 without one; every other
-// operator is a host step in fp32 (or int64 for shape arithmetic), as ONNX defines it.
+// sums as the contract has them (docs/numerics.md), with their bias and fused activation in the
+// core's epilogue, or in host fp32 without one; every other operator is a host step in fp32 (or
+// int64 for shape arithmetic), as ONNX defines it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,12 @@ std::string check_supported(const Graph& graph);
 // removes it (the weights' and the exporters' shape arithmetic); returns how many it folded.
 std::size_t fold_constants(Graph& graph);
 
+// Moves each Relu, and each Clip to [0, 6], that is the only reader of a Conv's, Gemm's or
+// MatMul's result (and not a graph output) into that node's epilogue, removing it; a Gemm only
+// where its C is a bias (a row, beta and alpha 1), which the product then adds on the core too.
+// Returns how many it fused. Run after fold_constants (Clip's bounds must be constants).
+std::size_t fuse_epilogues(Graph& graph);
+
 // Per operator of one run: where it ran, the multiply-accumulates it took and, on a backend
 // with performance counters (the RTL), the cycles and the bytes its products moved over the
 // host bus.
@@ -31,17 +39,46 @@ struct OpRun {
   bool on_accelerator = false;
   std::uint64_t macs = 0;      // products of two operands (matrix products, convolutions)
   std::uint64_t products = 0;  // GEMMs sent to the accelerator
+  // Bytes the host wrote into the accelerator's memory and read from it for those GEMMs: the
+  // weights (written on a session's first run only: they stay resident), and the rest (the
+  // other operands, the programs and the results).
+  std::uint64_t weight_bytes = 0;
+  std::uint64_t host_bytes = 0;
   bool counted = false;        // the figures below are the backend's counters
   std::uint64_t cycles = 0;
   std::uint64_t useful_macs = 0;  // the counters' USEFUL_MACS
   std::uint64_t bus_bytes = 0;    // AXI4 read and write beats times the bus width
 };
 
-// Runs the graph on `inputs` (in the order of graph.inputs, each of its type, its shape with
-// any dimension the file leaves open): returns the outputs in the order of graph.outputs.
-// `accelerator` null runs everything on the host. Throws std::invalid_argument for inputs of
-// the wrong number, type or shape, std::runtime_error (one line naming the node) for a node
-// that cannot run on what it gets.
+// A graph run on one backend, batch after batch: the weights of its matrix products are
+// written into the backend's host memory the first time each product runs and stay there
+// (resident), so that later runs write only activations and programs. The graph and the
+// backend must outlive the session, and nothing else may use the backend's memory meanwhile.
+class Session {
+ public:
+  // `accelerator` null runs everything on the host.
+  Session(const Graph& graph, Backend* accelerator);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Runs the graph on `inputs` (in the order of graph.inputs, each of its type, its shape with
+  // any dimension the file leaves open): returns the outputs in the order of graph.outputs;
+  // `runs`, when given, receives each node's figures. Throws std::invalid_argument for inputs
+  // of the wrong number, type or shape, std::runtime_error (one line naming the node) for a
+  // node that cannot run on what it gets.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, std::vector<OpRun>* runs = nullptr);
+  // Bytes of weights resident on the accelerator.
+  std::uint64_t resident_bytes() const;
+
+ private:
+  struct State;
+  const Graph& graph_;
+  Backend* accelerator_;
+  std::unique_ptr<State> state_;
+};
+
+// One run in a session of its own.
 std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs, Backend* accelerator,
                         std::vector<OpRun>* runs = nullptr);
 

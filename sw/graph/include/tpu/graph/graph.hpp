@@ -72,12 +72,18 @@ struct Attribute {
   std::optional<graph::Tensor> tensor;
 };
 
+// An activation fused into a matrix product's epilogue (fuse_epilogues, executor.hpp): on the
+// core the activation unit applies it to the sums, after the bias.
+enum class Epilogue : std::uint8_t { None, Relu, Relu6 };
+
 struct Node {
   std::string op;                    // the operator, e.g. "Conv"
   std::string name;                  // as the file names it (or "<op> <index>" where it has none)
   std::vector<std::string> inputs;   // "" for an optional input left out
   std::vector<std::string> outputs;  // "" for an optional output not wanted
   std::map<std::string, Attribute> attributes;
+  // The activation that followed this Conv, Gemm or MatMul, now applied to its results.
+  Epilogue epilogue = Epilogue::None;
 
   // "node \"conv3\" (Conv)": how errors name it.
   std::string label() const;

@@ -1,0 +1,30 @@
+#include "resident_weights.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "tpu/compiler.hpp"
+
+namespace tpu::graph::ops {
+
+std::uint32_t ResidentWeights::place(Backend& backend, const Node& node, const WeightOf& weight,
+                                     const num::MatrixBf16& b, std::uint64_t& written) {
+  written = 0;
+  const auto key = std::make_tuple(&node, weight.source, weight.part);
+  if (const auto it = placed_.find(key); it != placed_.end()) return it->second;
+  GemmSpec spec;
+  spec.k = static_cast<std::uint32_t>(b.rows);
+  spec.n = static_cast<std::uint32_t>(b.cols);
+  const std::uint64_t bytes = weights_bytes(backend.config(), spec);
+  if (top_ + bytes > (std::uint64_t{1} << 32)) {
+    throw std::runtime_error(node.label() + ": the weights do not fit in 32-bit host memory");
+  }
+  const auto addr = static_cast<std::uint32_t>(top_);
+  write_weights(backend.config(), backend.memory(), addr, b);
+  top_ = (top_ + bytes + kOperandAlign - 1) / kOperandAlign * kOperandAlign;
+  placed_.emplace(key, addr);
+  written = bytes;
+  return addr;
+}
+
+}  // namespace tpu::graph::ops
