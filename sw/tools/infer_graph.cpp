@@ -39,14 +39,15 @@ graph::Tensor rows_of(const graph::Tensor& t, std::size_t first, std::size_t cou
 }
 
 // --stats: per operator type, the nodes run, where, their multiply-accumulates and products,
-// the bytes the host wrote into the core's memory and read from it (weights once, then the
-// rest) and, where the backend counts them (the RTL), cycles, MXU utilisation and bytes over the
-// bus; then the totals, per input too.
+// the cycles the cycle model gives those products, the bytes the host wrote into the core's
+// memory and read from it (weights once, then the rest) and, where the backend counts them (the
+// RTL), cycles, MXU utilisation and bytes over the bus; then the totals, per input too.
 void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std::size_t run_count,
                  Backend* backend) {
   struct Row {
     std::uint64_t nodes = 0, macs = 0, products = 0, cycles = 0, useful = 0, bytes = 0;
     std::uint64_t weights = 0, host = 0;
+    double estimated = 0;
     bool accelerator = false, counted = false;
   };
   std::map<std::string, Row> rows;
@@ -61,6 +62,7 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
       row->bytes += r.bus_bytes;
       row->weights += r.weight_bytes;
       row->host += r.host_bytes;
+      row->estimated += r.estimated_cycles;
       row->accelerator = row->accelerator || r.on_accelerator;
       row->counted = row->counted || r.counted;
     }
@@ -77,14 +79,17 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
                                              (static_cast<double>(row.cycles) * cells))
                : std::string("-");
   };
-  fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>8} {:>12} {:>10} {:>12}\n", "operator",
-             "nodes", "where", "MACs", "products", "cycles", "MXU use", "bus bytes", "weights",
-             "host bytes");
+  const auto estimate = [&](const Row& row) {
+    return row.accelerator ? fmt::format("{:.0f}", row.estimated) : std::string("-");
+  };
+  fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>12} {:>8} {:>12} {:>10} {:>12}\n",
+             "operator", "nodes", "where", "MACs", "products", "est. cycles", "cycles", "MXU use",
+             "bus bytes", "weights", "host bytes");
   for (const auto& [op, row] : rows) {
-    fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>8} {:>12} {:>10} {:>12}\n", op,
+    fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>12} {:>8} {:>12} {:>10} {:>12}\n", op,
                row.nodes, row.accelerator ? "core" : "host", row.macs, row.products,
-               counted(row, row.cycles), utilisation(row), counted(row, row.bytes), row.weights,
-               row.host);
+               estimate(row), counted(row, row.cycles), utilisation(row), counted(row, row.bytes),
+               row.weights, row.host);
   }
   std::uint64_t host_steps = 0;
   for (const graph::OpRun& r : runs) host_steps += r.on_accelerator ? 0 : 1;
@@ -97,6 +102,10 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
                total.bytes / per);
   }
   if (backend) {
+    const double ideal = static_cast<double>(total.macs) / cells;
+    fmt::print("; the cycle model: {:.0f} cycles ({:.0f} per input), MXU use {:.1f} %",
+               total.estimated, total.estimated / static_cast<double>(per),
+               total.estimated > 0 ? 100.0 * ideal / total.estimated : 0.0);
     fmt::print(
         ";\n  weights written to the core's memory once, resident for all {} run(s): {} bytes; "
         "operands, programs and results: {} bytes ({} per input)",

@@ -5,6 +5,7 @@
 #include "ops.hpp"
 #include "resident_weights.hpp"
 #include "tpu/compiler.hpp"
+#include "tpu/cycle_model.hpp"
 #include "tpu/nn.hpp"
 
 namespace tpu::graph::ops {
@@ -174,6 +175,7 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
     // What the host wrote (A, B unless resident, the program) and read (C) this time.
     const std::uint64_t b_bytes = resident ? 0 : weights_bytes(backend.config(), spec);
     figures.weight_bytes += weights_written;
+    figures.estimated_cycles += estimate_cycles(plan).cycles;
     figures.host_bytes += std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes() + b_bytes +
                           (epilogue.bias ? std::uint64_t{plan.n_pad} * 4 : 0) +
                           plan.program.size() * isa::kInstrBytes +

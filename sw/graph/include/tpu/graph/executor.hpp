@@ -44,6 +44,9 @@ struct OpRun {
   // other operands, the programs and the results).
   std::uint64_t weight_bytes = 0;
   std::uint64_t host_bytes = 0;
+  // The cycle model's estimate of those GEMMs on the backend's core (tpu/cycle_model.hpp), on
+  // every backend; the RTL's counters below are what it measured.
+  double estimated_cycles = 0;
   bool counted = false;        // the figures below are the backend's counters
   std::uint64_t cycles = 0;
   std::uint64_t useful_macs = 0;  // the counters' USEFUL_MACS
