@@ -436,15 +436,31 @@ std::uint64_t weights_bytes(const HardwareConfig& config, const GemmSpec& spec) 
          (spec.int8() ? 1 : 2);
 }
 
-void write_weights(const HardwareConfig& config, HostMemory& memory, std::uint32_t addr,
-                   const num::MatrixBf16& b) {
+namespace {
+
+template <typename T>
+void write_weight_tiles(const HardwareConfig& config, HostMemory& memory, std::uint32_t addr,
+                        const num::Matrix<T>& b, InType in) {
   GemmSpec spec;
   spec.k = static_cast<std::uint32_t>(b.rows);
   spec.n = static_cast<std::uint32_t>(b.cols);
+  spec.in = in;
   const std::uint64_t end = addr + weights_bytes(config, spec);
   if (memory.size() < end) memory.resize(end);
   write_tiles(memory, addr, b, config.dim, ceil_div(spec.k, config.dim),
               ceil_div(spec.n, config.dim));
+}
+
+}  // namespace
+
+void write_weights(const HardwareConfig& config, HostMemory& memory, std::uint32_t addr,
+                   const num::MatrixBf16& b) {
+  write_weight_tiles(config, memory, addr, b, InType::Bf16);
+}
+
+void write_weights(const HardwareConfig& config, HostMemory& memory, std::uint32_t addr,
+                   const num::MatrixI8& b) {
+  write_weight_tiles(config, memory, addr, b, InType::Int8);
 }
 
 void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& a,

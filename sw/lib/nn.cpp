@@ -758,14 +758,6 @@ std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, 
   return out;
 }
 
-std::vector<float> transpose(const float* data, std::size_t rows, std::size_t cols) {
-  std::vector<float> t(rows * cols);
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) t[j * rows + i] = data[i * cols + j];
-  }
-  return t;
-}
-
 std::vector<float> layer_forward(Backend* accelerator, const Layer& layer, const float* rows_data,
                                  std::size_t rows, bool last, LayerRun* run) {
   if (!accelerator) return layer_gemm_host(layer, rows_data, rows);

@@ -23,6 +23,7 @@ constexpr std::string_view kMagic = "\x93NUMPY";
 constexpr std::string_view kFloat32 = "<f4";
 constexpr std::string_view kInt8 = "|i1";
 constexpr std::string_view kInt32 = "<i4";
+constexpr std::string_view kInt64 = "<i8";
 // NumPy's own limit on dimensions.
 constexpr std::size_t kMaxDims = 32;
 constexpr std::size_t kHeaderAlignment = 64;  // numpy pads the header so the data is aligned
@@ -268,10 +269,20 @@ struct Header {
 
 // The dtype string a file of `dtype` has (what write() writes), and its bytes a value.
 std::string_view descr_of(Dtype dtype) {
-  return dtype == Dtype::Float32 ? kFloat32 : dtype == Dtype::Int8 ? kInt8 : kInt32;
+  switch (dtype) {
+    case Dtype::Float32:
+      return kFloat32;
+    case Dtype::Int8:
+      return kInt8;
+    case Dtype::Int32:
+      return kInt32;
+    case Dtype::Int64:
+      break;
+  }
+  return kInt64;
 }
 std::size_t bytes_of(Dtype dtype) {
-  return dtype == Dtype::Float32 ? 4 : dtype == Dtype::Int8 ? 1 : 4;
+  return dtype == Dtype::Int8 ? 1 : dtype == Dtype::Int64 ? 8 : 4;
 }
 // Whether a file's dtype string means `dtype`: a one-byte type has no byte order, so '<i1' and
 // '>i1' mean int8 as much as NumPy's own '|i1'.
@@ -496,7 +507,9 @@ void write(const std::string& path, const Array& array, Dims dims) {
 }
 
 IntArray read_int(const std::string& path, Dtype dtype, Dims dims) {
-  if (dtype == Dtype::Float32) throw std::invalid_argument("read_int reads int8 or int32 files");
+  if (dtype != Dtype::Int8 && dtype != Dtype::Int32) {
+    throw std::invalid_argument("read_int reads int8 or int32 files");
+  }
   const auto [shape, data] = read_values(path, dims, dtype);
   IntArray array;
   array.shape = shape;
@@ -516,7 +529,9 @@ IntArray read_int(const std::string& path, Dtype dtype, Dims dims) {
 }
 
 void write_int(const std::string& path, const IntArray& array, Dims dims) {
-  if (array.dtype == Dtype::Float32) throw std::invalid_argument("write_int writes int8 or int32");
+  if (array.dtype != Dtype::Int8 && array.dtype != Dtype::Int32) {
+    throw std::invalid_argument("write_int writes int8 or int32");
+  }
   const unsigned bytes = static_cast<unsigned>(bytes_of(array.dtype));
   std::string data;
   data.reserve(array.data.size() * bytes);
@@ -528,6 +543,28 @@ void write_int(const std::string& path, const IntArray& array, Dims dims) {
     for (unsigned b = 0; b < bytes; ++b) data += static_cast<char>(bits >> (8 * b));
   }
   write_values(path, array.shape, array.data.size(), dims, array.dtype, data);
+}
+
+Int64Array read_int64(const std::string& path, Dims dims) {
+  const auto [shape, data] = read_values(path, dims, Dtype::Int64);
+  Int64Array array;
+  array.shape = shape;
+  array.data.resize(element_count(shape));
+  for (std::size_t e = 0; e < array.data.size(); ++e) {
+    const std::uint64_t bits = load_le(data.data() + 8 * e, 8);
+    std::memcpy(&array.data[e], &bits, sizeof bits);  // two's complement, as int64_t is
+  }
+  return array;
+}
+
+void write_int64(const std::string& path, const Int64Array& array, Dims dims) {
+  std::string data;
+  data.reserve(array.data.size() * 8);
+  for (const std::int64_t value : array.data) {
+    const auto bits = static_cast<std::uint64_t>(value);
+    for (unsigned b = 0; b < 8; ++b) data += static_cast<char>(bits >> (8 * b));
+  }
+  write_values(path, array.shape, array.data.size(), dims, Dtype::Int64, data);
 }
 
 }  // namespace tpu::npy

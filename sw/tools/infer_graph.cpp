@@ -19,8 +19,14 @@ graph::Graph load_model(const std::string& path) {
   }
 }
 
-graph::Tensor read_input(const std::string& path) {
+// An input of the graph's type: float32, or int64 (token ids, indices).
+graph::Tensor read_input(const std::string& path, graph::DType type) {
   try {
+    if (type == graph::DType::Int64) {
+      npy::Int64Array file = npy::read_int64(path, npy::Dims::Any);
+      return graph::Tensor::of_ints(graph::Shape(file.shape.begin(), file.shape.end()),
+                                    std::move(file.data));
+    }
     npy::Array file = npy::read(path, npy::Dims::Any);
     return graph::Tensor::of_floats(graph::Shape(file.shape.begin(), file.shape.end()),
                                     std::move(file.data));
@@ -34,8 +40,12 @@ graph::Tensor rows_of(const graph::Tensor& t, std::size_t first, std::size_t cou
   graph::Shape shape = t.shape;
   const std::size_t per = t.size() / static_cast<std::size_t>(shape[0]);
   shape[0] = static_cast<std::int64_t>(count);
-  const auto begin = t.floats.begin() + static_cast<std::ptrdiff_t>(first * per);
-  return graph::Tensor::of_floats(shape, {begin, begin + static_cast<std::ptrdiff_t>(count * per)});
+  const auto begin = static_cast<std::ptrdiff_t>(first * per);
+  const auto end = begin + static_cast<std::ptrdiff_t>(count * per);
+  if (!t.is_float()) {
+    return graph::Tensor::of_ints(shape, {t.ints.begin() + begin, t.ints.begin() + end}, t.dtype);
+  }
+  return graph::Tensor::of_floats(shape, {t.floats.begin() + begin, t.floats.begin() + end});
 }
 
 // --stats: per operator type, the nodes run, where, their multiply-accumulates and products,
@@ -127,15 +137,15 @@ int run_infer_graph(const InferOptions& options) {
                     options.in_paths.size(), options.out_paths.size()));
   }
   for (const graph::ValueInfo& input : model.inputs) {
-    if (input.dtype != graph::DType::Float32) {
-      throw BadInput(fmt::format("{}: input \"{}\" is {}: float32 inputs only", options.net_path,
-                                 input.name, graph::dtype_name(input.dtype)));
+    if (input.dtype != graph::DType::Float32 && input.dtype != graph::DType::Int64) {
+      throw BadInput(fmt::format("{}: input \"{}\" is {}: float32 and int64 inputs only",
+                                 options.net_path, input.name, graph::dtype_name(input.dtype)));
     }
   }
   for (const std::string& path : options.out_paths) check_output_path(path);
   std::vector<graph::Tensor> inputs;
   for (std::size_t i = 0; i < options.in_paths.size(); ++i) {
-    inputs.push_back(read_input(options.in_paths[i]));
+    inputs.push_back(read_input(options.in_paths[i], model.inputs[i].dtype));
     const std::string mismatch = graph::input_mismatch(model.inputs[i], inputs.back());
     if (!mismatch.empty()) throw BadInput(fmt::format("{}: {}", options.in_paths[i], mismatch));
   }
@@ -178,28 +188,36 @@ int run_infer_graph(const InferOptions& options) {
       parts[o].push_back(std::move(outputs[o]));
     }
   }
-  std::vector<npy::Array> files;
+  // Each output's runs joined along the first dimension, all checked before any file is written.
+  std::vector<graph::Tensor> joined;
   for (std::size_t o = 0; o < parts.size(); ++o) {
-    npy::Array file;
+    graph::Tensor all;
     for (graph::Tensor& part : parts[o]) {
-      if (!part.is_float() || part.rank() == 0) {
-        throw BadInput(
-            fmt::format("{}: output \"{}\" is {} {}: float32 tensors of rank 1 or more "
-                        "only",
-                        options.net_path, model.outputs[o].name, graph::dtype_name(part.dtype),
-                        graph::shape_text(part.shape)));
+      if ((!part.is_float() && part.dtype != graph::DType::Int64) || part.rank() == 0) {
+        throw BadInput(fmt::format(
+            "{}: output \"{}\" is {} {}: float32 and int64 tensors of rank 1 or more only",
+            options.net_path, model.outputs[o].name, graph::dtype_name(part.dtype),
+            graph::shape_text(part.shape)));
       }
-      if (file.shape.empty()) {
-        file.shape.assign(part.shape.begin(), part.shape.end());
+      if (all.shape.empty()) {
+        all.dtype = part.dtype;
+        all.shape = part.shape;
       } else {
-        file.shape[0] += static_cast<std::size_t>(part.shape[0]);
+        all.shape[0] += part.shape[0];
       }
-      file.data.insert(file.data.end(), part.floats.begin(), part.floats.end());
+      all.floats.insert(all.floats.end(), part.floats.begin(), part.floats.end());
+      all.ints.insert(all.ints.end(), part.ints.begin(), part.ints.end());
     }
-    files.push_back(std::move(file));
+    joined.push_back(std::move(all));
   }
-  for (std::size_t o = 0; o < files.size(); ++o) {
-    npy::write(options.out_paths[o], files[o], npy::Dims::Any);
+  for (std::size_t o = 0; o < joined.size(); ++o) {
+    graph::Tensor& t = joined[o];
+    const std::vector<std::size_t> shape(t.shape.begin(), t.shape.end());
+    if (t.is_float()) {
+      npy::write(options.out_paths[o], {shape, std::move(t.floats)}, npy::Dims::Any);
+    } else {
+      npy::write_int64(options.out_paths[o], {shape, std::move(t.ints)}, npy::Dims::Any);
+    }
   }
   const std::size_t run_count = (n + step - 1) / step;
   fmt::print(
@@ -208,9 +226,9 @@ int run_infer_graph(const InferOptions& options) {
               : std::string("one run"),
       options.backend == kBackendHost ? "host" : options.backend + " (" + options.array + " core)",
       seconds_since(start));
-  for (std::size_t o = 0; o < files.size(); ++o) {
+  for (std::size_t o = 0; o < joined.size(); ++o) {
     fmt::print("  {} -> {} [{}]\n", model.outputs[o].name, options.out_paths[o],
-               fmt::join(files[o].shape, ", "));
+               fmt::join(joined[o].shape, ", "));
   }
   if (options.stats) print_stats(runs, n, run_count, backend.get());
   return 0;

@@ -96,6 +96,18 @@ def compare(ours, ref, tolerance, what, agree=None):
     print(line)
 
 
+def compare_ints(ours, ref, what, share=1.0):
+    """An integer output (indices, classes): its type and shape onnxruntime's, and at least
+    `share` of its values the same."""
+    import numpy as np
+    if ours.dtype != ref.dtype or ours.shape != ref.shape:
+        fail(f"{what}: {ours.dtype} {ours.shape}, onnxruntime's {ref.dtype} {ref.shape}")
+    same = float(np.mean(ours == ref))
+    print(f"{what}: {100 * same:.1f} % of {ref.size} values the same (bar {100 * share:g} %)")
+    if same < share:
+        fail(f"{what}: only {100 * same:.1f} % of the values the same")
+
+
 def rtl_matches_model(tpu, model_path, inputs, work, what):
     """The model on --backend rtl and on model: every output the same bits. Prints the RTL's
     time."""
@@ -109,3 +121,227 @@ def rtl_matches_model(tpu, model_path, inputs, work, what):
             fail(f"{what} output {o}: {int(np.sum(a != b))} values differ between rtl and model")
     print(f"{what}: {len(inputs[0])} inputs on the RTL in {seconds:.1f} s, every output "
           f"bit-identical to the functional model's")
+
+
+# QDQ forms (docs/graph.md, "int8 graphs"): within 2 output steps of onnxruntime on at least
+# 99.9 % of the outputs.
+QDQ_STEPS = 2
+QDQ_SHARE = 0.999
+
+
+def quantize_qdq(model_path, qdq_path, calibration):
+    """The model's QDQ form as onnxruntime's quantize_static writes it: int8 activations and
+    weights, the weights per output channel, every range the min-max of the calibration inputs
+    (a list of arrays per graph input, one input at a time)."""
+    import logging
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_static)
+    import onnxruntime
+    names = [i.name for i in onnxruntime.InferenceSession(
+        str(model_path), providers=["CPUExecutionProvider"]).get_inputs()]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            count = len(calibration[0])
+            self.feeds = iter([{n: c[i:i + 1] for n, c in zip(names, calibration)}
+                               for i in range(count)])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    # Its advice to pre-process the model first, and the like, is not what the test reads.
+    logging.getLogger().setLevel(logging.ERROR)
+    quantize_static(str(model_path), str(qdq_path), Reader(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                    per_channel=True)
+
+
+def run_qdq_reference(qdq_path, inputs):
+    """onnxruntime's outputs of a QDQ model with its graph optimisations off (ORT_DISABLE_ALL):
+    each DequantizeLinear, float operator and QuantizeLinear as the model writes them."""
+    import onnxruntime
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = onnxruntime.InferenceSession(str(qdq_path), options,
+                                           providers=["CPUExecutionProvider"])
+    return session.run(None, {i.name: x for i, x in zip(session.get_inputs(), inputs)})
+
+
+def output_steps(qdq_path):
+    """The step of each graph output: the scale of the DequantizeLinear that computes it (None
+    for an output that a float operator computes)."""
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load(str(qdq_path), load_external_data=False)
+    scales = {t.name: t for t in model.graph.initializer}
+    producers = {out: node for node in model.graph.node for out in node.output}
+    steps = []
+    for output in model.graph.output:
+        node = producers.get(output.name)
+        if node is None or node.op_type != "DequantizeLinear" or node.input[1] not in scales:
+            steps.append(None)
+        else:
+            steps.append(float(numpy_helper.to_array(scales[node.input[1]]).reshape(-1)[0]))
+    return steps
+
+
+def compare_steps(ours, ref, step, what, share=QDQ_SHARE):
+    """At least `share` of the outputs within QDQ_STEPS output steps of onnxruntime's; for rows
+    of scores, how often the argmax is the same."""
+    import numpy as np
+    if ours.shape != ref.shape:
+        fail(f"{what}: shape {ours.shape}, onnxruntime's {ref.shape}")
+    steps = np.abs(ours.astype(np.float64) - ref.astype(np.float64)) / step
+    # Both sides are whole steps apart up to the float rounding of (q - zero point) * scale.
+    within = float(np.mean(steps <= QDQ_STEPS + 1e-3))
+    line = (f"{what}: {100 * within:.2f} % of {steps.size} outputs within {QDQ_STEPS} steps of "
+            f"{step:.3g} (bar {100 * share:.1f} %), the largest {steps.max():.2f} steps; "
+            f"{100 * float(np.mean(steps < 0.5)):.2f} % the same")
+    if ref.ndim == 2 and ref.shape[1] > 1:
+        same = int(np.sum(np.argmax(ours, axis=1) == np.argmax(ref, axis=1)))
+        line += f"; argmax the same on {same} of {len(ref)}"
+    print(line)
+    if within < share:
+        fail(f"{what}: only {100 * within:.2f} % of the outputs within {QDQ_STEPS} steps")
+
+
+def quantised_products(stats):
+    """How many int8 products (QLinearConv, QLinearMatMul, QGemm) --stats shows on the core."""
+    import re
+    count = 0
+    for line in stats.splitlines():
+        match = re.match(r"(QLinearConv|QLinearMatMul|QGemm)\s+(\d+)\s+core\b", line)
+        if match:
+            count += int(match.group(2))
+    return count
+
+
+PRODUCT_STEPS = 1  # each quantised product, fed onnxruntime's inputs
+
+
+def check_products(tpu, qdq_path, inputs, work, backend):
+    """Each matrix product of a QDQ model between a DequantizeLinear and a QuantizeLinear, fed
+    the inputs onnxruntime's run of the whole model gives it (ORT_DISABLE_ALL): its quantised
+    output within PRODUCT_STEPS step of onnxruntime's on at least QDQ_SHARE of the values, and
+    run on the core's int8 datapath. A model's own outputs drift further apart than that over
+    many layers, since a one-step difference anywhere moves what follows it; this checks the
+    products' arithmetic one by one."""
+    import numpy as np
+    import onnx
+    import onnxruntime
+    from onnx import helper
+    model = onnx.load(str(qdq_path))
+    graph = model.graph
+    producers = {out: node for node in graph.node for out in node.output}
+    readers = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    initializers = {t.name: t for t in graph.initializer}
+
+    def only_reader(name):
+        found = readers.get(name, [])
+        return found[0] if len(found) == 1 else None
+
+    # Each product: its DequantizeLinear'd activations (one or two), its own nodes (the
+    # weights' and bias's DequantizeLinear, the product, an activation, the QuantizeLinear).
+    cases = []
+    for node in graph.node:
+        if node.op_type not in ("Conv", "MatMul", "Gemm"):
+            continue
+        after = only_reader(node.output[0])
+        chain = [node]
+        if after is not None and after.op_type in ("Relu", "Clip"):
+            chain.append(after)
+            after = only_reader(after.output[0])
+        if after is None or after.op_type != "QuantizeLinear":
+            continue
+        chain.append(after)
+        activations, own = [], []
+        for name in node.input[:2] if node.op_type == "MatMul" else node.input[:1]:
+            dq = producers.get(name)
+            if dq is None or dq.op_type != "DequantizeLinear":
+                break
+            if dq.input[0] in initializers:
+                own.append(dq)
+            else:
+                activations.append(name)
+        else:
+            # Weights and bias: each quantised (a DequantizeLinear of an initializer), or the
+            # product is not a quantised one.
+            for name in node.input[1:]:
+                dq = producers.get(name)
+                if name in activations or dq in own or name == "":
+                    continue
+                if dq is None or dq.op_type != "DequantizeLinear" or \
+                        dq.input[0] not in initializers:
+                    break
+                own.append(dq)
+            else:
+                cases.append((node, activations, own + chain))
+    if not cases:
+        fail(f"{qdq_path.name}: no quantised product")
+
+    # onnxruntime's values of every product's activations and quantised result.
+    wanted = [a for _, activations, _ in cases for a in activations] + \
+             [chain[-1].output[0] for _, _, chain in cases]
+    extended = onnx.load(str(qdq_path))
+    known = {o.name for o in extended.graph.output}
+    for name in dict.fromkeys(wanted):
+        if name not in known:
+            extended.graph.output.append(helper.make_empty_tensor_value_info(name))
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = onnxruntime.InferenceSession(extended.SerializeToString(), options,
+                                           providers=["CPUExecutionProvider"])
+    values = dict(zip([o.name for o in session.get_outputs()],
+                      session.run(None, {i.name: x for i, x in zip(session.get_inputs(), inputs)})))
+
+    work = work / "products"
+    work.mkdir(exist_ok=True)
+    worst_share, worst_name = 1.0, ""
+    beyond = same = total = 0
+    for node, activations, nodes in cases:
+        q = nodes[-1]
+        out = q.output[0] + "_dequantized"
+        # The activations quantised again as the model quantised them (exactly: they are
+        # onnxruntime's dequantised values), the product, its result dequantised.
+        requantise = []
+        for a in activations:
+            dq = producers[a]
+            requantise += [helper.make_node("QuantizeLinear", [a + "_given", *dq.input[1:]],
+                                            [dq.input[0]]), dq]
+        nodes = requantise + nodes + [
+            helper.make_node("DequantizeLinear", [q.output[0], *q.input[1:]], [out])]
+        used = {name for n in nodes for name in n.input}
+        sub = helper.make_graph(
+            nodes, "product",
+            [helper.make_tensor_value_info(a + "_given", onnx.TensorProto.FLOAT,
+                                           values[a].shape) for a in activations],
+            [helper.make_tensor_value_info(out, onnx.TensorProto.FLOAT, None)],
+            [initializers[name] for name in sorted(used) if name in initializers])
+        sub_model = helper.make_model(sub, opset_imports=model.opset_import)
+        sub_model.ir_version = model.ir_version
+        path = work / "product.onnx"
+        path.write_bytes(sub_model.SerializeToString())
+        (y,), stats = infer(tpu, path, [values[a] for a in activations], work, backend)
+        if quantised_products(stats) == 0:
+            fail(f"{qdq_path.name}: {node.name} did not run as an int8 product on the core")
+        scale = float(onnx.numpy_helper.to_array(initializers[q.input[1]]).reshape(-1)[0])
+        zero = onnx.numpy_helper.to_array(initializers[q.input[2]]) if len(q.input) > 2 else 0
+        ref = (values[q.output[0]].astype(np.float64) - float(zero)) * scale
+        steps = np.abs(y.astype(np.float64) - ref) / scale
+        share = float(np.mean(steps <= PRODUCT_STEPS + 1e-3))
+        beyond += int(np.sum(steps > PRODUCT_STEPS + 1e-3))
+        same += int(np.sum(steps < 0.5))
+        total += steps.size
+        if share < worst_share:
+            worst_share, worst_name = share, node.name
+    worst = f" ({worst_name})" if worst_name else ""
+    print(f"{qdq_path.name}: {len(cases)} quantised products, each fed onnxruntime's inputs, on "
+          f"{backend}: {100 * same / total:.3f} % of their {total} values the same as "
+          f"onnxruntime's, {beyond} more than {PRODUCT_STEPS} step apart; the lowest share within "
+          f"{PRODUCT_STEPS} step {100 * worst_share:.3f} %{worst} (bar {100 * QDQ_SHARE:.1f} %)")
+    if worst_share < QDQ_SHARE:
+        fail(f"{qdq_path.name}: {worst_name}: only {100 * worst_share:.3f} % of its values within "
+             f"{PRODUCT_STEPS} step of onnxruntime's")

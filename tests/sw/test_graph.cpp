@@ -150,6 +150,82 @@ TEST(Graph, ActivationsFuseIntoTheProducts) {
   }
 }
 
+// x -> QuantizeLinear -> DequantizeLinear -> MatMul with DequantizeLinear(int8 w, per-column
+// scales) -> Relu -> QuantizeLinear -> DequantizeLinear -> y: the QDQ form quantize_static
+// writes. The MatMul, Relu and QuantizeLinear become one QLinearMatMul on the int8 datapath.
+TEST(Graph, QuantisedProductsFuseAndRunOnTheInt8Datapath) {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, 2}}};
+  g.outputs = {{"y", DType::Float32, {}}};
+  g.constants["xs"] = Tensor::of_floats({}, {0.5f});
+  g.constants["xz"] = Tensor::of_ints({}, {1}, DType::Int8);
+  g.constants["w"] = Tensor::of_ints({2, 3}, {1, -2, 3, 4, 5, -6}, DType::Int8);
+  g.constants["ws"] = Tensor::of_floats({3}, {0.25f, 0.5f, 1.0f});
+  g.constants["wz"] = Tensor::of_ints({3}, {0, 0, 0}, DType::Int8);
+  g.constants["ys"] = Tensor::of_floats({}, {0.2f});
+  g.constants["yz"] = Tensor::of_ints({}, {-2}, DType::Int8);
+  Node w = node("DequantizeLinear", {"w", "ws", "wz"}, {"wf"});
+  w.name = "w_dq";
+  w.attributes["axis"].kind = Attribute::Kind::Int;
+  w.attributes["axis"].i = 1;
+  g.nodes = {node("QuantizeLinear", {"x", "xs", "xz"}, {"xq"}),
+             node("DequantizeLinear", {"xq", "xs", "xz"}, {"xf"}),
+             w,
+             node("MatMul", {"xf", "wf"}, {"p"}),
+             node("Relu", {"p"}, {"r"}),
+             node("QuantizeLinear", {"r", "ys", "yz"}, {"rq"}),
+             node("DequantizeLinear", {"rq", "ys", "yz"}, {"y"})};
+  EXPECT_EQ(fuse_quantized_products(g), 1u);
+  ASSERT_EQ(g.nodes.size(), 3u);
+  EXPECT_EQ(g.nodes[1].op, "QLinearMatMul");
+  EXPECT_EQ(g.nodes[1].epilogue, Epilogue::Relu);
+  EXPECT_EQ(g.nodes[1].inputs,
+            (std::vector<std::string>{"xq", "xs", "xz", "w", "ws", "wz", "ys", "yz"}));
+  EXPECT_EQ(check_order(g), "");
+  // x quantises to [[3, 5], [-2, 3]] (0.75 / 0.5 = 1.5 rounds to even), minus the zero point
+  // [[2, 4], [-3, 2]]; the sums with w are [[18, 16, -18], [5, 16, -21]], times 0.5 x the column
+  // scales [[2.25, 4, -9], [0.625, 4, -10.5]], after relu / 0.2 and rounded, plus -2:
+  // [[9, 18, -2], [1, 18, -2]]; dequantised, (q + 2) x 0.2.
+  // On the host, on a core with the int8 datapath, and on one without it (the host's reference
+  // model then runs the product).
+  const Tensor x = Tensor::of_floats({2, 2}, {1, 2.2f, -1.3f, 0.75f});
+  HardwareConfig int8_core = small_core();
+  int8_core.int8 = true;
+  FunctionalModel with_int8(int8_core, 0), without_int8(small_core(), 0);
+  for (Backend* accelerator : {static_cast<Backend*>(nullptr), static_cast<Backend*>(&with_int8),
+                               static_cast<Backend*>(&without_int8)}) {
+    std::vector<OpRun> runs;
+    const std::vector<Tensor> y = run(g, {x}, accelerator, &runs);
+    EXPECT_EQ(y[0].floats, (std::vector<float>{11 * 0.2f, 20 * 0.2f, 0, 3 * 0.2f, 20 * 0.2f, 0}));
+    EXPECT_EQ(runs[1].on_accelerator, accelerator == &with_int8);
+    EXPECT_EQ(runs[1].macs, 12u);
+  }
+}
+
+// A Conv whose weights have a zero point per channel other than 0 is not the core's: it stays a
+// float Conv and its weights' DequantizeLinear folds into float weights.
+TEST(Graph, AsymmetricPerChannelWeightsStayFloat) {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Int8, {1, 1, 2, 2}}};
+  g.outputs = {{"y", DType::Float32, {}}};
+  g.constants["s"] = Tensor::of_floats({}, {0.5f});
+  g.constants["z"] = Tensor::of_ints({}, {0}, DType::Int8);
+  g.constants["w"] = Tensor::of_ints({2, 1, 1, 1}, {2, 4}, DType::Int8);
+  g.constants["ws"] = Tensor::of_floats({2}, {1.0f, 1.0f});
+  g.constants["wz"] = Tensor::of_ints({2}, {0, 1}, DType::Int8);
+  Node w = node("DequantizeLinear", {"w", "ws", "wz"}, {"wf"});
+  w.name = "w_dq";
+  w.attributes["axis"].kind = Attribute::Kind::Int;
+  w.attributes["axis"].i = 0;
+  g.nodes = {node("DequantizeLinear", {"x", "s", "z"}, {"xf"}), w,
+             node("Conv", {"xf", "wf"}, {"c"}), node("QuantizeLinear", {"c", "s", "z"}, {"y"})};
+  EXPECT_EQ(fuse_quantized_products(g), 0u);
+  EXPECT_EQ(fold_constants(g), 1u);  // the weights' DequantizeLinear
+  EXPECT_EQ(g.constants.at("wf").floats, (std::vector<float>{2, 3}));
+}
+
 TEST(Graph, InputsOfTheWrongShapeOrTypeAreRefused) {
   const Graph g = small_graph();
   EXPECT_THROW(run(g, {}, nullptr), std::invalid_argument);

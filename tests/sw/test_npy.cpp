@@ -166,6 +166,33 @@ TEST_F(NpyTest, IntegerFilesRoundTripAndReadNumpysSpellings) {
   EXPECT_FALSE(fs::exists(path("bad.npy")));
 }
 
+TEST_F(NpyTest, Int64FilesRoundTripLittleEndian) {
+  Int64Array ids;
+  ids.shape = {2, 2};
+  ids.data = {INT64_MIN, -1, 0x0102030405060708, INT64_MAX};
+  write_int64(path("ids.npy"), ids, Dims::Any);
+  EXPECT_NE(contents("ids.npy").find("'descr': '<i8'"), std::string::npos);
+  EXPECT_EQ(read_int64(path("ids.npy"), Dims::Any).data, ids.data);
+  // The bytes of 0x0102030405060708 lowest first, as NumPy writes '<i8'.
+  const std::string file =
+      put("le8.npy", npy_bytes(1, 0, header_with("'<i8'", "False", "(1,)"),
+                               std::string("\x08\x07\x06\x05\x04\x03\x02\x01", 8)));
+  EXPECT_EQ(read_int64(file).data, (std::vector<std::int64_t>{0x0102030405060708}));
+  // A float32 file where int64 is wanted, and the other way round: one line naming both.
+  Array floats;
+  floats.shape = {2};
+  floats.data = {1, 2};
+  write(path("f.npy"), floats);
+  try {
+    read_int64(path("f.npy"));
+    ADD_FAILURE() << "a float32 file read as int64";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path("f.npy") + ": dtype '<f4' (float32) is not supported; only '<i8' (int64) is");
+  }
+  EXPECT_THROW(read(path("ids.npy"), Dims::Any), std::runtime_error);
+}
+
 TEST_F(NpyTest, WritesWhatNumpyWrites) {
   Array array;
   array.shape = {2, 3};

@@ -1,6 +1,8 @@
 #include "tpu/graph/executor.hpp"
 
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -11,7 +13,10 @@ namespace tpu::graph {
 
 std::string check_supported(const Graph& graph) {
   for (const Node& node : graph.nodes) {
-    if (!ops::table().count(node.op)) return node.label() + ": operator not supported";
+    // QGemm is onnxruntime's (com.microsoft), which only fuse_quantized_products makes here.
+    if (!ops::table().count(node.op) || node.op == "QGemm") {
+      return node.label() + ": operator not supported";
+    }
   }
   return {};
 }
@@ -135,6 +140,324 @@ std::size_t fuse_epilogues(Graph& graph) {
     if (!removed[n]) kept.push_back(std::move(graph.nodes[n]));
   }
   graph.nodes = std::move(kept);
+  return fused;
+}
+
+namespace {
+
+// The graph's readers of each tensor (a graph output counts as one) and each computed tensor's
+// producer.
+struct Uses {
+  std::map<std::string, std::size_t> readers;
+  std::map<std::string, std::size_t> producer;
+
+  explicit Uses(const Graph& graph) {
+    for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+      for (const std::string& name : graph.nodes[n].inputs) ++readers[name];
+      for (const std::string& name : graph.nodes[n].outputs) producer[name] = n;
+    }
+    for (const ValueInfo& output : graph.outputs) ++readers[output.name];
+  }
+  std::size_t count(const std::string& name) const {
+    const auto it = readers.find(name);
+    return it == readers.end() ? 0 : it->second;
+  }
+};
+
+// A DequantizeLinear or QuantizeLinear whose scale and zero point are constants: its
+// parameters, with the axis its scales run along (none for one scale).
+struct QuantNode {
+  const Node* node = nullptr;
+  const Tensor* scale = nullptr;
+  const Tensor* zero_point = nullptr;  // null where the node leaves it out
+  std::optional<std::int64_t> axis;    // per-axis scales: the axis, in [0, rank)
+};
+
+const Tensor* constant(const Graph& graph, const std::string& name) {
+  const auto it = graph.constants.find(name);
+  return it == graph.constants.end() ? nullptr : &it->second;
+}
+
+std::optional<QuantNode> quant_node(const Graph& graph, const Uses& uses, const std::string& name,
+                                    const char* op, std::size_t rank) {
+  const auto it = uses.producer.find(name);
+  if (it == uses.producer.end()) return std::nullopt;
+  const Node& node = graph.nodes[it->second];
+  if (node.op != op || node.int_attr("block_size", 0) != 0) return std::nullopt;
+  QuantNode q{&node, constant(graph, node.input(1)), nullptr, std::nullopt};
+  if (!q.scale || !q.scale->is_float() || q.scale->rank() > 1) return std::nullopt;
+  if (!node.input(2).empty()) {
+    q.zero_point = constant(graph, node.input(2));
+    if (!q.zero_point || q.zero_point->size() != q.scale->size()) return std::nullopt;
+  }
+  if (q.scale->size() != 1) {
+    std::int64_t axis = node.int_attr("axis", 1);
+    if (axis < 0) axis += static_cast<std::int64_t>(rank);
+    q.axis = axis;
+  }
+  return q;
+}
+
+bool zero_points_zero(const QuantNode& q) {
+  if (!q.zero_point) return true;
+  for (const std::int64_t z : q.zero_point->ints) {
+    if (z != 0) return false;
+  }
+  return true;
+}
+
+// Weights the int8 products take: one zero point for the whole tensor (the host takes it off
+// where it is not 0), or per channel symmetric int8 (zero points 0) or uint8 centred on 128.
+bool takes_weights(const QuantNode& w) {
+  if (!w.zero_point || w.zero_point->size() == 1) return true;
+  if (w.zero_point->dtype == DType::Int8) return zero_points_zero(w);
+  if (w.zero_point->dtype != DType::UInt8) return false;
+  for (const std::int64_t z : w.zero_point->ints) {
+    if (z != 128) return false;
+  }
+  return true;
+}
+
+// The quantised product a Conv, MatMul or Gemm becomes, or nothing where it stays as it is.
+class QuantFusion {
+ public:
+  QuantFusion(Graph& graph, const Uses& uses) : graph_(graph), uses_(uses) {}
+
+  // The fused node in place of `node`, and the nodes it replaces after it (the activation, the
+  // QuantizeLinear), or nothing.
+  std::optional<std::pair<Node, std::vector<std::size_t>>> fuse(const Node& node) {
+    if (node.op != "Conv" && node.op != "MatMul" && node.op != "Gemm") return std::nullopt;
+    if (node.outputs.size() != 1 || node.epilogue != Epilogue::None) return std::nullopt;
+    const Tensor* w_values = constant(graph_, producer_input(node.input(1), 0));
+    const std::size_t w_rank = w_values ? w_values->rank() : 2;
+    const auto x = quant_node(graph_, uses_, node.input(0), "DequantizeLinear", 0);
+    const auto w = quant_node(graph_, uses_, node.input(1), "DequantizeLinear", w_rank);
+    if (!x || !w || x->scale->size() != 1 || !x->zero_point || !integer8(*x->zero_point)) {
+      return std::nullopt;
+    }
+    if (!takes_weights(*w)) return std::nullopt;
+    const bool trans_b = node.int_attr("transB", 0) != 0;
+    if (w->axis) {
+      // Weights per output channel: Conv's filters, the columns of MatMul's and Gemm's B.
+      if (!w_values) return std::nullopt;
+      const std::int64_t out_axis = node.op == "Conv"   ? 0
+                                    : node.op == "Gemm" ? (trans_b ? 0 : 1)
+                                                        : static_cast<std::int64_t>(w_rank) - 1;
+      if (*w->axis != out_axis) return std::nullopt;
+    }
+    if (node.op == "Gemm" &&
+        (node.int_attr("transA", 0) != 0 || node.float_attr("alpha", 1.0f) != 1.0f ||
+         (!node.input(2).empty() && node.float_attr("beta", 1.0f) != 1.0f))) {
+      return std::nullopt;
+    }
+    // The reader: the QuantizeLinear, or an activation and then the QuantizeLinear.
+    const std::string& sums = node.outputs[0];
+    if (uses_.count(sums) != 1) return std::nullopt;
+    std::vector<std::size_t> replaced;
+    Epilogue act = Epilogue::None;
+    std::string quantised = sums;
+    const std::optional<std::size_t> reader = only_reader(sums);
+    if (!reader) return std::nullopt;
+    if (const Epilogue e = epilogue_of(graph_, graph_.nodes[*reader]); e != Epilogue::None) {
+      act = e;
+      replaced.push_back(*reader);
+      quantised = graph_.nodes[*reader].outputs[0];
+      if (uses_.count(quantised) != 1) return std::nullopt;
+    }
+    const std::optional<std::size_t> q_index = only_reader(quantised);
+    if (!q_index || graph_.nodes[*q_index].op != "QuantizeLinear") return std::nullopt;
+    const Node& q_node = graph_.nodes[*q_index];
+    const auto y = quant_node(graph_, uses_, q_node.outputs[0], "QuantizeLinear", 0);
+    if (!y || y->scale->size() != 1 || (y->zero_point && !integer8(*y->zero_point)) ||
+        (!y->zero_point && q_node.has("output_dtype"))) {
+      return std::nullopt;
+    }
+    replaced.push_back(*q_index);
+
+    Node fused;
+    fused.name = node.name;
+    fused.attributes = node.attributes;
+    fused.epilogue = act;
+    fused.outputs = {q_node.outputs[0]};
+    std::string bias;
+    if (node.op != "MatMul" && !node.input(2).empty()) {
+      const std::optional<std::string> b = quantised_bias(node, *x, *w);
+      if (!b) return std::nullopt;
+      bias = *b;
+    }
+    const std::string w_zero_point = w->zero_point
+                                         ? w->node->input(2)
+                                         : zeros_like(node, "w_zero_point", *w->scale, DType::Int8);
+    const std::string y_zero_point =
+        y->zero_point ? q_node.input(2) : zeros_like(node, "y_zero_point", *y->scale, DType::UInt8);
+    fused.inputs = {x->node->input(0), x->node->input(1), x->node->input(2),
+                    w->node->input(0), w->node->input(1), w_zero_point};
+    if (node.op == "Conv") {
+      fused.op = "QLinearConv";
+      fused.inputs.insert(fused.inputs.end(), {q_node.input(1), y_zero_point});
+      if (!bias.empty()) fused.inputs.push_back(bias);
+    } else if (node.op == "MatMul") {
+      fused.op = "QLinearMatMul";
+      fused.inputs.insert(fused.inputs.end(), {q_node.input(1), y_zero_point});
+    } else {
+      fused.op = "QGemm";
+      fused.attributes.erase("beta");
+      fused.inputs.insert(fused.inputs.end(), {bias, q_node.input(1), y_zero_point});
+    }
+    return std::make_pair(std::move(fused), std::move(replaced));
+  }
+
+ private:
+  static bool integer8(const Tensor& t) {
+    return t.dtype == DType::Int8 || t.dtype == DType::UInt8;
+  }
+
+  // The input `i` of the node that computes `name`, or "" where a graph input or constant is.
+  std::string producer_input(const std::string& name, std::size_t i) const {
+    const auto it = uses_.producer.find(name);
+    return it == uses_.producer.end() ? std::string() : graph_.nodes[it->second].input(i);
+  }
+
+  std::optional<std::size_t> only_reader(const std::string& name) const {
+    std::optional<std::size_t> found;
+    for (std::size_t n = 0; n < graph_.nodes.size(); ++n) {
+      for (const std::string& input : graph_.nodes[n].inputs) {
+        if (input != name) continue;
+        if (found && *found != n) return std::nullopt;
+        found = n;
+      }
+    }
+    for (const ValueInfo& output : graph_.outputs) {
+      if (output.name == name) return std::nullopt;
+    }
+    return found;
+  }
+
+  // A constant of zeros of `type` in the shape of `like`, named after the node.
+  std::string zeros_like(const Node& node, const std::string& what, const Tensor& like,
+                         DType type) {
+    const std::string name = node.name + "::" + what;
+    graph_.constants[name] = Tensor(type, like.shape);
+    return name;
+  }
+
+  // The bias of a fused Conv or Gemm as int32 at the scale of the products' sums (input scale
+  // times weight scale): a DequantizeLinear of int32 values at that scale, as quantize_static
+  // writes it, or nothing.
+  std::optional<std::string> quantised_bias(const Node& node, const QuantNode& x,
+                                            const QuantNode& w) {
+    const auto sums_scale = [&](std::size_t j) {
+      return static_cast<double>(x.scale->floats[0]) *
+             w.scale->floats[w.scale->size() == 1 ? 0 : j];
+    };
+    const auto b = quant_node(graph_, uses_, node.input(2), "DequantizeLinear", 1);
+    const Tensor* values = b ? constant(graph_, b->node->input(0)) : nullptr;
+    if (b && zero_points_zero(*b) && values && values->dtype == DType::Int32 &&
+        (b->scale->size() == 1 || b->scale->size() == values->size()) &&
+        (w.scale->size() == 1 || w.scale->size() == values->size())) {
+      bool same_scale = true;
+      for (std::size_t j = 0; j < values->size(); ++j) {
+        const double have = b->scale->floats[b->scale->size() == 1 ? 0 : j];
+        same_scale = same_scale && std::fabs(have - sums_scale(j)) <= 1e-6 * sums_scale(j);
+      }
+      if (same_scale) return b->node->input(0);
+    }
+    // Otherwise a bias the constants alone give (float, or dequantised at another scale, as an
+    // exporter that shares one bias between layers writes it): rounded to the sums' scale.
+    const std::optional<Tensor> real = constant_value(node.input(2));
+    if (!real || !real->is_float() || real->rank() > 2 ||
+        (real->rank() == 2 && real->shape[0] != 1)) {
+      return std::nullopt;
+    }
+    const std::size_t n = real->size();
+    if (w.scale->size() != 1 && w.scale->size() != n) return std::nullopt;
+    Tensor q(DType::Int32, {static_cast<std::int64_t>(n)});
+    for (std::size_t j = 0; j < n; ++j) {
+      const double v = std::round(real->floats[j] / sums_scale(j));  // half away from zero
+      if (!(std::fabs(v) <= 2147483647.0)) return std::nullopt;
+      q.ints[j] = static_cast<std::int64_t>(v);
+    }
+    const std::string name = node.name + "::bias_int32";
+    graph_.constants[name] = std::move(q);
+    return name;
+  }
+
+  // The value of a tensor that the graph's constants alone determine (through nodes that read
+  // nothing else), or nothing.
+  std::optional<Tensor> constant_value(const std::string& name, int depth = 0) {
+    if (const Tensor* t = constant(graph_, name)) return *t;
+    const auto it = uses_.producer.find(name);
+    if (depth > 8 || it == uses_.producer.end()) return std::nullopt;
+    const Node& node = graph_.nodes[it->second];
+    if (!ops::table().count(node.op)) return std::nullopt;
+    std::vector<Tensor> values;
+    values.reserve(node.inputs.size());
+    for (const std::string& input : node.inputs) {
+      if (input.empty()) {
+        values.emplace_back();
+        continue;
+      }
+      std::optional<Tensor> value = constant_value(input, depth + 1);
+      if (!value) return std::nullopt;
+      values.push_back(std::move(*value));
+    }
+    ops::Inputs inputs;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      inputs.push_back(node.inputs[i].empty() ? nullptr : &values[i]);
+    }
+    ops::Context context{graph_.opset, nullptr, nullptr};
+    std::vector<Tensor> outputs = evaluate(node, inputs, context);
+    for (std::size_t i = 0; i < node.outputs.size() && i < outputs.size(); ++i) {
+      if (node.outputs[i] == name) return std::move(outputs[i]);
+    }
+    return std::nullopt;
+  }
+
+  Graph& graph_;
+  const Uses& uses_;
+};
+
+// Removes the DequantizeLinear nodes whose outputs nothing reads any more.
+void remove_unread_dequantize(Graph& graph) {
+  for (bool removed = true; removed;) {
+    removed = false;
+    const Uses uses(graph);
+    std::vector<Node> kept;
+    for (Node& node : graph.nodes) {
+      bool read = false;
+      for (const std::string& name : node.outputs) read = read || uses.count(name) > 0;
+      if (read || node.op != "DequantizeLinear") {
+        kept.push_back(std::move(node));
+      } else {
+        removed = true;
+      }
+    }
+    graph.nodes = std::move(kept);
+  }
+}
+
+}  // namespace
+
+std::size_t fuse_quantized_products(Graph& graph) {
+  std::size_t fused = 0;
+  std::vector<bool> removed(graph.nodes.size(), false);
+  {
+    const Uses uses(graph);
+    QuantFusion fusion(graph, uses);
+    for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+      auto result = fusion.fuse(graph.nodes[n]);
+      if (!result) continue;
+      graph.nodes[n] = std::move(result->first);
+      for (const std::size_t r : result->second) removed[r] = true;
+      ++fused;
+    }
+  }
+  std::vector<Node> kept;
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (!removed[n]) kept.push_back(std::move(graph.nodes[n]));
+  }
+  graph.nodes = std::move(kept);
+  remove_unread_dequantize(graph);
   return fused;
 }
 

@@ -12,6 +12,7 @@
 #include "tpu/backend.hpp"
 #include "tpu/graph/executor.hpp"
 #include "tpu/graph/graph.hpp"
+#include "tpu/numerics/quant.hpp"
 
 namespace tpu::graph::ops {
 
@@ -36,6 +37,7 @@ void add_elementwise(Table& table);  // ops_elementwise.cpp
 void add_shape(Table& table);        // ops_shape.cpp
 void add_nn(Table& table);           // ops_nn.cpp
 void add_recurrent(Table& table);    // ops_recurrent.cpp
+void add_quant(Table& table);        // ops_quant.cpp
 const Table& table();
 
 [[noreturn]] void fail(const Node& node, const std::string& what);
@@ -76,6 +78,47 @@ struct ProductEpilogue {
 std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
                            std::size_t k, std::size_t n, WeightOf weight = {},
                            ProductEpilogue epilogue = {});
+
+// What an int8 product does to its int32 sums (TensorFlow Lite's scheme, docs/numerics.md's
+// Q-rules): A's zero point is taken off (Q-ZP), then per column the bias is added and the sum
+// requantised to int8 (Q-REQ) with the multiplier, the output zero point and the clamp (relu's
+// and relu6's bounds where an activation is fused). B's zero point, where it has one (a product
+// of two activations), is taken off by the host, which then requantises.
+struct QuantEpilogue {
+  int input_zero_point = 0;
+  int weight_zero_point = 0;
+  const std::int32_t* bias = nullptr;                     // n values; none where null
+  const num::QuantizedMultiplier* multipliers = nullptr;  // n values
+  int output_zero_point = 0;
+  int clamp_lo = -128, clamp_hi = 127;
+};
+
+// C = requantise(A (m x k) B (k x n)), row-major int8: on the accelerator's int8 datapath, or
+// by the reference model without one (or on a core without the datapath: a host step), the same
+// bits either way; counts as product() does.
+std::vector<std::int8_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
+                                      std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
+                                      const QuantEpilogue& epilogue);
+
+// A quantised operand of QLinearConv, QLinearMatMul or QGemm: real = scale * (q - zero point),
+// per tensor or per channel. uint8 values and their zero points are moved down by 128, which
+// keeps every real value, so that the core's int8 datapath takes both types.
+struct QuantOperand {
+  std::vector<std::int8_t> values;
+  std::vector<double> scales;    // one, or one per channel
+  std::vector<int> zero_points;  // as many as the scales, in [-128, 127]
+  DType type = DType::Int8;      // the file's: Int8 or UInt8
+};
+
+// The node's inputs `value`, `scale` and `zero_point` (which may be left out: zero) as one.
+QuantOperand quant_operand(const Node& node, const Inputs& inputs, std::size_t value,
+                           std::size_t scale, std::size_t zero_point);
+
+// An int8 product's Q-REQ multipliers, one per column: x_scale * w_scale(j) / y_scale by Q-SCALE
+// (w_scales one, or one per column of n).
+std::vector<num::QuantizedMultiplier> requant_multipliers(const Node& node, double x_scale,
+                                                          const std::vector<double>& w_scales,
+                                                          double y_scale, std::size_t n);
 
 // Gemm's C as a bias of its product's n columns (a scalar, or a row of 1 or n values, added
 // with beta = alpha = 1), or empty where it is not one; fuse_epilogues fuses a Gemm only then.

@@ -128,14 +128,69 @@ std::vector<float> gemm_bias(const Node& node, const Tensor* c, std::size_t n) {
   return c->size() == n ? c->floats : std::vector<float>(n, c->floats[0]);
 }
 
+namespace {
+
+// Counts a product's MACs, and where it runs on the accelerator, the GEMM.
+void count_product(Context& context, std::size_t m, std::size_t k, std::size_t n,
+                   bool on_accelerator) {
+  if (!context.run) return;
+  context.run->macs += static_cast<std::uint64_t>(m) * k * n;
+  context.run->on_accelerator = on_accelerator;
+  if (on_accelerator) ++context.run->products;
+}
+
+// Where B goes: at its resident address when it derives from the graph's constants (written
+// there on the session's first run), above the resident weights with the other operands
+// otherwise. `written` receives the weight bytes written now.
+template <typename Matrix>
+GemmPlacement place_weights(Context& context, const WeightOf& weight, const Matrix& b,
+                            bool& resident, std::uint64_t& written) {
+  GemmPlacement placement;
+  written = 0;
+  resident = context.weights && context.node && context.constants && weight.source &&
+             context.constants->count(weight.source);
+  if (resident) {
+    placement.weights_addr =
+        context.weights->place(*context.accelerator, *context.node, weight, b, written);
+  }
+  if (context.weights) placement.base = context.weights->top();
+  return placement;
+}
+
+// The figures of a planned GEMM's run: what the host wrote (A, B unless resident, the column
+// rows, the program) and read (C), the cycle model's estimate and the backend's counters.
+void record_run(Context& context, const GemmPlan& plan, bool resident,
+                std::uint64_t weights_written, std::uint32_t column_rows, const RunResult& result) {
+  if (!context.run) return;
+  OpRun& figures = *context.run;
+  const GemmSpec& spec = plan.spec;
+  const Backend& backend = *context.accelerator;
+  const std::uint64_t b_bytes = resident ? 0 : weights_bytes(backend.config(), spec);
+  // The rows of 4 bytes per column: a bias; an int8 product's bias, multipliers and shifts, or
+  // its seed row.
+  const std::uint64_t column_bytes = std::uint64_t{plan.n_pad} * 4 * column_rows;
+  figures.weight_bytes += weights_written;
+  figures.estimated_cycles += estimate_cycles(plan).cycles;
+  figures.host_bytes += std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes() + b_bytes +
+                        column_bytes + plan.program.size() * isa::kInstrBytes +
+                        std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes();
+  if (result.counters) {
+    const Counters& counters = *result.counters;
+    figures.counted = true;
+    figures.cycles += counters[regs::kCntCyclesIndex];
+    figures.useful_macs += counters[regs::kCntUsefulMacsIndex];
+    figures.bus_bytes +=
+        (counters[regs::kCntDmaReadBeatsIndex] + counters[regs::kCntDmaWriteBeatsIndex]) *
+        backend.config().bus_bytes;
+  }
+}
+
+}  // namespace
+
 std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
                            std::size_t k, std::size_t n, WeightOf weight,
                            ProductEpilogue epilogue) {
-  if (context.run) {
-    context.run->macs += static_cast<std::uint64_t>(m) * k * n;
-    context.run->on_accelerator = context.accelerator != nullptr;
-    if (context.accelerator) ++context.run->products;
-  }
+  count_product(context, m, k, n, context.accelerator != nullptr);
   if (m == 0 || n == 0) return {};
   if (k == 0 || !context.accelerator) {
     std::vector<float> c =
@@ -158,40 +213,94 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
     std::memcpy(bias.data(), epilogue.bias, n * sizeof(float));
   }
   const num::MatrixBf16 a16 = nn::bf16_matrix(a, m, k), b16 = nn::bf16_matrix(b, k, n);
-  GemmPlacement placement;
+  bool resident = false;
   std::uint64_t weights_written = 0;
-  const bool resident = context.weights && context.node && context.constants &&
-                        weight.source && context.constants->count(weight.source);
-  if (resident) {
-    placement.weights_addr =
-        context.weights->place(backend, *context.node, weight, b16, weights_written);
-  }
-  if (context.weights) placement.base = context.weights->top();
+  const GemmPlacement placement = place_weights(context, weight, b16, resident, weights_written);
   const GemmPlan plan = plan_gemm(backend.config(), spec, placement);
   GemmRun run = execute_gemm(plan, backend, a16, b16, nullptr, epilogue.bias ? &bias : nullptr);
   require_halt(run.result);
-  if (context.run) {
-    OpRun& figures = *context.run;
-    // What the host wrote (A, B unless resident, the program) and read (C) this time.
-    const std::uint64_t b_bytes = resident ? 0 : weights_bytes(backend.config(), spec);
-    figures.weight_bytes += weights_written;
-    figures.estimated_cycles += estimate_cycles(plan).cycles;
-    figures.host_bytes += std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes() + b_bytes +
-                          (epilogue.bias ? std::uint64_t{plan.n_pad} * 4 : 0) +
-                          plan.program.size() * isa::kInstrBytes +
-                          std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes();
-    if (run.result.counters) {
-      const Counters& counters = *run.result.counters;
-      figures.counted = true;
-      figures.cycles += counters[regs::kCntCyclesIndex];
-      figures.useful_macs += counters[regs::kCntUsefulMacsIndex];
-      figures.bus_bytes +=
-          (counters[regs::kCntDmaReadBeatsIndex] + counters[regs::kCntDmaWriteBeatsIndex]) *
-          backend.config().bus_bytes;
-    }
-  }
+  record_run(context, plan, resident, weights_written, epilogue.bias ? 1 : 0, run.result);
   std::vector<float> c(m * n);
   std::memcpy(c.data(), run.out.data.data(), c.size() * sizeof(float));
+  return c;
+}
+
+std::vector<std::int8_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
+                                      std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
+                                      const QuantEpilogue& epilogue) {
+  // A core without the int8 datapath leaves the product to the host's reference model.
+  Backend* accelerator =
+      context.accelerator && context.accelerator->config().int8 ? context.accelerator : nullptr;
+  count_product(context, m, k, n, accelerator != nullptr);
+  if (m == 0 || n == 0) return {};
+  std::vector<num::RequantParams> columns(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    columns[j] = {epilogue.bias ? epilogue.bias[j] : 0, epilogue.multipliers[j],
+                  epilogue.output_zero_point, epilogue.clamp_lo, epilogue.clamp_hi};
+  }
+  // With a zero point in B (two activations, as in attention) the core gives the int32 sums of
+  // (a - za) b; the host takes off zb times each row's sum of (a - za) and requantises (Q-REQ).
+  const bool host_requant = epilogue.weight_zero_point != 0;
+  GemmSpec spec;
+  spec.m = static_cast<std::uint32_t>(m);
+  spec.k = static_cast<std::uint32_t>(k);
+  spec.n = static_cast<std::uint32_t>(n);
+  spec.in = InType::Int8;
+  spec.out = host_requant ? OutType::Int32 : OutType::Int8;
+  spec.input_zero_point = epilogue.input_zero_point;
+  if (!host_requant) {
+    spec.output_zero_point = epilogue.output_zero_point;
+    spec.clamp_lo = epilogue.clamp_lo;
+    spec.clamp_hi = epilogue.clamp_hi;
+  }
+  num::MatrixI8 a8(m, k), b8(k, n);
+  std::copy(a, a + m * k, a8.data.begin());
+  std::copy(b, b + k * n, b8.data.begin());
+  RequantColumns requant;
+  for (const num::RequantParams& column : columns) {
+    requant.bias.push_back(column.bias);
+    requant.multiplier.push_back(column.m.multiplier);
+    requant.shift.push_back(column.m.shift);
+  }
+  const RequantColumns* on_core = host_requant ? nullptr : &requant;
+  num::MatrixI32 out;
+  if (k == 0) {
+    out = num::MatrixI32(m, n);  // no sums
+    if (!host_requant) {
+      for (std::size_t e = 0; e < m * n; ++e) out.data[e] = num::requantize(0, columns[e % n]);
+    }
+  } else if (!accelerator) {
+    // The reference model's int8 product (Q-MAC, Q-ZP, Q-REQ): the core's bits.
+    out = reference_gemm(spec, a8, b8, nullptr, on_core);
+  } else {
+    Backend& backend = *accelerator;
+    bool resident = false;
+    std::uint64_t weights_written = 0;
+    const GemmPlacement placement = place_weights(context, weight, b8, resident, weights_written);
+    const GemmPlan plan = plan_gemm(backend.config(), spec, placement);
+    GemmRunInt run = execute_gemm(plan, backend, a8, b8, nullptr, on_core);
+    require_halt(run.result);
+    record_run(context, plan, resident, weights_written,
+               host_requant ? (plan.has_seed_row() ? 1 : 0) : 3, run.result);
+    out = std::move(run.out);
+  }
+  if (host_requant) {
+    for (std::size_t i = 0; i < m; ++i) {
+      std::uint32_t row_sum = 0;  // of a - za, modulo 2^32 as the core's sums are
+      for (std::size_t kk = 0; kk < k; ++kk) {
+        row_sum += static_cast<std::uint32_t>(a[i * k + kk] - epilogue.input_zero_point);
+      }
+      const std::uint32_t correction =
+          static_cast<std::uint32_t>(epilogue.weight_zero_point) * row_sum;
+      for (std::size_t j = 0; j < n; ++j) {
+        std::int32_t& sum = out.data[i * n + j];
+        sum = num::requantize(isa::int32_value(static_cast<std::uint32_t>(sum) - correction),
+                              columns[j]);
+      }
+    }
+  }
+  std::vector<std::int8_t> c(m * n);
+  for (std::size_t e = 0; e < c.size(); ++e) c[e] = static_cast<std::int8_t>(out.data[e]);
   return c;
 }
 
@@ -202,6 +311,7 @@ const Table& table() {
     add_shape(t);
     add_nn(t);
     add_recurrent(t);
+    add_quant(t);
     return t;
   }();
   return all;

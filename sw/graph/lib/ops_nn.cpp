@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "ops.hpp"
 #include "tpu/nn.hpp"
@@ -10,42 +11,70 @@
 namespace tpu::graph::ops {
 namespace {
 
-// MatMul as numpy.matmul: 1-D operands promoted, batch dimensions broadcast. A B that is one
-// matrix (weights, typically) takes every row of A in one product.
-std::vector<Tensor> matmul(Context& context, const Node& node, const Inputs& in) {
-  Tensor a = need_float(node, in, 0);
-  Tensor b = need_float(node, in, 1);
-  if (a.rank() == 0 || b.rank() == 0) fail(node, "a scalar operand");
-  const bool a_vector = a.rank() == 1, b_vector = b.rank() == 1;
-  if (a_vector) a.shape.insert(a.shape.begin(), 1);
-  if (b_vector) b.shape.push_back(1);
-  const std::size_t m = static_cast<std::size_t>(a.shape[a.rank() - 2]);
-  const std::size_t k = static_cast<std::size_t>(a.shape.back());
-  const std::size_t n = static_cast<std::size_t>(b.shape.back());
-  if (static_cast<std::size_t>(b.shape[b.rank() - 2]) != k) {
-    fail(node,
-         "shapes " + shape_text(a.shape) + " and " + shape_text(b.shape) + " do not multiply");
+// numpy.matmul's shapes: 1-D operands promoted, batch dimensions broadcast; the product is
+// one m x k by k x n product per batch element (at a_at[i] * m * k in A and b_at[i] * k * n in
+// B), or, where B is one matrix (weights, typically), every row of A in one product.
+struct MatmulShape {
+  std::size_t m = 0, k = 0, n = 0;
+  Shape out;
+  bool one_product = false;
+  std::vector<std::size_t> a_at, b_at;
+};
+
+MatmulShape matmul_shape(const Node& node, Shape a, Shape b) {
+  if (a.empty() || b.empty()) fail(node, "a scalar operand");
+  const bool a_vector = a.size() == 1, b_vector = b.size() == 1;
+  if (a_vector) a.insert(a.begin(), 1);
+  if (b_vector) b.push_back(1);
+  MatmulShape shape;
+  shape.m = static_cast<std::size_t>(a[a.size() - 2]);
+  shape.k = static_cast<std::size_t>(a.back());
+  shape.n = static_cast<std::size_t>(b.back());
+  if (static_cast<std::size_t>(b[b.size() - 2]) != shape.k) {
+    fail(node, "shapes " + shape_text(a) + " and " + shape_text(b) + " do not multiply");
   }
-  const Shape a_batch(a.shape.begin(), a.shape.end() - 2);
-  const Shape b_batch(b.shape.begin(), b.shape.end() - 2);
+  const Shape a_batch(a.begin(), a.end() - 2);
+  const Shape b_batch(b.begin(), b.end() - 2);
   const Shape batch = broadcast_shapes(node, {a_batch, b_batch});
-  Shape out = batch;
-  if (!a_vector) out.push_back(static_cast<std::int64_t>(m));
-  if (!b_vector) out.push_back(static_cast<std::int64_t>(n));
-  Tensor y(DType::Float32, out);
+  shape.out = batch;
+  if (!a_vector) shape.out.push_back(static_cast<std::int64_t>(shape.m));
+  if (!b_vector) shape.out.push_back(static_cast<std::int64_t>(shape.n));
   if (element_count(b_batch) == 1 && a_batch == batch) {
-    y.floats = product(context, a.floats.data(), b.floats.data(), element_count(batch) * m, k, n,
-                       {in[1], 0}, {nullptr, node.epilogue});
-    return {y};
+    shape.one_product = true;
+    shape.m *= element_count(batch);
+  } else {
+    shape.a_at = broadcast_offsets(a_batch, batch);
+    shape.b_at = broadcast_offsets(b_batch, batch);
   }
-  const std::vector<std::size_t> a_at = broadcast_offsets(a_batch, batch);
-  const std::vector<std::size_t> b_at = broadcast_offsets(b_batch, batch);
-  for (std::size_t i = 0; i < a_at.size(); ++i) {
-    const std::vector<float> c =
-        product(context, &a.floats[a_at[i] * m * k], &b.floats[b_at[i] * k * n], m, k, n,
-                {in[1], b_at[i]}, {nullptr, node.epilogue});
-    std::copy(c.begin(), c.end(), y.floats.begin() + static_cast<std::ptrdiff_t>(i * m * n));
+  return shape;
+}
+
+// Runs a MatMul's products: `multiply(a_offset, b_offset, part)` computes one m x n block (the
+// whole output where B is one matrix), which goes at `y`.
+template <typename T, typename Multiply>
+void matmul_products(const MatmulShape& shape, std::vector<T>& y, Multiply multiply) {
+  if (shape.one_product) {
+    y = multiply(0, 0, 0);
+    return;
   }
+  const std::size_t block = shape.m * shape.n;
+  for (std::size_t i = 0; i < shape.a_at.size(); ++i) {
+    const std::vector<T> c = multiply(shape.a_at[i] * shape.m * shape.k,
+                                      shape.b_at[i] * shape.k * shape.n, shape.b_at[i]);
+    std::copy(c.begin(), c.end(), y.begin() + static_cast<std::ptrdiff_t>(i * block));
+  }
+}
+
+// MatMul as numpy.matmul.
+std::vector<Tensor> matmul(Context& context, const Node& node, const Inputs& in) {
+  const Tensor& a = need_float(node, in, 0);
+  const Tensor& b = need_float(node, in, 1);
+  const MatmulShape shape = matmul_shape(node, a.shape, b.shape);
+  Tensor y(DType::Float32, shape.out);
+  matmul_products(shape, y.floats, [&](std::size_t a_at, std::size_t b_at, std::size_t part) {
+    return product(context, &a.floats[a_at], &b.floats[b_at], shape.m, shape.k, shape.n,
+                   {in[1], part}, {nullptr, node.epilogue});
+  });
   return {y};
 }
 
@@ -162,74 +191,270 @@ Shape spatial_out(const Shape& x, std::int64_t channels, const Window& win) {
   return x.size() == 4 ? Shape{x[0], channels, win.oh, win.ow} : Shape{x[0], channels, win.ow};
 }
 
-std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
-  const Tensor& x = need_float(node, in, 0);
-  const Tensor& w = need_float(node, in, 1);
-  if (x.rank() < 3) fail(node, "an input of rank " + std::to_string(x.rank()));
-  if (w.rank() != x.rank()) fail(node, "weights of another rank than the input's");
-  const std::int64_t group = node.int_attr("group", 1);
-  const std::int64_t channels = x.shape[1], filters = w.shape[0];
-  if (group < 1 || channels % group != 0 || filters % group != 0 ||
-      w.shape[1] * group != channels) {
-    fail(node, "group " + std::to_string(group) + " with " + std::to_string(channels) +
-                   " input channels, weights " + shape_text(w.shape));
+// A convolution's shapes: per group g, an im2col matrix of `rows` (an output pixel each) by
+// `depth` (the group's channels times the kernel's taps) times the group's filters (depth x mg).
+struct ConvShape {
+  Window win;
+  std::int64_t group = 1, channels = 0, filters = 0, batch = 0, h = 1, w = 1, cg = 0, mg = 0;
+  std::size_t rows = 0, depth = 0, plane = 0;
+  Shape out;
+};
+
+ConvShape conv_shape(const Node& node, const Shape& x, const Shape& w) {
+  if (x.size() < 3) fail(node, "an input of rank " + std::to_string(x.size()));
+  if (w.size() != x.size()) fail(node, "weights of another rank than the input's");
+  ConvShape c;
+  c.group = node.int_attr("group", 1);
+  c.channels = x[1];
+  c.filters = w[0];
+  if (c.group < 1 || c.channels % c.group != 0 || c.filters % c.group != 0 ||
+      w[1] * c.group != c.channels) {
+    fail(node, "group " + std::to_string(c.group) + " with " + std::to_string(c.channels) +
+                   " input channels, weights " + shape_text(w));
   }
-  const Shape kernel_shape(w.shape.begin() + 2, w.shape.end());
+  const Shape kernel_shape(w.begin() + 2, w.end());
   std::vector<std::int64_t> kernel = node.ints_attr("kernel_shape", kernel_shape);
   if (kernel != kernel_shape) fail(node, "kernel_shape differs from the weights'");
-  const Window win = window_of(node, x.shape, kernel, false);
-  const std::int64_t h = x.rank() == 4 ? x.shape[2] : 1, wd = x.shape.back();
-  const std::int64_t batch = x.shape[0], cg = channels / group, mg = filters / group;
-  const auto rows = static_cast<std::size_t>(batch * win.oh * win.ow);
-  const auto depth = static_cast<std::size_t>(cg * win.kh * win.kw);
-  Tensor y(DType::Float32, spatial_out(x.shape, filters, win));
-  const std::size_t plane = static_cast<std::size_t>(win.oh * win.ow);
-  // The bias, added in each group's product with the fused activation.
-  const Tensor* bias = in.size() > 2 && in[2] ? &need_float(node, in, 2) : nullptr;
-  if (bias && bias->size() != static_cast<std::size_t>(filters)) {
-    fail(node, "a bias of another size");
-  }
-  for (std::int64_t g = 0; g < group; ++g) {
-    // im2col of this group's channels: a row per output pixel, columns in (c, ky, kx) order,
-    // the order of a filter's weights in the file.
-    std::vector<float> cols(rows * depth, 0.0f);
-    for (std::int64_t n = 0; n < batch; ++n) {
-      for (std::int64_t oy = 0; oy < win.oh; ++oy) {
-        for (std::int64_t ox = 0; ox < win.ow; ++ox) {
-          float* row = &cols[static_cast<std::size_t>((n * win.oh + oy) * win.ow + ox) * depth];
-          for (std::int64_t c = 0; c < cg; ++c) {
-            const float* image =
-                &x.floats[static_cast<std::size_t>((n * channels + g * cg + c) * h * wd)];
-            for (std::int64_t ky = 0; ky < win.kh; ++ky) {
-              const std::int64_t iy = oy * win.sh - win.top + ky * win.dh;
-              for (std::int64_t kx = 0; kx < win.kw; ++kx) {
-                const std::int64_t ix = ox * win.sw - win.left + kx * win.dw;
-                if (iy >= 0 && iy < h && ix >= 0 && ix < wd) {
-                  row[(c * win.kh + ky) * win.kw + kx] = image[iy * wd + ix];
-                }
+  c.win = window_of(node, x, kernel, false);
+  c.h = x.size() == 4 ? x[2] : 1;
+  c.w = x.back();
+  c.batch = x[0];
+  c.cg = c.channels / c.group;
+  c.mg = c.filters / c.group;
+  c.rows = static_cast<std::size_t>(c.batch * c.win.oh * c.win.ow);
+  c.depth = static_cast<std::size_t>(c.cg * c.win.kh * c.win.kw);
+  c.plane = static_cast<std::size_t>(c.win.oh * c.win.ow);
+  c.out = spatial_out(x, c.filters, c.win);
+  return c;
+}
+
+// im2col of group g's channels of x: a row per output pixel, columns in (c, ky, kx) order (the
+// order of a filter's weights in the file), `pad` where the window reaches into the padding.
+template <typename T>
+std::vector<T> im2col(const ConvShape& c, const std::vector<T>& x, std::int64_t g, T pad) {
+  const Window& win = c.win;
+  std::vector<T> cols(c.rows * c.depth, pad);
+  for (std::int64_t n = 0; n < c.batch; ++n) {
+    for (std::int64_t oy = 0; oy < win.oh; ++oy) {
+      for (std::int64_t ox = 0; ox < win.ow; ++ox) {
+        T* row = &cols[static_cast<std::size_t>((n * win.oh + oy) * win.ow + ox) * c.depth];
+        for (std::int64_t ch = 0; ch < c.cg; ++ch) {
+          const T* image =
+              &x[static_cast<std::size_t>((n * c.channels + g * c.cg + ch) * c.h * c.w)];
+          for (std::int64_t ky = 0; ky < win.kh; ++ky) {
+            const std::int64_t iy = oy * win.sh - win.top + ky * win.dh;
+            for (std::int64_t kx = 0; kx < win.kw; ++kx) {
+              const std::int64_t ix = ox * win.sw - win.left + kx * win.dw;
+              if (iy >= 0 && iy < c.h && ix >= 0 && ix < c.w) {
+                row[(ch * win.kh + ky) * win.kw + kx] = image[iy * c.w + ix];
               }
             }
           }
         }
       }
     }
-    // The group's filters as a depth x mg matrix.
-    const std::vector<float> weights = nn::transpose(
-        &w.floats[static_cast<std::size_t>(g * mg) * depth], static_cast<std::size_t>(mg), depth);
-    const std::vector<float> out =
-        product(context, cols.data(), weights.data(), rows, depth, static_cast<std::size_t>(mg),
-                {in[1], static_cast<std::size_t>(g)},
-                {bias ? &bias->floats[static_cast<std::size_t>(g * mg)] : nullptr, node.epilogue});
-    for (std::size_t r = 0; r < rows; ++r) {
-      const std::size_t n = r / plane, pixel = r % plane;
-      for (std::int64_t f = 0; f < mg; ++f) {
-        y.floats[(n * static_cast<std::size_t>(filters) + static_cast<std::size_t>(g * mg + f)) *
-                     plane +
-                 pixel] = out[r * static_cast<std::size_t>(mg) + static_cast<std::size_t>(f)];
+  }
+  return cols;
+}
+
+// Runs a convolution group by group: `multiply(cols, g)` gives group g's rows x mg results,
+// which go into y (N, filters, spatial...) at the group's filters.
+template <typename T, typename Multiply>
+void conv_groups(const ConvShape& c, const std::vector<T>& x, T pad, std::vector<T>& y,
+                 Multiply multiply) {
+  for (std::int64_t g = 0; g < c.group; ++g) {
+    const std::vector<T> out = multiply(im2col(c, x, g, pad), g);
+    const auto mg = static_cast<std::size_t>(c.mg);
+    for (std::size_t r = 0; r < c.rows; ++r) {
+      const std::size_t n = r / c.plane, pixel = r % c.plane;
+      for (std::size_t f = 0; f < mg; ++f) {
+        y[(n * static_cast<std::size_t>(c.filters) + static_cast<std::size_t>(g) * mg + f) *
+              c.plane +
+          pixel] = out[r * mg + f];
       }
     }
   }
+}
+
+std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
+  const Tensor& x = need_float(node, in, 0);
+  const Tensor& w = need_float(node, in, 1);
+  const ConvShape c = conv_shape(node, x.shape, w.shape);
+  // The bias, added in each group's product with the fused activation.
+  const Tensor* bias = in.size() > 2 && in[2] ? &need_float(node, in, 2) : nullptr;
+  if (bias && bias->size() != static_cast<std::size_t>(c.filters)) {
+    fail(node, "a bias of another size");
+  }
+  Tensor y(DType::Float32, c.out);
+  conv_groups(c, x.floats, 0.0f, y.floats, [&](const std::vector<float>& cols, std::int64_t g) {
+    // The group's filters as a depth x mg matrix.
+    const std::vector<float> weights =
+        nn::transpose(&w.floats[static_cast<std::size_t>(g * c.mg) * c.depth],
+                      static_cast<std::size_t>(c.mg), c.depth);
+    return product(
+        context, cols.data(), weights.data(), c.rows, c.depth, static_cast<std::size_t>(c.mg),
+        {in[1], static_cast<std::size_t>(g)},
+        {bias ? &bias->floats[static_cast<std::size_t>(g * c.mg)] : nullptr, node.epilogue});
+  });
   return {y};
+}
+
+// The quantised products: int8 operands, int32 sums, requantised to int8 in the product's
+// epilogue (docs/numerics.md's Q-rules) on the core's int8 datapath.
+
+// A quantised product's result: its scale, its zero point (moved down by 128 for uint8), its type
+// and the clamp bounds of the activation fused into it.
+struct QuantResult {
+  double scale = 1;
+  int zero_point = 0;
+  DType type = DType::Int8;
+  int lo = -128, hi = 127;
+};
+
+QuantResult quant_result(const Node& node, const Inputs& in, std::size_t scale,
+                         std::size_t zero_point) {
+  const Tensor& s = need_float(node, in, scale);
+  if (s.size() != 1) fail(node, "an output scale that is not one value");
+  if (!(s.floats[0] > 0.0f) || !std::isfinite(s.floats[0])) {
+    fail(node, "an output scale that is not positive and finite");
+  }
+  const Tensor* zp = zero_point < in.size() ? in[zero_point] : nullptr;
+  QuantResult r;
+  r.scale = s.floats[0];
+  r.type = zp ? zp->dtype : DType::UInt8;
+  if (r.type != DType::Int8 && r.type != DType::UInt8) {
+    fail(node, std::string("an output of type ") + dtype_name(r.type) + ", not int8 or uint8");
+  }
+  if (zp && zp->size() != 1) fail(node, "an output zero point that is not one value");
+  r.zero_point = (zp ? static_cast<int>(zp->ints[0]) : 0) - (r.type == DType::UInt8 ? 128 : 0);
+  const num::QuantActivation act = node.epilogue == Epilogue::Relu    ? num::QuantActivation::kRelu
+                                   : node.epilogue == Epilogue::Relu6 ? num::QuantActivation::kRelu6
+                                                                      : num::QuantActivation::kNone;
+  std::tie(r.lo, r.hi) = num::clamp_bounds(act, r.zero_point, r.scale);
+  return r;
+}
+
+// The int8 results as a tensor of the result's type.
+Tensor quant_tensor(const QuantResult& r, const Shape& shape, const std::vector<std::int8_t>& q) {
+  Tensor y(r.type, shape);
+  const int shift = r.type == DType::UInt8 ? 128 : 0;
+  for (std::size_t e = 0; e < q.size(); ++e) y.ints[e] = q[e] + shift;
+  return y;
+}
+
+// The quantised input of a product: one scale and zero point for the whole tensor.
+void require_per_tensor(const Node& node, const QuantOperand& x) {
+  if (x.scales.size() != 1) fail(node, "an input quantised per channel");
+}
+
+// B's zero point: one for the whole tensor (any value), or zeros per channel.
+int weight_zero_point(const Node& node, const QuantOperand& w) {
+  if (w.zero_points.size() == 1) return w.zero_points[0];
+  for (const int zero_point : w.zero_points) {
+    if (zero_point != 0) {
+      fail(node, "a weight zero point of " + std::to_string(zero_point) +
+                     " per channel (per-channel weights are symmetric here: zero points 0)");
+    }
+  }
+  return 0;
+}
+
+// An int32 bias of n values (a QLinearConv's B, a QGemm's C), or empty where there is none.
+std::vector<std::int32_t> quant_bias(const Node& node, const Inputs& in, std::size_t i,
+                                     std::size_t n) {
+  if (i >= in.size() || !in[i]) return {};
+  const Tensor& b = *in[i];
+  if (b.dtype != DType::Int32 || b.size() != n || b.rank() > 2 ||
+      (b.rank() == 2 && b.shape[0] != 1)) {
+    fail(node, "a bias that is not " + std::to_string(n) + " int32 values");
+  }
+  return std::vector<std::int32_t>(b.ints.begin(), b.ints.end());
+}
+
+QuantEpilogue quant_epilogue(const Node& node, const QuantOperand& x, const QuantOperand& w,
+                             const std::vector<std::int32_t>& bias,
+                             const std::vector<num::QuantizedMultiplier>& multipliers,
+                             const QuantResult& r, std::size_t first_column) {
+  return {x.zero_points[0],
+          weight_zero_point(node, w),
+          bias.empty() ? nullptr : &bias[first_column],
+          &multipliers[first_column],
+          r.zero_point,
+          r.lo,
+          r.hi};
+}
+
+// QLinearConv: x (0-2), w (3-5), y's scale and zero point (6, 7), an int32 bias (8).
+std::vector<Tensor> qlinear_conv(Context& context, const Node& node, const Inputs& in) {
+  const QuantOperand x = quant_operand(node, in, 0, 1, 2);
+  const QuantOperand w = quant_operand(node, in, 3, 4, 5);
+  const QuantResult r = quant_result(node, in, 6, 7);
+  require_per_tensor(node, x);
+  const ConvShape c = conv_shape(node, in[0]->shape, in[3]->shape);
+  const auto filters = static_cast<std::size_t>(c.filters);
+  const std::vector<std::int32_t> bias = quant_bias(node, in, 8, filters);
+  const std::vector<num::QuantizedMultiplier> multipliers =
+      requant_multipliers(node, x.scales[0], w.scales, r.scale, filters);
+  std::vector<std::int8_t> y(element_count(c.out));
+  conv_groups(
+      c, x.values, static_cast<std::int8_t>(x.zero_points[0]), y,
+      [&](const std::vector<std::int8_t>& cols, std::int64_t g) {
+        const std::vector<std::int8_t> weights =
+            nn::transpose(&w.values[static_cast<std::size_t>(g * c.mg) * c.depth],
+                          static_cast<std::size_t>(c.mg), c.depth);
+        return product_int8(
+            context, cols.data(), weights.data(), c.rows, c.depth, static_cast<std::size_t>(c.mg),
+            {in[3], static_cast<std::size_t>(g)},
+            quant_epilogue(node, x, w, bias, multipliers, r, static_cast<std::size_t>(g * c.mg)));
+      });
+  return {quant_tensor(r, c.out, y)};
+}
+
+// QLinearMatMul: a (0-2), b (3-5), y's scale and zero point (6, 7); numpy.matmul's shapes.
+std::vector<Tensor> qlinear_matmul(Context& context, const Node& node, const Inputs& in) {
+  const QuantOperand a = quant_operand(node, in, 0, 1, 2);
+  const QuantOperand b = quant_operand(node, in, 3, 4, 5);
+  const QuantResult r = quant_result(node, in, 6, 7);
+  require_per_tensor(node, a);
+  const MatmulShape shape = matmul_shape(node, in[0]->shape, in[3]->shape);
+  const std::vector<num::QuantizedMultiplier> multipliers =
+      requant_multipliers(node, a.scales[0], b.scales, r.scale, shape.n);
+  std::vector<std::int8_t> y(element_count(shape.out));
+  matmul_products(shape, y, [&](std::size_t a_at, std::size_t b_at, std::size_t part) {
+    return product_int8(context, &a.values[a_at], &b.values[b_at], shape.m, shape.k, shape.n,
+                        {in[3], part}, quant_epilogue(node, a, b, {}, multipliers, r, 0));
+  });
+  return {quant_tensor(r, shape.out, y)};
+}
+
+// QGemm (onnxruntime's com.microsoft operator, which fuse_quantized_products makes of a Gemm
+// between DequantizeLinear and QuantizeLinear): A (0-2), B (3-5), an int32 C that is a bias row
+// (6), y's scale and zero point (7, 8); transB, alpha 1.
+std::vector<Tensor> qgemm(Context& context, const Node& node, const Inputs& in) {
+  const QuantOperand a = quant_operand(node, in, 0, 1, 2);
+  QuantOperand b = quant_operand(node, in, 3, 4, 5);
+  const QuantResult r = quant_result(node, in, 7, 8);
+  require_per_tensor(node, a);
+  if (node.int_attr("transA", 0) != 0 || node.float_attr("alpha", 1.0f) != 1.0f) {
+    fail(node, "transA or an alpha other than 1");
+  }
+  const Shape& as = in[0]->shape;
+  const Shape& bs = in[3]->shape;
+  if (as.size() != 2 || bs.size() != 2) fail(node, "operands not matrices");
+  const bool tb = node.int_attr("transB", 0) != 0;
+  const auto m = static_cast<std::size_t>(as[0]), k = static_cast<std::size_t>(as[1]);
+  const auto n = static_cast<std::size_t>(bs[tb ? 0 : 1]);
+  if (static_cast<std::size_t>(bs[tb ? 1 : 0]) != k) {
+    fail(node, "shapes " + shape_text(as) + " and " + shape_text(bs) + " do not multiply");
+  }
+  if (tb) b.values = nn::transpose(b.values.data(), n, k);
+  const std::vector<std::int32_t> bias = quant_bias(node, in, 6, n);
+  const std::vector<num::QuantizedMultiplier> multipliers =
+      requant_multipliers(node, a.scales[0], b.scales, r.scale, n);
+  const std::vector<std::int8_t> y =
+      product_int8(context, a.values.data(), b.values.data(), m, k, n, {in[3], 0},
+                   quant_epilogue(node, a, b, bias, multipliers, r, 0));
+  return {quant_tensor(r, {static_cast<std::int64_t>(m), static_cast<std::int64_t>(n)}, y)};
 }
 
 // MaxPool and AveragePool over (one or two) spatial dimensions.
@@ -415,6 +640,43 @@ std::vector<Tensor> reduce(Context& context, const Node& node, const Inputs& in,
   return {y};
 }
 
+// ArgMax and ArgMin along one axis: the index (int64) of the first extreme value, or of the last
+// with select_last_index; NaN counts as the extreme, as onnxruntime's comparisons leave it.
+std::vector<Tensor> arg_extreme(Context&, const Node& node, const Inputs& in, bool max) {
+  const Tensor& x = need_float(node, in, 0);
+  if (x.rank() == 0) fail(node, "a scalar input");
+  const std::size_t axis = axis_index(node, node.int_attr("axis", 0), x.rank());
+  const bool keep = node.int_attr("keepdims", 1) != 0;
+  const bool last = node.int_attr("select_last_index", 0) != 0;
+  Shape out;
+  for (std::size_t d = 0; d < x.rank(); ++d) {
+    if (d != axis) {
+      out.push_back(x.shape[d]);
+    } else if (keep) {
+      out.push_back(1);
+    }
+  }
+  const auto extent = static_cast<std::size_t>(x.shape[axis]);
+  if (extent == 0) fail(node, "an empty axis");
+  std::size_t inner = 1;
+  for (std::size_t d = axis + 1; d < x.rank(); ++d) inner *= static_cast<std::size_t>(x.shape[d]);
+  Tensor y(DType::Int64, out);
+  for (std::size_t o = 0; o < y.size(); ++o) {
+    const float* first = &x.floats[(o / inner) * extent * inner + o % inner];
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < extent; ++i) {
+      const float v = first[i * inner], b = first[best * inner];
+      const bool better = std::isnan(b)   ? false
+                          : std::isnan(v) ? true
+                          : max           ? (last ? v >= b : v > b)
+                                          : (last ? v <= b : v < b);
+      if (better) best = i;
+    }
+    y.ints[o] = static_cast<std::int64_t>(best);
+  }
+  return {y};
+}
+
 std::vector<Tensor> lrn(Context&, const Node& node, const Inputs& in) {
   const Tensor& x = need_float(node, in, 0);
   if (x.rank() < 3) fail(node, "an input of rank " + std::to_string(x.rank()));
@@ -545,6 +807,9 @@ void add_nn(Table& t) {
   t["MatMul"] = matmul;
   t["Gemm"] = gemm;
   t["Conv"] = conv;
+  t["QLinearConv"] = qlinear_conv;
+  t["QLinearMatMul"] = qlinear_matmul;
+  t["QGemm"] = qgemm;
   t["MaxPool"] = [](Context& c, const Node& n, const Inputs& i) { return pool(c, n, i, true); };
   t["AveragePool"] = [](Context& c, const Node& n, const Inputs& i) {
     return pool(c, n, i, false);
@@ -574,6 +839,12 @@ void add_nn(Table& t) {
     return reduce(c, n, i, Reduce::Min);
   };
   t["LRN"] = lrn;
+  t["ArgMax"] = [](Context& c, const Node& n, const Inputs& i) {
+    return arg_extreme(c, n, i, true);
+  };
+  t["ArgMin"] = [](Context& c, const Node& n, const Inputs& i) {
+    return arg_extreme(c, n, i, false);
+  };
 }
 
 }  // namespace tpu::graph::ops

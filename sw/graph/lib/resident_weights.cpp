@@ -7,14 +7,17 @@
 
 namespace tpu::graph::ops {
 
-std::uint32_t ResidentWeights::place(Backend& backend, const Node& node, const WeightOf& weight,
-                                     const num::MatrixBf16& b, std::uint64_t& written) {
+template <typename T>
+std::uint32_t ResidentWeights::place_matrix(Backend& backend, const Node& node,
+                                            const WeightOf& weight, const num::Matrix<T>& b,
+                                            InType in, std::uint64_t& written) {
   written = 0;
   const auto key = std::make_tuple(&node, weight.source, weight.part);
   if (const auto it = placed_.find(key); it != placed_.end()) return it->second;
   GemmSpec spec;
   spec.k = static_cast<std::uint32_t>(b.rows);
   spec.n = static_cast<std::uint32_t>(b.cols);
+  spec.in = in;
   const std::uint64_t bytes = weights_bytes(backend.config(), spec);
   if (top_ + bytes > (std::uint64_t{1} << 32)) {
     throw std::runtime_error(node.label() + ": the weights do not fit in 32-bit host memory");
@@ -25,6 +28,16 @@ std::uint32_t ResidentWeights::place(Backend& backend, const Node& node, const W
   placed_.emplace(key, addr);
   written = bytes;
   return addr;
+}
+
+std::uint32_t ResidentWeights::place(Backend& backend, const Node& node, const WeightOf& weight,
+                                     const num::MatrixBf16& b, std::uint64_t& written) {
+  return place_matrix(backend, node, weight, b, InType::Bf16, written);
+}
+
+std::uint32_t ResidentWeights::place(Backend& backend, const Node& node, const WeightOf& weight,
+                                     const num::MatrixI8& b, std::uint64_t& written) {
+  return place_matrix(backend, node, weight, b, InType::Int8, written);
 }
 
 }  // namespace tpu::graph::ops

@@ -9,8 +9,10 @@
 
 #include "ops.hpp"
 #include "tpu/backend.hpp"
+#include "tpu/compiler.hpp"
 #include "tpu/graph/graph.hpp"
 #include "tpu/numerics/gemm.hpp"
+#include "tpu/numerics/quant.hpp"
 
 namespace tpu::graph::ops {
 
@@ -20,10 +22,17 @@ class ResidentWeights {
   // `written` receives the bytes written now.
   std::uint32_t place(Backend& backend, const Node& node, const WeightOf& weight,
                       const num::MatrixBf16& b, std::uint64_t& written);
+  // The same for the int8 B of an int8 product.
+  std::uint32_t place(Backend& backend, const Node& node, const WeightOf& weight,
+                      const num::MatrixI8& b, std::uint64_t& written);
   // The first byte above the weights: where a product's other operands go.
   std::uint64_t top() const { return top_; }
 
  private:
+  template <typename T>
+  std::uint32_t place_matrix(Backend& backend, const Node& node, const WeightOf& weight,
+                             const num::Matrix<T>& b, InType in, std::uint64_t& written);
+
   std::map<std::tuple<const Node*, const Tensor*, std::size_t>, std::uint32_t> placed_;
   std::uint64_t top_ = 0;
 };

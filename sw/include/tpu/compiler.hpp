@@ -131,6 +131,9 @@ std::uint64_t weights_bytes(const HardwareConfig& config, const GemmSpec& spec);
 // Writes B at `addr` as a plan of this spec reads it (the write plan_gemm's layout makes).
 void write_weights(const HardwareConfig& config, HostMemory& memory, std::uint32_t addr,
                    const num::MatrixBf16& b);
+// The same for the int8 B of an int8 product.
+void write_weights(const HardwareConfig& config, HostMemory& memory, std::uint32_t addr,
+                   const num::MatrixI8& b);
 
 // Lays out the operands (A, B bf16; C, bias fp32) as the plan says, padding
 // with zeros (B not when the plan's weights are resident); the shapes must match the plan's

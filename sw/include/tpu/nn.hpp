@@ -210,7 +210,14 @@ std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, 
 // A row-major float matrix as the accelerator takes it: bf16 by N-OUT.
 num::MatrixBf16 bf16_matrix(const float* data, std::size_t rows, std::size_t cols);
 // A row-major rows x cols matrix transposed (cols x rows).
-std::vector<float> transpose(const float* data, std::size_t rows, std::size_t cols);
+template <typename T>
+std::vector<T> transpose(const T* data, std::size_t rows, std::size_t cols) {
+  std::vector<T> t(rows * cols);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) t[j * rows + i] = data[i * cols + j];
+  }
+  return t;
+}
 // im2col of an NHWC tensor: one row per output pixel, [n * oh * ow, kh * kw * c], columns in
 // (ky, kx, c) order, zeros where the window covers padding.
 std::vector<float> im2col(const Tensor& x, const Window& kernel);

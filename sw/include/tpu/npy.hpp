@@ -1,8 +1,9 @@
 // NumPy .npy files of float32 ('<f4'), C order, with one or two dimensions (or, where asked, any
 // number up to NumPy's 32, a scalar's none included): what the runtime exchanges with Python
-// (weights, inputs, results, gradients); and of int8 ('|i1') and int32 ('<i4'), the operands and
-// results of int8 products. Reads format versions 1.0, 2.0 and 3.0 and writes 1.0. Anything else
-// is refused with a one-line message naming the file and the problem.
+// (weights, inputs, results, gradients); of int8 ('|i1') and int32 ('<i4'), the operands and
+// results of int8 products; and of int64 ('<i8'), graphs' integer inputs and outputs. Reads format
+// versions 1.0, 2.0 and 3.0 and writes 1.0. Anything else is refused with a one-line message naming
+// the file and the problem.
 #pragma once
 
 #include <cstddef>
@@ -35,8 +36,8 @@ Array read(const std::string& path, Dims dims = Dims::OneOrTwo);
 // std::runtime_error ("<path>: <problem>") when the file cannot be written.
 void write(const std::string& path, const Array& array, Dims dims = Dims::OneOrTwo);
 
-// Integer files: int8 ('|i1'; '<i1' and '>i1' read too) or int32 ('<i4').
-enum class Dtype { Float32, Int8, Int32 };
+// Integer files: int8 ('|i1'; '<i1' and '>i1' read too), int32 ('<i4') or int64 ('<i8').
+enum class Dtype { Float32, Int8, Int32, Int64 };
 
 struct IntArray {
   std::vector<std::size_t> shape;
@@ -52,5 +53,14 @@ struct IntArray {
 IntArray read_int(const std::string& path, Dtype dtype, Dims dims = Dims::OneOrTwo);
 // As write(); also std::invalid_argument for an Int8 array holding a value outside [-128, 127].
 void write_int(const std::string& path, const IntArray& array, Dims dims = Dims::OneOrTwo);
+
+// int64 files ('<i8'): the token ids, indices and class numbers of graphs' inputs and outputs.
+struct Int64Array {
+  std::vector<std::size_t> shape;
+  std::vector<std::int64_t> data;  // C order
+};
+// As read() and write(), for int64 files.
+Int64Array read_int64(const std::string& path, Dims dims = Dims::OneOrTwo);
+void write_int64(const std::string& path, const Int64Array& array, Dims dims = Dims::OneOrTwo);
 
 }  // namespace tpu::npy

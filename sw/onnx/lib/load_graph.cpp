@@ -39,6 +39,7 @@ class Loader {
     if (!order.empty()) fail(order);
     const std::string unsupported = graph::check_supported(graph_);
     if (!unsupported.empty()) fail(unsupported);
+    guarded([&] { return graph::fuse_quantized_products(graph_); });
     guarded([&] { return graph::fold_constants(graph_); });
     guarded([&] { return graph::fuse_epilogues(graph_); });
     return std::move(graph_);

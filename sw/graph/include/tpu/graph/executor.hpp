@@ -1,8 +1,10 @@
 // Runs a graph (tpu/graph/graph.hpp) on a batch of inputs. Matrix products (MatMul, Gemm and
 // Conv, the last as im2col rows per group) run on an accelerator backend, bf16 operands and fp32
 // sums as the contract has them (docs/numerics.md), with their bias and fused activation in the
-// core's epilogue, or in host fp32 without one; every other operator is a host step in fp32 (or
-// int64 for shape arithmetic), as ONNX defines it.
+// core's epilogue, or in host fp32 without one; the quantised products (QLinearConv,
+// QLinearMatMul, QGemm) on its int8 datapath, requantised in the epilogue (the Q-rules), or by
+// the reference model without one. Every other operator is a host step in fp32 (or int64 for
+// shape arithmetic and quantised values), as ONNX defines it.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,17 @@ std::size_t fold_constants(Graph& graph);
 // where its C is a bias (a row, beta and alpha 1), which the product then adds on the core too.
 // Returns how many it fused. Run after fold_constants (Clip's bounds must be constants).
 std::size_t fuse_epilogues(Graph& graph);
+
+// Turns each Conv, MatMul and Gemm between DequantizeLinear and QuantizeLinear (the QDQ form
+// that onnxruntime's quantize_static writes) into one quantised product that runs on the core's
+// int8 datapath: QLinearConv, QLinearMatMul, or QGemm (onnxruntime's com.microsoft operator) for
+// a Gemm with a bias. Fused where the input is quantised per tensor, the weights symmetric (per
+// tensor, or per output channel), the bias (if any) int32 at the input scale times the weight
+// scale, and the product's only reader the QuantizeLinear (per tensor) or a Relu or Clip to
+// [0, 6] that is followed by one (the activation then the clamp of the requantisation). The
+// DequantizeLinear nodes nothing reads any more go. Returns how many it fused. Run before
+// fold_constants, which would fold the weights' DequantizeLinear into float weights.
+std::size_t fuse_quantized_products(Graph& graph);
 
 // Per operator of one run: where it ran, the multiply-accumulates it took and, on a backend
 // with performance counters (the RTL), the cycles and the bytes its products moved over the

@@ -1,0 +1,152 @@
+// Quantisation: QuantizeLinear and DequantizeLinear on the host, as onnxruntime computes them,
+// and the operands of the quantised products (ops_nn.cpp).
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "ops.hpp"
+
+namespace tpu::graph::ops {
+namespace {
+
+bool quantised_type(DType type) {
+  return type == DType::Int8 || type == DType::UInt8;
+}
+
+// A QuantizeLinear's or DequantizeLinear's scales and zero points: one for the tensor, or one
+// per index along `axis` of x; element e of x takes entry (e / inner) % count.
+struct Quantisation {
+  std::vector<float> scales;
+  std::vector<std::int64_t> zero_points;
+  std::size_t inner = 1;
+};
+
+Quantisation quantisation(Context& context, const Node& node, const Inputs& in, const Tensor& x) {
+  const Tensor& scale = need_float(node, in, 1);
+  if (node.int_attr("block_size", 0) != 0) fail(node, "blocked quantisation (block_size)");
+  Quantisation q;
+  q.scales = scale.floats;
+  if (in.size() > 2 && in[2]) {
+    q.zero_points = int_values(*in[2]);
+    if (in[2]->size() != scale.size()) fail(node, "zero points and scales of different counts");
+  } else {
+    q.zero_points.assign(q.scales.size(), 0);
+  }
+  if (scale.rank() > 1) fail(node, "a scale of rank " + std::to_string(scale.rank()));
+  if (scale.rank() == 1 && scale.size() != 1) {
+    if (context.opset < 13) fail(node, "per-axis scales before opset 13");
+    const std::size_t axis = axis_index(node, node.int_attr("axis", 1), x.rank());
+    if (static_cast<std::size_t>(x.shape[axis]) != scale.size()) {
+      fail(node, std::to_string(scale.size()) + " scales along an axis of " +
+                     std::to_string(x.shape[axis]));
+    }
+    for (std::size_t d = axis + 1; d < x.rank(); ++d)
+      q.inner *= static_cast<std::size_t>(x.shape[d]);
+  }
+  return q;
+}
+
+// y = saturate(round_half_even(x / scale) + zero point), x / scale in fp32, as onnxruntime
+// computes it (its MLAS kernels: divide, clamp, convert with rounding to nearest even); NaN
+// quantises to the zero point.
+std::vector<Tensor> quantize_linear(Context& context, const Node& node, const Inputs& in) {
+  const Tensor& x = need_float(node, in, 0);
+  const Quantisation q = quantisation(context, node, in, x);
+  DType type = in.size() > 2 && in[2] ? in[2]->dtype : DType::UInt8;
+  if (node.has("output_dtype") && !(in.size() > 2 && in[2])) {
+    const std::int64_t output_dtype = node.int_attr("output_dtype", 0);
+    // TensorProto's UINT8 and INT8.
+    type = output_dtype == 3 ? DType::Int8 : output_dtype == 2 ? DType::UInt8 : DType::Bool;
+  }
+  if (!quantised_type(type)) fail(node, "quantisation to a type other than int8 and uint8");
+  const float lo = type == DType::Int8 ? -128.0f : 0.0f;
+  const float hi = type == DType::Int8 ? 127.0f : 255.0f;
+  Tensor y(type, x.shape);
+  for (std::size_t e = 0; e < x.size(); ++e) {
+    const std::size_t c = (e / q.inner) % q.scales.size();
+    const auto zero_point = static_cast<float>(q.zero_points[c]);
+    const float v = x.floats[e] / q.scales[c];
+    y.ints[e] =
+        std::isnan(v)
+            ? q.zero_points[c]
+            : static_cast<std::int64_t>(
+                  std::nearbyint(std::clamp(v, lo - zero_point, hi - zero_point)) + zero_point);
+  }
+  return {y};
+}
+
+// y = (x - zero point) * scale in fp32, as onnxruntime computes it.
+std::vector<Tensor> dequantize_linear(Context& context, const Node& node, const Inputs& in) {
+  const Tensor& x = need(node, in, 0);
+  if (!quantised_type(x.dtype) && x.dtype != DType::Int32) {
+    fail(node, std::string("dequantisation of ") + dtype_name(x.dtype));
+  }
+  const Quantisation q = quantisation(context, node, in, x);
+  if (in.size() > 2 && in[2] && in[2]->dtype != x.dtype) {
+    fail(node, "a zero point of another type than the input");
+  }
+  Tensor y(DType::Float32, x.shape);
+  for (std::size_t e = 0; e < x.size(); ++e) {
+    const std::size_t c = (e / q.inner) % q.scales.size();
+    y.floats[e] = static_cast<float>(x.ints[e] - q.zero_points[c]) * q.scales[c];
+  }
+  return {y};
+}
+
+}  // namespace
+
+QuantOperand quant_operand(const Node& node, const Inputs& inputs, std::size_t value,
+                           std::size_t scale, std::size_t zero_point) {
+  const Tensor& q = need(node, inputs, value);
+  if (!quantised_type(q.dtype)) {
+    fail(node,
+         "input " + std::to_string(value) + " is " + dtype_name(q.dtype) + ", not int8 or uint8");
+  }
+  const Tensor& s = need_float(node, inputs, scale);
+  QuantOperand operand;
+  operand.type = q.dtype;
+  const int shift = q.dtype == DType::UInt8 ? 128 : 0;
+  operand.values.resize(q.size());
+  for (std::size_t e = 0; e < q.size(); ++e) {
+    operand.values[e] = static_cast<std::int8_t>(q.ints[e] - shift);
+  }
+  for (const float v : s.floats) {
+    if (!(v > 0.0f) || !std::isfinite(v)) fail(node, "a scale that is not positive and finite");
+    operand.scales.push_back(v);
+  }
+  if (operand.scales.empty()) fail(node, "no scale");
+  const Tensor* zp = zero_point < inputs.size() ? inputs[zero_point] : nullptr;
+  if (zp && zp->dtype != q.dtype) fail(node, "a zero point of another type than its operand");
+  if (zp && zp->size() != s.size()) fail(node, "zero points and scales of different counts");
+  for (std::size_t i = 0; i < operand.scales.size(); ++i) {
+    operand.zero_points.push_back(zp ? static_cast<int>(zp->ints[i]) - shift : 0);
+  }
+  return operand;
+}
+
+std::vector<num::QuantizedMultiplier> requant_multipliers(const Node& node, double x_scale,
+                                                          const std::vector<double>& w_scales,
+                                                          double y_scale, std::size_t n) {
+  if (w_scales.size() != 1 && w_scales.size() != n) {
+    fail(node, std::to_string(w_scales.size()) + " weight scales for " + std::to_string(n) +
+                   " output channels");
+  }
+  std::vector<num::QuantizedMultiplier> multipliers;
+  for (std::size_t j = 0; j < n; ++j) {
+    const double real = x_scale * w_scales[w_scales.size() == 1 ? 0 : j] / y_scale;
+    try {
+      multipliers.push_back(num::quantize_multiplier(real));
+    } catch (const std::invalid_argument&) {
+      fail(node, "a requantisation multiplier of " + std::to_string(real) +
+                     " (input scale x weight scale / output scale) is out of Q-SCALE's range");
+    }
+  }
+  return multipliers;
+}
+
+void add_quant(Table& t) {
+  t["QuantizeLinear"] = quantize_linear;
+  t["DequantizeLinear"] = dequantize_linear;
+}
+
+}  // namespace tpu::graph::ops
