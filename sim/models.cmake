@@ -6,6 +6,8 @@
 #   core   tpu_top with both cores (rtl/top/top.f), in the runtime's named configurations
 #          (tpu::core_configs()) and the rtl backend's registry: the HardwareConfig fields below
 #          are required; any other tpu_top parameter may follow.
+#   model_core  a core of the same fields that no Verilator model is built of: the functional
+#          model and the cycle model run it (tpu::model_configs(), `--backend model --array`).
 #   board  tpu_board (rtl/board/board.f) with the parameters of fpga/<board>/board.toml, for each
 #          board whose board.toml asks for a simulation (the rows at the end).
 #   unit   one arithmetic or function unit, for its own tests: TOP and LIST name it.
@@ -26,7 +28,7 @@ function(tpu_model kind name)
   if(kind STREQUAL "mxu")
     set(top tpu_mxu)
     set(lists rtl/mxu/mxu.f)
-  elseif(kind STREQUAL "core")
+  elseif(kind STREQUAL "core" OR kind STREQUAL "model_core")
     set(top tpu_top)
     set(lists rtl/top/top.f)
   elseif(kind STREQUAL "board")
@@ -171,12 +173,16 @@ tpu_model(core top_1x1_seq Sequential=1'b1 Dim=1 MulStages=0 AddStages=0 ActLane
 # A weight store of four slots, three of them for READ_WEIGHTS.
 tpu_model(core top_8x8_seq Sequential=1'b1 Dim=8 MulStages=0 AddStages=0 ActLanes=1
           UbDepth=1024 AccDepth=512 BusBytes=4 WeightTiles=3 LinkLanes=0 Int8=1'b0 Float=1'b1)
-# TPU v2's 128x128 matrix unit, for make bench-tpu (-DTPU_LARGE_CORE=ON).
+# TPU v2's 128x128 matrix unit: its Verilator model for make bench-tpu (-DTPU_LARGE_CORE=ON),
+# otherwise the functional model's alone (the zoo's table in docs/networks.md).
 if(TPU_LARGE_CORE)
-  tpu_model(core top_128x128 Sequential=1'b0 Dim=128 MulStages=0 AddStages=0 ActLanes=16
-            UbDepth=2048 AccDepth=2048 BusBytes=64 WeightTiles=2 LinkLanes=128 Int8=1'b1
-            Float=1'b1 QueueDepth=4)
+  set(tpu_v2_kind core)
+else()
+  set(tpu_v2_kind model_core)
 endif()
+tpu_model(${tpu_v2_kind} top_128x128 Sequential=1'b0 Dim=128 MulStages=0 AddStages=0 ActLanes=16
+          UbDepth=2048 AccDepth=2048 BusBytes=64 WeightTiles=2 LinkLanes=128 Int8=1'b1 Float=1'b1
+          QueueDepth=4)
 
 # The FPGA boards of fpga/ whose board.toml asks for a simulation, with its tpu_board parameters:
 # the serial backend's tests and `tpu --backend serial --port sim` talk to these models through a

@@ -15,7 +15,7 @@ std::string HardwareConfig::name() const {
 }
 
 const HardwareConfig* find_core_config(const std::string& name) {
-  for (const HardwareConfig& config : core_configs()) {
+  for (const HardwareConfig& config : model_configs()) {
     if (config.name() == name) return &config;
   }
   return nullptr;

@@ -226,13 +226,25 @@ inline std::string_view as_text(const std::vector<std::uint8_t>& bytes) {
 
 inline std::vector<std::string> array_names() {
   std::vector<std::string> names;
-  for (const HardwareConfig& config : tpu::core_configs()) names.push_back(config.name());
+  for (const HardwareConfig& config : tpu::model_configs()) names.push_back(config.name());
   return names;
 }
 
 // --array has been checked against array_names() by the parser.
 inline HardwareConfig config_named(const std::string& name) {
   return *tpu::find_core_config(name);
+}
+
+// A core that model_configs() has but core_configs() has not runs on the functional model
+// alone.
+inline void require_rtl_model(const HardwareConfig& config, const std::string& backend) {
+  const std::vector<HardwareConfig>& rtl = tpu::core_configs();
+  if (std::find(rtl.begin(), rtl.end(), config) == rtl.end()) {
+    throw BadInput(fmt::format(
+        "--array {}: no Verilator model of this core in this build (cmake -DTPU_LARGE_CORE=ON "
+        "builds it); --backend {} needs one, --backend model runs it",
+        config.name(), backend));
+  }
 }
 
 // The RTL when this tpu has it, the functional model otherwise.
@@ -402,6 +414,7 @@ inline std::unique_ptr<tpu::Backend> make_backend(const Execution& execution, Ta
   if (execution.backend == kBackendModel) {
     return std::make_unique<tpu::FunctionalModel>(target.config, memory_bytes);
   }
+  require_rtl_model(target.config, execution.backend);
   try {
     return tpu::linked_simulation()->open_core(target.config, memory_bytes, execution.trace_path);
   } catch (const std::invalid_argument& error) {
@@ -427,6 +440,7 @@ inline std::unique_ptr<tpu::Pod> open_pod(const std::string& backend, const std:
         "--array {} has no inter-chip links; a pod needs a core with them (tpu info)", array));
   }
   if (backend == kBackendModel) return tpu::make_model_pod(config, chips, memory_bytes);
+  require_rtl_model(config, backend);
   if (backend == kBackendRtl) {
     return tpu::linked_simulation()->open_pod(config, chips, memory_bytes, timing);
   }

@@ -615,14 +615,19 @@ int run_info(const InfoOptions& options) {
   }
   if (options.execution.baud_given) throw BadInput("--baud goes with --port");
   const std::string& only = options.array;
-  fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10} {:>5}\n", "array",
-             "dim", "mul_stages", "add_stages", "act_lanes", "UB rows", "ACC rows", "bus bytes",
-             "weight tiles", "link_lanes", "int8");
-  for (const HardwareConfig& c : tpu::core_configs()) {
+  // rtl: whether this build has the core's Verilator model (--backend rtl); every core runs on
+  // the functional model.
+  fmt::print("{:<13} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10} {:>4} {:>5}\n",
+             "array", "dim", "mul_stages", "add_stages", "act_lanes", "UB rows", "ACC rows",
+             "bus bytes", "weight tiles", "link_lanes", "rtl", "int8");
+  const std::vector<HardwareConfig>& rtl = tpu::core_configs();
+  for (const HardwareConfig& c : tpu::model_configs()) {
     if (!only.empty() && c.name() != only) continue;
-    fmt::print("{:<10} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10} {:>5}\n", c.name(),
-               c.dim, c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth, c.bus_bytes,
-               c.weight_tiles, c.link_lanes ? std::to_string(c.link_lanes) : "-", int8_text(c));
+    const bool has_rtl = tpu::linked_simulation() && std::find(rtl.begin(), rtl.end(), c) != rtl.end();
+    fmt::print("{:<13} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10} {:>4} {:>5}\n",
+               c.name(), c.dim, c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth,
+               c.bus_bytes, c.weight_tiles, c.link_lanes ? std::to_string(c.link_lanes) : "-",
+               has_rtl ? "yes" : "-", int8_text(c));
   }
   return 0;
 }

@@ -442,6 +442,9 @@ GEMM_BAD_INPUTS = {
     "malformed_alpha": (BASE + ["--act", "leaky", "--alpha", "0x3c00"], "--alpha"),
     "trace_with_model": (BASE + ["--backend", "model", "--trace", "wave.fst"], "--trace"),
     "unknown_array": (BASE[:-1] + ["32x32"], "32x32"),
+    # TPU v2's 128x128 core is the functional model's alone unless the build has its RTL.
+    "array_without_rtl": (BASE[:-1] + ["128x128_bus64", "--backend", "rtl"],
+                          "no Verilator model of this core"),
     "unknown_backend": (BASE + ["--backend", "fpga"], "fpga"),
     "missing_out": (BASE[:5] + ["--array", ARRAY], "--out is required"),
     "out_in_missing_directory": (BASE[:6] + ["nowhere/out.npy"], "nowhere/out.npy"),
@@ -1342,6 +1345,15 @@ def info_lists_configurations(tpu):
     check(out[0].split()[-1] == "int8" and out[1].split()[-1] == "yes", f"info int8: {out}")
     out = tpu("info", "--array", "4x4_seq").stdout.splitlines()
     check(out[1].split()[-1] == "-", f"info int8 of 4x4_seq: {out}")
+    # TPU v2's 128x128 core: no RTL in this build, the functional model runs it, to the same bits
+    # as the 16x16 (both the contract's).
+    out = tpu("info", "--array", "128x128_bus64").stdout.splitlines()
+    check(out[0].split()[-2] == "rtl" and out[1].split()[-2] == "-", f"info rtl: {out}")
+    write_operands(random.Random(5), 9, 40, 7)
+    for array in ("16x16", "128x128_bus64"):
+        tpu("gemm", *OPERAND_ARGS, "--out", f"{array}.npy", "--backend", "model", "--array", array)
+    check(open("16x16.npy", "rb").read() == open("128x128_bus64.npy", "rb").read(),
+          "the 128x128 core's product differs from the 16x16's")
 
 
 @also_without_rtl

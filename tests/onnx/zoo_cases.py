@@ -204,7 +204,7 @@ def accuracy(args, model_path, entry, bars):
 
 # The cores of the table: the 16x16 of the tests, and TPU v2's 128x128 (the functional model's
 # and the cycle model's; its RTL is built with -DTPU_LARGE_CORE=ON only).
-TABLE_ARRAYS = ("16x16", "128x128")
+TABLE_ARRAYS = ("16x16", "128x128_bus64")
 
 
 def stats_totals(stdout):
@@ -235,7 +235,8 @@ def table(args, names):
     head = ["model", "nodes (operator types)", "parameters (float)", "MACs per inference"]
     for array in TABLE_ARRAYS:
         head += [f"{array}: cycles per inference (1 / 64 a run)", f"{array}: MXU use (1 / 64)"]
-    head += ["host steps per run", "weights (once)", "bus bytes per inference (1 / 64)"]
+    head += ["host steps per run", f"weights written once ({TABLE_ARRAYS[0]})",
+             f"bus bytes per inference ({TABLE_ARRAYS[0]}; 1 / 64)"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for name in names:

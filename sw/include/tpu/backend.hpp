@@ -39,9 +39,13 @@ struct HardwareConfig {
 };
 
 // The named core configurations of this build (the `core` rows of sim/models.cmake), in the
-// table's order: what `--array` chooses from. With the RTL simulation each has a Verilator model.
+// table's order. With the RTL simulation each has a Verilator model.
 const std::vector<HardwareConfig>& core_configs();
-// The one of them with that name, or nullptr.
+// Every core the functional model and the cycle model run: core_configs(), then those no
+// Verilator model is built of (the `model_core` rows: TPU v2's 128x128 unless the build has its
+// RTL). What `--array` chooses from.
+const std::vector<HardwareConfig>& model_configs();
+// The one of model_configs() with that name, or nullptr.
 const HardwareConfig* find_core_config(const std::string& name);
 
 // The performance counters, indexed like regs::kCounters.
