@@ -430,6 +430,13 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
   return plan;
 }
 
+std::uint32_t max_gemm_k(const HardwareConfig& config, const GemmSpec& spec) {
+  const std::uint32_t rows = std::max(1u, std::min(spec.m, config.dim));
+  const std::uint32_t staging = results_in_acc(spec) ? 0 : 2;
+  const std::uint32_t per_row = config.ub_depth / 2 / rows;
+  return std::max(1u, per_row > staging ? per_row - staging : 1u) * config.dim;
+}
+
 std::uint64_t weights_bytes(const HardwareConfig& config, const GemmSpec& spec) {
   const std::uint64_t d = config.dim;
   return ceil_div(spec.k, config.dim) * d * ceil_div(spec.n, config.dim) * d *

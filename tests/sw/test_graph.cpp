@@ -3,11 +3,14 @@
 // against onnxruntime in tests/onnx (graph_cases.py, zoo_cases.py).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <stdexcept>
 
 #include "common/small_core.hpp"
+#include "tpu/compiler.hpp"
 #include "tpu/graph/executor.hpp"
 #include "tpu/model.hpp"
+#include "tpu/nn.hpp"
 
 namespace tpu::graph {
 namespace {
@@ -200,6 +203,95 @@ TEST(Graph, QuantisedProductsFuseAndRunOnTheInt8Datapath) {
     EXPECT_EQ(y[0].floats, (std::vector<float>{11 * 0.2f, 20 * 0.2f, 0, 3 * 0.2f, 20 * 0.2f, 0}));
     EXPECT_EQ(runs[1].on_accelerator, accelerator == &with_int8);
     EXPECT_EQ(runs[1].macs, 12u);
+  }
+}
+
+// A K larger than one GEMM takes on the core (256 on the 4x4 test core for 2 rows: half its
+// unified buffer, 128 rows, holds 64 tiles of a row twice) runs as several GEMMs, each adding onto
+// the sums of the one before: the bits of the reference model's single product, bias and relu
+// included, in bf16 and in int8; the weights of every part are written once a session.
+TEST(Graph, ALargeKRunsAsSeveralGemmsToTheContractsBits) {
+  constexpr std::size_t kM = 2, kK = 600, kN = 3;
+  HardwareConfig core = small_core();
+  core.int8 = true;
+  GemmSpec bf16_spec;
+  bf16_spec.m = kM;
+  bf16_spec.n = kN;
+  ASSERT_EQ(max_gemm_k(core, bf16_spec), 256u);
+  std::uint32_t state = 12345;
+  const auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return state >> 8;
+  };
+  std::vector<float> x(kM * kK), w(kK * kN), bias(kN);
+  std::vector<std::int64_t> xq(kM * kK), wq(kK * kN);
+  for (float& v : x) v = static_cast<float>(next() % 2001) / 1000.0f - 1.0f;
+  for (float& v : w) v = static_cast<float>(next() % 2001) / 1000.0f - 1.0f;
+  for (float& v : bias) v = static_cast<float>(next() % 2001) / 100.0f - 10.0f;
+  for (std::int64_t& v : xq) v = static_cast<std::int64_t>(next() % 256) - 128;
+  for (std::int64_t& v : wq) v = static_cast<std::int64_t>(next() % 255) - 127;
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, static_cast<std::int64_t>(kK)}},
+              {"xq", DType::Int8, {-1, static_cast<std::int64_t>(kK)}}};
+  g.outputs = {{"y", DType::Float32, {}}, {"yq", DType::Int8, {}}};
+  g.constants["w"] = Tensor::of_floats({kK, kN}, w);
+  g.constants["b"] = Tensor::of_floats({kN}, bias);
+  g.constants["wq"] = Tensor::of_ints({kK, kN}, wq, DType::Int8);
+  g.constants["s"] = Tensor::of_floats({}, {0.01f});
+  g.constants["ys"] = Tensor::of_floats({}, {0.5f});
+  g.constants["xz"] = Tensor::of_ints({}, {5}, DType::Int8);
+  g.constants["z"] = Tensor::of_ints({}, {0}, DType::Int8);
+  g.constants["yz"] = Tensor::of_ints({}, {-3}, DType::Int8);
+  Node gemm = node("Gemm", {"x", "w", "b"}, {"y"});
+  gemm.epilogue = Epilogue::Relu;
+  g.nodes = {gemm, node("QLinearMatMul", {"xq", "s", "xz", "wq", "s", "z", "ys", "yz"}, {"yq"})};
+  const std::vector<Tensor> inputs = {Tensor::of_floats({kM, kK}, x),
+                                      Tensor::of_ints({kM, kK}, xq, DType::Int8)};
+
+  // The reference model's single products.
+  bf16_spec.k = kK;
+  bf16_spec.has_bias = true;
+  bf16_spec.act = isa::Func::Relu;
+  std::vector<num::fp32_t> bias_bits(kN);
+  std::memcpy(bias_bits.data(), bias.data(), kN * sizeof(float));
+  const num::MatrixFp32 expected =
+      reference_gemm(bf16_spec, nn::bf16_matrix(x.data(), kM, kK),
+                     nn::bf16_matrix(w.data(), kK, kN), nullptr, &bias_bits);
+  GemmSpec int8_spec;
+  int8_spec.m = kM;
+  int8_spec.k = kK;
+  int8_spec.n = kN;
+  int8_spec.in = InType::Int8;
+  int8_spec.out = OutType::Int8;
+  int8_spec.input_zero_point = 5;
+  int8_spec.output_zero_point = -3;
+  num::MatrixI8 a8(kM, kK), b8(kK, kN);
+  for (std::size_t e = 0; e < xq.size(); ++e) a8.data[e] = static_cast<std::int8_t>(xq[e]);
+  for (std::size_t e = 0; e < wq.size(); ++e) b8.data[e] = static_cast<std::int8_t>(wq[e]);
+  const num::QuantizedMultiplier m = num::quantize_multiplier(0.01 * 0.01 / 0.5);
+  RequantColumns requant{std::vector<std::int32_t>(kN, 0),
+                         std::vector<std::int32_t>(kN, m.multiplier),
+                         std::vector<std::int32_t>(kN, m.shift)};
+  const num::MatrixI32 expected_q = reference_gemm(int8_spec, a8, b8, nullptr, &requant);
+
+  FunctionalModel backend(core, 0);
+  Session session(g, &backend);
+  for (int run_index = 0; run_index < 2; ++run_index) {
+    std::vector<OpRun> runs;
+    const std::vector<Tensor> y = session.run(inputs, &runs);
+    ASSERT_EQ(y[0].floats.size(), kM * kN);
+    for (std::size_t e = 0; e < kM * kN; ++e) {
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &y[0].floats[e], sizeof bits);
+      EXPECT_EQ(bits, expected.data[e]) << "bf16 output " << e;
+      EXPECT_EQ(y[1].ints[e], expected_q.data[e]) << "int8 output " << e;
+    }
+    EXPECT_EQ(runs[0].products, 3u);  // K = 256 + 256 + 88
+    EXPECT_EQ(runs[1].products, 3u);
+    // Each part's weights once: 600 rows padded to 64 + 64 + 22 tiles of 4 rows, 4 columns.
+    EXPECT_EQ(runs[0].weight_bytes, run_index == 0 ? 600u * 4 * 2 : 0u);
+    EXPECT_EQ(runs[1].weight_bytes, run_index == 0 ? 600u * 4 : 0u);
   }
 }
 

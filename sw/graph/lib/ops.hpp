@@ -63,6 +63,7 @@ std::vector<std::size_t> broadcast_offsets(const Shape& in, const Shape& out);
 struct WeightOf {
   const Tensor* source = nullptr;
   std::size_t part = 0;
+  std::size_t first_row = 0;  // of B: where a K larger than one GEMM takes is split
 };
 
 // What a product does to its sums before they leave it: a bias per column (n values; none where
@@ -74,7 +75,9 @@ struct ProductEpilogue {
 
 // C = act(A (m x k) B (k x n) + bias), row-major fp32: on the accelerator (bf16 operands, fp32
 // sums, the epilogue in the core's accumulators and activation unit) or in host fp32; counts
-// the MACs, and on the accelerator what the host wrote and read, in the context's figures.
+// the MACs, and on the accelerator what the host wrote and read, in the context's figures. A K
+// larger than one GEMM takes on the core (max_gemm_k) runs as several, each adding its rows of
+// B onto the sums of the one before (C), in order of k: the contract's sums, bit for bit.
 std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
                            std::size_t k, std::size_t n, WeightOf weight = {},
                            ProductEpilogue epilogue = {});

@@ -130,13 +130,12 @@ std::vector<float> gemm_bias(const Node& node, const Tensor* c, std::size_t n) {
 
 namespace {
 
-// Counts a product's MACs, and where it runs on the accelerator, the GEMM.
+// Counts a product's MACs and where it runs (record_run counts its GEMMs on the accelerator).
 void count_product(Context& context, std::size_t m, std::size_t k, std::size_t n,
                    bool on_accelerator) {
   if (!context.run) return;
   context.run->macs += static_cast<std::uint64_t>(m) * k * n;
   context.run->on_accelerator = on_accelerator;
-  if (on_accelerator) ++context.run->products;
 }
 
 // Where B goes: at its resident address when it derives from the graph's constants (written
@@ -160,7 +159,7 @@ GemmPlacement place_weights(Context& context, const WeightOf& weight, const Matr
 // The figures of a planned GEMM's run: what the host wrote (A, B unless resident, the column
 // rows, the program) and read (C), the cycle model's estimate and the backend's counters.
 void record_run(Context& context, const GemmPlan& plan, bool resident,
-                std::uint64_t weights_written, std::uint32_t column_rows, const RunResult& result) {
+                std::uint64_t weights_written, const RunResult& result) {
   if (!context.run) return;
   OpRun& figures = *context.run;
   const GemmSpec& spec = plan.spec;
@@ -168,7 +167,12 @@ void record_run(Context& context, const GemmPlan& plan, bool resident,
   const std::uint64_t b_bytes = resident ? 0 : weights_bytes(backend.config(), spec);
   // The rows of 4 bytes per column: a bias; an int8 product's bias, multipliers and shifts, or
   // its seed row.
+  const std::uint64_t column_rows = spec.has_bias               ? 1
+                                    : spec.out == OutType::Int8 ? 3
+                                    : plan.has_seed_row()       ? 1
+                                                                : 0;
   const std::uint64_t column_bytes = std::uint64_t{plan.n_pad} * 4 * column_rows;
+  ++figures.products;
   figures.weight_bytes += weights_written;
   figures.estimated_cycles += estimate_cycles(plan).cycles;
   figures.host_bytes += std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes() + b_bytes +
@@ -183,6 +187,62 @@ void record_run(Context& context, const GemmPlan& plan, bool resident,
         (counters[regs::kCntDmaReadBeatsIndex] + counters[regs::kCntDmaWriteBeatsIndex]) *
         backend.config().bus_bytes;
   }
+}
+
+// Columns [first, first + count) of a matrix.
+template <typename T>
+num::Matrix<T> columns_of(const num::Matrix<T>& m, std::size_t first, std::size_t count) {
+  num::Matrix<T> part(m.rows, count);
+  for (std::size_t r = 0; r < m.rows; ++r) {
+    std::copy_n(m.data.begin() + static_cast<std::ptrdiff_t>(r * m.cols + first), count,
+                part.data.begin() + static_cast<std::ptrdiff_t>(r * count));
+  }
+  return part;
+}
+
+// Rows [first, first + count) of a matrix.
+template <typename T>
+num::Matrix<T> rows_of(const num::Matrix<T>& m, std::size_t first, std::size_t count) {
+  num::Matrix<T> part(count, m.cols);
+  std::copy_n(m.data.begin() + static_cast<std::ptrdiff_t>(first * m.cols), count * m.cols,
+              part.data.begin());
+  return part;
+}
+
+// A x B on the accelerator: one GEMM of `last` (its spec, k set here), or, where K is larger than
+// one GEMM takes, GEMMs of `middle` over the first rows of B, each adding onto the sums of the
+// one before (C), then `last` over the rest, which alone applies `columns` (the bias, or the
+// requantisation). Counts each run in the context's figures.
+template <typename In, typename Sums, typename Columns>
+Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, GemmSpec last,
+                 const num::Matrix<In>& a, const num::Matrix<In>& b, const Columns* columns) {
+  Backend& backend = *context.accelerator;
+  const std::size_t k = a.cols;
+  const std::size_t chunk = std::max<std::size_t>(1, max_gemm_k(backend.config(), middle));
+  Sums sums;
+  for (std::size_t first = 0; first < k; first += chunk) {
+    const std::size_t count = std::min(chunk, k - first);
+    const bool final = first + count == k;
+    GemmSpec spec = final ? last : middle;
+    spec.k = static_cast<std::uint32_t>(count);
+    spec.has_c = first > 0;
+    const bool whole = count == k;
+    const num::Matrix<In> a_part = whole ? num::Matrix<In>() : columns_of(a, first, count);
+    const num::Matrix<In> b_part = whole ? num::Matrix<In>() : rows_of(b, first, count);
+    const num::Matrix<In>& a_used = whole ? a : a_part;
+    const num::Matrix<In>& b_used = whole ? b : b_part;
+    bool resident = false;
+    std::uint64_t weights_written = 0;
+    const GemmPlacement placement = place_weights(context, {weight.source, weight.part, first},
+                                                  b_used, resident, weights_written);
+    const GemmPlan plan = plan_gemm(backend.config(), spec, placement);
+    auto run = execute_gemm(plan, backend, a_used, b_used, spec.has_c ? &sums : nullptr,
+                            final ? columns : nullptr);
+    require_halt(run.result);
+    record_run(context, plan, resident, weights_written, run.result);
+    sums = std::move(run.out);
+  }
+  return sums;
 }
 
 }  // namespace
@@ -200,11 +260,10 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
     host_epilogue(c, n, epilogue);
     return c;
   }
-  Backend& backend = *context.accelerator;
-  GemmSpec spec;
-  spec.m = static_cast<std::uint32_t>(m);
-  spec.k = static_cast<std::uint32_t>(k);
-  spec.n = static_cast<std::uint32_t>(n);
+  GemmSpec sums_only;
+  sums_only.m = static_cast<std::uint32_t>(m);
+  sums_only.n = static_cast<std::uint32_t>(n);
+  GemmSpec spec = sums_only;
   spec.act = core_function(epilogue.act);
   std::vector<num::fp32_t> bias;
   if (epilogue.bias) {
@@ -213,15 +272,10 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
     std::memcpy(bias.data(), epilogue.bias, n * sizeof(float));
   }
   const num::MatrixBf16 a16 = nn::bf16_matrix(a, m, k), b16 = nn::bf16_matrix(b, k, n);
-  bool resident = false;
-  std::uint64_t weights_written = 0;
-  const GemmPlacement placement = place_weights(context, weight, b16, resident, weights_written);
-  const GemmPlan plan = plan_gemm(backend.config(), spec, placement);
-  GemmRun run = execute_gemm(plan, backend, a16, b16, nullptr, epilogue.bias ? &bias : nullptr);
-  require_halt(run.result);
-  record_run(context, plan, resident, weights_written, epilogue.bias ? 1 : 0, run.result);
+  const num::MatrixFp32 out = run_on_core<num::bf16_t, num::MatrixFp32>(
+      context, weight, sums_only, spec, a16, b16, epilogue.bias ? &bias : nullptr);
   std::vector<float> c(m * n);
-  std::memcpy(c.data(), run.out.data.data(), c.size() * sizeof(float));
+  std::memcpy(c.data(), out.data.data(), c.size() * sizeof(float));
   return c;
 }
 
@@ -273,16 +327,14 @@ std::vector<std::int8_t> product_int8(Context& context, const std::int8_t* a, co
     // The reference model's int8 product (Q-MAC, Q-ZP, Q-REQ): the core's bits.
     out = reference_gemm(spec, a8, b8, nullptr, on_core);
   } else {
-    Backend& backend = *accelerator;
-    bool resident = false;
-    std::uint64_t weights_written = 0;
-    const GemmPlacement placement = place_weights(context, weight, b8, resident, weights_written);
-    const GemmPlan plan = plan_gemm(backend.config(), spec, placement);
-    GemmRunInt run = execute_gemm(plan, backend, a8, b8, nullptr, on_core);
-    require_halt(run.result);
-    record_run(context, plan, resident, weights_written,
-               host_requant ? (plan.has_seed_row() ? 1 : 0) : 3, run.result);
-    out = std::move(run.out);
+    // The sums of the first rows of B (where K is split) are int32: wrapping, so exact.
+    GemmSpec sums_only = spec;
+    sums_only.out = OutType::Int32;
+    sums_only.output_zero_point = 0;
+    sums_only.clamp_lo = -128;
+    sums_only.clamp_hi = 127;
+    out =
+        run_on_core<std::int8_t, num::MatrixI32>(context, weight, sums_only, spec, a8, b8, on_core);
   }
   if (host_requant) {
     for (std::size_t i = 0; i < m; ++i) {

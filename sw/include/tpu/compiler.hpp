@@ -126,6 +126,12 @@ struct GemmPlacement {
 GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
                    const GemmPlacement& placement = {});
 
+// The largest K (whole tiles of the array) that one plan of this spec's M and types takes with M
+// blocks of min(M, array size) rows: a row of A and its staging must fit half the unified
+// buffer that many times. A larger K is the sum of several products, each adding its share of K
+// onto the last one's sums (C), in order of k (ops::product in the graph library).
+std::uint32_t max_gemm_k(const HardwareConfig& config, const GemmSpec& spec);
+
 // The bytes B takes in host memory, laid out for the core (K and N padded to whole tiles).
 std::uint64_t weights_bytes(const HardwareConfig& config, const GemmSpec& spec);
 // Writes B at `addr` as a plan of this spec reads it (the write plan_gemm's layout makes).
