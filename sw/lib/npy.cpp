@@ -14,6 +14,7 @@
 #include <random>
 #include <stdexcept>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace tpu::npy {
@@ -483,27 +484,48 @@ void write_values(const std::string& path, const std::vector<std::size_t>& shape
 
 }  // namespace
 
-Array read(const std::string& path, Dims dims) {
-  const auto [shape, data] = read_values(path, dims, Dtype::Float32);
-  Array array;
+namespace {
+
+// The unsigned integer of a value type's width.
+template <typename T>
+using BitsOf = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+
+// An array of `dtype` whose values are T's bits, little-endian in the file (float32, int64).
+template <typename Result>
+Result read_words(const std::string& path, Dims dims, Dtype dtype) {
+  using T = typename decltype(Result::data)::value_type;
+  const auto [shape, data] = read_values(path, dims, dtype);
+  Result array;
   array.shape = shape;
   array.data.resize(element_count(shape));
   for (std::size_t e = 0; e < array.data.size(); ++e) {
-    const auto bits = static_cast<std::uint32_t>(load_le(data.data() + 4 * e, 4));
+    const auto bits = static_cast<BitsOf<T>>(load_le(data.data() + sizeof(T) * e, sizeof(T)));
     std::memcpy(&array.data[e], &bits, sizeof bits);
   }
   return array;
 }
 
-void write(const std::string& path, const Array& array, Dims dims) {
+template <typename Array>
+void write_words(const std::string& path, const Array& array, Dims dims, Dtype dtype) {
+  using T = typename decltype(Array::data)::value_type;
   std::string data;
-  data.reserve(array.data.size() * sizeof(float));
-  for (float value : array.data) {
-    std::uint32_t bits = 0;
+  data.reserve(array.data.size() * sizeof(T));
+  for (const T value : array.data) {
+    BitsOf<T> bits = 0;
     std::memcpy(&bits, &value, sizeof bits);
-    for (unsigned b = 0; b < 4; ++b) data += static_cast<char>(bits >> (8 * b));
+    for (unsigned b = 0; b < sizeof(T); ++b) data += static_cast<char>(bits >> (8 * b));
   }
-  write_values(path, array.shape, array.data.size(), dims, Dtype::Float32, data);
+  write_values(path, array.shape, array.data.size(), dims, dtype, data);
+}
+
+}  // namespace
+
+Array read(const std::string& path, Dims dims) {
+  return read_words<Array>(path, dims, Dtype::Float32);
+}
+
+void write(const std::string& path, const Array& array, Dims dims) {
+  write_words(path, array, dims, Dtype::Float32);
 }
 
 IntArray read_int(const std::string& path, Dtype dtype, Dims dims) {
@@ -546,25 +568,11 @@ void write_int(const std::string& path, const IntArray& array, Dims dims) {
 }
 
 Int64Array read_int64(const std::string& path, Dims dims) {
-  const auto [shape, data] = read_values(path, dims, Dtype::Int64);
-  Int64Array array;
-  array.shape = shape;
-  array.data.resize(element_count(shape));
-  for (std::size_t e = 0; e < array.data.size(); ++e) {
-    const std::uint64_t bits = load_le(data.data() + 8 * e, 8);
-    std::memcpy(&array.data[e], &bits, sizeof bits);  // two's complement, as int64_t is
-  }
-  return array;
+  return read_words<Int64Array>(path, dims, Dtype::Int64);
 }
 
 void write_int64(const std::string& path, const Int64Array& array, Dims dims) {
-  std::string data;
-  data.reserve(array.data.size() * 8);
-  for (const std::int64_t value : array.data) {
-    const auto bits = static_cast<std::uint64_t>(value);
-    for (unsigned b = 0; b < 8; ++b) data += static_cast<char>(bits >> (8 * b));
-  }
-  write_values(path, array.shape, array.data.size(), dims, Dtype::Int64, data);
+  write_words(path, array, dims, Dtype::Int64);
 }
 
 }  // namespace tpu::npy
