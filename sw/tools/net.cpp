@@ -523,13 +523,15 @@ CLI::App* add_infer_command(CLI::App& app, InferOptions& options) {
                    "float32 inputs, batch first. A network file takes one, in its input shape:\n"
                    "N x C x H x W (an imported NCHW model), N x features (flat),\n"
                    "N x H x W x C (the project's own networks). An ONNX model takes one\n"
-                   "per graph input, in the graph's order and shapes")
+                   "per graph input, in the graph's order, shapes and types (float32, or\n"
+                   "int64 for an int64 input such as token ids)")
       ->required()
       ->type_name("X.npy");
   command
       ->add_option("--out", options.out_paths,
                    "float32 outputs: N x outputs for a network file; one file per graph\n"
-                   "output, in the graph's order, for an ONNX model (all written, or none)")
+                   "output, in the graph's order, for an ONNX model (all written, or none;\n"
+                   "int64 for an int64 output such as an ArgMax's classes)")
       ->required()
       ->type_name("Y.npy");
   add_run_options(*command, options.backend, options.array);
