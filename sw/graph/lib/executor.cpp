@@ -105,26 +105,56 @@ bool takes_epilogue(const Graph& graph, const Node& node) {
   return !ops::gemm_bias(node, &c->second, n).empty();
 }
 
+// How many times each tensor is read (a graph output counts as a read), by which node when a
+// node reads it, and which node computes it.
+struct Uses {
+  std::map<std::string, std::size_t> readers;
+  std::map<std::string, std::size_t> reader;  // a node that reads it (the last)
+  std::map<std::string, std::size_t> producer;
+
+  explicit Uses(const Graph& graph) {
+    for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+      for (const std::string& name : graph.nodes[n].inputs) {
+        ++readers[name];
+        reader[name] = n;
+      }
+      for (const std::string& name : graph.nodes[n].outputs) producer[name] = n;
+    }
+    for (const ValueInfo& output : graph.outputs) ++readers[output.name];
+  }
+  std::size_t count(const std::string& name) const {
+    const auto it = readers.find(name);
+    return it == readers.end() ? 0 : it->second;
+  }
+  // The node that reads `name` where it is the tensor's only reader (once, and no graph output).
+  std::optional<std::size_t> only_reader(const std::string& name) const {
+    const auto it = reader.find(name);
+    if (count(name) != 1 || it == reader.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+// The graph without the nodes marked `removed`.
+void remove_nodes(Graph& graph, const std::vector<bool>& removed) {
+  std::vector<Node> kept;
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (!removed[n]) kept.push_back(std::move(graph.nodes[n]));
+  }
+  graph.nodes = std::move(kept);
+}
+
 }  // namespace
 
 std::size_t fuse_epilogues(Graph& graph) {
-  std::map<std::string, std::size_t> readers;
-  for (const Node& node : graph.nodes) {
-    for (const std::string& name : node.inputs) ++readers[name];
-  }
-  for (const ValueInfo& output : graph.outputs) ++readers[output.name];
-  std::map<std::string, std::size_t> producer;  // the node that computes each tensor
-  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
-    for (const std::string& name : graph.nodes[n].outputs) producer[name] = n;
-  }
+  const Uses uses(graph);
   std::vector<bool> removed(graph.nodes.size(), false);
   std::size_t fused = 0;
   for (Node& activation : graph.nodes) {
     const Epilogue act = epilogue_of(graph, activation);
     if (act == Epilogue::None || activation.inputs.empty()) continue;
     const std::string& sums = activation.inputs[0];
-    const auto it = producer.find(sums);
-    if (it == producer.end() || readers[sums] != 1) continue;
+    const auto it = uses.producer.find(sums);
+    if (it == uses.producer.end() || uses.count(sums) != 1) continue;
     Node& node = graph.nodes[it->second];
     if (node.epilogue != Epilogue::None || node.outputs.size() != 1 ||
         !takes_epilogue(graph, node)) {
@@ -135,34 +165,11 @@ std::size_t fuse_epilogues(Graph& graph) {
     removed[static_cast<std::size_t>(&activation - graph.nodes.data())] = true;
     ++fused;
   }
-  std::vector<Node> kept;
-  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
-    if (!removed[n]) kept.push_back(std::move(graph.nodes[n]));
-  }
-  graph.nodes = std::move(kept);
+  remove_nodes(graph, removed);
   return fused;
 }
 
 namespace {
-
-// The graph's readers of each tensor (a graph output counts as one) and each computed tensor's
-// producer.
-struct Uses {
-  std::map<std::string, std::size_t> readers;
-  std::map<std::string, std::size_t> producer;
-
-  explicit Uses(const Graph& graph) {
-    for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
-      for (const std::string& name : graph.nodes[n].inputs) ++readers[name];
-      for (const std::string& name : graph.nodes[n].outputs) producer[name] = n;
-    }
-    for (const ValueInfo& output : graph.outputs) ++readers[output.name];
-  }
-  std::size_t count(const std::string& name) const {
-    const auto it = readers.find(name);
-    return it == readers.end() ? 0 : it->second;
-  }
-};
 
 // A DequantizeLinear or QuantizeLinear whose scale and zero point are constants: its
 // parameters, with the axis its scales run along (none for one scale).
@@ -251,20 +258,17 @@ class QuantFusion {
       return std::nullopt;
     }
     // The reader: the QuantizeLinear, or an activation and then the QuantizeLinear.
-    const std::string& sums = node.outputs[0];
-    if (uses_.count(sums) != 1) return std::nullopt;
     std::vector<std::size_t> replaced;
     Epilogue act = Epilogue::None;
-    std::string quantised = sums;
-    const std::optional<std::size_t> reader = only_reader(sums);
+    std::string quantised = node.outputs[0];
+    const std::optional<std::size_t> reader = uses_.only_reader(quantised);
     if (!reader) return std::nullopt;
     if (const Epilogue e = epilogue_of(graph_, graph_.nodes[*reader]); e != Epilogue::None) {
       act = e;
       replaced.push_back(*reader);
       quantised = graph_.nodes[*reader].outputs[0];
-      if (uses_.count(quantised) != 1) return std::nullopt;
     }
-    const std::optional<std::size_t> q_index = only_reader(quantised);
+    const std::optional<std::size_t> q_index = uses_.only_reader(quantised);
     if (!q_index || graph_.nodes[*q_index].op != "QuantizeLinear") return std::nullopt;
     const Node& q_node = graph_.nodes[*q_index];
     const auto y = quant_node(graph_, uses_, q_node.outputs[0], "QuantizeLinear", 0);
@@ -316,21 +320,6 @@ class QuantFusion {
   std::string producer_input(const std::string& name, std::size_t i) const {
     const auto it = uses_.producer.find(name);
     return it == uses_.producer.end() ? std::string() : graph_.nodes[it->second].input(i);
-  }
-
-  std::optional<std::size_t> only_reader(const std::string& name) const {
-    std::optional<std::size_t> found;
-    for (std::size_t n = 0; n < graph_.nodes.size(); ++n) {
-      for (const std::string& input : graph_.nodes[n].inputs) {
-        if (input != name) continue;
-        if (found && *found != n) return std::nullopt;
-        found = n;
-      }
-    }
-    for (const ValueInfo& output : graph_.outputs) {
-      if (output.name == name) return std::nullopt;
-    }
-    return found;
   }
 
   // A constant of zeros of `type` in the shape of `like`, named after the node.
@@ -419,20 +408,18 @@ class QuantFusion {
 
 // Removes the DequantizeLinear nodes whose outputs nothing reads any more.
 void remove_unread_dequantize(Graph& graph) {
-  for (bool removed = true; removed;) {
-    removed = false;
+  for (bool again = true; again;) {
+    again = false;
     const Uses uses(graph);
-    std::vector<Node> kept;
-    for (Node& node : graph.nodes) {
+    std::vector<bool> removed(graph.nodes.size(), false);
+    for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+      const Node& node = graph.nodes[n];
       bool read = false;
       for (const std::string& name : node.outputs) read = read || uses.count(name) > 0;
-      if (read || node.op != "DequantizeLinear") {
-        kept.push_back(std::move(node));
-      } else {
-        removed = true;
-      }
+      removed[n] = !read && node.op == "DequantizeLinear";
+      again = again || removed[n];
     }
-    graph.nodes = std::move(kept);
+    remove_nodes(graph, removed);
   }
 }
 
@@ -452,11 +439,7 @@ std::size_t fuse_quantized_products(Graph& graph) {
       ++fused;
     }
   }
-  std::vector<Node> kept;
-  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
-    if (!removed[n]) kept.push_back(std::move(graph.nodes[n]));
-  }
-  graph.nodes = std::move(kept);
+  remove_nodes(graph, removed);
   remove_unread_dequantize(graph);
   return fused;
 }

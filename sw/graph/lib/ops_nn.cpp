@@ -342,9 +342,19 @@ Tensor quant_tensor(const QuantResult& r, const Shape& shape, const std::vector<
   return y;
 }
 
-// The quantised input of a product: one scale and zero point for the whole tensor.
-void require_per_tensor(const Node& node, const QuantOperand& x) {
-  if (x.scales.size() != 1) fail(node, "an input quantised per channel");
+// A quantised product's operands, A at inputs 0-2 and B at 3-5 (value, scale, zero point), and
+// its result, whose scale and zero point are inputs `result` and `result` + 1. A is quantised
+// per tensor.
+struct QuantProduct {
+  QuantOperand a, b;
+  QuantResult r;
+};
+
+QuantProduct quant_product(const Node& node, const Inputs& in, std::size_t result) {
+  QuantProduct p{quant_operand(node, in, 0, 1, 2), quant_operand(node, in, 3, 4, 5),
+                 quant_result(node, in, result, result + 1)};
+  if (p.a.scales.size() != 1) fail(node, "an input quantised per channel");
+  return p;
 }
 
 // B's zero point: one for the whole tensor (any value), or zeros per channel.
@@ -386,10 +396,10 @@ QuantEpilogue quant_epilogue(const Node& node, const QuantOperand& x, const Quan
 
 // QLinearConv: x (0-2), w (3-5), y's scale and zero point (6, 7), an int32 bias (8).
 std::vector<Tensor> qlinear_conv(Context& context, const Node& node, const Inputs& in) {
-  const QuantOperand x = quant_operand(node, in, 0, 1, 2);
-  const QuantOperand w = quant_operand(node, in, 3, 4, 5);
-  const QuantResult r = quant_result(node, in, 6, 7);
-  require_per_tensor(node, x);
+  const QuantProduct p = quant_product(node, in, 6);
+  const QuantOperand& x = p.a;
+  const QuantOperand& w = p.b;
+  const QuantResult& r = p.r;
   const ConvShape c = conv_shape(node, in[0]->shape, in[3]->shape);
   const auto filters = static_cast<std::size_t>(c.filters);
   const std::vector<std::int32_t> bias = quant_bias(node, in, 8, filters);
@@ -412,10 +422,10 @@ std::vector<Tensor> qlinear_conv(Context& context, const Node& node, const Input
 
 // QLinearMatMul: a (0-2), b (3-5), y's scale and zero point (6, 7); numpy.matmul's shapes.
 std::vector<Tensor> qlinear_matmul(Context& context, const Node& node, const Inputs& in) {
-  const QuantOperand a = quant_operand(node, in, 0, 1, 2);
-  const QuantOperand b = quant_operand(node, in, 3, 4, 5);
-  const QuantResult r = quant_result(node, in, 6, 7);
-  require_per_tensor(node, a);
+  const QuantProduct p = quant_product(node, in, 6);
+  const QuantOperand& a = p.a;
+  const QuantOperand& b = p.b;
+  const QuantResult& r = p.r;
   const MatmulShape shape = matmul_shape(node, in[0]->shape, in[3]->shape);
   const std::vector<num::QuantizedMultiplier> multipliers =
       requant_multipliers(node, a.scales[0], b.scales, r.scale, shape.n);
@@ -431,10 +441,10 @@ std::vector<Tensor> qlinear_matmul(Context& context, const Node& node, const Inp
 // between DequantizeLinear and QuantizeLinear): A (0-2), B (3-5), an int32 C that is a bias row
 // (6), y's scale and zero point (7, 8); transB, alpha 1.
 std::vector<Tensor> qgemm(Context& context, const Node& node, const Inputs& in) {
-  const QuantOperand a = quant_operand(node, in, 0, 1, 2);
-  QuantOperand b = quant_operand(node, in, 3, 4, 5);
-  const QuantResult r = quant_result(node, in, 7, 8);
-  require_per_tensor(node, a);
+  QuantProduct p = quant_product(node, in, 7);
+  const QuantOperand& a = p.a;
+  QuantOperand& b = p.b;
+  const QuantResult& r = p.r;
   if (node.int_attr("transA", 0) != 0 || node.float_attr("alpha", 1.0f) != 1.0f) {
     fail(node, "transA or an alpha other than 1");
   }
