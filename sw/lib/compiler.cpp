@@ -488,7 +488,9 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
   }
   if (c) write_rows(memory, plan.c_addr, *c, plan.n_pad);
   if (bias) write_row(memory, plan.bias_addr, *bias, plan.n_pad);
-  memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
+  if (!plan.program_resident) {
+    memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
+  }
 }
 
 void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixI8& a,
@@ -531,7 +533,9 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
     write_row(memory, plan.bias_addr + plan.n_pad * 4, requant->multiplier, plan.n_pad);
     write_row(memory, plan.bias_addr + plan.n_pad * 8, requant->shift, plan.n_pad);
   }
-  memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
+  if (!plan.program_resident) {
+    memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
+  }
 }
 
 num::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory) {

@@ -157,20 +157,22 @@ inline void write_file(const std::string& path, std::string_view contents) {
   }
 }
 
-inline tpu::npy::Array read_npy(const std::string& path) {
+// What `load` returns; its std::runtime_error (a reader's one-line reason) as bad input.
+template <typename Load>
+auto as_bad_input(Load&& load) -> decltype(load()) {
   try {
-    return tpu::npy::read(path);
+    return load();
   } catch (const std::runtime_error& error) {
     throw BadInput(error.what());
   }
 }
 
+inline tpu::npy::Array read_npy(const std::string& path) {
+  return as_bad_input([&] { return tpu::npy::read(path); });
+}
+
 inline void write_npy(const std::string& path, const tpu::npy::Array& array) {
-  try {
-    tpu::npy::write(path, array);
-  } catch (const std::runtime_error& error) {
-    throw BadInput(error.what());
-  }
+  as_bad_input([&] { tpu::npy::write(path, array); });
 }
 
 inline tpu::npy::IntArray read_int_npy(const std::string& path, tpu::npy::Dtype dtype) {

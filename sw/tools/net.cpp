@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "common.hpp"
+#include "tpu/graph/compiled.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/npy.hpp"
 #include "tpu/onnx/onnx_import.hpp"
@@ -35,19 +36,11 @@ namespace {
 
 // A network file, or the loader's one-line reason as bad input.
 nn::Network load_network(const std::string& path) {
-  try {
-    return nn::load_network(path);
-  } catch (const std::runtime_error& error) {
-    throw BadInput(error.what());
-  }
+  return as_bad_input([&] { return nn::load_network(path); });
 }
 
 idx::Dataset load_data(bool train, const std::string& dir) {
-  try {
-    return nn::load_fashion_mnist(train, dir);
-  } catch (const std::runtime_error& error) {
-    throw BadInput(error.what());
-  }
+  return as_bad_input([&] { return nn::load_fashion_mnist(train, dir); });
 }
 
 // --backend (tpu eval's default) and --array of a command that runs a network.
@@ -388,11 +381,7 @@ int run_quantize(const QuantizeOptions& options) {
     }
     fmt::print("{:<24} weight scales {:.4g} to {:.4g}\n", "", *lo, *hi);
   }
-  try {
-    nn::save_network(quantised, options.out_path);
-  } catch (const std::runtime_error& error) {
-    throw BadInput(error.what());
-  }
+  as_bad_input([&] { nn::save_network(quantised, options.out_path); });
   fmt::print("wrote {}\n", options.out_path);
   return 0;
 }
@@ -515,9 +504,11 @@ CLI::App* add_import_command(CLI::App& app, ImportOptions& options) {
 CLI::App* add_infer_command(CLI::App& app, InferOptions& options) {
   CLI::App* command = app.add_subcommand(
       "infer", "run a network or an ONNX model on a batch of inputs from .npy files");
-  command->add_option("--net", options.net_path, "the network file, or an ONNX model (.onnx)")
+  command
+      ->add_option("--net", options.net_path,
+                   "the network file, an ONNX model (.onnx), or a model compiled by tpu compile")
       ->required()
-      ->type_name("NET.json|MODEL.onnx");
+      ->type_name("NET.json|MODEL.onnx|MODEL.tpu");
   command
       ->add_option("--in", options.in_paths,
                    "float32 inputs, batch first. A network file takes one, in its input shape:\n"
@@ -544,12 +535,7 @@ CLI::App* add_infer_command(CLI::App& app, InferOptions& options) {
 
 int run_import(const ImportOptions& options) {
   check_output_path(options.out_path);
-  nn::Network net;
-  try {
-    net = nn::import_onnx(options.model_path);
-  } catch (const std::runtime_error& error) {
-    throw BadInput(error.what());
-  }
+  nn::Network net = as_bad_input([&] { return nn::import_onnx(options.model_path); });
   try {
     nn::save_network(net, options.out_path, options.force);
   } catch (const std::runtime_error& error) {
@@ -570,7 +556,8 @@ int run_import(const ImportOptions& options) {
 }
 
 int run_infer(const InferOptions& options) {
-  if (std::filesystem::path(options.net_path).extension() == ".onnx") {
+  if (std::filesystem::path(options.net_path).extension() == ".onnx" ||
+      graph::is_compiled_model(options.net_path)) {
     return run_infer_graph(options);
   }
   if (options.in_paths.size() != 1 || options.out_paths.size() != 1) {
@@ -582,12 +569,7 @@ int run_infer(const InferOptions& options) {
   const nn::Network net = load_network(options.net_path);
   check_int8_core(net, options.net_path, {options.backend}, options.array);
   check_output_path(out_path);
-  npy::Array file;
-  try {
-    file = npy::read(in_path, npy::Dims::Any);
-  } catch (const std::runtime_error& error) {
-    throw BadInput(error.what());
-  }
+  npy::Array file = as_bad_input([&] { return npy::read(in_path, npy::Dims::Any); });
   nn::Tensor input;
   try {
     const std::vector<std::size_t> shape = file.shape;

@@ -77,6 +77,15 @@ struct InferOptions {
   std::string array = "16x16";
   std::uint32_t batch = 64;
   bool stats = false;
+  // Given on the command line (a compiled model has its own, which these must equal).
+  bool array_given = false, batch_given = false;
+};
+
+struct CompileOptions {
+  std::string model_path;  // an ONNX model
+  std::string out_path;
+  std::string array = "16x16";
+  std::uint32_t batch = 64;
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainOptions& options);
@@ -84,8 +93,11 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& options);
 CLI::App* add_quantize_command(CLI::App& app, QuantizeOptions& options);
 int run_train(const TrainOptions& options);
 int run_quantize(const QuantizeOptions& options);
-// tpu infer of an ONNX model, as a graph (infer_graph.cpp).
+// tpu infer of an ONNX model or a compiled model, as a graph, and tpu compile
+// (graph_commands.cpp).
 int run_infer_graph(const InferOptions& options);
+CLI::App* add_compile_command(CLI::App& app, CompileOptions& options);
+int run_compile(const CompileOptions& options);
 int run_eval(const EvalOptions& options);
 CLI::App* add_import_command(CLI::App& app, ImportOptions& options);
 CLI::App* add_infer_command(CLI::App& app, InferOptions& options);

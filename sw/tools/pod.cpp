@@ -25,12 +25,7 @@ struct Inputs {
 Inputs read_inputs(const std::vector<std::string>& paths) {
   Inputs inputs;
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    npy::Array array;
-    try {
-      array = npy::read(paths[i], npy::Dims::Any);
-    } catch (const std::runtime_error& error) {
-      throw BadInput(error.what());
-    }
+    npy::Array array = as_bad_input([&] { return npy::read(paths[i], npy::Dims::Any); });
     if (i == 0) {
       inputs.shape = array.shape;
     } else if (array.shape != inputs.shape) {
@@ -190,11 +185,7 @@ int run_allreduce_command(const AllreduceOptions& options) {
   out.shape = inputs.shape;
   out.data.resize(values);
   std::transform(sums[0].begin(), sums[0].end(), out.data.begin(), num::fp32_to_float);
-  try {
-    npy::write(options.out_path, out, npy::Dims::Any);
-  } catch (const std::runtime_error& error) {
-    throw BadInput(error.what());
-  }
+  as_bad_input([&] { npy::write(options.out_path, out, npy::Dims::Any); });
   if (options.stats) print_stats(*pod, stats, LinkTiming{options.latency, options.bandwidth});
   return 0;
 }

@@ -844,6 +844,8 @@ int run_tool(int argc, char** argv) {
   CLI::App* import_command = add_import_command(app, import_options);
   tpu::tool::InferOptions infer;
   CLI::App* infer_command = add_infer_command(app, infer);
+  tpu::tool::CompileOptions compile;
+  CLI::App* compile_command = add_compile_command(app, compile);
   tpu::tool::AllreduceOptions allreduce;
   CLI::App* allreduce_command = add_allreduce_command(app, allreduce);
   app.footer(
@@ -869,6 +871,8 @@ int run_tool(int argc, char** argv) {
   gemm.zp_out_given = gemm_command->count("--zp-out") > 0;
   note_given_options(*run_command, run.execution);
   info.execution.baud_given = info_command->count("--baud") > 0;
+  infer.array_given = infer_command->count("--array") > 0;
+  infer.batch_given = infer_command->count("--batch") > 0;
   try {
     if (gemm_command->parsed()) return run_gemm(gemm);
     if (asm_command->parsed()) return run_asm(asm_source, asm_output);
@@ -879,6 +883,7 @@ int run_tool(int argc, char** argv) {
     if (quantize_command->parsed()) return run_quantize(quantize);
     if (import_command->parsed()) return run_import(import_options);
     if (infer_command->parsed()) return run_infer(infer);
+    if (compile_command->parsed()) return run_compile(compile);
     if (allreduce_command->parsed()) return run_allreduce_command(allreduce);
     return run_info(info);
   } catch (const BadInput& error) {

@@ -1361,12 +1361,15 @@ def info_lists_configurations(tpu):
 def help_texts(tpu):
     check("Subcommands:" in tpu("--help").stdout, "tpu --help lists no subcommands")
     for command in ("gemm", "asm", "disasm", "run", "info", "train", "eval", "quantize",
-                    "allreduce"):
+                    "import", "infer", "compile", "allreduce"):
         out = tpu(command, "--help").stdout
         check(out.splitlines()[1].startswith(f"Usage: tpu {command}"), out)
     quantize = tpu("quantize", "--help").stdout
     for option in ("--net", "--out", "--calibration", "--data", "=1000", "Q-SCALE"):
         check(option in quantize, f"tpu quantize --help does not describe {option}")
+    compile_help = tpu("compile", "--help").stdout
+    for option in ("--out", "--array", "--batch", "=64", "MODEL.tpu"):
+        check(option in compile_help, f"tpu compile --help does not describe {option}")
     gemm = tpu("gemm", "--help").stdout
     for option in ("--dtype", "--qmult", "--qshift", "--zp-a", "--zp-out"):
         check(option in gemm, f"tpu gemm --help does not describe {option}")

@@ -9,7 +9,9 @@ several inputs and outputs, weights in external data files, the shape arithmetic
     magnitude of onnxruntime's, so that each operator's semantics are checked closely;
   - on the chosen backend (matrix products in bf16 x bf16 with fp32 sums): within 2^-5 of it,
     and the same argmax wherever onnxruntime's top two are further apart than that.
-The refusal cases expect exit status 2, one line naming the problem, and no output file.
+The refusal cases expect exit status 2, one line naming the problem, and no output file. The
+compiled-model checks compile models with `tpu compile` and run the compiled files: the same bits
+as the models themselves, and what a compiled model refuses.
 
 Usage:
   graph_cases.py --list                                      the cases, one per line
@@ -21,8 +23,8 @@ import argparse
 import subprocess
 
 from graph_checks import (QDQ_SHARE, add_arguments, check_products, compare, compare_ints,
-                          compare_steps, fail, infer, output_steps, quantize_qdq, quantised_products,
-                          rtl_matches_model, run_qdq_reference)
+                          compare_steps, compiled_matches, fail, infer, output_steps, quantize_qdq,
+                          quantised_products, rtl_matches_model, run_qdq_reference)
 
 BATCH = 6
 HOST_TOLERANCE = 2.0 ** -12
@@ -626,6 +628,80 @@ def refuse_case(args, name, work):
     print(f"{name}: refused: {lines[0]}")
 
 
+# ---------------------------------------------------------------------------------------------
+# Compiled models (`tpu compile`, docs/graph.md): the bits of the model itself
+# ---------------------------------------------------------------------------------------------
+# Float and QDQ models, int64 token ids, an LSTM, several outputs, each compiled for runs of 4,
+# so that the cases' 6 inputs run as one run and one padded with zero inputs; the LSTM for one
+# run of 6, since its outputs put the steps first and runs cannot be joined.
+COMPILED_CASES = {"residual_cnn": 4, "transformer_encoder": 4, "token_embedding": 4,
+                  "lstm_two_layers": BATCH, "qdq_residual_cnn": 4, "qlinear_operators": 4}
+
+
+def compile_model(args, model_path, out, *options):
+    result = tpu(args, ["compile", str(model_path), "-o", str(out), *options])
+    if result.returncode != 0:
+        fail(f"tpu compile {model_path.name}: exit {result.returncode}: {result.stderr.strip()}")
+
+
+def check_compiled_models(args, work):
+    """Each model compiled, then run by tpu infer from the compiled file: every output the same
+    bits as the model's own run."""
+    for name, batch in COMPILED_CASES.items():
+        case_work = work / name
+        case_work.mkdir(parents=True, exist_ok=True)
+        model_path, inputs = build(name, case_work)
+        expected, _ = infer(args.tpu, model_path, inputs, case_work, args.backend)
+        printed = compiled_matches(args.tpu, model_path, inputs, case_work, args.backend, expected,
+                                   batch, name)
+        print(printed.strip())
+
+
+def check_compiled_refusals(args, work):
+    """What tpu compile and tpu infer of a compiled model refuse: exit 2, one line, no file."""
+    import numpy as np
+    model_path, inputs = build("residual_cnn", work)
+    compiled = work / "model.tpu"
+    compile_model(args, model_path, compiled, "--batch", "2", "--array", "16x16")
+    x = work / "x.npy"
+    np.save(x, inputs[0])
+    out = work / "y.npy"
+    bad_x = work / "bad_x.npy"
+    np.save(bad_x, inputs[0][:, :, 1:])
+    data = compiled.read_bytes()
+    truncated, corrupt = work / "truncated.tpu", work / "corrupt.tpu"
+    truncated.write_bytes(data[:len(data) // 2])
+    corrupt.write_bytes(data[:-5] + bytes([data[-5] ^ 1]) + data[-4:])
+    unsupported = work / "unsupported.onnx"
+    save(tiny(op="NonZero"), unsupported)
+    infer_compiled = ["infer", "--net", str(compiled), "--in", str(x), "--out", str(out)]
+    refusals = [
+        (["compile", str(unsupported), "-o", str(out)], "operator not supported"),
+        (["compile", str(model_path), "-o", str(work)], "is a directory"),
+        (infer_compiled + ["--backend", "host"], "not host"),
+        (infer_compiled + ["--array", "4x4_m1a1"], "compiled for the 16x16 core, not --array"),
+        (infer_compiled + ["--batch", "3"], "compiled for runs of 2 inputs, not --batch 3"),
+        (["infer", "--net", str(compiled), "--in", str(bad_x), "--out", str(out)], str(bad_x)),
+        (["infer", "--net", str(truncated), "--in", str(x), "--out", str(out)], "truncated"),
+        (["infer", "--net", str(corrupt), "--in", str(x), "--out", str(out)], "corrupt"),
+    ]
+    for command, words in refusals:
+        if out.exists():
+            out.unlink()
+        result = tpu(args, command)
+        lines = result.stderr.strip().splitlines()
+        if result.returncode != 2 or len(lines) != 1 or words not in lines[0]:
+            fail(f"tpu {' '.join(command[:1])}: expected exit 2 and one line with '{words}', got "
+                 f"exit {result.returncode}: {result.stderr.strip()!r}")
+        if out.exists():
+            fail(f"the refused tpu {command[0]} wrote {out.name}")
+        print(f"refused: {lines[0]}")
+
+
+CHECK_CASES = {"compiled_models": check_compiled_models,
+               "compiled_refusals": check_compiled_refusals}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(parser)
@@ -645,6 +721,8 @@ def main():
             print(f"run {name}")
         for name in REFUSE_CASES:
             print(f"refuse {name}")
+        for name in CHECK_CASES:
+            print(f"check {name}")
         return
     if not (args.case and args.tpu and args.work):
         parser.error("--case, --tpu and --work are needed")
@@ -653,6 +731,8 @@ def main():
         run_case(args, args.case, args.work)
     elif args.case in REFUSE_CASES:
         refuse_case(args, args.case, args.work)
+    elif args.case in CHECK_CASES:
+        CHECK_CASES[args.case](args, args.work)
     else:
         parser.error(f"no case {args.case}")
 

@@ -20,9 +20,10 @@ def fail(text):
     sys.exit(1)
 
 
-def infer(tpu, model_path, inputs, work, backend, batch=None):
+def infer(tpu, model_path, inputs, work, backend, batch=None, output_count=None):
     """`tpu infer --stats` of the model on the inputs (arrays, in the graph's order) on a
-    backend, in runs of `batch` inputs where given: its outputs (arrays) and what it printed."""
+    backend, in runs of `batch` inputs where given: its outputs (arrays) and what it printed.
+    `output_count` where the model is no ONNX file (a compiled model)."""
     import numpy as np
     command = [tpu, "infer", "--net", str(model_path), "--backend", backend, "--stats"]
     if batch:
@@ -30,7 +31,9 @@ def infer(tpu, model_path, inputs, work, backend, batch=None):
     for i, value in enumerate(inputs):
         np.save(work / f"x{i}.npy", value)
         command += ["--in", str(work / f"x{i}.npy")]
-    outputs = [work / f"y{o}_{backend}.npy" for o in range(len(outputs_of(model_path)))]
+    if output_count is None:
+        output_count = len(outputs_of(model_path))
+    outputs = [work / f"y{o}_{backend}.npy" for o in range(output_count)]
     for path in outputs:
         command += ["--out", str(path)]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -108,13 +111,36 @@ def compare_ints(ours, ref, what, share=1.0):
         fail(f"{what}: only {100 * same:.1f} % of the values the same")
 
 
-def rtl_matches_model(tpu, model_path, inputs, work, what):
+def compiled_matches(tpu, model_path, inputs, work, backend, outputs, batch, what):
+    """The model compiled by `tpu compile` for runs of `batch` inputs (the last padded), then the
+    compiled file run by `tpu infer` on the inputs: every output the same bits as `outputs` (the
+    model's own run), in as many runs as the batch makes. Returns what tpu compile printed."""
+    import re
+    compiled = work / (model_path.stem + ".tpu")
+    result = subprocess.run([tpu, "compile", str(model_path), "-o", str(compiled), "--batch",
+                             str(batch)], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        fail(f"tpu compile {model_path.name}: exit {result.returncode}: {result.stderr.strip()}")
+    ours, stats = infer(tpu, compiled, inputs, work, backend, output_count=len(outputs))
+    for o, (a, b) in enumerate(zip(ours, outputs)):
+        if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+            fail(f"{what}: output {o} of the compiled model differs from the model's")
+    count = len(inputs[0])
+    runs = re.search(r"resident for all (\d+) run", stats)
+    if not runs or int(runs.group(1)) != -(-count // batch):
+        fail(f"{what}: {count} inputs in runs of {batch}: not {-(-count // batch)} runs")
+    print(f"{what}: compiled for runs of {batch}, {count} inputs: every output the same bits as "
+          f"the model's")
+    return result.stdout
+
+
+def rtl_matches_model(tpu, model_path, inputs, work, what, output_count=None):
     """The model on --backend rtl and on model: every output the same bits. Prints the RTL's
     time."""
     start = time.monotonic()
-    rtl, _ = infer(tpu, model_path, inputs, work, "rtl")
+    rtl, _ = infer(tpu, model_path, inputs, work, "rtl", output_count=output_count)
     seconds = time.monotonic() - start
-    model, _ = infer(tpu, model_path, inputs, work, "model")
+    model, _ = infer(tpu, model_path, inputs, work, "model", output_count=output_count)
     for o, (a, b) in enumerate(zip(rtl, model)):
         if a.shape != b.shape or a.tobytes() != b.tobytes():
             import numpy as np

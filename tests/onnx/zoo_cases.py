@@ -7,8 +7,9 @@ deviation per output channel; normal values of those moments, from a seed of the
 random inputs on --backend host (fp32 throughout: every output within 2^-12 of the largest
 output magnitude of onnxruntime's fp32 run of the same file, the argmax the same on all) and on
 the chosen backend (bf16 operands: within 2^-5, the argmax the same on at least 63 of the 64;
-MobileNet v2's bar is lower, see BARS), there also in runs of 16 inputs: the same bits, and the
-weights written into the core's memory once. The trained one (fashion_transformer) runs on the first
+MobileNet v2's bar is lower, see BARS), there also in runs of 16 inputs (the same bits, and the
+weights written into the core's memory once) and compiled by `tpu compile` for runs of 24 (the
+compiled file's runs, the last padded, give the same bits). The trained one (fashion_transformer) runs on the first
 64 Fashion-MNIST test images instead, then on all 10,000: its accuracy within 0.5 points of
 PyTorch's, at least 99 % of its predictions PyTorch's. The figures are printed.
 
@@ -17,7 +18,7 @@ Usage:
   zoo_cases.py --table --tpu PATH --work DIR           docs/networks.md's table (make zoo-table)
   zoo_cases.py --case NAME --tpu PATH --work DIR [--backend model|rtl] [--inputs N]
   zoo_cases.py --case NAME --tpu PATH --work DIR --rtl-matches-model
-      the model on 4 inputs on --backend rtl and model: every output the same bits
+      the model compiled for 4 inputs, on --backend rtl and model: every output the same bits
 """
 import argparse
 import json
@@ -27,14 +28,17 @@ import sys
 import zlib
 from pathlib import Path
 
-from graph_checks import (QDQ_SHARE, add_arguments, check_products, compare, compare_steps, fail,
-                          infer, output_steps, quantize_qdq, quantised_products, rtl_matches_model, run_qdq_reference,
-                          weights_once)
+from graph_checks import (QDQ_SHARE, add_arguments, check_products, compare, compare_steps,
+                          compiled_matches, fail, infer, output_steps, outputs_of, quantize_qdq,
+                          quantised_products, rtl_matches_model, run_qdq_reference, weights_once)
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 TOLERANCE = 2.0 ** -5  # of the largest output magnitude, with bf16 operands
 HOST_TOLERANCE = 2.0 ** -12  # in fp32 throughout
 INPUTS = 64
+# The zoo compiled by `tpu compile` for runs of this many inputs: the 64 inputs make two runs
+# and a third padded with zero inputs.
+COMPILED_BATCH = 24
 # MobileNet v2 with random weights does not meet the bar above with bf16 operands, whoever
 # rounds them: PyTorch itself, with its convolutions' and linear layers' operands rounded to
 # bf16 and the exported (unresampled) weights, differs from its fp32 run by 2^-2.5 of the largest
@@ -142,6 +146,8 @@ def run_qdq(args):
                 fail(f"{qdq_path.name}: no int8 product ran on the core")
             weights_once(args.tpu, qdq_path, [x], work, backend, [y], stdout,
                          f"{qdq_path.name} on {backend}")
+            compiled_matches(args.tpu, qdq_path, [x], work, backend, [y], COMPILED_BATCH,
+                             f"{qdq_path.name} on {backend}")
     if "fashion_predictions" in entry:
         accuracy(args, qdq_path, entry, QDQ_ACCURACY)
 
@@ -171,6 +177,8 @@ def run(args):
         if backend != "host":
             weights_once(args.tpu, model_path, [x], work, backend, [y], stdout,
                          f"{args.case} on {backend}")
+            compiled_matches(args.tpu, model_path, [x], work, backend, [y], COMPILED_BATCH,
+                             f"{args.case} on {backend}")
     if trained:
         accuracy(args, model_path, entry, ACCURACY)
 
@@ -307,7 +315,13 @@ def main():
             model_path, entry = quantised(args.case[:-len(QDQ_SUFFIX)] + ".onnx", args.work)
         else:
             model_path, entry = materialise(args.case, args.work)
-        rtl_matches_model(args.tpu, model_path, [inputs_of(entry, 4)], args.work, model_path.name)
+        # The model compiled for the 4 inputs: the compiled file on both backends (the zoo's
+        # runs check that it gives the model's own bits).
+        compiled = args.work / (model_path.stem + ".tpu")
+        subprocess.run([args.tpu, "compile", str(model_path), "-o", str(compiled), "--batch",
+                        "4"], check=True, capture_output=True)
+        rtl_matches_model(args.tpu, compiled, [inputs_of(entry, 4)], args.work, compiled.name,
+                          output_count=len(outputs_of(model_path)))
     else:
         run(args)
 

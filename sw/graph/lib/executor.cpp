@@ -447,6 +447,9 @@ std::size_t fuse_quantized_products(Graph& graph) {
 struct Session::State {
   std::set<const Tensor*> constants;
   ops::ResidentWeights weights;
+  const CompiledModel* compiled = nullptr;
+  bool image_written = false;
+  ops::GemmSchedule schedule;
 };
 
 Session::Session(const Graph& graph, Backend* accelerator)
@@ -454,9 +457,25 @@ Session::Session(const Graph& graph, Backend* accelerator)
   for (const auto& [name, tensor] : graph.constants) state_->constants.insert(&tensor);
 }
 
+Session::Session(const CompiledModel& model, Backend& accelerator)
+    : Session(model.graph, &accelerator) {
+  if (accelerator.config() != model.config) {
+    throw std::invalid_argument("compiled for the " + model.config.name() + " core, not the " +
+                                accelerator.config().name() + " core");
+  }
+  state_->compiled = &model;
+  state_->schedule.compiled = &model.gemms;
+}
+
 Session::~Session() = default;
 
-std::uint64_t Session::resident_bytes() const { return state_->weights.top(); }
+void Session::record_gemms(std::vector<CompiledGemm>& gemms) {
+  state_->schedule.recording = &gemms;
+}
+
+std::uint64_t Session::resident_bytes() const {
+  return state_->compiled ? state_->compiled->image.size() : state_->weights.top();
+}
 
 std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs, Backend* accelerator,
                         std::vector<OpRun>* runs) {
@@ -486,6 +505,16 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, std::vector<
   ops::Context context{graph.opset, accelerator_, nullptr};
   context.constants = &state_->constants;
   context.weights = &state_->weights;
+  ops::GemmSchedule& schedule = state_->schedule;
+  if (schedule.recording || schedule.compiled) context.schedule = &schedule;
+  schedule.next = 0;
+  schedule.first_run = false;
+  if (const CompiledModel* model = state_->compiled; model && !state_->image_written) {
+    HostMemory& memory = accelerator_->memory();
+    if (memory.size() < model->image.size()) memory.resize(model->image.size());
+    memory.write_array(0, model->image);
+    state_->image_written = schedule.first_run = true;
+  }
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
     const Node& node = graph.nodes[n];
     ops::Inputs node_inputs;
@@ -518,6 +547,10 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, std::vector<
         computed.erase(name);
       }
     }
+  }
+  if (schedule.compiled && schedule.next != schedule.compiled->size()) {
+    throw std::runtime_error("the compiled model has " + std::to_string(schedule.compiled->size()) +
+                             " GEMMs, the run took " + std::to_string(schedule.next));
   }
   std::vector<Tensor> results;
   for (const ValueInfo& output : graph.outputs) results.push_back(*values.at(output.name));

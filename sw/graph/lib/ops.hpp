@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tpu/backend.hpp"
+#include "tpu/graph/compiled.hpp"
 #include "tpu/graph/executor.hpp"
 #include "tpu/graph/graph.hpp"
 #include "tpu/numerics/quant.hpp"
@@ -17,6 +18,15 @@
 namespace tpu::graph::ops {
 
 class ResidentWeights;  // resident_weights.hpp
+
+// A compiled model's GEMMs (tpu/graph/compiled.hpp): recorded as compile() traces the graph,
+// then, as the compiled model runs, taken in the order they were recorded instead of planned.
+struct GemmSchedule {
+  std::vector<CompiledGemm>* recording = nullptr;  // compile()'s trace: products only planned
+  const std::vector<CompiledGemm>* compiled = nullptr;
+  std::size_t next = 0;    // the next of `compiled`
+  bool first_run = false;  // the image (weights, programs) was written for this run
+};
 
 struct Context {
   int opset = 0;
@@ -26,6 +36,7 @@ struct Context {
   // The graph's constants, and the session's weights on the accelerator (with one).
   const std::set<const Tensor*>* constants = nullptr;
   ResidentWeights* weights = nullptr;
+  GemmSchedule* schedule = nullptr;  // compiling, or running a compiled model
 };
 
 // A node's inputs: null for an optional input left out.

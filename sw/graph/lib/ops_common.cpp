@@ -157,14 +157,17 @@ GemmPlacement place_weights(Context& context, const WeightOf& weight, const Matr
 }
 
 // The figures of a planned GEMM's run: what the host wrote (A, B unless resident, the column
-// rows, the program) and read (C), the cycle model's estimate and the backend's counters.
-void record_run(Context& context, const GemmPlan& plan, bool resident,
-                std::uint64_t weights_written, const RunResult& result) {
+// rows, the program unless resident) and read (C), the cycle model's estimate and the
+// backend's counters. A compiled model's resident programs count once, with its image.
+void record_run(Context& context, const GemmPlan& plan, std::uint64_t weights_written,
+                const RunResult& result) {
   if (!context.run) return;
   OpRun& figures = *context.run;
   const GemmSpec& spec = plan.spec;
   const Backend& backend = *context.accelerator;
-  const std::uint64_t b_bytes = resident ? 0 : weights_bytes(backend.config(), spec);
+  const std::uint64_t b_bytes = plan.weights_resident ? 0 : weights_bytes(backend.config(), spec);
+  const bool program_written =
+      !plan.program_resident || (context.schedule && context.schedule->first_run);
   // The rows of 4 bytes per column: a bias; an int8 product's bias, multipliers and shifts, or
   // its seed row.
   const std::uint64_t column_rows = spec.has_bias               ? 1
@@ -176,7 +179,8 @@ void record_run(Context& context, const GemmPlan& plan, bool resident,
   figures.weight_bytes += weights_written;
   figures.estimated_cycles += estimate_cycles(plan).cycles;
   figures.host_bytes += std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes() + b_bytes +
-                        column_bytes + plan.program.size() * isa::kInstrBytes +
+                        column_bytes +
+                        (program_written ? plan.program.size() * isa::kInstrBytes : 0) +
                         std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes();
   if (result.counters) {
     const Counters& counters = *result.counters;
@@ -209,6 +213,21 @@ num::Matrix<T> rows_of(const num::Matrix<T>& m, std::size_t first, std::size_t c
   return part;
 }
 
+// The compiled model's next GEMM, which must be the one the running node asks for now.
+const CompiledGemm& next_compiled(Context& context, const GemmSpec& spec) {
+  GemmSchedule& schedule = *context.schedule;
+  const std::vector<CompiledGemm>& gemms = *schedule.compiled;
+  const Node& node = *context.node;
+  if (schedule.next >= gemms.size() || gemms[schedule.next].node != node.name ||
+      gemms[schedule.next].plan.spec != spec) {
+    fail(node, "runs a " + std::to_string(spec.m) + " x " + std::to_string(spec.k) + " x " +
+                   std::to_string(spec.n) +
+                   " product the compiled model does not have as its GEMM " +
+                   std::to_string(schedule.next));
+  }
+  return gemms[schedule.next++];
+}
+
 // A x B on the accelerator: one GEMM of `last` (its spec, k set here), or, where K is larger than
 // one GEMM takes, GEMMs of `middle` over the first rows of B, each adding onto the sums of the
 // one before (C), then `last` over the rest, which alone applies `columns` (the bias, or the
@@ -231,15 +250,29 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
     const num::Matrix<In> b_part = whole ? num::Matrix<In>() : rows_of(b, first, count);
     const num::Matrix<In>& a_used = whole ? a : a_part;
     const num::Matrix<In>& b_used = whole ? b : b_part;
-    bool resident = false;
     std::uint64_t weights_written = 0;
-    const GemmPlacement placement = place_weights(context, {weight.source, weight.part, first},
-                                                  b_used, resident, weights_written);
-    const GemmPlan plan = plan_gemm(backend.config(), spec, placement);
-    auto run = execute_gemm(plan, backend, a_used, b_used, spec.has_c ? &sums : nullptr,
+    GemmPlan planned;
+    const GemmPlan* plan = &planned;
+    if (context.schedule && context.schedule->compiled) {
+      const CompiledGemm& gemm = next_compiled(context, spec);
+      plan = &gemm.plan;
+      weights_written = context.schedule->first_run ? gemm.weight_bytes : 0;
+    } else {
+      bool resident = false;
+      const GemmPlacement placement = place_weights(context, {weight.source, weight.part, first},
+                                                    b_used, resident, weights_written);
+      planned = plan_gemm(backend.config(), spec, placement);
+      if (context.schedule && context.schedule->recording) {
+        // Compiling: the products are planned, not run; what follows them runs on zeros.
+        context.schedule->recording->push_back({context.node->name, weights_written, planned});
+        sums = Sums(a.rows, b.cols);
+        continue;
+      }
+    }
+    auto run = execute_gemm(*plan, backend, a_used, b_used, spec.has_c ? &sums : nullptr,
                             final ? columns : nullptr);
     require_halt(run.result);
-    record_run(context, plan, resident, weights_written, run.result);
+    record_run(context, *plan, weights_written, run.result);
     sums = std::move(run.out);
   }
   return sums;

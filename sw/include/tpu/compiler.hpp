@@ -71,6 +71,14 @@ struct GemmSpec {
   int clamp_lo = -128, clamp_hi = 127;
 
   bool int8() const { return in == InType::Int8; }
+  bool operator==(const GemmSpec& other) const {
+    return m == other.m && k == other.k && n == other.n && has_c == other.has_c &&
+           has_bias == other.has_bias && act == other.act && alpha == other.alpha &&
+           out == other.out && in == other.in && input_zero_point == other.input_zero_point &&
+           output_zero_point == other.output_zero_point && clamp_lo == other.clamp_lo &&
+           clamp_hi == other.clamp_hi;
+  }
+  bool operator!=(const GemmSpec& other) const { return !(*this == other); }
 };
 
 // Q-REQ's per-column parameters of an int8 GEMM with OutType::Int8: N values each, the bias
@@ -94,6 +102,9 @@ struct GemmPlan {
   std::uint32_t prog_addr = 0, a_addr = 0, b_addr = 0, c_addr = 0, bias_addr = 0, out_addr = 0;
   std::size_t memory_bytes = 0;  // host memory the layout needs
   bool weights_resident = false;  // B already lies at b_addr (GemmPlacement): not written again
+  // The program already lies at prog_addr (a compiled model's, tpu/graph/compiled.hpp): written
+  // once with the weights, not before each run.
+  bool program_resident = false;
   std::vector<isa::Instruction> program;
 
   std::uint32_t in_elem_bytes() const { return spec.int8() ? 1 : 2; }

@@ -17,6 +17,9 @@
 
 namespace tpu::graph {
 
+struct CompiledModel;  // tpu/graph/compiled.hpp
+struct CompiledGemm;
+
 // One line naming the first node `run` would refuse (an operator it does not take, or an
 // attribute value it does not), empty when there is none. Checks what can be checked before
 // the inputs' shapes are known.
@@ -74,6 +77,10 @@ class Session {
  public:
   // `accelerator` null runs everything on the host.
   Session(const Graph& graph, Backend* accelerator);
+  // A compiled model (tpu/graph/compiled.hpp) on a backend of the core it was compiled for
+  // (std::invalid_argument otherwise): its image is written on the first run, and each product
+  // runs the GEMMs compiled for it. The model must outlive the session.
+  Session(const CompiledModel& model, Backend& accelerator);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -84,10 +91,14 @@ class Session {
   // of the wrong number, type or shape, std::runtime_error (one line naming the node) for a
   // node that cannot run on what it gets.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, std::vector<OpRun>* runs = nullptr);
-  // Bytes of weights resident on the accelerator.
+  // Bytes of weights resident on the accelerator (with a compiled model: its image, the
+  // programs included).
   std::uint64_t resident_bytes() const;
 
  private:
+  friend CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::size_t batch);
+  // compile()'s trace: the products' GEMMs planned into `gemms`, not run.
+  void record_gemms(std::vector<CompiledGemm>& gemms);
   struct State;
   const Graph& graph_;
   Backend* accelerator_;

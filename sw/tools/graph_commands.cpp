@@ -1,9 +1,13 @@
 // tpu infer MODEL.onnx: an ONNX model loaded as a graph (tpu/onnx/load_graph.hpp) and run by
-// the graph executor, its matrix products on the chosen backend.
+// the graph executor, its matrix products on the chosen backend; tpu compile: the graph compiled
+// for one core and batch size into a file (tpu/graph/compiled.hpp) that tpu infer runs too.
 #include <map>
+#include <optional>
+#include <set>
 
 #include "common.hpp"
 #include "net.hpp"
+#include "tpu/graph/compiled.hpp"
 #include "tpu/graph/executor.hpp"
 #include "tpu/npy.hpp"
 #include "tpu/onnx/load_graph.hpp"
@@ -12,27 +16,19 @@ namespace tpu::tool {
 namespace {
 
 graph::Graph load_model(const std::string& path) {
-  try {
-    return onnx_front::load_graph(path);
-  } catch (const std::runtime_error& error) {
-    throw BadInput(error.what());
-  }
+  return as_bad_input([&] { return onnx_front::load_graph(path); });
 }
 
 // An input of the graph's type: float32, or int64 (token ids, indices).
 graph::Tensor read_input(const std::string& path, graph::DType type) {
-  try {
-    if (type == graph::DType::Int64) {
-      npy::Int64Array file = npy::read_int64(path, npy::Dims::Any);
-      return graph::Tensor::of_ints(graph::Shape(file.shape.begin(), file.shape.end()),
-                                    std::move(file.data));
-    }
-    npy::Array file = npy::read(path, npy::Dims::Any);
-    return graph::Tensor::of_floats(graph::Shape(file.shape.begin(), file.shape.end()),
-                                    std::move(file.data));
-  } catch (const std::runtime_error& error) {
-    throw BadInput(error.what());
+  if (type == graph::DType::Int64) {
+    npy::Int64Array file = as_bad_input([&] { return npy::read_int64(path, npy::Dims::Any); });
+    return graph::Tensor::of_ints(graph::Shape(file.shape.begin(), file.shape.end()),
+                                  std::move(file.data));
   }
+  npy::Array file = as_bad_input([&] { return npy::read(path, npy::Dims::Any); });
+  return graph::Tensor::of_floats(graph::Shape(file.shape.begin(), file.shape.end()),
+                                  std::move(file.data));
 }
 
 // Rows [first, first + count) of a tensor, along its first dimension.
@@ -97,9 +93,9 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
              "bus bytes", "weights", "host bytes");
   for (const auto& [op, row] : rows) {
     fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>12} {:>8} {:>12} {:>10} {:>12}\n", op,
-               row.nodes, row.accelerator ? "core" : "host", row.macs, row.products,
-               estimate(row), counted(row, row.cycles), utilisation(row), counted(row, row.bytes),
-               row.weights, row.host);
+               row.nodes, row.accelerator ? "core" : "host", row.macs, row.products, estimate(row),
+               counted(row, row.cycles), utilisation(row), counted(row, row.bytes), row.weights,
+               row.host);
   }
   std::uint64_t host_steps = 0;
   for (const graph::OpRun& r : runs) host_steps += r.on_accelerator ? 0 : 1;
@@ -124,10 +120,61 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
   fmt::print("\n");
 }
 
+// What tpu infer runs: an ONNX model, loaded as a graph, or a compiled model.
+struct LoadedModel {
+  std::optional<graph::CompiledModel> compiled;
+  graph::Graph onnx;
+  const graph::Graph& graph() const { return compiled ? compiled->graph : onnx; }
+};
+
+LoadedModel load_any(const std::string& path) {
+  LoadedModel model;
+  if (!graph::is_compiled_model(path)) {
+    model.onnx = load_model(path);
+    return model;
+  }
+  model.compiled = as_bad_input([&] { return graph::read_compiled(path); });
+  return model;
+}
+
+// A compiled model runs on the core it was compiled for, in runs of its batch: --array and
+// --batch, where given, must say the same.
+void check_compiled_options(const graph::CompiledModel& model, const InferOptions& options) {
+  if (options.backend == kBackendHost) {
+    throw BadInput(
+        fmt::format("{}: a compiled model runs on its core: --backend rtl or model, not host",
+                    options.net_path));
+  }
+  if (options.array_given && options.array != model.config.name()) {
+    throw BadInput(fmt::format("{}: compiled for the {} core, not --array {}", options.net_path,
+                               model.config.name(), options.array));
+  }
+  if (options.batch_given && model.batch != 0 && options.batch != model.batch) {
+    throw BadInput(fmt::format("{}: compiled for runs of {} inputs, not --batch {}",
+                               options.net_path, model.batch, options.batch));
+  }
+}
+
+// `count` rows of a run padded with zero rows to `size` (a compiled model's last run).
+graph::Tensor padded(graph::Tensor t, std::size_t count, std::size_t size) {
+  if (count == size) return t;
+  const std::size_t per = t.size() / count;
+  t.shape[0] = static_cast<std::int64_t>(size);
+  if (t.is_float()) {
+    t.floats.resize(per * size, 0.0f);
+  } else {
+    t.ints.resize(per * size, 0);
+  }
+  return t;
+}
+
 }  // namespace
 
 int run_infer_graph(const InferOptions& options) {
-  const graph::Graph model = load_model(options.net_path);
+  const LoadedModel loaded = load_any(options.net_path);
+  const graph::Graph& model = loaded.graph();
+  const graph::CompiledModel* compiled = loaded.compiled ? &*loaded.compiled : nullptr;
+  if (compiled) check_compiled_options(*compiled, options);
   if (options.in_paths.size() != model.inputs.size() ||
       options.out_paths.size() != model.outputs.size()) {
     throw BadInput(
@@ -136,7 +183,10 @@ int run_infer_graph(const InferOptions& options) {
                     options.net_path, model.inputs.size(), model.outputs.size(),
                     options.in_paths.size(), options.out_paths.size()));
   }
-  for (const graph::ValueInfo& input : model.inputs) {
+  // A compiled model's inputs take any number of its runs' inputs.
+  std::vector<graph::ValueInfo> accepted = model.inputs;
+  for (graph::ValueInfo& input : accepted) {
+    if (compiled && compiled->batch) input.shape[0] = -1;
     if (input.dtype != graph::DType::Float32 && input.dtype != graph::DType::Int64) {
       throw BadInput(fmt::format("{}: input \"{}\" is {}: float32 and int64 inputs only",
                                  options.net_path, input.name, graph::dtype_name(input.dtype)));
@@ -145,47 +195,55 @@ int run_infer_graph(const InferOptions& options) {
   for (const std::string& path : options.out_paths) check_output_path(path);
   std::vector<graph::Tensor> inputs;
   for (std::size_t i = 0; i < options.in_paths.size(); ++i) {
-    inputs.push_back(read_input(options.in_paths[i], model.inputs[i].dtype));
-    const std::string mismatch = graph::input_mismatch(model.inputs[i], inputs.back());
+    inputs.push_back(read_input(options.in_paths[i], accepted[i].dtype));
+    const std::string mismatch = graph::input_mismatch(accepted[i], inputs.back());
     if (!mismatch.empty()) throw BadInput(fmt::format("{}: {}", options.in_paths[i], mismatch));
   }
   // Runs of --batch inputs where every input's first dimension is the batch, left open by the
   // model; one run otherwise.
   bool batched = true;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    batched = batched && model.inputs[i].ranked && !model.inputs[i].shape.empty() &&
-              model.inputs[i].shape[0] < 0 && inputs[i].shape[0] == inputs[0].shape[0];
+    batched = batched && accepted[i].ranked && !accepted[i].shape.empty() &&
+              accepted[i].shape[0] < 0 && inputs[i].shape[0] == inputs[0].shape[0];
   }
   const std::size_t n = batched ? static_cast<std::size_t>(inputs[0].shape[0]) : 1;
-  const std::size_t step = batched ? options.batch : 1;
-  std::unique_ptr<Backend> backend = network_backend(options.backend, options.array);
+  // A compiled model runs every run at its batch, the last padded with zero inputs.
+  const std::size_t step = !batched ? 1 : compiled ? compiled->batch : options.batch;
+  const std::string array = compiled ? compiled->config.name() : options.array;
+  std::unique_ptr<Backend> backend = network_backend(options.backend, array);
   std::vector<std::vector<graph::Tensor>> parts(model.outputs.size());
   std::vector<graph::OpRun> runs;
-  graph::Session session(model, backend.get());
+  std::unique_ptr<graph::Session> session;
+  if (compiled) {
+    session = std::make_unique<graph::Session>(*compiled, *backend);
+  } else {
+    session = std::make_unique<graph::Session>(model, backend.get());
+  }
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t done = 0; done < n; done += step) {
+    const std::size_t count = std::min(step, n - done);
+    const std::size_t run_size = compiled ? step : count;
     std::vector<graph::Tensor> batch;
     for (const graph::Tensor& input : inputs) {
-      batch.push_back(batched ? rows_of(input, done, std::min(step, n - done)) : input);
+      batch.push_back(batched ? padded(rows_of(input, done, count), count, run_size) : input);
     }
     std::vector<graph::Tensor> outputs;
     try {
-      outputs = session.run(batch, &runs);
+      outputs = session->run(batch, &runs);
     } catch (const std::exception& error) {
       throw BadInput(fmt::format("{}: {}", options.net_path, error.what()));
     }
-    const std::size_t count = std::min(step, n - done);
     for (std::size_t o = 0; o < outputs.size(); ++o) {
       // Runs' outputs are joined along their first dimension, which must then be the batch.
-      if (n > step &&
-          (outputs[o].rank() == 0 || static_cast<std::size_t>(outputs[o].shape[0]) != count)) {
+      if ((n > step || run_size > count) &&
+          (outputs[o].rank() == 0 || static_cast<std::size_t>(outputs[o].shape[0]) != run_size)) {
         throw BadInput(fmt::format(
             "{}: output \"{}\" of {} inputs is {}, its first dimension not the batch: run "
-            "them in one run (--batch {})",
-            options.net_path, model.outputs[o].name, count, graph::shape_text(outputs[o].shape),
-            n));
+            "them in one run ({} {})",
+            options.net_path, model.outputs[o].name, run_size, graph::shape_text(outputs[o].shape),
+            compiled ? "tpu compile --batch" : "--batch", n));
       }
-      parts[o].push_back(std::move(outputs[o]));
+      parts[o].push_back(run_size > count ? rows_of(outputs[o], 0, count) : std::move(outputs[o]));
     }
   }
   // Each output's runs joined along the first dimension, all checked before any file is written.
@@ -220,17 +278,77 @@ int run_infer_graph(const InferOptions& options) {
     }
   }
   const std::size_t run_count = (n + step - 1) / step;
-  fmt::print(
-      "{}: {} on {} ({:.1f} s)\n", options.net_path,
-      batched ? fmt::format("{} inputs in {} run{}", n, run_count, run_count == 1 ? "" : "s")
-              : std::string("one run"),
-      options.backend == kBackendHost ? "host" : options.backend + " (" + options.array + " core)",
-      seconds_since(start));
+  fmt::print("{}: {} on {} ({:.1f} s)\n", options.net_path,
+             batched ? fmt::format("{} inputs in {} run{}", n, run_count, run_count == 1 ? "" : "s")
+                     : std::string("one run"),
+             options.backend == kBackendHost ? "host" : options.backend + " (" + array + " core)",
+             seconds_since(start));
   for (std::size_t o = 0; o < joined.size(); ++o) {
     fmt::print("  {} -> {} [{}]\n", model.outputs[o].name, options.out_paths[o],
                fmt::join(joined[o].shape, ", "));
   }
   if (options.stats) print_stats(runs, n, run_count, backend.get());
+  return 0;
+}
+
+CLI::App* add_compile_command(CLI::App& app, CompileOptions& options) {
+  CLI::App* command = app.add_subcommand(
+      "compile",
+      "compile an ONNX model for one core and batch size: its products' programs and weights "
+      "laid out once, for tpu infer");
+  command->add_option("model", options.model_path, "the ONNX model")
+      ->required()
+      ->type_name("MODEL.onnx");
+  command->add_option("-o,--out", options.out_path, "the compiled model")
+      ->required()
+      ->type_name("MODEL.tpu");
+  command->add_option("--array", options.array, "the core it runs on")
+      ->check(CLI::IsMember(array_names()))
+      ->capture_default_str();
+  command
+      ->add_option("--batch", options.batch,
+                   "inputs per run, where the model leaves the batch open (tpu infer pads the "
+                   "last run)")
+      ->check(CLI::Range(1u, 65535u))
+      ->capture_default_str();
+  command->footer(
+      "The file holds the graph as the load passes leave it (constants folded, activations and\n"
+      "quantisation fused), the program of every GEMM its products run, and the image of the\n"
+      "core's memory: the weights, laid out for the core, then the programs. tpu infer --net\n"
+      "MODEL.tpu writes the image once and runs the programs as compiled (docs/graph.md).");
+  return command;
+}
+
+int run_compile(const CompileOptions& options) {
+  check_output_path(options.out_path);
+  const graph::Graph model = load_model(options.model_path);
+  const auto start = std::chrono::steady_clock::now();
+  graph::CompiledModel compiled;
+  try {
+    compiled = graph::compile(model, config_named(options.array), options.batch);
+  } catch (const std::exception& error) {
+    throw BadInput(fmt::format("{}: {}", options.model_path, error.what()));
+  }
+  write_file(options.out_path, graph::compiled_file(compiled));
+  std::uint64_t weights = 0;
+  std::set<std::string> on_core;
+  for (const graph::CompiledGemm& gemm : compiled.gemms) {
+    weights += gemm.weight_bytes;
+    on_core.insert(gemm.node);
+  }
+  fmt::print("{}: compiled for the {} core, {} ({:.1f} s)\n", options.model_path,
+             compiled.config.name(),
+             compiled.batch ? fmt::format("runs of {} inputs", compiled.batch)
+                            : std::string("the inputs' shapes fixed by the file"),
+             seconds_since(start));
+  fmt::print("  {} nodes: {} with their products on the core ({} GEMM{}), {} host steps\n",
+             compiled.graph.nodes.size(), on_core.size(), compiled.gemms.size(),
+             compiled.gemms.size() == 1 ? "" : "s", compiled.graph.nodes.size() - on_core.size());
+  fmt::print(
+      "  core memory: {} bytes of weights and {} of programs from address 0, {} bytes of "
+      "operands above them\n",
+      weights, compiled.image.size() - weights, compiled.scratch_bytes);
+  fmt::print("wrote {}\n", options.out_path);
   return 0;
 }
 

@@ -1,0 +1,292 @@
+// Compiled models (tpu/graph/compiled.hpp): a graph compiled for one core and batch size runs
+// the bits of a session of the graph itself, its image written once and its programs never
+// again; the file keeps every part of it and refuses to be read truncated or corrupt.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "tpu/compiler.hpp"
+#include "tpu/graph/compiled.hpp"
+#include "tpu/graph/executor.hpp"
+#include "tpu/model.hpp"
+
+namespace tpu::graph {
+namespace {
+
+Node node(std::string name, std::string op, std::vector<std::string> inputs,
+          std::vector<std::string> outputs) {
+  Node n;
+  n.op = std::move(op);
+  n.name = std::move(name);
+  n.inputs = std::move(inputs);
+  n.outputs = std::move(outputs);
+  return n;
+}
+
+// The 4x4 core with the int8 datapath of this build's named cores.
+const HardwareConfig& int8_core() {
+  return *find_core_config("4x4_m1a1");
+}
+
+// Values in [-1, 1] and int8 values from a fixed sequence.
+class Values {
+ public:
+  float real() { return static_cast<float>(next() % 2001) / 1000.0f - 1.0f; }
+  std::int64_t int8() { return static_cast<std::int64_t>(next() % 256) - 128; }
+
+ private:
+  std::uint32_t next() {
+    state_ = state_ * 1664525u + 1013904223u;
+    return state_ >> 8;
+  }
+  std::uint32_t state_ = 2024;
+};
+
+// Every kind of product the core runs, batch first: a Gemm with a bias and a fused Relu whose K
+// is split into several GEMMs; an int8 QLinearMatMul; a product of two activations (its B
+// written each run); a host step between them.
+Graph mixed_graph(std::int64_t k) {
+  Values values;
+  Graph g;
+  g.name = "mixed";
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, k}}, {"xq", DType::Int8, {-1, 8}}};
+  g.outputs = {{"y", DType::Float32, {}}, {"yq", DType::Int8, {}}, {"square", DType::Float32, {}}};
+  std::vector<float> w(static_cast<std::size_t>(k) * 6), bias(6);
+  for (float& v : w) v = values.real();
+  for (float& v : bias) v = values.real();
+  std::vector<std::int64_t> wq(8 * 5);
+  for (std::int64_t& v : wq) v = values.int8();
+  g.constants["w"] = Tensor::of_floats({k, 6}, w);
+  g.constants["b"] = Tensor::of_floats({6}, bias);
+  g.constants["wq"] = Tensor::of_ints({8, 5}, wq, DType::Int8);
+  g.constants["s"] = Tensor::of_floats({}, {0.02f});
+  g.constants["ys"] = Tensor::of_floats({}, {0.25f});
+  g.constants["xz"] = Tensor::of_ints({}, {3}, DType::Int8);
+  g.constants["z"] = Tensor::of_ints({}, {0}, DType::Int8);
+  g.constants["yz"] = Tensor::of_ints({}, {-4}, DType::Int8);
+  Node gemm = node("gemm", "Gemm", {"x", "w", "b"}, {"y"});
+  gemm.epilogue = Epilogue::Relu;
+  Node transpose = node("transpose", "Transpose", {"y"}, {"yt"});
+  transpose.attributes["perm"].kind = Attribute::Kind::Ints;
+  transpose.attributes["perm"].ints = {1, 0};
+  g.nodes = {
+      gemm, node("qmatmul", "QLinearMatMul", {"xq", "s", "xz", "wq", "s", "z", "ys", "yz"}, {"yq"}),
+      transpose, node("square", "MatMul", {"y", "yt"}, {"square"})};
+  return g;
+}
+
+std::vector<Tensor> mixed_inputs(std::int64_t batch, std::int64_t k, int seed) {
+  Values values;
+  for (int i = 0; i < seed; ++i) values.real();
+  std::vector<float> x(static_cast<std::size_t>(batch * k));
+  for (float& v : x) v = values.real();
+  std::vector<std::int64_t> xq(static_cast<std::size_t>(batch * 8));
+  for (std::int64_t& v : xq) v = values.int8();
+  return {Tensor::of_floats({batch, k}, x), Tensor::of_ints({batch, 8}, xq, DType::Int8)};
+}
+
+// A temporary file, removed with it.
+class TemporaryFile {
+ public:
+  explicit TemporaryFile(const std::string& name)
+      : path_((std::filesystem::temp_directory_path() /
+               (name + "." + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                "." + std::to_string(reinterpret_cast<std::uintptr_t>(this))))
+                  .string()) {}
+  ~TemporaryFile() { std::remove(path_.c_str()); }
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+  const std::string& path() const { return path_; }
+  void write(const std::string& bytes) const {
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+
+ private:
+  std::string path_;
+};
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.dtype == b.dtype && a.shape == b.shape && a.ints == b.ints &&
+         a.floats.size() == b.floats.size() &&
+         std::memcmp(a.floats.data(), b.floats.data(), a.floats.size() * sizeof(float)) == 0;
+}
+
+// Read back from its file, the compiled model runs run after run the bits a session of the graph
+// itself gives; its image (weights, programs) is written on the first run alone, and its
+// programs, resident, never cross the bus again.
+TEST(CompiledModel, RunsTheGraphsBitsWithWeightsAndProgramsResident) {
+  GemmSpec spec;
+  spec.m = 2;
+  spec.n = 6;
+  const auto k = static_cast<std::int64_t>(max_gemm_k(int8_core(), spec) * 5 / 2);
+  const Graph graph = mixed_graph(k);
+  TemporaryFile file("mixed.tpu");
+  file.write(compiled_file(compile(graph, int8_core(), 2)));
+  ASSERT_TRUE(is_compiled_model(file.path()));
+  const CompiledModel model = read_compiled(file.path());
+  EXPECT_EQ(model.batch, 2u);
+  EXPECT_EQ(model.graph.inputs[0].shape, (Shape{2, k}));
+  // The Gemm's K in 3 GEMMs, the int8 product, and the square (2 rows of 2 columns) in one.
+  ASSERT_EQ(model.gemms.size(), 5u);
+  for (const CompiledGemm& gemm : model.gemms) {
+    EXPECT_TRUE(gemm.plan.program_resident);
+    EXPECT_EQ(gemm.plan.weights_resident, gemm.node != "square") << gemm.node;
+    EXPECT_LT(gemm.plan.prog_addr, model.image.size());
+  }
+
+  FunctionalModel compiled_core(int8_core(), 0), graph_core(int8_core(), 0);
+  Session compiled(model, compiled_core);
+  Session session(graph, &graph_core);
+  for (int run_index = 0; run_index < 3; ++run_index) {
+    const std::vector<Tensor> inputs = mixed_inputs(2, k, run_index);
+    std::vector<OpRun> compiled_runs, runs;
+    const std::vector<Tensor> y = compiled.run(inputs, &compiled_runs);
+    const std::vector<Tensor> expected = session.run(inputs, &runs);
+    ASSERT_EQ(y.size(), 3u);
+    for (std::size_t o = 0; o < y.size(); ++o) {
+      EXPECT_TRUE(same_bits(y[o], expected[o])) << "output " << o << ", run " << run_index;
+    }
+    ASSERT_EQ(compiled_runs.size(), runs.size());
+    for (std::size_t n = 0; n < runs.size(); ++n) {
+      EXPECT_EQ(compiled_runs[n].products, runs[n].products) << runs[n].node;
+      EXPECT_EQ(compiled_runs[n].weight_bytes, runs[n].weight_bytes) << runs[n].node;
+      // Later runs write no program: what is left is the operands and the results.
+      std::uint64_t programs = 0;
+      for (const CompiledGemm& gemm : model.gemms) {
+        if (gemm.node == graph.nodes[n].name)
+          programs += gemm.plan.program.size() * isa::kInstrBytes;
+      }
+      EXPECT_EQ(compiled_runs[n].host_bytes + (run_index == 0 ? 0 : programs), runs[n].host_bytes)
+          << runs[n].node;
+    }
+  }
+  EXPECT_EQ(compiled.resident_bytes(), model.image.size());
+}
+
+// The batch is the compiled one: inputs of another are refused as the session starts, as is a
+// core other than the model's; only the batch may be left open by the graph.
+TEST(CompiledModel, ItsBatchAndCoreAreFixed) {
+  const Graph graph = mixed_graph(8);
+  const CompiledModel model = compile(graph, int8_core(), 3);
+  FunctionalModel core(int8_core(), 0);
+  Session session(model, core);
+  EXPECT_THROW(session.run(mixed_inputs(2, 8, 0)), std::invalid_argument);
+  EXPECT_EQ(session.run(mixed_inputs(3, 8, 0)).size(), 3u);
+  FunctionalModel other(*find_core_config("16x16"), 0);
+  try {
+    Session wrong(model, other);
+    ADD_FAILURE() << "a session on another core";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_STREQ(error.what(), "compiled for the 4x4_m1a1 core, not the 16x16 core");
+  }
+  Graph open = graph;
+  open.inputs[1].shape = {-1, -1};
+  try {
+    compile(open, int8_core(), 3);
+    ADD_FAILURE() << "an open dimension other than the batch";
+  } catch (const std::runtime_error& error) {
+    EXPECT_STREQ(error.what(),
+                 "input \"xq\" leaves dimension 1 open: only the batch (the first) may be");
+  }
+}
+
+// The file gives back the graph as it was (attributes of every kind, constants of every type,
+// the fused epilogue) and each GEMM's plan.
+TEST(CompiledModel, TheFileKeepsEveryPart) {
+  Graph graph = mixed_graph(8);
+  Node& t = graph.nodes[2];
+  t.attributes["f"].kind = Attribute::Kind::Float;
+  t.attributes["f"].f = -0.1f;
+  t.attributes["s"].kind = Attribute::Kind::String;
+  t.attributes["s"].s = "text";
+  t.attributes["fs"].kind = Attribute::Kind::Floats;
+  t.attributes["fs"].floats = {1.5f, 3e-39f};
+  t.attributes["ss"].kind = Attribute::Kind::Strings;
+  t.attributes["ss"].strings = {"a", ""};
+  t.attributes["t"].kind = Attribute::Kind::Tensor;
+  t.attributes["t"].tensor = Tensor::of_ints({2}, {-7, 1ll << 40});
+  graph.constants["u8"] = Tensor::of_ints({3}, {0, 128, 255}, DType::UInt8);
+  graph.constants["i32"] = Tensor::of_ints({2}, {-5, 1 << 30}, DType::Int32);
+  graph.constants["flags"] = Tensor::of_ints({2}, {1, 0}, DType::Bool);
+  graph.constants["scalar"] = Tensor::of_floats({}, {-0.0f});
+  const CompiledModel model = compile(graph, int8_core(), 2);
+  TemporaryFile file("parts.tpu");
+  file.write(compiled_file(model));
+  const CompiledModel back = read_compiled(file.path());
+  EXPECT_EQ(back.graph.name, "mixed");
+  EXPECT_EQ(back.graph.opset, 17);
+  ASSERT_EQ(back.graph.constants.size(), graph.constants.size());
+  for (const auto& [name, tensor] : graph.constants) {
+    EXPECT_TRUE(same_bits(back.graph.constants.at(name), tensor)) << name;
+  }
+  ASSERT_EQ(back.graph.nodes.size(), graph.nodes.size());
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& a = graph.nodes[n];
+    const Node& b = back.graph.nodes[n];
+    EXPECT_EQ(b.op, a.op);
+    EXPECT_EQ(b.name, a.name);
+    EXPECT_EQ(b.inputs, a.inputs);
+    EXPECT_EQ(b.outputs, a.outputs);
+    EXPECT_EQ(b.epilogue, a.epilogue);
+    ASSERT_EQ(b.attributes.size(), a.attributes.size());
+  }
+  const Node& tb = back.graph.nodes[2];
+  EXPECT_EQ(tb.attributes.at("perm").ints, (std::vector<std::int64_t>{1, 0}));
+  EXPECT_EQ(tb.float_attr("f", 0), -0.1f);
+  EXPECT_EQ(tb.string_attr("s", ""), "text");
+  EXPECT_EQ(tb.floats_attr("fs"), (std::vector<float>{1.5f, 3e-39f}));
+  EXPECT_EQ(tb.strings_attr("ss"), (std::vector<std::string>{"a", ""}));
+  EXPECT_TRUE(same_bits(*tb.attributes.at("t").tensor, *t.attributes.at("t").tensor));
+  EXPECT_EQ(back.image, model.image);
+  EXPECT_EQ(back.scratch_bytes, model.scratch_bytes);
+  ASSERT_EQ(back.gemms.size(), model.gemms.size());
+  for (std::size_t g = 0; g < model.gemms.size(); ++g) {
+    const GemmPlan& a = model.gemms[g].plan;
+    const GemmPlan& b = back.gemms[g].plan;
+    EXPECT_EQ(back.gemms[g].node, model.gemms[g].node);
+    EXPECT_EQ(back.gemms[g].weight_bytes, model.gemms[g].weight_bytes);
+    EXPECT_EQ(b.spec, a.spec);
+    EXPECT_EQ(b.program, a.program);
+    EXPECT_EQ(b.block_first, a.block_first);
+    EXPECT_EQ(std::tie(b.k_pad, b.n_pad, b.block_rows, b.prog_addr, b.a_addr, b.b_addr, b.c_addr,
+                       b.bias_addr, b.out_addr, b.memory_bytes, b.weights_resident),
+              std::tie(a.k_pad, a.n_pad, a.block_rows, a.prog_addr, a.a_addr, a.b_addr, a.c_addr,
+                       a.bias_addr, a.out_addr, a.memory_bytes, a.weights_resident));
+  }
+}
+
+// A file cut short, one with a byte changed, and one that is no compiled model: each refused
+// with one line naming the file.
+TEST(CompiledModel, DamagedFilesAreRefused) {
+  const std::string bytes = compiled_file(compile(mixed_graph(8), int8_core(), 2));
+  TemporaryFile file("damaged.tpu");
+  const auto refusal = [&file](const std::string& contents) {
+    file.write(contents);
+    try {
+      read_compiled(file.path());
+    } catch (const std::runtime_error& error) {
+      const std::string what = error.what();
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      EXPECT_EQ(what.rfind(file.path() + ": ", 0), 0u) << what;
+      return what.substr(file.path().size() + 2);
+    }
+    return std::string("read");
+  };
+  EXPECT_EQ(refusal(bytes.substr(0, bytes.size() - 1)).rfind("truncated or extended", 0), 0u);
+  EXPECT_EQ(refusal(bytes.substr(0, 20)), "not a compiled model (tpu compile writes them)");
+  std::string changed = bytes;
+  changed[changed.size() / 2] = static_cast<char>(changed[changed.size() / 2] ^ 0x10);
+  EXPECT_EQ(refusal(changed), "corrupt (its CRC-32 differs)");
+  EXPECT_EQ(refusal("ir_version: 8"), "not a compiled model (tpu compile writes them)");
+  EXPECT_FALSE(is_compiled_model(file.path()));
+  EXPECT_EQ(refusal(bytes), "read");
+}
+
+}  // namespace
+}  // namespace tpu::graph
