@@ -80,7 +80,10 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
     const std::array<double, 4> need{array, reads, activation, writes};
     const auto busiest = std::max_element(need.begin(), need.end());
     bound_cycles[static_cast<std::size_t>(busiest - need.begin())] += *busiest;
-    steady += *busiest;
+    // A pair's accumulator bank is busy from its MATMUL through its ACTIVATE to its WRITE_HOST
+    // (which waits for the ACTIVATE), and the pair after next needs it again: two banks
+    // overlap two pairs, so a pair takes at least half of that chain.
+    steady += std::max(*busiest, (array + activation + writes) / 2);
     e.array += array;
     e.read_bus += reads;
     e.activation += activation;

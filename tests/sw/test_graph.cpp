@@ -153,6 +153,86 @@ TEST(Graph, ActivationsFuseIntoTheProducts) {
   }
 }
 
+// A Linear layer as PyTorch exports it on a rank-3 input (MatMul, Add of the bias) then Gelu,
+// Sigmoid or Tanh: the Add becomes the MatMul's bias and the function its activation. On the host
+// the results are the unfused graph's bits (ONNX's fp32 operators); on the core, the reference
+// model's GEMM with the bias and the contract's approximation of the function (N-ACT). A bias
+// that is not 1-D, and a Gelu of the tanh form, stay host steps; a MatMul of three inputs in a
+// file is refused.
+TEST(Graph, BiasesAndApproximatedFunctionsFuseIntoMatMuls) {
+  Graph g;
+  g.opset = 20;
+  g.inputs = {{"x", DType::Float32, {-1, 2, 3}}};
+  const std::vector<float> w = {0.5f, -1.25f, 2,     0.75f, -0.5f, 1.5f,
+                                3,    -2,     0.25f, 1,     1.75f, -0.75f};
+  const std::vector<float> bias = {0.125f, -0.5f, 1, -2};
+  g.constants["w"] = Tensor::of_floats({3, 4}, w);
+  g.constants["b"] = Tensor::of_floats({4}, bias);
+  g.constants["b2"] = Tensor::of_floats({1, 4}, bias);
+  Node tanh_gelu = node("Gelu", {"q3"}, {"y3"});
+  tanh_gelu.attributes["approximate"].kind = Attribute::Kind::String;
+  tanh_gelu.attributes["approximate"].s = "tanh";
+  g.nodes = {node("MatMul", {"x", "w"}, {"p0"}),
+             node("Add", {"p0", "b"}, {"q0"}),
+             node("Gelu", {"q0"}, {"y0"}),
+             node("MatMul", {"x", "w"}, {"p1"}),
+             node("Add", {"b", "p1"}, {"q1"}),
+             node("Sigmoid", {"q1"}, {"y1"}),
+             node("MatMul", {"x", "w"}, {"p2"}),
+             node("Tanh", {"p2"}, {"y2"}),
+             node("MatMul", {"x", "w"}, {"p3"}),
+             node("Add", {"p3", "b2"}, {"q3"}),
+             tanh_gelu};
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) g.nodes[n].name = "n" + std::to_string(n);
+  g.outputs = {{"y0", DType::Float32, {}},
+               {"y1", DType::Float32, {}},
+               {"y2", DType::Float32, {}},
+               {"y3", DType::Float32, {}}};
+  const Graph unfused = g;
+  EXPECT_EQ(fuse_epilogues(g), 5u);  // two biases, three functions
+  ASSERT_EQ(g.nodes.size(), 6u);
+  EXPECT_EQ(g.nodes[0].inputs, (std::vector<std::string>{"x", "w", "b"}));
+  EXPECT_EQ(g.nodes[0].epilogue, Epilogue::Gelu);
+  EXPECT_EQ(g.nodes[1].inputs, (std::vector<std::string>{"x", "w", "b"}));
+  EXPECT_EQ(g.nodes[1].epilogue, Epilogue::Sigmoid);
+  EXPECT_EQ(g.nodes[2].epilogue, Epilogue::Tanh);
+  EXPECT_EQ(g.nodes[3].inputs.size(), 2u);  // b2 is 1x4
+  EXPECT_EQ(g.nodes[3].epilogue, Epilogue::None);
+  EXPECT_EQ(check_order(g), "");
+  EXPECT_EQ(check_supported(g), "node \"n0\" (MatMul): 3 inputs, not 2");
+
+  const Tensor x =
+      Tensor::of_floats({2, 2, 3}, {1, -2, 0.5f, 3, 0.25f, -1, -0.5f, 2, 1.5f, 0, -3, 2.5f});
+  const std::vector<Tensor> host = run(g, {x}, nullptr);
+  const std::vector<Tensor> expected_host = run(unfused, {x}, nullptr);
+  for (std::size_t o = 0; o < host.size(); ++o) {
+    EXPECT_EQ(host[o].shape, (Shape{2, 2, 4}));
+    EXPECT_EQ(0, std::memcmp(host[o].floats.data(), expected_host[o].floats.data(),
+                             host[o].floats.size() * sizeof(float)))
+        << "output " << o;
+  }
+  FunctionalModel backend(small_core(), 0);
+  const std::vector<Tensor> core = run(g, {x}, &backend);
+  std::vector<num::fp32_t> bias_bits(bias.size());
+  std::memcpy(bias_bits.data(), bias.data(), bias.size() * sizeof(float));
+  const num::MatrixBf16 a16 = nn::bf16_matrix(x.floats.data(), 4, 3);
+  const num::MatrixBf16 b16 = nn::bf16_matrix(w.data(), 3, 4);
+  const isa::Func functions[] = {isa::Func::Gelu, isa::Func::Sigmoid, isa::Func::Tanh};
+  for (std::size_t o = 0; o < 3; ++o) {
+    GemmSpec spec;
+    spec.m = 4;
+    spec.k = 3;
+    spec.n = 4;
+    spec.act = functions[o];
+    spec.has_bias = o < 2;
+    const num::MatrixFp32 expected =
+        reference_gemm(spec, a16, b16, nullptr, o < 2 ? &bias_bits : nullptr);
+    ASSERT_EQ(core[o].floats.size(), 16u);
+    EXPECT_EQ(0, std::memcmp(core[o].floats.data(), expected.data.data(), 16 * sizeof(float)))
+        << "output " << o;
+  }
+}
+
 // x -> QuantizeLinear -> DequantizeLinear -> MatMul with DequantizeLinear(int8 w, per-column
 // scales) -> Relu -> QuantizeLinear -> DequantizeLinear -> y: the QDQ form quantize_static
 // writes. The MatMul, Relu and QuantizeLinear become one QLinearMatMul on the int8 datapath.

@@ -235,7 +235,7 @@ class DataReader {
 
 constexpr const char* kAttributeKinds[] = {"int",    "float",   "string", "ints",
                                            "floats", "strings", "tensor"};
-constexpr const char* kEpilogues[] = {"none", "relu", "relu6"};
+constexpr const char* kEpilogues[] = {"none", "relu", "relu6", "sigmoid", "tanh", "gelu"};
 
 // An enum's value from its name in a table of names in the enum's order.
 template <typename Enum, std::size_t N>

@@ -17,6 +17,10 @@ std::string check_supported(const Graph& graph) {
     if (!ops::table().count(node.op) || node.op == "QGemm") {
       return node.label() + ": operator not supported";
     }
+    // A third input, the bias, only fuse_epilogues gives a MatMul.
+    if (node.op == "MatMul" && node.inputs.size() != 2) {
+      return node.label() + ": " + std::to_string(node.inputs.size()) + " inputs, not 2";
+    }
   }
   return {};
 }
@@ -67,9 +71,15 @@ std::size_t fold_constants(Graph& graph) {
 
 namespace {
 
-// The activation `node` computes when it is one a product's epilogue can take.
+// The activation `node` computes when it is one a product's epilogue can take: Relu and Clip to
+// [0, 6] exactly; Sigmoid, Tanh and Gelu (its erf form) as the core's approximations of them.
 Epilogue epilogue_of(const Graph& graph, const Node& node) {
   if (node.op == "Relu") return Epilogue::Relu;
+  if (node.op == "Sigmoid") return Epilogue::Sigmoid;
+  if (node.op == "Tanh") return Epilogue::Tanh;
+  if (node.op == "Gelu") {
+    return node.string_attr("approximate", "none") == "none" ? Epilogue::Gelu : Epilogue::None;
+  }
   if (node.op != "Clip") return Epilogue::None;
   float low = -1, high = -1;
   if (graph.opset < 11) {
@@ -145,10 +155,52 @@ void remove_nodes(Graph& graph, const std::vector<bool>& removed) {
 
 }  // namespace
 
-std::size_t fuse_epilogues(Graph& graph) {
+namespace {
+
+// The bias a MatMul's only reader adds, as PyTorch exports a Linear layer on more than two
+// dimensions (MatMul, then Add of a 1-D constant of B's columns): its name, or empty.
+std::string matmul_bias(const Graph& graph, const Uses& uses, const Node& matmul, const Node& add) {
+  if (add.op != "Add" || add.inputs.size() != 2 || matmul.inputs.size() != 2) return {};
+  const auto b = graph.constants.find(matmul.inputs[1]);
+  if (b == graph.constants.end() || !b->second.is_float() || b->second.rank() < 2) return {};
+  const std::string& other = add.inputs[add.inputs[0] == matmul.outputs[0] ? 1 : 0];
+  const auto bias = graph.constants.find(other);
+  if (other == matmul.outputs[0] || bias == graph.constants.end() || !bias->second.is_float() ||
+      bias->second.rank() != 1 || bias->second.shape[0] != b->second.shape.back() ||
+      uses.count(add.outputs[0]) == 0) {
+    return {};
+  }
+  return other;
+}
+
+// Moves each such Add into its MatMul, as the MatMul's third input, which adds it in the
+// epilogue; returns how many it moved.
+std::size_t fuse_matmul_biases(Graph& graph) {
   const Uses uses(graph);
   std::vector<bool> removed(graph.nodes.size(), false);
   std::size_t fused = 0;
+  for (Node& matmul : graph.nodes) {
+    if (matmul.op != "MatMul" || matmul.outputs.size() != 1) continue;
+    const std::optional<std::size_t> reader = uses.only_reader(matmul.outputs[0]);
+    if (!reader) continue;
+    Node& add = graph.nodes[*reader];
+    const std::string bias = matmul_bias(graph, uses, matmul, add);
+    if (bias.empty()) continue;
+    matmul.inputs.push_back(bias);
+    matmul.outputs[0] = add.outputs[0];
+    removed[*reader] = true;
+    ++fused;
+  }
+  remove_nodes(graph, removed);
+  return fused;
+}
+
+}  // namespace
+
+std::size_t fuse_epilogues(Graph& graph) {
+  std::size_t fused = fuse_matmul_biases(graph);
+  const Uses uses(graph);
+  std::vector<bool> removed(graph.nodes.size(), false);
   for (Node& activation : graph.nodes) {
     const Epilogue act = epilogue_of(graph, activation);
     if (act == Epilogue::None || activation.inputs.empty()) continue;
@@ -263,7 +315,9 @@ class QuantFusion {
     std::string quantised = node.outputs[0];
     const std::optional<std::size_t> reader = uses_.only_reader(quantised);
     if (!reader) return std::nullopt;
-    if (const Epilogue e = epilogue_of(graph_, graph_.nodes[*reader]); e != Epilogue::None) {
+    // The requantisation's clamp takes relu and relu6 alone.
+    if (const Epilogue e = epilogue_of(graph_, graph_.nodes[*reader]);
+        e == Epilogue::Relu || e == Epilogue::Relu6) {
       act = e;
       replaced.push_back(*reader);
       quantised = graph_.nodes[*reader].outputs[0];

@@ -134,6 +134,10 @@ std::vector<num::QuantizedMultiplier> requant_multipliers(const Node& node, doub
                                                           const std::vector<double>& w_scales,
                                                           double y_scale, std::size_t n);
 
+// A fused activation as the host computes its ONNX operator in fp32 (Relu, Clip to [0, 6],
+// Sigmoid, Tanh, Gelu): the epilogue of a product run on the host.
+float activation(Epilogue act, float x);
+
 // Gemm's C as a bias of its product's n columns (a scalar, or a row of 1 or n values, added
 // with beta = alpha = 1), or empty where it is not one; fuse_epilogues fuses a Gemm only then.
 std::vector<float> gemm_bias(const Node& node, const Tensor* c, std::size_t n);

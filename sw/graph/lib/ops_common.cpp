@@ -100,20 +100,24 @@ isa::Func core_function(Epilogue act) {
       return isa::Func::Relu;
     case Epilogue::Relu6:
       return isa::Func::Relu6;
+    case Epilogue::Sigmoid:
+      return isa::Func::Sigmoid;
+    case Epilogue::Tanh:
+      return isa::Func::Tanh;
+    case Epilogue::Gelu:
+      return isa::Func::Gelu;
     case Epilogue::None:
       break;
   }
   return isa::Func::None;
 }
 
-// The epilogue in host fp32, as ONNX's Add, Relu and Clip compute it.
+// The epilogue in host fp32, as ONNX's Add and the activation's operator compute it.
 void host_epilogue(std::vector<float>& c, std::size_t n, const ProductEpilogue& epilogue) {
   for (std::size_t e = 0; e < c.size(); ++e) {
     float v = c[e];
     if (epilogue.bias) v += epilogue.bias[e % n];
-    if (epilogue.act != Epilogue::None) v = v < 0 ? 0.0f : v;
-    if (epilogue.act == Epilogue::Relu6) v = std::min(v, 6.0f);
-    c[e] = v;
+    c[e] = activation(epilogue.act, v);
   }
 }
 

@@ -103,6 +103,15 @@ float sigmoid(float x) {
   return 1.0f / (1.0f + std::exp(-x));
 }
 
+float tanh_of(float x) {
+  return std::tanh(x);
+}
+
+// Gelu's default form, with the normal CDF through erf.
+float gelu(float x) {
+  return 0.5f * x * (1.0f + std::erf(x * 0.70710678118f));
+}
+
 // ONNX's TensorProto element types that Cast takes.
 DType cast_target(const Node& node) {
   switch (node.int_attr("to", 0)) {
@@ -229,10 +238,28 @@ std::vector<Tensor> logical_not(Context&, const Node& node, const Inputs& in) {
 
 }  // namespace
 
+float activation(Epilogue act, float x) {
+  switch (act) {
+    case Epilogue::Relu:
+      return x < 0 ? 0.0f : x;
+    case Epilogue::Relu6:
+      return x < 0 ? 0.0f : std::min(x, 6.0f);
+    case Epilogue::Sigmoid:
+      return sigmoid(x);
+    case Epilogue::Tanh:
+      return tanh_of(x);
+    case Epilogue::Gelu:
+      return gelu(x);
+    case Epilogue::None:
+      break;
+  }
+  return x;
+}
+
 void add_elementwise(Table& t) {
-  t["Relu"] = unary([](float x) { return x < 0 ? 0.0f : x; });
+  t["Relu"] = unary([](float x) { return activation(Epilogue::Relu, x); });
   t["Sigmoid"] = unary(sigmoid);
-  t["Tanh"] = unary([](float x) { return std::tanh(x); });
+  t["Tanh"] = unary(tanh_of);
   t["Exp"] = unary([](float x) { return std::exp(x); });
   t["Log"] = unary([](float x) { return std::log(x); });
   t["Sqrt"] = unary([](float x) { return std::sqrt(x); });
@@ -268,7 +295,7 @@ void add_elementwise(Table& t) {
         const float inner = 0.7978845608f * (x + 0.044715f * x * x * x);
         return 0.5f * x * (1.0f + std::tanh(inner));
       }
-      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118f));
+      return gelu(x);
     };
   });
   t["Clip"] = clip;

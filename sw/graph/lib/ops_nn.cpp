@@ -65,15 +65,18 @@ void matmul_products(const MatmulShape& shape, std::vector<T>& y, Multiply multi
   }
 }
 
-// MatMul as numpy.matmul.
+// MatMul as numpy.matmul; a third input is the bias of B's columns that fuse_epilogues moved
+// into it from the Add after it.
 std::vector<Tensor> matmul(Context& context, const Node& node, const Inputs& in) {
   const Tensor& a = need_float(node, in, 0);
   const Tensor& b = need_float(node, in, 1);
   const MatmulShape shape = matmul_shape(node, a.shape, b.shape);
+  const Tensor* bias = in.size() > 2 ? &need_float(node, in, 2) : nullptr;
+  if (bias && bias->size() != shape.n) fail(node, "a bias of " + shape_text(bias->shape));
   Tensor y(DType::Float32, shape.out);
   matmul_products(shape, y.floats, [&](std::size_t a_at, std::size_t b_at, std::size_t part) {
     return product(context, &a.floats[a_at], &b.floats[b_at], shape.m, shape.k, shape.n,
-                   {in[1], part}, {nullptr, node.epilogue});
+                   {in[1], part}, {bias ? bias->floats.data() : nullptr, node.epilogue});
   });
   return {y};
 }

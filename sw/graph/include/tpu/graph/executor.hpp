@@ -29,10 +29,15 @@ std::string check_supported(const Graph& graph);
 // removes it (the weights' and the exporters' shape arithmetic); returns how many it folded.
 std::size_t fold_constants(Graph& graph);
 
-// Moves each Relu, and each Clip to [0, 6], that is the only reader of a Conv's, Gemm's or
-// MatMul's result (and not a graph output) into that node's epilogue, removing it; a Gemm only
-// where its C is a bias (a row, beta and alpha 1), which the product then adds on the core too.
-// Returns how many it fused. Run after fold_constants (Clip's bounds must be constants).
+// Moves into the matrix products' epilogues what follows them: first each Add of a 1-D constant
+// of B's columns that is the only reader of a MatMul with constant B (a Linear layer as PyTorch
+// exports it on more than two dimensions) becomes the MatMul's bias, its third input; then each
+// Relu, Clip to [0, 6], Sigmoid, Tanh and Gelu (its erf form) that is the only reader of a
+// Conv's, Gemm's or MatMul's result (and not a graph output) becomes that node's activation; a
+// Gemm only where its C is a bias (a row, beta and alpha 1), which the product then adds on the
+// core too. The fused nodes go. On the core, sigmoid, tanh and GELU are the contract's
+// approximations (within a bf16 ulp); on the host, the ONNX operators' fp32. Returns how many
+// it fused. Run after fold_constants (Clip's bounds, the biases must be constants).
 std::size_t fuse_epilogues(Graph& graph);
 
 // Turns each Conv, MatMul and Gemm between DequantizeLinear and QuantizeLinear (the QDQ form

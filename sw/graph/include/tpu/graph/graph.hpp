@@ -73,8 +73,9 @@ struct Attribute {
 };
 
 // An activation fused into a matrix product's epilogue (fuse_epilogues, executor.hpp): on the
-// core the activation unit applies it to the sums, after the bias.
-enum class Epilogue : std::uint8_t { None, Relu, Relu6 };
+// core the activation unit applies it to the sums, after the bias (relu, relu6 exactly; sigmoid,
+// tanh and GELU as the contract's approximations, docs/numerics.md's N-ACT).
+enum class Epilogue : std::uint8_t { None, Relu, Relu6, Sigmoid, Tanh, Gelu };
 
 struct Node {
   std::string op;                    // the operator, e.g. "Conv"
