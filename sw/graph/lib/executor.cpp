@@ -153,10 +153,6 @@ void remove_nodes(Graph& graph, const std::vector<bool>& removed) {
   graph.nodes = std::move(kept);
 }
 
-}  // namespace
-
-namespace {
-
 // The bias a MatMul's only reader adds, as PyTorch exports a Linear layer on more than two
 // dimensions (MatMul, then Add of a 1-D constant of B's columns): its name, or empty.
 std::string matmul_bias(const Graph& graph, const Uses& uses, const Node& matmul, const Node& add) {

@@ -147,12 +147,11 @@ void count_product(Context& context, std::size_t m, std::size_t k, std::size_t n
 // otherwise. `written` receives the weight bytes written now.
 template <typename Matrix>
 GemmPlacement place_weights(Context& context, const WeightOf& weight, const Matrix& b,
-                            bool& resident, std::uint64_t& written) {
+                            std::uint64_t& written) {
   GemmPlacement placement;
   written = 0;
-  resident = context.weights && context.node && context.constants && weight.source &&
-             context.constants->count(weight.source);
-  if (resident) {
+  if (context.weights && context.node && context.constants && weight.source &&
+      context.constants->count(weight.source)) {
     placement.weights_addr =
         context.weights->place(*context.accelerator, *context.node, weight, b, written);
   }
@@ -262,9 +261,8 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
       plan = &gemm.plan;
       weights_written = context.schedule->first_run ? gemm.weight_bytes : 0;
     } else {
-      bool resident = false;
-      const GemmPlacement placement = place_weights(context, {weight.source, weight.part, first},
-                                                    b_used, resident, weights_written);
+      const GemmPlacement placement =
+          place_weights(context, {weight.source, weight.part, first}, b_used, weights_written);
       planned = plan_gemm(backend.config(), spec, placement);
       if (context.schedule && context.schedule->recording) {
         // Compiling: the products are planned, not run; what follows them runs on zeros.
