@@ -100,8 +100,9 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
   std::uint64_t host_steps = 0;
   for (const graph::OpRun& r : runs) host_steps += r.on_accelerator ? 0 : 1;
   const std::uint64_t per = std::max<std::uint64_t>(inputs, 1);
-  fmt::print("total: {} nodes run, {} host steps, {} products on the core; {} MACs ({} per input)",
-             total.nodes, host_steps, total.products, total.macs, total.macs / per);
+  fmt::print("total: {} nodes run, {} host step{}, {} products on the core; {} MACs ({} per input)",
+             total.nodes, host_steps, host_steps == 1 ? "" : "s", total.products, total.macs,
+             total.macs / per);
   if (total.counted) {
     fmt::print("; {} cycles ({} per input), MXU use {}, {} bytes over the bus ({} per input)",
                total.cycles, total.cycles / per, utilisation(total), total.bytes,
@@ -183,10 +184,16 @@ int run_infer_graph(const InferOptions& options) {
                     options.net_path, model.inputs.size(), model.outputs.size(),
                     options.in_paths.size(), options.out_paths.size()));
   }
-  // A compiled model's inputs take any number of its runs' inputs.
+  // The inputs whose first dimension is the batch: those the file leaves open (a compiled
+  // model's, those it left open before the compiler fixed them to its runs' size), which take
+  // any number of inputs.
   std::vector<graph::ValueInfo> accepted = model.inputs;
-  for (graph::ValueInfo& input : accepted) {
-    if (compiled && compiled->batch) input.shape[0] = -1;
+  std::vector<bool> open(accepted.size(), false);
+  for (std::size_t i = 0; i < accepted.size(); ++i) {
+    graph::ValueInfo& input = accepted[i];
+    open[i] = compiled ? bool(compiled->batched[i])
+                       : input.ranked && !input.shape.empty() && input.shape[0] < 0;
+    if (open[i]) input.shape[0] = -1;
     if (input.dtype != graph::DType::Float32 && input.dtype != graph::DType::Int64) {
       throw BadInput(fmt::format("{}: input \"{}\" is {}: float32 and int64 inputs only",
                                  options.net_path, input.name, graph::dtype_name(input.dtype)));
@@ -199,14 +206,28 @@ int run_infer_graph(const InferOptions& options) {
     const std::string mismatch = graph::input_mismatch(accepted[i], inputs.back());
     if (!mismatch.empty()) throw BadInput(fmt::format("{}: {}", options.in_paths[i], mismatch));
   }
-  // Runs of --batch inputs where every input's first dimension is the batch, left open by the
-  // model; one run otherwise.
-  bool batched = true;
+  // Runs of --batch inputs where the model leaves the batch open and the open inputs have as
+  // many inputs each (a compiled model's must), one run otherwise: the open inputs are cut
+  // into runs, the others go whole into every run.
+  std::optional<std::size_t> batch_inputs;
+  bool batched = false;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    batched = batched && accepted[i].ranked && !accepted[i].shape.empty() &&
-              accepted[i].shape[0] < 0 && inputs[i].shape[0] == inputs[0].shape[0];
+    if (!open[i]) continue;
+    const auto count = static_cast<std::size_t>(inputs[i].shape[0]);
+    if (batch_inputs && *batch_inputs != count) {
+      if (compiled) {
+        throw BadInput(
+            fmt::format("{}: {} inputs, the model's other batched inputs {}: a "
+                        "compiled model takes as many of each",
+                        options.in_paths[i], count, *batch_inputs));
+      }
+      batched = false;
+      break;
+    }
+    batch_inputs = count;
+    batched = true;
   }
-  const std::size_t n = batched ? static_cast<std::size_t>(inputs[0].shape[0]) : 1;
+  const std::size_t n = batched ? *batch_inputs : 1;
   // A compiled model runs every run at its batch, the last padded with zero inputs.
   const std::size_t step = !batched ? 1 : compiled ? compiled->batch : options.batch;
   const std::string array = compiled ? compiled->config.name() : options.array;
@@ -224,8 +245,9 @@ int run_infer_graph(const InferOptions& options) {
     const std::size_t count = std::min(step, n - done);
     const std::size_t run_size = compiled ? step : count;
     std::vector<graph::Tensor> batch;
-    for (const graph::Tensor& input : inputs) {
-      batch.push_back(batched ? padded(rows_of(input, done, count), count, run_size) : input);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      batch.push_back(batched && open[i] ? padded(rows_of(inputs[i], done, count), count, run_size)
+                                         : inputs[i]);
     }
     std::vector<graph::Tensor> outputs;
     try {
@@ -341,9 +363,10 @@ int run_compile(const CompileOptions& options) {
              compiled.batch ? fmt::format("runs of {} inputs", compiled.batch)
                             : std::string("the inputs' shapes fixed by the file"),
              seconds_since(start));
-  fmt::print("  {} nodes: {} with their products on the core ({} GEMM{}), {} host steps\n",
+  const std::size_t host_steps = compiled.graph.nodes.size() - on_core.size();
+  fmt::print("  {} nodes: {} with their products on the core ({} GEMM{}), {} host step{}\n",
              compiled.graph.nodes.size(), on_core.size(), compiled.gemms.size(),
-             compiled.gemms.size() == 1 ? "" : "s", compiled.graph.nodes.size() - on_core.size());
+             compiled.gemms.size() == 1 ? "" : "s", host_steps, host_steps == 1 ? "" : "s");
   fmt::print(
       "  core memory: {} bytes of weights and {} of programs from address 0, {} bytes of "
       "operands above them\n",

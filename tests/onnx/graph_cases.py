@@ -56,6 +56,13 @@ class Model:
         self.feeds[name] = self.rng.uniform(-1, 1, [batch] + list(shape)).astype(self.np.float32)
         return name
 
+    def fixed_input(self, shape):
+        """A float32 input whose whole shape the file gives (no batch): every run takes it whole."""
+        name = self.name("f")
+        self.inputs.append(self.helper.make_tensor_value_info(name, self.TensorProto.FLOAT, shape))
+        self.feeds[name] = self.rng.uniform(0.5, 1.5, shape).astype(self.np.float32)
+        return name
+
     def ids(self, shape, count, batch=BATCH):
         """An int64 input of indices in [0, count) (token ids), its first dimension the batch."""
         name = self.name("ids")
@@ -315,6 +322,15 @@ def case_logic_and_extremes():
     positive = m.op("Add", m.op("Abs", extremes), m.const(np.float32(0.25), "q"))
     m.output(m.op("Add", m.op("Log", positive), m.op("Ceil", m.op("Mul", a, size))))
     m.output(m.op("ReduceMin", extremes, axes=[1, 2], keepdims=1))
+    return m
+
+
+def case_batch_and_fixed_inputs():
+    # A batch of examples and an input of fixed shape beside it (a per-feature scale the caller
+    # chooses): runs of --batch cut the first into runs and give each run the second whole.
+    m = Model(17)
+    x = m.op("Mul", m.input([12]), m.fixed_input([12]))
+    m.output(m.linear(m.op("Relu", m.linear(x, 12, 16)), 16, 5))
     return m
 
 
@@ -635,7 +651,8 @@ def refuse_case(args, name, work):
 # so that the cases' 6 inputs run as one run and one padded with zero inputs; the LSTM for one
 # run of 6, since its outputs put the steps first and runs cannot be joined.
 COMPILED_CASES = {"residual_cnn": 4, "transformer_encoder": 4, "token_embedding": 4,
-                  "lstm_two_layers": BATCH, "qdq_residual_cnn": 4, "qlinear_operators": 4}
+                  "lstm_two_layers": BATCH, "qdq_residual_cnn": 4, "qlinear_operators": 4,
+                  "batch_and_fixed_inputs": 4}
 
 
 def compile_model(args, model_path, out, *options):
@@ -674,6 +691,13 @@ def check_compiled_refusals(args, work):
     corrupt.write_bytes(data[:-5] + bytes([data[-5] ^ 1]) + data[-4:])
     unsupported = work / "unsupported.onnx"
     save(tiny(op="NonZero"), unsupported)
+    # A model of two batched inputs, given 6 of one and 5 of the other.
+    two_path, (a, b) = build("logic_and_extremes", work)
+    two_compiled = work / "two.tpu"
+    compile_model(args, two_path, two_compiled, "--batch", "2")
+    a_path, b_path = work / "a.npy", work / "b.npy"
+    np.save(a_path, a)
+    np.save(b_path, b[:-1])
     infer_compiled = ["infer", "--net", str(compiled), "--in", str(x), "--out", str(out)]
     refusals = [
         (["compile", str(unsupported), "-o", str(out)], "operator not supported"),
@@ -682,6 +706,8 @@ def check_compiled_refusals(args, work):
         (infer_compiled + ["--array", "4x4_m1a1"], "compiled for the 16x16 core, not --array"),
         (infer_compiled + ["--batch", "3"], "compiled for runs of 2 inputs, not --batch 3"),
         (["infer", "--net", str(compiled), "--in", str(bad_x), "--out", str(out)], str(bad_x)),
+        (["infer", "--net", str(two_compiled), "--in", str(a_path), "--in", str(b_path), "--out",
+          str(out), "--out", str(work / "y2.npy")], "takes as many of each"),
         (["infer", "--net", str(truncated), "--in", str(x), "--out", str(out)], "truncated"),
         (["infer", "--net", str(corrupt), "--in", str(x), "--out", str(out)], "corrupt"),
     ]

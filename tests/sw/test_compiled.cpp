@@ -132,6 +132,7 @@ TEST(CompiledModel, RunsTheGraphsBitsWithWeightsAndProgramsResident) {
   const CompiledModel model = read_compiled(file.path());
   EXPECT_EQ(model.batch, 2u);
   EXPECT_EQ(model.graph.inputs[0].shape, (Shape{2, k}));
+  EXPECT_EQ(model.batched, (std::vector<bool>{true, true}));
   // The Gemm's K in 3 GEMMs, the int8 product, and the square (2 rows of 2 columns) in one.
   ASSERT_EQ(model.gemms.size(), 5u);
   for (const CompiledGemm& gemm : model.gemms) {

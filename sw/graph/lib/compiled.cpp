@@ -22,11 +22,14 @@ std::uint64_t align_up(std::uint64_t value) {
   return (value + kOperandAlign - 1) / kOperandAlign * kOperandAlign;
 }
 
-// The graph with every input's open first dimension fixed to `batch` (0 where none is open).
-Graph with_batch(const Graph& graph, std::size_t& batch) {
+// The graph with every input's open first dimension fixed to `batch` (0 where none is open);
+// `batched` receives which inputs had it open.
+Graph with_batch(const Graph& graph, std::size_t& batch, std::vector<bool>& batched) {
   Graph fixed = graph;
   bool open = false;
-  for (ValueInfo& input : fixed.inputs) {
+  batched.assign(fixed.inputs.size(), false);
+  for (std::size_t i = 0; i < fixed.inputs.size(); ++i) {
+    ValueInfo& input = fixed.inputs[i];
     if (!input.ranked) {
       throw std::runtime_error("input \"" + input.name + "\" has no shape: it cannot be compiled");
     }
@@ -37,7 +40,7 @@ Graph with_batch(const Graph& graph, std::size_t& batch) {
                                  std::to_string(d) + " open: only the batch (the first) may be");
       }
       input.shape[0] = static_cast<std::int64_t>(batch);
-      open = true;
+      batched[i] = open = true;
     }
   }
   if (!open) batch = 0;
@@ -51,7 +54,7 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
   CompiledModel model;
   model.config = config;
   model.batch = batch;
-  model.graph = with_batch(graph, model.batch);
+  model.graph = with_batch(graph, model.batch, model.batched);
   // The trace: the graph on zeros, its products planned over the weights as they are placed.
   FunctionalModel trace_core(config, 0);
   std::vector<CompiledGemm> traced;
@@ -474,6 +477,7 @@ std::string compiled_file(const CompiledModel& model) {
   Json header = {{"format", "opentpu compiled model"},
                  {"core", model.config.name()},
                  {"batch", model.batch},
+                 {"batched_inputs", model.batched},
                  {"scratch_bytes", model.scratch_bytes}};
   header["graph"] = graph_json(model.graph, data);
   header["image"] = data.add(model.image);
@@ -531,6 +535,12 @@ CompiledModel read_compiled(const std::string& path) {
     model.scratch_bytes = header.at("scratch_bytes").get<std::uint64_t>();
     const DataReader reader(data);
     model.graph = graph_from(header.at("graph"), reader);
+    model.batched = header.at("batched_inputs").get<std::vector<bool>>();
+    if (model.batched.size() != model.graph.inputs.size()) {
+      throw std::runtime_error("batched_inputs has " + std::to_string(model.batched.size()) +
+                               " entries for " + std::to_string(model.graph.inputs.size()) +
+                               " inputs");
+    }
     model.image = reader.bytes(header.at("image"));
     for (const Json& gemm : header.at("gemms")) {
       model.gemms.push_back(gemm_from(gemm, reader, model.config));

@@ -30,6 +30,9 @@ struct CompiledModel {
   Graph graph;  // its inputs' open first dimension fixed to `batch`
   HardwareConfig config;
   std::size_t batch = 0;            // inputs per run; 0 where the file fixes every input's shape
+  // Per input of the graph: whether the file left its first dimension open, the batch (a run
+  // takes `batch` of its rows), or fixed it (a run takes it whole).
+  std::vector<bool> batched;
   std::vector<std::uint8_t> image;  // host memory from address 0: weights, then programs
   std::uint64_t scratch_bytes = 0;  // above the image: the most one GEMM's operands take
   std::vector<CompiledGemm> gemms;  // in the order the graph runs them
