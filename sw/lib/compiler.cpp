@@ -394,7 +394,16 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
     top = align_up(top + bytes, kOperandAlign);
     return addr;
   };
-  const std::uint64_t a_addr = place(std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes());
+  const std::uint64_t a_bytes = std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes();
+  // An input already in place (an earlier GEMM's result) lies below the operands.
+  if (placement.input_addr && (*placement.input_addr % kOperandAlign != 0 ||
+                               *placement.input_addr + a_bytes > placement.base)) {
+    throw std::invalid_argument("the input at " + std::to_string(*placement.input_addr) +
+                                " is unaligned or reaches the operands placed from " +
+                                std::to_string(placement.base));
+  }
+  plan.input_resident = placement.input_addr.has_value();
+  const std::uint64_t a_addr = plan.input_resident ? *placement.input_addr : place(a_bytes);
   const std::uint64_t b_bytes = std::uint64_t{plan.k_pad} * plan.n_pad * plan.in_elem_bytes();
   // Resident weights lie below the operands: a session keeps them under its scratch space.
   if (placement.weights_addr && (*placement.weights_addr % kOperandAlign != 0 ||
@@ -481,7 +490,7 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
   }
   check_columns("bias", bias, s.n);
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
-  write_rows(memory, plan.a_addr, a, plan.k_pad);
+  if (!plan.input_resident) write_rows(memory, plan.a_addr, a, plan.k_pad);
   if (!plan.weights_resident) {
     write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
                 plan.n_pad / plan.config.dim);
@@ -509,7 +518,7 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
     check_columns("shift", &requant->shift, s.n);
   }
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
-  write_rows(memory, plan.a_addr, a, plan.k_pad);
+  if (!plan.input_resident) write_rows(memory, plan.a_addr, a, plan.k_pad);
   if (!plan.weights_resident) {
     write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
                 plan.n_pad / plan.config.dim);

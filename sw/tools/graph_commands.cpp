@@ -51,7 +51,8 @@ graph::Tensor rows_of(const graph::Tensor& t, std::size_t first, std::size_t cou
 void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std::size_t run_count,
                  Backend* backend) {
   struct Row {
-    std::uint64_t nodes = 0, macs = 0, products = 0, cycles = 0, useful = 0, bytes = 0;
+    std::uint64_t nodes = 0, macs = 0, products = 0, programs = 0, cycles = 0, useful = 0;
+    std::uint64_t bytes = 0;
     std::uint64_t weights = 0, host = 0;
     double estimated = 0;
     bool accelerator = false, counted = false;
@@ -63,6 +64,7 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
       ++row->nodes;
       row->macs += r.macs;
       row->products += r.products;
+      row->programs += r.programs;
       row->cycles += r.cycles;
       row->useful += r.useful_macs;
       row->bytes += r.bus_bytes;
@@ -100,9 +102,11 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
   std::uint64_t host_steps = 0;
   for (const graph::OpRun& r : runs) host_steps += r.on_accelerator ? 0 : 1;
   const std::uint64_t per = std::max<std::uint64_t>(inputs, 1);
-  fmt::print("total: {} nodes run, {} host step{}, {} products on the core; {} MACs ({} per input)",
-             total.nodes, host_steps, host_steps == 1 ? "" : "s", total.products, total.macs,
-             total.macs / per);
+  fmt::print(
+      "total: {} nodes run, {} host step{}, {} products on the core in {} program run{}; {} MACs "
+      "({} per input)",
+      total.nodes, host_steps, host_steps == 1 ? "" : "s", total.products, total.programs,
+      total.programs == 1 ? "" : "s", total.macs, total.macs / per);
   if (total.counted) {
     fmt::print("; {} cycles ({} per input), MXU use {}, {} bytes over the bus ({} per input)",
                total.cycles, total.cycles / per, utilisation(total), total.bytes,
@@ -353,10 +357,13 @@ int run_compile(const CompileOptions& options) {
   }
   write_file(options.out_path, graph::compiled_file(compiled));
   std::uint64_t weights = 0;
+  std::size_t programs = 0, chained = 0;
   std::set<std::string> on_core;
   for (const graph::CompiledGemm& gemm : compiled.gemms) {
     weights += gemm.weight_bytes;
     on_core.insert(gemm.node);
+    programs += gemm.runs_with_next ? 0 : 1;
+    chained += gemm.runs_with_next ? 1 : 0;
   }
   fmt::print("{}: compiled for the {} core, {} ({:.1f} s)\n", options.model_path,
              compiled.config.name(),
@@ -367,6 +374,8 @@ int run_compile(const CompileOptions& options) {
   fmt::print("  {} nodes: {} with their products on the core ({} GEMM{}), {} host step{}\n",
              compiled.graph.nodes.size(), on_core.size(), compiled.gemms.size(),
              compiled.gemms.size() == 1 ? "" : "s", host_steps, host_steps == 1 ? "" : "s");
+  fmt::print("  {} program{} a run: {} result{} kept in the core's memory for the next product\n",
+             programs, programs == 1 ? "" : "s", chained, chained == 1 ? "" : "s");
   fmt::print(
       "  core memory: {} bytes of weights and {} of programs from address 0, {} bytes of "
       "operands above them\n",

@@ -20,6 +20,7 @@ Usage:
       the cases' models on 4 inputs on --backend rtl and model: the outputs must be the same bits
 """
 import argparse
+import re
 import subprocess
 
 from graph_checks import (QDQ_SHARE, add_arguments, check_products, compare, compare_ints,
@@ -650,9 +651,14 @@ def refuse_case(args, name, work):
 # Float and QDQ models, int64 token ids, an LSTM, several outputs, each compiled for runs of 4,
 # so that the cases' 6 inputs run as one run and one padded with zero inputs; the LSTM for one
 # run of 6, since its outputs put the steps first and runs cannot be joined.
-COMPILED_CASES = {"residual_cnn": 4, "transformer_encoder": 4, "token_embedding": 4,
-                  "lstm_two_layers": BATCH, "qdq_residual_cnn": 4, "qlinear_operators": 4,
-                  "batch_and_fixed_inputs": 4}
+COMPILED_CASES = {"mlp_opset20": 4, "residual_cnn": 4, "transformer_encoder": 4,
+                  "token_embedding": 4, "lstm_two_layers": BATCH, "qdq_residual_cnn": 4,
+                  "qlinear_operators": 4, "batch_and_fixed_inputs": 4}
+# The results a compiled run keeps in the core's memory for the next product (chains, where a
+# product's result is the next one's A and nothing else reads it), as tpu compile reports them:
+# the MLP's two layers and the two-layer case as one program each, each encoder layer's
+# feed-forward pair; 0 for the others.
+KEPT_RESULTS = {"mlp_opset20": 1, "batch_and_fixed_inputs": 1, "transformer_encoder": 2}
 
 
 def compile_model(args, model_path, out, *options):
@@ -672,6 +678,10 @@ def check_compiled_models(args, work):
         printed = compiled_matches(args.tpu, model_path, inputs, case_work, args.backend, expected,
                                    batch, name)
         print(printed.strip())
+        kept = re.search(r"(\d+) results? kept in the core's memory", printed)
+        if not kept or int(kept.group(1)) != KEPT_RESULTS.get(name, 0):
+            fail(f"{name}: {kept.group(1) if kept else 'no'} results kept in the core's memory, "
+                 f"not {KEPT_RESULTS.get(name, 0)}")
 
 
 def check_compiled_refusals(args, work):

@@ -219,8 +219,9 @@ def stats_totals(stdout):
     """The totals of `tpu infer --stats`: host steps, MACs, the cycle model's cycles and MXU use,
     the weight bytes written once and the other bytes per input."""
     import re
-    total = re.search(r"total: \d+ nodes run, (\d+) host steps?, (\d+) products on the core; \d+ "
-                      r"MACs \((\d+) per input\); the cycle model: \d+ cycles \((\d+) per input\), "
+    total = re.search(r"total: \d+ nodes run, (\d+) host steps?, (\d+) products on the core in "
+                      r"\d+ program runs?; \d+ MACs \((\d+) per input\); the cycle model: \d+ "
+                      r"cycles \((\d+) per input\), "
                       r"MXU use ([\d.]+) %", stdout)
     moved = re.search(r"resident for all \d+ run\(s\): (\d+) bytes; operands, programs and "
                       r"results: \d+ bytes \((\d+) per input\)", stdout)

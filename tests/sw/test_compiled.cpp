@@ -170,6 +170,98 @@ TEST(CompiledModel, RunsTheGraphsBitsWithWeightsAndProgramsResident) {
   EXPECT_EQ(compiled.resident_bytes(), model.image.size());
 }
 
+// Three products, each the only reader of the one before (MatMul with a bias and Sigmoid, Gemm
+// with a bias and Relu, MatMul): a chain; where `h_is_output`, the first result is also an
+// output of the graph, which breaks the chain after it.
+Graph chain_graph(bool h_is_output) {
+  Values values;
+  Graph g;
+  g.name = "chain";
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, 20}}};
+  g.outputs = {{"y", DType::Float32, {}}};
+  if (h_is_output) g.outputs.push_back({"h", DType::Float32, {}});
+  const auto random = [&](Shape shape) {
+    std::vector<float> v(static_cast<std::size_t>(element_count(shape)));
+    for (float& e : v) e = values.real();
+    return Tensor::of_floats(shape, v);
+  };
+  g.constants["w1"] = random({20, 24});
+  g.constants["b1"] = random({24});
+  g.constants["w2"] = random({24, 9});
+  g.constants["b2"] = random({9});
+  g.constants["w3"] = random({9, 5});
+  Node first = node("first", "MatMul", {"x", "w1", "b1"}, {"h"});
+  first.epilogue = Epilogue::Sigmoid;
+  Node second = node("second", "Gemm", {"h", "w2", "b2"}, {"g"});
+  second.epilogue = Epilogue::Relu;
+  g.nodes = {first, second, node("third", "MatMul", {"g", "w3"}, {"y"})};
+  return g;
+}
+
+// A product whose result only the next product reads keeps it in the core's memory: the chain's
+// GEMMs run as one program, the first ones writing bf16 (what the next product rounds its A to),
+// and the run gives the graph's own bits with less written and read by the host.
+TEST(CompiledModel, ChainedProductsRunAsOneProgram) {
+  const Graph graph = chain_graph(false);
+  TemporaryFile file("chain.tpu");
+  file.write(compiled_file(compile(graph, int8_core(), 3)));
+  const CompiledModel model = read_compiled(file.path());
+  ASSERT_EQ(model.gemms.size(), 3u);
+  EXPECT_TRUE(model.gemms[0].runs_with_next);
+  EXPECT_TRUE(model.gemms[1].runs_with_next);
+  EXPECT_FALSE(model.gemms[2].runs_with_next);
+  EXPECT_FALSE(model.gemms[0].plan.input_resident);
+  EXPECT_TRUE(model.gemms[1].plan.input_resident);
+  EXPECT_TRUE(model.gemms[2].plan.input_resident);
+  EXPECT_EQ(model.gemms[1].plan.a_addr, model.gemms[0].plan.out_addr);
+  EXPECT_EQ(model.gemms[2].plan.a_addr, model.gemms[1].plan.out_addr);
+  EXPECT_EQ(model.gemms[0].plan.spec.out, OutType::Bf16);
+  EXPECT_EQ(model.gemms[2].plan.spec.out, OutType::Fp32);
+  EXPECT_TRUE(model.gemms[0].plan.program.empty());
+  // The whole chain's program: each GEMM's (its length does not depend on where its operands
+  // lie), without the HALTs between.
+  std::size_t instructions = 0;
+  for (const CompiledGemm& gemm : model.gemms) {
+    instructions += plan_gemm(int8_core(), gemm.plan.spec).program.size();
+  }
+  EXPECT_EQ(model.gemms[2].plan.program.size(), instructions - 2);
+
+  FunctionalModel compiled_core(int8_core(), 0), graph_core(int8_core(), 0);
+  Session compiled(model, compiled_core);
+  Session session(graph, &graph_core);
+  for (int run_index = 0; run_index < 2; ++run_index) {
+    Values values;
+    for (int i = 0; i < run_index; ++i) values.real();
+    std::vector<float> x(3 * 20);
+    for (float& v : x) v = values.real();
+    const std::vector<Tensor> inputs = {Tensor::of_floats({3, 20}, x)};
+    std::vector<OpRun> compiled_runs, runs;
+    const std::vector<Tensor> y = compiled.run(inputs, &compiled_runs);
+    const std::vector<Tensor> expected = session.run(inputs, &runs);
+    ASSERT_EQ(y.size(), 1u);
+    EXPECT_TRUE(same_bits(y[0], expected[0])) << "run " << run_index;
+    // What crosses the bus: the first product's A and bias, the second's bias, the third's
+    // result; the chain's program with the image, on the first run alone. Neither the first
+    // two results nor the last two A.
+    const GemmPlan& p0 = model.gemms[0].plan;
+    const GemmPlan& p2 = model.gemms[2].plan;
+    const std::uint64_t expected_bytes =
+        3 * p0.k_pad * 2 + p0.n_pad * 4 + model.gemms[1].plan.n_pad * 4 + 3 * p2.n_pad * 4 +
+        (run_index == 0 ? p2.program.size() * isa::kInstrBytes : 0);
+    std::uint64_t compiled_bytes = 0;
+    for (const OpRun& r : compiled_runs) compiled_bytes += r.host_bytes;
+    EXPECT_EQ(compiled_bytes, expected_bytes) << "run " << run_index;
+  }
+
+  // The first result also an output: only the second and third products chain.
+  const CompiledModel broken = compile(chain_graph(true), int8_core(), 3);
+  ASSERT_EQ(broken.gemms.size(), 3u);
+  EXPECT_FALSE(broken.gemms[0].runs_with_next);
+  EXPECT_TRUE(broken.gemms[1].runs_with_next);
+  EXPECT_EQ(broken.gemms[0].plan.spec.out, OutType::Fp32);
+}
+
 // The batch is the compiled one: inputs of another are refused as the session starts, as is a
 // core other than the model's; only the batch may be left open by the graph.
 TEST(CompiledModel, ItsBatchAndCoreAreFixed) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -47,6 +48,40 @@ Graph with_batch(const Graph& graph, std::size_t& batch, std::vector<bool>& batc
   return fixed;
 }
 
+// Whether GEMM g's result goes into GEMM g + 1 as its A, untouched and read by nothing else: a
+// link of a chain, for each GEMM but the last. Both are their nodes' only GEMM, bf16 products
+// of one whole K (no C) and of the same M, the first's N the second's K, the first's result
+// fp32 (the chain makes it bf16: the rounding the second product gives its A anyway); the
+// second node's A is the first's output, which nothing else reads (no other node, not the
+// graph's outputs), and the trace saw that output's buffer go in as the second product's A.
+std::vector<bool> chain_links(const Graph& graph, const std::vector<ops::TracedGemm>& traced) {
+  std::map<std::string, const Node*> nodes;
+  for (const Node& node : graph.nodes) nodes[node.name] = &node;
+  std::map<std::string, std::size_t> gemms_of, readers;
+  for (const ops::TracedGemm& t : traced) ++gemms_of[t.gemm.node];
+  for (const Node& node : graph.nodes) {
+    for (const std::string& input : node.inputs) ++readers[input];
+  }
+  for (const ValueInfo& output : graph.outputs) ++readers[output.name];
+  std::vector<bool> links(traced.size(), false);
+  for (std::size_t g = 0; g + 1 < traced.size(); ++g) {
+    const CompiledGemm& first = traced[g].gemm;
+    const CompiledGemm& next = traced[g + 1].gemm;
+    const GemmSpec& s = first.plan.spec;
+    const GemmSpec& t = next.plan.spec;
+    if (first.node == next.node || gemms_of[first.node] != 1 || gemms_of[next.node] != 1 ||
+        s.int8() || t.int8() || s.has_c || t.has_c || s.out != OutType::Fp32 || s.m != t.m ||
+        s.n != t.k || traced[g].out == 0 || traced[g].out != traced[g + 1].a) {
+      continue;
+    }
+    const Node& producer = *nodes.at(first.node);
+    const Node& consumer = *nodes.at(next.node);
+    links[g] = producer.outputs.size() == 1 && !consumer.inputs.empty() &&
+               consumer.inputs[0] == producer.outputs[0] && readers[producer.outputs[0]] == 1;
+  }
+  return links;
+}
+
 }  // namespace
 
 CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::size_t batch) {
@@ -57,7 +92,7 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
   model.graph = with_batch(graph, model.batch, model.batched);
   // The trace: the graph on zeros, its products planned over the weights as they are placed.
   FunctionalModel trace_core(config, 0);
-  std::vector<CompiledGemm> traced;
+  std::vector<ops::TracedGemm> traced;
   {
     Session trace(model.graph, &trace_core);
     trace.record_gemms(traced);
@@ -65,36 +100,77 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
     for (const ValueInfo& input : model.graph.inputs) zeros.emplace_back(input.dtype, input.shape);
     trace.run(zeros);
   }
-  // The programs above the weights, the operands above them: each GEMM planned again over that
-  // layout (a program's length does not depend on where its operands lie).
+  const std::vector<bool> links = chain_links(model.graph, traced);
+  // Each GEMM planned over the final layout: its weights where the trace placed them, its
+  // operands from `base` up (a chain's after the GEMMs before it in the chain, its A their
+  // last's result). A chain's GEMMs but its last write bf16.
   HostMemory& memory = trace_core.memory();
+  const auto plan_all = [&](std::uint64_t base) {
+    std::vector<GemmPlan> plans;
+    for (std::size_t g = 0; g < traced.size(); ++g) {
+      const GemmPlan& traced_plan = traced[g].gemm.plan;
+      GemmSpec spec = traced_plan.spec;
+      if (links[g]) spec.out = OutType::Bf16;
+      GemmPlacement placement;
+      placement.base = base;
+      if (traced_plan.weights_resident) placement.weights_addr = traced_plan.b_addr;
+      if (g > 0 && links[g - 1]) {
+        // Above the chain's operands so far: the host writes them all before the chain runs.
+        placement.base = plans.back().prog_addr;
+        placement.input_addr = plans.back().out_addr;
+      }
+      plans.push_back(plan_gemm(config, spec, placement));
+    }
+    return plans;
+  };
+  // The programs' lengths do not depend on where the operands lie: planned once above the
+  // weights for them, then again above the programs, where the operands go.
+  std::vector<GemmPlan> plans = plan_all(align_up(memory.size()));
+  // One program a chain (its GEMMs' programs one after the other, without the HALTs between),
+  // at its last GEMM.
   std::uint64_t top = align_up(memory.size());
-  std::vector<std::uint64_t> program_addr;
-  for (const CompiledGemm& gemm : traced) {
-    program_addr.push_back(top);
-    top = align_up(top + gemm.plan.program.size() * isa::kInstrBytes);
+  std::vector<std::uint64_t> program_addr(plans.size(), 0);
+  std::uint64_t chain_instructions = 0;
+  for (std::size_t g = 0; g < plans.size(); ++g) {
+    chain_instructions += plans[g].program.size() - (links[g] ? 1 : 0);
+    if (links[g]) continue;
+    program_addr[g] = top;
+    top = align_up(top + chain_instructions * isa::kInstrBytes);
+    chain_instructions = 0;
   }
   const std::uint64_t scratch = top;
   if (scratch > (std::uint64_t{1} << 32)) {
     throw std::runtime_error("the weights and programs do not fit in 32-bit host memory");
   }
   memory.resize(scratch);
-  for (std::size_t g = 0; g < traced.size(); ++g) {
-    const GemmPlan& traced_plan = traced[g].plan;
-    GemmPlacement placement;
-    placement.base = scratch;
-    if (traced_plan.weights_resident) placement.weights_addr = traced_plan.b_addr;
-    GemmPlan plan = plan_gemm(config, traced_plan.spec, placement);
-    if (plan.program.size() != traced_plan.program.size()) {
+  const std::vector<GemmPlan> sized = std::move(plans);
+  plans = plan_all(scratch);
+  std::vector<isa::Instruction> chain_program;
+  for (std::size_t g = 0; g < plans.size(); ++g) {
+    GemmPlan& plan = plans[g];
+    if (plan.program.size() != sized[g].program.size()) {
       throw std::logic_error("a GEMM's program changed its length with its operands' addresses");
+    }
+    if (plan.program.empty() || plan.program.back().opcode() != isa::Opcode::Halt) {
+      throw std::logic_error("a GEMM's program does not end in HALT");
     }
     // The operands end where the plan would have put its program.
     model.scratch_bytes = std::max<std::uint64_t>(model.scratch_bytes, plan.prog_addr - scratch);
     plan.memory_bytes = plan.prog_addr;
-    plan.prog_addr = static_cast<std::uint32_t>(program_addr[g]);
     plan.program_resident = true;
-    memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
-    model.gemms.push_back({traced[g].node, traced[g].weight_bytes, std::move(plan)});
+    chain_program.insert(chain_program.end(), plan.program.begin(),
+                         plan.program.end() - (links[g] ? 1 : 0));
+    if (links[g]) {
+      plan.program.clear();
+      plan.prog_addr = 0;
+    } else {
+      plan.program = std::move(chain_program);
+      chain_program.clear();
+      plan.prog_addr = static_cast<std::uint32_t>(program_addr[g]);
+      memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
+    }
+    model.gemms.push_back(
+        {traced[g].gemm.node, traced[g].gemm.weight_bytes, links[g], std::move(plan)});
   }
   model.image.assign(memory.data(), memory.data() + scratch);
   return model;
@@ -427,6 +503,8 @@ Json gemm_json(const CompiledGemm& gemm, DataWriter& data) {
           {"out_addr", p.out_addr},
           {"memory_bytes", p.memory_bytes},
           {"weights_resident", p.weights_resident},
+          {"input_resident", p.input_resident},
+          {"runs_with_next", gemm.runs_with_next},
           {"program", data.add(isa::encode_program(p.program))}};
 }
 
@@ -449,6 +527,8 @@ CompiledGemm gemm_from(const Json& json, const DataReader& data, const HardwareC
   p.out_addr = json.at("out_addr").get<std::uint32_t>();
   p.memory_bytes = json.at("memory_bytes").get<std::size_t>();
   p.weights_resident = json.at("weights_resident").get<bool>();
+  p.input_resident = json.at("input_resident").get<bool>();
+  gemm.runs_with_next = json.at("runs_with_next").get<bool>();
   p.program_resident = true;
   try {
     p.program = isa::decode_program(data.bytes(json.at("program")));

@@ -519,7 +519,7 @@ Session::Session(const CompiledModel& model, Backend& accelerator)
 
 Session::~Session() = default;
 
-void Session::record_gemms(std::vector<CompiledGemm>& gemms) {
+void Session::record_gemms(std::vector<ops::TracedGemm>& gemms) {
   state_->schedule.recording = &gemms;
 }
 

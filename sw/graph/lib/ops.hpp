@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tpu/backend.hpp"
@@ -19,10 +20,18 @@ namespace tpu::graph::ops {
 
 class ResidentWeights;  // resident_weights.hpp
 
+// A GEMM as compile()'s trace records it, with where the product's A and result lay in the
+// host's memory (addresses compared, never read): a result whose buffer is the next product's A
+// went to it untouched, the first condition of a chain (compiled.cpp).
+struct TracedGemm {
+  CompiledGemm gemm;
+  std::uintptr_t a = 0, out = 0;
+};
+
 // A compiled model's GEMMs (tpu/graph/compiled.hpp): recorded as compile() traces the graph,
 // then, as the compiled model runs, taken in the order they were recorded instead of planned.
 struct GemmSchedule {
-  std::vector<CompiledGemm>* recording = nullptr;  // compile()'s trace: products only planned
+  std::vector<TracedGemm>* recording = nullptr;  // compile()'s trace: products only planned
   const std::vector<CompiledGemm>* compiled = nullptr;
   std::size_t next = 0;    // the next of `compiled`
   bool first_run = false;  // the image (weights, programs) was written for this run
@@ -41,6 +50,17 @@ struct Context {
 
 // A node's inputs: null for an optional input left out.
 using Inputs = std::vector<const Tensor*>;
+
+// A kernel's outputs, moved into the vector that returns them (`return {y}` would copy each:
+// an initializer list's elements are const). A product's result thus reaches the next node in
+// its own buffer, which is how compile() sees a chain.
+template <typename... Outputs>
+std::vector<Tensor> outputs(Outputs&&... values) {
+  std::vector<Tensor> all;
+  all.reserve(sizeof...(values));
+  (all.push_back(std::forward<Outputs>(values)), ...);
+  return all;
+}
 using Kernel = std::function<std::vector<Tensor>(Context&, const Node&, const Inputs&)>;
 using Table = std::map<std::string, Kernel>;
 

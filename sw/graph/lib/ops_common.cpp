@@ -159,11 +159,13 @@ GemmPlacement place_weights(Context& context, const WeightOf& weight, const Matr
   return placement;
 }
 
-// The figures of a planned GEMM's run: what the host wrote (A, B unless resident, the column
-// rows, the program unless resident) and read (C), the cycle model's estimate and the
-// backend's counters. A compiled model's resident programs count once, with its image.
+// The figures of a planned GEMM's run: what the host wrote (A and B unless resident, the column
+// rows, the program unless resident) and, where `program_ran` (not for a chain's GEMM before
+// its last, which runs in the next one's program and leaves its result there), read (the
+// result); the cycle model's estimate and the backend's counters. A compiled model's resident
+// programs count once, with its image.
 void record_run(Context& context, const GemmPlan& plan, std::uint64_t weights_written,
-                const RunResult& result) {
+                const RunResult& result, bool program_ran = true) {
   if (!context.run) return;
   OpRun& figures = *context.run;
   const GemmSpec& spec = plan.spec;
@@ -181,10 +183,13 @@ void record_run(Context& context, const GemmPlan& plan, std::uint64_t weights_wr
   ++figures.products;
   figures.weight_bytes += weights_written;
   figures.estimated_cycles += estimate_cycles(plan).cycles;
-  figures.host_bytes += std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes() + b_bytes +
-                        column_bytes +
-                        (program_written ? plan.program.size() * isa::kInstrBytes : 0) +
-                        std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes();
+  const std::uint64_t a_bytes =
+      plan.input_resident ? 0 : std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes();
+  figures.host_bytes +=
+      a_bytes + b_bytes + column_bytes +
+      (program_written ? plan.program.size() * isa::kInstrBytes : 0) +
+      (program_ran ? std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes() : 0);
+  figures.programs += program_ran ? 1 : 0;
   if (result.counters) {
     const Counters& counters = *result.counters;
     figures.counted = true;
@@ -216,13 +221,19 @@ num::Matrix<T> rows_of(const num::Matrix<T>& m, std::size_t first, std::size_t c
   return part;
 }
 
-// The compiled model's next GEMM, which must be the one the running node asks for now.
+// The compiled model's next GEMM, which must be the one the running node asks for now (a
+// chain's GEMM that runs with the next writes bf16 where the node asks for fp32).
 const CompiledGemm& next_compiled(Context& context, const GemmSpec& spec) {
   GemmSchedule& schedule = *context.schedule;
   const std::vector<CompiledGemm>& gemms = *schedule.compiled;
   const Node& node = *context.node;
+  const auto asked_for = [](const CompiledGemm& gemm) {
+    GemmSpec asked = gemm.plan.spec;
+    if (gemm.runs_with_next) asked.out = OutType::Fp32;
+    return asked;
+  };
   if (schedule.next >= gemms.size() || gemms[schedule.next].node != node.name ||
-      gemms[schedule.next].plan.spec != spec) {
+      asked_for(gemms[schedule.next]) != spec) {
     fail(node, "runs a " + std::to_string(spec.m) + " x " + std::to_string(spec.k) + " x " +
                    std::to_string(spec.n) +
                    " product the compiled model does not have as its GEMM " +
@@ -260,13 +271,24 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
       const CompiledGemm& gemm = next_compiled(context, spec);
       plan = &gemm.plan;
       weights_written = context.schedule->first_run ? gemm.weight_bytes : 0;
+      if (gemm.runs_with_next) {
+        // A chain's GEMM before its last: its operands written now, its program run with the
+        // next GEMM's, its result left in the core's memory for it (what the node returns
+        // is read by that product alone, which does not look at it).
+        write_gemm_inputs(*plan, backend.memory(), a_used, b_used, spec.has_c ? &sums : nullptr,
+                          final ? columns : nullptr);
+        record_run(context, *plan, weights_written, RunResult{}, false);
+        sums = Sums(a.rows, b.cols);
+        continue;
+      }
     } else {
       const GemmPlacement placement =
           place_weights(context, {weight.source, weight.part, first}, b_used, weights_written);
       planned = plan_gemm(backend.config(), spec, placement);
       if (context.schedule && context.schedule->recording) {
         // Compiling: the products are planned, not run; what follows them runs on zeros.
-        context.schedule->recording->push_back({context.node->name, weights_written, planned});
+        context.schedule->recording->push_back(
+            {{context.node->name, weights_written, false, planned}});
         sums = Sums(a.rows, b.cols);
         continue;
       }
@@ -307,10 +329,19 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
     std::memcpy(bias.data(), epilogue.bias, n * sizeof(float));
   }
   const num::MatrixBf16 a16 = nn::bf16_matrix(a, m, k), b16 = nn::bf16_matrix(b, k, n);
+  std::vector<TracedGemm>* traced = context.schedule ? context.schedule->recording : nullptr;
+  const std::size_t first_traced = traced ? traced->size() : 0;
   const num::MatrixFp32 out = run_on_core<num::bf16_t, num::MatrixFp32>(
       context, weight, sums_only, spec, a16, b16, epilogue.bias ? &bias : nullptr);
   std::vector<float> c(m * n);
   std::memcpy(c.data(), out.data.data(), c.size() * sizeof(float));
+  if (traced) {
+    // Where A came from and where the result goes (its buffer moves into the node's output).
+    for (std::size_t g = first_traced; g < traced->size(); ++g) {
+      (*traced)[g].a = reinterpret_cast<std::uintptr_t>(a);
+      (*traced)[g].out = reinterpret_cast<std::uintptr_t>(c.data());
+    }
+  }
   return c;
 }
 

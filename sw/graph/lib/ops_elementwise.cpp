@@ -153,7 +153,7 @@ std::vector<Tensor> cast(Context&, const Node& node, const Inputs& in) {
       y.ints[i] = q;
     }
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 std::vector<Tensor> where(Context&, const Node& node, const Inputs& in) {
@@ -174,7 +174,7 @@ std::vector<Tensor> where(Context&, const Node& node, const Inputs& in) {
       y.ints[e] = pick_a ? a.ints[at[e]] : b.ints[bt[e]];
     }
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 // Clip: bounds as attributes before opset 11, as optional inputs from it on.
@@ -190,7 +190,7 @@ std::vector<Tensor> clip(Context& context, const Node& node, const Inputs& in) {
     if (in.size() > 2 && in[2]) high = static_cast<float>(need(node, in, 2).value(0));
   }
   for (float& v : y.floats) v = std::min(std::max(v, low), high);
-  return {y};
+  return outputs(std::move(y));
 }
 
 std::vector<Tensor> prelu(Context&, const Node& node, const Inputs& in) {
@@ -204,7 +204,7 @@ std::vector<Tensor> prelu(Context&, const Node& node, const Inputs& in) {
   for (std::size_t e = 0; e < st.size(); ++e) {
     if (y.floats[e] < 0) y.floats[e] *= slope.floats[st[e]];
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 std::vector<Tensor> pass_through(Context&, const Node& node, const Inputs& in) {
@@ -233,7 +233,7 @@ std::vector<Tensor> logical_not(Context&, const Node& node, const Inputs& in) {
   Tensor y = need(node, in, 0);
   if (y.dtype != DType::Bool) fail(node, "input not bool");
   for (std::int64_t& v : y.ints) v = !v;
-  return {y};
+  return outputs(std::move(y));
 }
 
 }  // namespace

@@ -78,7 +78,7 @@ std::vector<Tensor> matmul(Context& context, const Node& node, const Inputs& in)
     return product(context, &a.floats[a_at], &b.floats[b_at], shape.m, shape.k, shape.n,
                    {in[1], part}, {bias ? bias->floats.data() : nullptr, node.epilogue});
   });
-  return {y};
+  return outputs(std::move(y));
 }
 
 std::vector<Tensor> gemm(Context& context, const Node& node, const Inputs& in) {
@@ -106,20 +106,23 @@ std::vector<Tensor> gemm(Context& context, const Node& node, const Inputs& in) {
                                  tb ? bt.data() : b.floats.data(), m, k, n, {in[1], 0},
                                  {bias.empty() ? nullptr : bias.data(), node.epilogue});
   const Shape out{static_cast<std::int64_t>(m), static_cast<std::int64_t>(n)};
-  if (!bias.empty()) return {Tensor::of_floats(out, std::move(c))};
-  if (alpha != 1.0f) {
-    for (float& v : c) v *= alpha;
-  }
-  if (in.size() > 2 && in[2] && beta != 0.0f) {
-    const Tensor& addend = need_float(node, in, 2);
-    if (broadcast_shapes(node, {addend.shape, out}) != out) {
+  const bool addend = in.size() > 2 && in[2] && beta != 0.0f;
+  if (!bias.empty() || (alpha == 1.0f && !addend))
+    return outputs(Tensor::of_floats(out, std::move(c)));
+  // alpha and C on the host, into a new tensor: the product's own result buffer goes on only
+  // as it came (a compiled model chains products by it).
+  std::vector<float> y(c.size());
+  for (std::size_t e = 0; e < c.size(); ++e) y[e] = alpha == 1.0f ? c[e] : c[e] * alpha;
+  if (addend) {
+    const Tensor& added = need_float(node, in, 2);
+    if (broadcast_shapes(node, {added.shape, out}) != out) {
       fail(node,
-           "a C of shape " + shape_text(addend.shape) + " for a " + shape_text(out) + " product");
+           "a C of shape " + shape_text(added.shape) + " for a " + shape_text(out) + " product");
     }
-    const std::vector<std::size_t> offsets = broadcast_offsets(addend.shape, out);
-    for (std::size_t e = 0; e < c.size(); ++e) c[e] += beta * addend.floats[offsets[e]];
+    const std::vector<std::size_t> offsets = broadcast_offsets(added.shape, out);
+    for (std::size_t e = 0; e < y.size(); ++e) y[e] += beta * added.floats[offsets[e]];
   }
-  return {Tensor::of_floats(out, std::move(c))};
+  return outputs(Tensor::of_floats(out, std::move(y)));
 }
 
 // A convolution's or a pool's window over the spatial dimensions (one or two; one is treated
@@ -299,7 +302,7 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
         {in[1], static_cast<std::size_t>(g)},
         {bias ? &bias->floats[static_cast<std::size_t>(g * c.mg)] : nullptr, node.epilogue});
   });
-  return {y};
+  return outputs(std::move(y));
 }
 
 // The quantised products: int8 operands, int32 sums, requantised to int8 in the product's
@@ -420,7 +423,7 @@ std::vector<Tensor> qlinear_conv(Context& context, const Node& node, const Input
             {in[3], static_cast<std::size_t>(g)},
             quant_epilogue(node, x, w, bias, multipliers, r, static_cast<std::size_t>(g * c.mg)));
       });
-  return {quant_tensor(r, c.out, y)};
+  return outputs(quant_tensor(r, c.out, y));
 }
 
 // QLinearMatMul: a (0-2), b (3-5), y's scale and zero point (6, 7); numpy.matmul's shapes.
@@ -437,7 +440,7 @@ std::vector<Tensor> qlinear_matmul(Context& context, const Node& node, const Inp
     return product_int8(context, &a.values[a_at], &b.values[b_at], shape.m, shape.k, shape.n,
                         {in[3], part}, quant_epilogue(node, a, b, {}, multipliers, r, 0));
   });
-  return {quant_tensor(r, shape.out, y)};
+  return outputs(quant_tensor(r, shape.out, y));
 }
 
 // QGemm (onnxruntime's com.microsoft operator, which fuse_quantized_products makes of a Gemm
@@ -467,7 +470,7 @@ std::vector<Tensor> qgemm(Context& context, const Node& node, const Inputs& in) 
   const std::vector<std::int8_t> y =
       product_int8(context, a.values.data(), b.values.data(), m, k, n, {in[3], 0},
                    quant_epilogue(node, a, b, bias, multipliers, r, 0));
-  return {quant_tensor(r, {static_cast<std::int64_t>(m), static_cast<std::int64_t>(n)}, y)};
+  return outputs(quant_tensor(r, {static_cast<std::int64_t>(m), static_cast<std::int64_t>(n)}, y));
 }
 
 // MaxPool and AveragePool over (one or two) spatial dimensions.
@@ -509,7 +512,7 @@ std::vector<Tensor> pool(Context&, const Node& node, const Inputs& in, bool max)
       }
     }
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 std::vector<Tensor> global_pool(Context&, const Node& node, const Inputs& in, bool max) {
@@ -526,7 +529,7 @@ std::vector<Tensor> global_pool(Context&, const Node& node, const Inputs& in, bo
     for (std::size_t i = 0; i < plane; ++i) acc = max ? std::max(acc, v[i]) : acc + v[i];
     y.floats[p] = max ? acc : acc / static_cast<float>(plane);
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 // Softmax and LogSoftmax: along one axis from opset 13, over the dimensions from `axis` on
@@ -554,7 +557,7 @@ std::vector<Tensor> softmax(Context& context, const Node& node, const Inputs& in
       }
     }
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 std::vector<Tensor> batch_norm(Context&, const Node& node, const Inputs& in) {
@@ -575,7 +578,7 @@ std::vector<Tensor> batch_norm(Context&, const Node& node, const Inputs& in) {
     const float mean = params[2]->floats[c], var = params[3]->floats[c];
     y.floats[e] = (y.floats[e] - mean) / std::sqrt(var + epsilon) * scale + bias;
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 std::vector<Tensor> layer_norm(Context&, const Node& node, const Inputs& in) {
@@ -612,7 +615,7 @@ std::vector<Tensor> layer_norm(Context&, const Node& node, const Inputs& in) {
     means.floats[o] = mean;
     inv_std.floats[o] = inv;
   }
-  return {y, means, inv_std};
+  return outputs(std::move(y), std::move(means), std::move(inv_std));
 }
 
 // ReduceMean, ReduceSum, ReduceMax, ReduceMin: axes an attribute until the opset in which they
@@ -627,7 +630,7 @@ std::vector<Tensor> reduce(Context& context, const Node& node, const Inputs& in,
           ? (in.size() > 1 && in[1] ? int_values(*in[1]) : std::vector<std::int64_t>{})
           : node.ints_attr("axes");
   const bool keep = node.int_attr("keepdims", 1) != 0;
-  if (axes.empty() && node.int_attr("noop_with_empty_axes", 0) != 0) return {x};
+  if (axes.empty() && node.int_attr("noop_with_empty_axes", 0) != 0) return outputs(x);
   std::vector<bool> reduced(x.rank(), axes.empty());
   for (const std::int64_t a : axes) reduced[axis_index(node, a, x.rank())] = true;
   Shape kept_shape = x.shape, out;
@@ -650,7 +653,7 @@ std::vector<Tensor> reduce(Context& context, const Node& node, const Inputs& in,
     const auto count = static_cast<float>(x.size() / y.size());
     for (float& v : y.floats) v /= count;
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 // ArgMax and ArgMin along one axis: the index (int64) of the first extreme value, or of the last
@@ -687,7 +690,7 @@ std::vector<Tensor> arg_extreme(Context&, const Node& node, const Inputs& in, bo
     }
     y.ints[o] = static_cast<std::int64_t>(best);
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 std::vector<Tensor> lrn(Context&, const Node& node, const Inputs& in) {
@@ -716,7 +719,7 @@ std::vector<Tensor> lrn(Context&, const Node& node, const Inputs& in) {
       }
     }
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 // Resize and Upsample with mode nearest: each output position's source coordinate by the
@@ -809,7 +812,7 @@ std::vector<Tensor> resize(Context& context, const Node& node, const Inputs& in)
       index[d] = 0;
     }
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 }  // namespace

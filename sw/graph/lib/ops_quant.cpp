@@ -72,7 +72,7 @@ std::vector<Tensor> quantize_linear(Context& context, const Node& node, const In
             : static_cast<std::int64_t>(
                   std::nearbyint(std::clamp(v, lo - zero_point, hi - zero_point)) + zero_point);
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 // y = (x - zero point) * scale in fp32, as onnxruntime computes it.
@@ -90,7 +90,7 @@ std::vector<Tensor> dequantize_linear(Context& context, const Node& node, const 
     const std::size_t c = (e / q.inner) % q.scales.size();
     y.floats[e] = static_cast<float>(x.ints[e] - q.zero_points[c]) * q.scales[c];
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 }  // namespace

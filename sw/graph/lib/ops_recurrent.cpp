@@ -203,7 +203,7 @@ std::vector<Tensor> lstm(Context& context, const Node& node, const Inputs& in) {
       }
     }
   }
-  return {y, y_h, y_c};
+  return outputs(std::move(y), std::move(y_h), std::move(y_c));
 }
 
 std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
@@ -265,7 +265,7 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
       for (std::size_t j = 0; j < h; ++j) rec.state_at(y_h, d, b, j) = state[b * h + j];
     }
   }
-  return {y, y_h};
+  return outputs(std::move(y), std::move(y_h));
 }
 
 }  // namespace

@@ -49,11 +49,11 @@ std::vector<Tensor> shape_of(Context& context, const Node& node, const Inputs& i
   start = std::clamp<std::int64_t>(start, 0, rank);
   end = std::clamp<std::int64_t>(end, start, rank);
   std::vector<std::int64_t> dims(shape.begin() + start, shape.begin() + end);
-  return {Tensor::of_ints({static_cast<std::int64_t>(dims.size())}, dims)};
+  return outputs(Tensor::of_ints({static_cast<std::int64_t>(dims.size())}, dims));
 }
 
 std::vector<Tensor> size_of(Context&, const Node& node, const Inputs& in) {
-  return {Tensor::of_ints({}, {static_cast<std::int64_t>(need(node, in, 0).size())})};
+  return outputs(Tensor::of_ints({}, {static_cast<std::int64_t>(need(node, in, 0).size())}));
 }
 
 std::vector<Tensor> reshape(Context& context, const Node& node, const Inputs& in) {
@@ -92,7 +92,7 @@ std::vector<Tensor> reshape(Context& context, const Node& node, const Inputs& in
   if (element_count(shape) != x.size()) {
     fail(node, "cannot reshape " + shape_text(x.shape) + " to " + shape_text(shape));
   }
-  return {reshaped(x, shape)};
+  return outputs(reshaped(x, shape));
 }
 
 std::vector<Tensor> flatten(Context&, const Node& node, const Inputs& in) {
@@ -103,7 +103,7 @@ std::vector<Tensor> flatten(Context&, const Node& node, const Inputs& in) {
   const auto split = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
   const Shape front(x.shape.begin(), x.shape.begin() + static_cast<std::ptrdiff_t>(split));
   const auto outer = static_cast<std::int64_t>(element_count(front));
-  return {reshaped(x, {outer, outer ? static_cast<std::int64_t>(x.size()) / outer : 0})};
+  return outputs(reshaped(x, {outer, outer ? static_cast<std::int64_t>(x.size()) / outer : 0}));
 }
 
 // Squeeze and Unsqueeze: axes as an attribute before opset 13, an input from it on.
@@ -131,7 +131,7 @@ std::vector<Tensor> squeeze(Context& context, const Node& node, const Inputs& in
   for (std::size_t d = 0; d < x.rank(); ++d) {
     if (!drop[d]) shape.push_back(x.shape[d]);
   }
-  return {reshaped(x, shape)};
+  return outputs(reshaped(x, shape));
 }
 
 std::vector<Tensor> unsqueeze(Context& context, const Node& node, const Inputs& in) {
@@ -147,7 +147,7 @@ std::vector<Tensor> unsqueeze(Context& context, const Node& node, const Inputs& 
   Shape shape;
   std::size_t next = 0;
   for (std::size_t d = 0; d < rank; ++d) shape.push_back(added[d] ? 1 : x.shape[next++]);
-  return {reshaped(x, shape)};
+  return outputs(reshaped(x, shape));
 }
 
 std::vector<Tensor> transpose(Context&, const Node& node, const Inputs& in) {
@@ -168,13 +168,13 @@ std::vector<Tensor> transpose(Context&, const Node& node, const Inputs& in) {
   Shape out;
   for (const std::size_t d : axes) out.push_back(x.shape[d]);
   const std::vector<std::size_t> strides = strides_of(x.shape);
-  return {remap(x, out, [&](const Shape& index) {
+  return outputs(remap(x, out, [&](const Shape& index) {
     std::size_t at = 0;
     for (std::size_t d = 0; d < axes.size(); ++d) {
       at += static_cast<std::size_t>(index[d]) * strides[axes[d]];
     }
     return at;
-  })};
+  }));
 }
 
 std::vector<Tensor> concat(Context&, const Node& node, const Inputs& in) {
@@ -212,7 +212,7 @@ std::vector<Tensor> concat(Context&, const Node& node, const Inputs& in) {
     }
     offset += static_cast<std::size_t>(t.shape[axis]);
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 // A slice along one axis: [start, start + count) of it.
@@ -310,13 +310,13 @@ std::vector<Tensor> slice(Context& context, const Node& node, const Inputs& in) 
     step[d] = s;
   }
   const std::vector<std::size_t> strides = strides_of(x.shape);
-  return {remap(x, out, [&](const Shape& index) {
+  return outputs(remap(x, out, [&](const Shape& index) {
     std::size_t at = 0;
     for (std::size_t d = 0; d < index.size(); ++d) {
       at += static_cast<std::size_t>(first[d] + index[d] * step[d]) * strides[d];
     }
     return at;
-  })};
+  }));
 }
 
 std::vector<Tensor> gather(Context&, const Node& node, const Inputs& in) {
@@ -338,7 +338,7 @@ std::vector<Tensor> gather(Context&, const Node& node, const Inputs& in) {
   const std::vector<std::size_t> strides = strides_of(x.shape);
   const std::vector<std::size_t> index_strides = strides_of(indices.shape);
   const std::size_t k = indices.rank();
-  return {remap(x, out, [&](const Shape& index) {
+  return outputs(remap(x, out, [&](const Shape& index) {
     std::size_t at = 0, which = 0;
     for (std::size_t d = 0; d < axis; ++d) at += static_cast<std::size_t>(index[d]) * strides[d];
     for (std::size_t j = 0; j < k; ++j) {
@@ -349,7 +349,7 @@ std::vector<Tensor> gather(Context&, const Node& node, const Inputs& in) {
       at += static_cast<std::size_t>(index[d + k - 1]) * strides[d];
     }
     return at;
-  })};
+  }));
 }
 
 std::vector<Tensor> expand(Context&, const Node& node, const Inputs& in) {
@@ -357,7 +357,7 @@ std::vector<Tensor> expand(Context&, const Node& node, const Inputs& in) {
   const Shape out = broadcast_shapes(node, {x.shape, int_values(need(node, in, 1))});
   const std::vector<std::size_t> at = broadcast_offsets(x.shape, out);
   std::size_t e = 0;
-  return {remap(x, out, [&](const Shape&) { return at[e++]; })};
+  return outputs(remap(x, out, [&](const Shape&) { return at[e++]; }));
 }
 
 std::vector<Tensor> tile(Context&, const Node& node, const Inputs& in) {
@@ -370,13 +370,13 @@ std::vector<Tensor> tile(Context&, const Node& node, const Inputs& in) {
     out[d] *= repeats[d];
   }
   const std::vector<std::size_t> strides = strides_of(x.shape);
-  return {remap(x, out, [&](const Shape& index) {
+  return outputs(remap(x, out, [&](const Shape& index) {
     std::size_t at = 0;
     for (std::size_t d = 0; d < index.size(); ++d) {
       at += static_cast<std::size_t>(index[d] % x.shape[d]) * strides[d];
     }
     return at;
-  })};
+  }));
 }
 
 std::vector<Tensor> constant_of_shape(Context&, const Node& node, const Inputs& in) {
@@ -393,7 +393,7 @@ std::vector<Tensor> constant_of_shape(Context&, const Node& node, const Inputs& 
   } else {
     std::fill(y.ints.begin(), y.ints.end(), value.ints[0]);
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 std::vector<Tensor> range(Context&, const Node& node, const Inputs& in) {
@@ -412,7 +412,7 @@ std::vector<Tensor> range(Context&, const Node& node, const Inputs& in) {
       y.ints[static_cast<std::size_t>(i)] = start.ints[0] + i * delta.ints[0];
     }
   }
-  return {y};
+  return outputs(std::move(y));
 }
 
 // Pad: pads as an attribute before opset 11, inputs (pads, value, axes) from it on; constant,
@@ -455,7 +455,7 @@ std::vector<Tensor> pad(Context& context, const Node& node, const Inputs& in) {
     }
   }
   const std::vector<std::size_t> strides = strides_of(x.shape);
-  return {remap(
+  return outputs(remap(
       x, out,
       [&](const Shape& index) {
         std::size_t at = 0;
@@ -473,7 +473,7 @@ std::vector<Tensor> pad(Context& context, const Node& node, const Inputs& in) {
         }
         return at;
       },
-      value)};
+      value));
 }
 
 }  // namespace

@@ -102,6 +102,9 @@ struct GemmPlan {
   std::uint32_t prog_addr = 0, a_addr = 0, b_addr = 0, c_addr = 0, bias_addr = 0, out_addr = 0;
   std::size_t memory_bytes = 0;  // host memory the layout needs
   bool weights_resident = false;  // B already lies at b_addr (GemmPlacement): not written again
+  // A lies at a_addr before the program starts (GemmPlacement::input_addr): the result of a
+  // GEMM run before it in the same program, which the host neither reads nor writes.
+  bool input_resident = false;
   // The program already lies at prog_addr (a compiled model's, tpu/graph/compiled.hpp): written
   // once with the weights, not before each run.
   bool program_resident = false;
@@ -125,10 +128,13 @@ inline constexpr std::uint64_t kOperandAlign = 64;
 // Where a plan puts its operands in host memory: everything from `base` up, except B when
 // `weights_addr` is given: the weights then already lie there, below `base` (a multiple of
 // kOperandAlign), written once by write_weights (a session's resident weights, which later runs
-// of the same product do not write again).
+// of the same product do not write again); and A when `input_addr` is given: A lies there,
+// below `base` (a multiple of kOperandAlign), as rows of K padded to whole tiles, the layout of
+// a result of N = K (an earlier GEMM of the same program wrote it there).
 struct GemmPlacement {
   std::uint64_t base = 0;
   std::optional<std::uint32_t> weights_addr;
+  std::optional<std::uint32_t> input_addr;
 };
 
 // Throws std::invalid_argument with a one-line reason for a shape that is
@@ -153,8 +159,8 @@ void write_weights(const HardwareConfig& config, HostMemory& memory, std::uint32
                    const num::MatrixI8& b);
 
 // Lays out the operands (A, B bf16; C, bias fp32) as the plan says, padding
-// with zeros (B not when the plan's weights are resident); the shapes must match the plan's
-// spec (std::invalid_argument).
+// with zeros (B not when the plan's weights are resident, A not when its input is); the shapes
+// must match the plan's spec (std::invalid_argument).
 void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& a,
                        const num::MatrixBf16& b, const num::MatrixFp32* c,
                        const std::vector<num::fp32_t>* bias);

@@ -3,8 +3,11 @@
 // matrix products run, each planned once (addresses and program); and the image of the core's
 // host memory they share: the resident weights, then the programs. The operands that change
 // from run to run (A, a B computed from the inputs, the results) share one scratch region above
-// the image, which every GEMM reuses in turn, since the host reads each result back before the
-// next operator (host steps until the on-chip operators keep activations on the core).
+// the image, which every GEMM (or chain of GEMMs) reuses in turn, since the host reads each
+// result back before the next operator (host steps until the on-chip operators keep activations
+// on the core). Where a product's result goes straight into the next product as its A (a
+// chain: an MLP's layers, a transformer's feed-forward pair), it stays in the core's memory and
+// the products run as one program.
 //
 // A session of a compiled model (graph::Session) writes the image once, then runs each GEMM's
 // program as it was compiled; nothing is planned, and the programs do not cross the bus again.
@@ -23,7 +26,14 @@ namespace tpu::graph {
 struct CompiledGemm {
   std::string node;                // the name of the node whose product runs it
   std::uint64_t weight_bytes = 0;  // of the image: its resident B (0 where B is an activation)
-  GemmPlan plan;                   // program_resident, and weights_resident where B is resident
+  // Its result stays in the core's memory as the next GEMM's A (a chain): the host writes its
+  // operands, but it runs as the first part of the next GEMM's program, and nothing of its
+  // result is read back (its plan's program is empty: the chain's last GEMM has the whole).
+  bool runs_with_next = false;
+  // program_resident; weights_resident where B is resident; input_resident where A is the result
+  // of the GEMM before it in a chain (which then writes bf16: the bits its next product rounds
+  // the result to anyway).
+  GemmPlan plan;
 };
 
 struct CompiledModel {

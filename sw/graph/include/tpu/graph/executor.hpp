@@ -18,7 +18,9 @@
 namespace tpu::graph {
 
 struct CompiledModel;  // tpu/graph/compiled.hpp
-struct CompiledGemm;
+namespace ops {
+struct TracedGemm;  // the executor's (internal)
+}
 
 // One line naming the first node `run` would refuse (an operator it does not take, or an
 // attribute value it does not), empty when there is none. Checks what can be checked before
@@ -60,6 +62,10 @@ struct OpRun {
   bool on_accelerator = false;
   std::uint64_t macs = 0;      // products of two operands (matrix products, convolutions)
   std::uint64_t products = 0;  // GEMMs sent to the accelerator
+  // Program runs the host started for them: one a GEMM, except that a compiled model's chain
+  // (products that keep their results in the core's memory for the next) runs as one program,
+  // counted at its last.
+  std::uint64_t programs = 0;
   // Bytes the host wrote into the accelerator's memory and read from it for those GEMMs: the
   // weights (written on a session's first run only: they stay resident), and the rest (the
   // other operands, the programs and the results).
@@ -103,7 +109,7 @@ class Session {
  private:
   friend CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::size_t batch);
   // compile()'s trace: the products' GEMMs planned into `gemms`, not run.
-  void record_gemms(std::vector<CompiledGemm>& gemms);
+  void record_gemms(std::vector<ops::TracedGemm>& gemms);
   struct State;
   const Graph& graph_;
   Backend* accelerator_;
