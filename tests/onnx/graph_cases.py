@@ -652,13 +652,16 @@ def refuse_case(args, name, work):
 # so that the cases' 6 inputs run as one run and one padded with zero inputs; the LSTM for one
 # run of 6, since its outputs put the steps first and runs cannot be joined.
 COMPILED_CASES = {"mlp_opset20": 4, "residual_cnn": 4, "transformer_encoder": 4,
-                  "token_embedding": 4, "lstm_two_layers": BATCH, "qdq_residual_cnn": 4,
-                  "qlinear_operators": 4, "batch_and_fixed_inputs": 4}
+                  "token_embedding": 4, "lstm_two_layers": BATCH, "qdq_mlp_opset20": 4,
+                  "qdq_residual_cnn": 4, "qdq_transformer_encoder": 4, "qlinear_operators": 4,
+                  "batch_and_fixed_inputs": 4}
 # The results a compiled run keeps in the core's memory for the next product (chains, where a
 # product's result is the next one's A and nothing else reads it), as tpu compile reports them:
-# the MLP's two layers and the two-layer case as one program each, each encoder layer's
-# feed-forward pair; 0 for the others.
-KEPT_RESULTS = {"mlp_opset20": 1, "batch_and_fixed_inputs": 1, "transformer_encoder": 2}
+# the MLP's two layers (float and QDQ) and the two-layer case as one program each, each encoder
+# layer's feed-forward pair; 0 for the others (the QDQ transformer adds its feed-forward bias on
+# the host, between the products).
+KEPT_RESULTS = {"mlp_opset20": 1, "qdq_mlp_opset20": 1, "batch_and_fixed_inputs": 1,
+                "transformer_encoder": 2}
 
 
 def compile_model(args, model_path, out, *options):

@@ -262,6 +262,43 @@ TEST(CompiledModel, ChainedProductsRunAsOneProgram) {
   EXPECT_EQ(broken.gemms[0].plan.spec.out, OutType::Fp32);
 }
 
+// int8 products chain too: a QLinearMatMul's int8 result, the next one's A, stays in the core's
+// memory as the values the host would have written, its zero point the one the next takes off.
+TEST(CompiledModel, QuantisedProductsChain) {
+  Values values;
+  Graph g;
+  g.name = "int8 chain";
+  g.opset = 17;
+  g.inputs = {{"xq", DType::Int8, {-1, 8}}};
+  g.outputs = {{"y2", DType::Int8, {}}};
+  std::vector<std::int64_t> w1(8 * 12), w2(12 * 5);
+  for (std::int64_t& v : w1) v = values.int8();
+  for (std::int64_t& v : w2) v = values.int8();
+  g.constants["w1"] = Tensor::of_ints({8, 12}, w1, DType::Int8);
+  g.constants["w2"] = Tensor::of_ints({12, 5}, w2, DType::Int8);
+  g.constants["s"] = Tensor::of_floats({}, {0.02f});
+  g.constants["ys"] = Tensor::of_floats({}, {0.25f});
+  g.constants["xz"] = Tensor::of_ints({}, {3}, DType::Int8);
+  g.constants["z"] = Tensor::of_ints({}, {0}, DType::Int8);
+  g.constants["yz"] = Tensor::of_ints({}, {-4}, DType::Int8);
+  g.nodes = {
+      node("first", "QLinearMatMul", {"xq", "s", "xz", "w1", "s", "z", "ys", "yz"}, {"y1"}),
+      node("second", "QLinearMatMul", {"y1", "ys", "yz", "w2", "s", "z", "ys", "z"}, {"y2"})};
+  const CompiledModel model = compile(g, int8_core(), 2);
+  ASSERT_EQ(model.gemms.size(), 2u);
+  EXPECT_TRUE(model.gemms[0].runs_with_next);
+  EXPECT_TRUE(model.gemms[1].plan.input_resident);
+  EXPECT_EQ(model.gemms[0].plan.spec.out, OutType::Int8);
+  FunctionalModel compiled_core(int8_core(), 0), graph_core(int8_core(), 0);
+  Session compiled(model, compiled_core);
+  Session session(g, &graph_core);
+  for (int seed = 0; seed < 2; ++seed) {
+    const std::vector<Tensor> inputs = {mixed_inputs(2, 4, seed)[1]};
+    const std::vector<Tensor> y = compiled.run(inputs);
+    EXPECT_TRUE(same_bits(y[0], session.run(inputs)[0])) << "run " << seed;
+  }
+}
+
 // The batch is the compiled one: inputs of another are refused as the session starts, as is a
 // core other than the model's; only the batch may be left open by the graph.
 TEST(CompiledModel, ItsBatchAndCoreAreFixed) {

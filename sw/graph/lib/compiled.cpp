@@ -49,11 +49,13 @@ Graph with_batch(const Graph& graph, std::size_t& batch, std::vector<bool>& batc
 }
 
 // Whether GEMM g's result goes into GEMM g + 1 as its A, untouched and read by nothing else: a
-// link of a chain, for each GEMM but the last. Both are their nodes' only GEMM, bf16 products
-// of one whole K (no C) and of the same M, the first's N the second's K, the first's result
-// fp32 (the chain makes it bf16: the rounding the second product gives its A anyway); the
-// second node's A is the first's output, which nothing else reads (no other node, not the
-// graph's outputs), and the trace saw that output's buffer go in as the second product's A.
+// link of a chain, for each GEMM but the last. Both are their nodes' only GEMM, of one whole K
+// (no C) and of the same M, the first's N the second's K; the second node's A is the first's
+// output, which nothing else reads (no other node, not the graph's outputs). And either both
+// are bf16 products, the first's result fp32 (the chain makes it bf16: the rounding the second
+// product gives its A anyway), and the trace saw that result's buffer go in as the second
+// product's A; or both are int8 products of QLinearMatMul or QGemm, whose kernels pass A's
+// values as they are, the first requantised to int8 with the zero point the second takes off.
 std::vector<bool> chain_links(const Graph& graph, const std::vector<ops::TracedGemm>& traced) {
   std::map<std::string, const Node*> nodes;
   for (const Node& node : graph.nodes) nodes[node.name] = &node;
@@ -63,6 +65,9 @@ std::vector<bool> chain_links(const Graph& graph, const std::vector<ops::TracedG
     for (const std::string& input : node.inputs) ++readers[input];
   }
   for (const ValueInfo& output : graph.outputs) ++readers[output.name];
+  const auto passes_a_as_it_is = [](const Node& node) {
+    return node.op == "QLinearMatMul" || node.op == "QGemm";
+  };
   std::vector<bool> links(traced.size(), false);
   for (std::size_t g = 0; g + 1 < traced.size(); ++g) {
     const CompiledGemm& first = traced[g].gemm;
@@ -70,13 +75,16 @@ std::vector<bool> chain_links(const Graph& graph, const std::vector<ops::TracedG
     const GemmSpec& s = first.plan.spec;
     const GemmSpec& t = next.plan.spec;
     if (first.node == next.node || gemms_of[first.node] != 1 || gemms_of[next.node] != 1 ||
-        s.int8() || t.int8() || s.has_c || t.has_c || s.out != OutType::Fp32 || s.m != t.m ||
-        s.n != t.k || traced[g].out == 0 || traced[g].out != traced[g + 1].a) {
+        s.has_c || t.has_c || s.m != t.m || s.n != t.k || s.int8() != t.int8()) {
       continue;
     }
     const Node& producer = *nodes.at(first.node);
     const Node& consumer = *nodes.at(next.node);
-    links[g] = producer.outputs.size() == 1 && !consumer.inputs.empty() &&
+    const bool untouched =
+        s.int8() ? s.out == OutType::Int8 && t.input_zero_point == s.output_zero_point &&
+                       passes_a_as_it_is(producer) && passes_a_as_it_is(consumer)
+                 : s.out == OutType::Fp32 && traced[g].out != 0 && traced[g].out == traced[g + 1].a;
+    links[g] = untouched && producer.outputs.size() == 1 && !consumer.inputs.empty() &&
                consumer.inputs[0] == producer.outputs[0] && readers[producer.outputs[0]] == 1;
   }
   return links;
@@ -103,14 +111,14 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
   const std::vector<bool> links = chain_links(model.graph, traced);
   // Each GEMM planned over the final layout: its weights where the trace placed them, its
   // operands from `base` up (a chain's after the GEMMs before it in the chain, its A their
-  // last's result). A chain's GEMMs but its last write bf16.
+  // last's result). A bf16 chain's GEMMs but its last write bf16.
   HostMemory& memory = trace_core.memory();
   const auto plan_all = [&](std::uint64_t base) {
     std::vector<GemmPlan> plans;
     for (std::size_t g = 0; g < traced.size(); ++g) {
       const GemmPlan& traced_plan = traced[g].gemm.plan;
       GemmSpec spec = traced_plan.spec;
-      if (links[g]) spec.out = OutType::Bf16;
+      if (links[g] && !spec.int8()) spec.out = OutType::Bf16;
       GemmPlacement placement;
       placement.base = base;
       if (traced_plan.weights_resident) placement.weights_addr = traced_plan.b_addr;

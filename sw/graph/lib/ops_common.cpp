@@ -221,7 +221,7 @@ num::Matrix<T> rows_of(const num::Matrix<T>& m, std::size_t first, std::size_t c
   return part;
 }
 
-// The compiled model's next GEMM, which must be the one the running node asks for now (a
+// The compiled model's next GEMM, which must be the one the running node asks for now (a bf16
 // chain's GEMM that runs with the next writes bf16 where the node asks for fp32).
 const CompiledGemm& next_compiled(Context& context, const GemmSpec& spec) {
   GemmSchedule& schedule = *context.schedule;
@@ -229,7 +229,7 @@ const CompiledGemm& next_compiled(Context& context, const GemmSpec& spec) {
   const Node& node = *context.node;
   const auto asked_for = [](const CompiledGemm& gemm) {
     GemmSpec asked = gemm.plan.spec;
-    if (gemm.runs_with_next) asked.out = OutType::Fp32;
+    if (gemm.runs_with_next && !asked.int8()) asked.out = OutType::Fp32;
     return asked;
   };
   if (schedule.next >= gemms.size() || gemms[schedule.next].node != node.name ||
