@@ -18,14 +18,15 @@ Usage:
   graph_cases.py --case NAME --tpu PATH --work DIR [--backend model|rtl]
   graph_cases.py --rtl-matches-model CASE ... --tpu PATH --work DIR
       the cases' models on 4 inputs on --backend rtl and model: the outputs must be the same bits
+      (CASE.tpu: the case compiled by tpu compile for its 4 inputs, the compiled file run)
 """
 import argparse
 import re
 import subprocess
 
 from graph_checks import (QDQ_SHARE, add_arguments, check_products, compare, compare_ints,
-                          compare_steps, compiled_matches, fail, infer, output_steps, quantize_qdq,
-                          quantised_products, rtl_matches_model, run_qdq_reference)
+                          compare_steps, compiled_matches, fail, infer, output_steps, outputs_of,
+                          quantize_qdq, quantised_products, rtl_matches_model, run_qdq_reference)
 
 BATCH = 6
 HOST_TOLERANCE = 2.0 ** -12
@@ -750,10 +751,18 @@ def main():
         if not (args.tpu and args.work):
             parser.error("--tpu and --work are needed")
         for name in args.rtl_matches_model:
+            # NAME.tpu: the case compiled for its 4 inputs, the compiled file on both backends.
+            case = name[:-len(".tpu")] if name.endswith(".tpu") else name
             case_work = args.work / name
             case_work.mkdir(parents=True, exist_ok=True)
-            model_path, inputs = build(name, case_work)
-            rtl_matches_model(args.tpu, model_path, [v[:4] for v in inputs], case_work, name)
+            model_path, inputs = build(case, case_work)
+            if case != name:
+                compiled = case_work / name
+                compile_model(args, model_path, compiled, "--batch", "4")
+                rtl_matches_model(args.tpu, compiled, [v[:4] for v in inputs], case_work, name,
+                                  output_count=len(outputs_of(model_path)))
+            else:
+                rtl_matches_model(args.tpu, model_path, [v[:4] for v in inputs], case_work, name)
         return
     if args.list:
         for name in [*RUN_CASES, *QDQ_CASES]:
