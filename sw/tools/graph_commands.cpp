@@ -317,6 +317,83 @@ int run_infer_graph(const InferOptions& options) {
   return 0;
 }
 
+namespace {
+
+const char* type_name(InType in) {
+  return in == InType::Int8 ? "int8" : "bf16";
+}
+
+const char* type_name(OutType out) {
+  switch (out) {
+    case OutType::Fp32:
+      return "fp32";
+    case OutType::Bf16:
+      return "bf16";
+    case OutType::Int32:
+      return "int32";
+    case OutType::Int8:
+      return "int8";
+  }
+  return "?";
+}
+
+// One GEMM of a compiled model as a comment: its node, shape, types and epilogue, and where its
+// operands lie.
+std::string gemm_comment(std::size_t index, const graph::CompiledGemm& gemm) {
+  const GemmPlan& plan = gemm.plan;
+  const GemmSpec& spec = plan.spec;
+  std::string epilogue;
+  if (spec.has_bias) epilogue += ", bias";
+  if (spec.out == OutType::Int8) {
+    epilogue += fmt::format(", requantised (zero point {}, clamp {} to {})", spec.output_zero_point,
+                            spec.clamp_lo, spec.clamp_hi);
+  }
+  if (spec.act != isa::Func::None) {
+    epilogue += fmt::format(", {}", isa::kFuncTable[static_cast<std::size_t>(spec.act)].mnemonic);
+  }
+  return fmt::format(
+      "#   GEMM {}: node \"{}\", {} x {} x {} {} -> {}{}{}\n"
+      "#     A at {:#x}{}, B at {:#x} ({}), result at {:#x}{}\n",
+      index, gemm.node, spec.m, spec.k, spec.n, type_name(spec.in), type_name(spec.out),
+      spec.has_c ? ", onto the sums before it" : "", epilogue, plan.a_addr,
+      plan.input_resident ? " (the result of the GEMM before it)" : "", plan.b_addr,
+      plan.weights_resident ? "resident weights" : "written each run", plan.out_addr,
+      gemm.runs_with_next ? " (kept for the next GEMM)" : "");
+}
+
+}  // namespace
+
+std::string compiled_listing(const graph::CompiledModel& model, const std::string& name) {
+  std::uint64_t weights = 0;
+  std::size_t programs = 0;
+  for (const graph::CompiledGemm& gemm : model.gemms) {
+    weights += gemm.weight_bytes;
+    programs += gemm.runs_with_next ? 0 : 1;
+  }
+  std::string text = fmt::format(
+      "# {}: compiled for the {} core, {}\n"
+      "# core memory: weights from 0x0 ({} bytes), programs from {:#x} to {:#x}, the operands of "
+      "each run from {:#x} ({} bytes)\n",
+      name, model.config.name(),
+      model.batch ? fmt::format("runs of {} inputs", model.batch)
+                  : std::string("the inputs' shapes fixed by the file"),
+      weights, weights, model.image.size(), model.image.size(), model.scratch_bytes);
+  std::size_t program = 0;
+  std::size_t first = 0;  // the first GEMM of the program being listed
+  for (std::size_t g = 0; g < model.gemms.size(); ++g) {
+    if (model.gemms[g].runs_with_next) continue;
+    const GemmPlan& plan = model.gemms[g].plan;
+    text += fmt::format("\n# program {} of {}, at {:#x}: {} instructions, {}\n", ++program,
+                        programs, plan.prog_addr, plan.program.size(),
+                        g == first ? fmt::format("GEMM {}", g + 1)
+                                   : fmt::format("GEMMs {} to {}, one chain", first + 1, g + 1));
+    for (std::size_t c = first; c <= g; ++c) text += gemm_comment(c + 1, model.gemms[c]);
+    text += isa::disassemble(plan.program);
+    first = g + 1;
+  }
+  return text;
+}
+
 CLI::App* add_compile_command(CLI::App& app, CompileOptions& options) {
   CLI::App* command = app.add_subcommand(
       "compile",

@@ -12,6 +12,10 @@
 
 #include "tpu/backend.hpp"
 
+namespace tpu::graph {
+struct CompiledModel;  // tpu/graph/compiled.hpp
+}
+
 namespace tpu::tool {
 
 // --backend host: the network in plain host fp32, no accelerator.
@@ -98,6 +102,9 @@ int run_quantize(const QuantizeOptions& options);
 int run_infer_graph(const InferOptions& options);
 CLI::App* add_compile_command(CLI::App& app, CompileOptions& options);
 int run_compile(const CompileOptions& options);
+// tpu disasm of a compiled model: its memory plan, then each program (a GEMM's, or a chain's)
+// with its GEMMs as comments and its instructions as assembly text.
+std::string compiled_listing(const graph::CompiledModel& model, const std::string& name);
 int run_eval(const EvalOptions& options);
 CLI::App* add_import_command(CLI::App& app, ImportOptions& options);
 CLI::App* add_infer_command(CLI::App& app, InferOptions& options);

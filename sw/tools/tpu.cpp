@@ -34,6 +34,7 @@
 #include "pod.hpp"
 #include "tpu/assembler.hpp"
 #include "tpu/compiler.hpp"
+#include "tpu/graph/compiled.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/model.hpp"
 #include "tpu/npy.hpp"
@@ -555,7 +556,11 @@ int run_asm(const std::string& source_path, const std::string& output_path) {
 }
 
 int run_disasm(const std::string& binary_path, const std::string& output_path) {
-  const std::string text = tpu::isa::disassemble(decode_file(binary_path));
+  const std::string text =
+      tpu::graph::is_compiled_model(binary_path)
+          ? compiled_listing(as_bad_input([&] { return tpu::graph::read_compiled(binary_path); }),
+                             binary_path)
+          : tpu::isa::disassemble(decode_file(binary_path));
   if (output_path.empty()) {
     fmt::print("{}", text);
   } else {
@@ -736,9 +741,12 @@ CLI::App* add_disasm_command(CLI::App& app, std::string& binary_path, std::strin
   CLI::App* command =
       app.add_subcommand("disasm", "turn 32-byte instructions back into assembly text");
   command->footer(kTranslationExitStatusHelp);
-  command->add_option("PROGRAM", binary_path, "binary program")
+  command
+      ->add_option("PROGRAM", binary_path,
+                   "binary program, or a compiled model (tpu compile): its memory plan and "
+                   "every program, its GEMMs as comments")
       ->required()
-      ->type_name("PROGRAM.bin");
+      ->type_name("PROGRAM.bin|MODEL.tpu");
   command->add_option("-o,--output", output_path, "the text (default: stdout)")
       ->type_name("PROGRAM.s");
   return command;

@@ -738,8 +738,45 @@ def check_compiled_refusals(args, work):
         print(f"refused: {lines[0]}")
 
 
+def check_compiled_listing(args, work):
+    """`tpu disasm MODEL.tpu`: as many programs as tpu compile reports, each with the GEMMs it
+    runs and its instructions (one HALT each: a chain's are joined), text that `tpu asm` takes
+    back, instruction for instruction."""
+    for name in ("mlp_opset20", "transformer_encoder"):
+        case_work = work / name
+        case_work.mkdir(parents=True, exist_ok=True)
+        model_path, _ = build(name, case_work)
+        compiled = case_work / f"{name}.tpu"
+        result = tpu(args, ["compile", str(model_path), "-o", str(compiled), "--batch", "4"])
+        if result.returncode != 0:
+            fail(f"tpu compile {name}: exit {result.returncode}: {result.stderr.strip()}")
+        reported = re.search(r"(\d+) programs? a run", result.stdout)
+        listing = tpu(args, ["disasm", str(compiled)])
+        if listing.returncode != 0 or not reported:
+            fail(f"tpu disasm {name}: exit {listing.returncode}: {listing.stderr.strip()}")
+        text = listing.stdout
+        headers = re.findall(r"^# program \d+ of (\d+), at 0x[0-9a-f]+: (\d+) instructions",
+                             text, re.M)
+        programs = int(reported.group(1))
+        lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+        halts = sum(1 for line in lines if line.split()[0] == "halt")
+        if len(headers) != programs or any(int(total) != programs for total, _ in headers) or \
+                halts != programs or sum(int(count) for _, count in headers) != len(lines):
+            fail(f"{name}: the listing has {len(headers)} programs, {halts} HALTs and "
+                 f"{len(lines)} instructions; tpu compile reports {programs} programs")
+        source, binary = case_work / "listing.s", case_work / "listing.bin"
+        source.write_text(text)
+        assembled = tpu(args, ["asm", str(source), "-o", str(binary)])
+        if assembled.returncode != 0 or binary.stat().st_size != 32 * len(lines):
+            fail(f"{name}: tpu asm of the listing: exit {assembled.returncode}: "
+                 f"{assembled.stderr.strip()}")
+        print(f"{name}: tpu disasm lists {programs} program(s), {len(lines)} instructions, "
+              f"{halts} HALT(s); tpu asm takes them back")
+
+
 CHECK_CASES = {"compiled_models": check_compiled_models,
-               "compiled_refusals": check_compiled_refusals}
+               "compiled_refusals": check_compiled_refusals,
+               "compiled_listing": check_compiled_listing}
 
 
 def main():
