@@ -116,20 +116,6 @@ std::vector<Workload> int8_workloads() {
           {"gemm 256^3", "GEMM", gemm(256, 256, 256, false, Func::None, OutType::Fp32)}};
 }
 
-const char* out_name(OutType out) {
-  switch (out) {
-    case OutType::Fp32:
-      return "fp32";
-    case OutType::Bf16:
-      return "bf16";
-    case OutType::Int32:
-      return "int32";
-    case OutType::Int8:
-      return "int8";
-  }
-  return "?";
-}
-
 // Workloads of low, middling and high arithmetic intensity.
 std::vector<Workload> bandwidth_workloads() {
   return {{"mlp.fc1 b16", "MLP", gemm(16, 784, 256, true, Func::Relu, OutType::Bf16)},
@@ -173,7 +159,7 @@ class Suite {
     r["k"] = w.spec.k;
     r["n"] = w.spec.n;
     r["in"] = w.spec.int8() ? "int8" : "bf16";
-    r["out"] = out_name(w.spec.out);
+    r["out"] = type_name(w.spec.out);
     r["bias"] = w.spec.has_bias;
     r["function"] = tpu::isa::kFuncTable[static_cast<unsigned>(w.spec.act)].mnemonic;
     r["beats_per_cycle"] = beats_per_cycle;

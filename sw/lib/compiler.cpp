@@ -322,6 +322,24 @@ auto take_result(Run run, RunResult* result) {
 
 }  // namespace
 
+const char* type_name(OutType out) {
+  switch (out) {
+    case OutType::Fp32:
+      return "fp32";
+    case OutType::Bf16:
+      return "bf16";
+    case OutType::Int32:
+      return "int32";
+    case OutType::Int8:
+      return "int8";
+  }
+  return "?";
+}
+
+const char* type_name(InType in) {
+  return in == InType::Int8 ? "int8" : "bf16";
+}
+
 void require_halt(const RunResult& result) {
   if (!result.ok()) {
     throw std::runtime_error(std::string("the core stopped: ") + regs::error_name(result.error) +

@@ -319,24 +319,6 @@ int run_infer_graph(const InferOptions& options) {
 
 namespace {
 
-const char* type_name(InType in) {
-  return in == InType::Int8 ? "int8" : "bf16";
-}
-
-const char* type_name(OutType out) {
-  switch (out) {
-    case OutType::Fp32:
-      return "fp32";
-    case OutType::Bf16:
-      return "bf16";
-    case OutType::Int32:
-      return "int32";
-    case OutType::Int8:
-      return "int8";
-  }
-  return "?";
-}
-
 // One GEMM of a compiled model as a comment: its node, shape, types and epilogue, and where its
 // operands lie.
 std::string gemm_comment(std::size_t index, const graph::CompiledGemm& gemm) {

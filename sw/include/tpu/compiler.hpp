@@ -54,6 +54,9 @@ namespace tpu {
 // The results: fp32 or bf16 of a bf16 product; int32 (Q-MAC) or int8 (Q-REQ) of an int8 one.
 enum class OutType : std::uint8_t { Fp32, Bf16, Int32, Int8 };
 enum class InType : std::uint8_t { Bf16, Int8 };
+// "fp32", "bf16", "int32", "int8".
+const char* type_name(OutType out);
+const char* type_name(InType in);
 
 struct GemmSpec {
   std::uint32_t m = 1, k = 1, n = 1;
