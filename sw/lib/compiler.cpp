@@ -412,26 +412,25 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
     top = align_up(top + bytes, kOperandAlign);
     return addr;
   };
-  const std::uint64_t a_bytes = std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes();
-  // An input already in place (an earlier GEMM's result) lies below the operands.
-  if (placement.input_addr && (*placement.input_addr % kOperandAlign != 0 ||
-                               *placement.input_addr + a_bytes > placement.base)) {
-    throw std::invalid_argument("the input at " + std::to_string(*placement.input_addr) +
-                                " is unaligned or reaches the operands placed from " +
-                                std::to_string(placement.base));
-  }
+  // An operand already in place (resident weights: a session keeps them under its scratch
+  // space; an earlier GEMM's result as A) lies below the operands placed here, aligned.
+  const auto in_place_or_placed = [&](const std::optional<std::uint32_t>& given,
+                                      std::uint64_t bytes, const char* what) {
+    if (!given) return place(bytes);
+    if (*given % kOperandAlign != 0 || *given + bytes > placement.base) {
+      throw std::invalid_argument(std::string(what) + " at " + std::to_string(*given) +
+                                  ": unaligned, or reaching the operands placed from " +
+                                  std::to_string(placement.base));
+    }
+    return std::uint64_t{*given};
+  };
   plan.input_resident = placement.input_addr.has_value();
-  const std::uint64_t a_addr = plan.input_resident ? *placement.input_addr : place(a_bytes);
-  const std::uint64_t b_bytes = std::uint64_t{plan.k_pad} * plan.n_pad * plan.in_elem_bytes();
-  // Resident weights lie below the operands: a session keeps them under its scratch space.
-  if (placement.weights_addr && (*placement.weights_addr % kOperandAlign != 0 ||
-                                 *placement.weights_addr + b_bytes > placement.base)) {
-    throw std::invalid_argument("resident weights at " + std::to_string(*placement.weights_addr) +
-                                " are unaligned or reach the operands placed from " +
-                                std::to_string(placement.base));
-  }
+  const std::uint64_t a_addr = in_place_or_placed(
+      placement.input_addr, std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes(), "the input");
   plan.weights_resident = placement.weights_addr.has_value();
-  const std::uint64_t b_addr = plan.weights_resident ? *placement.weights_addr : place(b_bytes);
+  const std::uint64_t b_addr = in_place_or_placed(
+      placement.weights_addr, std::uint64_t{plan.k_pad} * plan.n_pad * plan.in_elem_bytes(),
+      "resident weights");
   const std::uint64_t c_addr = spec.has_c ? place(std::uint64_t{spec.m} * plan.n_pad * 4) : 0;
   const bool column_data = spec.has_bias || spec.out == OutType::Int8 || plan.has_seed_row();
   const std::uint64_t bias_addr =
