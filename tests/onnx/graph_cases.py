@@ -724,6 +724,7 @@ def check_compiled_refusals(args, work):
           str(out), "--out", str(work / "y2.npy")], "takes as many of each"),
         (["infer", "--net", str(truncated), "--in", str(x), "--out", str(out)], "truncated"),
         (["infer", "--net", str(corrupt), "--in", str(x), "--out", str(out)], "corrupt"),
+        (["disasm", str(truncated), "-o", str(out)], "truncated"),
     ]
     for command, words in refusals:
         if out.exists():
