@@ -529,7 +529,10 @@ CLI::App* add_infer_command(CLI::App& app, InferOptions& options) {
   command->add_option("--batch", options.batch, "inputs per run of the core")
       ->check(CLI::Range(1u, 65535u))
       ->capture_default_str();
-  command->add_flag("--stats", options.stats, "cycles per input and utilisation per layer (rtl)");
+  command->add_flag("--stats", options.stats,
+                    "a network file's cycles per input and utilisation per layer (rtl);\n"
+                    "an ONNX or compiled model's table per operator (where it ran, MACs,\n"
+                    "products, cycles, bytes) and totals (host steps, program runs, weights)");
   return command;
 }
 
