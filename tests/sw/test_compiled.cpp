@@ -166,6 +166,17 @@ TEST(CompiledModel, RunsTheGraphsBitsWithWeightsAndProgramsResident) {
       EXPECT_EQ(compiled_runs[n].host_bytes + (run_index == 0 ? 0 : programs), runs[n].host_bytes)
           << runs[n].node;
     }
+    // The Gemm's three GEMMs: each its A and result, the second and third the sums before them
+    // (C), the last the bias; the programs with the image, on the first run.
+    std::uint64_t gemm_bytes = 0;
+    for (std::size_t g = 0; g < 3; ++g) {
+      const GemmPlan& plan = model.gemms[g].plan;
+      EXPECT_EQ(plan.spec.has_c, g > 0);
+      gemm_bytes += 2 * plan.k_pad * 2 + (g > 0 ? 2 * plan.n_pad * 4 : 0) +
+                    (g == 2 ? plan.n_pad * 4 : 0) + 2 * plan.n_pad * 4 +
+                    (run_index == 0 ? plan.program.size() * isa::kInstrBytes : 0);
+    }
+    EXPECT_EQ(compiled_runs[0].host_bytes, gemm_bytes) << "run " << run_index;
   }
   EXPECT_EQ(compiled.resident_bytes(), model.image.size());
 }

@@ -159,8 +159,9 @@ GemmPlacement place_weights(Context& context, const WeightOf& weight, const Matr
   return placement;
 }
 
-// The figures of a planned GEMM's run: what the host wrote (A and B unless resident, the column
-// rows, the program unless resident) and, where `program_ran` (not for a chain's GEMM before
+// The figures of a planned GEMM's run: what the host wrote (A and B unless resident, C (the
+// sums of a split K so far), the column rows, the program unless resident) and, where
+// `program_ran` (not for a chain's GEMM before
 // its last, which runs in the next one's program and leaves its result there), read (the
 // result); the cycle model's estimate and the backend's counters. A compiled model's resident
 // programs count once, with its image.
@@ -180,13 +181,14 @@ void record_run(Context& context, const GemmPlan& plan, std::uint64_t weights_wr
                                     : plan.has_seed_row()       ? 1
                                                                 : 0;
   const std::uint64_t column_bytes = std::uint64_t{plan.n_pad} * 4 * column_rows;
+  const std::uint64_t c_bytes = spec.has_c ? std::uint64_t{spec.m} * plan.n_pad * 4 : 0;
   ++figures.products;
   figures.weight_bytes += weights_written;
   figures.estimated_cycles += estimate_cycles(plan).cycles;
   const std::uint64_t a_bytes =
       plan.input_resident ? 0 : std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes();
   figures.host_bytes +=
-      a_bytes + b_bytes + column_bytes +
+      a_bytes + b_bytes + c_bytes + column_bytes +
       (program_written ? plan.program.size() * isa::kInstrBytes : 0) +
       (program_ran ? std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes() : 0);
   figures.programs += program_ran ? 1 : 0;
