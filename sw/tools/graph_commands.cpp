@@ -1,6 +1,7 @@
 // tpu infer MODEL.onnx: an ONNX model loaded as a graph (tpu/onnx/load_graph.hpp) and run by
 // the graph executor, its matrix products on the chosen backend; tpu compile: the graph compiled
 // for one core and batch size into a file (tpu/graph/compiled.hpp) that tpu infer runs too.
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -406,6 +407,12 @@ CLI::App* add_compile_command(CLI::App& app, CompileOptions& options) {
 
 int run_compile(const CompileOptions& options) {
   check_output_path(options.out_path);
+  if (std::filesystem::path(options.model_path).extension() == ".json") {
+    throw BadInput(
+        fmt::format("{}: a network file: tpu compile takes ONNX models (tpu infer --net "
+                    "runs network files as they are)",
+                    options.model_path));
+  }
   const graph::Graph model = load_model(options.model_path);
   const auto start = std::chrono::steady_clock::now();
   graph::CompiledModel compiled;

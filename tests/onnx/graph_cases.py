@@ -23,12 +23,14 @@ Usage:
 import argparse
 import re
 import subprocess
+from pathlib import Path
 
 from graph_checks import (QDQ_SHARE, add_arguments, check_products, compare, compare_ints,
                           compare_steps, compiled_matches, fail, infer, output_steps, outputs_of,
                           quantize_qdq, quantised_products, rtl_matches_model, run_qdq_reference)
 
 BATCH = 6
+NETS = Path(__file__).resolve().parents[2] / "sw" / "nets"  # the project's network files
 HOST_TOLERANCE = 2.0 ** -12
 TOLERANCE = 2.0 ** -5
 
@@ -716,6 +718,7 @@ def check_compiled_refusals(args, work):
     refusals = [
         (["compile", str(unsupported), "-o", str(out)], "operator not supported"),
         (["compile", str(model_path), "-o", str(work)], "is a directory"),
+        (["compile", str(NETS / "mlp.json"), "-o", str(out)], "a network file"),
         (infer_compiled + ["--backend", "host"], "not host"),
         (infer_compiled + ["--array", "4x4_m1a1"], "compiled for the 16x16 core, not --array"),
         (infer_compiled + ["--batch", "3"], "compiled for runs of 2 inputs, not --batch 3"),
