@@ -341,7 +341,7 @@ std::string gemm_comment(std::size_t index, const graph::CompiledGemm& gemm) {
       spec.has_c ? ", onto the sums before it" : "", epilogue, plan.a_addr,
       plan.input_resident ? " (the result of the GEMM before it)" : "", plan.b_addr,
       plan.weights_resident ? "resident weights" : "written each run", plan.out_addr,
-      gemm.runs_with_next ? " (kept for the next GEMM)" : "");
+      gemm.result_kept ? " (kept for the next GEMM)" : "");
 }
 
 }  // namespace
@@ -369,7 +369,7 @@ std::string compiled_listing(const graph::CompiledModel& model, const std::strin
     text += fmt::format("\n# program {} of {}, at {:#x}: {} instructions, {}\n", ++program,
                         programs, plan.prog_addr, plan.program.size(),
                         g == first ? fmt::format("GEMM {}", g + 1)
-                                   : fmt::format("GEMMs {} to {}, one chain", first + 1, g + 1));
+                                   : fmt::format("GEMMs {} to {}", first + 1, g + 1));
     for (std::size_t c = first; c <= g; ++c) text += gemm_comment(c + 1, model.gemms[c]);
     text += isa::disassemble(plan.program);
     first = g + 1;
@@ -429,7 +429,7 @@ int run_compile(const CompileOptions& options) {
     weights += gemm.weight_bytes;
     on_core.insert(gemm.node);
     programs += gemm.runs_with_next ? 0 : 1;
-    chained += gemm.runs_with_next ? 1 : 0;
+    chained += gemm.result_kept ? 1 : 0;
   }
   fmt::print("{}: compiled for the {} core, {} ({:.1f} s)\n", options.model_path,
              compiled.config.name(),

@@ -657,7 +657,7 @@ def refuse_case(args, name, work):
 COMPILED_CASES = {"mlp_opset20": 4, "residual_cnn": 4, "transformer_encoder": 4,
                   "token_embedding": 4, "lstm_two_layers": BATCH, "qdq_mlp_opset20": 4,
                   "qdq_residual_cnn": 4, "qdq_transformer_encoder": 4, "qlinear_operators": 4,
-                  "batch_and_fixed_inputs": 4}
+                  "batch_and_fixed_inputs": 4, "mobilenet_block": 4}
 # The results a compiled run keeps in the core's memory for the next product (chains, where a
 # product's result is the next one's A and nothing else reads it), as tpu compile reports them:
 # the MLP's two layers (float and QDQ) and the two-layer case as one program each, each encoder
@@ -665,6 +665,11 @@ COMPILED_CASES = {"mlp_opset20": 4, "residual_cnn": 4, "transformer_encoder": 4,
 # the host, between the products).
 KEPT_RESULTS = {"mlp_opset20": 1, "qdq_mlp_opset20": 1, "batch_and_fixed_inputs": 1,
                 "transformer_encoder": 2}
+# The programs a compiled run takes, where fewer than its GEMMs: the chains above as one program
+# each; a node's independent products (attention's per input and head, a depthwise
+# convolution's groups) as one. The others run a program a GEMM (int8 products are not grouped).
+PROGRAMS = {"mlp_opset20": 1, "qdq_mlp_opset20": 1, "batch_and_fixed_inputs": 1,
+            "transformer_encoder": 11, "mobilenet_block": 5}
 
 
 def compile_model(args, model_path, out, *options):
@@ -688,6 +693,12 @@ def check_compiled_models(args, work):
         if not kept or int(kept.group(1)) != KEPT_RESULTS.get(name, 0):
             fail(f"{name}: {kept.group(1) if kept else 'no'} results kept in the core's memory, "
                  f"not {KEPT_RESULTS.get(name, 0)}")
+        gemms = re.search(r"\((\d+) GEMMs?\)", printed)
+        programs = re.search(r"(\d+) programs? a run", printed)
+        expected = PROGRAMS.get(name, int(gemms.group(1)) if gemms else -1)
+        if not programs or int(programs.group(1)) != expected:
+            fail(f"{name}: {programs.group(1) if programs else 'no'} programs a run, not "
+                 f"{expected}")
 
 
 def check_compiled_refusals(args, work):

@@ -310,6 +310,61 @@ TEST(CompiledModel, QuantisedProductsChain) {
   }
 }
 
+// The independent products of one node, a batched MatMul's matrices and a depthwise
+// convolution's groups, run as one program each: every GEMM's operands written first, every
+// result read after it; the graph's own bits.
+TEST(CompiledModel, AGroupOfProductsRunsAsOneProgram) {
+  Values values;
+  Graph g;
+  g.name = "groups";
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, 3, 4, 6}}, {"image", DType::Float32, {-1, 4, 5, 5}}};
+  g.outputs = {{"y", DType::Float32, {}}, {"z", DType::Float32, {}}};
+  const auto random = [&](Shape shape) {
+    std::vector<float> v(static_cast<std::size_t>(element_count(shape)));
+    for (float& e : v) e = values.real();
+    return Tensor::of_floats(shape, v);
+  };
+  g.constants["w"] = random({3, 6, 5});
+  g.constants["filters"] = random({4, 1, 3, 3});
+  g.constants["bias"] = random({4});
+  Node depthwise = node("depthwise", "Conv", {"image", "filters", "bias"}, {"z"});
+  depthwise.attributes["group"].kind = Attribute::Kind::Int;
+  depthwise.attributes["group"].i = 4;
+  depthwise.attributes["pads"].kind = Attribute::Kind::Ints;
+  depthwise.attributes["pads"].ints = {1, 1, 1, 1};
+  depthwise.epilogue = Epilogue::Relu;
+  g.nodes = {node("batched", "MatMul", {"x", "w"}, {"y"}), depthwise};
+  const CompiledModel model = compile(g, int8_core(), 2);
+  // 2 x 3 matrices, then 4 groups: two programs.
+  ASSERT_EQ(model.gemms.size(), 10u);
+  for (std::size_t i = 0; i < model.gemms.size(); ++i) {
+    EXPECT_EQ(model.gemms[i].runs_with_next, i != 5 && i != 9) << i;
+    EXPECT_FALSE(model.gemms[i].result_kept) << i;
+    EXPECT_FALSE(model.gemms[i].plan.input_resident) << i;
+  }
+  // Each GEMM's operands above those of the one before it in the program.
+  EXPECT_GE(model.gemms[1].plan.a_addr, model.gemms[0].plan.memory_bytes);
+  FunctionalModel compiled_core(int8_core(), 0), graph_core(int8_core(), 0);
+  Session compiled(model, compiled_core);
+  Session session(g, &graph_core);
+  for (int seed = 0; seed < 2; ++seed) {
+    const std::vector<Tensor> inputs = {random({2, 3, 4, 6}), random({2, 4, 5, 5})};
+    std::vector<OpRun> compiled_runs, runs;
+    const std::vector<Tensor> y = compiled.run(inputs, &compiled_runs);
+    const std::vector<Tensor> expected = session.run(inputs, &runs);
+    for (std::size_t o = 0; o < y.size(); ++o) {
+      EXPECT_TRUE(same_bits(y[o], expected[o])) << "output " << o << ", run " << seed;
+    }
+    ASSERT_EQ(compiled_runs.size(), 2u);
+    EXPECT_EQ(compiled_runs[0].products, 6u);
+    EXPECT_EQ(compiled_runs[0].programs, 1u);
+    EXPECT_EQ(compiled_runs[1].products, 4u);
+    EXPECT_EQ(compiled_runs[1].programs, 1u);
+    EXPECT_EQ(runs[1].programs, 4u);
+  }
+}
+
 // The batch is the compiled one: inputs of another are refused as the session starts, as is a
 // core other than the model's; only the batch may be left open by the graph.
 TEST(CompiledModel, ItsBatchAndCoreAreFixed) {

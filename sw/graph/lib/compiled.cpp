@@ -90,6 +90,34 @@ std::vector<bool> chain_links(const Graph& graph, const std::vector<ops::TracedG
   return links;
 }
 
+// The most host memory one program's GEMMs of a group take with their operands: a group
+// beyond it runs as several programs.
+constexpr std::uint64_t kGroupBytes = std::uint64_t{64} << 20;
+
+// Whether GEMM g and GEMM g + 1 are independent products of one products() call (a batched
+// MatMul's matrices, a grouped convolution's groups), each of them the only GEMM of its product,
+// that run in one program: a link of a group. A group's GEMMs together take at most kGroupBytes.
+std::vector<bool> group_links(const HardwareConfig& config,
+                              const std::vector<ops::TracedGemm>& traced) {
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> gemms_of_call;
+  for (const ops::TracedGemm& t : traced) {
+    if (t.group != 0) ++gemms_of_call[{t.group, t.call}];
+  }
+  std::vector<bool> links(traced.size(), false);
+  std::uint64_t bytes = 0;  // the group's so far
+  for (std::size_t g = 0; g < traced.size(); ++g) {
+    const ops::TracedGemm& t = traced[g];
+    bytes += plan_gemm(config, t.gemm.plan.spec).memory_bytes;
+    if (g + 1 == traced.size()) break;
+    const ops::TracedGemm& next = traced[g + 1];
+    links[g] = t.group != 0 && next.group == t.group && gemms_of_call[{t.group, t.call}] == 1 &&
+               gemms_of_call[{next.group, next.call}] == 1 &&
+               bytes + plan_gemm(config, next.gemm.plan.spec).memory_bytes <= kGroupBytes;
+    if (!links[g]) bytes = 0;
+  }
+  return links;
+}
+
 }  // namespace
 
 CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::size_t batch) {
@@ -108,24 +136,29 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
     for (const ValueInfo& input : model.graph.inputs) zeros.emplace_back(input.dtype, input.shape);
     trace.run(zeros);
   }
-  const std::vector<bool> links = chain_links(model.graph, traced);
+  const std::vector<bool> chained = chain_links(model.graph, traced);
+  const std::vector<bool> grouped = group_links(config, traced);
+  // Each GEMM runs in the next one's program where either links them.
+  std::vector<bool> links(traced.size());
+  for (std::size_t g = 0; g < traced.size(); ++g) links[g] = chained[g] || grouped[g];
   // Each GEMM planned over the final layout: its weights where the trace placed them, its
-  // operands from `base` up (a chain's after the GEMMs before it in the chain, its A their
-  // last's result). A bf16 chain's GEMMs but its last write bf16.
+  // operands from `base` up (in a chain or group, above those of the GEMMs before it in the
+  // program; a chained GEMM's A their last's result). A bf16 chain's GEMMs but its last write
+  // bf16.
   HostMemory& memory = trace_core.memory();
   const auto plan_all = [&](std::uint64_t base) {
     std::vector<GemmPlan> plans;
     for (std::size_t g = 0; g < traced.size(); ++g) {
       const GemmPlan& traced_plan = traced[g].gemm.plan;
       GemmSpec spec = traced_plan.spec;
-      if (links[g] && !spec.int8()) spec.out = OutType::Bf16;
+      if (chained[g] && !spec.int8()) spec.out = OutType::Bf16;
       GemmPlacement placement;
       placement.base = base;
       if (traced_plan.weights_resident) placement.weights_addr = traced_plan.b_addr;
       if (g > 0 && links[g - 1]) {
-        // Above the chain's operands so far: the host writes them all before the chain runs.
+        // Above the program's operands so far: the host writes them all before it runs.
         placement.base = plans.back().prog_addr;
-        placement.input_addr = plans.back().out_addr;
+        if (chained[g - 1]) placement.input_addr = plans.back().out_addr;
       }
       plans.push_back(plan_gemm(config, spec, placement));
     }
@@ -134,8 +167,8 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
   // The programs' lengths do not depend on where the operands lie: planned once above the
   // weights for them, then again above the programs, where the operands go.
   std::vector<GemmPlan> plans = plan_all(align_up(memory.size()));
-  // One program a chain (its GEMMs' programs one after the other, without the HALTs between),
-  // at its last GEMM.
+  // One program a chain or group (its GEMMs' programs one after the other, without the HALTs
+  // between), at its last GEMM.
   std::uint64_t top = align_up(memory.size());
   std::vector<std::uint64_t> program_addr(plans.size(), 0);
   std::uint64_t chain_instructions = 0;
@@ -178,7 +211,7 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
       memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
     }
     model.gemms.push_back(
-        {traced[g].gemm.node, traced[g].gemm.weight_bytes, links[g], std::move(plan)});
+        {traced[g].gemm.node, traced[g].gemm.weight_bytes, links[g], chained[g], std::move(plan)});
   }
   model.image.assign(memory.data(), memory.data() + scratch);
   return model;
@@ -513,6 +546,7 @@ Json gemm_json(const CompiledGemm& gemm, DataWriter& data) {
           {"weights_resident", p.weights_resident},
           {"input_resident", p.input_resident},
           {"runs_with_next", gemm.runs_with_next},
+          {"result_kept", gemm.result_kept},
           {"program", data.add(isa::encode_program(p.program))}};
 }
 
@@ -537,6 +571,7 @@ CompiledGemm gemm_from(const Json& json, const DataReader& data, const HardwareC
   p.weights_resident = json.at("weights_resident").get<bool>();
   p.input_resident = json.at("input_resident").get<bool>();
   gemm.runs_with_next = json.at("runs_with_next").get<bool>();
+  gemm.result_kept = json.at("result_kept").get<bool>();
   p.program_resident = true;
   try {
     p.program = isa::decode_program(data.bytes(json.at("program")));

@@ -26,6 +26,9 @@ class ResidentWeights;  // resident_weights.hpp
 struct TracedGemm {
   CompiledGemm gemm;
   std::uintptr_t a = 0, out = 0;
+  // The products() call it came from (0: a product of its own) and which of its products: the
+  // products of one call are independent, and may run as one program (compiled.cpp).
+  std::size_t group = 0, call = 0;
 };
 
 // A compiled model's GEMMs (tpu/graph/compiled.hpp): recorded as compile() traces the graph,
@@ -34,6 +37,7 @@ struct GemmSchedule {
   std::vector<TracedGemm>* recording = nullptr;  // compile()'s trace: products only planned
   const std::vector<CompiledGemm>* compiled = nullptr;
   std::size_t next = 0;    // the next of `compiled`
+  std::size_t groups = 0;  // products() calls recorded so far
   bool first_run = false;  // the image (weights, programs) was written for this run
 };
 
@@ -112,6 +116,20 @@ struct ProductEpilogue {
 std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
                            std::size_t k, std::size_t n, WeightOf weight = {},
                            ProductEpilogue epilogue = {});
+
+// One product of products(): A (m x k) times B (k x n), its weights' source and its epilogue.
+struct ProductCall {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  std::size_t m = 0, k = 0, n = 0;
+  WeightOf weight;
+  ProductEpilogue epilogue;
+};
+
+// Independent products, each as product() computes it, in order (a batched MatMul's matrices, a
+// grouped convolution's groups). A compiled model runs those compile() grouped as one program:
+// their operands written first, their results read after it.
+std::vector<std::vector<float>> products(Context& context, const std::vector<ProductCall>& calls);
 
 // What an int8 product does to its int32 sums (TensorFlow Lite's scheme, docs/numerics.md's
 // Q-rules): A's zero point is taken off (Q-ZP), then per column the bias is added and the sum

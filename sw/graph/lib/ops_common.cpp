@@ -161,12 +161,11 @@ GemmPlacement place_weights(Context& context, const WeightOf& weight, const Matr
 
 // The figures of a planned GEMM's run: what the host wrote (A and B unless resident, C (the
 // sums of a split K so far), the column rows, the program unless resident) and, where
-// `program_ran` (not for a chain's GEMM before
-// its last, which runs in the next one's program and leaves its result there), read (the
-// result); the cycle model's estimate and the backend's counters. A compiled model's resident
-// programs count once, with its image.
+// `result_read`, read (the result); the cycle model's estimate and the backend's counters;
+// `program_ran`: it started a program (not a GEMM that runs in the next one's). A compiled
+// model's resident programs count once, with its image.
 void record_run(Context& context, const GemmPlan& plan, std::uint64_t weights_written,
-                const RunResult& result, bool program_ran = true) {
+                const RunResult& result, bool program_ran = true, bool result_read = true) {
   if (!context.run) return;
   OpRun& figures = *context.run;
   const GemmSpec& spec = plan.spec;
@@ -190,7 +189,7 @@ void record_run(Context& context, const GemmPlan& plan, std::uint64_t weights_wr
   figures.host_bytes +=
       a_bytes + b_bytes + c_bytes + column_bytes +
       (program_written ? plan.program.size() * isa::kInstrBytes : 0) +
-      (program_ran ? std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes() : 0);
+      (result_read ? std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes() : 0);
   figures.programs += program_ran ? 1 : 0;
   if (result.counters) {
     const Counters& counters = *result.counters;
@@ -231,7 +230,7 @@ const CompiledGemm& next_compiled(Context& context, const GemmSpec& spec) {
   const Node& node = *context.node;
   const auto asked_for = [](const CompiledGemm& gemm) {
     GemmSpec asked = gemm.plan.spec;
-    if (gemm.runs_with_next && !asked.int8()) asked.out = OutType::Fp32;
+    if (gemm.result_kept && !asked.int8()) asked.out = OutType::Fp32;
     return asked;
   };
   if (schedule.next >= gemms.size() || gemms[schedule.next].node != node.name ||
@@ -274,12 +273,13 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
       plan = &gemm.plan;
       weights_written = context.schedule->first_run ? gemm.weight_bytes : 0;
       if (gemm.runs_with_next) {
-        // A chain's GEMM before its last: its operands written now, its program run with the
-        // next GEMM's, its result left in the core's memory for it (what the node returns
-        // is read by that product alone, which does not look at it).
+        // A GEMM that runs in the next one's program: its operands written now. A chain's
+        // result stays in the core's memory for the next GEMM (what the node returns is read
+        // by that product alone, which does not look at it); a group's is read by products()
+        // once the program has run.
         write_gemm_inputs(*plan, backend.memory(), a_used, b_used, spec.has_c ? &sums : nullptr,
                           final ? columns : nullptr);
-        record_run(context, *plan, weights_written, RunResult{}, false);
+        record_run(context, *plan, weights_written, RunResult{}, false, !gemm.result_kept);
         sums = Sums(a.rows, b.cols);
         continue;
       }
@@ -290,7 +290,7 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
       if (context.schedule && context.schedule->recording) {
         // Compiling: the products are planned, not run; what follows them runs on zeros.
         context.schedule->recording->push_back(
-            {{context.node->name, weights_written, false, planned}});
+            {{context.node->name, weights_written, false, false, planned}});
         sums = Sums(a.rows, b.cols);
         continue;
       }
@@ -345,6 +345,40 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
     }
   }
   return c;
+}
+
+std::vector<std::vector<float>> products(Context& context, const std::vector<ProductCall>& calls) {
+  GemmSchedule* schedule = context.schedule;
+  std::vector<TracedGemm>* traced = schedule ? schedule->recording : nullptr;
+  const std::size_t group = traced ? ++schedule->groups : 0;
+  const std::vector<CompiledGemm>* compiled = schedule ? schedule->compiled : nullptr;
+  std::vector<std::vector<float>> results;
+  // The products whose GEMMs ran in a later one's program: their results, to be read once it
+  // has run (before the next program reuses the scratch region).
+  std::vector<std::pair<std::size_t, const GemmPlan*>> pending;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const ProductCall& call = calls[i];
+    const std::size_t first_traced = traced ? traced->size() : 0;
+    const std::size_t next = compiled ? schedule->next : 0;
+    results.push_back(
+        product(context, call.a, call.b, call.m, call.k, call.n, call.weight, call.epilogue));
+    for (std::size_t g = first_traced; traced && g < traced->size(); ++g) {
+      (*traced)[g].group = group;
+      (*traced)[g].call = i;
+    }
+    if (!compiled || schedule->next != next + 1) continue;
+    const CompiledGemm& gemm = (*compiled)[next];
+    if (gemm.runs_with_next) {
+      if (!gemm.result_kept) pending.emplace_back(i, &gemm.plan);
+      continue;
+    }
+    for (const auto& [index, plan] : pending) {
+      const num::MatrixFp32 out = read_gemm_output(*plan, context.accelerator->memory());
+      std::memcpy(results[index].data(), out.data.data(), results[index].size() * sizeof(float));
+    }
+    pending.clear();
+  }
+  return results;
 }
 
 std::vector<std::int8_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,

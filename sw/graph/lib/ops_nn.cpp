@@ -49,19 +49,29 @@ MatmulShape matmul_shape(const Node& node, Shape a, Shape b) {
   return shape;
 }
 
-// Runs a MatMul's products: `multiply(a_offset, b_offset, part)` computes one m x n block (the
-// whole output where B is one matrix), which goes at `y`.
-template <typename T, typename Multiply>
-void matmul_products(const MatmulShape& shape, std::vector<T>& y, Multiply multiply) {
+// One m x n block of a MatMul's output: A's and B's offsets, and which of B's matrices it takes.
+struct MatmulPart {
+  std::size_t a_at = 0, b_at = 0, part = 0;
+};
+
+// Runs a MatMul's products: `multiply_all(parts)` computes each part's m x n block (one part, the
+// whole output, where B is one matrix), which go at `y` in order.
+template <typename T, typename MultiplyAll>
+void matmul_products(const MatmulShape& shape, std::vector<T>& y, MultiplyAll multiply_all) {
   if (shape.one_product) {
-    y = multiply(0, 0, 0);
+    y = std::move(multiply_all(std::vector<MatmulPart>{{}})[0]);
     return;
   }
-  const std::size_t block = shape.m * shape.n;
+  std::vector<MatmulPart> parts;
   for (std::size_t i = 0; i < shape.a_at.size(); ++i) {
-    const std::vector<T> c = multiply(shape.a_at[i] * shape.m * shape.k,
-                                      shape.b_at[i] * shape.k * shape.n, shape.b_at[i]);
-    std::copy(c.begin(), c.end(), y.begin() + static_cast<std::ptrdiff_t>(i * block));
+    parts.push_back(
+        {shape.a_at[i] * shape.m * shape.k, shape.b_at[i] * shape.k * shape.n, shape.b_at[i]});
+  }
+  const std::vector<std::vector<T>> blocks = multiply_all(parts);
+  const std::size_t block = shape.m * shape.n;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    std::copy(blocks[i].begin(), blocks[i].end(),
+              y.begin() + static_cast<std::ptrdiff_t>(i * block));
   }
 }
 
@@ -74,9 +84,18 @@ std::vector<Tensor> matmul(Context& context, const Node& node, const Inputs& in)
   const Tensor* bias = in.size() > 2 ? &need_float(node, in, 2) : nullptr;
   if (bias && bias->size() != shape.n) fail(node, "a bias of " + shape_text(bias->shape));
   Tensor y(DType::Float32, shape.out);
-  matmul_products(shape, y.floats, [&](std::size_t a_at, std::size_t b_at, std::size_t part) {
-    return product(context, &a.floats[a_at], &b.floats[b_at], shape.m, shape.k, shape.n,
-                   {in[1], part}, {bias ? bias->floats.data() : nullptr, node.epilogue});
+  matmul_products(shape, y.floats, [&](const std::vector<MatmulPart>& parts) {
+    std::vector<ProductCall> calls;
+    for (const MatmulPart& part : parts) {
+      calls.push_back({&a.floats[part.a_at],
+                       &b.floats[part.b_at],
+                       shape.m,
+                       shape.k,
+                       shape.n,
+                       {in[1], part.part},
+                       {bias ? bias->floats.data() : nullptr, node.epilogue}});
+    }
+    return products(context, calls);
   });
   return outputs(std::move(y));
 }
@@ -263,20 +282,22 @@ std::vector<T> im2col(const ConvShape& c, const std::vector<T>& x, std::int64_t 
   return cols;
 }
 
-// Runs a convolution group by group: `multiply(cols, g)` gives group g's rows x mg results,
-// which go into y (N, filters, spatial...) at the group's filters.
-template <typename T, typename Multiply>
+// Runs a convolution's groups: `multiply_all(cols)` gives, for each group g's im2col rows,
+// the group's rows x mg results, which go into y (N, filters, spatial...) at its filters.
+template <typename T, typename MultiplyAll>
 void conv_groups(const ConvShape& c, const std::vector<T>& x, T pad, std::vector<T>& y,
-                 Multiply multiply) {
-  for (std::int64_t g = 0; g < c.group; ++g) {
-    const std::vector<T> out = multiply(im2col(c, x, g, pad), g);
-    const auto mg = static_cast<std::size_t>(c.mg);
+                 MultiplyAll multiply_all) {
+  std::vector<std::vector<T>> cols;
+  for (std::int64_t g = 0; g < c.group; ++g) cols.push_back(im2col(c, x, g, pad));
+  const std::vector<std::vector<T>> outs = multiply_all(cols);
+  const auto mg = static_cast<std::size_t>(c.mg);
+  for (std::size_t g = 0; g < outs.size(); ++g) {
+    const std::vector<T>& out = outs[g];
     for (std::size_t r = 0; r < c.rows; ++r) {
       const std::size_t n = r / c.plane, pixel = r % c.plane;
       for (std::size_t f = 0; f < mg; ++f) {
-        y[(n * static_cast<std::size_t>(c.filters) + static_cast<std::size_t>(g) * mg + f) *
-              c.plane +
-          pixel] = out[r * mg + f];
+        y[(n * static_cast<std::size_t>(c.filters) + g * mg + f) * c.plane + pixel] =
+            out[r * mg + f];
       }
     }
   }
@@ -292,15 +313,25 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
     fail(node, "a bias of another size");
   }
   Tensor y(DType::Float32, c.out);
-  conv_groups(c, x.floats, 0.0f, y.floats, [&](const std::vector<float>& cols, std::int64_t g) {
-    // The group's filters as a depth x mg matrix.
-    const std::vector<float> weights =
-        nn::transpose(&w.floats[static_cast<std::size_t>(g * c.mg) * c.depth],
-                      static_cast<std::size_t>(c.mg), c.depth);
-    return product(
-        context, cols.data(), weights.data(), c.rows, c.depth, static_cast<std::size_t>(c.mg),
-        {in[1], static_cast<std::size_t>(g)},
-        {bias ? &bias->floats[static_cast<std::size_t>(g * c.mg)] : nullptr, node.epilogue});
+  conv_groups(c, x.floats, 0.0f, y.floats, [&](const std::vector<std::vector<float>>& cols) {
+    // Each group's filters as a depth x mg matrix.
+    std::vector<std::vector<float>> weights;
+    std::vector<ProductCall> calls;
+    for (std::size_t g = 0; g < cols.size(); ++g) {
+      weights.push_back(nn::transpose(&w.floats[g * static_cast<std::size_t>(c.mg) * c.depth],
+                                      static_cast<std::size_t>(c.mg), c.depth));
+    }
+    for (std::size_t g = 0; g < cols.size(); ++g) {
+      calls.push_back(
+          {cols[g].data(),
+           weights[g].data(),
+           c.rows,
+           c.depth,
+           static_cast<std::size_t>(c.mg),
+           {in[1], g},
+           {bias ? &bias->floats[g * static_cast<std::size_t>(c.mg)] : nullptr, node.epilogue}});
+    }
+    return products(context, calls);
   });
   return outputs(std::move(y));
 }
@@ -414,14 +445,17 @@ std::vector<Tensor> qlinear_conv(Context& context, const Node& node, const Input
   std::vector<std::int8_t> y(element_count(c.out));
   conv_groups(
       c, x.values, static_cast<std::int8_t>(x.zero_points[0]), y,
-      [&](const std::vector<std::int8_t>& cols, std::int64_t g) {
-        const std::vector<std::int8_t> weights =
-            nn::transpose(&w.values[static_cast<std::size_t>(g * c.mg) * c.depth],
-                          static_cast<std::size_t>(c.mg), c.depth);
-        return product_int8(
-            context, cols.data(), weights.data(), c.rows, c.depth, static_cast<std::size_t>(c.mg),
-            {in[3], static_cast<std::size_t>(g)},
-            quant_epilogue(node, x, w, bias, multipliers, r, static_cast<std::size_t>(g * c.mg)));
+      [&](const std::vector<std::vector<std::int8_t>>& cols) {
+        std::vector<std::vector<std::int8_t>> outs;
+        for (std::size_t g = 0; g < cols.size(); ++g) {
+          const std::size_t first = g * static_cast<std::size_t>(c.mg);
+          const std::vector<std::int8_t> weights =
+              nn::transpose(&w.values[first * c.depth], static_cast<std::size_t>(c.mg), c.depth);
+          outs.push_back(product_int8(context, cols[g].data(), weights.data(), c.rows, c.depth,
+                                      static_cast<std::size_t>(c.mg), {in[3], g},
+                                      quant_epilogue(node, x, w, bias, multipliers, r, first)));
+        }
+        return outs;
       });
   return outputs(quant_tensor(r, c.out, y));
 }
@@ -436,9 +470,14 @@ std::vector<Tensor> qlinear_matmul(Context& context, const Node& node, const Inp
   const std::vector<num::QuantizedMultiplier> multipliers =
       requant_multipliers(node, a.scales[0], b.scales, r.scale, shape.n);
   std::vector<std::int8_t> y(element_count(shape.out));
-  matmul_products(shape, y, [&](std::size_t a_at, std::size_t b_at, std::size_t part) {
-    return product_int8(context, &a.values[a_at], &b.values[b_at], shape.m, shape.k, shape.n,
-                        {in[3], part}, quant_epilogue(node, a, b, {}, multipliers, r, 0));
+  matmul_products(shape, y, [&](const std::vector<MatmulPart>& parts) {
+    std::vector<std::vector<std::int8_t>> blocks;
+    for (const MatmulPart& part : parts) {
+      blocks.push_back(product_int8(context, &a.values[part.a_at], &b.values[part.b_at], shape.m,
+                                    shape.k, shape.n, {in[3], part.part},
+                                    quant_epilogue(node, a, b, {}, multipliers, r, 0)));
+    }
+    return blocks;
   });
   return outputs(quant_tensor(r, shape.out, y));
 }

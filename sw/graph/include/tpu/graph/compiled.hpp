@@ -26,10 +26,13 @@ namespace tpu::graph {
 struct CompiledGemm {
   std::string node;                // the name of the node whose product runs it
   std::uint64_t weight_bytes = 0;  // of the image: its resident B (0 where B is an activation)
-  // Its result stays in the core's memory as the next GEMM's A (a chain): the host writes its
-  // operands, but it runs as the first part of the next GEMM's program, and nothing of its
-  // result is read back (its plan's program is empty: the chain's last GEMM has the whole).
+  // It runs as a part of the next GEMM's program: the host writes its operands before that
+  // program runs (its plan's program is empty: the last GEMM of the program has the whole).
+  // Either its result stays in the core's memory as the next GEMM's A (`result_kept`, a chain),
+  // or the next GEMM is independent of it (a group: a batched MatMul's matrices, a grouped
+  // convolution's groups) and the host reads its result once the program has run.
   bool runs_with_next = false;
+  bool result_kept = false;
   // program_resident; weights_resident where B is resident; input_resident where A is the result
   // of the GEMM before it in a chain (which then writes bf16: the bits its next product rounds
   // the result to anyway).
