@@ -657,7 +657,7 @@ def refuse_case(args, name, work):
 COMPILED_CASES = {"mlp_opset20": 4, "residual_cnn": 4, "transformer_encoder": 4,
                   "token_embedding": 4, "lstm_two_layers": BATCH, "qdq_mlp_opset20": 4,
                   "qdq_residual_cnn": 4, "qdq_transformer_encoder": 4, "qlinear_operators": 4,
-                  "batch_and_fixed_inputs": 4, "mobilenet_block": 4}
+                  "batch_and_fixed_inputs": 4, "mobilenet_block": 4, "qdq_mobilenet_block": 4}
 # The results a compiled run keeps in the core's memory for the next product (chains, where a
 # product's result is the next one's A and nothing else reads it), as tpu compile reports them:
 # the MLP's two layers (float and QDQ) and the two-layer case as one program each, each encoder
@@ -667,9 +667,10 @@ KEPT_RESULTS = {"mlp_opset20": 1, "qdq_mlp_opset20": 1, "batch_and_fixed_inputs"
                 "transformer_encoder": 2}
 # The programs a compiled run takes, where fewer than its GEMMs: the chains above as one program
 # each; a node's independent products (attention's per input and head, a depthwise
-# convolution's groups) as one. The others run a program a GEMM (int8 products are not grouped).
+# convolution's groups), float or int8, as one. The others run a program a GEMM.
 PROGRAMS = {"mlp_opset20": 1, "qdq_mlp_opset20": 1, "batch_and_fixed_inputs": 1,
-            "transformer_encoder": 11, "mobilenet_block": 5}
+            "transformer_encoder": 11, "qdq_transformer_encoder": 13, "mobilenet_block": 5,
+            "qdq_mobilenet_block": 5}
 
 
 def compile_model(args, model_path, out, *options):

@@ -145,12 +145,24 @@ struct QuantEpilogue {
   int clamp_lo = -128, clamp_hi = 127;
 };
 
+// One product of products_int8(): A (m x k) times B (k x n), its weights' source and epilogue.
+struct ProductCallInt8 {
+  const std::int8_t* a = nullptr;
+  const std::int8_t* b = nullptr;
+  std::size_t m = 0, k = 0, n = 0;
+  WeightOf weight;
+  QuantEpilogue epilogue;
+};
+
 // C = requantise(A (m x k) B (k x n)), row-major int8: on the accelerator's int8 datapath, or
 // by the reference model without one (or on a core without the datapath: a host step), the same
 // bits either way; counts as product() does.
 std::vector<std::int8_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
                                       std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
                                       const QuantEpilogue& epilogue);
+// Independent int8 products, as products() runs float ones.
+std::vector<std::vector<std::int8_t>> products_int8(Context& context,
+                                                    const std::vector<ProductCallInt8>& calls);
 
 // A quantised operand of QLinearConv, QLinearMatMul or QGemm: real = scale * (q - zero point),
 // per tensor or per channel. uint8 values and their zero points are moved down by 128, which

@@ -347,21 +347,60 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
   return c;
 }
 
-std::vector<std::vector<float>> products(Context& context, const std::vector<ProductCall>& calls) {
+namespace {
+
+// An int8 product's per-column requantisation (Q-REQ's parameters).
+std::vector<num::RequantParams> requant_params(const QuantEpilogue& epilogue, std::size_t n) {
+  std::vector<num::RequantParams> columns(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    columns[j] = {epilogue.bias ? epilogue.bias[j] : 0, epilogue.multipliers[j],
+                  epilogue.output_zero_point, epilogue.clamp_lo, epilogue.clamp_hi};
+  }
+  return columns;
+}
+
+// An int8 product's int8 results from what the core (or the reference model) gave: with a zero
+// point in B (two activations, as in attention) the int32 sums of (a - za) b, from which the host
+// takes off zb times each row's sum of (a - za) and requantises (Q-REQ); else the int8 values.
+std::vector<std::int8_t> int8_results(num::MatrixI32 out, const ProductCallInt8& call) {
+  const QuantEpilogue& epilogue = call.epilogue;
+  if (epilogue.weight_zero_point != 0) {
+    const std::vector<num::RequantParams> columns = requant_params(epilogue, call.n);
+    for (std::size_t i = 0; i < call.m; ++i) {
+      std::uint32_t row_sum = 0;  // of a - za, modulo 2^32 as the core's sums are
+      for (std::size_t kk = 0; kk < call.k; ++kk) {
+        row_sum += static_cast<std::uint32_t>(call.a[i * call.k + kk] - epilogue.input_zero_point);
+      }
+      const std::uint32_t correction =
+          static_cast<std::uint32_t>(epilogue.weight_zero_point) * row_sum;
+      for (std::size_t j = 0; j < call.n; ++j) {
+        std::int32_t& sum = out.data[i * call.n + j];
+        sum = num::requantize(isa::int32_value(static_cast<std::uint32_t>(sum) - correction),
+                              columns[j]);
+      }
+    }
+  }
+  std::vector<std::int8_t> c(call.m * call.n);
+  for (std::size_t e = 0; e < c.size(); ++e) c[e] = static_cast<std::int8_t>(out.data[e]);
+  return c;
+}
+
+// products() and products_int8(): each call as `run` computes it, in order; where compile()
+// grouped their GEMMs into one program, the results those GEMMs left in the core's memory are
+// read (`read`) once it has run, before the next program reuses the scratch region.
+template <typename Result, typename Call, typename Run, typename Read>
+std::vector<Result> run_products(Context& context, const std::vector<Call>& calls, Run run,
+                                 Read read) {
   GemmSchedule* schedule = context.schedule;
   std::vector<TracedGemm>* traced = schedule ? schedule->recording : nullptr;
   const std::size_t group = traced ? ++schedule->groups : 0;
   const std::vector<CompiledGemm>* compiled = schedule ? schedule->compiled : nullptr;
-  std::vector<std::vector<float>> results;
-  // The products whose GEMMs ran in a later one's program: their results, to be read once it
-  // has run (before the next program reuses the scratch region).
+  std::vector<Result> results;
   std::vector<std::pair<std::size_t, const GemmPlan*>> pending;
   for (std::size_t i = 0; i < calls.size(); ++i) {
-    const ProductCall& call = calls[i];
     const std::size_t first_traced = traced ? traced->size() : 0;
     const std::size_t next = compiled ? schedule->next : 0;
-    results.push_back(
-        product(context, call.a, call.b, call.m, call.k, call.n, call.weight, call.epilogue));
+    results.push_back(run(calls[i]));
     for (std::size_t g = first_traced; traced && g < traced->size(); ++g) {
       (*traced)[g].group = group;
       (*traced)[g].call = i;
@@ -373,12 +412,40 @@ std::vector<std::vector<float>> products(Context& context, const std::vector<Pro
       continue;
     }
     for (const auto& [index, plan] : pending) {
-      const num::MatrixFp32 out = read_gemm_output(*plan, context.accelerator->memory());
-      std::memcpy(results[index].data(), out.data.data(), results[index].size() * sizeof(float));
+      results[index] = read(calls[index], *plan, context.accelerator->memory());
     }
     pending.clear();
   }
   return results;
+}
+
+}  // namespace
+
+std::vector<std::vector<float>> products(Context& context, const std::vector<ProductCall>& calls) {
+  return run_products<std::vector<float>>(
+      context, calls,
+      [&](const ProductCall& call) {
+        return product(context, call.a, call.b, call.m, call.k, call.n, call.weight, call.epilogue);
+      },
+      [](const ProductCall& call, const GemmPlan& plan, const HostMemory& memory) {
+        const num::MatrixFp32 out = read_gemm_output(plan, memory);
+        std::vector<float> values(call.m * call.n);
+        std::memcpy(values.data(), out.data.data(), values.size() * sizeof(float));
+        return values;
+      });
+}
+
+std::vector<std::vector<std::int8_t>> products_int8(Context& context,
+                                                    const std::vector<ProductCallInt8>& calls) {
+  return run_products<std::vector<std::int8_t>>(
+      context, calls,
+      [&](const ProductCallInt8& call) {
+        return product_int8(context, call.a, call.b, call.m, call.k, call.n, call.weight,
+                            call.epilogue);
+      },
+      [](const ProductCallInt8& call, const GemmPlan& plan, const HostMemory& memory) {
+        return int8_results(read_gemm_output_int(plan, memory), call);
+      });
 }
 
 std::vector<std::int8_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
@@ -389,13 +456,8 @@ std::vector<std::int8_t> product_int8(Context& context, const std::int8_t* a, co
       context.accelerator && context.accelerator->config().int8 ? context.accelerator : nullptr;
   count_product(context, m, k, n, accelerator != nullptr);
   if (m == 0 || n == 0) return {};
-  std::vector<num::RequantParams> columns(n);
-  for (std::size_t j = 0; j < n; ++j) {
-    columns[j] = {epilogue.bias ? epilogue.bias[j] : 0, epilogue.multipliers[j],
-                  epilogue.output_zero_point, epilogue.clamp_lo, epilogue.clamp_hi};
-  }
-  // With a zero point in B (two activations, as in attention) the core gives the int32 sums of
-  // (a - za) b; the host takes off zb times each row's sum of (a - za) and requantises (Q-REQ).
+  const std::vector<num::RequantParams> columns = requant_params(epilogue, n);
+  // With a zero point in B the host requantises (int8_results).
   const bool host_requant = epilogue.weight_zero_point != 0;
   GemmSpec spec;
   spec.m = static_cast<std::uint32_t>(m);
@@ -438,24 +500,7 @@ std::vector<std::int8_t> product_int8(Context& context, const std::int8_t* a, co
     out =
         run_on_core<std::int8_t, num::MatrixI32>(context, weight, sums_only, spec, a8, b8, on_core);
   }
-  if (host_requant) {
-    for (std::size_t i = 0; i < m; ++i) {
-      std::uint32_t row_sum = 0;  // of a - za, modulo 2^32 as the core's sums are
-      for (std::size_t kk = 0; kk < k; ++kk) {
-        row_sum += static_cast<std::uint32_t>(a[i * k + kk] - epilogue.input_zero_point);
-      }
-      const std::uint32_t correction =
-          static_cast<std::uint32_t>(epilogue.weight_zero_point) * row_sum;
-      for (std::size_t j = 0; j < n; ++j) {
-        std::int32_t& sum = out.data[i * n + j];
-        sum = num::requantize(isa::int32_value(static_cast<std::uint32_t>(sum) - correction),
-                              columns[j]);
-      }
-    }
-  }
-  std::vector<std::int8_t> c(m * n);
-  for (std::size_t e = 0; e < c.size(); ++e) c[e] = static_cast<std::int8_t>(out.data[e]);
-  return c;
+  return int8_results(std::move(out), {a, b, m, k, n, weight, epilogue});
 }
 
 const Table& table() {

@@ -446,16 +446,23 @@ std::vector<Tensor> qlinear_conv(Context& context, const Node& node, const Input
   conv_groups(
       c, x.values, static_cast<std::int8_t>(x.zero_points[0]), y,
       [&](const std::vector<std::vector<std::int8_t>>& cols) {
-        std::vector<std::vector<std::int8_t>> outs;
+        std::vector<std::vector<std::int8_t>> weights;
+        std::vector<ProductCallInt8> calls;
+        for (std::size_t g = 0; g < cols.size(); ++g) {
+          weights.push_back(nn::transpose(&w.values[g * static_cast<std::size_t>(c.mg) * c.depth],
+                                          static_cast<std::size_t>(c.mg), c.depth));
+        }
         for (std::size_t g = 0; g < cols.size(); ++g) {
           const std::size_t first = g * static_cast<std::size_t>(c.mg);
-          const std::vector<std::int8_t> weights =
-              nn::transpose(&w.values[first * c.depth], static_cast<std::size_t>(c.mg), c.depth);
-          outs.push_back(product_int8(context, cols[g].data(), weights.data(), c.rows, c.depth,
-                                      static_cast<std::size_t>(c.mg), {in[3], g},
-                                      quant_epilogue(node, x, w, bias, multipliers, r, first)));
+          calls.push_back({cols[g].data(),
+                           weights[g].data(),
+                           c.rows,
+                           c.depth,
+                           static_cast<std::size_t>(c.mg),
+                           {in[3], g},
+                           quant_epilogue(node, x, w, bias, multipliers, r, first)});
         }
-        return outs;
+        return products_int8(context, calls);
       });
   return outputs(quant_tensor(r, c.out, y));
 }
@@ -471,13 +478,17 @@ std::vector<Tensor> qlinear_matmul(Context& context, const Node& node, const Inp
       requant_multipliers(node, a.scales[0], b.scales, r.scale, shape.n);
   std::vector<std::int8_t> y(element_count(shape.out));
   matmul_products(shape, y, [&](const std::vector<MatmulPart>& parts) {
-    std::vector<std::vector<std::int8_t>> blocks;
+    std::vector<ProductCallInt8> calls;
     for (const MatmulPart& part : parts) {
-      blocks.push_back(product_int8(context, &a.values[part.a_at], &b.values[part.b_at], shape.m,
-                                    shape.k, shape.n, {in[3], part.part},
-                                    quant_epilogue(node, a, b, {}, multipliers, r, 0)));
+      calls.push_back({&a.values[part.a_at],
+                       &b.values[part.b_at],
+                       shape.m,
+                       shape.k,
+                       shape.n,
+                       {in[3], part.part},
+                       quant_epilogue(node, a, b, {}, multipliers, r, 0)});
     }
-    return blocks;
+    return products_int8(context, calls);
   });
   return outputs(quant_tensor(r, shape.out, y));
 }
