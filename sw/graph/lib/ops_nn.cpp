@@ -75,6 +75,20 @@ void matmul_products(const MatmulShape& shape, std::vector<T>& y, MultiplyAll mu
   }
 }
 
+// The products of a MatMul's parts (products(), products_int8()): A and B at each part's
+// offsets, B's source with the part, the same epilogue.
+template <typename Call, typename T, typename Epilogue>
+std::vector<Call> matmul_calls(const MatmulShape& shape, const std::vector<MatmulPart>& parts,
+                               const T* a, const T* b, const Tensor* source,
+                               const Epilogue& epilogue) {
+  std::vector<Call> calls;
+  for (const MatmulPart& part : parts) {
+    calls.push_back(
+        {a + part.a_at, b + part.b_at, shape.m, shape.k, shape.n, {source, part.part}, epilogue});
+  }
+  return calls;
+}
+
 // MatMul as numpy.matmul; a third input is the bias of B's columns that fuse_epilogues moved
 // into it from the Add after it.
 std::vector<Tensor> matmul(Context& context, const Node& node, const Inputs& in) {
@@ -85,17 +99,10 @@ std::vector<Tensor> matmul(Context& context, const Node& node, const Inputs& in)
   if (bias && bias->size() != shape.n) fail(node, "a bias of " + shape_text(bias->shape));
   Tensor y(DType::Float32, shape.out);
   matmul_products(shape, y.floats, [&](const std::vector<MatmulPart>& parts) {
-    std::vector<ProductCall> calls;
-    for (const MatmulPart& part : parts) {
-      calls.push_back({&a.floats[part.a_at],
-                       &b.floats[part.b_at],
-                       shape.m,
-                       shape.k,
-                       shape.n,
-                       {in[1], part.part},
-                       {bias ? bias->floats.data() : nullptr, node.epilogue}});
-    }
-    return products(context, calls);
+    return products(context,
+                    matmul_calls<ProductCall>(
+                        shape, parts, a.floats.data(), b.floats.data(), in[1],
+                        ProductEpilogue{bias ? bias->floats.data() : nullptr, node.epilogue}));
   });
   return outputs(std::move(y));
 }
@@ -478,17 +485,9 @@ std::vector<Tensor> qlinear_matmul(Context& context, const Node& node, const Inp
       requant_multipliers(node, a.scales[0], b.scales, r.scale, shape.n);
   std::vector<std::int8_t> y(element_count(shape.out));
   matmul_products(shape, y, [&](const std::vector<MatmulPart>& parts) {
-    std::vector<ProductCallInt8> calls;
-    for (const MatmulPart& part : parts) {
-      calls.push_back({&a.values[part.a_at],
-                       &b.values[part.b_at],
-                       shape.m,
-                       shape.k,
-                       shape.n,
-                       {in[3], part.part},
-                       quant_epilogue(node, a, b, {}, multipliers, r, 0)});
-    }
-    return products_int8(context, calls);
+    return products_int8(context, matmul_calls<ProductCallInt8>(
+                                      shape, parts, a.values.data(), b.values.data(), in[3],
+                                      quant_epilogue(node, a, b, {}, multipliers, r, 0)));
   });
   return outputs(quant_tensor(r, shape.out, y));
 }
