@@ -36,6 +36,12 @@ const HardwareConfig& int8_core() {
 class Values {
  public:
   float real() { return static_cast<float>(next() % 2001) / 1000.0f - 1.0f; }
+  // A float tensor of such values.
+  Tensor tensor(const Shape& shape) {
+    std::vector<float> v(static_cast<std::size_t>(element_count(shape)));
+    for (float& e : v) e = real();
+    return Tensor::of_floats(shape, v);
+  }
   std::int64_t int8() { return static_cast<std::int64_t>(next() % 256) - 128; }
 
  private:
@@ -192,16 +198,11 @@ Graph chain_graph(bool h_is_output) {
   g.inputs = {{"x", DType::Float32, {-1, 20}}};
   g.outputs = {{"y", DType::Float32, {}}};
   if (h_is_output) g.outputs.push_back({"h", DType::Float32, {}});
-  const auto random = [&](Shape shape) {
-    std::vector<float> v(static_cast<std::size_t>(element_count(shape)));
-    for (float& e : v) e = values.real();
-    return Tensor::of_floats(shape, v);
-  };
-  g.constants["w1"] = random({20, 24});
-  g.constants["b1"] = random({24});
-  g.constants["w2"] = random({24, 9});
-  g.constants["b2"] = random({9});
-  g.constants["w3"] = random({9, 5});
+  g.constants["w1"] = values.tensor({20, 24});
+  g.constants["b1"] = values.tensor({24});
+  g.constants["w2"] = values.tensor({24, 9});
+  g.constants["b2"] = values.tensor({9});
+  g.constants["w3"] = values.tensor({9, 5});
   Node first = node("first", "MatMul", {"x", "w1", "b1"}, {"h"});
   first.epilogue = Epilogue::Sigmoid;
   Node second = node("second", "Gemm", {"h", "w2", "b2"}, {"g"});
@@ -320,14 +321,9 @@ TEST(CompiledModel, AGroupOfProductsRunsAsOneProgram) {
   g.opset = 17;
   g.inputs = {{"x", DType::Float32, {-1, 3, 4, 6}}, {"image", DType::Float32, {-1, 4, 5, 5}}};
   g.outputs = {{"y", DType::Float32, {}}, {"z", DType::Float32, {}}};
-  const auto random = [&](Shape shape) {
-    std::vector<float> v(static_cast<std::size_t>(element_count(shape)));
-    for (float& e : v) e = values.real();
-    return Tensor::of_floats(shape, v);
-  };
-  g.constants["w"] = random({3, 6, 5});
-  g.constants["filters"] = random({4, 1, 3, 3});
-  g.constants["bias"] = random({4});
+  g.constants["w"] = values.tensor({3, 6, 5});
+  g.constants["filters"] = values.tensor({4, 1, 3, 3});
+  g.constants["bias"] = values.tensor({4});
   Node depthwise = node("depthwise", "Conv", {"image", "filters", "bias"}, {"z"});
   depthwise.attributes["group"].kind = Attribute::Kind::Int;
   depthwise.attributes["group"].i = 4;
@@ -349,7 +345,7 @@ TEST(CompiledModel, AGroupOfProductsRunsAsOneProgram) {
   Session compiled(model, compiled_core);
   Session session(g, &graph_core);
   for (int seed = 0; seed < 2; ++seed) {
-    const std::vector<Tensor> inputs = {random({2, 3, 4, 6}), random({2, 4, 5, 5})};
+    const std::vector<Tensor> inputs = {values.tensor({2, 3, 4, 6}), values.tensor({2, 4, 5, 5})};
     std::vector<OpRun> compiled_runs, runs;
     const std::vector<Tensor> y = compiled.run(inputs, &compiled_runs);
     const std::vector<Tensor> expected = session.run(inputs, &runs);
