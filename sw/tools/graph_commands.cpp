@@ -278,9 +278,11 @@ int run_infer_graph(const InferOptions& options) {
   for (std::size_t o = 0; o < parts.size(); ++o) {
     graph::Tensor all;
     for (graph::Tensor& part : parts[o]) {
-      if ((!part.is_float() && part.dtype != graph::DType::Int64) || part.rank() == 0) {
+      if ((!part.is_float() && part.dtype != graph::DType::Int64 &&
+           part.dtype != graph::DType::Int32) ||
+          part.rank() == 0) {
         throw BadInput(fmt::format(
-            "{}: output \"{}\" is {} {}: float32 and int64 tensors of rank 1 or more only",
+            "{}: output \"{}\" is {} {}: float32, int32 and int64 tensors of rank 1 or more only",
             options.net_path, model.outputs[o].name, graph::dtype_name(part.dtype),
             graph::shape_text(part.shape)));
       }
@@ -300,6 +302,11 @@ int run_infer_graph(const InferOptions& options) {
     const std::vector<std::size_t> shape(t.shape.begin(), t.shape.end());
     if (t.is_float()) {
       npy::write(options.out_paths[o], {shape, std::move(t.floats)}, npy::Dims::Any);
+    } else if (t.dtype == graph::DType::Int32) {
+      npy::write_int(
+          options.out_paths[o],
+          {shape, npy::Dtype::Int32, std::vector<std::int32_t>(t.ints.begin(), t.ints.end())},
+          npy::Dims::Any);
     } else {
       npy::write_int64(options.out_paths[o], {shape, std::move(t.ints)}, npy::Dims::Any);
     }

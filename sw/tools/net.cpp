@@ -522,7 +522,7 @@ CLI::App* add_infer_command(CLI::App& app, InferOptions& options) {
       ->add_option("--out", options.out_paths,
                    "float32 outputs: N x outputs for a network file; one file per graph\n"
                    "output, in the graph's order, for an ONNX model (all written, or none;\n"
-                   "int64 for an int64 output such as an ArgMax's classes)")
+                   "int64 or int32 for an integer output such as an ArgMax's classes)")
       ->required()
       ->type_name("Y.npy");
   add_run_options(*command, options.backend, options.array);

@@ -135,12 +135,13 @@ std::vector<std::vector<float>> products(Context& context, const std::vector<Pro
 // Q-rules): A's zero point is taken off (Q-ZP), then per column the bias is added and the sum
 // requantised to int8 (Q-REQ) with the multiplier, the output zero point and the clamp (relu's
 // and relu6's bounds where an activation is fused). B's zero point, where it has one (a product
-// of two activations), is taken off by the host, which then requantises.
+// of two activations), is taken off by the host, which then requantises. Without multipliers
+// (MatMulInteger, ConvInteger) the product's results are its int32 sums of (a - za)(b - zb).
 struct QuantEpilogue {
   int input_zero_point = 0;
   int weight_zero_point = 0;
   const std::int32_t* bias = nullptr;                     // n values; none where null
-  const num::QuantizedMultiplier* multipliers = nullptr;  // n values
+  const num::QuantizedMultiplier* multipliers = nullptr;  // n values, or none: the sums
   int output_zero_point = 0;
   int clamp_lo = -128, clamp_hi = 127;
 };
@@ -154,15 +155,16 @@ struct ProductCallInt8 {
   QuantEpilogue epilogue;
 };
 
-// C = requantise(A (m x k) B (k x n)), row-major int8: on the accelerator's int8 datapath, or
-// by the reference model without one (or on a core without the datapath: a host step), the same
-// bits either way; counts as product() does.
-std::vector<std::int8_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
-                                      std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
-                                      const QuantEpilogue& epilogue);
+// C = requantise(A (m x k) B (k x n)), row-major, the int8 values as int32 (or, without
+// multipliers, the int32 sums): on the accelerator's int8 datapath, or by the reference model
+// without one (or on a core without the datapath: a host step), the same bits either way; counts
+// as product() does.
+std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
+                                       std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
+                                       const QuantEpilogue& epilogue);
 // Independent int8 products, as products() runs float ones.
-std::vector<std::vector<std::int8_t>> products_int8(Context& context,
-                                                    const std::vector<ProductCallInt8>& calls);
+std::vector<std::vector<std::int32_t>> products_int8(Context& context,
+                                                     const std::vector<ProductCallInt8>& calls);
 
 // A quantised operand of QLinearConv, QLinearMatMul or QGemm: real = scale * (q - zero point),
 // per tensor or per channel. uint8 values and their zero points are moved down by 128, which
@@ -174,6 +176,10 @@ struct QuantOperand {
   DType type = DType::Int8;      // the file's: Int8 or UInt8
 };
 
+// The node's inputs `value` and `zero_point` (which may be left out: zero) as an operand of
+// MatMulInteger or ConvInteger: its scales empty, its zero points one or one per channel.
+QuantOperand integer_operand(const Node& node, const Inputs& inputs, std::size_t value,
+                             std::size_t zero_point);
 // The node's inputs `value`, `scale` and `zero_point` (which may be left out: zero) as one.
 QuantOperand quant_operand(const Node& node, const Inputs& inputs, std::size_t value,
                            std::size_t scale, std::size_t zero_point);

@@ -349,8 +349,9 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
 
 namespace {
 
-// An int8 product's per-column requantisation (Q-REQ's parameters).
+// An int8 product's per-column requantisation (Q-REQ's parameters); none for its sums alone.
 std::vector<num::RequantParams> requant_params(const QuantEpilogue& epilogue, std::size_t n) {
+  if (!epilogue.multipliers) return {};
   std::vector<num::RequantParams> columns(n);
   for (std::size_t j = 0; j < n; ++j) {
     columns[j] = {epilogue.bias ? epilogue.bias[j] : 0, epilogue.multipliers[j],
@@ -359,10 +360,12 @@ std::vector<num::RequantParams> requant_params(const QuantEpilogue& epilogue, st
   return columns;
 }
 
-// An int8 product's int8 results from what the core (or the reference model) gave: with a zero
-// point in B (two activations, as in attention) the int32 sums of (a - za) b, from which the host
-// takes off zb times each row's sum of (a - za) and requantises (Q-REQ); else the int8 values.
-std::vector<std::int8_t> int8_results(num::MatrixI32 out, const ProductCallInt8& call) {
+// An int8 product's results from what the core (or the reference model) gave: with a zero point
+// in B (two activations, as in attention, or MatMulInteger's b_zero_point) the int32 sums of
+// (a - za) b, from which the host takes off zb times each row's sum of (a - za), then
+// requantises (Q-REQ) where the product has multipliers; else what it gave (the requantised
+// values, or the sums).
+std::vector<std::int32_t> int8_results(num::MatrixI32 out, const ProductCallInt8& call) {
   const QuantEpilogue& epilogue = call.epilogue;
   if (epilogue.weight_zero_point != 0) {
     const std::vector<num::RequantParams> columns = requant_params(epilogue, call.n);
@@ -375,14 +378,12 @@ std::vector<std::int8_t> int8_results(num::MatrixI32 out, const ProductCallInt8&
           static_cast<std::uint32_t>(epilogue.weight_zero_point) * row_sum;
       for (std::size_t j = 0; j < call.n; ++j) {
         std::int32_t& sum = out.data[i * call.n + j];
-        sum = num::requantize(isa::int32_value(static_cast<std::uint32_t>(sum) - correction),
-                              columns[j]);
+        sum = isa::int32_value(static_cast<std::uint32_t>(sum) - correction);
+        if (!columns.empty()) sum = num::requantize(sum, columns[j]);
       }
     }
   }
-  std::vector<std::int8_t> c(call.m * call.n);
-  for (std::size_t e = 0; e < c.size(); ++e) c[e] = static_cast<std::int8_t>(out.data[e]);
-  return c;
+  return std::move(out.data);
 }
 
 // products() and products_int8(): each call as `run` computes it, in order; where compile()
@@ -435,9 +436,9 @@ std::vector<std::vector<float>> products(Context& context, const std::vector<Pro
       });
 }
 
-std::vector<std::vector<std::int8_t>> products_int8(Context& context,
-                                                    const std::vector<ProductCallInt8>& calls) {
-  return run_products<std::vector<std::int8_t>>(
+std::vector<std::vector<std::int32_t>> products_int8(Context& context,
+                                                     const std::vector<ProductCallInt8>& calls) {
+  return run_products<std::vector<std::int32_t>>(
       context, calls,
       [&](const ProductCallInt8& call) {
         return product_int8(context, call.a, call.b, call.m, call.k, call.n, call.weight,
@@ -448,17 +449,18 @@ std::vector<std::vector<std::int8_t>> products_int8(Context& context,
       });
 }
 
-std::vector<std::int8_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
-                                      std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
-                                      const QuantEpilogue& epilogue) {
+std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
+                                       std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
+                                       const QuantEpilogue& epilogue) {
   // A core without the int8 datapath leaves the product to the host's reference model.
   Backend* accelerator =
       context.accelerator && context.accelerator->config().int8 ? context.accelerator : nullptr;
   count_product(context, m, k, n, accelerator != nullptr);
   if (m == 0 || n == 0) return {};
   const std::vector<num::RequantParams> columns = requant_params(epilogue, n);
-  // With a zero point in B the host requantises (int8_results).
-  const bool host_requant = epilogue.weight_zero_point != 0;
+  // With a zero point in B the host requantises (int8_results); without multipliers the
+  // product's int32 sums are its results.
+  const bool host_requant = epilogue.weight_zero_point != 0 || columns.empty();
   GemmSpec spec;
   spec.m = static_cast<std::uint32_t>(m);
   spec.k = static_cast<std::uint32_t>(k);

@@ -60,6 +60,10 @@ Kernel nary(FloatFn ffn, IntFn ifn, bool variadic) {
         } else {
           for (std::size_t e = 0; e < at.size(); ++e) {
             y.ints[e] = ifn(node, y.ints[e], x[at[e]]);
+            // int32 arithmetic wraps, as the core's int32 sums do.
+            if (type == DType::Int32) {
+              y.ints[e] = isa::int32_value(static_cast<std::uint32_t>(y.ints[e]));
+            }
           }
         }
       }

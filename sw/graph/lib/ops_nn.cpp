@@ -260,8 +260,10 @@ ConvShape conv_shape(const Node& node, const Shape& x, const Shape& w) {
   return c;
 }
 
-// im2col of group g's channels of x: a row per output pixel, columns in (c, ky, kx) order (the
-// order of a filter's weights in the file), `pad` where the window reaches into the padding.
+// im2col of group g's channels of x: a row per output pixel, columns in (ky, kx, c) order, `pad`
+// where the window reaches into the padding. The sums thus run over the kernel's taps, each over
+// the channels (N-ORDER's k): the order of the network files' conv2d (docs/networks.md) and of a
+// convolution accumulated tap by tap in the core's accumulators.
 template <typename T>
 std::vector<T> im2col(const ConvShape& c, const std::vector<T>& x, std::int64_t g, T pad) {
   const Window& win = c.win;
@@ -278,7 +280,8 @@ std::vector<T> im2col(const ConvShape& c, const std::vector<T>& x, std::int64_t 
             for (std::int64_t kx = 0; kx < win.kw; ++kx) {
               const std::int64_t ix = ox * win.sw - win.left + kx * win.dw;
               if (iy >= 0 && iy < c.h && ix >= 0 && ix < c.w) {
-                row[(ch * win.kh + ky) * win.kw + kx] = image[iy * c.w + ix];
+                row[static_cast<std::size_t>((ky * win.kw + kx) * c.cg + ch)] =
+                    image[iy * c.w + ix];
               }
             }
           }
@@ -289,17 +292,34 @@ std::vector<T> im2col(const ConvShape& c, const std::vector<T>& x, std::int64_t 
   return cols;
 }
 
+// Group g's filters (weights [filters, cg, kh, kw]) as the depth x mg matrix B of its product:
+// rows in im2col's (ky, kx, c) order.
+template <typename T>
+std::vector<T> group_weights(const ConvShape& c, const std::vector<T>& w, std::int64_t g) {
+  const auto mg = static_cast<std::size_t>(c.mg), cg = static_cast<std::size_t>(c.cg);
+  const std::size_t taps = c.depth / cg;
+  std::vector<T> b(c.depth * mg);
+  for (std::size_t f = 0; f < mg; ++f) {
+    const T* filter = &w[(static_cast<std::size_t>(g) * mg + f) * c.depth];
+    for (std::size_t ch = 0; ch < cg; ++ch) {
+      for (std::size_t tap = 0; tap < taps; ++tap)
+        b[(tap * cg + ch) * mg + f] = filter[ch * taps + tap];
+    }
+  }
+  return b;
+}
+
 // Runs a convolution's groups: `multiply_all(cols)` gives, for each group g's im2col rows,
 // the group's rows x mg results, which go into y (N, filters, spatial...) at its filters.
-template <typename T, typename MultiplyAll>
-void conv_groups(const ConvShape& c, const std::vector<T>& x, T pad, std::vector<T>& y,
+template <typename T, typename Result, typename MultiplyAll>
+void conv_groups(const ConvShape& c, const std::vector<T>& x, T pad, std::vector<Result>& y,
                  MultiplyAll multiply_all) {
   std::vector<std::vector<T>> cols;
   for (std::int64_t g = 0; g < c.group; ++g) cols.push_back(im2col(c, x, g, pad));
-  const std::vector<std::vector<T>> outs = multiply_all(cols);
+  const std::vector<std::vector<Result>> outs = multiply_all(cols);
   const auto mg = static_cast<std::size_t>(c.mg);
   for (std::size_t g = 0; g < outs.size(); ++g) {
-    const std::vector<T>& out = outs[g];
+    const std::vector<Result>& out = outs[g];
     for (std::size_t r = 0; r < c.rows; ++r) {
       const std::size_t n = r / c.plane, pixel = r % c.plane;
       for (std::size_t f = 0; f < mg; ++f) {
@@ -325,8 +345,7 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
     std::vector<std::vector<float>> weights;
     std::vector<ProductCall> calls;
     for (std::size_t g = 0; g < cols.size(); ++g) {
-      weights.push_back(nn::transpose(&w.floats[g * static_cast<std::size_t>(c.mg) * c.depth],
-                                      static_cast<std::size_t>(c.mg), c.depth));
+      weights.push_back(group_weights(c, w.floats, static_cast<std::int64_t>(g)));
     }
     for (std::size_t g = 0; g < cols.size(); ++g) {
       calls.push_back(
@@ -379,7 +398,7 @@ QuantResult quant_result(const Node& node, const Inputs& in, std::size_t scale,
 }
 
 // The int8 results as a tensor of the result's type.
-Tensor quant_tensor(const QuantResult& r, const Shape& shape, const std::vector<std::int8_t>& q) {
+Tensor quant_tensor(const QuantResult& r, const Shape& shape, const std::vector<std::int32_t>& q) {
   Tensor y(r.type, shape);
   const int shift = r.type == DType::UInt8 ? 128 : 0;
   for (std::size_t e = 0; e < q.size(); ++e) y.ints[e] = q[e] + shift;
@@ -438,6 +457,35 @@ QuantEpilogue quant_epilogue(const Node& node, const QuantOperand& x, const Quan
           r.hi};
 }
 
+// An int8 convolution's results (N, filters, spatial...): each group's im2col rows (x's zero
+// point, the quantised 0.0, in the padding) times its filters, with `epilogue_of(first filter)`.
+template <typename EpilogueOf>
+std::vector<std::int32_t> conv_int8(Context& context, const ConvShape& c, const QuantOperand& x,
+                                    const QuantOperand& w, const Tensor* source,
+                                    EpilogueOf epilogue_of) {
+  const auto mg = static_cast<std::size_t>(c.mg);
+  std::vector<std::int32_t> y(element_count(c.out));
+  conv_groups(c, x.values, static_cast<std::int8_t>(x.zero_points[0]), y,
+              [&](const std::vector<std::vector<std::int8_t>>& cols) {
+                std::vector<std::vector<std::int8_t>> weights;
+                std::vector<ProductCallInt8> calls;
+                for (std::size_t g = 0; g < cols.size(); ++g) {
+                  weights.push_back(group_weights(c, w.values, static_cast<std::int64_t>(g)));
+                }
+                for (std::size_t g = 0; g < cols.size(); ++g) {
+                  calls.push_back({cols[g].data(),
+                                   weights[g].data(),
+                                   c.rows,
+                                   c.depth,
+                                   mg,
+                                   {source, g},
+                                   epilogue_of(g * mg)});
+                }
+                return products_int8(context, calls);
+              });
+  return y;
+}
+
 // QLinearConv: x (0-2), w (3-5), y's scale and zero point (6, 7), an int32 bias (8).
 std::vector<Tensor> qlinear_conv(Context& context, const Node& node, const Inputs& in) {
   const QuantProduct p = quant_product(node, in, 6);
@@ -449,27 +497,9 @@ std::vector<Tensor> qlinear_conv(Context& context, const Node& node, const Input
   const std::vector<std::int32_t> bias = quant_bias(node, in, 8, filters);
   const std::vector<num::QuantizedMultiplier> multipliers =
       requant_multipliers(node, x.scales[0], w.scales, r.scale, filters);
-  std::vector<std::int8_t> y(element_count(c.out));
-  conv_groups(
-      c, x.values, static_cast<std::int8_t>(x.zero_points[0]), y,
-      [&](const std::vector<std::vector<std::int8_t>>& cols) {
-        std::vector<std::vector<std::int8_t>> weights;
-        std::vector<ProductCallInt8> calls;
-        for (std::size_t g = 0; g < cols.size(); ++g) {
-          weights.push_back(nn::transpose(&w.values[g * static_cast<std::size_t>(c.mg) * c.depth],
-                                          static_cast<std::size_t>(c.mg), c.depth));
-        }
-        for (std::size_t g = 0; g < cols.size(); ++g) {
-          const std::size_t first = g * static_cast<std::size_t>(c.mg);
-          calls.push_back({cols[g].data(),
-                           weights[g].data(),
-                           c.rows,
-                           c.depth,
-                           static_cast<std::size_t>(c.mg),
-                           {in[3], g},
-                           quant_epilogue(node, x, w, bias, multipliers, r, first)});
-        }
-        return products_int8(context, calls);
+  const std::vector<std::int32_t> y =
+      conv_int8(context, c, x, w, in[3], [&](std::size_t first_filter) {
+        return quant_epilogue(node, x, w, bias, multipliers, r, first_filter);
       });
   return outputs(quant_tensor(r, c.out, y));
 }
@@ -483,7 +513,7 @@ std::vector<Tensor> qlinear_matmul(Context& context, const Node& node, const Inp
   const MatmulShape shape = matmul_shape(node, in[0]->shape, in[3]->shape);
   const std::vector<num::QuantizedMultiplier> multipliers =
       requant_multipliers(node, a.scales[0], b.scales, r.scale, shape.n);
-  std::vector<std::int8_t> y(element_count(shape.out));
+  std::vector<std::int32_t> y(element_count(shape.out));
   matmul_products(shape, y, [&](const std::vector<MatmulPart>& parts) {
     return products_int8(context, matmul_calls<ProductCallInt8>(
                                       shape, parts, a.values.data(), b.values.data(), in[3],
@@ -516,15 +546,70 @@ std::vector<Tensor> qgemm(Context& context, const Node& node, const Inputs& in) 
   const std::vector<std::int32_t> bias = quant_bias(node, in, 6, n);
   const std::vector<num::QuantizedMultiplier> multipliers =
       requant_multipliers(node, a.scales[0], b.scales, r.scale, n);
-  const std::vector<std::int8_t> y =
+  const std::vector<std::int32_t> y =
       product_int8(context, a.values.data(), b.values.data(), m, k, n, {in[3], 0},
                    quant_epilogue(node, a, b, bias, multipliers, r, 0));
   return outputs(quant_tensor(r, {static_cast<std::int64_t>(m), static_cast<std::int64_t>(n)}, y));
 }
 
-// MaxPool and AveragePool over (one or two) spatial dimensions.
+// MatMulInteger's and ConvInteger's zero points: A's one for the tensor (as QLinearMatMul's),
+// B's one, or one per column that is zero.
+QuantEpilogue integer_epilogue(const Node& node, const QuantOperand& a, const QuantOperand& b) {
+  if (a.zero_points.size() != 1) fail(node, "an input zero point per row");
+  QuantEpilogue epilogue;
+  epilogue.input_zero_point = a.zero_points[0];
+  epilogue.weight_zero_point = weight_zero_point(node, b);
+  return epilogue;
+}
+
+// The int32 sums as a tensor.
+Tensor int32_tensor(const Shape& shape, const std::vector<std::int32_t>& sums) {
+  Tensor y(DType::Int32, shape);
+  std::copy(sums.begin(), sums.end(), y.ints.begin());
+  return y;
+}
+
+// MatMulInteger: a (0) and b (1) with their zero points (2, 3), the int32 sums of
+// (a - a_zero_point)(b - b_zero_point) as numpy.matmul's shapes multiply.
+std::vector<Tensor> matmul_integer(Context& context, const Node& node, const Inputs& in) {
+  const QuantOperand a = integer_operand(node, in, 0, 2);
+  const QuantOperand b = integer_operand(node, in, 1, 3);
+  const MatmulShape shape = matmul_shape(node, in[0]->shape, in[1]->shape);
+  if (b.zero_points.size() != 1 && b.zero_points.size() != shape.n) {
+    fail(node, "b's zero points are neither one nor one per column");
+  }
+  const QuantEpilogue epilogue = integer_epilogue(node, a, b);
+  std::vector<std::int32_t> y(element_count(shape.out));
+  matmul_products(shape, y, [&](const std::vector<MatmulPart>& parts) {
+    return products_int8(context, matmul_calls<ProductCallInt8>(shape, parts, a.values.data(),
+                                                                b.values.data(), in[1], epilogue));
+  });
+  return outputs(int32_tensor(shape.out, y));
+}
+
+// ConvInteger: x (0) and w (1) with their zero points (2, 3), Conv's attributes; the int32 sums,
+// x's zero point (the quantised 0.0) in the padding.
+std::vector<Tensor> conv_integer(Context& context, const Node& node, const Inputs& in) {
+  const QuantOperand x = integer_operand(node, in, 0, 2);
+  const QuantOperand w = integer_operand(node, in, 1, 3);
+  const ConvShape c = conv_shape(node, in[0]->shape, in[1]->shape);
+  if (w.zero_points.size() != 1 && w.zero_points.size() != static_cast<std::size_t>(c.filters)) {
+    fail(node, "w's zero points are neither one nor one per filter");
+  }
+  const QuantEpilogue epilogue = integer_epilogue(node, x, w);
+  const std::vector<std::int32_t> y =
+      conv_int8(context, c, x, w, in[1], [&](std::size_t) { return epilogue; });
+  return outputs(int32_tensor(c.out, y));
+}
+
+// MaxPool (of float, int8 or uint8 values, as from opset 12) and AveragePool (of floats) over
+// (one or two) spatial dimensions.
 std::vector<Tensor> pool(Context&, const Node& node, const Inputs& in, bool max) {
-  const Tensor& x = need_float(node, in, 0);
+  const Tensor& x =
+      max && !need(node, in, 0).is_float() ? need(node, in, 0) : need_float(node, in, 0);
+  if (!x.is_float() && x.dtype != DType::Int8 && x.dtype != DType::UInt8) {
+    fail(node, std::string("an input of type ") + dtype_name(x.dtype));
+  }
   if (node.outputs.size() > 1 && !node.outputs[1].empty()) fail(node, "the Indices output");
   if (x.rank() < 3) fail(node, "an input of rank " + std::to_string(x.rank()));
   const bool ceil_mode = node.int_attr("ceil_mode", 0) != 0;
@@ -535,10 +620,10 @@ std::vector<Tensor> pool(Context&, const Node& node, const Inputs& in, bool max)
   const bool count_pad = node.int_attr("count_include_pad", 0) != 0;
   const std::int64_t h = x.rank() == 4 ? x.shape[2] : 1, w = x.shape.back();
   const std::int64_t planes = x.shape[0] * x.shape[1];
-  Tensor y(DType::Float32, spatial_out(x.shape, x.shape[1], win));
+  Tensor y(x.dtype, spatial_out(x.shape, x.shape[1], win));
   std::size_t e = 0;
   for (std::int64_t p = 0; p < planes; ++p) {
-    const float* image = &x.floats[static_cast<std::size_t>(p * h * w)];
+    const auto image_at = static_cast<std::size_t>(p * h * w);
     for (std::int64_t oy = 0; oy < win.oh; ++oy) {
       for (std::int64_t ox = 0; ox < win.ow; ++ox) {
         float best = -std::numeric_limits<float>::infinity(), sum = 0;
@@ -548,7 +633,9 @@ std::vector<Tensor> pool(Context&, const Node& node, const Inputs& in, bool max)
           for (std::int64_t kx = 0; kx < win.kw; ++kx) {
             const std::int64_t ix = ox * win.sw - win.left + kx * win.dw;
             if (iy >= 0 && iy < h && ix >= 0 && ix < w) {
-              const float v = image[iy * w + ix];
+              // int8 and uint8 values are exact in float.
+              const auto v =
+                  static_cast<float>(x.value(image_at + static_cast<std::size_t>(iy * w + ix)));
               best = std::max(best, v);
               sum += v;
               ++inside;
@@ -556,6 +643,11 @@ std::vector<Tensor> pool(Context&, const Node& node, const Inputs& in, bool max)
               ++padded;  // in the padding (not beyond it, where ceil_mode's last window ends)
             }
           }
+        }
+        if (!x.is_float()) {
+          if (inside == 0) fail(node, "a window wholly in the padding of integer values");
+          y.ints[e++] = static_cast<std::int64_t>(best);
+          continue;
         }
         y.floats[e++] = max ? best : sum / static_cast<float>(count_pad ? inside + padded : inside);
       }
@@ -875,6 +967,8 @@ void add_nn(Table& t) {
   t["QLinearConv"] = qlinear_conv;
   t["QLinearMatMul"] = qlinear_matmul;
   t["QGemm"] = qgemm;
+  t["MatMulInteger"] = matmul_integer;
+  t["ConvInteger"] = conv_integer;
   t["MaxPool"] = [](Context& c, const Node& n, const Inputs& i) { return pool(c, n, i, true); };
   t["AveragePool"] = [](Context& c, const Node& n, const Inputs& i) {
     return pool(c, n, i, false);

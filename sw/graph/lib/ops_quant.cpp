@@ -95,14 +95,13 @@ std::vector<Tensor> dequantize_linear(Context& context, const Node& node, const 
 
 }  // namespace
 
-QuantOperand quant_operand(const Node& node, const Inputs& inputs, std::size_t value,
-                           std::size_t scale, std::size_t zero_point) {
+QuantOperand integer_operand(const Node& node, const Inputs& inputs, std::size_t value,
+                             std::size_t zero_point) {
   const Tensor& q = need(node, inputs, value);
   if (!quantised_type(q.dtype)) {
     fail(node,
          "input " + std::to_string(value) + " is " + dtype_name(q.dtype) + ", not int8 or uint8");
   }
-  const Tensor& s = need_float(node, inputs, scale);
   QuantOperand operand;
   operand.type = q.dtype;
   const int shift = q.dtype == DType::UInt8 ? 128 : 0;
@@ -110,16 +109,31 @@ QuantOperand quant_operand(const Node& node, const Inputs& inputs, std::size_t v
   for (std::size_t e = 0; e < q.size(); ++e) {
     operand.values[e] = static_cast<std::int8_t>(q.ints[e] - shift);
   }
+  const Tensor* zp = zero_point < inputs.size() ? inputs[zero_point] : nullptr;
+  if (zp && zp->dtype != q.dtype) fail(node, "a zero point of another type than its operand");
+  if (zp && zp->rank() > 1) fail(node, "a zero point of rank " + std::to_string(zp->rank()));
+  if (!zp) operand.zero_points.push_back(0);
+  for (std::size_t i = 0; zp && i < zp->size(); ++i) {
+    operand.zero_points.push_back(static_cast<int>(zp->ints[i]) - shift);
+  }
+  if (operand.zero_points.empty()) fail(node, "no zero point");
+  return operand;
+}
+
+QuantOperand quant_operand(const Node& node, const Inputs& inputs, std::size_t value,
+                           std::size_t scale, std::size_t zero_point) {
+  QuantOperand operand = integer_operand(node, inputs, value, zero_point);
+  const Tensor& s = need_float(node, inputs, scale);
   for (const float v : s.floats) {
     if (!(v > 0.0f) || !std::isfinite(v)) fail(node, "a scale that is not positive and finite");
     operand.scales.push_back(v);
   }
   if (operand.scales.empty()) fail(node, "no scale");
-  const Tensor* zp = zero_point < inputs.size() ? inputs[zero_point] : nullptr;
-  if (zp && zp->dtype != q.dtype) fail(node, "a zero point of another type than its operand");
-  if (zp && zp->size() != s.size()) fail(node, "zero points and scales of different counts");
-  for (std::size_t i = 0; i < operand.scales.size(); ++i) {
-    operand.zero_points.push_back(zp ? static_cast<int>(zp->ints[i]) - shift : 0);
+  if (operand.zero_points.size() != operand.scales.size()) {
+    if (zero_point < inputs.size() && inputs[zero_point]) {
+      fail(node, "zero points and scales of different counts");
+    }
+    operand.zero_points.assign(operand.scales.size(), 0);
   }
   return operand;
 }
