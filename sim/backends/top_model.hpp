@@ -75,8 +75,13 @@ class VerilatedTop final : public TopModel {
     top_->rst_ni = 1;
   }
   ~VerilatedTop() override {
+    // Verilator 5.006 unregisters a model's scopes from the thread's current context, the one
+    // created or evaluated last, which may belong to another model by now (or be gone: two
+    // backends in one test then hung as the first went): make it this one's.
+    Verilated::threadContextp(context_.get());
     waveform_.close();
     top_->final();
+    top_.reset();
   }
   VerilatedTop(const VerilatedTop&) = delete;
   VerilatedTop& operator=(const VerilatedTop&) = delete;
