@@ -91,7 +91,7 @@ float activate_host(isa::Func f, float x, float alpha) {
 // One dense or conv2d layer as a GEMM on the accelerator: rows x K times
 // K x units, plus bias, then the function.
 std::vector<float> layer_gemm(Backend& accelerator, const Layer& layer, const float* rows_data,
-                              std::size_t rows, bool last, LayerRun* run) {
+                              std::size_t rows, bool last) {
   GemmSpec spec;
   spec.m = static_cast<std::uint32_t>(rows);
   spec.k = layer.weight_rows;
@@ -105,12 +105,7 @@ std::vector<float> layer_gemm(Backend& accelerator, const Layer& layer, const fl
   const num::MatrixBf16 b = bf16_matrix(layer.weights.data(), spec.k, spec.n);
   std::vector<num::fp32_t> bias(layer.bias.size());
   std::memcpy(bias.data(), layer.bias.data(), bias.size() * sizeof(float));
-  RunResult result;
-  const num::MatrixFp32 out = run_gemm(accelerator, spec, a, b, nullptr, &bias, &result);
-  if (run) {
-    run->macs = std::uint64_t{spec.m} * spec.k * spec.n;
-    run->counters = result.counters;
-  }
+  const num::MatrixFp32 out = run_gemm(accelerator, spec, a, b, nullptr, &bias);
   std::vector<float> values(out.data.size());
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = bits_to_float(out.data[i]);
   return values;
@@ -759,39 +754,14 @@ std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, 
 }
 
 std::vector<float> layer_forward(Backend* accelerator, const Layer& layer, const float* rows_data,
-                                 std::size_t rows, bool last, LayerRun* run) {
+                                 std::size_t rows, bool last) {
   if (!accelerator) return layer_gemm_host(layer, rows_data, rows);
-  return layer_gemm(*accelerator, layer, rows_data, rows, last, run);
-}
-
-namespace {
-
-std::string layer_run_name(std::size_t l, const Layer& layer, std::size_t rows) {
-  return std::string(kind_name(layer.kind)) + " " + std::to_string(l) + ": " +
-         std::to_string(rows) + "x" + std::to_string(layer.weight_rows) + "x" +
-         std::to_string(layer.units);
-}
-
-}  // namespace
-
-Tensor forward(Backend& accelerator, const Network& net, const Tensor& input,
-               std::vector<LayerRun>* runs) {
-  if (net.int8) return forward_int8(&accelerator, net, input, runs);
-  if (runs) runs->clear();
-  return run_network(
-      net, input,
-      [&](std::size_t l, const Layer& layer, const float* rows_data, std::size_t rows, bool last) {
-        LayerRun run;
-        run.name = layer_run_name(l, layer, rows);
-        std::vector<float> out = layer_forward(&accelerator, layer, rows_data, rows, last, &run);
-        if (runs) runs->push_back(std::move(run));
-        return out;
-      });
+  return layer_gemm(*accelerator, layer, rows_data, rows, last);
 }
 
 Tensor forward_host_fp32(const Network& net, const Tensor& input, const LayerObserver& observe) {
   if (net.int8) {
-    throw std::invalid_argument("a quantised (int8) network runs in int8: forward_host");
+    throw std::invalid_argument("a quantised (int8) network has no fp32 forward pass");
   }
   return run_network(
       net, input,
@@ -800,10 +770,6 @@ Tensor forward_host_fp32(const Network& net, const Tensor& input, const LayerObs
         if (observe) observe(l, out);
         return out;
       });
-}
-
-Tensor forward_host(const Network& net, const Tensor& input) {
-  return net.int8 ? forward_int8(nullptr, net, input) : forward_host_fp32(net, input);
 }
 
 namespace {
@@ -909,144 +875,6 @@ Tensor avg_pool(const Tensor& x, const Window& pool, bool count_padding) {
     y.data[i] /= static_cast<float>(divisor);
   }
   return y;
-}
-
-namespace {
-
-// int8 activations in NHWC order (quantised networks).
-struct QTensor {
-  std::vector<std::uint32_t> shape;
-  std::vector<std::int8_t> data;
-};
-
-num::MatrixI8 im2col_int8(const QTensor& x, const Window& kernel, std::int8_t padding) {
-  const std::size_t c = x.shape[3], row_len = kernel.taps() * c;
-  num::MatrixI8 cols(product(pooled_shape(x.shape, kernel)) / c, row_len, padding);
-  for_each_tap(x.shape, kernel, [&](std::size_t out, std::size_t tap, std::size_t in) {
-    std::copy(&x.data[in * c], &x.data[in * c] + c, &cols.data[out * row_len + tap * c]);
-  });
-  return cols;
-}
-
-QTensor max_pool_int8(const QTensor& x, const Window& pool) {
-  return {pooled_shape(x.shape, pool),
-          max_pool_values(x.data, x.shape, pool, std::int8_t{-128},
-                          [](std::int8_t v, std::int8_t best) { return v > best; })};
-}
-
-// q = round-half-away-from-zero(x / scale) + zero point, clamped to int8 (NaN to the zero point).
-std::int8_t quantize_value(float x, double scale, std::int32_t zero_point) {
-  const double q = std::round(static_cast<double>(x) / scale) + zero_point;
-  if (std::isnan(q)) return static_cast<std::int8_t>(zero_point);
-  return static_cast<std::int8_t>(std::clamp(q, -128.0, 127.0));
-}
-
-}  // namespace
-
-Tensor forward_int8(Backend* accelerator, const Network& net, const Tensor& input,
-                    std::vector<LayerRun>* runs) {
-  if (!net.int8) throw std::invalid_argument("forward_int8 needs a quantised (int8) network");
-  if (runs) runs->clear();
-  const auto shapes = layer_shapes(net);
-  const Tensor flat_or_image = network_input(net, input);
-  const std::uint32_t n = input.shape[0];
-  const auto first = std::find_if(net.layers.begin(), net.layers.end(), gemm_layer);
-  if (first == net.layers.end()) throw std::invalid_argument("an int8 network needs a layer");
-  QTensor x{flat_or_image.shape, std::vector<std::int8_t>(flat_or_image.data.size())};
-  for (std::size_t i = 0; i < flat_or_image.data.size(); ++i) {
-    x.data[i] = quantize_value(flat_or_image.data[i], first->quant.input_scale,
-                               first->quant.input_zero_point);
-  }
-  Tensor logits;
-  for (std::size_t l = 0; l < net.layers.size(); ++l) {
-    const Layer& layer = net.layers[l];
-    std::vector<std::uint32_t> out_shape{n};
-    out_shape.insert(out_shape.end(), shapes[l + 1].begin(), shapes[l + 1].end());
-    if (layer.kind == LayerKind::Flatten) {
-      x.shape = out_shape;
-      continue;
-    }
-    if (layer.kind == LayerKind::MaxPool) {
-      x = max_pool_int8(x, layer.window);
-      continue;
-    }
-    if (layer.kind == LayerKind::AvgPool) {
-      throw std::invalid_argument("an int8 network has no average pooling");
-    }
-    const QuantLayer& q = layer.quant;
-    // The GEMM's rows: the examples (dense), or their im2col rows with the input zero point,
-    // the quantised 0.0, as the padding (conv2d).
-    num::MatrixI8 rows;
-    if (layer.kind == LayerKind::Conv2d) {
-      rows = im2col_int8(x, layer.window, static_cast<std::int8_t>(q.input_zero_point));
-    } else {
-      rows.rows = n;
-      rows.cols = layer.weight_rows;
-      rows.data = std::move(x.data);
-    }
-    num::MatrixI8 weights(layer.weight_rows, layer.units);
-    weights.data = q.weights;
-    GemmSpec spec;
-    spec.m = static_cast<std::uint32_t>(rows.rows);
-    spec.k = layer.weight_rows;
-    spec.n = layer.units;
-    spec.in = InType::Int8;
-    spec.input_zero_point = q.input_zero_point;
-    RequantColumns requant;
-    if (q.int8_output) {
-      spec.out = OutType::Int8;
-      spec.output_zero_point = q.output_zero_point;
-      const num::QuantActivation act =
-          layer.activation == isa::Func::Relu    ? num::QuantActivation::kRelu
-          : layer.activation == isa::Func::Relu6 ? num::QuantActivation::kRelu6
-                                                 : num::QuantActivation::kNone;
-      std::tie(spec.clamp_lo, spec.clamp_hi) =
-          num::clamp_bounds(act, q.output_zero_point, q.output_scale);
-      requant = {q.bias, q.multiplier, q.shift};
-    } else {
-      spec.out = OutType::Int32;
-    }
-    const RequantColumns* columns = q.int8_output ? &requant : nullptr;
-    num::MatrixI32 out;
-    if (accelerator) {
-      LayerRun run;
-      run.name = layer_run_name(l, layer, spec.m);
-      RunResult result;
-      out = run_gemm(*accelerator, spec, rows, weights, nullptr, columns, &result);
-      run.macs = std::uint64_t{spec.m} * spec.k * spec.n;
-      run.counters = result.counters;
-      if (runs) runs->push_back(std::move(run));
-    } else {
-      out = reference_gemm(spec, rows, weights, nullptr, columns);
-    }
-    const bool last = l + 1 == net.layers.size();
-    if (q.int8_output && !last) {
-      x.shape = out_shape;
-      x.data.resize(out.data.size());
-      for (std::size_t i = 0; i < out.data.size(); ++i) {
-        x.data[i] = static_cast<std::int8_t>(out.data[i]);
-      }
-      continue;
-    }
-    logits = Tensor(out_shape);
-    if (q.int8_output) {
-      // A last layer with a quantised output: its int8 values dequantised.
-      for (std::size_t i = 0; i < out.data.size(); ++i) {
-        logits.data[i] = static_cast<float>((out.data[i] - q.output_zero_point) * q.output_scale);
-      }
-      continue;
-    }
-    // The last layer: int32 sums (za folded in) plus the bias, wrapping, then the real scale.
-    const std::size_t columns_n = layer.units;
-    for (std::size_t i = 0; i < out.data.size(); ++i) {
-      const std::size_t j = i % columns_n;
-      const std::int32_t sum = isa::int32_value(static_cast<std::uint32_t>(out.data[i]) +
-                                                static_cast<std::uint32_t>(q.bias[j]));
-      logits.data[i] = static_cast<float>(static_cast<double>(sum) * q.input_scale *
-                                          static_cast<double>(q.weight_scales[j]));
-    }
-  }
-  return logits;
 }
 
 std::vector<std::uint32_t> input_file_shape(const Network& net) {

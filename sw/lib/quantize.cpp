@@ -34,7 +34,9 @@ ActivationQuant activation_quant(const Range& range) {
   const double lo = std::min(0.0, range.empty ? 0.0 : static_cast<double>(range.lo));
   const double hi = std::max(0.0, range.empty ? 0.0 : static_cast<double>(range.hi));
   ActivationQuant q;
-  q.scale = hi > lo ? (hi - lo) / 255.0 : 1.0;
+  // A float32 value, as ONNX stores scales: the network's graph (tpu/graph/network_graph.hpp)
+  // then takes the file's scales, and so its multipliers, exactly.
+  q.scale = hi > lo ? static_cast<float>((hi - lo) / 255.0) : 1.0;
   const double zero_point = std::round(-128.0 - lo / q.scale);
   q.zero_point = static_cast<std::int32_t>(std::clamp(zero_point, -128.0, 127.0));
   return q;

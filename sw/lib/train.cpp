@@ -450,23 +450,6 @@ float DataParallelTrainer::epoch(const idx::Dataset& train,
   return static_cast<float>(total / batches);
 }
 
-double accuracy(Backend* accelerator, const Network& net, const idx::Dataset& data,
-                std::uint32_t count, std::uint32_t batch, std::vector<std::uint32_t>* predictions) {
-  count = count ? std::min(count, data.count) : data.count;
-  if (batch == 0) throw std::invalid_argument("accuracy needs a batch size");
-  std::uint32_t correct = 0;
-  if (predictions) predictions->clear();
-  for (std::uint32_t first = 0; first < count; first += batch) {
-    const std::uint32_t n = std::min(batch, count - first);
-    const Tensor x = images_to_tensor(data.images, first, n, data.rows, data.cols);
-    const Tensor logits = accelerator ? forward(*accelerator, net, x) : forward_host(net, x);
-    const std::vector<std::uint32_t> best = argmax_rows(logits);
-    for (std::uint32_t i = 0; i < n; ++i) correct += best[i] == data.labels[first + i];
-    if (predictions) predictions->insert(predictions->end(), best.begin(), best.end());
-  }
-  return static_cast<double>(correct) / count;
-}
-
 idx::Dataset load_fashion_mnist(bool train, const std::string& dir) {
   const std::string where = dir.empty() ? kFashionMnistDir : dir;
   const std::string prefix = where + "/" + (train ? "train" : "t10k");

@@ -1,4 +1,5 @@
-// tpu infer MODEL.onnx: an ONNX model loaded as a graph (tpu/onnx/load_graph.hpp) and run by
+// tpu infer MODEL.onnx: an ONNX model loaded as a graph (tpu/onnx/load_graph.hpp), or a network
+// file as its graph (tpu/graph/network_graph.hpp), and run by
 // the graph executor, its matrix products on the chosen backend; tpu compile: the graph compiled
 // for one core and batch size into a file (tpu/graph/compiled.hpp) that tpu infer runs too.
 #include <filesystem>
@@ -10,13 +11,26 @@
 #include "net.hpp"
 #include "tpu/graph/compiled.hpp"
 #include "tpu/graph/executor.hpp"
+#include "tpu/graph/network_graph.hpp"
+#include "tpu/nn.hpp"
 #include "tpu/npy.hpp"
 #include "tpu/onnx/load_graph.hpp"
 
 namespace tpu::tool {
 namespace {
 
+// An ONNX model, or a network file (NET.json) as its graph.
 graph::Graph load_model(const std::string& path) {
+  if (std::filesystem::path(path).extension() == ".json") {
+    return as_bad_input([&] {
+      const nn::Network net = nn::load_network(path);
+      try {
+        return graph::network_graph(net);
+      } catch (const std::invalid_argument& error) {
+        throw std::runtime_error(path + ": " + error.what());
+      }
+    });
+  }
   return as_bad_input([&] { return onnx_front::load_graph(path); });
 }
 
@@ -45,10 +59,8 @@ graph::Tensor rows_of(const graph::Tensor& t, std::size_t first, std::size_t cou
   return graph::Tensor::of_floats(shape, {t.floats.begin() + begin, t.floats.begin() + end});
 }
 
-// --stats: per operator type, the nodes run, where, their multiply-accumulates and products,
-// the cycles the cycle model gives those products, the bytes the host wrote into the core's
-// memory and read from it (weights once, then the rest) and, where the backend counts them (the
-// RTL), cycles, MXU utilisation and bytes over the bus; then the totals, per input too.
+}  // namespace
+
 void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std::size_t run_count,
                  Backend* backend) {
   struct Row {
@@ -126,6 +138,8 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
   fmt::print("\n");
 }
 
+namespace {
+
 // What tpu infer runs: an ONNX model, loaded as a graph, or a compiled model.
 struct LoadedModel {
   std::optional<graph::CompiledModel> compiled;
@@ -176,7 +190,7 @@ graph::Tensor padded(graph::Tensor t, std::size_t count, std::size_t size) {
 
 }  // namespace
 
-int run_infer_graph(const InferOptions& options) {
+int run_infer(const InferOptions& options) {
   const LoadedModel loaded = load_any(options.net_path);
   const graph::Graph& model = loaded.graph();
   const graph::CompiledModel* compiled = loaded.compiled ? &*loaded.compiled : nullptr;
@@ -414,12 +428,6 @@ CLI::App* add_compile_command(CLI::App& app, CompileOptions& options) {
 
 int run_compile(const CompileOptions& options) {
   check_output_path(options.out_path);
-  if (std::filesystem::path(options.model_path).extension() == ".json") {
-    throw BadInput(
-        fmt::format("{}: a network file: tpu compile takes ONNX models (tpu infer --net "
-                    "runs network files as they are)",
-                    options.model_path));
-  }
   const graph::Graph model = load_model(options.model_path);
   const auto start = std::chrono::steady_clock::now();
   graph::CompiledModel compiled;

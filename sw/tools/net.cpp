@@ -4,6 +4,7 @@
 
 #include "common.hpp"
 #include "tpu/graph/compiled.hpp"
+#include "tpu/graph/network_graph.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/npy.hpp"
 #include "tpu/onnx/onnx_import.hpp"
@@ -65,36 +66,6 @@ void check_int8_core(const nn::Network& net, const std::string& net_path,
         fmt::format("{}: an int8 network, but the {} core has no int8 datapath", net_path, array));
   }
 }
-
-// The core's counters over the runs of a network, in total and per layer.
-struct LayerTotals {
-  Counters counters{};
-  std::vector<nn::LayerRun> layers;
-
-  void add(const std::vector<nn::LayerRun>& runs) {
-    for (std::size_t l = 0; l < runs.size(); ++l) {
-      if (layers.size() <= l) layers.push_back({runs[l].name, 0, Counters{}});
-      layers[l].macs += runs[l].macs;
-      if (!runs[l].counters) continue;
-      for (std::size_t c = 0; c < counters.size(); ++c) {
-        counters[c] += (*runs[l].counters)[c];
-        (*layers[l].counters)[c] += (*runs[l].counters)[c];
-      }
-    }
-  }
-
-  double cycles() const { return static_cast<double>(counters[regs::kCntCyclesIndex]); }
-
-  void print_layers(unsigned dim) const {
-    fmt::print("\n{:<30} {:>12} {:>12} {:>8}\n", "layer (rows x K x N)", "cycles", "MACs",
-               "util %");
-    for (const nn::LayerRun& layer : layers) {
-      const double c = static_cast<double>((*layer.counters)[regs::kCntCyclesIndex]);
-      fmt::print("{:<30} {:>12.0f} {:>12} {:>8.2f}\n", layer.name, c, layer.macs,
-                 100.0 * static_cast<double>(layer.macs) / (c * dim * dim));
-    }
-  }
-};
 
 }  // namespace
 
@@ -171,7 +142,9 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& options) {
   command->add_option("--clock-mhz", options.clock_mhz, "clock of the images/s figure (rtl)")
       ->check(CLI::Range(1.0, 10000.0))
       ->capture_default_str();
-  command->add_flag("--stats", options.stats, "per-layer cycles and utilisation (rtl)");
+  command->add_flag("--stats", options.stats,
+                    "a table per operator of the network's graph (where it ran, MACs,\n"
+                    "products, cycles on the RTL, bytes) and totals");
   command->add_option("--trace", options.trace_path,
                       "FST waveform (rtl, a core built with tracing; use few images)");
   command->add_option("--data", options.data_dir, "Fashion-MNIST IDX files");
@@ -259,7 +232,7 @@ int run_pod_train(const TrainOptions& options, const nn::Network& net, const idx
     });
     if (!reports) continue;
     const double test_accuracy =
-        nn::accuracy(&first_chip, trainer.network(), test, options.test_images, 256);
+        graph::accuracy(&first_chip, trainer.network(), test, options.test_images, 256);
     fmt::print("\r  epoch {:>3}  loss {:.4f}  test accuracy {:.4f}  ({:.0f} s)          \n",
                e + 1, loss, test_accuracy, seconds_since(start));
   }
@@ -311,7 +284,8 @@ int run_train(const TrainOptions& options) {
         std::fflush(stdout);
       }
     });
-    const double test_accuracy = nn::accuracy(backend.get(), net, test, options.test_images, 256);
+    const double test_accuracy =
+        graph::accuracy(backend.get(), net, test, options.test_images, 256);
     fmt::print("\r  epoch {:>3}  loss {:.4f}  test accuracy {:.4f}  ({:.0f} s)          \n", e + 1,
                loss, test_accuracy, seconds_since(start));
   }
@@ -406,29 +380,28 @@ int run_eval(const EvalOptions& options) {
     others.push_back(network_backend(other, options.array));
   }
 
-  // Classifies the images on one backend, accumulating the core's counters.
+  // Classifies the images on one backend: the network's graph in a session of its own.
+  const graph::Graph model = as_bad_input([&] {
+    try {
+      return graph::network_graph(net);
+    } catch (const std::invalid_argument& error) {
+      throw std::runtime_error(options.net_path + ": " + error.what());
+    }
+  });
   struct Outcome {
     std::vector<std::uint32_t> predictions;
     std::uint32_t correct = 0;
     double seconds = 0;
-    LayerTotals totals;
+    std::vector<graph::OpRun> runs;
   };
   auto classify = [&](Backend* accelerator) {
     Outcome out;
     const auto start = std::chrono::steady_clock::now();
-    for (std::uint32_t done = 0; done < count; done += options.batch) {
-      const std::uint32_t n = std::min(options.batch, count - done);
-      const nn::Tensor x =
-          nn::images_to_tensor(test.images, options.first + done, n, test.rows, test.cols);
-      std::vector<nn::LayerRun> runs;
-      const nn::Tensor logits =
-          accelerator ? nn::forward(*accelerator, net, x, &runs) : nn::forward_host(net, x);
-      const std::vector<std::uint32_t> best = nn::argmax_rows(logits);
-      for (std::uint32_t i = 0; i < n; ++i) {
-        out.correct += best[i] == test.labels[options.first + done + i];
-        out.predictions.push_back(best[i]);
-      }
-      out.totals.add(runs);
+    graph::Session session(model, accelerator);
+    out.predictions =
+        graph::classify(session, net, test, options.first, count, options.batch, &out.runs);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      out.correct += out.predictions[i] == test.labels[options.first + i];
     }
     out.seconds = seconds_since(start);
     return out;
@@ -443,8 +416,11 @@ int run_eval(const EvalOptions& options) {
              main.correct, count);
   const unsigned dim = config_named(options.array).dim;
   if (options.backend == kBackendRtl) {
-    const double cycles = main.totals.cycles();
-    const double macs = static_cast<double>(main.totals.counters[regs::kCntUsefulMacsIndex]);
+    double cycles = 0, macs = 0;
+    for (const graph::OpRun& run : main.runs) {
+      cycles += static_cast<double>(run.cycles);
+      macs += static_cast<double>(run.useful_macs);
+    }
     fmt::print("cycles per image         {:.0f}\n", cycles / count);
     fmt::print("MXU utilisation          {:.2f} % (useful MACs / (cycles x {}))\n",
                100.0 * macs / (cycles * dim * dim), dim * dim);
@@ -453,9 +429,11 @@ int run_eval(const EvalOptions& options) {
                count / (cycles / (options.clock_mhz * 1e6)));
     fmt::print("simulation speed         {:.2f} images/s, {:.0f} cycles/s\n", count / main.seconds,
                cycles / main.seconds);
-    if (options.stats) main.totals.print_layers(dim);
   } else {
     fmt::print("wall time                {:.1f} s\n", main.seconds);
+  }
+  if (options.stats) {
+    print_stats(main.runs, count, (count + options.batch - 1) / options.batch, backend.get());
   }
 
   int status = 0;
@@ -530,9 +508,8 @@ CLI::App* add_infer_command(CLI::App& app, InferOptions& options) {
       ->check(CLI::Range(1u, 65535u))
       ->capture_default_str();
   command->add_flag("--stats", options.stats,
-                    "a network file's cycles per input and utilisation per layer (rtl);\n"
-                    "an ONNX or compiled model's table per operator (where it ran, MACs,\n"
-                    "products, cycles, bytes) and totals (host steps, program runs, weights)");
+                    "a table per operator (where it ran, MACs, products, cycles, bytes)\n"
+                    "and totals (host steps, program runs, weights)");
   return command;
 }
 
@@ -555,66 +532,6 @@ int run_import(const ImportOptions& options) {
                                                    : "NHWC",
              net.classes, net.softmax_output ? " after a softmax on the host" : "");
   fmt::print("wrote {}\n", options.out_path);
-  return 0;
-}
-
-int run_infer(const InferOptions& options) {
-  if (std::filesystem::path(options.net_path).extension() == ".onnx" ||
-      graph::is_compiled_model(options.net_path)) {
-    return run_infer_graph(options);
-  }
-  if (options.in_paths.size() != 1 || options.out_paths.size() != 1) {
-    throw BadInput(fmt::format("{}: a network file takes one --in and one --out",
-                               options.net_path));
-  }
-  const std::string& in_path = options.in_paths[0];
-  const std::string& out_path = options.out_paths[0];
-  const nn::Network net = load_network(options.net_path);
-  check_int8_core(net, options.net_path, {options.backend}, options.array);
-  check_output_path(out_path);
-  npy::Array file = as_bad_input([&] { return npy::read(in_path, npy::Dims::Any); });
-  nn::Tensor input;
-  try {
-    const std::vector<std::size_t> shape = file.shape;
-    input = nn::input_from_file(net, shape, std::move(file.data));
-  } catch (const std::invalid_argument& error) {
-    throw BadInput(fmt::format("{}: shape [{}]: {}", in_path, fmt::join(file.shape, ", "),
-                               error.what()));
-  }
-  std::unique_ptr<Backend> backend = network_backend(options.backend, options.array);
-
-  const std::uint32_t n = input.shape[0];
-  const std::size_t per = input.per_example();
-  nn::Tensor output({n, net.classes});
-  LayerTotals totals;
-  const auto start = std::chrono::steady_clock::now();
-  for (std::uint32_t done = 0; done < n; done += options.batch) {
-    const std::uint32_t count = std::min(options.batch, n - done);
-    std::vector<std::uint32_t> shape = input.shape;
-    shape[0] = count;
-    nn::Tensor x(shape);
-    std::copy_n(&input.data[done * per], count * per, x.data.begin());
-    std::vector<nn::LayerRun> runs;
-    const nn::Tensor y = backend ? nn::forward(*backend, net, x, &runs) : nn::forward_host(net, x);
-    std::copy(y.data.begin(), y.data.end(), &output.data[std::size_t{done} * net.classes]);
-    totals.add(runs);
-  }
-  nn::finish_output(net, output);
-  npy::write(out_path, {{n, net.classes}, output.data});
-  fmt::print(
-      "{}: {} inputs on {} -> {} [{}, {}]{} ({:.1f} s)\n", net.name, n,
-      options.backend == kBackendHost ? "host" : options.backend + " (" + options.array + " core)",
-      out_path, n, net.classes, net.softmax_output ? ", softmax" : "",
-      seconds_since(start));
-  if (options.stats) {
-    if (options.backend != kBackendRtl) {
-      fmt::print("--stats: cycle counts come from the RTL (--backend rtl)\n");
-    } else {
-      const unsigned dim = config_named(options.array).dim;
-      fmt::print("cycles per input         {:.0f}\n", totals.cycles() / n);
-      totals.print_layers(dim);
-    }
-  }
   return 0;
 }
 

@@ -14,6 +14,7 @@
 
 namespace tpu::graph {
 struct CompiledModel;  // tpu/graph/compiled.hpp
+struct OpRun;          // tpu/graph/executor.hpp
 }
 
 namespace tpu::tool {
@@ -97,9 +98,16 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& options);
 CLI::App* add_quantize_command(CLI::App& app, QuantizeOptions& options);
 int run_train(const TrainOptions& options);
 int run_quantize(const QuantizeOptions& options);
-// tpu infer of an ONNX model or a compiled model, as a graph, and tpu compile
+// tpu infer of an ONNX model, a network file or a compiled model, as a graph, and tpu compile
 // (graph_commands.cpp).
-int run_infer_graph(const InferOptions& options);
+int run_infer(const InferOptions& options);
+// --stats: per operator type, the nodes run, where, their multiply-accumulates and products,
+// the cycles the cycle model gives those products, the bytes the host wrote into the core's
+// memory and read from it (weights once, then the rest) and, where the backend counts them (the
+// RTL), cycles, MXU utilisation and bytes over the bus; then the totals, per input too: of
+// `runs` over `inputs` inputs in `run_count` runs on `backend` (null: the host).
+void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std::size_t run_count,
+                 Backend* backend);
 CLI::App* add_compile_command(CLI::App& app, CompileOptions& options);
 int run_compile(const CompileOptions& options);
 // tpu disasm of a compiled model: its memory plan, then each program (a GEMM's, or a chain's)
@@ -109,6 +117,5 @@ int run_eval(const EvalOptions& options);
 CLI::App* add_import_command(CLI::App& app, ImportOptions& options);
 CLI::App* add_infer_command(CLI::App& app, InferOptions& options);
 int run_import(const ImportOptions& options);
-int run_infer(const InferOptions& options);
 
 }  // namespace tpu::tool

@@ -2,7 +2,8 @@
 // bit-identical weights on the rtl and model backends, and the networks
 // shipped in sw/nets classify test images as expected: the same predictions
 // (the same logits) on both backends, and an accuracy no trained network falls below;
-// quantised to int8, the same logits on the RTL, the model and the host's int8 reference.
+// quantised to int8, the same logits on the RTL (as a graph and compiled), the model and the
+// host's int8 reference.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,6 +13,8 @@
 
 #include "backends/rtl_backend.hpp"
 #include "core_harness.hpp"
+#include "tpu/graph/compiled.hpp"
+#include "tpu/graph/network_graph.hpp"
 #include "tpu/model.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/quantize.hpp"
@@ -32,6 +35,13 @@ std::uint32_t bits(float x) {
   std::uint32_t b;
   std::memcpy(&b, &x, sizeof b);
   return b;
+}
+
+// The network's scores for x: its graph on a backend, or on the host when null.
+Tensor infer(Backend* backend, const Network& net, const Tensor& x) {
+  const graph::Graph model = graph::network_graph(net);
+  graph::Session session(model, backend);
+  return graph::infer(session, net, x);
 }
 
 std::string architecture_name(const ::testing::TestParamInfo<Architecture>& param) {
@@ -92,15 +102,16 @@ TEST_P(ShippedNetwork, ClassifiesTestImages) {
   const HardwareConfig config = testing::config_named(kArray);
   FunctionalModel model(config, 1u << 20);
   std::vector<std::uint32_t> model_predictions, host_predictions;
-  const double model_accuracy = accuracy(&model, net, test, kImages, 100, &model_predictions);
-  const double host_accuracy = accuracy(nullptr, net, test, kImages, 100, &host_predictions);
+  const double model_accuracy =
+      graph::accuracy(&model, net, test, kImages, 100, &model_predictions);
+  const double host_accuracy = graph::accuracy(nullptr, net, test, kImages, 100, &host_predictions);
   EXPECT_GE(model_accuracy, minimum_accuracy(GetParam()));
   EXPECT_NEAR(model_accuracy, host_accuracy, 0.01) << "bf16 inference against host fp32";
 
   // The first images on the RTL: the same logits, bit for bit.
   sim::RtlBackend rtl(config);
   const Tensor x = images_to_tensor(test.images, 0, kRtlImages, test.rows, test.cols);
-  const Tensor on_rtl = forward(rtl, net, x), on_model = forward(model, net, x);
+  const Tensor on_rtl = infer(&rtl, net, x), on_model = infer(&model, net, x);
   ASSERT_EQ(on_rtl.data.size(), on_model.data.size());
   for (std::size_t i = 0; i < on_rtl.data.size(); ++i) {
     ASSERT_EQ(bits(on_rtl.data[i]), bits(on_model.data[i])) << "logit " << i;
@@ -108,7 +119,8 @@ TEST_P(ShippedNetwork, ClassifiesTestImages) {
 }
 
 // The shipped network quantised on 16 training images: the first test images give the same
-// logits, bit for bit, on the RTL, on the model and on the host (the int8 reference).
+// logits, bit for bit, on the RTL, on the model and on the host (the int8 reference), and
+// compiled (tpu compile's model), on the RTL.
 TEST_P(ShippedNetwork, Int8SameLogitsOnRtlModelAndHost) {
   const Network net = load_network(std::string(TPU_NETS_DIR) + "/" + GetParam() + ".json");
   const Network q = quantize_network(net, calibrate(net, load_fashion_mnist(true), 16));
@@ -118,13 +130,23 @@ TEST_P(ShippedNetwork, Int8SameLogitsOnRtlModelAndHost) {
   FunctionalModel model(config, 1u << 20);
   sim::RtlBackend rtl(config);
   const Tensor x = images_to_tensor(test.images, 0, 8, test.rows, test.cols);
-  const Tensor on_rtl = forward(rtl, q, x), on_model = forward(model, q, x);
-  const Tensor on_host = forward_host(q, x);
+  const Tensor on_rtl = infer(&rtl, q, x), on_model = infer(&model, q, x);
+  const Tensor on_host = infer(nullptr, q, x);
+  // Compiled for runs of the 8 images (its dense layers one program, chained in the core's
+  // memory), on an RTL backend of its own, as tpu infer runs a compiled model (two backends in
+  // one program, the second made after the first ran: both must go cleanly).
+  const graph::CompiledModel compiled = graph::compile(graph::network_graph(q), config, 8);
+  sim::RtlBackend compiled_rtl(config);
+  graph::Session session(compiled, compiled_rtl);
+  const Tensor compiled_on_rtl = graph::infer(session, q, x);
   ASSERT_EQ(on_rtl.data.size(), on_host.data.size());
   ASSERT_EQ(on_model.data.size(), on_host.data.size());
+  ASSERT_EQ(compiled_on_rtl.data.size(), on_host.data.size());
   for (std::size_t i = 0; i < on_rtl.data.size(); ++i) {
     ASSERT_EQ(bits(on_rtl.data[i]), bits(on_host.data[i])) << "logit " << i << " on rtl";
     ASSERT_EQ(bits(on_model.data[i]), bits(on_host.data[i])) << "logit " << i << " on model";
+    ASSERT_EQ(bits(compiled_on_rtl.data[i]), bits(on_host.data[i]))
+        << "logit " << i << " compiled, on rtl";
   }
 }
 

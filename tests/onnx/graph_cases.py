@@ -728,6 +728,37 @@ def check_compiled_models(args, work):
                  f"{expected}")
 
 
+# Programs a run of the compiled network files, float and int8 alike: the MLP's three dense
+# layers one chain; the CNN's two convolutions (im2col on the host) and its dense pair.
+NETWORK_PROGRAMS = {"mlp": 1, "cnn": 3}
+
+
+def check_network_files(args, work):
+    """The project's network files (sw/nets) and their int8 forms (tpu quantize, calibrated on 16
+    training images) as graphs: tpu infer NET.json, then the network compiled by tpu compile and
+    run from the compiled file, every output the same bits."""
+    import numpy as np
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, (6, 28, 28, 1)).astype(np.float32)
+    for name in ("mlp", "cnn"):
+        nets = [NETS / f"{name}.json", work / f"{name}_int8.json"]
+        result = tpu(args, ["quantize", "--net", str(nets[0]), "--out", str(nets[1]),
+                            "--calibration", "16"])
+        if result.returncode != 0:
+            fail(f"tpu quantize {name}: exit {result.returncode}: {result.stderr.strip()}")
+        for net in nets:
+            expected, _ = infer(args.tpu, net, [x], work, args.backend, output_count=1)
+            if expected[0].shape != (6, 10):
+                fail(f"{net.name}: output of shape {expected[0].shape}, not (6, 10)")
+            printed = compiled_matches(args.tpu, net, [x], work, args.backend, expected, 4,
+                                       net.name)
+            print(printed.strip())
+            programs = re.search(r"(\d+) programs? a run", printed)
+            if not programs or int(programs.group(1)) != NETWORK_PROGRAMS[name]:
+                fail(f"{net.name}: {programs.group(1) if programs else 'no'} programs a run, not "
+                     f"{NETWORK_PROGRAMS[name]}")
+
+
 def check_compiled_refusals(args, work):
     """What tpu compile and tpu infer of a compiled model refuse: exit 2, one line, no file."""
     import numpy as np
@@ -752,11 +783,14 @@ def check_compiled_refusals(args, work):
     a_path, b_path = work / "a.npy", work / "b.npy"
     np.save(a_path, a)
     np.save(b_path, b[:-1])
+    # A network file without its weights beside it.
+    lone_net = work / "mlp.json"
+    lone_net.write_text((NETS / "mlp.json").read_text())
     infer_compiled = ["infer", "--net", str(compiled), "--in", str(x), "--out", str(out)]
     refusals = [
         (["compile", str(unsupported), "-o", str(out)], "operator not supported"),
         (["compile", str(model_path), "-o", str(work)], "is a directory"),
-        (["compile", str(NETS / "mlp.json"), "-o", str(out)], "a network file"),
+        (["compile", str(lone_net), "-o", str(out)], "mlp.1.dense.weights.npy"),
         (infer_compiled + ["--backend", "host"], "not host"),
         (infer_compiled + ["--array", "4x4_m1a1"], "compiled for the 16x16 core, not --array"),
         (infer_compiled + ["--batch", "3"], "compiled for runs of 2 inputs, not --batch 3"),
@@ -818,7 +852,8 @@ def check_compiled_listing(args, work):
 
 CHECK_CASES = {"compiled_models": check_compiled_models,
                "compiled_refusals": check_compiled_refusals,
-               "compiled_listing": check_compiled_listing}
+               "compiled_listing": check_compiled_listing,
+               "network_files": check_network_files}
 
 
 def main():

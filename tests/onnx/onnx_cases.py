@@ -555,7 +555,7 @@ def infer_refused(args, work, x, words, what):
 def check_infer_wrong_shape(args, work):
     import numpy as np
     infer_refused(args, work, np.zeros((3, 11), dtype=np.float32),
-                  "the network takes [n, 12] (flat)", "a 3 x 11 input")
+                  "takes float32 Nx12", "a 3 x 11 input")
 
 
 def check_infer_wrong_dtype(args, work):

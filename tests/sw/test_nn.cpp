@@ -17,11 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "tpu/numerics/activation.hpp"
-#include "tpu/numerics/float.hpp"
+#include "tpu/graph/network_graph.hpp"
 #include "tpu/model.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/npy.hpp"
+#include "tpu/numerics/activation.hpp"
+#include "tpu/numerics/float.hpp"
 #include "tpu/train.hpp"
 
 namespace tpu::nn {
@@ -231,8 +232,8 @@ TEST(Layers, DenseOnTheModelFollowsTheContract) {
 }
 
 TEST(Layers, ConvAndPoolOnTheModelFollowTheContract) {
-  // conv2d (lowered by im2col on the host) -> maxpool -> flatten, against a
-  // direct convolution computed with the reference MAC chain.
+  // conv2d -> maxpool -> flatten, run as the network's graph (conv2d lowered by im2col on the
+  // host), against a direct convolution computed with the reference MAC chain.
   std::mt19937 rng(9);
   Network net = image_network("conv", 6, 8, 2);
   net.layers.push_back(conv_layer(3, 2, 5, isa::Func::Relu, rng, 0.5f));
@@ -241,7 +242,9 @@ TEST(Layers, ConvAndPoolOnTheModelFollowTheContract) {
   net.classes = layer_shapes(net).back()[0];
   const Tensor x = uniform_tensor({3, 6, 8, 2}, rng, 1.0f);
   FunctionalModel model(small_core(), 1 << 20);
-  const Tensor got = forward(model, net, x);
+  const graph::Graph as_graph = graph::network_graph(net);
+  graph::Session session(as_graph, &model);
+  const Tensor got = graph::infer(session, net, x);
 
   const Layer& conv = net.layers[0];
   Tensor conv_out({3, 6, 8, 5});
@@ -255,15 +258,16 @@ TEST(Layers, ConvAndPoolOnTheModelFollowTheContract) {
           }
         }
         for (std::size_t f = 0; f < 5; ++f) {
-          conv_out.data[((b * 6 + static_cast<std::size_t>(y)) * 8 +
-                         static_cast<std::size_t>(xx)) *
-                            5 +
-                        f] = contract_output(
-              window, conv, f, [&](std::size_t k) { return conv.weights[k * 5 + f]; }, true);
+          conv_out
+              .data[((b * 6 + static_cast<std::size_t>(y)) * 8 + static_cast<std::size_t>(xx)) * 5 +
+                    f] =
+              contract_output(
+                  window, conv, f, [&](std::size_t k) { return conv.weights[k * 5 + f]; }, false);
         }
       }
     }
   }
+  // The network's last product: its results leave the core in fp32 (round false above).
   const Tensor pooled = max_pool(conv_out, Window::pool(2));
   EXPECT_EQ(got.shape, (std::vector<std::uint32_t>{3, 3 * 4 * 5}));
   expect_same_bits(got.data, pooled.data, "conv2d + maxpool");

@@ -1,5 +1,5 @@
 // Post-training quantisation (tpu/quantize.hpp) and quantised networks (nn.hpp): the scales,
-// biases and multipliers of a small case worked out by hand; the int8 forward pass on the host
+// biases and multipliers of a small case worked out by hand; the int8 network's graph on the host
 // (the reference model) against the functional model, bit for bit, for a small network with
 // every kind of layer and for the shipped MLP and CNN quantised on a few training images; the
 // file format's round trip; and every refusal of the loader.
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tpu/graph/network_graph.hpp"
 #include "tpu/model.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/npy.hpp"
@@ -42,6 +43,15 @@ std::uint32_t bits(float x) {
   std::uint32_t b;
   std::memcpy(&b, &x, sizeof b);
   return b;
+}
+
+// The network's scores for x: its graph (tpu/graph/network_graph.hpp) on a backend, or on the
+// host (the int8 reference model) when null.
+Tensor infer(Backend* backend, const Network& net, const Tensor& x,
+             std::vector<graph::OpRun>* runs = nullptr) {
+  const graph::Graph model = graph::network_graph(net);
+  graph::Session session(model, backend);
+  return graph::infer(session, net, x, runs);
 }
 
 void expect_same_logits(const Tensor& a, const Tensor& b, const std::string& what) {
@@ -147,8 +157,9 @@ TEST(Quantize, HandCheckedScalesBiasesAndMultipliers) {
   const Network q = quantize_network(net, calibration);
   ASSERT_TRUE(q.int8);
   const QuantLayer& l1 = q.layers[1].quant;
-  // Input [0, 1]: scale 1/255, zero point -128 - 0 / scale = -128.
-  EXPECT_DOUBLE_EQ(l1.input_scale, 1.0 / 255.0);
+  // Input [0, 1]: scale 1/255 (as a float32, as ONNX keeps scales), zero point -128 - 0 / scale
+  // = -128.
+  EXPECT_EQ(l1.input_scale, static_cast<float>(1.0 / 255.0));
   EXPECT_EQ(l1.input_zero_point, -128);
   // Column 0: max |w| = 1, scale 1/127; 1 -> 127, -0.3 -> round(-38.1) = -38.
   // Column 1: max |w| = 0.2, scale 0.2/127; 0.2 -> 127, 0.05 -> round(31.75) = 32.
@@ -159,16 +170,16 @@ TEST(Quantize, HandCheckedScalesBiasesAndMultipliers) {
   EXPECT_EQ(l1.bias, (std::vector<std::int32_t>{3562, -4858}));
   // Output [0, 1.11]: scale 1.11/255, zero point -128.
   ASSERT_TRUE(l1.int8_output);
-  EXPECT_NEAR(l1.output_scale, 1.11 / 255.0, 1e-9);
+  EXPECT_EQ(l1.output_scale, static_cast<float>(1.11f / 255.0));
   EXPECT_EQ(l1.output_zero_point, -128);
   // Column 0's real multiplier (1/255)(1/127) / (1.11/255) = 1 / (127 x 1.11) = 0.0070936... =
   // 0.90798... x 2^-7: M = round(0.90798 x 2^31), s = -7 (Q-SCALE).
-  const double r0 = (1.0 / 255.0) * static_cast<double>(l1.weight_scales[0]) / l1.output_scale;
+  const double r0 = l1.input_scale * static_cast<double>(l1.weight_scales[0]) / l1.output_scale;
   EXPECT_NEAR(r0, 1.0 / (127 * 1.11), 1e-9);
   EXPECT_EQ(l1.shift[0], -7);
   EXPECT_EQ(l1.multiplier[0], static_cast<std::int32_t>(std::llround(std::ldexp(r0, 31 + 7))));
   // Column 1's: 0.2 / (127 x 1.11) = 0.00141872... = 0.72638... x 2^-9.
-  const double r1 = (1.0 / 255.0) * static_cast<double>(l1.weight_scales[1]) / l1.output_scale;
+  const double r1 = l1.input_scale * static_cast<double>(l1.weight_scales[1]) / l1.output_scale;
   EXPECT_EQ(l1.shift[1], -9);
   EXPECT_EQ(l1.multiplier[1], static_cast<std::int32_t>(std::llround(std::ldexp(r1, 31 + 9))));
   // The last layer takes the first one's output quantisation and gives int32 sums.
@@ -187,13 +198,16 @@ TEST(Quantize, HandCheckedScalesBiasesAndMultipliers) {
   // 255 x 127 + 0 x 32 - 4858 = 27527, times 0.2 / (127 x 1.11) is 39.05: 39 - 128 = -89 (0.17).
   // Layer 2, column 0: (127 + 128) x 127 + (-89 + 128) x 51 = 34374 (bias 0), dequantised by
   // the input scale 1.11/255 and the weight scale 0.5/127: 0.589.
-  const Tensor logits = forward_host(q, x);
+  const Tensor logits = infer(nullptr, q, x);
   FunctionalModel model(int8_core(4), 1u << 20);
-  expect_same_logits(forward(model, q, x), logits, "tiny");
+  expect_same_logits(infer(&model, q, x), logits, "tiny");
   EXPECT_EQ(static_cast<int>(std::lround(0.17 / l1.output_scale)), 39);
   const std::int32_t sum = (127 + 128) * 127 + (-89 + 128) * 51;
+  // The sum dequantised in float32 by the column's scale, input scale x weight scale rounded to
+  // float32 (DequantizeLinear of int32).
   EXPECT_EQ(logits.data[0],
-            static_cast<float>(sum * l1.output_scale * static_cast<double>(l2.weight_scales[0])));
+            static_cast<float>(sum) *
+                static_cast<float>(l1.output_scale * static_cast<double>(l2.weight_scales[0])));
   EXPECT_NEAR(logits.data[0], 1.11 * 0.5 + 0.17 * 0.2, 0.005);  // the float network's 0.589
 }
 
@@ -202,7 +216,7 @@ TEST(Quantize, ActivationRangesIncludeZero) {
   positive.add(2.0f);
   positive.add(6.0f);
   const ActivationQuant a = activation_quant(positive);  // [0, 6]
-  EXPECT_DOUBLE_EQ(a.scale, 6.0 / 255.0);
+  EXPECT_EQ(a.scale, static_cast<float>(6.0 / 255.0));   // a float32 value
   EXPECT_EQ(a.zero_point, -128);
   Range negative;
   negative.add(-5.1f);
@@ -221,14 +235,19 @@ TEST(Quantize, ActivationRangesIncludeZero) {
 TEST(Quantize, SmallNetworkHostMatchesModelBitForBit) {
   const Network q = quantized_small_network();
   const Tensor x = small_images(6, 2);
-  const Tensor host = forward_host(q, x);
+  const Tensor host = infer(nullptr, q, x);
   for (unsigned dim : {1u, 4u}) {
     FunctionalModel model(int8_core(dim), 1u << 20);
-    std::vector<LayerRun> runs;
-    expect_same_logits(forward(model, q, x, &runs), host, "dim " + std::to_string(dim));
-    ASSERT_EQ(runs.size(), 3u);
-    EXPECT_EQ(runs[0].name, "conv2d 0: 96x18x3");
-    EXPECT_EQ(runs[0].macs, 96u * 18 * 3);
+    std::vector<graph::OpRun> runs;
+    expect_same_logits(infer(&model, q, x, &runs), host, "dim " + std::to_string(dim));
+    // The products on the core: the convolution's 96 im2col rows of 18 times its 3 filters.
+    std::vector<graph::OpRun> on_core;
+    for (const graph::OpRun& run : runs) {
+      if (run.on_accelerator) on_core.push_back(run);
+    }
+    ASSERT_EQ(on_core.size(), 3u);
+    EXPECT_EQ(on_core[0].op, "QLinearConv");
+    EXPECT_EQ(on_core[0].macs, 96u * 18 * 3);
   }
   // The quantised network classifies close to the float one.
   const Tensor reference = forward_host_fp32(small_network(), x);
@@ -243,19 +262,19 @@ TEST(Quantize, SmallNetworkHostMatchesModelBitForBit) {
 TEST(Quantize, LastLayerWithAnInt8OutputIsDequantised) {
   const Network q = quantized_small_network();
   const Tensor x = small_images(6, 2);
-  const Tensor sums = forward_host(q, x);
+  const Tensor sums = infer(nullptr, q, x);
   float largest = 0.0f;
   for (float v : sums.data) largest = std::max(largest, std::fabs(v));
   Network requantised = q;
   QuantLayer& last = requantised.layers.back().quant;
   last.int8_output = true;
-  last.output_scale = largest / 150.0;  // the largest logits saturate
+  last.output_scale = static_cast<float>(largest / 150.0);  // the largest logits saturate
   last.output_zero_point = -7;
   complete_quant_layer(requantised.layers.back(), "last: ");
-  const Tensor host = forward_host(requantised, x);
+  const Tensor host = infer(nullptr, requantised, x);
   for (unsigned dim : {1u, 4u}) {
     FunctionalModel model(int8_core(dim), 1u << 20);
-    expect_same_logits(forward(model, requantised, x), host, "dim " + std::to_string(dim));
+    expect_same_logits(infer(&model, requantised, x), host, "dim " + std::to_string(dim));
   }
   int saturated = 0;
   for (std::size_t i = 0; i < host.data.size(); ++i) {
@@ -363,7 +382,7 @@ TEST_F(QuantizedFiles, RoundTripKeepsEveryBit) {
   const Network back = load_network(path("smallq.json"));
   expect_same_network(q, back);
   const Tensor x = small_images(3, 4);
-  expect_same_logits(forward_host(back, x), forward_host(q, x), "after the round trip");
+  expect_same_logits(infer(nullptr, back, x), infer(nullptr, q, x), "after the round trip");
   // Every file is in place and nothing temporary is left.
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir_)) {
@@ -488,14 +507,14 @@ TEST_P(ShippedQuantized, HostEqualsModelBitForBit) {
   const std::uint32_t images = GetParam() == "mlp" ? 200 : 50;
   FunctionalModel model(int8_core(16), 1u << 20);
   std::vector<std::uint32_t> on_model, on_host, on_float;
-  const double model_accuracy = accuracy(&model, q, test, images, 50, &on_model);
-  const double host_accuracy = accuracy(nullptr, q, test, images, 50, &on_host);
-  const double float_accuracy = accuracy(nullptr, net, test, images, 50, &on_float);
+  const double model_accuracy = graph::accuracy(&model, q, test, images, 50, &on_model);
+  const double host_accuracy = graph::accuracy(nullptr, q, test, images, 50, &on_host);
+  const double float_accuracy = graph::accuracy(nullptr, net, test, images, 50, &on_float);
   EXPECT_EQ(on_model, on_host);
   EXPECT_EQ(model_accuracy, host_accuracy);
   EXPECT_NEAR(model_accuracy, float_accuracy, 0.05);
   const Tensor x = images_to_tensor(test.images, 0, 8, test.rows, test.cols);
-  expect_same_logits(forward(model, q, x), forward_host(q, x), GetParam());
+  expect_same_logits(infer(&model, q, x), infer(nullptr, q, x), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Networks, ShippedQuantized, ::testing::Values("mlp", "cnn"),

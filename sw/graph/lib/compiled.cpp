@@ -52,10 +52,11 @@ Graph with_batch(const Graph& graph, std::size_t& batch, std::vector<bool>& batc
 // link of a chain, for each GEMM but the last. Both are their nodes' only GEMM, of one whole K
 // (no C) and of the same M, the first's N the second's K; the second node's A is the first's
 // output, which nothing else reads (no other node, not the graph's outputs). And either both
-// are bf16 products, the first's result fp32 (the chain makes it bf16: the rounding the second
-// product gives its A anyway), and the trace saw that result's buffer go in as the second
-// product's A; or both are int8 products of QLinearMatMul or QGemm, whose kernels pass A's
-// values as they are, the first requantised to int8 with the zero point the second takes off.
+// are bf16 products, the first's result fp32 or bf16 (the chain makes it bf16: the rounding the
+// second product gives its A anyway), and the trace saw that result's buffer go in as the second
+// product's A; or both are int8 products of QLinearMatMul, QGemm or MatMulInteger, whose
+// kernels pass A's values as they are, the first requantised to int8 with the zero point the
+// second takes off.
 std::vector<bool> chain_links(const Graph& graph, const std::vector<ops::TracedGemm>& traced) {
   std::map<std::string, const Node*> nodes;
   for (const Node& node : graph.nodes) nodes[node.name] = &node;
@@ -66,7 +67,7 @@ std::vector<bool> chain_links(const Graph& graph, const std::vector<ops::TracedG
   }
   for (const ValueInfo& output : graph.outputs) ++readers[output.name];
   const auto passes_a_as_it_is = [](const Node& node) {
-    return node.op == "QLinearMatMul" || node.op == "QGemm";
+    return node.op == "QLinearMatMul" || node.op == "QGemm" || node.op == "MatMulInteger";
   };
   std::vector<bool> links(traced.size(), false);
   for (std::size_t g = 0; g + 1 < traced.size(); ++g) {
@@ -80,10 +81,11 @@ std::vector<bool> chain_links(const Graph& graph, const std::vector<ops::TracedG
     }
     const Node& producer = *nodes.at(first.node);
     const Node& consumer = *nodes.at(next.node);
-    const bool untouched =
-        s.int8() ? s.out == OutType::Int8 && t.input_zero_point == s.output_zero_point &&
-                       passes_a_as_it_is(producer) && passes_a_as_it_is(consumer)
-                 : s.out == OutType::Fp32 && traced[g].out != 0 && traced[g].out == traced[g + 1].a;
+    const bool untouched = s.int8() ? s.out == OutType::Int8 &&
+                                          t.input_zero_point == s.output_zero_point &&
+                                          passes_a_as_it_is(producer) && passes_a_as_it_is(consumer)
+                                    : (s.out == OutType::Fp32 || s.out == OutType::Bf16) &&
+                                          traced[g].out != 0 && traced[g].out == traced[g + 1].a;
     links[g] = untouched && producer.outputs.size() == 1 && !consumer.inputs.empty() &&
                consumer.inputs[0] == producer.outputs[0] && readers[producer.outputs[0]] == 1;
   }
@@ -449,7 +451,8 @@ Json graph_json(const Graph& graph, DataWriter& data) {
               {"name", node.name},
               {"inputs", node.inputs},
               {"outputs", node.outputs},
-              {"epilogue", kEpilogues[static_cast<std::size_t>(node.epilogue)]}};
+              {"epilogue", kEpilogues[static_cast<std::size_t>(node.epilogue)]},
+              {"bf16_result", node.bf16_result}};
     n["attributes"] = Json::object();
     for (const auto& [name, attribute] : node.attributes) {
       n["attributes"][name] = attribute_json(attribute, data);
@@ -480,6 +483,7 @@ Graph graph_from(const Json& json, const DataReader& data) {
     node.outputs = n.at("outputs").get<std::vector<std::string>>();
     node.epilogue =
         enum_named<Epilogue>(kEpilogues, n.at("epilogue").get<std::string>(), "epilogue");
+    node.bf16_result = n.at("bf16_result").get<bool>();
     for (const auto& [name, attribute] : n.at("attributes").items()) {
       node.attributes[name] = attribute_from(attribute, data);
     }

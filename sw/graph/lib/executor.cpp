@@ -1,6 +1,7 @@
 #include "tpu/graph/executor.hpp"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -215,6 +216,60 @@ std::size_t fuse_epilogues(Graph& graph) {
   }
   remove_nodes(graph, removed);
   return fused;
+}
+
+namespace {
+
+// Operators whose result is N-OUT's rounding of their input's, whether they take it rounded or
+// not: they move values, or pick one of them (max and relu are monotonic, and the rounding keeps
+// the order), and never compute a new one.
+bool commutes_with_rounding(const Node& node) {
+  static const std::set<std::string> ops{"MaxPool", "Relu",      "Flatten",   "Reshape",
+                                         "Squeeze", "Unsqueeze", "Transpose", "Identity"};
+  return ops.count(node.op) != 0 &&
+         !(node.op == "MaxPool" && node.outputs.size() > 1 && !node.outputs[1].empty());
+}
+
+bool float_product(const Node& node) {
+  return node.op == "Conv" || node.op == "Gemm" || node.op == "MatMul";
+}
+
+}  // namespace
+
+std::size_t round_results(Graph& graph) {
+  std::map<std::string, std::vector<std::pair<const Node*, std::size_t>>> readers;
+  for (const Node& node : graph.nodes) {
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      readers[node.inputs[i]].emplace_back(&node, i);
+    }
+  }
+  std::set<std::string> outputs;
+  for (const ValueInfo& output : graph.outputs) outputs.insert(output.name);
+  // Whether every value of `name` ends, through operators that commute with the rounding, as
+  // an operand A or B of a float product (which rounds it to bf16 on the core anyway).
+  std::map<std::string, bool> known;
+  std::function<bool(const std::string&)> only_rounded = [&](const std::string& name) {
+    if (const auto it = known.find(name); it != known.end()) return it->second;
+    bool rounded = outputs.count(name) == 0 && readers.count(name) != 0;
+    for (const auto& [reader, input] :
+         rounded ? readers.at(name) : std::vector<std::pair<const Node*, std::size_t>>{}) {
+      if (float_product(*reader) && input < 2) continue;
+      rounded = rounded && input == 0 && commutes_with_rounding(*reader) &&
+                reader->outputs.size() >= 1 && only_rounded(reader->outputs[0]);
+    }
+    known[name] = rounded;
+    return rounded;
+  };
+  std::size_t marked = 0;
+  for (Node& node : graph.nodes) {
+    if (!float_product(node) || node.outputs.size() != 1 || node.bf16_result ||
+        (node.op == "Gemm" && !takes_epilogue(graph, node)) || !only_rounded(node.outputs[0])) {
+      continue;
+    }
+    node.bf16_result = true;
+    ++marked;
+  }
+  return marked;
 }
 
 namespace {

@@ -102,10 +102,11 @@ struct WeightOf {
 };
 
 // What a product does to its sums before they leave it: a bias per column (n values; none where
-// null), then an activation.
+// null), then an activation; on the core, where `bf16_result`, the rounding to bf16 (N-OUT).
 struct ProductEpilogue {
   const float* bias = nullptr;
   Epilogue act = Epilogue::None;
+  bool bf16_result = false;
 };
 
 // C = act(A (m x k) B (k x n) + bias), row-major fp32: on the accelerator (bf16 operands, fp32

@@ -223,18 +223,19 @@ num::Matrix<T> rows_of(const num::Matrix<T>& m, std::size_t first, std::size_t c
 }
 
 // The compiled model's next GEMM, which must be the one the running node asks for now (a bf16
-// chain's GEMM that runs with the next writes bf16 where the node asks for fp32).
+// chain's GEMM that runs with the next writes bf16 where the node may ask for fp32).
 const CompiledGemm& next_compiled(Context& context, const GemmSpec& spec) {
   GemmSchedule& schedule = *context.schedule;
   const std::vector<CompiledGemm>& gemms = *schedule.compiled;
   const Node& node = *context.node;
-  const auto asked_for = [](const CompiledGemm& gemm) {
-    GemmSpec asked = gemm.plan.spec;
-    if (gemm.result_kept && !asked.int8()) asked.out = OutType::Fp32;
-    return asked;
+  // A bf16 chain's GEMM writes bf16 whatever the node asks for (fp32, or bf16 already).
+  const auto asks_for = [&](const CompiledGemm& gemm) {
+    GemmSpec asked = spec;
+    if (gemm.result_kept && !asked.int8()) asked.out = OutType::Bf16;
+    return asked == gemm.plan.spec;
   };
   if (schedule.next >= gemms.size() || gemms[schedule.next].node != node.name ||
-      asked_for(gemms[schedule.next]) != spec) {
+      !asks_for(gemms[schedule.next])) {
     fail(node, "runs a " + std::to_string(spec.m) + " x " + std::to_string(spec.k) + " x " +
                    std::to_string(spec.n) +
                    " product the compiled model does not have as its GEMM " +
@@ -324,6 +325,7 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
   sums_only.n = static_cast<std::uint32_t>(n);
   GemmSpec spec = sums_only;
   spec.act = core_function(epilogue.act);
+  if (epilogue.bf16_result) spec.out = OutType::Bf16;
   std::vector<num::fp32_t> bias;
   if (epilogue.bias) {
     spec.has_bias = true;

@@ -100,9 +100,9 @@ std::vector<Tensor> matmul(Context& context, const Node& node, const Inputs& in)
   Tensor y(DType::Float32, shape.out);
   matmul_products(shape, y.floats, [&](const std::vector<MatmulPart>& parts) {
     return products(context,
-                    matmul_calls<ProductCall>(
-                        shape, parts, a.floats.data(), b.floats.data(), in[1],
-                        ProductEpilogue{bias ? bias->floats.data() : nullptr, node.epilogue}));
+                    matmul_calls<ProductCall>(shape, parts, a.floats.data(), b.floats.data(), in[1],
+                                              ProductEpilogue{bias ? bias->floats.data() : nullptr,
+                                                              node.epilogue, node.bf16_result}));
   });
   return outputs(std::move(y));
 }
@@ -128,9 +128,9 @@ std::vector<Tensor> gemm(Context& context, const Node& node, const Inputs& in) {
       (alpha != 1.0f || (in.size() > 2 && in[2]))) {
     fail(node, "an activation fused after an alpha or a C that is no bias");
   }
-  std::vector<float> c = product(context, ta ? at.data() : a.floats.data(),
-                                 tb ? bt.data() : b.floats.data(), m, k, n, {in[1], 0},
-                                 {bias.empty() ? nullptr : bias.data(), node.epilogue});
+  std::vector<float> c =
+      product(context, ta ? at.data() : a.floats.data(), tb ? bt.data() : b.floats.data(), m, k, n,
+              {in[1], 0}, {bias.empty() ? nullptr : bias.data(), node.epilogue, node.bf16_result});
   const Shape out{static_cast<std::int64_t>(m), static_cast<std::int64_t>(n)};
   const bool addend = in.size() > 2 && in[2] && beta != 0.0f;
   if (!bias.empty() || (alpha == 1.0f && !addend))
@@ -348,14 +348,14 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
       weights.push_back(group_weights(c, w.floats, static_cast<std::int64_t>(g)));
     }
     for (std::size_t g = 0; g < cols.size(); ++g) {
-      calls.push_back(
-          {cols[g].data(),
-           weights[g].data(),
-           c.rows,
-           c.depth,
-           static_cast<std::size_t>(c.mg),
-           {in[1], g},
-           {bias ? &bias->floats[g * static_cast<std::size_t>(c.mg)] : nullptr, node.epilogue}});
+      calls.push_back({cols[g].data(),
+                       weights[g].data(),
+                       c.rows,
+                       c.depth,
+                       static_cast<std::size_t>(c.mg),
+                       {in[1], g},
+                       {bias ? &bias->floats[g * static_cast<std::size_t>(c.mg)] : nullptr,
+                        node.epilogue, node.bf16_result}});
     }
     return products(context, calls);
   });

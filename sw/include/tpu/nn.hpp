@@ -1,19 +1,13 @@
-// Neural networks on the TPU: layers, networks described in JSON with their
-// weights in .npy files, and inference on any backend.
+// Neural networks as the project's network files describe them (docs/networks.md): layers
+// in a chain, in JSON with their weights in .npy files, float or quantised (dtype int8,
+// tpu/quantize.hpp makes one); and the pieces the trainer (tpu/train.hpp) runs them by.
 //
-// Activations are float tensors in NHWC order. Dense and conv2d layers run on
-// the accelerator as compiled GEMMs (conv2d lowered by im2col on the host);
-// pooling, flattening and softmax run on the host, because the core has no
-// unit for them. The accelerator takes bf16 operands (the float values
-// rounded by N-OUT) and accumulates in fp32 (docs/numerics.md). The same
-// network also runs on the host in plain fp32, as the reference it is
-// compared with.
-//
-// A quantised network (dtype int8, docs/networks.md; tpu/quantize.hpp makes one) runs in
-// TensorFlow Lite's int8 scheme instead: int8 activations with a zero point, int8 weights
-// symmetric per output channel, int32 sums (Q-MAC), hidden layers requantised to int8 by the
-// activation unit (Q-REQ), the last layer's int32 sums turned into fp32 logits on the host
-// (or, where the network quantises its output, as an imported QDQ model does, its int8 values).
+// Activations are float tensors in NHWC order. Inference runs a network as a graph
+// (tpu/graph/network_graph.hpp), on the graph's one executor for float and int8: its dense and
+// conv2d layers on the accelerator (bf16 operands, fp32 sums, docs/numerics.md; or TensorFlow
+// Lite's int8 scheme, the Q-rules), the rest on the host. Here remain the host fp32 forward pass
+// (the trainer's reference and the quantiser's calibration) and the trainer's per-layer
+// products.
 #pragma once
 
 #include <cstdint>
@@ -161,44 +155,18 @@ Network load_network(const std::string& json_path);
 // that exists already stops it ("<path>: already exists") before any is renamed.
 void save_network(const Network& net, const std::string& json_path, bool overwrite = true);
 
-// Per-layer figures of one inference.
-struct LayerRun {
-  std::string name;        // e.g. "conv2d 1: 784x25x8"
-  std::uint64_t macs = 0;  // useful multiply-accumulates
-  std::optional<Counters> counters;
-};
-
-// Forward pass on an accelerator backend: returns the logits, [n, classes] (before the softmax
-// of a network with `softmax_output`). The input is [n, h, w, c]; a flat network also takes
-// [n, features]. A quantised network runs as forward_int8 does.
-Tensor forward(Backend& accelerator, const Network& net, const Tensor& input,
-               std::vector<LayerRun>* runs = nullptr);
 // The same network in plain host fp32 (no bf16 rounding). `observe`, when given, receives
 // each dense and conv2d layer's output (after its function): (layer index, values).
-// A quantised network is refused (std::invalid_argument): forward_host runs it.
+// A quantised network is refused (std::invalid_argument).
 using LayerObserver = std::function<void(std::size_t, const std::vector<float>&)>;
 Tensor forward_host_fp32(const Network& net, const Tensor& input,
                          const LayerObserver& observe = {});
-// A quantised network's forward pass, on an accelerator or, when `accelerator` is null, on
-// the host by the reference model (tpu::reference_gemm: num::gemm_int8, Q-ZP, Q-REQ): the
-// same bits either way. The input is quantised on the host with the first layer's input scale
-// and zero point (q = round-half-away(x / scale) + zero point, clamped to int8); conv2d is
-// im2col on the host with the input zero point as padding; max-pooling and flattening run on
-// the host on int8 values; hidden layers are int8 GEMMs requantised on the core (Q-REQ, the
-// function as its clamp); the last layer's int32 sums come back and the host adds the bias
-// (wrapping) and multiplies by input_scale * weight_scales[j] in double, rounded to fp32, or,
-// for a last layer with an int8 output, the host dequantises: (q - zero point) * scale.
-Tensor forward_int8(Backend* accelerator, const Network& net, const Tensor& input,
-                    std::vector<LayerRun>* runs = nullptr);
-// Host inference: plain fp32, or the int8 reference of a quantised network.
-Tensor forward_host(const Network& net, const Tensor& input);
-
 // One dense layer, or a conv2d layer on its im2col rows: rows x K times the
 // layer's K x units weights, plus bias, then the function. On an accelerator
 // (bf16 out for hidden layers, fp32 for the last), or in host fp32 when
 // `accelerator` is null.
 std::vector<float> layer_forward(Backend* accelerator, const Layer& layer, const float* rows_data,
-                                 std::size_t rows, bool last, LayerRun* run = nullptr);
+                                 std::size_t rows, bool last);
 
 // A plain product, A (m x k) times B (k x n), row-major: on an accelerator
 // with bf16 operands and fp32 sums, or in host fp32 when `accelerator` is null. `result`, when

@@ -5,13 +5,15 @@
 //   weight round-half-away(w / scale) (so in [-127, 127]);
 // - activations int8, asymmetric: the range [lo, hi] each layer's output took over the
 //   calibration images (host fp32 inference of the float network), widened to include 0, gives
-//   scale (hi - lo) / 255 and zero point round-half-away(-128 - lo / scale); the network's
+//   scale (hi - lo) / 255 (rounded to float32, as ONNX stores scales) and zero point
+//   round-half-away(-128 - lo / scale); the network's
 //   input likewise; max-pooling and flattening keep their input's scale and zero point;
 // - bias int32, round-half-away(bias / (input scale x weight scale)), zero point 0;
 // - each hidden column's real multiplier input scale x weight scale / output scale as Q-REQ's
 //   M and s by Q-SCALE (num::quantize_multiplier); the function (none, relu, relu6) becomes the
 //   clamp of Q-REQ;
-// - the last layer keeps its int32 sums, which the host dequantises (nn::forward_int8).
+// - the last layer keeps its int32 sums, which the host dequantises (the network's graph,
+//   tpu/graph/network_graph.hpp).
 #pragma once
 
 #include <cstdint>
@@ -37,8 +39,8 @@ struct Calibration {
   std::vector<Range> output;  // per layer: a dense or conv2d layer's output, after its function
 };
 
-// The parameters for a range: widened to include 0, scale (hi - lo) / 255 (1 when the range is
-// {0}), zero point round-half-away(-128 - lo / scale) clamped to [-128, 127].
+// The parameters for a range: widened to include 0, scale (hi - lo) / 255 rounded to float32 (1
+// when the range is {0}), zero point round-half-away(-128 - lo / scale) clamped to [-128, 127].
 ActivationQuant activation_quant(const Range& range);
 
 // Runs the float network in host fp32 over the images ([n, h, w, c]), widening the ranges of

@@ -108,14 +108,6 @@ class DataParallelTrainer {
   unsigned epochs_done_ = 0;
 };
 
-// Classification accuracy over the first `count` examples of a data set
-// (all when 0), in batches, on an accelerator (or on the host when null: fp32,
-// or the int8 reference of a quantised network); the predictions go to
-// `predictions` when given.
-double accuracy(Backend* accelerator, const Network& net, const idx::Dataset& data,
-                std::uint32_t count, std::uint32_t batch,
-                std::vector<std::uint32_t>* predictions = nullptr);
-
 // Fashion-MNIST from Debian's dataset-fashion-mnist package (or `dir`).
 idx::Dataset load_fashion_mnist(bool train, const std::string& dir = "");
 

@@ -42,6 +42,7 @@ class Loader {
     guarded([&] { return graph::fuse_quantized_products(graph_); });
     guarded([&] { return graph::fold_constants(graph_); });
     guarded([&] { return graph::fuse_epilogues(graph_); });
+    guarded([&] { return graph::round_results(graph_); });
     return std::move(graph_);
   }
 

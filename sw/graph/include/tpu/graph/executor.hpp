@@ -42,6 +42,14 @@ std::size_t fold_constants(Graph& graph);
 // it fused. Run after fold_constants (Clip's bounds, the biases must be constants).
 std::size_t fuse_epilogues(Graph& graph);
 
+// Marks each Conv, Gemm and MatMul whose result goes, through operators that only move values
+// or pick among them (MaxPool, Relu, Flatten, Reshape, Transpose, Squeeze, Unsqueeze,
+// Identity), nowhere but into other products as their A or B, and is no graph output, to write
+// its result as bf16 on the core (Node::bf16_result): the rounding (N-OUT) those products give
+// their operands anyway, so the same bits, in half the bytes. A Gemm only where it takes an
+// epilogue (alpha 1, C a bias). Returns how many it marked. Run after fuse_epilogues.
+std::size_t round_results(Graph& graph);
+
 // Turns each Conv, MatMul and Gemm between DequantizeLinear and QuantizeLinear (the QDQ form
 // that onnxruntime's quantize_static writes) into one quantised product that runs on the core's
 // int8 datapath: QLinearConv, QLinearMatMul, or QGemm (onnxruntime's com.microsoft operator) for

@@ -85,6 +85,9 @@ struct Node {
   std::map<std::string, Attribute> attributes;
   // The activation that followed this Conv, Gemm or MatMul, now applied to its results.
   Epilogue epilogue = Epilogue::None;
+  // This Conv, Gemm or MatMul writes its results as bf16 on the core: every reader rounds them
+  // to bf16 anyway (round_results, executor.hpp).
+  bool bf16_result = false;
 
   // "node \"conv3\" (Conv)": how errors name it.
   std::string label() const;
