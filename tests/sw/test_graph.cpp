@@ -24,13 +24,6 @@ Node node(std::string op, std::vector<std::string> inputs, std::vector<std::stri
   return n;
 }
 
-Attribute ints(std::vector<std::int64_t> values) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(values);
-  return a;
-}
-
 // x [N, 2] -> Relu -> MatMul with a 2x3 constant -> y.
 Graph small_graph() {
   Graph g;
@@ -452,7 +445,7 @@ TEST(Graph, TransposeAndSliceMoveElements) {
   g.inputs = {{"x", DType::Float32, {2, 3}}};
   g.outputs = {{"t", DType::Float32, {}}, {"s", DType::Float32, {}}};
   Node transpose = node("Transpose", {"x"}, {"t"});
-  transpose.attributes["perm"] = ints({1, 0});
+  transpose.attributes["perm"] = Attribute::of_ints({1, 0});
   g.constants["starts"] = Tensor::of_ints({1}, {-1});
   g.constants["ends"] = Tensor::of_ints({1}, {-100});
   g.constants["axes"] = Tensor::of_ints({1}, {1});

@@ -2,6 +2,7 @@
 
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 namespace tpu::graph {
 
@@ -59,6 +60,27 @@ Tensor Tensor::of_ints(Shape dims, std::vector<std::int64_t> values, DType type)
   t.shape = std::move(dims);
   t.ints = std::move(values);
   return t;
+}
+
+Attribute Attribute::of_int(std::int64_t value) {
+  Attribute a;
+  a.kind = Kind::Int;
+  a.i = value;
+  return a;
+}
+
+Attribute Attribute::of_ints(std::vector<std::int64_t> values) {
+  Attribute a;
+  a.kind = Kind::Ints;
+  a.ints = std::move(values);
+  return a;
+}
+
+Attribute Attribute::of_float(float value) {
+  Attribute a;
+  a.kind = Kind::Float;
+  a.f = value;
+  return a;
 }
 
 std::string Node::label() const {

@@ -15,27 +15,6 @@ namespace {
 // flat rows of features.
 enum class Layout : std::uint8_t { Nhwc, Nchw, Flat };
 
-Attribute int_attribute(std::int64_t value) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = value;
-  return a;
-}
-
-Attribute ints_attribute(std::vector<std::int64_t> values) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(values);
-  return a;
-}
-
-Attribute float_attribute(float value) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = value;
-  return a;
-}
-
 // The graph, written node by node: each node's output named after it.
 class Builder {
  public:
@@ -84,7 +63,7 @@ struct Running {
 
 void to_nchw(Builder& b, Running& x) {
   if (x.layout == Layout::Nhwc) {
-    x.name = b.node("Transpose", {x.name}, {{"perm", ints_attribute({0, 3, 1, 2})}});
+    x.name = b.node("Transpose", {x.name}, {{"perm", Attribute::of_ints({0, 3, 1, 2})}});
     x.layout = Layout::Nchw;
   }
 }
@@ -93,17 +72,17 @@ void to_nchw(Builder& b, Running& x) {
 void to_flat(Builder& b, Running& x) {
   if (x.layout == Layout::Flat) return;
   if (x.layout == Layout::Nchw) {
-    x.name = b.node("Transpose", {x.name}, {{"perm", ints_attribute({0, 2, 3, 1})}});
+    x.name = b.node("Transpose", {x.name}, {{"perm", Attribute::of_ints({0, 2, 3, 1})}});
   }
-  x.name = b.node("Flatten", {x.name}, {{"axis", int_attribute(1)}});
+  x.name = b.node("Flatten", {x.name}, {{"axis", Attribute::of_int(1)}});
   x.layout = Layout::Flat;
 }
 
 // A window's attributes: kernel_shape, strides and pads (top, left, bottom, right).
 std::map<std::string, Attribute> window_attributes(const nn::Window& w) {
-  return {{"kernel_shape", ints_attribute({w.height, w.width})},
-          {"strides", ints_attribute({w.stride_y, w.stride_x})},
-          {"pads", ints_attribute({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right})}};
+  return {{"kernel_shape", Attribute::of_ints({w.height, w.width})},
+          {"strides", Attribute::of_ints({w.stride_y, w.stride_x})},
+          {"pads", Attribute::of_ints({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right})}};
 }
 
 // A product layer's weights as ONNX has them: dense K x units as in the file; conv2d's rows in
@@ -146,7 +125,7 @@ void add_function(Builder& b, Running& x, const nn::Layer& layer) {
       return;
     case isa::Func::Leaky: {
       const float alpha = num::fp32_to_float(num::bf16_to_fp32(layer.alpha));
-      x.name = b.node("LeakyRelu", {x.name}, {{"alpha", float_attribute(alpha)}});
+      x.name = b.node("LeakyRelu", {x.name}, {{"alpha", Attribute::of_float(alpha)}});
       return;
     }
     case isa::Func::Sigmoid:
@@ -202,7 +181,7 @@ void add_int8_layer(Builder& b, Running& x, const nn::Layer& layer) {
       scales[j] = static_cast<float>(q.input_scale * static_cast<double>(q.weight_scales[j]));
     }
     x.name = b.node("DequantizeLinear", {x.name, b.floats(scales, "scale")},
-                    {{"axis", int_attribute(1)}});
+                    {{"axis", Attribute::of_int(1)}});
     return;
   }
   const std::vector<std::string> operands{
@@ -263,7 +242,7 @@ Graph network_graph(const nn::Network& net) {
         if (!max && net.int8) throw std::invalid_argument("an int8 network has no average pooling");
         to_nchw(b, x);
         std::map<std::string, Attribute> attributes = window_attributes(layer.window);
-        if (!max) attributes["count_include_pad"] = int_attribute(layer.count_padding ? 1 : 0);
+        if (!max) attributes["count_include_pad"] = Attribute::of_int(layer.count_padding ? 1 : 0);
         x.name = b.node(max ? "MaxPool" : "AveragePool", {x.name}, std::move(attributes));
         break;
       }
@@ -289,7 +268,7 @@ Graph network_graph(const nn::Network& net) {
   }
   to_flat(b, x);
   if (net.softmax_output) {
-    x.name = b.node("Softmax", {x.name}, {{"axis", int_attribute(1)}});
+    x.name = b.node("Softmax", {x.name}, {{"axis", Attribute::of_int(1)}});
     if (net.softmax_quant) {
       const std::string scale = b.scalar(static_cast<float>(net.softmax_quant->scale), "scale");
       const std::string zero = b.int8_zero_point(net.softmax_quant->zero_point);

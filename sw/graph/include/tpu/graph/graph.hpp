@@ -70,6 +70,10 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<std::string> strings;
   std::optional<graph::Tensor> tensor;
+
+  static Attribute of_int(std::int64_t value);
+  static Attribute of_ints(std::vector<std::int64_t> values);
+  static Attribute of_float(float value);
 };
 
 // An activation fused into a matrix product's epilogue (fuse_epilogues, executor.hpp): on the

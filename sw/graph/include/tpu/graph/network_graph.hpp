@@ -20,7 +20,8 @@ namespace tpu::graph {
 //   to NHWC before a flatten, which keeps the file's dense weights' row order;
 // - float: conv2d is a Conv (the file's (ky, kx, c) rows as OIHW weights), dense a Gemm, each
 //   with its bias and its function after it (Relu, Clip to [0, 6], Sigmoid, Tanh, Gelu,
-//   LeakyRelu), fused into the product's epilogue where the core takes it (fuse_epilogues);
+//   LeakyRelu), fused into the product's epilogue where the core takes it (fuse_epilogues), a
+//   product's results bf16 where only products read them (round_results);
 //   maxpool and avgpool are MaxPool and AveragePool; a softmax output a Softmax, then, where
 //   the file quantises it, QuantizeLinear and DequantizeLinear;
 // - int8 (a quantised network): the input quantised by a QuantizeLinear with the first layer's
