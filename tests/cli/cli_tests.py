@@ -1086,7 +1086,7 @@ def quantize_cnn_then_eval(tpu):
 @case
 def quantize_eval_rtl(tpu):
     """Both quantised networks on the RTL: the same predictions as the model and the host's int8
-    reference, with cycles per image and the per-layer figures."""
+    reference, with cycles per image and the table per operator."""
     for net, images in ((SHIPPED_MLP, 8), (SHIPPED_CNN, 2)):
         tpu("quantize", "--net", net, "--out", "q.json", "--calibration", 16)
         rtl = tpu("eval", "--net", "q.json", "--backend", "rtl", "--images", images, "--batch",
@@ -1095,7 +1095,8 @@ def quantize_eval_rtl(tpu):
             check(re.search(rf"^accuracy on {other} .*; {images} of {images} predictions the "
                             rf"same$", rtl, re.M), rtl)
         check(re.search(r"^cycles per image +[0-9]+", rtl, re.M), rtl)
-        check(re.search(r"^dense [0-9]+: ", rtl, re.M), rtl)
+        # The int8 products' rows of the per-operator table, with the RTL's cycles.
+        check(re.search(r"^QGemm +[0-9]+ +core +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ ", rtl, re.M), rtl)
 
 
 QUANTIZE_BAD_INPUTS = {

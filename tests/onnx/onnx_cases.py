@@ -24,6 +24,7 @@ Usage:
       a small model on --backend rtl and model: the outputs must be the same bits
 """
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -620,8 +621,11 @@ def rtl_matches_model(args, work):
         outputs[backend] = np.load(out)
         if backend == "rtl":
             print(result.stdout.strip())
-            if "cycles per input" not in result.stdout or "conv2d 0" not in result.stdout:
-                fail("--stats printed no cycles per input or no per-layer rows")
+            counted = re.search(r"[0-9]+ cycles \(([0-9]+) per input\)", result.stdout)
+            conv = re.search(r"^Conv +1 +core +[0-9]+ +1 +[0-9]+ +([0-9]+) ", result.stdout,
+                             re.M)
+            if not counted or not conv or int(conv.group(1)) == 0:
+                fail("--stats printed no cycles per input or no Conv row with the RTL's cycles")
     if outputs["rtl"].tobytes() != outputs["model"].tobytes():
         fail("rtl and model outputs differ")
     print(f"rtl and model: the same bits, {outputs['rtl'].size} outputs")
