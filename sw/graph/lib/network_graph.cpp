@@ -1,7 +1,6 @@
 #include "tpu/graph/network_graph.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <utility>
 
