@@ -22,14 +22,7 @@ namespace {
 // An ONNX model, or a network file (NET.json) as its graph.
 graph::Graph load_model(const std::string& path) {
   if (std::filesystem::path(path).extension() == ".json") {
-    return as_bad_input([&] {
-      const nn::Network net = nn::load_network(path);
-      try {
-        return graph::network_graph(net);
-      } catch (const std::invalid_argument& error) {
-        throw std::runtime_error(path + ": " + error.what());
-      }
-    });
+    return network_file_graph(as_bad_input([&] { return nn::load_network(path); }), path);
   }
   return as_bad_input([&] { return onnx_front::load_graph(path); });
 }
@@ -60,6 +53,16 @@ graph::Tensor rows_of(const graph::Tensor& t, std::size_t first, std::size_t cou
 }
 
 }  // namespace
+
+graph::Graph network_file_graph(const nn::Network& net, const std::string& path) {
+  try {
+    return graph::network_graph(net);
+  } catch (const std::invalid_argument& error) {
+    throw BadInput(path + ": " + error.what());
+  }
+}
+
+namespace {}  // namespace
 
 void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std::size_t run_count,
                  Backend* backend) {

@@ -381,13 +381,7 @@ int run_eval(const EvalOptions& options) {
   }
 
   // Classifies the images on one backend: the network's graph in a session of its own.
-  const graph::Graph model = as_bad_input([&] {
-    try {
-      return graph::network_graph(net);
-    } catch (const std::invalid_argument& error) {
-      throw std::runtime_error(options.net_path + ": " + error.what());
-    }
-  });
+  const graph::Graph model = network_file_graph(net, options.net_path);
   struct Outcome {
     std::vector<std::uint32_t> predictions;
     std::uint32_t correct = 0;

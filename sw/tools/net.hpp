@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "tpu/backend.hpp"
+#include "tpu/graph/graph.hpp"
+#include "tpu/nn.hpp"
 
 namespace tpu::graph {
 struct CompiledModel;  // tpu/graph/compiled.hpp
@@ -101,6 +103,9 @@ int run_quantize(const QuantizeOptions& options);
 // tpu infer of an ONNX model, a network file or a compiled model, as a graph, and tpu compile
 // (graph_commands.cpp).
 int run_infer(const InferOptions& options);
+// A network file's graph (tpu/graph/network_graph.hpp); what it cannot hold is bad input, named
+// after `path`.
+graph::Graph network_file_graph(const nn::Network& net, const std::string& path);
 // --stats: per operator type, the nodes run, where, their multiply-accumulates and products,
 // the cycles the cycle model gives those products, the bytes the host wrote into the core's
 // memory and read from it (weights once, then the rest) and, where the backend counts them (the
