@@ -4,14 +4,16 @@
     plot_bench.py BENCH_JSON OUT_DIR
 
 writes utilisation.png (by workload, with the counter breakdown), size.png (utilisation against
-the size of square GEMMs) and roofline.png (achieved throughput against host-memory bandwidth,
-measured points and the cycle model's curves, under the array's peak).
+the size of square GEMMs), roofline.png (achieved throughput against host-memory bandwidth,
+measured points and the cycle model's curves, under the array's peak) and convolutions.png
+(each convolution's cycles and bus bytes from its images against its im2col product).
 """
 import json
 import os
 import sys
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
@@ -108,6 +110,28 @@ def plot_roofline(doc, path):
     plt.close(fig)
 
 
+def plot_convolutions(doc, path):
+    records = doc["convolutions"]
+    names = [r["name"] for r in records]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    for ax, key, label in ((axes[0], "cycles", "cycles"), (axes[1], "bus_bytes", "bytes over the bus")):
+        ratios = [r["images"][key] / r["im2col"][key] for r in records]
+        colours = ["#2f855a" if ratio <= 1 else "#c53030" for ratio in ratios]
+        ax.barh(names, ratios, color=colours)
+        ax.axvline(1.0, color="k", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.set_xlabel(f"{label}, from the images / by im2col")
+        ax.invert_yaxis()
+        ax.grid(True, axis="x", which="both", alpha=0.3)
+    axes[1].set_yticklabels([])
+    fig.suptitle(f"Convolutions from their images against im2col ({doc['array']}; below 1: fewer)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main():
     if len(sys.argv) != 3:
         fail("usage: plot_bench.py BENCH_JSON OUT_DIR")
@@ -120,6 +144,7 @@ def main():
         plot_workloads(doc, os.path.join(sys.argv[2], "utilisation.png"))
         plot_sizes(doc, os.path.join(sys.argv[2], "size.png"))
         plot_roofline(doc, os.path.join(sys.argv[2], "roofline.png"))
+        plot_convolutions(doc, os.path.join(sys.argv[2], "convolutions.png"))
     except (KeyError, TypeError, IndexError) as e:
         fail(f"{sys.argv[1]}: not a bench_suite record file ({e!r})")
     except OSError as e:

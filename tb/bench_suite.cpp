@@ -4,7 +4,9 @@
 // workload: cycles, ideal cycles, utilisation, the counter breakdown and the
 // throughput at a stated clock, with the analytical cycle model's estimate
 // beside the measurement. Two sweeps feed the plots: square GEMMs of growing
-// size, and host-memory bandwidth (roofline style).
+// size, and host-memory bandwidth (roofline style). Convolutions run both ways
+// side by side: from their images (plan_conv) and as the product of their
+// im2col matrix.
 //
 //   bench_suite [--array 16x16] [--clock-mhz 700] [--json FILE] [--markdown FILE]
 //   bench_suite --check [--tolerance 0.1]    the cycle model against the RTL, on
@@ -83,6 +85,54 @@ std::vector<Workload> workloads() {
                   gemm(128, 768, 3072, true, Func::Gelu, OutType::Bf16)});
   list.push_back({"gemm 512^3", "GEMM", gemm(512, 512, 512, false, Func::None, OutType::Fp32)});
   return list;
+}
+
+// A convolution layer: run from its images and as its im2col product.
+struct ConvWorkload {
+  std::string name;
+  tpu::ConvGeometry geometry;
+  GemmSpec spec;  // N, the epilogue and the output type
+  bool in_check = false;
+};
+
+tpu::ConvGeometry conv(std::uint32_t batch, std::uint32_t channels, std::uint32_t size,
+                       std::uint32_t kernel, std::uint32_t stride) {
+  tpu::ConvGeometry g;
+  g.batch = batch;
+  g.channels = channels;
+  g.height = g.width = size;
+  g.kernel_h = g.kernel_w = kernel;
+  g.stride_h = g.stride_w = stride;
+  g.pad_top = g.pad_left = g.pad_bottom = g.pad_right = kernel / 2;
+  return g;
+}
+
+// The CNN's convolutions (sw/nets), ResNet's 3x3 convolutions at 224 x 224 inputs (a stage's
+// first, strided, and its others) and at the zoo's 32 x 32, and a first 7x7 one.
+std::vector<ConvWorkload> conv_workloads() {
+  const GemmSpec relu = gemm(1, 1, 16, true, Func::Relu, OutType::Bf16);
+  const auto with_n = [&](std::uint32_t n) {
+    GemmSpec s = relu;
+    s.n = n;
+    return s;
+  };
+  return {{"cnn.conv1 b4", conv(4, 1, 28, 3, 1), with_n(16)},
+          {"cnn.conv2 b1", conv(1, 16, 14, 3, 1), with_n(32), true},
+          {"cnn.conv2 b4", conv(4, 16, 14, 3, 1), with_n(32)},
+          {"stride 2 b1", conv(1, 8, 9, 3, 2), with_n(16), true},
+          {"resnet.conv1 7x7 b1", conv(1, 3, 112, 7, 2), with_n(64)},
+          {"resnet.stage1 b1", conv(1, 64, 56, 3, 1), with_n(64)},
+          {"resnet.stage2 in b1", conv(1, 64, 56, 3, 2), with_n(128)},
+          {"resnet.stage3 b1", conv(1, 256, 14, 3, 1), with_n(256)},
+          {"zoo resnet.layer1 b16", conv(16, 64, 8, 3, 1), with_n(64)}};
+}
+
+// The im2col product of a convolution.
+GemmSpec im2col_of(const ConvWorkload& w) {
+  GemmSpec s = w.spec;
+  s.m = w.geometry.batch * w.geometry.out_h() * w.geometry.out_w();
+  s.k = w.geometry.taps() * w.geometry.channels;
+  return s;
 }
 
 std::vector<Workload> size_sweep() {
@@ -176,12 +226,45 @@ class Suite {
     r["counters"] = counters;
     r["exact"] = m.exact;
     r["sim_seconds"] = m.wall_seconds;
+    r["input_bytes"] = m.plan.a_bytes();
+    r["bus_bytes"] = bus_bytes(m.counters);
     fmt::print(stderr, " {} cycles, {:.1f} % utilisation, model {:+.1f} %, {:.1f} s{}\n",
                m.counters[0], 100.0 * model.ideal / cycles, 100.0 * (model.cycles - cycles) / cycles,
                m.wall_seconds, m.exact ? "" : "  RESULT MISMATCH");
     if (!m.exact) mismatches_++;
     cache_[key] = r;
     return with_name(r, w);
+  }
+
+  // A convolution from its images, as measure() records a GEMM, with the bytes of its input in
+  // host memory and those the core moved over its bus.
+  Json measure_conv(const ConvWorkload& w) {
+    fmt::print(stderr, "  {:<22} from its images ...", w.name);
+    const tpu::sim::AxiTiming timing;
+    const tpu::harness::GemmMeasurement m =
+        tpu::harness::measure_conv(config_, w.spec, w.geometry, timing);
+    tpu::MemoryTiming memory;
+    memory.read_latency = timing.read_latency;
+    memory.write_latency = timing.write_latency;
+    const tpu::CycleEstimate model = tpu::estimate_cycles(m.plan, memory);
+    const double cycles = static_cast<double>(m.counters[0]);
+    fmt::print(stderr, " {} cycles, model {:+.1f} %, {:.1f} s{}\n", m.counters[0],
+               100.0 * (model.cycles - cycles) / cycles, m.wall_seconds,
+               m.exact ? "" : "  RESULT MISMATCH");
+    if (!m.exact) mismatches_++;
+    return {{"cycles", m.counters[0]},
+            {"model_cycles", std::round(model.cycles)},
+            {"model_error", (model.cycles - cycles) / cycles},
+            {"input_bytes", m.plan.a_bytes()},
+            {"bus_bytes", bus_bytes(m.counters)},
+            {"exact", m.exact}};
+  }
+
+  // A measured GEMM's bytes over the core's bus, read and written.
+  double bus_bytes(const tpu::Counters& counters) const {
+    return static_cast<double>(counters[tpu::regs::kCntDmaReadBeatsIndex] +
+                               counters[tpu::regs::kCntDmaWriteBeatsIndex]) *
+           config_.bus_bytes;
   }
 
   // The model alone, for the curves between the measured points.
@@ -226,6 +309,34 @@ void int8_table(std::string& md, const Json& pairs) {
                       bf16["k"].get<unsigned>(), bf16["n"].get<unsigned>(),
                       bf16["cycles"].get<std::uint64_t>(), int8["cycles"].get<std::uint64_t>(),
                       pair["speedup"].get<double>());
+  }
+  md += "\n";
+}
+
+// The convolutions from their images against their im2col products.
+void conv_table(std::string& md, const Json& records) {
+  md += "## Convolutions: from their images against im2col\n\n";
+  md +=
+      "Each layer (bf16, bias and relu, bf16 results) as the product of its im2col matrix, "
+      "which the host builds and writes (a row per output pixel, kh x kw times the image), "
+      "and from its images (`plan_conv`: each padded image written once, every tap's rows read "
+      "at a shifted address, the sums accumulated tap by tap; the same bits). Input bytes: "
+      "A in host memory; bus bytes: what the core read and wrote.\n\n"
+      "| layer | N x C x H x W, kernel / stride -> filters | im2col cycles | from images | "
+      "model (im2col / images) | input bytes (im2col / images) | bus bytes (im2col / images) "
+      "|\n|---|---|---|---|---|---|---|\n";
+  for (const Json& r : records) {
+    const Json& a = r["im2col"];
+    const Json& b = r["images"];
+    md += fmt::format(
+        "| {} | {} | {} | {} ({:+.1f} %) | {:+.1f} % / {:+.1f} % | {:.0f} / {:.0f} | {:.0f} / "
+        "{:.0f} |\n",
+        r["name"].get<std::string>(), r["shape"].get<std::string>(),
+        a["cycles"].get<std::uint64_t>(), b["cycles"].get<std::uint64_t>(),
+        100.0 * (b["cycles"].get<double>() / a["cycles"].get<double>() - 1),
+        100.0 * a["model_error"].get<double>(), 100.0 * b["model_error"].get<double>(),
+        a["input_bytes"].get<double>(), b["input_bytes"].get<double>(),
+        a["bus_bytes"].get<double>(), b["bus_bytes"].get<double>());
   }
   md += "\n";
 }
@@ -276,9 +387,12 @@ std::string markdown(const Json& doc) {
   md += "## Utilisation against host-memory bandwidth\n\n";
   table(doc["bandwidth_sweep"], true);
   if (doc.contains("int8")) int8_table(md, doc["int8"]);
-  md += "Plots: `utilisation.png` (by workload), `size.png` (against matrix size), "
-        "`roofline.png` (achieved against peak as the bandwidth varies), made by "
-        "`scripts/plot_bench.py` from `bench.json`.\n";
+  if (doc.contains("convolutions")) conv_table(md, doc["convolutions"]);
+  md +=
+      "Plots: `utilisation.png` (by workload), `size.png` (against matrix size), "
+      "`roofline.png` (achieved against peak as the bandwidth varies), `convolutions.png` "
+      "(from their images against im2col), made by `scripts/plot_bench.py` from "
+      "`bench.json`.\n";
   return md;
 }
 
@@ -312,12 +426,25 @@ int check(double tolerance) {
     runs.emplace_back(Workload{"mlp.fc2 b16", "MLP",
                                gemm(16, 256, 128, true, Func::Relu, OutType::Bf16)},
                       0.25);
+    const auto off = [&](const Json& r) {
+      const double error = r["model_cycles"].get<double>() - r["cycles"].get<double>();
+      return std::fabs(error) > std::max(tolerance * r["cycles"].get<double>(), kSlackCycles);
+    };
     for (const auto& [w, bandwidth] : runs) {
       const Json r = suite.measure(w, bandwidth);
-      const double error = r["model_cycles"].get<double>() - r["cycles"].get<double>();
-      if (std::fabs(error) > std::max(tolerance * r["cycles"].get<double>(), kSlackCycles)) {
+      if (off(r)) {
         fmt::print("FAIL {} {} at {} beats/cycle: model {} cycles, RTL {} ({:+.1f} %)\n",
                    config.name(), w.name, bandwidth, r["model_cycles"].get<double>(),
+                   r["cycles"].get<std::uint64_t>(), 100.0 * r["model_error"].get<double>());
+        ++failures;
+      }
+    }
+    for (const ConvWorkload& w : conv_workloads()) {
+      if (!w.in_check) continue;
+      const Json r = suite.measure_conv(w);
+      if (off(r)) {
+        fmt::print("FAIL {} {} from its images: model {} cycles, RTL {} ({:+.1f} %)\n",
+                   config.name(), w.name, r["model_cycles"].get<double>(),
                    r["cycles"].get<std::uint64_t>(), 100.0 * r["model_error"].get<double>());
         ++failures;
       }
@@ -371,6 +498,16 @@ int run(int argc, char** argv) {
            {"int8", int8},
            {"speedup", bf16["cycles"].get<double>() / int8["cycles"].get<double>()}});
     }
+  }
+  fmt::print(stderr, "convolutions, from their images and by im2col:\n");
+  for (const ConvWorkload& w : conv_workloads()) {
+    const tpu::ConvGeometry& g = w.geometry;
+    doc["convolutions"].push_back(
+        {{"name", w.name},
+         {"shape", fmt::format("{} x {} x {} x {}, {}x{} / {} -> {}", g.batch, g.channels, g.height,
+                               g.width, g.kernel_h, g.kernel_w, g.stride_h, w.spec.n)},
+         {"im2col", suite.measure({w.name, "Convolution", im2col_of(w)}, 1.0)},
+         {"images", suite.measure_conv(w)}});
   }
   fmt::print(stderr, "host-memory bandwidth:\n");
   for (const Workload& w : bandwidth_workloads()) {

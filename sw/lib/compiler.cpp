@@ -38,6 +38,9 @@ class GemmEmitter {
         d_(plan.config.dim),
         k_tiles_(plan.k_pad / d_),
         n_tiles_(plan.n_pad / d_),
+        c_tiles_(plan.conv.empty() ? 0 : k_tiles_ / plan.conv.taps()),
+        a_rows_(plan.conv.empty() ? plan.block_rows * k_tiles_
+                                  : plan.conv.phases() * c_tiles_ * plan.a_span),
         m_blocks_(static_cast<std::uint32_t>(plan.block_first.size() - 1)),
         ub_half_(plan.config.ub_depth / 2),
         acc_half_(plan.config.acc_depth / 2),
@@ -74,7 +77,7 @@ class GemmEmitter {
   // bf16 results wait in the bank the block's A does not use, after the room
   // the next block's A takes there; N tiles alternate between two areas.
   std::uint32_t staging(std::uint32_t mb, std::uint32_t nt) const {
-    return ((mb + 1) % 2) * ub_half_ + plan_.block_rows * k_tiles_ + (nt % 2) * plan_.block_rows;
+    return ((mb + 1) % 2) * ub_half_ + a_rows_ + (nt % 2) * plan_.block_rows;
   }
   // Byte offset of element (row, col) of an M x n_pad matrix of `esize` bytes.
   std::uint32_t at(std::uint32_t row, std::uint32_t col, std::uint32_t esize) const {
@@ -82,6 +85,10 @@ class GemmEmitter {
   }
 
   void load_a(std::uint32_t mb) {
+    if (!plan_.conv.empty()) {
+      load_image_rows(mb);
+      return;
+    }
     isa::ReadHostArgs a;
     a.i8 = spec_.int8();
     a.count = k_tiles_;
@@ -92,6 +99,28 @@ class GemmEmitter {
     a.host_stride = plan_.k_pad * esize_;
     a.host_step = d_ * esize_;
     builder_.read_host(a);
+  }
+
+  // A convolution's block: per phase, the rows its taps read (the block's, and as many after
+  // as the last tap's offset), channel tile by channel tile, a_span rows apart.
+  void load_image_rows(std::uint32_t mb) {
+    const ConvGeometry& conv = plan_.conv;
+    const std::uint32_t first = plan_.block_first[mb];
+    const std::uint32_t end = plan_.block_first[mb + 1] + conv.tap_offset(conv.taps() - 1);
+    const std::uint32_t c_pad = c_tiles_ * d_;
+    for (std::uint32_t phase = 0; phase < conv.phases(); ++phase) {
+      isa::ReadHostArgs a;
+      a.i8 = spec_.int8();
+      a.count = c_tiles_;
+      a.rows = end - first;
+      a.addr_b = a_base(mb) + phase * c_tiles_ * plan_.a_span;
+      a.step_b = plan_.a_span;
+      a.host_addr = static_cast<std::uint32_t>(plan_.a_addr + (phase * conv.phase_rows() + first) *
+                                                                  c_pad * esize_);
+      a.host_stride = c_pad * esize_;
+      a.host_step = d_ * esize_;
+      builder_.read_host(a);
+    }
   }
 
   void compute(std::uint32_t b) {
@@ -125,8 +154,6 @@ class GemmEmitter {
       bias.host_stride = bias.rows > 1 ? plan_.n_pad * 4 : 0;
       builder_.read_host(bias);
     }
-    // The K loop: whole tiles, then the partial last one (k_valid < D).
-    const std::uint32_t whole = spec_.k / d_, rest = spec_.k % d_;
     isa::MatmulArgs mm;
     const bool seeded = spec_.has_c || plan_.has_seed_row();
     mm.fetch = true;
@@ -142,18 +169,36 @@ class GemmEmitter {
     mm.host_stride = d_ * esize_;
     mm.host_step = tile_bytes;
     mm.n_valid = std::min(d_, spec_.n - col0);
+    if (plan_.conv.empty()) {
+      k_loop(mm, spec_.k, nt * k_tiles_ * tile_bytes);
+      return;
+    }
+    // A convolution's: tap after tap, each over the channels of its phase's rows at its offset.
+    const ConvGeometry& conv = plan_.conv;
+    for (std::uint32_t tap = 0; tap < conv.taps(); ++tap) {
+      mm.addr_a = a_base(mb) + conv.tap_phase(tap) * c_tiles_ * plan_.a_span + conv.tap_offset(tap);
+      mm.step_a = plan_.a_span;
+      mm.acc0 = seeded || tap > 0;
+      k_loop(mm, conv.channels, (nt * k_tiles_ + tap * c_tiles_) * tile_bytes);
+    }
+  }
+
+  // The MATMULs of a K loop of k values from mm's first A row and the tile at b_addr + `tile`
+  // bytes: whole tiles, then the partial last one (k_valid < D), which adds onto the first.
+  void k_loop(isa::MatmulArgs mm, std::uint32_t k, std::uint32_t tile) {
+    const std::uint32_t whole = k / d_, rest = k % d_;
+    mm.host_addr = plan_.b_addr + tile;
     if (whole > 0) {
       mm.count = whole;
       mm.k_valid = d_;
-      mm.host_addr = plan_.b_addr + nt * k_tiles_ * tile_bytes;
       builder_.matmul(mm);
     }
     if (rest > 0) {
       mm.count = 1;
       mm.k_valid = rest;
-      mm.acc0 = seeded || whole > 0;
-      mm.addr_a = a_base(mb) + whole * plan_.block_rows;
-      mm.host_addr = plan_.b_addr + (nt * k_tiles_ + whole) * tile_bytes;
+      mm.acc0 = mm.acc0 || whole > 0;
+      mm.addr_a += whole * mm.step_a;
+      mm.host_addr += whole * d_ * d_ * esize_;
       builder_.matmul(mm);
     }
   }
@@ -196,7 +241,10 @@ class GemmEmitter {
 
   GemmPlan& plan_;
   const GemmSpec& spec_;
-  std::uint32_t d_, k_tiles_, n_tiles_, m_blocks_, ub_half_, acc_half_;
+  std::uint32_t d_, k_tiles_, n_tiles_;
+  std::uint32_t c_tiles_;  // a convolution's channel tiles (K tiles per tap)
+  std::uint32_t a_rows_;   // unified-buffer rows an A block takes
+  std::uint32_t m_blocks_, ub_half_, acc_half_;
   std::uint32_t esize_;  // bytes of an A or B value in host memory: 2 (bf16), 1 (int8)
   isa::ProgramBuilder builder_;
 };
@@ -347,8 +395,11 @@ void require_halt(const RunResult& result) {
   }
 }
 
-GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
-                   const GemmPlacement& placement) {
+namespace {
+
+// A plan of the spec with its K and N padded to whole tiles (after the checks common to GEMMs
+// and convolutions).
+GemmPlan padded_plan(const HardwareConfig& config, const GemmSpec& spec) {
   isa::validate_config(config);
   if (spec.m == 0 || spec.k == 0 || spec.n == 0) {
     throw std::invalid_argument("empty matrix product: M, K and N must be at least 1");
@@ -360,10 +411,54 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
   GemmPlan plan;
   plan.spec = spec;
   plan.config = config;
+  plan.k_pad = ceil_div(spec.k, config.dim) * config.dim;
+  plan.n_pad = ceil_div(spec.n, config.dim) * config.dim;
+  return plan;
+}
+
+// Places the operands of a plan whose blocks are set (GemmPlacement), then emits its program.
+void place_and_emit(GemmPlan& plan, const GemmPlacement& placement);
+
+// Cuts M into blocks of at most max_block rows (plan.block_rows): a first, smaller one where the
+// array's work on it covers what the bus must bring meanwhile, then equal ones. While the array
+// works on the first block (b rows, a cycle each for each of its k_tiles x n_tiles tiles), the
+// bus brings that block's weights (as many tiles of d rows) and the next block's A,
+// `next_a_rows` unified-buffer rows (a GEMM's MB per K tile; a convolution's MB and its halo per
+// phase and channel tile), at one beat per cycle and beats_per_row beats a row: b >= d *
+// beats_per_row + next_a_rows * beats_per_row / (k_tiles * n_tiles), with a quarter to spare, in
+// whole tiles.
+void split_blocks(GemmPlan& plan, std::uint64_t max_block, std::uint64_t next_a_rows) {
+  const std::uint32_t d = plan.config.dim, m = plan.spec.m;
+  const std::uint64_t tiles = std::uint64_t{plan.k_pad / d} * (plan.n_pad / d);
+  plan.block_rows = static_cast<std::uint32_t>(max_block);
+  const std::uint32_t beats_per_row =
+      std::max(1u, plan.in_elem_bytes() * d / plan.config.bus_bytes);
+  const std::uint64_t needed =
+      std::uint64_t{d} * beats_per_row + (next_a_rows * beats_per_row + tiles - 1) / tiles;
+  const std::uint64_t ramp =
+      std::clamp<std::uint64_t>(align_up((needed * 5 + 3) / 4, d), d, plan.block_rows);
+  std::uint32_t first_block = plan.block_rows;
+  if (2 * ramp < m) first_block = static_cast<std::uint32_t>(ramp);
+  first_block = std::min(first_block, m);
+  plan.block_first = {0, first_block};
+  const std::uint32_t rest = m - first_block;
+  if (rest > 0) {
+    const std::uint32_t blocks = ceil_div(rest, plan.block_rows);
+    const std::uint32_t rows = ceil_div(rest, blocks);
+    for (std::uint32_t row = first_block + rows; row < m; row += rows) {
+      plan.block_first.push_back(row);
+    }
+    plan.block_first.push_back(m);
+  }
+}
+
+}  // namespace
+
+GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
+                   const GemmPlacement& placement) {
+  GemmPlan plan = padded_plan(config, spec);
   const std::uint32_t d = config.dim;
-  const std::uint32_t k_tiles = ceil_div(spec.k, d), n_tiles = ceil_div(spec.n, d);
-  plan.k_pad = k_tiles * d;
-  plan.n_pad = n_tiles * d;
+  const std::uint32_t k_tiles = plan.k_pad / d;
 
   // Rows per M block: its A block (and, for bf16 or int8 results, two staging
   // areas) must fit half the unified buffer, its accumulators half the
@@ -379,33 +474,17 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
         std::to_string(k_tiles) + " unified-buffer rows, and half the buffer holds " +
         std::to_string(ub_half));
   }
-  plan.block_rows = static_cast<std::uint32_t>(max_block);
-  // While the array works on the first block (b rows: b * k_tiles * n_tiles
-  // cycles), the bus must bring that block's weights (k_tiles * n_tiles tiles
-  // of d rows) and the next block's A (MB * k_tiles rows), at one beat per
-  // cycle and beats_per_row beats a row: b >= d * beats_per_row +
-  // MB * beats_per_row / n_tiles, with a quarter to spare, in whole tiles.
-  const std::uint32_t beats_per_row = std::max(1u, plan.in_elem_bytes() * d / config.bus_bytes);
-  const std::uint64_t needed =
-      std::uint64_t{d} * beats_per_row +
-      (std::uint64_t{plan.block_rows} * beats_per_row + n_tiles - 1) / n_tiles;
-  const std::uint64_t ramp =
-      std::clamp<std::uint64_t>(align_up((needed * 5 + 3) / 4, d), d, plan.block_rows);
-  std::uint32_t first_block = plan.block_rows;
-  if (2 * ramp < spec.m) first_block = static_cast<std::uint32_t>(ramp);
-  first_block = std::min(first_block, spec.m);
-  plan.block_first = {0, first_block};
-  const std::uint32_t rest = spec.m - first_block;
-  if (rest > 0) {
-    const std::uint32_t blocks = ceil_div(rest, plan.block_rows);
-    const std::uint32_t rows = ceil_div(rest, blocks);
-    for (std::uint32_t row = first_block + rows; row < spec.m; row += rows) {
-      plan.block_first.push_back(row);
-    }
-    plan.block_first.push_back(spec.m);
-  }
-  const std::uint32_t m_blocks = static_cast<std::uint32_t>(plan.block_first.size() - 1);
+  split_blocks(plan, max_block, max_block * k_tiles);
+  place_and_emit(plan, placement);
+  return plan;
+}
 
+namespace {
+
+void place_and_emit(GemmPlan& plan, const GemmPlacement& placement) {
+  const GemmSpec& spec = plan.spec;
+  const std::uint32_t m_blocks = static_cast<std::uint32_t>(plan.block_first.size() - 1);
+  const std::uint32_t n_tiles = plan.n_pad / plan.config.dim;
   std::uint64_t top = align_up(placement.base, kOperandAlign);
   auto place = [&](std::uint64_t bytes) {
     const std::uint64_t addr = top;
@@ -425,8 +504,11 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
     return std::uint64_t{*given};
   };
   plan.input_resident = placement.input_addr.has_value();
-  const std::uint64_t a_addr = in_place_or_placed(
-      placement.input_addr, std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes(), "the input");
+  if (!plan.conv.empty() && placement.input_addr) {
+    throw std::invalid_argument("a convolution's input is written by the host");
+  }
+  const std::uint64_t a_addr =
+      in_place_or_placed(placement.input_addr, plan.a_bytes(), "the input");
   plan.weights_resident = placement.weights_addr.has_value();
   const std::uint64_t b_addr = in_place_or_placed(
       placement.weights_addr, std::uint64_t{plan.k_pad} * plan.n_pad * plan.in_elem_bytes(),
@@ -435,10 +517,14 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
   const bool column_data = spec.has_bias || spec.out == OutType::Int8 || plan.has_seed_row();
   const std::uint64_t bias_addr =
       column_data ? place(std::uint64_t{column_rows(spec)} * plan.n_pad * 4) : 0;
-  const std::uint64_t out_addr = place(std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes());
-  // The program goes last; a generous bound on its size keeps the check simple.
+  const std::uint64_t out_addr = place(plan.out_bytes());
+  // The program goes last; a generous bound on its size keeps the check simple: per block its
+  // loads (one per phase), per pair up to three loads, two MATMULs per tap, ACTIVATE, WRITE_HOST.
+  const std::uint64_t taps = plan.conv.empty() ? 1 : plan.conv.taps();
+  const std::uint64_t loads = plan.conv.empty() ? 1 : plan.conv.phases();
   const std::uint64_t program_bound =
-      (std::uint64_t{m_blocks} * n_tiles * 6 + m_blocks + 2) * isa::kInstrBytes;
+      (std::uint64_t{m_blocks} * n_tiles * (5 + 2 * taps) + m_blocks * loads + 2) *
+      isa::kInstrBytes;
   if (top + program_bound > (std::uint64_t{1} << 32)) {
     throw std::invalid_argument("the operands of a " + std::to_string(spec.m) + " x " +
                                 std::to_string(spec.k) + " x " + std::to_string(spec.n) +
@@ -453,6 +539,105 @@ GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
 
   GemmEmitter(plan).emit();
   plan.memory_bytes = plan.prog_addr + plan.program.size() * isa::kInstrBytes;
+}
+
+}  // namespace
+
+std::uint32_t ConvGeometry::out_h() const {
+  const std::uint64_t padded = std::uint64_t{height} + pad_top + pad_bottom;
+  const std::uint64_t span = std::uint64_t{kernel_h - 1} * dilation_h + 1;
+  return padded < span ? 0 : static_cast<std::uint32_t>((padded - span) / stride_h + 1);
+}
+
+std::uint32_t ConvGeometry::out_w() const {
+  const std::uint64_t padded = std::uint64_t{width} + pad_left + pad_right;
+  const std::uint64_t span = std::uint64_t{kernel_w - 1} * dilation_w + 1;
+  return padded < span ? 0 : static_cast<std::uint32_t>((padded - span) / stride_w + 1);
+}
+
+std::uint32_t ConvGeometry::phase_h() const {
+  return ceil_div(height + std::max(pad_top, pad_bottom), stride_h);
+}
+
+std::uint32_t ConvGeometry::phase_w() const {
+  return ceil_div(width + std::max(pad_left, pad_right), stride_w);
+}
+
+std::uint64_t ConvGeometry::phase_rows() const {
+  return std::max(wide_rows() + tap_offset(taps() - 1),
+                  std::uint64_t{batch} * phase_h() * phase_w());
+}
+
+std::uint64_t ConvGeometry::wide_row(std::uint32_t n, std::uint32_t oy, std::uint32_t ox) const {
+  return (std::uint64_t{n} * phase_h() + oy) * phase_w() + ox;
+}
+
+std::uint32_t ConvGeometry::tap_phase(std::uint32_t tap) const {
+  const std::uint32_t ky = tap / kernel_w, kx = tap % kernel_w;
+  return (ky * dilation_h % stride_h) * stride_w + kx * dilation_w % stride_w;
+}
+
+std::uint32_t ConvGeometry::tap_offset(std::uint32_t tap) const {
+  const std::uint32_t ky = tap / kernel_w, kx = tap % kernel_w;
+  return ky * dilation_h / stride_h * phase_w() + kx * dilation_w / stride_w;
+}
+
+std::uint64_t GemmPlan::a_bytes() const {
+  if (conv.empty()) return std::uint64_t{spec.m} * k_pad * in_elem_bytes();
+  return std::uint64_t{conv.phases()} * conv.phase_rows() * (k_pad / conv.taps()) * in_elem_bytes();
+}
+
+std::uint64_t GemmPlan::result_bytes() const {
+  if (conv.empty()) return out_bytes();
+  return std::uint64_t{conv.batch} * conv.out_h() * conv.out_w() * n_pad * out_elem_bytes();
+}
+
+GemmPlan plan_conv(const HardwareConfig& config, GemmSpec spec, const ConvGeometry& geometry,
+                   const GemmPlacement& placement) {
+  const ConvGeometry& g = geometry;
+  if (g.batch == 0 || g.channels == 0 || g.height == 0 || g.width == 0 || g.kernel_h == 0 ||
+      g.kernel_w == 0 || g.stride_h == 0 || g.stride_w == 0 || g.dilation_h == 0 ||
+      g.dilation_w == 0) {
+    throw std::invalid_argument(
+        "a convolution with an empty image or kernel, or a stride or "
+        "dilation of 0");
+  }
+  if (g.out_h() == 0 || g.out_w() == 0) {
+    throw std::invalid_argument("the kernel does not fit the padded image");
+  }
+  // Every row count below must fit 32 bits, and a row offset the 16-bit address fields.
+  const std::uint64_t padded_pixels = (std::uint64_t{g.height} + g.pad_top + g.pad_bottom) *
+                                      (std::uint64_t{g.width} + g.pad_left + g.pad_right);
+  if (padded_pixels * g.batch >= (std::uint64_t{1} << 30) || g.taps() > 0xFFFF ||
+      std::uint64_t{g.kernel_h} * g.dilation_h * (g.width + g.pad_left + g.pad_right) >= 0x10000) {
+    throw std::invalid_argument("the padded images are too large for a convolution plan");
+  }
+  spec.m = static_cast<std::uint32_t>(g.wide_rows());
+  spec.k = g.taps() * ceil_div(g.channels, config.dim) * config.dim;
+  if (spec.has_c) throw std::invalid_argument("a convolution starts from +0, not from C");
+  GemmPlan plan = padded_plan(config, spec);
+  plan.conv = g;
+  const std::uint32_t c_tiles = ceil_div(g.channels, config.dim);
+  const std::uint64_t halo = g.tap_offset(g.taps() - 1);
+  // Rows per M block: per phase and channel tile, the block's rows and the halo after them, and
+  // (bf16 or int8 results) two staging areas must fit half the unified buffer; the block's
+  // accumulators half the accumulator memory (less the column rows).
+  const std::uint64_t ub_half = config.ub_depth / 2, acc_half = config.acc_depth / 2;
+  const std::uint64_t a_blocks = std::uint64_t{g.phases()} * c_tiles;
+  const std::uint64_t staging = results_in_acc(spec) ? 0 : 2;
+  std::uint64_t max_block =
+      ub_half > a_blocks * halo ? (ub_half - a_blocks * halo) / (a_blocks + staging) : 0;
+  max_block = std::min<std::uint64_t>({max_block, acc_half - column_rows(spec), spec.m,
+                                       0xFFFF - std::min<std::uint64_t>(halo, 0xFFFF)});
+  if (max_block == 0) {
+    throw std::invalid_argument(
+        "the image is too wide for this core: a block of its rows and the " + std::to_string(halo) +
+        " rows its kernel reaches past it take " + std::to_string(a_blocks) +
+        " times that in the unified buffer, whose half holds " + std::to_string(ub_half) + " rows");
+  }
+  split_blocks(plan, max_block, (max_block + halo) * a_blocks);
+  plan.a_span = static_cast<std::uint32_t>(plan.block_rows + halo);
+  place_and_emit(plan, placement);
   return plan;
 }
 
@@ -496,18 +681,25 @@ void write_weights(const HardwareConfig& config, HostMemory& memory, std::uint32
   write_weight_tiles(config, memory, addr, b, InType::Int8);
 }
 
-void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& a,
-                       const num::MatrixBf16& b, const num::MatrixFp32* c,
-                       const std::vector<num::fp32_t>* bias) {
+namespace {
+
+// The plan's kind against the operands' (a convolution's plan takes images, a GEMM's A).
+void check_kind(const GemmPlan& plan, bool conv) {
+  if (plan.conv.empty() == conv) {
+    throw std::invalid_argument(conv ? "the plan is of a GEMM: write_gemm_inputs"
+                                     : "the plan is of a convolution: write_conv_inputs");
+  }
+}
+
+// What a GEMM's and a convolution's operands share after A: B (unless resident), C, the bias and
+// the program (unless resident); the shapes checked.
+void write_operands(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& b,
+                    const num::MatrixFp32* c, const std::vector<num::fp32_t>* bias) {
   const GemmSpec& s = plan.spec;
-  if (s.int8()) throw std::invalid_argument("the plan is of an int8 product: int8 operands");
-  check_operands(plan, a, b, c);
   if (s.has_bias != (bias != nullptr)) {
     throw std::invalid_argument("bias given or missing against the plan");
   }
   check_columns("bias", bias, s.n);
-  if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
-  if (!plan.input_resident) write_rows(memory, plan.a_addr, a, plan.k_pad);
   if (!plan.weights_resident) {
     write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
                 plan.n_pad / plan.config.dim);
@@ -519,12 +711,9 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
   }
 }
 
-void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixI8& a,
-                       const num::MatrixI8& b, const num::MatrixI32* c,
-                       const RequantColumns* requant) {
+void write_operands(const GemmPlan& plan, HostMemory& memory, const num::MatrixI8& b,
+                    const num::MatrixI32* c, const RequantColumns* requant) {
   const GemmSpec& s = plan.spec;
-  if (!s.int8()) throw std::invalid_argument("the plan is of a bf16 product: bf16 operands");
-  check_operands(plan, a, b, c);
   const bool requantize = s.out == OutType::Int8;
   if (requantize != (requant != nullptr)) {
     throw std::invalid_argument("requantisation parameters given or missing against the plan");
@@ -534,8 +723,6 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
     check_columns("multiplier", &requant->multiplier, s.n);
     check_columns("shift", &requant->shift, s.n);
   }
-  if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
-  if (!plan.input_resident) write_rows(memory, plan.a_addr, a, plan.k_pad);
   if (!plan.weights_resident) {
     write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
                 plan.n_pad / plan.config.dim);
@@ -564,12 +751,112 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
   }
 }
 
+template <typename T, typename Acc, typename Columns>
+void write_gemm_operands(const GemmPlan& plan, HostMemory& memory, const num::Matrix<T>& a,
+                         const num::Matrix<T>& b, const num::Matrix<Acc>* c,
+                         const Columns* columns) {
+  check_kind(plan, false);
+  check_operands(plan, a, b, c);
+  if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
+  if (!plan.input_resident) write_rows(memory, plan.a_addr, a, plan.k_pad);
+  write_operands(plan, memory, b, c, columns);
+}
+
+// A convolution's images as its plan reads them (ConvGeometry): per phase, its rows, each an
+// image pixel's channels padded to whole tiles, or `pad`.
+template <typename T, typename Columns>
+void write_conv_operands(const GemmPlan& plan, HostMemory& memory, const T* x,
+                         std::size_t image_stride, const num::Matrix<T>& b, T pad,
+                         const Columns* columns) {
+  check_kind(plan, true);
+  const ConvGeometry& g = plan.conv;
+  check_matrix("B", b.rows, b.cols, plan.spec.k, plan.spec.n, b.data.size());
+  if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
+  const std::size_t c_pad = plan.k_pad / g.taps(), plane = std::size_t{g.height} * g.width;
+  const std::size_t qh = g.phase_h(), qw = g.phase_w(), phase_rows = g.phase_rows();
+  std::vector<T> rows(g.phases() * phase_rows * c_pad, pad);
+  for (std::size_t n = 0; n < g.batch; ++n) {
+    for (std::size_t y = 0; y < g.height; ++y) {
+      for (std::size_t xx = 0; xx < g.width; ++xx) {
+        // The pixel's place in its image's padded rows, then in its phase.
+        const std::size_t py = g.pad_top + y, px = g.pad_left + xx;
+        const std::size_t phase = (py % g.stride_h) * g.stride_w + px % g.stride_w;
+        const std::size_t at = n * qh * qw + py / g.stride_h * qw + px / g.stride_w;
+        T* row = &rows[(phase * phase_rows + at) * c_pad];
+        const T* pixel = x + n * image_stride + y * g.width + xx;
+        for (std::uint32_t ch = 0; ch < g.channels; ++ch) row[ch] = pixel[ch * plane];
+      }
+    }
+  }
+  memory.write_array(plan.a_addr, rows);
+  write_operands(plan, memory, b, nullptr, columns);
+}
+
+}  // namespace
+
+void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& a,
+                       const num::MatrixBf16& b, const num::MatrixFp32* c,
+                       const std::vector<num::fp32_t>* bias) {
+  if (plan.spec.int8())
+    throw std::invalid_argument("the plan is of an int8 product: int8 operands");
+  write_gemm_operands(plan, memory, a, b, c, bias);
+}
+
+void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixI8& a,
+                       const num::MatrixI8& b, const num::MatrixI32* c,
+                       const RequantColumns* requant) {
+  if (!plan.spec.int8())
+    throw std::invalid_argument("the plan is of a bf16 product: bf16 operands");
+  write_gemm_operands(plan, memory, a, b, c, requant);
+}
+
+void write_conv_inputs(const GemmPlan& plan, HostMemory& memory, const num::bf16_t* x,
+                       std::size_t image_stride, const num::MatrixBf16& b,
+                       const std::vector<num::fp32_t>* bias) {
+  if (plan.spec.int8())
+    throw std::invalid_argument("the plan is of an int8 product: int8 operands");
+  write_conv_operands(plan, memory, x, image_stride, b, num::bf16_t{}, bias);
+}
+
+void write_conv_inputs(const GemmPlan& plan, HostMemory& memory, const std::int8_t* x,
+                       std::size_t image_stride, const num::MatrixI8& b,
+                       const RequantColumns* requant) {
+  if (!plan.spec.int8())
+    throw std::invalid_argument("the plan is of a bf16 product: bf16 operands");
+  write_conv_operands(plan, memory, x, image_stride, b,
+                      static_cast<std::int8_t>(plan.spec.input_zero_point), requant);
+}
+
+namespace {
+
+// The rows of the plan's result, in order: a GEMM's M rows; a convolution's rows of its output
+// pixels (ConvGeometry::wide_row), n, oy, ox.
+std::vector<std::uint64_t> result_rows(const GemmPlan& plan) {
+  std::vector<std::uint64_t> rows;
+  const ConvGeometry& g = plan.conv;
+  if (g.empty()) {
+    rows.resize(plan.spec.m);
+    for (std::uint32_t i = 0; i < plan.spec.m; ++i) rows[i] = i;
+    return rows;
+  }
+  rows.reserve(std::size_t{g.batch} * g.out_h() * g.out_w());
+  for (std::uint32_t n = 0; n < g.batch; ++n) {
+    for (std::uint32_t oy = 0; oy < g.out_h(); ++oy) {
+      for (std::uint32_t ox = 0; ox < g.out_w(); ++ox) rows.push_back(g.wide_row(n, oy, ox));
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
 num::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory) {
   const GemmSpec& s = plan.spec;
   if (s.int8()) throw std::invalid_argument("the plan is of an int8 product: read_gemm_output_int");
-  num::MatrixFp32 out(s.m, s.n);
-  for (std::uint32_t i = 0; i < s.m; ++i) {
-    const std::uint64_t row = plan.out_addr + std::uint64_t{i} * plan.n_pad * plan.out_elem_bytes();
+  const std::vector<std::uint64_t> rows = result_rows(plan);
+  num::MatrixFp32 out(rows.size(), s.n);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::uint64_t row = plan.out_addr + rows[i] * plan.n_pad * plan.out_elem_bytes();
     if (s.out == OutType::Fp32) {
       const auto values = memory.read_array<num::fp32_t>(row, s.n);
       std::copy(values.begin(), values.end(), &out.at(i, 0));
@@ -589,6 +876,15 @@ GemmRun execute_gemm(const GemmPlan& plan, Backend& backend, const num::MatrixBf
       [&](const HostMemory& memory) { return read_gemm_output(plan, memory); });
 }
 
+GemmRun execute_conv(const GemmPlan& plan, Backend& backend, const num::bf16_t* x,
+                     std::size_t image_stride, const num::MatrixBf16& b,
+                     const std::vector<num::fp32_t>* bias) {
+  return execute_plan<GemmRun>(
+      plan, backend,
+      [&](HostMemory& memory) { write_conv_inputs(plan, memory, x, image_stride, b, bias); },
+      [&](const HostMemory& memory) { return read_gemm_output(plan, memory); });
+}
+
 num::MatrixFp32 run_gemm(Backend& backend, const GemmSpec& spec, const num::MatrixBf16& a,
                          const num::MatrixBf16& b, const num::MatrixFp32* c,
                          const std::vector<num::fp32_t>* bias, RunResult* result) {
@@ -599,9 +895,10 @@ num::MatrixFp32 run_gemm(Backend& backend, const GemmSpec& spec, const num::Matr
 num::MatrixI32 read_gemm_output_int(const GemmPlan& plan, const HostMemory& memory) {
   const GemmSpec& s = plan.spec;
   if (!s.int8()) throw std::invalid_argument("the plan is of a bf16 product: read_gemm_output");
-  num::MatrixI32 out(s.m, s.n);
-  for (std::uint32_t i = 0; i < s.m; ++i) {
-    const std::uint64_t row = plan.out_addr + std::uint64_t{i} * plan.n_pad * plan.out_elem_bytes();
+  const std::vector<std::uint64_t> rows = result_rows(plan);
+  num::MatrixI32 out(rows.size(), s.n);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::uint64_t row = plan.out_addr + rows[i] * plan.n_pad * plan.out_elem_bytes();
     if (s.out == OutType::Int32) {
       const auto values = memory.read_array<std::int32_t>(row, s.n);
       std::copy(values.begin(), values.end(), &out.at(i, 0));
@@ -618,6 +915,15 @@ GemmRunInt execute_gemm(const GemmPlan& plan, Backend& backend, const num::Matri
                         const RequantColumns* requant) {
   return execute_plan<GemmRunInt>(
       plan, backend, [&](HostMemory& memory) { write_gemm_inputs(plan, memory, a, b, c, requant); },
+      [&](const HostMemory& memory) { return read_gemm_output_int(plan, memory); });
+}
+
+GemmRunInt execute_conv(const GemmPlan& plan, Backend& backend, const std::int8_t* x,
+                        std::size_t image_stride, const num::MatrixI8& b,
+                        const RequantColumns* requant) {
+  return execute_plan<GemmRunInt>(
+      plan, backend,
+      [&](HostMemory& memory) { write_conv_inputs(plan, memory, x, image_stride, b, requant); },
       [&](const HostMemory& memory) { return read_gemm_output_int(plan, memory); });
 }
 

@@ -28,7 +28,14 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
   const GemmSpec& s = plan.spec;
   const double d = c.dim, bw = timing.beats_per_cycle;
   const unsigned k_tiles = plan.k_pad / c.dim, n_tiles = plan.n_pad / c.dim;
-  const bool partial_k = s.k % c.dim != 0;
+  // A convolution (plan_conv) runs a K loop per tap over its channels, and loads with each
+  // block's rows, per phase and channel tile, the rows its kernel reaches past them.
+  const ConvGeometry& conv = plan.conv;
+  const double taps = conv.empty() ? 1 : conv.taps();
+  const unsigned loop_k = conv.empty() ? s.k : conv.channels;
+  const double a_loads = conv.empty() ? k_tiles : conv.phases() * (k_tiles / taps);
+  const double halo = conv.empty() ? 0 : conv.tap_offset(conv.taps() - 1);
+  const bool partial_k = loop_k % c.dim != 0;
   // A and weight rows: bf16, or int8 at one byte a value.
   const double ub_row_beats = beats_per_row(plan.in_elem_bytes() * c.dim, c.bus_bytes);
   const double acc_row_beats = beats_per_row(4 * c.dim, c.bus_bytes);
@@ -43,8 +50,8 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
   const double column_rows = !s.int8() ? 1 : s.out == OutType::Int8 ? 3 : 0;
   const bool seeded = s.has_c || plan.has_seed_row();
   // Weight rows per (M block, N tile): whole tiles, then the k_valid rows of the last.
-  const double weight_beats = s.k * ub_row_beats;
-  const double matmuls = partial_k && s.k > c.dim ? 2 : 1;
+  const double weight_beats = taps * loop_k * ub_row_beats;
+  const double matmuls = taps * (partial_k && loop_k > c.dim ? 2 : 1);
   // The array's pipeline, Dim + MulStages + Dim x (AddStages + 1) cycles
   // (docs/core.md), and the shortest spacing of two tiles' first rows:
   // Rows + 1 + FreeDelay, FreeDelay = (Rows - 1)(Lp - 2) for a partial-sum
@@ -54,7 +61,10 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
   const double tile_period = d + 1 + (step > 2 ? (d - 1) * (step - 2) : 0);
 
   CycleEstimate e;
-  e.ideal = static_cast<double>(s.m) * s.k * s.n / (d * d);
+  // A convolution's ideal counts its output pixels, not the wide rows between them.
+  e.ideal = conv.empty() ? static_cast<double>(s.m) * s.k * s.n / (d * d)
+                         : static_cast<double>(conv.batch) * conv.out_h() * conv.out_w() *
+                               conv.taps() * conv.channels * s.n / (d * d);
   const std::size_t blocks = plan.block_first.size() - 1;
   std::array<double, 4> bound_cycles{};  // array, read bus, activation, write bus
   double steady = 0;
@@ -69,11 +79,19 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
     // results add to their rows on the way out instead, so nothing waits.
     const double first = std::max(rows, tile_period);
     const double chained = s.int8() ? first : std::max(first, pipeline + kSeedTurnaround);
+    // A convolution's taps are MATMULs of their own: each fetches its first tile only once it
+    // issues, after the one before, so the array waits the read latency, and the tile's load
+    // and shift where they take longer than the seed's wait (bench_suite --check holds this to
+    // the RTL).
+    const double restart =
+        conv.empty() ? 0
+                     : (matmuls - 1) * (timing.read_latency +
+                                        std::max(0.0, d * ub_row_beats / bw + d - chained));
     const double array =
-        n_tiles * (first + (k_tiles - 1) * chained + matmuls * kMatmulOverhead);
+        n_tiles * (first + (k_tiles - 1) * chained + matmuls * kMatmulOverhead + restart);
     const double reads = (n_tiles * (weight_beats + column_rows * acc_row_beats +
                                      (seeded ? rows * acc_row_beats : 0)) +
-                          next_rows * k_tiles * ub_row_beats) /
+                          (next_rows > 0 ? next_rows + halo : 0) * a_loads * ub_row_beats) /
                          bw;
     const double activation = activates ? n_tiles * rows * act_cycles_per_row : 0;
     const double writes = n_tiles * rows * out_row_beats / bw;
@@ -97,8 +115,9 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
   // that fetches it waits for that block) the first weight tile, which then
   // shifts into the array.
   const double first_rows = plan.block_first[1];
-  e.startup = kIssueCycles + timing.read_latency + first_rows * k_tiles * ub_row_beats / bw +
-              timing.read_latency + std::min<double>(s.k, d) * ub_row_beats / bw + d;
+  e.startup = kIssueCycles + timing.read_latency +
+              (first_rows + halo) * a_loads * ub_row_beats / bw + timing.read_latency +
+              std::min<double>(loop_k, d) * ub_row_beats / bw + d;
   // After the last row: the array's pipeline, then the last pair's ACTIVATE and WRITE_HOST.
   const double last_rows = plan.block_first[blocks] - plan.block_first[blocks - 1];
   e.drain = pipeline + (activates ? last_rows * act_cycles_per_row + kActivateLatency : 0) +

@@ -86,4 +86,32 @@ GemmMeasurement measure_gemm(const HardwareConfig& config, const GemmSpec& spec,
   return m;
 }
 
+GemmMeasurement measure_conv(const HardwareConfig& config, const GemmSpec& spec,
+                             const ConvGeometry& geometry, const sim::AxiTiming& timing,
+                             std::uint64_t seed) {
+  GemmMeasurement m;
+  m.plan = plan_conv(config, spec, geometry);
+  oracle::OperandRng rng(seed);
+  const std::size_t image = std::size_t{geometry.channels} * geometry.height * geometry.width;
+  const auto images = oracle::random_bf16_matrix(rng, geometry.batch, image, 1);
+  const auto filters =
+      oracle::random_bf16_matrix(rng, std::size_t{geometry.taps()} * geometry.channels, spec.n, 1);
+  const num::MatrixBf16 b = conv_weights(config, geometry, filters);
+  const auto bias = oracle::random_seed_matrix(rng, 1, spec.n, 1).data;
+  const std::vector<num::fp32_t>* bias_in = spec.has_bias ? &bias : nullptr;
+  sim::RtlOptions options;
+  options.memory_bytes = m.plan.memory_bytes;
+  options.timing = timing;
+  sim::RtlBackend rtl(config, options);
+  const auto start = std::chrono::steady_clock::now();
+  const GemmRun run = execute_conv(m.plan, rtl, images.data.data(), image, b, bias_in);
+  m.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  require_halt(run.result);
+  m.counters = *run.result.counters;
+  FunctionalModel model(config, m.plan.memory_bytes);
+  m.exact =
+      execute_conv(m.plan, model, images.data.data(), image, b, bias_in).out.data == run.out.data;
+  return m;
+}
+
 }  // namespace tpu::harness

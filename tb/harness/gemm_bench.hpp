@@ -1,4 +1,4 @@
-// One compiled GEMM measured on the RTL backend: random operands, the run's
+// One compiled GEMM (or convolution) measured on the RTL backend: random operands, the run's
 // performance counters and wall time, and the result checked bit for bit
 // against the functional model. The benchmarks (core_bench, bench_suite) and
 // the cycle-model test share it.
@@ -28,5 +28,11 @@ HardwareConfig compiled_top_named(const std::string& name);
 // covers the RTL run with its operand placement and result read-back.
 GemmMeasurement measure_gemm(const HardwareConfig& config, const GemmSpec& spec,
                              const sim::AxiTiming& timing, std::uint64_t seed = 1);
+
+// The same for a convolution from its images (plan_conv), bf16 operands: random images and
+// filters, the RTL's result checked against the functional model's.
+GemmMeasurement measure_conv(const HardwareConfig& config, const GemmSpec& spec,
+                             const ConvGeometry& geometry, const sim::AxiTiming& timing,
+                             std::uint64_t seed = 1);
 
 }  // namespace tpu::harness

@@ -1,11 +1,13 @@
 // Compiled GEMMs on the RTL: random and adversarial matrices, shapes that are
 // not multiples of the array, C, bias, every function and both output types,
 // each checked bit for bit against the reference computation and the
-// functional model.
+// functional model; and convolutions from their images (plan_conv) against the
+// product of their im2col matrix.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "common/conv_operands.hpp"
 #include "common/gemm_operands.hpp"
 #include "common/test_seed.hpp"
 #include "core_harness.hpp"
@@ -134,6 +136,53 @@ TEST_P(CoreGemm, RandomHostMemoryTiming) {
   options.timing.max_reads_in_flight = 2;
   options.timing.seed = test::test_seed();
   check_gemm(config, s, random_operands(rng, s, 5), options);
+}
+
+TEST_P(CoreGemm, ConvolutionsFromTheirImages) {
+  const HardwareConfig config = config_named(GetParam());
+  oracle::OperandRng rng(test::test_seed() + 5);
+  const int trials = config.dim >= 16 ? 2 : 4;
+  int ran = 0;
+  for (int t = 0; t < trials; ++t) {
+    const ConvGeometry g = test::random_conv_geometry(rng, 2 * config.dim + 1);
+    GemmSpec s;
+    s.n = static_cast<std::uint32_t>(rng.uniform(1, 2 * config.dim));
+    s.has_bias = rng.uniform(0, 1);
+    s.act = static_cast<isa::Func>(rng.uniform(0, isa::kFuncCount - 1));
+    if (s.act == isa::Func::Leaky) s.alpha = rng.bf16();
+    s.out = rng.uniform(0, 1) ? OutType::Bf16 : OutType::Fp32;
+    SCOPED_TRACE(test::describe(g) + " n " + std::to_string(s.n));
+    const num::MatrixBf16 values = oracle::random_bf16_matrix(
+        rng, 1, std::size_t{g.batch} * (g.channels + 3) * g.height * g.width, 5);
+    std::size_t next = 0;
+    const test::ConvImages<num::bf16_t> images =
+        test::random_conv_images<num::bf16_t>(rng, g, [&] { return values.data[next++]; });
+    GemmSpec im2col = s;
+    im2col.m = g.batch * g.out_h() * g.out_w();
+    im2col.k = g.taps() * g.channels;
+    const num::MatrixBf16 b = oracle::random_bf16_matrix(rng, im2col.k, s.n, 5);
+    const std::vector<num::fp32_t> bias = oracle::random_seed_matrix(rng, 1, s.n).data;
+    const std::vector<num::fp32_t>* bias_used = s.has_bias ? &bias : nullptr;
+
+    GemmPlan plan;
+    try {
+      plan = plan_conv(config, s, g);
+    } catch (const std::invalid_argument&) {
+      continue;  // an image too wide for this core's unified buffer (test_conv_compiler's cases)
+    }
+    CoreHarness h(config, {}, plan.memory_bytes);
+    const num::MatrixBf16 weights = conv_weights(config, g, b);
+    for (Backend* backend : {static_cast<Backend*>(&h.rtl()), static_cast<Backend*>(&h.model())}) {
+      write_conv_inputs(plan, backend->memory(), images.first(), images.image_stride(), weights,
+                        bias_used);
+    }
+    const BothResults r = h.run(plan.program, plan.prog_addr);
+    ASSERT_TRUE(r.rtl.ok()) << regs::error_name(r.rtl.error);
+    ASSERT_EQ(read_gemm_output(plan, h.rtl().memory()).data,
+              reference_gemm(im2col, images.im2col(num::bf16_t{}), b, nullptr, bias_used).data);
+    ++ran;
+  }
+  EXPECT_GT(ran, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tops, CoreGemm,

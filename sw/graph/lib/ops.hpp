@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "tpu/backend.hpp"
+#include "tpu/compiler.hpp"
 #include "tpu/graph/compiled.hpp"
 #include "tpu/graph/executor.hpp"
 #include "tpu/graph/graph.hpp"
@@ -132,6 +134,17 @@ struct ProductCall {
 // their operands written first, their results read after it.
 std::vector<std::vector<float>> products(Context& context, const std::vector<ProductCall>& calls);
 
+// A convolution group on the accelerator from its images, without im2col (plan_conv): x the
+// group's channels of each image (image i's at x + i * image_stride, N x C x H x W), b its
+// filters as the im2col product's B (taps x C rows in (ky, kx, c) order, by n), the result a
+// row per output pixel, as product() gives it for the im2col matrix, bit for bit. None where the
+// core does not take it so (conv_plan in ops_common.cpp: no accelerator, a compiled model, an
+// image too wide, an im2col product the cycle model has faster): the caller runs that product.
+std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,
+                                               const float* x, std::size_t image_stride,
+                                               const float* b, std::size_t n, WeightOf weight,
+                                               ProductEpilogue epilogue);
+
 // What an int8 product does to its int32 sums (TensorFlow Lite's scheme, docs/numerics.md's
 // Q-rules): A's zero point is taken off (Q-ZP), then per column the bias is added and the sum
 // requantised to int8 (Q-REQ) with the multiplier, the output zero point and the clamp (relu's
@@ -163,6 +176,11 @@ struct ProductCallInt8 {
 std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
                                        std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
                                        const QuantEpilogue& epilogue);
+// The same for an int8 convolution group (its padding the input zero point), as product_int8()
+// gives it for the im2col matrix; none also for weights with a zero point.
+std::optional<std::vector<std::int32_t>> conv_product_int8(
+    Context& context, const ConvGeometry& g, const std::int8_t* x, std::size_t image_stride,
+    const std::int8_t* b, std::size_t n, WeightOf weight, const QuantEpilogue& epilogue);
 // Independent int8 products, as products() runs float ones.
 std::vector<std::vector<std::int32_t>> products_int8(Context& context,
                                                      const std::vector<ProductCallInt8>& calls);

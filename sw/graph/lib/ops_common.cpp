@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "ops.hpp"
@@ -184,12 +185,10 @@ void record_run(Context& context, const GemmPlan& plan, std::uint64_t weights_wr
   ++figures.products;
   figures.weight_bytes += weights_written;
   figures.estimated_cycles += estimate_cycles(plan).cycles;
-  const std::uint64_t a_bytes =
-      plan.input_resident ? 0 : std::uint64_t{spec.m} * plan.k_pad * plan.in_elem_bytes();
-  figures.host_bytes +=
-      a_bytes + b_bytes + c_bytes + column_bytes +
-      (program_written ? plan.program.size() * isa::kInstrBytes : 0) +
-      (result_read ? std::uint64_t{spec.m} * plan.n_pad * plan.out_elem_bytes() : 0);
+  const std::uint64_t a_bytes = plan.input_resident ? 0 : plan.a_bytes();
+  figures.host_bytes += a_bytes + b_bytes + c_bytes + column_bytes +
+                        (program_written ? plan.program.size() * isa::kInstrBytes : 0) +
+                        (result_read ? plan.result_bytes() : 0);
   figures.programs += program_ran ? 1 : 0;
   if (result.counters) {
     const Counters& counters = *result.counters;
@@ -305,7 +304,88 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
   return sums;
 }
 
+// A bf16 product's spec of n columns with the epilogue (M and K left to the caller), and its
+// bias row (empty without one).
+GemmSpec bf16_spec(std::size_t n, const ProductEpilogue& epilogue, std::vector<num::fp32_t>& bias) {
+  GemmSpec spec;
+  spec.n = static_cast<std::uint32_t>(n);
+  spec.act = core_function(epilogue.act);
+  if (epilogue.bf16_result) spec.out = OutType::Bf16;
+  if (epilogue.bias) {
+    spec.has_bias = true;
+    bias.resize(n);
+    std::memcpy(bias.data(), epilogue.bias, n * sizeof(float));
+  }
+  return spec;
+}
+
+// The plan of a convolution group on the core from its images (plan_conv), where the core can
+// take it so and the cycle model has it no slower than the product of its im2col matrix: none
+// while compile() traces or a compiled model runs (their schedules hold im2col products), for
+// an image too wide for the unified buffer, or where the im2col product is faster (few channels
+// under a large kernel: K tiles that the im2col rows fill and the taps' channel tiles do not).
+std::optional<GemmPlan> conv_plan(const Context& context, Backend* accelerator,
+                                  const GemmSpec& spec, const ConvGeometry& g) {
+  if (!accelerator || context.schedule) return std::nullopt;
+  const HardwareConfig& config = accelerator->config();
+  try {
+    GemmPlan conv = plan_conv(config, spec, g);
+    GemmSpec im2col = spec;
+    im2col.m = g.batch * g.out_h() * g.out_w();
+    im2col.k = g.taps() * g.channels;
+    if (im2col.k <= max_gemm_k(config, im2col) &&
+        estimate_cycles(plan_gemm(config, im2col)).cycles < estimate_cycles(conv).cycles) {
+      return std::nullopt;
+    }
+    return conv;
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
+// Runs a convolution group that conv_plan planned, its weights (im2col's B) resident where they
+// derive from the graph's constants; counts the run.
+template <typename In, typename Columns>
+auto run_conv(Context& context, const GemmSpec& spec, const ConvGeometry& g, const In* x,
+              std::size_t image_stride, const num::Matrix<In>& im2col_b, const WeightOf& weight,
+              const Columns* columns) {
+  Backend& backend = *context.accelerator;
+  const num::Matrix<In> b = conv_weights(backend.config(), g, im2col_b);
+  std::uint64_t written = 0;
+  const GemmPlacement placement = place_weights(context, weight, b, written);
+  const GemmPlan plan = plan_conv(backend.config(), spec, g, placement);
+  auto run = execute_conv(plan, backend, x, image_stride, b, columns);
+  require_halt(run.result);
+  record_run(context, plan, written, run.result);
+  return std::move(run.out);
+}
+
 }  // namespace
+
+std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,
+                                               const float* x, std::size_t image_stride,
+                                               const float* b, std::size_t n, WeightOf weight,
+                                               ProductEpilogue epilogue) {
+  std::vector<num::fp32_t> bias;
+  const GemmSpec spec = bf16_spec(n, epilogue, bias);
+  if (!conv_plan(context, context.accelerator, spec, g)) return std::nullopt;
+  const std::size_t m = std::size_t{g.batch} * g.out_h() * g.out_w(), k = g.taps() * g.channels;
+  count_product(context, m, k, n, true);
+  // The group's images in bf16, one after the other.
+  const std::size_t image = std::size_t{g.channels} * g.height * g.width;
+  std::vector<num::bf16_t> images(g.batch * image);
+  for (std::size_t i = 0; i < g.batch; ++i) {
+    const num::MatrixBf16 one = nn::bf16_matrix(x + i * image_stride, 1, image);
+    std::copy(one.data.begin(), one.data.end(),
+              images.begin() + static_cast<std::ptrdiff_t>(i * image));
+  }
+  const num::MatrixFp32 out =
+      run_conv(context, spec, g, images.data(), image, nn::bf16_matrix(b, k, n), weight,
+               epilogue.bias ? &bias : nullptr);
+  std::vector<float> c(m * n);
+  std::memcpy(c.data(), out.data.data(), c.size() * sizeof(float));
+  return c;
+}
 
 std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
                            std::size_t k, std::size_t n, WeightOf weight,
@@ -320,18 +400,12 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
     host_epilogue(c, n, epilogue);
     return c;
   }
-  GemmSpec sums_only;
-  sums_only.m = static_cast<std::uint32_t>(m);
-  sums_only.n = static_cast<std::uint32_t>(n);
-  GemmSpec spec = sums_only;
-  spec.act = core_function(epilogue.act);
-  if (epilogue.bf16_result) spec.out = OutType::Bf16;
   std::vector<num::fp32_t> bias;
-  if (epilogue.bias) {
-    spec.has_bias = true;
-    bias.resize(n);
-    std::memcpy(bias.data(), epilogue.bias, n * sizeof(float));
-  }
+  GemmSpec spec = bf16_spec(n, epilogue, bias);
+  spec.m = static_cast<std::uint32_t>(m);
+  GemmSpec sums_only;
+  sums_only.m = spec.m;
+  sums_only.n = spec.n;
   const num::MatrixBf16 a16 = nn::bf16_matrix(a, m, k), b16 = nn::bf16_matrix(b, k, n);
   std::vector<TracedGemm>* traced = context.schedule ? context.schedule->recording : nullptr;
   const std::size_t first_traced = traced ? traced->size() : 0;
@@ -451,39 +525,72 @@ std::vector<std::vector<std::int32_t>> products_int8(Context& context,
       });
 }
 
-std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
-                                       std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
-                                       const QuantEpilogue& epilogue) {
-  // A core without the int8 datapath leaves the product to the host's reference model.
-  Backend* accelerator =
-      context.accelerator && context.accelerator->config().int8 ? context.accelerator : nullptr;
-  count_product(context, m, k, n, accelerator != nullptr);
-  if (m == 0 || n == 0) return {};
-  const std::vector<num::RequantParams> columns = requant_params(epilogue, n);
-  // With a zero point in B the host requantises (int8_results); without multipliers the
-  // product's int32 sums are its results.
+namespace {
+
+// The core of an int8 product: a core with the int8 datapath, or none.
+Backend* int8_accelerator(const Context& context) {
+  return context.accelerator && context.accelerator->config().int8 ? context.accelerator : nullptr;
+}
+
+// An int8 product's spec of n columns (M and K left to the caller), and its
+// requantisation on the core (`requant`): none where the host requantises, with a zero point in
+// B (int8_results), and none without multipliers, whose int32 sums are the product's results.
+GemmSpec int8_spec(const QuantEpilogue& epilogue, std::size_t n,
+                   const std::vector<num::RequantParams>& columns, RequantColumns& requant) {
   const bool host_requant = epilogue.weight_zero_point != 0 || columns.empty();
   GemmSpec spec;
-  spec.m = static_cast<std::uint32_t>(m);
-  spec.k = static_cast<std::uint32_t>(k);
   spec.n = static_cast<std::uint32_t>(n);
   spec.in = InType::Int8;
   spec.out = host_requant ? OutType::Int32 : OutType::Int8;
   spec.input_zero_point = epilogue.input_zero_point;
-  if (!host_requant) {
-    spec.output_zero_point = epilogue.output_zero_point;
-    spec.clamp_lo = epilogue.clamp_lo;
-    spec.clamp_hi = epilogue.clamp_hi;
-  }
-  num::MatrixI8 a8(m, k), b8(k, n);
-  std::copy(a, a + m * k, a8.data.begin());
-  std::copy(b, b + k * n, b8.data.begin());
-  RequantColumns requant;
+  if (host_requant) return spec;
+  spec.output_zero_point = epilogue.output_zero_point;
+  spec.clamp_lo = epilogue.clamp_lo;
+  spec.clamp_hi = epilogue.clamp_hi;
   for (const num::RequantParams& column : columns) {
     requant.bias.push_back(column.bias);
     requant.multiplier.push_back(column.m.multiplier);
     requant.shift.push_back(column.m.shift);
   }
+  return spec;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::int32_t>> conv_product_int8(
+    Context& context, const ConvGeometry& g, const std::int8_t* x, std::size_t image_stride,
+    const std::int8_t* b, std::size_t n, WeightOf weight, const QuantEpilogue& epilogue) {
+  // B's zero point is taken off by the host from each im2col row's sum (int8_results).
+  if (epilogue.weight_zero_point != 0) return std::nullopt;
+  const std::vector<num::RequantParams> columns = requant_params(epilogue, n);
+  RequantColumns requant;
+  const GemmSpec spec = int8_spec(epilogue, n, columns, requant);
+  if (!conv_plan(context, int8_accelerator(context), spec, g)) return std::nullopt;
+  const std::size_t m = std::size_t{g.batch} * g.out_h() * g.out_w(), k = g.taps() * g.channels;
+  count_product(context, m, k, n, true);
+  num::MatrixI8 b8(k, n);
+  std::copy(b, b + k * n, b8.data.begin());
+  return run_conv(context, spec, g, x, image_stride, b8, weight,
+                  spec.out == OutType::Int8 ? &requant : nullptr)
+      .data;
+}
+
+std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
+                                       std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
+                                       const QuantEpilogue& epilogue) {
+  // A core without the int8 datapath leaves the product to the host's reference model.
+  Backend* accelerator = int8_accelerator(context);
+  count_product(context, m, k, n, accelerator != nullptr);
+  if (m == 0 || n == 0) return {};
+  const std::vector<num::RequantParams> columns = requant_params(epilogue, n);
+  RequantColumns requant;
+  GemmSpec spec = int8_spec(epilogue, n, columns, requant);
+  spec.m = static_cast<std::uint32_t>(m);
+  spec.k = static_cast<std::uint32_t>(k);
+  const bool host_requant = spec.out == OutType::Int32;
+  num::MatrixI8 a8(m, k), b8(k, n);
+  std::copy(a, a + m * k, a8.data.begin());
+  std::copy(b, b + k * n, b8.data.begin());
   const RequantColumns* on_core = host_requant ? nullptr : &requant;
   num::MatrixI32 out;
   if (k == 0) {

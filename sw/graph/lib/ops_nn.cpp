@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 #include "ops.hpp"
@@ -309,15 +310,59 @@ std::vector<T> group_weights(const ConvShape& c, const std::vector<T>& w, std::i
   return b;
 }
 
-// Runs a convolution's groups: `multiply_all(cols)` gives, for each group g's im2col rows,
-// the group's rows x mg results, which go into y (N, filters, spatial...) at its filters.
-template <typename T, typename Result, typename MultiplyAll>
-void conv_groups(const ConvShape& c, const std::vector<T>& x, T pad, std::vector<Result>& y,
-                 MultiplyAll multiply_all) {
-  std::vector<std::vector<T>> cols;
-  for (std::int64_t g = 0; g < c.group; ++g) cols.push_back(im2col(c, x, g, pad));
-  const std::vector<std::vector<Result>> outs = multiply_all(cols);
+// A group's convolution as the core runs it from its images (plan_conv); empty (no batch) where
+// a dimension is beyond the plan's 32 bits.
+ConvGeometry conv_geometry(const ConvShape& c) {
+  const Window& win = c.win;
+  const std::int64_t limit = std::int64_t{1} << 31;
+  for (const std::int64_t v : {c.batch, c.cg, c.h, c.w, win.kh, win.kw, win.sh, win.sw, win.dh,
+                               win.dw, win.top, win.left, win.bottom, win.right}) {
+    if (v >= limit) return {};
+  }
+  const auto u = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+  return {u(c.batch), u(c.cg),   u(c.h),    u(c.w),     u(win.kh),   u(win.kw),     u(win.sh),
+          u(win.sw),  u(win.dh), u(win.dw), u(win.top), u(win.left), u(win.bottom), u(win.right)};
+}
+
+// Runs a convolution's groups (x's and the weights w's values, `pad` in the padding; the
+// weights from `source`, group g's epilogue `epilogue_of(g)`): each on the core from its images
+// where `on_core(geometry, images, image_stride, b, mg, weight, epilogue)` (conv_product or
+// conv_product_int8) gives the group's rows x mg results; from the first group it does not,
+// the im2col products of every group from there on, together (`run_all(calls)`: products or
+// products_int8). The results go into y (N, filters, spatial...) at the group's filters.
+template <typename Call, typename T, typename Result, typename EpilogueOf, typename OnCore,
+          typename RunAll>
+void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<T>& w, T pad,
+                 const Tensor* source, EpilogueOf epilogue_of, std::vector<Result>& y,
+                 OnCore on_core, RunAll run_all) {
+  const ConvGeometry geometry = conv_geometry(c);
   const auto mg = static_cast<std::size_t>(c.mg);
+  const auto plane = static_cast<std::size_t>(c.h * c.w);
+  std::vector<std::vector<Result>> outs;
+  for (std::size_t g = 0; g < static_cast<std::size_t>(c.group); ++g) {
+    const std::vector<T> b = group_weights(c, w, static_cast<std::int64_t>(g));
+    std::optional<std::vector<Result>> out =
+        on_core(geometry, &x[g * static_cast<std::size_t>(c.cg) * plane],
+                static_cast<std::size_t>(c.channels) * plane, b.data(), mg, WeightOf{source, g},
+                epilogue_of(g));
+    if (!out) break;
+    outs.push_back(std::move(*out));
+  }
+  // Each remaining group's im2col rows and filters (a depth x mg matrix), then their products.
+  std::vector<std::vector<T>> cols, weights;
+  std::vector<Call> calls;
+  for (std::size_t g = outs.size(); g < static_cast<std::size_t>(c.group); ++g) {
+    cols.push_back(im2col(c, x, static_cast<std::int64_t>(g), pad));
+    weights.push_back(group_weights(c, w, static_cast<std::int64_t>(g)));
+  }
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    const std::size_t g = outs.size() + i;
+    calls.push_back(
+        {cols[i].data(), weights[i].data(), c.rows, c.depth, mg, {source, g}, epilogue_of(g)});
+  }
+  if (!calls.empty()) {
+    for (std::vector<Result>& out : run_all(calls)) outs.push_back(std::move(out));
+  }
   for (std::size_t g = 0; g < outs.size(); ++g) {
     const std::vector<Result>& out = outs[g];
     for (std::size_t r = 0; r < c.rows; ++r) {
@@ -340,25 +385,14 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
     fail(node, "a bias of another size");
   }
   Tensor y(DType::Float32, c.out);
-  conv_groups(c, x.floats, 0.0f, y.floats, [&](const std::vector<std::vector<float>>& cols) {
-    // Each group's filters as a depth x mg matrix.
-    std::vector<std::vector<float>> weights;
-    std::vector<ProductCall> calls;
-    for (std::size_t g = 0; g < cols.size(); ++g) {
-      weights.push_back(group_weights(c, w.floats, static_cast<std::int64_t>(g)));
-    }
-    for (std::size_t g = 0; g < cols.size(); ++g) {
-      calls.push_back({cols[g].data(),
-                       weights[g].data(),
-                       c.rows,
-                       c.depth,
-                       static_cast<std::size_t>(c.mg),
-                       {in[1], g},
-                       {bias ? &bias->floats[g * static_cast<std::size_t>(c.mg)] : nullptr,
-                        node.epilogue, node.bf16_result}});
-    }
-    return products(context, calls);
-  });
+  const auto mg = static_cast<std::size_t>(c.mg);
+  const auto epilogue = [&](std::size_t g) {
+    return ProductEpilogue{bias ? &bias->floats[g * mg] : nullptr, node.epilogue, node.bf16_result};
+  };
+  conv_groups<ProductCall>(
+      c, x.floats, w.floats, 0.0f, in[1], epilogue, y.floats,
+      [&](auto&&... args) { return conv_product(context, args...); },
+      [&](const std::vector<ProductCall>& calls) { return products(context, calls); });
   return outputs(std::move(y));
 }
 
@@ -465,24 +499,11 @@ std::vector<std::int32_t> conv_int8(Context& context, const ConvShape& c, const 
                                     EpilogueOf epilogue_of) {
   const auto mg = static_cast<std::size_t>(c.mg);
   std::vector<std::int32_t> y(element_count(c.out));
-  conv_groups(c, x.values, static_cast<std::int8_t>(x.zero_points[0]), y,
-              [&](const std::vector<std::vector<std::int8_t>>& cols) {
-                std::vector<std::vector<std::int8_t>> weights;
-                std::vector<ProductCallInt8> calls;
-                for (std::size_t g = 0; g < cols.size(); ++g) {
-                  weights.push_back(group_weights(c, w.values, static_cast<std::int64_t>(g)));
-                }
-                for (std::size_t g = 0; g < cols.size(); ++g) {
-                  calls.push_back({cols[g].data(),
-                                   weights[g].data(),
-                                   c.rows,
-                                   c.depth,
-                                   mg,
-                                   {source, g},
-                                   epilogue_of(g * mg)});
-                }
-                return products_int8(context, calls);
-              });
+  conv_groups<ProductCallInt8>(
+      c, x.values, w.values, static_cast<std::int8_t>(x.zero_points[0]), source,
+      [&](std::size_t g) { return epilogue_of(g * mg); }, y,
+      [&](auto&&... args) { return conv_product_int8(context, args...); },
+      [&](const std::vector<ProductCallInt8>& calls) { return products_int8(context, calls); });
   return y;
 }
 

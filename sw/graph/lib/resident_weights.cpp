@@ -12,7 +12,9 @@ std::uint32_t ResidentWeights::place_matrix(Backend& backend, const Node& node,
                                             const WeightOf& weight, const num::Matrix<T>& b,
                                             InType in, std::uint64_t& written) {
   written = 0;
-  const auto key = std::make_tuple(&node, weight.source, weight.part, weight.first_row);
+  // B's rows tell apart the layouts one weight may take: a convolution's from its images has
+  // each tap's channels padded to whole tiles (conv_weights), its im2col product's not.
+  const auto key = std::make_tuple(&node, weight.source, weight.part, weight.first_row, b.rows);
   if (const auto it = placed_.find(key); it != placed_.end()) return it->second;
   GemmSpec spec;
   spec.k = static_cast<std::uint32_t>(b.rows);

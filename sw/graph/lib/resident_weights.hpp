@@ -33,7 +33,9 @@ class ResidentWeights {
   std::uint32_t place_matrix(Backend& backend, const Node& node, const WeightOf& weight,
                              const num::Matrix<T>& b, InType in, std::uint64_t& written);
 
-  std::map<std::tuple<const Node*, const Tensor*, std::size_t, std::size_t>, std::uint32_t> placed_;
+  std::map<std::tuple<const Node*, const Tensor*, std::size_t, std::size_t, std::size_t>,
+           std::uint32_t>
+      placed_;
   std::uint64_t top_ = 0;
 };
 

@@ -91,6 +91,43 @@ struct RequantColumns {
   std::vector<std::int32_t> bias, multiplier, shift;
 };
 
+// A convolution of N images of C channels, H x W pixels, by a kernel_h x kernel_w kernel (its
+// strides, dilations and zero padding as ONNX's Conv has them) as plan_conv runs it: without
+// im2col (docs/programming.md, "Convolutions"). The host writes each image once, a row of C
+// values (padded to whole tiles) per pixel, padded: each image row followed by
+// max(pad_left, pad_right) zero pixels, which are the next row's left padding too (a row of
+// the padded image runs on into the next), each image by max(pad_top, pad_bottom) zero rows,
+// both rounded up to whole strides; and split into stride_h x stride_w phases: pixel (y, x) of
+// the padded images is pixel (y / stride_h, x / stride_w) of phase (y % stride_h,
+// x % stride_w). Every tap of the kernel then reads the rows of one phase from one offset on,
+// and the core sums tap by tap, each tap over the channels: im2col's (ky, kx, c) order, so the
+// same bits as the product of the im2col matrix (N-ORDER).
+struct ConvGeometry {
+  std::uint32_t batch = 0, channels = 0, height = 0, width = 0;
+  std::uint32_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
+  std::uint32_t dilation_h = 1, dilation_w = 1;
+  std::uint32_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+
+  bool empty() const { return batch == 0; }  // a plain GEMM's plan has none
+  std::uint32_t taps() const { return kernel_h * kernel_w; }
+  std::uint32_t phases() const { return stride_h * stride_w; }
+  std::uint32_t out_h() const;
+  std::uint32_t out_w() const;
+  // A phase of one image: phase_h x phase_w pixels; of the batch: phase_rows rows, the images'
+  // and any past them that a tap reads.
+  std::uint32_t phase_h() const;
+  std::uint32_t phase_w() const;
+  std::uint64_t phase_rows() const;
+  // The core computes "wide" rows: output pixel (n, oy, ox) is row wide_row(n, oy, ox), the
+  // position of its window's first tap in the phases; the rows between (the padding's and the
+  // phase's edge) are computed and not read. wide_rows(): up to the last pixel's.
+  std::uint64_t wide_row(std::uint32_t n, std::uint32_t oy, std::uint32_t ox) const;
+  std::uint64_t wide_rows() const { return wide_row(batch - 1, out_h() - 1, out_w() - 1) + 1; }
+  // Tap t = ky * kernel_w + kx: the phase it reads, and its rows' offset from the output's.
+  std::uint32_t tap_phase(std::uint32_t tap) const;
+  std::uint32_t tap_offset(std::uint32_t tap) const;
+};
+
 // Where the operands lie in host memory, and the program that uses them.
 struct GemmPlan {
   GemmSpec spec;
@@ -112,6 +149,12 @@ struct GemmPlan {
   // once with the weights, not before each run.
   bool program_resident = false;
   std::vector<isa::Instruction> program;
+  // A convolution's (plan_conv), whose M is its wide rows and whose K is its taps times its
+  // channels padded to whole tiles (B: each tap's filters, C rows padded with zero rows); empty
+  // for a GEMM. a_span: the unified-buffer rows of an A block per phase and channel tile (the
+  // block's rows and the last tap's offset).
+  ConvGeometry conv;
+  std::uint32_t a_span = 0;
 
   std::uint32_t in_elem_bytes() const { return spec.int8() ? 1 : 2; }
   std::uint32_t out_elem_bytes() const {
@@ -123,6 +166,11 @@ struct GemmPlan {
   bool has_seed_row() const {
     return spec.int8() && spec.out == OutType::Int32 && spec.input_zero_point != 0 && !spec.has_c;
   }
+  // Host bytes of A (a convolution's: its padded phases), of the result (M rows), and of the
+  // result's rows the host reads (a convolution's output pixels, not the wide rows between).
+  std::uint64_t a_bytes() const;
+  std::uint64_t out_bytes() const { return std::uint64_t{spec.m} * n_pad * out_elem_bytes(); }
+  std::uint64_t result_bytes() const;
 };
 
 // Operands lie in host memory at multiples of this (any bus width's).
@@ -146,6 +194,37 @@ struct GemmPlacement {
 GemmPlan plan_gemm(const HardwareConfig& config, const GemmSpec& spec,
                    const GemmPlacement& placement = {});
 
+// Plans a convolution (ConvGeometry) of `spec`'s types, N (the filters) and epilogue, whose M
+// and K it sets; without C. Throws std::invalid_argument as plan_gemm does, and where a block of
+// the image's rows does not fit half the unified buffer (an image too wide for the core: the
+// caller falls back to im2col).
+GemmPlan plan_conv(const HardwareConfig& config, GemmSpec spec, const ConvGeometry& geometry,
+                   const GemmPlacement& placement = {});
+// B of a convolution's plan from its filters as im2col's B (taps x C rows, in (ky, kx, c) order,
+// by N): each tap's C rows padded with zero rows to whole tiles.
+template <typename T>
+num::Matrix<T> conv_weights(const HardwareConfig& config, const ConvGeometry& geometry,
+                            const num::Matrix<T>& im2col_b) {
+  const std::size_t c = geometry.channels, d = config.dim, c_pad = (c + d - 1) / d * d;
+  num::Matrix<T> b(geometry.taps() * c_pad, im2col_b.cols);
+  for (std::size_t t = 0; t < geometry.taps(); ++t) {
+    for (std::size_t ch = 0; ch < c; ++ch) {
+      for (std::size_t j = 0; j < b.cols; ++j) b.at(t * c_pad + ch, j) = im2col_b.at(t * c + ch, j);
+    }
+  }
+  return b;
+}
+// Writes a convolution's operands as its plan says: the images from x (image n's channel c at
+// x + n * image_stride + c * H * W, H rows of W values), padded with +0 (bf16) or the input
+// zero point (int8), split into phases; B (conv_weights' layout) unless resident; the bias or
+// the requantisation; the program unless resident.
+void write_conv_inputs(const GemmPlan& plan, HostMemory& memory, const num::bf16_t* x,
+                       std::size_t image_stride, const num::MatrixBf16& b,
+                       const std::vector<num::fp32_t>* bias);
+void write_conv_inputs(const GemmPlan& plan, HostMemory& memory, const std::int8_t* x,
+                       std::size_t image_stride, const num::MatrixI8& b,
+                       const RequantColumns* requant);
+
 // The largest K (whole tiles of the array) that one plan of this spec's M and types takes with M
 // blocks of min(M, array size) rows: a row of A and its staging must fit half the unified
 // buffer that many times. A larger K is the sum of several products, each adding its share of K
@@ -167,7 +246,8 @@ void write_weights(const HardwareConfig& config, HostMemory& memory, std::uint32
 void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& a,
                        const num::MatrixBf16& b, const num::MatrixFp32* c,
                        const std::vector<num::fp32_t>* bias);
-// The M x N result as fp32 bit patterns (bf16 results widened exactly).
+// The M x N result as fp32 bit patterns (bf16 results widened exactly); of a convolution, the
+// (N x out_h x out_w) x filters result, a row per output pixel in im2col's order.
 num::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory);
 
 // The figures of a run of a planned GEMM, and its M x N result when the core
@@ -181,6 +261,12 @@ struct GemmRun {
 // growing its host memory when needed, runs the program and reads the result.
 GemmRun execute_gemm(const GemmPlan& plan, Backend& backend, const num::MatrixBf16& a,
                      const num::MatrixBf16& b, const num::MatrixFp32* c = nullptr,
+                     const std::vector<num::fp32_t>* bias = nullptr);
+
+// A convolution's run: its operands written (write_conv_inputs), its program run, its result
+// read (read_gemm_output) when the core reached HALT.
+GemmRun execute_conv(const GemmPlan& plan, Backend& backend, const num::bf16_t* x,
+                     std::size_t image_stride, const num::MatrixBf16& b,
                      const std::vector<num::fp32_t>* bias = nullptr);
 
 // Throws std::runtime_error naming the error and its instruction unless the run reached HALT
@@ -213,6 +299,9 @@ struct GemmRunInt {
 };
 GemmRunInt execute_gemm(const GemmPlan& plan, Backend& backend, const num::MatrixI8& a,
                         const num::MatrixI8& b, const num::MatrixI32* c = nullptr,
+                        const RequantColumns* requant = nullptr);
+GemmRunInt execute_conv(const GemmPlan& plan, Backend& backend, const std::int8_t* x,
+                        std::size_t image_stride, const num::MatrixI8& b,
                         const RequantColumns* requant = nullptr);
 num::MatrixI32 run_gemm(Backend& backend, const GemmSpec& spec, const num::MatrixI8& a,
                         const num::MatrixI8& b, const num::MatrixI32* c = nullptr,

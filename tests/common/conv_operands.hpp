@@ -1,0 +1,104 @@
+// Random convolutions of the compiler's plan_conv and their expectation: the im2col matrix of
+// the images (a row per output pixel, columns in (ky, kx, c) order, the padding value where a
+// window reaches past the image), written here from the definition of a convolution, whose
+// product with the filters (reference_gemm) a convolution's plan must give bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "oracle/operand_sets.hpp"
+#include "tpu/compiler.hpp"
+
+namespace tpu::test {
+
+// Images of `total_channels` channels, of which the convolution takes `geometry.channels` from
+// `first_channel` on (a group of a grouped convolution): its images as plan_conv's writer
+// reads them.
+template <typename T>
+struct ConvImages {
+  ConvGeometry geometry;
+  std::uint32_t total_channels = 0, first_channel = 0;
+  std::vector<T> values;  // N x total_channels x H x W
+
+  std::size_t plane() const { return std::size_t{geometry.height} * geometry.width; }
+  const T* first() const { return values.data() + first_channel * plane(); }
+  std::size_t image_stride() const { return total_channels * plane(); }
+
+  // The im2col matrix: a row per output pixel (n, oy, ox), taps x channels columns.
+  num::Matrix<T> im2col(T pad) const {
+    const ConvGeometry& g = geometry;
+    num::Matrix<T> cols(std::size_t{g.batch} * g.out_h() * g.out_w(),
+                        std::size_t{g.taps()} * g.channels, pad);
+    std::size_t row = 0;
+    for (std::uint32_t n = 0; n < g.batch; ++n) {
+      for (std::uint32_t oy = 0; oy < g.out_h(); ++oy) {
+        for (std::uint32_t ox = 0; ox < g.out_w(); ++ox, ++row) {
+          for (std::uint32_t ky = 0; ky < g.kernel_h; ++ky) {
+            for (std::uint32_t kx = 0; kx < g.kernel_w; ++kx) {
+              const std::int64_t y = std::int64_t{oy} * g.stride_h + ky * g.dilation_h - g.pad_top;
+              const std::int64_t x = std::int64_t{ox} * g.stride_w + kx * g.dilation_w - g.pad_left;
+              if (y < 0 || y >= g.height || x < 0 || x >= g.width) continue;
+              for (std::uint32_t c = 0; c < g.channels; ++c) {
+                cols.at(row, (ky * g.kernel_w + kx) * g.channels + c) =
+                    first()[n * image_stride() + c * plane() + y * g.width + x];
+              }
+            }
+          }
+        }
+      }
+    }
+    return cols;
+  }
+};
+
+// A random geometry whose kernel fits its padded image: up to 2 images, up to `max_channels`
+// channels, images up to 7 x 7, kernels up to 3 x 3, strides and dilations up to 2, padding
+// up to 2 on each side.
+inline ConvGeometry random_conv_geometry(oracle::OperandRng& rng, std::uint32_t max_channels) {
+  for (;;) {
+    ConvGeometry g;
+    const auto pick = [&](std::uint64_t lo, std::uint64_t hi) {
+      return static_cast<std::uint32_t>(rng.uniform(lo, hi));
+    };
+    g.batch = pick(1, 2);
+    g.channels = pick(1, max_channels);
+    g.height = pick(1, 7);
+    g.width = pick(1, 7);
+    g.kernel_h = pick(1, 3);
+    g.kernel_w = pick(1, 3);
+    g.stride_h = pick(1, 2);
+    g.stride_w = pick(1, 2);
+    g.dilation_h = pick(1, 2);
+    g.dilation_w = pick(1, 2);
+    g.pad_top = pick(0, 2);
+    g.pad_left = pick(0, 2);
+    g.pad_bottom = pick(0, 2);
+    g.pad_right = pick(0, 2);
+    if (g.out_h() > 0 && g.out_w() > 0) return g;
+  }
+}
+
+inline std::string describe(const ConvGeometry& g) {
+  const auto s = [](std::uint32_t v) { return std::to_string(v); };
+  return s(g.batch) + "x" + s(g.channels) + "x" + s(g.height) + "x" + s(g.width) + " kernel " +
+         s(g.kernel_h) + "x" + s(g.kernel_w) + " stride " + s(g.stride_h) + "," + s(g.stride_w) +
+         " dilation " + s(g.dilation_h) + "," + s(g.dilation_w) + " pads " + s(g.pad_top) + "," +
+         s(g.pad_left) + "," + s(g.pad_bottom) + "," + s(g.pad_right);
+}
+
+// Images of the geometry within up to 3 more channels, each value from `value()`.
+template <typename T, typename Value>
+ConvImages<T> random_conv_images(oracle::OperandRng& rng, const ConvGeometry& g, Value value) {
+  ConvImages<T> images;
+  images.geometry = g;
+  images.first_channel = static_cast<std::uint32_t>(rng.uniform(0, 2));
+  images.total_channels =
+      g.channels + images.first_channel + static_cast<std::uint32_t>(rng.uniform(0, 1));
+  images.values.resize(std::size_t{g.batch} * images.total_channels * g.height * g.width);
+  for (T& v : images.values) v = value();
+  return images;
+}
+
+}  // namespace tpu::test
