@@ -358,10 +358,19 @@ std::string gemm_comment(std::size_t index, const graph::CompiledGemm& gemm) {
   if (spec.act != isa::Func::None) {
     epilogue += fmt::format(", {}", isa::kFuncTable[static_cast<std::size_t>(spec.act)].mnemonic);
   }
+  // A convolution from its images: its images' and kernel's shapes, its wide rows.
+  const ConvGeometry& g = plan.conv;
+  const std::string conv =
+      g.empty() ? ""
+                : fmt::format(
+                      " (a convolution from its images: {} x {} x {} x {}, kernel {}x{}, "
+                      "stride {}x{}, dilation {}x{}; M its wide rows)",
+                      g.batch, g.channels, g.height, g.width, g.kernel_h, g.kernel_w, g.stride_h,
+                      g.stride_w, g.dilation_h, g.dilation_w);
   return fmt::format(
-      "#   GEMM {}: node \"{}\", {} x {} x {} {} -> {}{}{}\n"
+      "#   GEMM {}: node \"{}\", {} x {} x {} {} -> {}{}{}{}\n"
       "#     A at {:#x}{}, B at {:#x} ({}), result at {:#x}{}\n",
-      index, gemm.node, spec.m, spec.k, spec.n, type_name(spec.in), type_name(spec.out),
+      index, gemm.node, spec.m, spec.k, spec.n, type_name(spec.in), type_name(spec.out), conv,
       spec.has_c ? ", onto the sums before it" : "", epilogue, plan.a_addr,
       plan.input_resident ? " (the result of the GEMM before it)" : "", plan.b_addr,
       plan.weights_resident ? "resident weights" : "written each run", plan.out_addr,

@@ -453,6 +453,59 @@ TEST(CompiledModel, TheFileKeepsEveryPart) {
   }
 }
 
+// Convolutions the core runs from their images (plan_conv): compiled as such, kept by the file,
+// and the graph's bits on the compiled model's runs.
+TEST(CompiledModel, ConvolutionsFromTheirImages) {
+  Values values;
+  Graph graph;
+  graph.name = "convolutions";
+  graph.opset = 17;
+  graph.inputs = {{"x", DType::Float32, {-1, 16, 14, 14}}};
+  graph.outputs = {{"y", DType::Float32, {}}};
+  graph.constants["w1"] = values.tensor({32, 16, 3, 3});
+  graph.constants["b1"] = values.tensor({32});
+  graph.constants["w2"] = values.tensor({8, 32, 3, 3});
+  Node first = node("conv1", "Conv", {"x", "w1", "b1"}, {"h"});
+  first.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
+  first.epilogue = Epilogue::Relu;
+  Node second = node("conv2", "Conv", {"h", "w2"}, {"y"});
+  second.attributes["strides"] = Attribute::of_ints({2, 2});
+  graph.nodes = {first, second};
+  // The CNN's second convolution's shape, which the 16x16 core runs faster from its images
+  // (docs/perf/bench.md), then a strided one.
+  const HardwareConfig& core = *find_core_config("16x16");
+  const CompiledModel model = compile(graph, core, 2);
+  std::size_t from_images = 0;
+  for (const CompiledGemm& gemm : model.gemms) from_images += gemm.plan.conv.empty() ? 0 : 1;
+  EXPECT_GT(from_images, 0u) << "the test wants a convolution from its images";
+
+  TemporaryFile file("convolutions.tpu");
+  file.write(compiled_file(model));
+  const CompiledModel back = read_compiled(file.path());
+  ASSERT_EQ(back.gemms.size(), model.gemms.size());
+  for (std::size_t g = 0; g < model.gemms.size(); ++g) {
+    const ConvGeometry& a = model.gemms[g].plan.conv;
+    const ConvGeometry& b = back.gemms[g].plan.conv;
+    EXPECT_EQ(std::tie(b.batch, b.channels, b.height, b.width, b.kernel_h, b.kernel_w, b.stride_h,
+                       b.stride_w, b.dilation_h, b.dilation_w, b.pad_top, b.pad_left, b.pad_bottom,
+                       b.pad_right, back.gemms[g].plan.a_span),
+              std::tie(a.batch, a.channels, a.height, a.width, a.kernel_h, a.kernel_w, a.stride_h,
+                       a.stride_w, a.dilation_h, a.dilation_w, a.pad_top, a.pad_left, a.pad_bottom,
+                       a.pad_right, model.gemms[g].plan.a_span));
+  }
+
+  FunctionalModel compiled_core(core, 0), graph_core(core, 0);
+  Session compiled(back, compiled_core);
+  Session session(graph, &graph_core);
+  for (int run_index = 0; run_index < 2; ++run_index) {
+    const std::vector<Tensor> inputs = {values.tensor({2, 16, 14, 14})};
+    const std::vector<Tensor> y = compiled.run(inputs);
+    const std::vector<Tensor> expected = session.run(inputs);
+    ASSERT_EQ(y.size(), 1u);
+    EXPECT_TRUE(same_bits(y[0], expected[0])) << "run " << run_index;
+  }
+}
+
 // A file cut short, one with a byte changed, and one that is no compiled model: each refused
 // with one line naming the file.
 TEST(CompiledModel, DamagedFilesAreRefused) {

@@ -48,6 +48,14 @@ Graph with_batch(const Graph& graph, std::size_t& batch, std::vector<bool>& batc
   return fixed;
 }
 
+// A traced GEMM planned again for `config` and `placement`: a convolution's (plan_conv) or a
+// product's (plan_gemm).
+GemmPlan replan(const HardwareConfig& config, const GemmPlan& traced, const GemmSpec& spec,
+                const GemmPlacement& placement = {}) {
+  return traced.conv.empty() ? plan_gemm(config, spec, placement)
+                             : plan_conv(config, spec, traced.conv, placement);
+}
+
 // Whether GEMM g's result goes into GEMM g + 1 as its A, untouched and read by nothing else: a
 // link of a chain, for each GEMM but the last. Both are their nodes' only GEMM, of one whole K
 // (no C) and of the same M, the first's N the second's K; the second node's A is the first's
@@ -75,8 +83,10 @@ std::vector<bool> chain_links(const Graph& graph, const std::vector<ops::TracedG
     const CompiledGemm& next = traced[g + 1].gemm;
     const GemmSpec& s = first.plan.spec;
     const GemmSpec& t = next.plan.spec;
+    // A convolution's result rows are its wide rows, and its A the images: neither chains.
     if (first.node == next.node || gemms_of[first.node] != 1 || gemms_of[next.node] != 1 ||
-        s.has_c || t.has_c || s.m != t.m || s.n != t.k || s.int8() != t.int8()) {
+        !first.plan.conv.empty() || !next.plan.conv.empty() || s.has_c || t.has_c || s.m != t.m ||
+        s.n != t.k || s.int8() != t.int8()) {
       continue;
     }
     const Node& producer = *nodes.at(first.node);
@@ -109,12 +119,13 @@ std::vector<bool> group_links(const HardwareConfig& config,
   std::uint64_t bytes = 0;  // the group's so far
   for (std::size_t g = 0; g < traced.size(); ++g) {
     const ops::TracedGemm& t = traced[g];
-    bytes += plan_gemm(config, t.gemm.plan.spec).memory_bytes;
+    bytes += replan(config, t.gemm.plan, t.gemm.plan.spec).memory_bytes;
     if (g + 1 == traced.size()) break;
     const ops::TracedGemm& next = traced[g + 1];
-    links[g] = t.group != 0 && next.group == t.group && gemms_of_call[{t.group, t.call}] == 1 &&
-               gemms_of_call[{next.group, next.call}] == 1 &&
-               bytes + plan_gemm(config, next.gemm.plan.spec).memory_bytes <= kGroupBytes;
+    links[g] =
+        t.group != 0 && next.group == t.group && gemms_of_call[{t.group, t.call}] == 1 &&
+        gemms_of_call[{next.group, next.call}] == 1 &&
+        bytes + replan(config, next.gemm.plan, next.gemm.plan.spec).memory_bytes <= kGroupBytes;
     if (!links[g]) bytes = 0;
   }
   return links;
@@ -162,7 +173,7 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
         placement.base = plans.back().prog_addr;
         if (chained[g - 1]) placement.input_addr = plans.back().out_addr;
       }
-      plans.push_back(plan_gemm(config, spec, placement));
+      plans.push_back(replan(config, traced_plan, spec, placement));
     }
     return plans;
   };
@@ -531,6 +542,44 @@ GemmSpec spec_from(const Json& json) {
   return s;
 }
 
+// A convolution's geometry (null for a GEMM).
+Json conv_json(const ConvGeometry& g) {
+  if (g.empty()) return nullptr;
+  return {{"batch", g.batch},
+          {"channels", g.channels},
+          {"height", g.height},
+          {"width", g.width},
+          {"kernel", {g.kernel_h, g.kernel_w}},
+          {"strides", {g.stride_h, g.stride_w}},
+          {"dilations", {g.dilation_h, g.dilation_w}},
+          {"pads", {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right}}};
+}
+
+ConvGeometry conv_from(const Json& json) {
+  ConvGeometry g;
+  if (json.is_null()) return g;
+  const auto pair = [&](const char* key, std::uint32_t& first, std::uint32_t& second) {
+    const auto values = json.at(key).get<std::vector<std::uint32_t>>();
+    if (values.size() != 2) throw std::runtime_error(std::string("a convolution's ") + key);
+    first = values[0];
+    second = values[1];
+  };
+  g.batch = json.at("batch").get<std::uint32_t>();
+  g.channels = json.at("channels").get<std::uint32_t>();
+  g.height = json.at("height").get<std::uint32_t>();
+  g.width = json.at("width").get<std::uint32_t>();
+  pair("kernel", g.kernel_h, g.kernel_w);
+  pair("strides", g.stride_h, g.stride_w);
+  pair("dilations", g.dilation_h, g.dilation_w);
+  const auto pads = json.at("pads").get<std::vector<std::uint32_t>>();
+  if (pads.size() != 4) throw std::runtime_error("a convolution's pads");
+  g.pad_top = pads[0];
+  g.pad_left = pads[1];
+  g.pad_bottom = pads[2];
+  g.pad_right = pads[3];
+  return g;
+}
+
 Json gemm_json(const CompiledGemm& gemm, DataWriter& data) {
   const GemmPlan& p = gemm.plan;
   return {{"node", gemm.node},
@@ -551,6 +600,8 @@ Json gemm_json(const CompiledGemm& gemm, DataWriter& data) {
           {"input_resident", p.input_resident},
           {"runs_with_next", gemm.runs_with_next},
           {"result_kept", gemm.result_kept},
+          {"conv", conv_json(p.conv)},
+          {"a_span", p.a_span},
           {"program", data.add(isa::encode_program(p.program))}};
 }
 
@@ -576,6 +627,8 @@ CompiledGemm gemm_from(const Json& json, const DataReader& data, const HardwareC
   p.input_resident = json.at("input_resident").get<bool>();
   gemm.runs_with_next = json.at("runs_with_next").get<bool>();
   gemm.result_kept = json.at("result_kept").get<bool>();
+  p.conv = conv_from(json.at("conv"));
+  p.a_span = json.at("a_span").get<std::uint32_t>();
   p.program_resident = true;
   try {
     p.program = isa::decode_program(data.bytes(json.at("program")));

@@ -319,14 +319,15 @@ GemmSpec bf16_spec(std::size_t n, const ProductEpilogue& epilogue, std::vector<n
   return spec;
 }
 
-// The plan of a convolution group on the core from its images (plan_conv), where the core can
-// take it so and the cycle model has it no slower than the product of its im2col matrix: none
-// while compile() traces or a compiled model runs (their schedules hold im2col products), for
-// an image too wide for the unified buffer, or where the im2col product is faster (few channels
-// under a large kernel: K tiles that the im2col rows fill and the taps' channel tiles do not).
-std::optional<GemmPlan> conv_plan(const Context& context, Backend* accelerator,
-                                  const GemmSpec& spec, const ConvGeometry& g) {
-  if (!accelerator || context.schedule) return std::nullopt;
+// The plan of a convolution group on the core from its images (plan_conv, not yet placed),
+// where the core can take it so and the cycle model has it no slower than the product of its
+// im2col matrix: none for an image too wide for the unified buffer, or where the im2col product
+// is faster (small images, whose padding's rows are many; few channels under a large kernel: K
+// tiles that the im2col rows fill and the taps' channel tiles do not). compile()'s trace and
+// the compiled model's runs decide alike: the same core, the same shapes.
+std::optional<GemmPlan> conv_plan(Backend* accelerator, const GemmSpec& spec,
+                                  const ConvGeometry& g) {
+  if (!accelerator) return std::nullopt;
   const HardwareConfig& config = accelerator->config();
   try {
     GemmPlan conv = plan_conv(config, spec, g);
@@ -343,20 +344,36 @@ std::optional<GemmPlan> conv_plan(const Context& context, Backend* accelerator,
   }
 }
 
-// Runs a convolution group that conv_plan planned, its weights (im2col's B) resident where they
-// derive from the graph's constants; counts the run.
+// Runs a convolution group that conv_plan planned (`unplaced`), its weights (im2col's B)
+// resident where they derive from the graph's constants, and counts the run; compiling, records
+// its plan and gives zeros; in a compiled model, runs the compiled plan.
 template <typename In, typename Columns>
-auto run_conv(Context& context, const GemmSpec& spec, const ConvGeometry& g, const In* x,
-              std::size_t image_stride, const num::Matrix<In>& im2col_b, const WeightOf& weight,
-              const Columns* columns) {
+auto run_conv(Context& context, const GemmPlan& unplaced, const In* x, std::size_t image_stride,
+              const num::Matrix<In>& im2col_b, const WeightOf& weight, const Columns* columns) {
   Backend& backend = *context.accelerator;
+  const ConvGeometry& g = unplaced.conv;
   const num::Matrix<In> b = conv_weights(backend.config(), g, im2col_b);
   std::uint64_t written = 0;
-  const GemmPlacement placement = place_weights(context, weight, b, written);
-  const GemmPlan plan = plan_conv(backend.config(), spec, g, placement);
-  auto run = execute_conv(plan, backend, x, image_stride, b, columns);
+  GemmPlan planned;
+  const GemmPlan* plan = &planned;
+  GemmSchedule* schedule = context.schedule;
+  if (schedule && schedule->compiled) {
+    const CompiledGemm& gemm = next_compiled(context, unplaced.spec);
+    plan = &gemm.plan;
+    written = schedule->first_run ? gemm.weight_bytes : 0;
+  } else {
+    planned =
+        plan_conv(backend.config(), unplaced.spec, g, place_weights(context, weight, b, written));
+    if (schedule && schedule->recording) {
+      // Compiling: planned, not run; what follows runs on zeros.
+      schedule->recording->push_back({{context.node->name, written, false, false, planned}});
+      return decltype(execute_conv(planned, backend, x, image_stride, b, columns).out)(
+          std::size_t{g.batch} * g.out_h() * g.out_w(), unplaced.spec.n);
+    }
+  }
+  auto run = execute_conv(*plan, backend, x, image_stride, b, columns);
   require_halt(run.result);
-  record_run(context, plan, written, run.result);
+  record_run(context, *plan, written, run.result);
   return std::move(run.out);
 }
 
@@ -367,8 +384,9 @@ std::optional<std::vector<float>> conv_product(Context& context, const ConvGeome
                                                const float* b, std::size_t n, WeightOf weight,
                                                ProductEpilogue epilogue) {
   std::vector<num::fp32_t> bias;
-  const GemmSpec spec = bf16_spec(n, epilogue, bias);
-  if (!conv_plan(context, context.accelerator, spec, g)) return std::nullopt;
+  const std::optional<GemmPlan> plan =
+      conv_plan(context.accelerator, bf16_spec(n, epilogue, bias), g);
+  if (!plan) return std::nullopt;
   const std::size_t m = std::size_t{g.batch} * g.out_h() * g.out_w(), k = g.taps() * g.channels;
   count_product(context, m, k, n, true);
   // The group's images in bf16, one after the other.
@@ -380,7 +398,7 @@ std::optional<std::vector<float>> conv_product(Context& context, const ConvGeome
               images.begin() + static_cast<std::ptrdiff_t>(i * image));
   }
   const num::MatrixFp32 out =
-      run_conv(context, spec, g, images.data(), image, nn::bf16_matrix(b, k, n), weight,
+      run_conv(context, *plan, images.data(), image, nn::bf16_matrix(b, k, n), weight,
                epilogue.bias ? &bias : nullptr);
   std::vector<float> c(m * n);
   std::memcpy(c.data(), out.data.data(), c.size() * sizeof(float));
@@ -564,14 +582,15 @@ std::optional<std::vector<std::int32_t>> conv_product_int8(
   if (epilogue.weight_zero_point != 0) return std::nullopt;
   const std::vector<num::RequantParams> columns = requant_params(epilogue, n);
   RequantColumns requant;
-  const GemmSpec spec = int8_spec(epilogue, n, columns, requant);
-  if (!conv_plan(context, int8_accelerator(context), spec, g)) return std::nullopt;
+  const std::optional<GemmPlan> plan =
+      conv_plan(int8_accelerator(context), int8_spec(epilogue, n, columns, requant), g);
+  if (!plan) return std::nullopt;
   const std::size_t m = std::size_t{g.batch} * g.out_h() * g.out_w(), k = g.taps() * g.channels;
   count_product(context, m, k, n, true);
   num::MatrixI8 b8(k, n);
   std::copy(b, b + k * n, b8.data.begin());
-  return run_conv(context, spec, g, x, image_stride, b8, weight,
-                  spec.out == OutType::Int8 ? &requant : nullptr)
+  return run_conv(context, *plan, x, image_stride, b8, weight,
+                  plan->spec.out == OutType::Int8 ? &requant : nullptr)
       .data;
 }
 
