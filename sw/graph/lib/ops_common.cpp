@@ -194,7 +194,10 @@ void record_run(Context& context, const GemmPlan& plan, std::uint64_t weights_wr
     const Counters& counters = *result.counters;
     figures.counted = true;
     figures.cycles += counters[regs::kCntCyclesIndex];
-    figures.useful_macs += counters[regs::kCntUsefulMacsIndex];
+    // The core counts a convolution's wide rows, each the same MACs: its output pixels' share.
+    const ConvGeometry& g = plan.conv;
+    const std::uint64_t useful = counters[regs::kCntUsefulMacsIndex];
+    figures.useful_macs += g.empty() ? useful : useful / spec.m * g.batch * g.out_h() * g.out_w();
     figures.bus_bytes +=
         (counters[regs::kCntDmaReadBeatsIndex] + counters[regs::kCntDmaWriteBeatsIndex]) *
         backend.config().bus_bytes;
