@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 
 #include "common/conv_operands.hpp"
 #include "common/gemm_operands.hpp"
@@ -138,6 +139,83 @@ TEST_P(CoreGemm, RandomHostMemoryTiming) {
   check_gemm(config, s, random_operands(rng, s, 5), options);
 }
 
+// A convolution's plan, or none where its image is too wide for this core's unified buffer
+// (test_conv_compiler's cases).
+std::optional<GemmPlan> fitting_plan(const HardwareConfig& config, const GemmSpec& spec,
+                                     const ConvGeometry& g) {
+  try {
+    return plan_conv(config, spec, g);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
+// A convolution's plan run on the RTL and the model (the harness compares what they leave), its
+// operands written into each by `write(memory)`: `read(memory)` of the RTL's result.
+template <typename Write, typename Read>
+auto run_on_both(const HardwareConfig& config, const GemmPlan& plan, Write write, Read read) {
+  CoreHarness h(config, {}, plan.memory_bytes);
+  write(h.rtl().memory());
+  write(h.model().memory());
+  const BothResults r = h.run(plan.program, plan.prog_addr);
+  EXPECT_TRUE(r.rtl.ok()) << regs::error_name(r.rtl.error);
+  return read(h.rtl().memory());
+}
+
+// The im2col product's spec of a convolution's.
+GemmSpec im2col_spec(GemmSpec spec, const ConvGeometry& g) {
+  spec.m = g.batch * g.out_h() * g.out_w();
+  spec.k = g.taps() * g.channels;
+  return spec;
+}
+
+// int8 convolutions (Q-MAC, the padding the input zero point; requantised or int32 sums) on a
+// core with the int8 datapath, as ConvolutionsFromTheirImages checks bf16 ones.
+void check_int8_convolutions(const HardwareConfig& config) {
+  oracle::OperandRng rng(test::test_seed() + 6);
+  const auto int8 = [&] { return static_cast<std::int8_t>(int(rng.uniform(0, 255)) - 128); };
+  int ran = 0;
+  for (int t = 0; t < 4; ++t) {
+    const ConvGeometry g = test::random_conv_geometry(rng, 2 * config.dim + 1);
+    GemmSpec s;
+    s.in = InType::Int8;
+    s.n = static_cast<std::uint32_t>(rng.uniform(1, 2 * config.dim));
+    s.out = t % 2 ? OutType::Int8 : OutType::Int32;
+    s.input_zero_point = int8();
+    RequantColumns requant;
+    if (s.out == OutType::Int8) {
+      s.output_zero_point = int8();
+      for (std::uint32_t j = 0; j < s.n; ++j) {
+        requant.bias.push_back(static_cast<std::int32_t>(rng.uniform(0, 1u << 16)) - (1 << 15));
+        requant.multiplier.push_back(
+            static_cast<std::int32_t>(rng.uniform(1u << 30, (1u << 31) - 1)));
+        requant.shift.push_back(-static_cast<int>(rng.uniform(6, 12)));
+      }
+    }
+    SCOPED_TRACE(test::describe(g) + " n " + std::to_string(s.n));
+    const test::ConvImages<std::int8_t> images =
+        test::random_conv_images<std::int8_t>(rng, g, int8);
+    const GemmSpec im2col = im2col_spec(s, g);
+    num::MatrixI8 b(im2col.k, s.n);
+    for (std::int8_t& v : b.data) v = int8();
+    const RequantColumns* requant_used = s.out == OutType::Int8 ? &requant : nullptr;
+    const std::optional<GemmPlan> plan = fitting_plan(config, s, g);
+    if (!plan) continue;
+    const num::MatrixI8 weights = conv_weights(config, g, b);
+    const num::MatrixI32 got = run_on_both(
+        config, *plan,
+        [&](HostMemory& memory) {
+          write_conv_inputs(*plan, memory, images.first(), images.image_stride(), weights,
+                            requant_used);
+        },
+        [&](const HostMemory& memory) { return read_gemm_output_int(*plan, memory); });
+    const num::MatrixI8 cols = images.im2col(static_cast<std::int8_t>(s.input_zero_point));
+    ASSERT_EQ(got.data, reference_gemm(im2col, cols, b, nullptr, requant_used).data);
+    ++ran;
+  }
+  EXPECT_GT(ran, 0);
+}
+
 TEST_P(CoreGemm, ConvolutionsFromTheirImages) {
   const HardwareConfig config = config_named(GetParam());
   oracle::OperandRng rng(test::test_seed() + 5);
@@ -157,32 +235,26 @@ TEST_P(CoreGemm, ConvolutionsFromTheirImages) {
     std::size_t next = 0;
     const test::ConvImages<num::bf16_t> images =
         test::random_conv_images<num::bf16_t>(rng, g, [&] { return values.data[next++]; });
-    GemmSpec im2col = s;
-    im2col.m = g.batch * g.out_h() * g.out_w();
-    im2col.k = g.taps() * g.channels;
+    const GemmSpec im2col = im2col_spec(s, g);
     const num::MatrixBf16 b = oracle::random_bf16_matrix(rng, im2col.k, s.n, 5);
     const std::vector<num::fp32_t> bias = oracle::random_seed_matrix(rng, 1, s.n).data;
     const std::vector<num::fp32_t>* bias_used = s.has_bias ? &bias : nullptr;
-
-    GemmPlan plan;
-    try {
-      plan = plan_conv(config, s, g);
-    } catch (const std::invalid_argument&) {
-      continue;  // an image too wide for this core's unified buffer (test_conv_compiler's cases)
-    }
-    CoreHarness h(config, {}, plan.memory_bytes);
+    const std::optional<GemmPlan> plan = fitting_plan(config, s, g);
+    if (!plan) continue;
     const num::MatrixBf16 weights = conv_weights(config, g, b);
-    for (Backend* backend : {static_cast<Backend*>(&h.rtl()), static_cast<Backend*>(&h.model())}) {
-      write_conv_inputs(plan, backend->memory(), images.first(), images.image_stride(), weights,
-                        bias_used);
-    }
-    const BothResults r = h.run(plan.program, plan.prog_addr);
-    ASSERT_TRUE(r.rtl.ok()) << regs::error_name(r.rtl.error);
-    ASSERT_EQ(read_gemm_output(plan, h.rtl().memory()).data,
+    const num::MatrixFp32 got = run_on_both(
+        config, *plan,
+        [&](HostMemory& memory) {
+          write_conv_inputs(*plan, memory, images.first(), images.image_stride(), weights,
+                            bias_used);
+        },
+        [&](const HostMemory& memory) { return read_gemm_output(*plan, memory); });
+    ASSERT_EQ(got.data,
               reference_gemm(im2col, images.im2col(num::bf16_t{}), b, nullptr, bias_used).data);
     ++ran;
   }
   EXPECT_GT(ran, 0);
+  if (config.int8) check_int8_convolutions(config);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tops, CoreGemm,
