@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "oracle/operand_sets.hpp"
+#include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 
 namespace tpu::test {
@@ -99,6 +101,92 @@ ConvImages<T> random_conv_images(oracle::OperandRng& rng, const ConvGeometry& g,
   images.values.resize(std::size_t{g.batch} * images.total_channels * g.height * g.width);
   for (T& v : images.values) v = value();
   return images;
+}
+
+// A random convolution case of one type (bf16: T bf16_t, Columns the bias; int8: T int8_t,
+// Columns Q-REQ's): the spec of its plan (N, types, epilogue), its images, its filters as the
+// im2col product's B, its columns (used where the spec has them), and its expected result.
+template <typename T, typename Columns>
+struct ConvCase {
+  GemmSpec spec;
+  ConvImages<T> images;
+  num::Matrix<T> b;
+  Columns columns;
+
+  const ConvGeometry& geometry() const { return images.geometry; }
+  const Columns* columns_used() const {
+    if constexpr (std::is_same_v<T, std::int8_t>) {
+      return spec.out == OutType::Int8 ? &columns : nullptr;
+    } else {
+      return spec.has_bias ? &columns : nullptr;
+    }
+  }
+  // The im2col product's spec, and its result by the reference computation (the padding +0,
+  // or the input zero point).
+  GemmSpec im2col_spec() const {
+    GemmSpec s = spec;
+    s.m = geometry().batch * geometry().out_h() * geometry().out_w();
+    s.k = geometry().taps() * geometry().channels;
+    return s;
+  }
+  auto expected() const {
+    return reference_gemm(im2col_spec(), images.im2col(static_cast<T>(spec.input_zero_point)), b,
+                          nullptr, columns_used());
+  }
+  std::string describe() const {
+    return test::describe(geometry()) + " n " + std::to_string(spec.n) + " act " +
+           std::to_string(static_cast<int>(spec.act)) + " za " +
+           std::to_string(spec.input_zero_point);
+  }
+};
+
+using Bf16ConvCase = ConvCase<num::bf16_t, std::vector<num::fp32_t>>;
+using Int8ConvCase = ConvCase<std::int8_t, RequantColumns>;
+
+// A bf16 case of the geometry with up to max_n filters: any epilogue, fp32 or bf16 results,
+// operands with special values mixed in.
+inline Bf16ConvCase random_bf16_conv(oracle::OperandRng& rng, const ConvGeometry& g,
+                                     std::uint32_t max_n) {
+  Bf16ConvCase c;
+  c.spec.n = static_cast<std::uint32_t>(rng.uniform(1, max_n));
+  c.spec.has_bias = rng.uniform(0, 1);
+  c.spec.act = static_cast<isa::Func>(rng.uniform(0, isa::kFuncCount - 1));
+  if (c.spec.act == isa::Func::Leaky) c.spec.alpha = rng.bf16();
+  c.spec.out = rng.uniform(0, 1) ? OutType::Bf16 : OutType::Fp32;
+  const num::MatrixBf16 values = oracle::random_bf16_matrix(
+      rng, 1, std::size_t{g.batch} * (g.channels + 3) * g.height * g.width, 5);
+  std::size_t next = 0;
+  c.images = random_conv_images<num::bf16_t>(rng, g, [&] { return values.data[next++]; });
+  c.b = oracle::random_bf16_matrix(rng, std::size_t{g.taps()} * g.channels, c.spec.n, 5);
+  c.columns = oracle::random_seed_matrix(rng, 1, c.spec.n).data;
+  return c;
+}
+
+// An int8 case of the geometry with up to max_n filters: a random input zero point (0 in a third
+// of the `trial`s), requantised to int8 (odd trials; relu's clamp in a fifth) or int32 sums.
+inline Int8ConvCase random_int8_conv(oracle::OperandRng& rng, const ConvGeometry& g,
+                                     std::uint32_t max_n, int trial) {
+  const auto int8 = [&] { return static_cast<std::int8_t>(int(rng.uniform(0, 255)) - 128); };
+  Int8ConvCase c;
+  GemmSpec& s = c.spec;
+  s.in = InType::Int8;
+  s.n = static_cast<std::uint32_t>(rng.uniform(1, max_n));
+  s.out = trial % 2 ? OutType::Int8 : OutType::Int32;
+  s.input_zero_point = trial % 3 ? int8() : 0;
+  if (s.out == OutType::Int8) {
+    s.output_zero_point = int8();
+    s.clamp_lo = trial % 5 ? -128 : s.output_zero_point;
+    for (std::uint32_t j = 0; j < s.n; ++j) {
+      c.columns.bias.push_back(static_cast<std::int32_t>(rng.uniform(0, 1u << 16)) - (1 << 15));
+      c.columns.multiplier.push_back(
+          static_cast<std::int32_t>(rng.uniform(1u << 30, (1u << 31) - 1)));
+      c.columns.shift.push_back(-static_cast<int>(rng.uniform(4, 12)));
+    }
+  }
+  c.images = random_conv_images<std::int8_t>(rng, g, int8);
+  c.b = num::MatrixI8(std::size_t{g.taps()} * g.channels, s.n);
+  for (std::int8_t& v : c.b.data) v = int8();
+  return c;
 }
 
 }  // namespace tpu::test

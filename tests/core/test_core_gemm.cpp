@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <optional>
+#include <type_traits>
 
 #include "common/conv_operands.hpp"
 #include "common/gemm_operands.hpp"
@@ -162,99 +163,52 @@ auto run_on_both(const HardwareConfig& config, const GemmPlan& plan, Write write
   return read(h.rtl().memory());
 }
 
-// The im2col product's spec of a convolution's.
-GemmSpec im2col_spec(GemmSpec spec, const ConvGeometry& g) {
-  spec.m = g.batch * g.out_h() * g.out_w();
-  spec.k = g.taps() * g.channels;
-  return spec;
-}
-
-// int8 convolutions (Q-MAC, the padding the input zero point; requantised or int32 sums) on a
-// core with the int8 datapath, as ConvolutionsFromTheirImages checks bf16 ones.
-void check_int8_convolutions(const HardwareConfig& config) {
-  oracle::OperandRng rng(test::test_seed() + 6);
-  const auto int8 = [&] { return static_cast<std::int8_t>(int(rng.uniform(0, 255)) - 128); };
-  int ran = 0;
-  for (int t = 0; t < 4; ++t) {
-    const ConvGeometry g = test::random_conv_geometry(rng, 2 * config.dim + 1);
-    GemmSpec s;
-    s.in = InType::Int8;
-    s.n = static_cast<std::uint32_t>(rng.uniform(1, 2 * config.dim));
-    s.out = t % 2 ? OutType::Int8 : OutType::Int32;
-    s.input_zero_point = int8();
-    RequantColumns requant;
-    if (s.out == OutType::Int8) {
-      s.output_zero_point = int8();
-      for (std::uint32_t j = 0; j < s.n; ++j) {
-        requant.bias.push_back(static_cast<std::int32_t>(rng.uniform(0, 1u << 16)) - (1 << 15));
-        requant.multiplier.push_back(
-            static_cast<std::int32_t>(rng.uniform(1u << 30, (1u << 31) - 1)));
-        requant.shift.push_back(-static_cast<int>(rng.uniform(6, 12)));
-      }
-    }
-    SCOPED_TRACE(test::describe(g) + " n " + std::to_string(s.n));
-    const test::ConvImages<std::int8_t> images =
-        test::random_conv_images<std::int8_t>(rng, g, int8);
-    const GemmSpec im2col = im2col_spec(s, g);
-    num::MatrixI8 b(im2col.k, s.n);
-    for (std::int8_t& v : b.data) v = int8();
-    const RequantColumns* requant_used = s.out == OutType::Int8 ? &requant : nullptr;
-    const std::optional<GemmPlan> plan = fitting_plan(config, s, g);
-    if (!plan) continue;
-    const num::MatrixI8 weights = conv_weights(config, g, b);
-    const num::MatrixI32 got = run_on_both(
-        config, *plan,
-        [&](HostMemory& memory) {
-          write_conv_inputs(*plan, memory, images.first(), images.image_stride(), weights,
-                            requant_used);
-        },
-        [&](const HostMemory& memory) { return read_gemm_output_int(*plan, memory); });
-    const num::MatrixI8 cols = images.im2col(static_cast<std::int8_t>(s.input_zero_point));
-    ASSERT_EQ(got.data, reference_gemm(im2col, cols, b, nullptr, requant_used).data);
-    ++ran;
-  }
-  EXPECT_GT(ran, 0);
-}
-
-TEST_P(CoreGemm, ConvolutionsFromTheirImages) {
-  const HardwareConfig config = config_named(GetParam());
-  oracle::OperandRng rng(test::test_seed() + 5);
-  const int trials = config.dim >= 16 ? 2 : 4;
+// Random convolutions of a type (test::random_bf16_conv or random_int8_conv) on this core's RTL
+// and model against their im2col products; images too wide for the core are left out.
+template <typename MakeCase>
+void check_random_convolutions(const HardwareConfig& config, std::uint64_t seed, int trials,
+                               MakeCase make_case) {
+  oracle::OperandRng rng(seed);
   int ran = 0;
   for (int t = 0; t < trials; ++t) {
     const ConvGeometry g = test::random_conv_geometry(rng, 2 * config.dim + 1);
-    GemmSpec s;
-    s.n = static_cast<std::uint32_t>(rng.uniform(1, 2 * config.dim));
-    s.has_bias = rng.uniform(0, 1);
-    s.act = static_cast<isa::Func>(rng.uniform(0, isa::kFuncCount - 1));
-    if (s.act == isa::Func::Leaky) s.alpha = rng.bf16();
-    s.out = rng.uniform(0, 1) ? OutType::Bf16 : OutType::Fp32;
-    SCOPED_TRACE(test::describe(g) + " n " + std::to_string(s.n));
-    const num::MatrixBf16 values = oracle::random_bf16_matrix(
-        rng, 1, std::size_t{g.batch} * (g.channels + 3) * g.height * g.width, 5);
-    std::size_t next = 0;
-    const test::ConvImages<num::bf16_t> images =
-        test::random_conv_images<num::bf16_t>(rng, g, [&] { return values.data[next++]; });
-    const GemmSpec im2col = im2col_spec(s, g);
-    const num::MatrixBf16 b = oracle::random_bf16_matrix(rng, im2col.k, s.n, 5);
-    const std::vector<num::fp32_t> bias = oracle::random_seed_matrix(rng, 1, s.n).data;
-    const std::vector<num::fp32_t>* bias_used = s.has_bias ? &bias : nullptr;
-    const std::optional<GemmPlan> plan = fitting_plan(config, s, g);
+    const auto c = make_case(rng, g, t);
+    SCOPED_TRACE(c.describe());
+    const std::optional<GemmPlan> plan = fitting_plan(config, c.spec, g);
     if (!plan) continue;
-    const num::MatrixBf16 weights = conv_weights(config, g, b);
-    const num::MatrixFp32 got = run_on_both(
+    const auto weights = conv_weights(config, g, c.b);
+    const auto got = run_on_both(
         config, *plan,
         [&](HostMemory& memory) {
-          write_conv_inputs(*plan, memory, images.first(), images.image_stride(), weights,
-                            bias_used);
+          write_conv_inputs(*plan, memory, c.images.first(), c.images.image_stride(), weights,
+                            c.columns_used());
         },
-        [&](const HostMemory& memory) { return read_gemm_output(*plan, memory); });
-    ASSERT_EQ(got.data,
-              reference_gemm(im2col, images.im2col(num::bf16_t{}), b, nullptr, bias_used).data);
+        [&](const HostMemory& memory) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(c.b)>, num::MatrixI8>) {
+            return read_gemm_output_int(*plan, memory);
+          } else {
+            return read_gemm_output(*plan, memory);
+          }
+        });
+    ASSERT_EQ(got.data, c.expected().data);
     ++ran;
   }
   EXPECT_GT(ran, 0);
-  if (config.int8) check_int8_convolutions(config);
+}
+
+// bf16 (and on a core with the int8 datapath, int8) convolutions from their images.
+TEST_P(CoreGemm, ConvolutionsFromTheirImages) {
+  const HardwareConfig config = config_named(GetParam());
+  const int trials = config.dim >= 16 ? 2 : 4;
+  check_random_convolutions(config, test::test_seed() + 5, trials,
+                            [&](oracle::OperandRng& rng, const ConvGeometry& g, int) {
+                              return test::random_bf16_conv(rng, g, 2 * config.dim);
+                            });
+  if (!config.int8) return;
+  check_random_convolutions(config, test::test_seed() + 6, 4,
+                            [&](oracle::OperandRng& rng, const ConvGeometry& g, int trial) {
+                              return test::random_int8_conv(rng, g, 2 * config.dim, trial);
+                            });
 }
 
 INSTANTIATE_TEST_SUITE_P(Tops, CoreGemm,

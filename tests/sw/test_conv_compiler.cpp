@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <optional>
-#include <random>
 #include <string>
 
 #include "common/conv_operands.hpp"
@@ -55,85 +54,38 @@ auto run_on_model(const HardwareConfig& config, const GemmPlan& plan,
   return std::move(run.out);
 }
 
-// The im2col product's spec of a convolution's spec and geometry.
-GemmSpec im2col_spec(GemmSpec spec, const ConvGeometry& g) {
-  spec.m = g.batch * g.out_h() * g.out_w();
-  spec.k = g.taps() * g.channels;
-  return spec;
+// Random cases of a type (test::random_bf16_conv or random_int8_conv) against their im2col
+// products: a few images too wide for the small core are refused, the rest run on the model.
+template <typename MakeCase>
+void check_random_convolutions(const HardwareConfig& config, std::uint64_t seed,
+                               MakeCase make_case) {
+  oracle::OperandRng rng(seed);
+  int refused = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const ConvGeometry g = test::random_conv_geometry(rng, 3 * config.dim);
+    const auto c = make_case(rng, g, trial);
+    SCOPED_TRACE(c.describe());
+    const std::optional<GemmPlan> plan = plan_or_refuse(config, c.spec, g, refused);
+    if (!plan) continue;
+    ASSERT_EQ(run_on_model(config, *plan, c.images, c.b, c.columns_used()).data, c.expected().data);
+  }
+  EXPECT_LE(refused, 10);
 }
 
 TEST(ConvCompiler, Bf16ConvolutionsMatchTheirIm2colProducts) {
   const HardwareConfig config = small_core();
-  oracle::OperandRng rng(test::test_seed());
-  int refused = 0;
-  for (int trial = 0; trial < 60; ++trial) {
-    const ConvGeometry g = test::random_conv_geometry(rng, 3 * config.dim);
-    GemmSpec s;
-    s.n = static_cast<std::uint32_t>(rng.uniform(1, 2 * config.dim + 1));
-    s.has_bias = rng.uniform(0, 1);
-    s.act = static_cast<isa::Func>(rng.uniform(0, isa::kFuncCount - 1));
-    if (s.act == isa::Func::Leaky) s.alpha = rng.bf16();
-    s.out = rng.uniform(0, 1) ? OutType::Bf16 : OutType::Fp32;
-    SCOPED_TRACE(test::describe(g) + " n " + std::to_string(s.n) + " act " +
-                 std::to_string(static_cast<int>(s.act)));
-    const num::MatrixBf16 values = oracle::random_bf16_matrix(
-        rng, 1, std::size_t{g.batch} * (g.channels + 3) * g.height * g.width, 5);
-    std::size_t next = 0;
-    const test::ConvImages<num::bf16_t> images =
-        test::random_conv_images<num::bf16_t>(rng, g, [&] { return values.data[next++]; });
-    const GemmSpec im2col = im2col_spec(s, g);
-    const num::MatrixBf16 b = oracle::random_bf16_matrix(rng, im2col.k, s.n, 5);
-    const std::vector<num::fp32_t> bias = oracle::random_seed_matrix(rng, 1, s.n).data;
-    const std::vector<num::fp32_t>* bias_used = s.has_bias ? &bias : nullptr;
-
-    const std::optional<GemmPlan> plan = plan_or_refuse(config, s, g, refused);
-    if (!plan) continue;
-    ASSERT_EQ(run_on_model(config, *plan, images, b, bias_used).data,
-              reference_gemm(im2col, images.im2col(num::bf16_t{}), b, nullptr, bias_used).data);
-  }
-  EXPECT_LE(refused, 10);
+  check_random_convolutions(config, test::test_seed(),
+                            [&](oracle::OperandRng& rng, const ConvGeometry& g, int) {
+                              return test::random_bf16_conv(rng, g, 2 * config.dim + 1);
+                            });
 }
 
 TEST(ConvCompiler, Int8ConvolutionsMatchTheirIm2colProducts) {
   const HardwareConfig config = int8_core();
-  oracle::OperandRng rng(test::test_seed() + 1);
-  std::mt19937_64 values(test::test_seed() + 1);
-  std::uniform_int_distribution<int> int8(-128, 127);
-  std::uniform_int_distribution<std::int32_t> multiplier(1 << 30, 0x7FFFFFFF), shift(-8, 4);
-  int refused = 0;
-  for (int trial = 0; trial < 60; ++trial) {
-    const ConvGeometry g = test::random_conv_geometry(rng, 3 * config.dim);
-    GemmSpec s;
-    s.in = InType::Int8;
-    s.n = static_cast<std::uint32_t>(rng.uniform(1, 2 * config.dim + 1));
-    s.out = trial % 2 ? OutType::Int8 : OutType::Int32;
-    s.input_zero_point = trial % 3 ? int8(values) : 0;
-    RequantColumns requant;
-    if (s.out == OutType::Int8) {
-      s.output_zero_point = int8(values);
-      s.clamp_lo = trial % 5 ? -128 : s.output_zero_point;
-      for (std::uint32_t j = 0; j < s.n; ++j) {
-        requant.bias.push_back(int8(values) * 1000);
-        requant.multiplier.push_back(multiplier(values));
-        requant.shift.push_back(shift(values));
-      }
-    }
-    SCOPED_TRACE(test::describe(g) + " n " + std::to_string(s.n) + " za " +
-                 std::to_string(s.input_zero_point));
-    const test::ConvImages<std::int8_t> images = test::random_conv_images<std::int8_t>(
-        rng, g, [&] { return static_cast<std::int8_t>(int8(values)); });
-    const GemmSpec im2col = im2col_spec(s, g);
-    num::MatrixI8 b(im2col.k, s.n);
-    for (std::int8_t& v : b.data) v = static_cast<std::int8_t>(int8(values));
-    const RequantColumns* requant_used = s.out == OutType::Int8 ? &requant : nullptr;
-
-    const std::optional<GemmPlan> plan = plan_or_refuse(config, s, g, refused);
-    if (!plan) continue;
-    const num::MatrixI8 cols = images.im2col(static_cast<std::int8_t>(s.input_zero_point));
-    ASSERT_EQ(run_on_model(config, *plan, images, b, requant_used).data,
-              reference_gemm(im2col, cols, b, nullptr, requant_used).data);
-  }
-  EXPECT_LE(refused, 10);
+  check_random_convolutions(config, test::test_seed() + 1,
+                            [&](oracle::OperandRng& rng, const ConvGeometry& g, int trial) {
+                              return test::random_int8_conv(rng, g, 2 * config.dim + 1, trial);
+                            });
 }
 
 // Rows of several images in several blocks, each loading the rows its kernel reaches past it:
@@ -147,9 +99,9 @@ TEST(ConvCompiler, BlocksLoadTheirRowsAndTheKernelsReach) {
   g.height = g.width = 6;
   g.kernel_h = g.kernel_w = 3;
   g.pad_top = g.pad_left = g.pad_bottom = g.pad_right = 1;
-  GemmSpec s;
-  s.n = 3;
-  const GemmPlan plan = plan_conv(config, s, g);
+  oracle::OperandRng rng(test::test_seed() + 2);
+  const test::Bf16ConvCase c = test::random_bf16_conv(rng, g, 3);
+  const GemmPlan plan = plan_conv(config, c.spec, g);
   // Rows of 6 pixels and a zero pixel, the right padding of one and the left of the next; 7 of
   // them an image, the last the bottom padding of one image and the top of the next.
   EXPECT_EQ(g.phase_w(), 7u);
@@ -160,18 +112,9 @@ TEST(ConvCompiler, BlocksLoadTheirRowsAndTheKernelsReach) {
   EXPECT_EQ(plan.a_span, plan.block_rows + 2 * 7 + 2);
   // The padded images once, and the rows the last taps read past them: 8 lanes of bf16.
   EXPECT_EQ(plan.a_bytes(), (90u + 16) * 8 * 2);
-  EXPECT_EQ(plan.result_bytes(), 2u * 6 * 6 * 4 * 4);
-
-  oracle::OperandRng rng(test::test_seed() + 2);
-  const num::MatrixBf16 values = oracle::random_bf16_matrix(rng, 1, std::size_t{2} * 8 * 36, 0);
-  std::size_t next = 0;
-  const test::ConvImages<num::bf16_t> images =
-      test::random_conv_images<num::bf16_t>(rng, g, [&] { return values.data[next++]; });
-  const num::MatrixBf16 b = oracle::random_bf16_matrix(rng, 45, 3, 0);
-  const std::vector<num::fp32_t>* no_bias = nullptr;
-  EXPECT_EQ(
-      run_on_model(config, plan, images, b, no_bias).data,
-      reference_gemm(im2col_spec(s, g), images.im2col(num::bf16_t{}), b, nullptr, nullptr).data);
+  // The output pixels' rows: 4 columns (up to 3 filters) of fp32 or bf16.
+  EXPECT_EQ(plan.result_bytes(), 2u * 6 * 6 * 4 * plan.out_elem_bytes());
+  EXPECT_EQ(run_on_model(config, plan, c.images, c.b, c.columns_used()).data, c.expected().data);
 }
 
 TEST(ConvCompiler, WhatThePlanCannotTakeIsRefused) {
