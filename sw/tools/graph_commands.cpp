@@ -67,7 +67,8 @@ namespace {}  // namespace
 void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std::size_t run_count,
                  Backend* backend) {
   struct Row {
-    std::uint64_t nodes = 0, macs = 0, products = 0, programs = 0, cycles = 0, useful = 0;
+    std::uint64_t nodes = 0, macs = 0, products = 0, programs = 0, from_images = 0, cycles = 0,
+                  useful = 0;
     std::uint64_t bytes = 0;
     std::uint64_t weights = 0, host = 0;
     double estimated = 0;
@@ -81,6 +82,7 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
       row->macs += r.macs;
       row->products += r.products;
       row->programs += r.programs;
+      row->from_images += r.from_images;
       row->cycles += r.cycles;
       row->useful += r.useful_macs;
       row->bytes += r.bus_bytes;
@@ -137,6 +139,10 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
         ";\n  weights written to the core's memory once, resident for all {} run(s): {} bytes; "
         "operands, programs and results: {} bytes ({} per input)",
         run_count, total.weights, total.host, total.host / per);
+  }
+  if (total.from_images > 0) {
+    fmt::print(";\n  convolutions from their images, not their im2col rows: {} of the products",
+               total.from_images);
   }
   fmt::print("\n");
 }

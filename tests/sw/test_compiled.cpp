@@ -499,10 +499,17 @@ TEST(CompiledModel, ConvolutionsFromTheirImages) {
   Session session(graph, &graph_core);
   for (int run_index = 0; run_index < 2; ++run_index) {
     const std::vector<Tensor> inputs = {values.tensor({2, 16, 14, 14})};
-    const std::vector<Tensor> y = compiled.run(inputs);
-    const std::vector<Tensor> expected = session.run(inputs);
+    std::vector<OpRun> compiled_runs, runs;
+    const std::vector<Tensor> y = compiled.run(inputs, &compiled_runs);
+    const std::vector<Tensor> expected = session.run(inputs, &runs);
     ASSERT_EQ(y.size(), 1u);
     EXPECT_TRUE(same_bits(y[0], expected[0])) << "run " << run_index;
+    // --stats counts them, in the compiled model's runs as in the graph's.
+    std::size_t counted = 0, counted_compiled = 0;
+    for (const OpRun& r : runs) counted += r.from_images;
+    for (const OpRun& r : compiled_runs) counted_compiled += r.from_images;
+    EXPECT_EQ(counted, from_images);
+    EXPECT_EQ(counted_compiled, from_images);
   }
 }
 

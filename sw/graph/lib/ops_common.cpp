@@ -183,6 +183,7 @@ void record_run(Context& context, const GemmPlan& plan, std::uint64_t weights_wr
   const std::uint64_t column_bytes = std::uint64_t{plan.n_pad} * 4 * column_rows;
   const std::uint64_t c_bytes = spec.has_c ? std::uint64_t{spec.m} * plan.n_pad * 4 : 0;
   ++figures.products;
+  figures.from_images += plan.conv.empty() ? 0 : 1;
   figures.weight_bytes += weights_written;
   figures.estimated_cycles += estimate_cycles(plan).cycles;
   const std::uint64_t a_bytes = plan.input_resident ? 0 : plan.a_bytes();

@@ -74,6 +74,9 @@ struct OpRun {
   // (products that keep their results in the core's memory for the next) runs as one program,
   // counted at its last.
   std::uint64_t programs = 0;
+  // Of those GEMMs, the convolutions the core ran from their images (plan_conv), not from their
+  // im2col rows.
+  std::uint64_t from_images = 0;
   // Bytes the host wrote into the accelerator's memory and read from it for those GEMMs: the
   // weights (written on a session's first run only: they stay resident), and the rest (the
   // other operands, the programs and the results).
