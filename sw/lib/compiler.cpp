@@ -173,13 +173,24 @@ class GemmEmitter {
       k_loop(mm, spec_.k, nt * k_tiles_ * tile_bytes);
       return;
     }
-    // A convolution's: tap after tap, each over the channels of its phase's rows at its offset.
+    // A convolution's: tap after tap, each over the channels of its phase's rows at its offset
+    // (a row of taps in one MATMUL where taps_per_matmul says so).
     const ConvGeometry& conv = plan_.conv;
-    for (std::uint32_t tap = 0; tap < conv.taps(); ++tap) {
+    const std::uint32_t per_matmul = plan_.taps_per_matmul();
+    for (std::uint32_t tap = 0; tap < conv.taps(); tap += per_matmul) {
       mm.addr_a = a_base(mb) + conv.tap_phase(tap) * c_tiles_ * plan_.a_span + conv.tap_offset(tap);
-      mm.step_a = plan_.a_span;
       mm.acc0 = seeded || tap > 0;
-      k_loop(mm, conv.channels, (nt * k_tiles_ + tap * c_tiles_) * tile_bytes);
+      const std::uint32_t tile = (nt * k_tiles_ + tap * c_tiles_) * tile_bytes;
+      if (per_matmul == 1) {
+        mm.step_a = plan_.a_span;
+        k_loop(mm, conv.channels, tile);
+        continue;
+      }
+      mm.count = per_matmul;
+      mm.step_a = conv.dilation_w;
+      mm.k_valid = conv.channels;
+      mm.host_addr = plan_.b_addr + tile;
+      builder_.matmul(mm);
     }
   }
 

@@ -51,7 +51,8 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
   const bool seeded = s.has_c || plan.has_seed_row();
   // Weight rows per (M block, N tile): whole tiles, then the k_valid rows of the last.
   const double weight_beats = taps * loop_k * ub_row_beats;
-  const double matmuls = taps * (partial_k && loop_k > c.dim ? 2 : 1);
+  const double matmuls =
+      taps / (conv.empty() ? 1 : plan.taps_per_matmul()) * (partial_k && loop_k > c.dim ? 2 : 1);
   // The array's pipeline, Dim + MulStages + Dim x (AddStages + 1) cycles
   // (docs/core.md), and the shortest spacing of two tiles' first rows:
   // Rows + 1 + FreeDelay, FreeDelay = (Rows - 1)(Lp - 2) for a partial-sum

@@ -171,6 +171,12 @@ struct GemmPlan {
   std::uint64_t a_bytes() const;
   std::uint64_t out_bytes() const { return std::uint64_t{spec.m} * n_pad * out_elem_bytes(); }
   std::uint64_t result_bytes() const;
+  // A convolution's taps one MATMUL runs: with one channel tile and no horizontal stride, a row
+  // of taps (kx = 0 .. kernel_w - 1) reads one phase's rows dilation_w apart, against tiles one
+  // after the other; otherwise one tap.
+  std::uint32_t taps_per_matmul() const {
+    return k_pad / conv.taps() == config.dim && conv.stride_w == 1 ? conv.kernel_w : 1;
+  }
 };
 
 // Operands lie in host memory at multiples of this (any bus width's).
