@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "tpu/numerics/activation.hpp"
 #include "tpu/program.hpp"
@@ -694,23 +695,45 @@ void write_weights(const HardwareConfig& config, HostMemory& memory, std::uint32
 
 namespace {
 
-// The plan's kind against the operands' (a convolution's plan takes images, a GEMM's A).
-void check_kind(const GemmPlan& plan, bool conv) {
+// The plan against the operands T (bf16 or int8) and their kind (a convolution's plan takes
+// images, a GEMM's A).
+template <typename T>
+void check_plan(const GemmPlan& plan, bool conv) {
+  if (plan.spec.int8() != std::is_same_v<T, std::int8_t>) {
+    throw std::invalid_argument(plan.spec.int8() ? "the plan is of an int8 product: int8 operands"
+                                                 : "the plan is of a bf16 product: bf16 operands");
+  }
   if (plan.conv.empty() == conv) {
     throw std::invalid_argument(conv ? "the plan is of a GEMM: write_gemm_inputs"
                                      : "the plan is of a convolution: write_conv_inputs");
   }
 }
 
-// What a GEMM's and a convolution's operands share after A: B (unless resident), C, the bias and
-// the program (unless resident); the shapes checked.
-void write_operands(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& b,
-                    const num::MatrixFp32* c, const std::vector<num::fp32_t>* bias) {
-  const GemmSpec& s = plan.spec;
-  if (s.has_bias != (bias != nullptr)) {
+// The column rows given against the plan: a bf16 product's bias; an int8 product's Q-REQ
+// parameters.
+void check_columns_of(const GemmPlan& plan, const std::vector<num::fp32_t>* bias) {
+  if (plan.spec.has_bias != (bias != nullptr)) {
     throw std::invalid_argument("bias given or missing against the plan");
   }
-  check_columns("bias", bias, s.n);
+  check_columns("bias", bias, plan.spec.n);
+}
+
+void check_columns_of(const GemmPlan& plan, const RequantColumns* requant) {
+  const std::uint32_t n = plan.spec.n;
+  if ((plan.spec.out == OutType::Int8) != (requant != nullptr)) {
+    throw std::invalid_argument("requantisation parameters given or missing against the plan");
+  }
+  if (requant) {
+    check_columns("bias", &requant->bias, n);
+    check_columns("multiplier", &requant->multiplier, n);
+    check_columns("shift", &requant->shift, n);
+  }
+}
+
+// What a GEMM's and a convolution's operands share after A, checked: B (unless resident), C, the
+// bias and the program (unless resident).
+void write_operands(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& b,
+                    const num::MatrixFp32* c, const std::vector<num::fp32_t>* bias) {
   if (!plan.weights_resident) {
     write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
                 plan.n_pad / plan.config.dim);
@@ -726,14 +749,6 @@ void write_operands(const GemmPlan& plan, HostMemory& memory, const num::MatrixI
                     const num::MatrixI32* c, const RequantColumns* requant) {
   const GemmSpec& s = plan.spec;
   const bool requantize = s.out == OutType::Int8;
-  if (requantize != (requant != nullptr)) {
-    throw std::invalid_argument("requantisation parameters given or missing against the plan");
-  }
-  if (requant) {
-    check_columns("bias", &requant->bias, s.n);
-    check_columns("multiplier", &requant->multiplier, s.n);
-    check_columns("shift", &requant->shift, s.n);
-  }
   if (!plan.weights_resident) {
     write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
                 plan.n_pad / plan.config.dim);
@@ -766,8 +781,9 @@ template <typename T, typename Acc, typename Columns>
 void write_gemm_operands(const GemmPlan& plan, HostMemory& memory, const num::Matrix<T>& a,
                          const num::Matrix<T>& b, const num::Matrix<Acc>* c,
                          const Columns* columns) {
-  check_kind(plan, false);
+  check_plan<T>(plan, false);
   check_operands(plan, a, b, c);
+  check_columns_of(plan, columns);
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
   if (!plan.input_resident) write_rows(memory, plan.a_addr, a, plan.k_pad);
   write_operands(plan, memory, b, c, columns);
@@ -779,9 +795,10 @@ template <typename T, typename Columns>
 void write_conv_operands(const GemmPlan& plan, HostMemory& memory, const T* x,
                          std::size_t image_stride, const num::Matrix<T>& b, T pad,
                          const Columns* columns) {
-  check_kind(plan, true);
+  check_plan<T>(plan, true);
   const ConvGeometry& g = plan.conv;
   check_matrix("B", b.rows, b.cols, plan.spec.k, plan.spec.n, b.data.size());
+  check_columns_of(plan, columns);
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
   const std::size_t c_pad = plan.k_pad / g.taps(), plane = std::size_t{g.height} * g.width;
   const std::size_t qh = g.phase_h(), qw = g.phase_w(), phase_rows = g.phase_rows();
@@ -808,32 +825,24 @@ void write_conv_operands(const GemmPlan& plan, HostMemory& memory, const T* x,
 void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& a,
                        const num::MatrixBf16& b, const num::MatrixFp32* c,
                        const std::vector<num::fp32_t>* bias) {
-  if (plan.spec.int8())
-    throw std::invalid_argument("the plan is of an int8 product: int8 operands");
   write_gemm_operands(plan, memory, a, b, c, bias);
 }
 
 void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixI8& a,
                        const num::MatrixI8& b, const num::MatrixI32* c,
                        const RequantColumns* requant) {
-  if (!plan.spec.int8())
-    throw std::invalid_argument("the plan is of a bf16 product: bf16 operands");
   write_gemm_operands(plan, memory, a, b, c, requant);
 }
 
 void write_conv_inputs(const GemmPlan& plan, HostMemory& memory, const num::bf16_t* x,
                        std::size_t image_stride, const num::MatrixBf16& b,
                        const std::vector<num::fp32_t>* bias) {
-  if (plan.spec.int8())
-    throw std::invalid_argument("the plan is of an int8 product: int8 operands");
   write_conv_operands(plan, memory, x, image_stride, b, num::bf16_t{}, bias);
 }
 
 void write_conv_inputs(const GemmPlan& plan, HostMemory& memory, const std::int8_t* x,
                        std::size_t image_stride, const num::MatrixI8& b,
                        const RequantColumns* requant) {
-  if (!plan.spec.int8())
-    throw std::invalid_argument("the plan is of a bf16 product: bf16 operands");
   write_conv_operands(plan, memory, x, image_stride, b,
                       static_cast<std::int8_t>(plan.spec.input_zero_point), requant);
 }

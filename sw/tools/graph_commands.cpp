@@ -62,8 +62,6 @@ graph::Graph network_file_graph(const nn::Network& net, const std::string& path)
   }
 }
 
-namespace {}  // namespace
-
 void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std::size_t run_count,
                  Backend* backend) {
   struct Row {

@@ -138,8 +138,8 @@ std::vector<std::vector<float>> products(Context& context, const std::vector<Pro
 // group's channels of each image (image i's at x + i * image_stride, N x C x H x W), b its
 // filters as the im2col product's B (taps x C rows in (ky, kx, c) order, by n), the result a
 // row per output pixel, as product() gives it for the im2col matrix, bit for bit. None where the
-// core does not take it so (conv_plan in ops_common.cpp: no accelerator, a compiled model, an
-// image too wide, an im2col product the cycle model has faster): the caller runs that product.
+// core does not take it so (conv_plan in ops_common.cpp: no accelerator, an image too wide, an
+// im2col product the cycle model has faster): the caller runs that product.
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,
                                                const float* x, std::size_t image_stride,
                                                const float* b, std::size_t n, WeightOf weight,

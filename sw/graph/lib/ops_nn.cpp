@@ -338,27 +338,31 @@ void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<
   const ConvGeometry geometry = conv_geometry(c);
   const auto mg = static_cast<std::size_t>(c.mg);
   const auto plane = static_cast<std::size_t>(c.h * c.w);
+  const auto groups = static_cast<std::size_t>(c.group);
+  // Each group's filters as a depth x mg matrix, B of either product.
+  std::vector<std::vector<T>> weights;
+  for (std::size_t g = 0; g < groups; ++g) {
+    weights.push_back(group_weights(c, w, static_cast<std::int64_t>(g)));
+  }
   std::vector<std::vector<Result>> outs;
-  for (std::size_t g = 0; g < static_cast<std::size_t>(c.group); ++g) {
-    const std::vector<T> b = group_weights(c, w, static_cast<std::int64_t>(g));
+  for (std::size_t g = 0; g < groups; ++g) {
     std::optional<std::vector<Result>> out =
         on_core(geometry, &x[g * static_cast<std::size_t>(c.cg) * plane],
-                static_cast<std::size_t>(c.channels) * plane, b.data(), mg, WeightOf{source, g},
-                epilogue_of(g));
+                static_cast<std::size_t>(c.channels) * plane, weights[g].data(), mg,
+                WeightOf{source, g}, epilogue_of(g));
     if (!out) break;
     outs.push_back(std::move(*out));
   }
-  // Each remaining group's im2col rows and filters (a depth x mg matrix), then their products.
-  std::vector<std::vector<T>> cols, weights;
+  // Each remaining group's im2col rows, then their products.
+  std::vector<std::vector<T>> cols;
   std::vector<Call> calls;
-  for (std::size_t g = outs.size(); g < static_cast<std::size_t>(c.group); ++g) {
+  for (std::size_t g = outs.size(); g < groups; ++g) {
     cols.push_back(im2col(c, x, static_cast<std::int64_t>(g), pad));
-    weights.push_back(group_weights(c, w, static_cast<std::int64_t>(g)));
   }
   for (std::size_t i = 0; i < cols.size(); ++i) {
     const std::size_t g = outs.size() + i;
     calls.push_back(
-        {cols[i].data(), weights[i].data(), c.rows, c.depth, mg, {source, g}, epilogue_of(g)});
+        {cols[i].data(), weights[g].data(), c.rows, c.depth, mg, {source, g}, epilogue_of(g)});
   }
   if (!calls.empty()) {
     for (std::vector<Result>& out : run_all(calls)) outs.push_back(std::move(out));
