@@ -55,6 +55,19 @@ struct ConvImages {
   }
 };
 
+// N square images of C channels, size x size, a square kernel with `pad` pixels of padding on
+// every side, stride and dilation 1.
+inline ConvGeometry square_conv(std::uint32_t batch, std::uint32_t channels, std::uint32_t size,
+                                std::uint32_t kernel, std::uint32_t pad) {
+  ConvGeometry g;
+  g.batch = batch;
+  g.channels = channels;
+  g.height = g.width = size;
+  g.kernel_h = g.kernel_w = kernel;
+  g.pad_top = g.pad_left = g.pad_bottom = g.pad_right = pad;
+  return g;
+}
+
 // A random geometry whose kernel fits its padded image: up to 2 images, up to `max_channels`
 // channels, images up to 7 x 7, kernels up to 3 x 3, strides and dilations up to 2, padding
 // up to 2 on each side.

@@ -93,12 +93,7 @@ TEST(ConvCompiler, Int8ConvolutionsMatchTheirIm2colProducts) {
 // the taps' copies of it im2col would.
 TEST(ConvCompiler, BlocksLoadTheirRowsAndTheKernelsReach) {
   const HardwareConfig config = small_core();
-  ConvGeometry g;
-  g.batch = 2;
-  g.channels = 5;
-  g.height = g.width = 6;
-  g.kernel_h = g.kernel_w = 3;
-  g.pad_top = g.pad_left = g.pad_bottom = g.pad_right = 1;
+  const ConvGeometry g = test::square_conv(2, 5, 6, 3, 1);
   oracle::OperandRng rng(test::test_seed() + 2);
   const test::Bf16ConvCase c = test::random_bf16_conv(rng, g, 3);
   const GemmPlan plan = plan_conv(config, c.spec, g);
@@ -119,11 +114,7 @@ TEST(ConvCompiler, BlocksLoadTheirRowsAndTheKernelsReach) {
 
 TEST(ConvCompiler, WhatThePlanCannotTakeIsRefused) {
   const HardwareConfig config = small_core();
-  ConvGeometry g;
-  g.batch = 1;
-  g.channels = 4;
-  g.height = g.width = 4;
-  g.kernel_h = g.kernel_w = 3;
+  const ConvGeometry g = test::square_conv(1, 4, 4, 3, 0);
   GemmSpec s;
   s.n = 4;
   EXPECT_NO_THROW(plan_conv(config, s, g));
