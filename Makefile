@@ -116,7 +116,9 @@ lint: deps
 	$(LINT_CORE) -GDim=1 -GActLanes=1 -GBusBytes=4 -GQueueDepth=1 -GUbDepth=4 -GAccDepth=4
 	$(LINT_CORE) -GDim=8 -GMulStages=2 -GAddStages=3 -GBusBytes=64 -GActLanes=8 -GQueueDepth=3
 	$(LINT_CORE) -GDim=128 -GActLanes=16 -GUbDepth=2048 -GAccDepth=2048 -GBusBytes=64 -GQueueDepth=4
-	$(LINT_CORE) -GLinkLanes=16 "-GInt8=1'b1"
+	$(LINT_CORE) -GLinkLanes=16 "-GInt8=1'b1" -GVectorLanes=16
+	$(LINT_CORE) -GDim=1 -GActLanes=1 -GVectorLanes=1 -GQueueDepth=1 -GUbDepth=4 -GAccDepth=4
+	$(LINT_CORE) -GDim=8 -GVectorLanes=2 -GAddStages=3
 	$(LINT_CORE) -GDim=4 "-GInt8=1'b1" -GMulStages=2 -GAddStages=3 -GActLanes=2 -GBusBytes=4
 	$(LINT_CORE) -GDim=8 "-GInt8=1'b1" "-GFloat=1'b0" -GActLanes=8 -GBusBytes=8
 	$(LINT_CORE) -GDim=8 "-GInt8=1'b1" "-GFloat=1'b0" -GAddStages=2 -GMulStages=1
@@ -152,8 +154,9 @@ define yosys_synth
 endef
 
 # Generic Yosys synthesis of the matrix unit, without and with every pipeline register, with
-# both modes and int8 only, and of the inter-chip collective unit (synth-units); of small array
-# cores (bf16; int8 only) and of the sequential core (synth-cores); any Yosys warning fails.
+# both modes and int8 only, of the inter-chip collective unit and of the vector unit, which no
+# board build has (synth-units); of small array cores (bf16; int8 only) and of the sequential core
+# (synth-cores); any Yosys warning fails.
 # The boards' builds synthesise those three cores again, failing on a warning too, so CI runs
 # synth-units beside them.
 synth: synth-units synth-cores
@@ -169,6 +172,8 @@ synth-units: $(FPGA_TOOLS)
 	  -set Int8 1 -set Float 0,tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) int8 only)
 	$(call yosys_synth,links,$(TOP_FILES),tpu_collective_unit,-set Dim 4 -set AccDepth 64 \
 	  -set QueueDepth 2 -set LinkLanes 2 -set LinkCredits 4,tpu_collective_unit 4 lanes with 2-lane links)
+	$(call yosys_synth,vector,$(TOP_FILES),tpu_vector_unit,-set Dim 4 -set Lanes 2 -set AccDepth 64 \
+	  -set QueueDepth 2,tpu_vector_unit 4 lanes two at a time)
 
 synth-cores: $(FPGA_TOOLS)
 	$(call yosys_synth,core,$(TOP_FILES),tpu_top,-set Dim 2 -set UbDepth 64 -set AccDepth 64 \

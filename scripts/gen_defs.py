@@ -61,7 +61,7 @@ TYPE_NAMES = {int: "an integer", str: "a string", list: "an array", dict: "a tab
 MEMORIES = ("ub", "acc")
 HOST_DIRECTIONS = ("read", "write")
 HOST_ROW_FIELDS = ("rows", "k_valid")
-LIMITS = ("1..dim", "function", "nonzero")
+LIMITS = ("1..dim", "function", "vector_op", "nonzero")
 # The fields each operand addresses with, which its opcode must use.
 OPERAND_FIELDS = {"source": ("addr_a", "step_a"), "destination": ("addr_b", "step_b"),
                   "bias": ("bias_addr", "bias_step"),
@@ -107,10 +107,14 @@ class Flag:
 
 @dataclass(frozen=True)
 class Rows:
-    """On-chip rows an opcode reads or writes: in `memory`, or the accumulators when the flag
-    `acc_if` (a Flag or None) is set."""
+    """On-chip rows an opcode reads or writes: in `memory`, or in the other memory when the flag
+    `switch_if` (a Flag or None) is set (the key acc_if of a UB operand, ub_if of an ACC one)."""
     memory: str
-    acc_if: object
+    switch_if: object
+
+    @property
+    def other(self):
+        return "acc" if self.memory == "ub" else "ub"
 
 
 @dataclass(frozen=True)
@@ -147,12 +151,15 @@ class Opcode:
     source: object = None       # Rows
     destination: object = None  # Rows
     bias_if: object = None      # the Flag that adds a bias row, or None
+    bias_always: bool = False   # the second operand is read whatever the flags (bias_if None)
+    bias_rows_unless: object = None  # without this Flag, `rows` second-operand rows an iteration
     quant_if: object = None     # the Flag that makes the bias rows a block of three, or None
     host: object = None         # Host
-    limits: tuple = ()          # (Field, "1..dim", "function" or "nonzero")
+    limits: tuple = ()          # (Field, one of LIMITS)
     zero_unless: tuple = ()     # ZeroUnless
     in_place: bool = False      # writes back the source rows it reads
     links: bool = False         # uses the inter-chip links: legal only in a core that has them
+    vector: bool = False        # runs on the vector unit: legal only in a core that has one
     float_unless: object = None  # the Flag without which it needs the float datapath, or None
     requires: tuple = ()        # (Flag, Flag): the first only with the second
     excludes: tuple = ()        # (Flag, Flag or Field): with the first, the second clear or zero
@@ -176,6 +183,7 @@ class Isa:
     fields: dict
     opcodes: tuple
     functions: tuple
+    vector_ops: tuple
 
     @property
     def instruction_bits(self):
@@ -328,7 +336,8 @@ def check_disjoint(parts, where):
 
 def parse_isa(data, source):
     top = checked(data, source,
-                  {"instruction_bytes": int, "fields": dict, "opcodes": dict, "functions": dict})
+                  {"instruction_bytes": int, "fields": dict, "opcodes": dict, "functions": dict,
+                   "vector_ops": dict})
     instruction_bytes = top["instruction_bytes"]
     if instruction_bytes <= 0 or instruction_bytes % (WORD_BITS // 8):
         raise DefsError(f"{source}: instruction_bytes {instruction_bytes} is not a positive "
@@ -348,11 +357,12 @@ def parse_isa(data, source):
                             f"its {WORD_BITS}-bit word")
         check_doc(spec["doc"], where)
         fields[name] = Field(name, spec["word"], spec["lsb"], spec["width"], spec["doc"])
-    for name in (*IMPLICIT_FIELDS, "func"):
+    for name in (*IMPLICIT_FIELDS, "func", "vop"):
         if name not in fields:
             raise DefsError(f"{source}: fields: the '{name}' field is missing")
 
-    functions = parse_functions(top["functions"], fields, source)
+    functions = parse_codes(top["functions"], fields["func"], f"{source}: functions")
+    vector_ops = parse_codes(top["vector_ops"], fields["vop"], f"{source}: vector_ops")
     opcodes = [parse_opcode(name, entry, fields, functions, f"{source}: opcodes.{name}")
                for name, entry in top["opcodes"].items()]
     opcodes.sort(key=lambda opcode: opcode.value)
@@ -361,29 +371,27 @@ def parse_isa(data, source):
     check_unique([(opcode.name, opcode.mnemonic) for opcode in opcodes], "mnemonic",
                  f"{source}: opcodes")
 
-    return Isa(instruction_bytes, fields, tuple(opcodes), functions)
+    return Isa(instruction_bytes, fields, tuple(opcodes), functions, vector_ops)
 
 
-def parse_functions(table, fields, source):
-    functions = []
+def parse_codes(table, field, where):
+    """A table of the codes a field holds ([functions] of func, [vector_ops] of vop)."""
+    codes = []
     for name, entry in table.items():
-        where = f"{source}: functions.{name}"
-        check_name(name, UPPER_NAME, where)
-        spec = checked(entry, where, {"value": int, "mnemonic": str, "doc": str})
-        check_range(spec["value"], 0, (1 << fields["func"].width) - 1, where, "value")
-        check_name(spec["mnemonic"], LOWER_NAME, f"{where}.mnemonic")
-        check_doc(spec["doc"], where)
-        functions.append(Function(name, spec["value"], spec["mnemonic"], spec["doc"]))
-    functions.sort(key=lambda function: function.value)
-    check_unique([(function.name, function.value) for function in functions], "value",
-                 f"{source}: functions")
-    check_unique([(function.name, function.mnemonic) for function in functions], "mnemonic",
-                 f"{source}: functions")
-    # Decoders accept func < FuncCount, which is right only for values 0 .. count-1.
-    if [function.value for function in functions] != list(range(len(functions))):
-        raise DefsError(f"{source}: functions: values must be 0 .. {len(functions) - 1}, "
-                        "without gaps")
-    return tuple(functions)
+        code_where = f"{where}.{name}"
+        check_name(name, UPPER_NAME, code_where)
+        spec = checked(entry, code_where, {"value": int, "mnemonic": str, "doc": str})
+        check_range(spec["value"], 0, (1 << field.width) - 1, code_where, "value")
+        check_name(spec["mnemonic"], LOWER_NAME, f"{code_where}.mnemonic")
+        check_doc(spec["doc"], code_where)
+        codes.append(Function(name, spec["value"], spec["mnemonic"], spec["doc"]))
+    codes.sort(key=lambda code: code.value)
+    check_unique([(code.name, code.value) for code in codes], "value", where)
+    check_unique([(code.name, code.mnemonic) for code in codes], "mnemonic", where)
+    # Decoders accept a value below the count, which is right only for values 0 .. count-1.
+    if [code.value for code in codes] != list(range(len(codes))):
+        raise DefsError(f"{where}: values must be 0 .. {len(codes) - 1}, without gaps")
+    return tuple(codes)
 
 
 def parse_opcode(name, entry, fields, functions, where):
@@ -392,7 +400,8 @@ def parse_opcode(name, entry, fields, functions, where):
                                   "doc": str},
                    {"repeats": bool, "source": dict, "destination": dict, "bias": dict,
                     "host": dict, "limits": dict, "zero_unless": dict, "in_place": bool,
-                    "links": bool, "float_unless": str, "requires": dict, "excludes": dict})
+                    "links": bool, "vector": bool, "float_unless": str, "requires": dict,
+                    "excludes": dict})
     check_range(spec["value"], 0, (1 << fields["opcode"].width) - 1, where, "value")
     check_name(spec["mnemonic"], LOWER_NAME, f"{where}.mnemonic")
     check_doc(spec["doc"], where)
@@ -450,23 +459,34 @@ def parse_semantics(spec, fields, functions, used, flags, where):
         return value
 
     semantics = {"repeats": spec.get("repeats", False), "links": spec.get("links", False),
-                 "in_place": spec.get("in_place", False)}
+                 "vector": spec.get("vector", False), "in_place": spec.get("in_place", False)}
     if semantics["repeats"]:
         needs(("count", "rows"), "repeats")
     if semantics["in_place"] and ("source" not in spec or "destination" in spec):
         raise DefsError(f"{where}.in_place: needs a source and no destination")
     for role in ("source", "destination"):
         if role in spec:
-            rows = checked(spec[role], f"{where}.{role}", {"memory": str}, {"acc_if": str})
+            rows = checked(spec[role], f"{where}.{role}", {"memory": str},
+                           {"acc_if": str, "ub_if": str})
             memory = choice(rows["memory"], MEMORIES, f"{role}.memory")
+            switch_key = "acc_if" if memory == "ub" else "ub_if"
+            wrong_key = "ub_if" if memory == "ub" else "acc_if"
+            if wrong_key in rows:
+                raise DefsError(f"{where}.{role}.{wrong_key}: the operand is in the "
+                                f"{memory.upper()} already")
             # Without iterations an operand is one block of rows: its step is not used.
             needs(OPERAND_FIELDS[role][:None if semantics["repeats"] else 1] + ("rows",), role)
-            semantics[role] = Rows(memory, flag(rows.get("acc_if"), f"{role}.acc_if"))
+            semantics[role] = Rows(memory, flag(rows.get(switch_key), f"{role}.{switch_key}"))
     if "bias" in spec:
-        bias = checked(spec["bias"], f"{where}.bias", {"if": str}, {"quant_if": str})
+        bias = checked(spec["bias"], f"{where}.bias", {},
+                       {"if": str, "quant_if": str, "rows_unless": str})
         needs(OPERAND_FIELDS["bias"], "bias")
-        semantics["bias_if"] = flag(bias["if"], "bias.if")
+        semantics["bias_if"] = flag(bias.get("if"), "bias.if")
+        semantics["bias_always"] = "if" not in bias
+        semantics["bias_rows_unless"] = flag(bias.get("rows_unless"), "bias.rows_unless")
         semantics["quant_if"] = flag(bias.get("quant_if"), "bias.quant_if")
+        if semantics["bias_rows_unless"] and semantics["quant_if"]:
+            raise DefsError(f"{where}.bias: rows_unless and quant_if exclude each other")
     if "host" in spec:
         host = checked(spec["host"], f"{where}.host", {"direction": str, "rows": str},
                        {"if": str, "fp32_if": str, "int8_if": str})
@@ -782,6 +802,15 @@ def sv_isa_package(isa, source):
                      f"{func_width}'d{function.value};")
     lines.append(f"{indent}localparam int unsigned {name('FuncCount')} = {len(isa.functions)};")
 
+    vop_width = isa.fields["vop"].width
+    lines += ["", f"{indent}// Vector operations (the vop field of VECTOR)."]
+    for vector_op in isa.vector_ops:
+        lines += comment(f"{vector_op.mnemonic}: {vector_op.doc}", indent=indent)
+        lines.append(f"{indent}localparam {sv_logic(vop_width)} "
+                     f"{name('Vop' + camel(vector_op.name))} = "
+                     f"{vop_width}'d{vector_op.value};")
+    lines.append(f"{indent}localparam int unsigned {name('VopCount')} = {len(isa.vector_ops)};")
+
     lines += ["", f"{indent}// Fields: lowest bit in the flat instruction, and width."]
     for field in isa.fields.values():
         lines += comment(f"{field.name} (w{field.word}[{field.bits}]): {field.doc}",
@@ -839,6 +868,7 @@ KIND_MEMBERS = (
     ("dst_used", "writes the destination rows (addr_b, step_b)"),
     ("dst_acc", "... in the accumulators, not the unified buffer"),
     ("bias_used", "reads a bias row per iteration (bias_addr, bias_step)"),
+    ("bias_rows", "... rows rows per iteration, not one (VECTOR's second operand)"),
     ("host_used", "reads or writes host memory"),
     ("host_write", "... writes it"),
     ("host_fp32", "... in fp32 rows (4 bytes a lane), not bf16"),
@@ -846,6 +876,7 @@ KIND_MEMBERS = (
     ("host_k_valid", "... k_valid rows per iteration, not rows"),
     ("in_place", "writes back the source rows it reads"),
     ("links", "uses the inter-chip links"),
+    ("vector_unit", "runs on the vector unit"),
     ("bias_quant", "its bias rows are blocks of three: bias, multiplier, shift"),
     ("int8", "sets a flag of the int8 datapath"),
     ("float_dp", "uses the float datapath"),
@@ -872,8 +903,10 @@ def sv_decoder(isa, source):
 
     def rows_acc(opcode, rows):
         if rows.memory == "acc":
-            return is_op(opcode)
-        return None if rows.acc_if is None else when(opcode, rows.acc_if)
+            if rows.switch_if is None:
+                return is_op(opcode)
+            return f"({is_op(opcode)} && !{flag_set(opcode, rows.switch_if)})"
+        return None if rows.switch_if is None else when(opcode, rows.switch_if)
 
     ops = isa.opcodes
     kind = {
@@ -884,7 +917,9 @@ def sv_decoder(isa, source):
         "dst_used": [is_op(op) for op in ops if op.destination],
         "dst_acc": [t for op in ops if op.destination
                     for t in [rows_acc(op, op.destination)] if t],
-        "bias_used": [when(op, op.bias_if) for op in ops if op.bias_if],
+        "bias_used": [when(op, op.bias_if) for op in ops if op.bias_if or op.bias_always],
+        "bias_rows": [f"({is_op(op)} && !{flag_set(op, op.bias_rows_unless)})" for op in ops
+                      if op.bias_rows_unless],
         "host_used": [when(op, op.host.only_if) for op in ops if op.host],
         "host_write": [is_op(op) for op in ops if op.host and op.host.write],
         "host_fp32": [when(op, op.host.fp32_if) for op in ops if op.host and op.host.fp32_if],
@@ -895,6 +930,7 @@ def sv_decoder(isa, source):
         "host_k_valid": [is_op(op) for op in ops if op.host and op.host.rows == "k_valid"],
         "in_place": [is_op(op) for op in ops if op.in_place],
         "links": [is_op(op) for op in ops if op.links],
+        "vector_unit": [is_op(op) for op in ops if op.vector],
         "bias_quant": [f"(Int8 && {when(op, op.quant_if)})" for op in ops if op.quant_if],
         "int8": [when(op, flag) for op in ops for flag in op.flags if flag.int8],
         "float_dp": [f"({is_op(op)} && !{flag_set(op, op.float_unless)})" for op in ops
@@ -914,8 +950,9 @@ def sv_decoder(isa, source):
             elif limit == "nonzero":
                 errors.append(f"({is_op(op)} && {value} == '0)")
             else:
+                count = "FuncCount" if limit == "function" else "VopCount"
                 errors.append(f"({is_op(op)} && {value} >= "
-                              f"{field.width}'(tpu_isa_pkg::FuncCount))")
+                              f"{field.width}'(tpu_isa_pkg::{count}))")
         for rule in op.zero_unless:
             unless = (f"!{flag_set(op, rule.flag)}" if rule.flag else
                       f"fields_o.func != tpu_isa_pkg::Func{camel(rule.function.name)}")
@@ -942,6 +979,7 @@ def sv_decoder(isa, source):
         "module tpu_decode #(",
         f"{indent}parameter int unsigned Dim = 16,  // the array size, a power of two",
         f"{indent}parameter bit Links = 1'b0,  // the core has inter-chip links and a collective unit",
+        f"{indent}parameter bit Vector = 1'b0,  // the core has a vector unit",
         f"{indent}parameter bit Int8 = 1'b0,   // the core has the int8 datapath",
         f"{indent}parameter bit Float = 1'b1,  // ... and the float one (bf16, fp32)",
         f"{indent}localparam int unsigned DimLog2 = $clog2(Dim)",
@@ -969,9 +1007,9 @@ def sv_decoder(isa, source):
                   f"{indent * 3}^(instr_i & {sv_hex(reserved, isa.instruction_bits)});", ""]
     lines.append(f"{indent}always_comb begin")
     for op in ops:
-        # An opcode that needs the links exists only in a core built with them: elsewhere it is
-        # illegal, and nothing of it is left in the netlist.
-        gate = "Links && " if op.links else ""
+        # An opcode that needs the links or the vector unit exists only in a core built with
+        # them: elsewhere it is illegal, and nothing of it is left in the netlist.
+        gate = "Links && " if op.links else "Vector && " if op.vector else ""
         lines.append(f"{indent * 2}{is_op(op)} = {gate}fields_o.opcode == "
                      f"tpu_isa_pkg::Op{camel(op.name)};")
     for member, terms in kind.items():
@@ -1210,6 +1248,13 @@ def cpp_isa_header(isa, source):
               "};",
               f"inline constexpr unsigned {name('kFuncCount')} = {len(isa.functions)};",
               "",
+              "// Vector operations (the vop field of VECTOR).",
+              f"enum class {name('VectorOp')} : std::uint8_t {{",
+              *[f"{CPP_INDENT}{camel(vector_op.name)} = {vector_op.value},"
+                for vector_op in isa.vector_ops],
+              "};",
+              f"inline constexpr unsigned {name('kVectorOpCount')} = {len(isa.vector_ops)};",
+              "",
               "// An instruction field: bits lsb .. lsb+width-1 of word `word`.",
               f"struct {name('FieldSpec')} {{",
               f"{CPP_INDENT}unsigned word, lsb, width;",
@@ -1247,12 +1292,12 @@ def cpp_isa_header(isa, source):
               f"enum class {name('Memory')} : std::uint8_t {{ Ub, Acc }};",
               f"inline constexpr unsigned {name('kNoFlag')} = 0xFF;  // no flag selects it",
               "",
-              "// On-chip rows base + i * step + r: in `memory`, or the accumulators with the flag",
-              "// acc_if.",
+              "// On-chip rows base + i * step + r: in `memory`, or in the other memory with the",
+              "// flag switch_if.",
               f"struct {name('RowsOperand')} {{",
               f"{CPP_INDENT}bool used;",
               f"{CPP_INDENT}Memory memory;",
-              f"{CPP_INDENT}unsigned acc_if;",
+              f"{CPP_INDENT}unsigned switch_if;",
               "};",
               "",
               "// Host rows read or written: `rows` of them per iteration (the field), only with the",
@@ -1267,8 +1312,10 @@ def cpp_isa_header(isa, source):
               f"{CPP_INDENT}unsigned int8_if;",
               "};",
               "",
-              "// A field's legal values: 1 .. the array size, a function code, or not zero.",
-              f"enum class {name('Limit')} : std::uint8_t {{ OneToDim, Function, NonZero }};",
+              "// A field's legal values: 1 .. the array size, a function code, a vector",
+              "// operation's code, or not zero.",
+              f"enum class {name('Limit')} : std::uint8_t {{ OneToDim, Function, VectorOp, "
+              "NonZero };",
               f"struct {name('FieldLimit')} {{",
               f"{CPP_INDENT}const FieldSpec* field;",
               f"{CPP_INDENT}Limit limit;",
@@ -1305,6 +1352,10 @@ def cpp_isa_header(isa, source):
               f"{CPP_INDENT}RowsOperand destination;  // addr_b, step_b",
               f"{CPP_INDENT}unsigned bias_if;  // a bias row per iteration with this flag "
               "(kNoFlag: none)",
+              f"{CPP_INDENT}bool bias_always;  // ... whatever the flags (VECTOR's second "
+              "operand)",
+              f"{CPP_INDENT}unsigned bias_rows_unless;  // ... `rows` rows per iteration "
+              "without this flag",
               f"{CPP_INDENT}unsigned quant_if;  // ... three (bias, multiplier, shift) with this "
               "one",
               f"{CPP_INDENT}HostOperand host;",
@@ -1312,6 +1363,7 @@ def cpp_isa_header(isa, source):
               f"{CPP_INDENT}ConstList<ZeroUnless> zero_unless;",
               f"{CPP_INDENT}bool in_place;  // writes back its source rows",
               f"{CPP_INDENT}bool links;     // needs a core with inter-chip links",
+              f"{CPP_INDENT}bool vector;    // needs a core with a vector unit",
               f"{CPP_INDENT}unsigned float_unless;  // needs the float datapath without this "
               "flag",
               f"{CPP_INDENT}ConstList<FlagRequires> requires;",
@@ -1376,6 +1428,18 @@ def cpp_isa_header(isa, source):
     for function in isa.functions:
         lines += cpp_table_row([f"Func::{camel(function.name)}", cpp_string(function.mnemonic)],
                                function.doc)
+    lines += ["}};",
+              "",
+              f"struct {name('VectorOpInfo')} {{",
+              f"{CPP_INDENT}VectorOp op;",
+              f"{CPP_INDENT}const char* mnemonic;",
+              f"{CPP_INDENT}const char* doc;",
+              "};",
+              f"inline constexpr std::array<VectorOpInfo, kVectorOpCount> "
+              f"{name('kVectorOpTable')}{{{{"]
+    for vector_op in isa.vector_ops:
+        lines += cpp_table_row([f"VectorOp::{camel(vector_op.name)}",
+                                cpp_string(vector_op.mnemonic)], vector_op.doc)
     lines += ["}};", "", "}  // namespace tpu::isa"]
     return "\n".join(lines) + "\n"
 
@@ -1389,12 +1453,13 @@ def cpp_opcode_rules(isa, opcode, prefix, name):
         if operand is None:
             return "{false, Memory::Ub, kNoFlag}"
         return (f"{{true, Memory::{operand.memory.capitalize()}, "
-                f"{flag_bit(operand.acc_if)}}}")
+                f"{flag_bit(operand.switch_if)}}}")
 
     lines = []
     limits = zero_unless = "{nullptr, 0}"
     if opcode.limits:
-        limit_names = {"1..dim": "OneToDim", "function": "Function", "nonzero": "NonZero"}
+        limit_names = {"1..dim": "OneToDim", "function": "Function", "vector_op": "VectorOp",
+                       "nonzero": "NonZero"}
         items = [f"{{&k{camel(field.name)}, Limit::{limit_names[limit]}}}"
                  for field, limit in opcode.limits]
         lines += cpp_list(f"inline constexpr FieldLimit {name(prefix + 'Limits')}[] = {{", items,
@@ -1438,9 +1503,11 @@ def cpp_opcode_rules(isa, opcode, prefix, name):
                           items, "};")
         excludes = f"{{{prefix}Excludes, {len(items)}}}"
     members = ["true" if opcode.repeats else "false", rows(opcode.source),
-               rows(opcode.destination), flag_bit(opcode.bias_if), flag_bit(opcode.quant_if),
-               host_text, limits, zero_unless, "true" if opcode.in_place else "false",
-               "true" if opcode.links else "false", flag_bit(opcode.float_unless), requires,
+               rows(opcode.destination), flag_bit(opcode.bias_if),
+               "true" if opcode.bias_always else "false", flag_bit(opcode.bias_rows_unless),
+               flag_bit(opcode.quant_if), host_text, limits, zero_unless,
+               "true" if opcode.in_place else "false", "true" if opcode.links else "false",
+               "true" if opcode.vector else "false", flag_bit(opcode.float_unless), requires,
                excludes]
     lines += cpp_list(f"inline constexpr OpcodeRules {name(prefix + 'Rules')}{{", members, "};")
     return lines
@@ -1611,24 +1678,38 @@ def isa_doc_tables(isa):
         ["mnemonic", "value", "doc"],
         [[f"`{function.mnemonic}`", str(function.value), function.doc]
          for function in isa.functions])
+    vector_ops = markdown_table(
+        ["mnemonic", "value", "doc"],
+        [[f"`{vector_op.mnemonic}`", str(vector_op.value), vector_op.doc]
+         for vector_op in isa.vector_ops])
     rules = markdown_table(
         ["mnemonic", "source rows", "destination rows", "bias row", "host rows",
          "ILLEGAL_FIELD unless"],
         [[f"`{opcode.mnemonic}`", doc_rows(opcode.source),
           "the source rows" if opcode.in_place else doc_rows(opcode.destination),
-          (f"ACC, with `{opcode.bias_if.name}`" +
-           (f"; three with `{opcode.quant_if.name}`" if opcode.quant_if else ""))
-          if opcode.bias_if else "—",
+          doc_bias(opcode),
           doc_host(opcode.host), doc_rules(opcode)] for opcode in isa.opcodes])
     return {"fields": fields, "opcodes": opcodes, "flags": flags, "functions": functions,
-            "rules": rules}
+            "vector_ops": vector_ops, "rules": rules}
+
+
+def doc_bias(opcode):
+    if opcode.bias_rows_unless:
+        return (f"ACC, `rows` per iteration; one with `{opcode.bias_rows_unless.name}`" +
+                ("" if opcode.bias_always else f"; with `{opcode.bias_if.name}`"))
+    if opcode.bias_if:
+        return (f"ACC, with `{opcode.bias_if.name}`" +
+                (f"; three with `{opcode.quant_if.name}`" if opcode.quant_if else ""))
+    return "ACC" if opcode.bias_always else "—"
 
 
 def doc_rows(rows):
     if rows is None:
         return "—"
     text = rows.memory.upper()
-    return f"{text}; ACC with `{rows.acc_if.name}`" if rows.acc_if else text
+    if rows.switch_if is None:
+        return text
+    return f"{text}; {rows.other.upper()} with `{rows.switch_if.name}`"
 
 
 def doc_host(host):
@@ -1651,6 +1732,7 @@ def doc_rules(opcode):
     for field, limit in opcode.limits:
         rules.append({"1..dim": f"`{field.name}` in 1 .. D",
                       "function": f"`{field.name}` a function code",
+                      "vector_op": f"`{field.name}` a vector operation's code",
                       "nonzero": f"`{field.name}` ≥ 1"}[limit])
     for rule in opcode.zero_unless:
         fields = ", ".join(f"`{field.name}`" for field in rule.fields)

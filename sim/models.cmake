@@ -20,7 +20,8 @@
 # tpu_top's parameters that make a HardwareConfig, and the field each sets.
 set(TPU_CORE_FIELDS Sequential=sequential Dim=dim MulStages=mul_stages AddStages=add_stages
     ActLanes=act_lanes UbDepth=ub_depth AccDepth=acc_depth BusBytes=bus_bytes
-    WeightTiles=weight_tiles LinkLanes=link_lanes Int8=int8 Float=float_datapath)
+    WeightTiles=weight_tiles LinkLanes=link_lanes Int8=int8 Float=float_datapath
+    VectorLanes=vector_lanes)
 set(TPU_MXU_FIELDS Rows=rows Cols=cols MulStages=mul_stages AddStages=add_stages)
 
 function(tpu_model kind name)
@@ -149,30 +150,35 @@ tpu_model(unit axi_bursts_b32 TOP tpu_axi_bursts LIST rtl/axi/axi.f
 
 # The core configurations the tests, the regression and the `tpu` tool use.
 # The default core, with inter-chip links a row wide and room for 64 rows at the receiving end:
-# a pod's chip (docs/pod.md), at full rate up to a link latency of about 28 cycles.
+# a pod's chip (docs/pod.md), at full rate up to a link latency of about 28 cycles; a vector unit
+# of a row's lanes.
 tpu_model(core top_16x16 Sequential=1'b0 Dim=16 MulStages=0 AddStages=0 ActLanes=4 UbDepth=16384
           AccDepth=4096 BusBytes=16 WeightTiles=4 LinkLanes=16 Int8=1'b1 Float=1'b1 QueueDepth=4
-          LinkCredits=64)
+          LinkCredits=64 VectorLanes=16)
 # Pipelined arithmetic; rows narrower than the bus; links of two lanes, a row in two beats, and
-# room for 3 rows at the receiving end. The traced core: make wave-core's default case and the
-# tool's --trace tests run on it.
+# room for 3 rows at the receiving end; a vector unit of two lanes (two groups a row). The traced
+# core: make wave-core's default case and the tool's --trace tests run on it.
 tpu_model(core top_4x4_m1a1 TRACE Sequential=1'b0 Dim=4 MulStages=1 AddStages=1 ActLanes=2
           UbDepth=1024 AccDepth=256 BusBytes=16 WeightTiles=2 LinkLanes=2 Int8=1'b1 Float=1'b1
-          QueueDepth=2 LinkCredits=3)
-# A 32-bit bus: rows of several beats. No links, as on a board: ALLREDUCE is illegal.
+          QueueDepth=2 LinkCredits=3 VectorLanes=2)
+# A 32-bit bus: rows of several beats. No links and no vector unit, as on a board: ALLREDUCE and
+# ELTWISE are illegal.
 tpu_model(core top_8x8_bus4 Sequential=1'b0 Dim=8 MulStages=0 AddStages=0 ActLanes=8
           UbDepth=2048 AccDepth=512 BusBytes=4 WeightTiles=2 LinkLanes=0 Int8=1'b1 Float=1'b1
-          QueueDepth=3)
+          QueueDepth=3 VectorLanes=0)
 # The sequential core, which the iCEBreaker carries: the memories of 4x4_m1a1, so that the error
 # and hazard tests run on both.
 tpu_model(core top_4x4_seq Sequential=1'b1 Dim=4 MulStages=0 AddStages=0 ActLanes=1
-          UbDepth=1024 AccDepth=256 BusBytes=4 WeightTiles=2 LinkLanes=0 Int8=1'b0 Float=1'b1)
+          UbDepth=1024 AccDepth=256 BusBytes=4 WeightTiles=2 LinkLanes=0 Int8=1'b0 Float=1'b1
+          VectorLanes=0)
 # Rows narrower than the bus: bf16 lanes at 2-byte host addresses.
 tpu_model(core top_1x1_seq Sequential=1'b1 Dim=1 MulStages=0 AddStages=0 ActLanes=1
-          UbDepth=1024 AccDepth=256 BusBytes=4 WeightTiles=2 LinkLanes=0 Int8=1'b0 Float=1'b1)
+          UbDepth=1024 AccDepth=256 BusBytes=4 WeightTiles=2 LinkLanes=0 Int8=1'b0 Float=1'b1
+          VectorLanes=0)
 # A weight store of four slots, three of them for READ_WEIGHTS.
 tpu_model(core top_8x8_seq Sequential=1'b1 Dim=8 MulStages=0 AddStages=0 ActLanes=1
-          UbDepth=1024 AccDepth=512 BusBytes=4 WeightTiles=3 LinkLanes=0 Int8=1'b0 Float=1'b1)
+          UbDepth=1024 AccDepth=512 BusBytes=4 WeightTiles=3 LinkLanes=0 Int8=1'b0 Float=1'b1
+          VectorLanes=0)
 # TPU v2's 128x128 matrix unit: its Verilator model for make bench-tpu (-DTPU_LARGE_CORE=ON),
 # otherwise the functional model's alone (the zoo's table in docs/networks.md).
 if(TPU_LARGE_CORE)
@@ -182,7 +188,7 @@ else()
 endif()
 tpu_model(${tpu_v2_kind} top_128x128 Sequential=1'b0 Dim=128 MulStages=0 AddStages=0 ActLanes=16
           UbDepth=2048 AccDepth=2048 BusBytes=64 WeightTiles=2 LinkLanes=128 Int8=1'b1 Float=1'b1
-          QueueDepth=4)
+          QueueDepth=4 VectorLanes=16)
 
 # The FPGA boards of fpga/ whose board.toml asks for a simulation, with its tpu_board parameters:
 # the serial backend's tests and `tpu --backend serial --port sim` talk to these models through a

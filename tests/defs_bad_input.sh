@@ -18,6 +18,7 @@ instruction_bytes = 8
 opcode = { word = 0, lsb = 0,  width = 8,  doc = "operation" }
 flags  = { word = 0, lsb = 8,  width = 8,  doc = "flag bits" }
 func   = { word = 0, lsb = 16, width = 4,  doc = "function" }
+vop    = { word = 0, lsb = 16, width = 4,  doc = "vector operation" }
 count  = { word = 1, lsb = 0,  width = 16, doc = "iterations" }
 
 [opcodes.COPY]
@@ -37,6 +38,9 @@ doc = "stops"
 
 [functions]
 NONE = { value = 0, mnemonic = "none", doc = "identity" }
+
+[vector_ops]
+ADD = { value = 0, mnemonic = "add", doc = "sum" }
 EOF
   cat >"$work/regmap.toml" <<'EOF'
 [registers.ID]
@@ -116,7 +120,8 @@ expect_rejected() {
 # The valid description first: it must generate, and then be up to date.
 mkdir -p "$out/docs"
 printf '<!-- BEGIN GENERATED: %s -->\n<!-- END GENERATED: %s -->\n' \
-  fields fields opcodes opcodes flags flags functions functions rules rules >"$out/docs/isa.md"
+  fields fields opcodes opcodes flags flags functions functions vector_ops vector_ops rules rules \
+  >"$out/docs/isa.md"
 printf '<!-- BEGIN GENERATED: %s -->\n<!-- END GENERATED: %s -->\n' \
   registers registers counters counters errors errors >"$out/docs/registers.md"
 printf '<!-- BEGIN GENERATED: %s -->\n<!-- END GENERATED: %s -->\n' link-constants \
@@ -196,7 +201,8 @@ expect_rejected "operand without its fields" "destination: needs the field 'addr
 
 write_valid_inputs
 sed -i 's/^limits = .*/limits = { count = "2..dim" }/' "$work/isa.toml"
-expect_rejected "unknown limit" "limits.count: '2..dim' is not one of 1..dim, function"
+expect_rejected "unknown limit" \
+  "limits.count: '2..dim' is not one of 1..dim, function, vector_op, nonzero"
 
 write_valid_inputs
 sed -i 's/^limits = .*/zero_unless = { BIAS = ["count"] }/' "$work/isa.toml"

@@ -73,6 +73,9 @@ for tool in verilator yosys; do
   check $tool tpu_top "Dim=2 ActLanes=2 LinkLanes=2" "links need Dim >= 4"
   check $tool tpu_top "LinkLanes=16 LinkCredits=1" "tpu_top: LinkCredits must be in 2..255"
   check $tool tpu_top "Sequential=1'b1 BusBytes=4 LinkLanes=4" "the sequential core has no inter-chip links"
+  check $tool tpu_top "VectorLanes=3" "tpu_top: VectorLanes must be 0 or a power of two up to Dim and 128"
+  check $tool tpu_top "Dim=4 VectorLanes=8" "tpu_top: VectorLanes must be 0 or a power of two up to Dim and 128"
+  check $tool tpu_top "Sequential=1'b1 BusBytes=4 VectorLanes=4" "the sequential core has no vector unit"
 done
 echo "$((checks - failures)) passed, $failures failed"
 [ $failures -eq 0 ]

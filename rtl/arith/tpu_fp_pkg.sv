@@ -231,4 +231,77 @@ package tpu_fp_pkg;
     end
   endfunction
 
+  // ---------------------------------------------------------------------------
+  // fp32 x fp32 (ELTWISE's mul, N-VEC): operands by N-IN, the IEEE product
+  // rounded to nearest even, then results below 2^-126 flushed to a zero of
+  // the product's sign; canonical NaN. The exact product of two 24-bit
+  // significands has 48 bits; IEEE would round a product below 2^-126 on the
+  // subnormal grid (2^-149), which reaches 2^-126 only from
+  // [2^-126 - 2^-150, 2^-126): exponent 0 with a fraction of all ones.
+  // ---------------------------------------------------------------------------
+  function automatic logic [31:0] fp32_mul(input logic [31:0] x, input logic [31:0] y);
+    logic        x_zero, y_zero, x_max, y_max, x_nan, y_nan, sign, top, round_up;
+    logic [47:0] product;
+    logic [22:0] kept;     // the fraction below the leading one
+    logic        guard, sticky;
+    logic [23:0] rounded;  // the kept fraction rounded, its carry on top
+    logic [9:0]  exp_pre, exp_post;  // signed biased exponents, before and after rounding
+    x_zero  = x[30:23] == 8'h00;
+    y_zero  = y[30:23] == 8'h00;
+    x_max   = x[30:23] == 8'hFF;
+    y_max   = y[30:23] == 8'hFF;
+    x_nan   = x_max && x[22:0] != 23'h0;
+    y_nan   = y_max && y[22:0] != 23'h0;
+    sign    = x[31] ^ y[31];
+    product = {24'h0, 1'b1, x[22:0]} * {24'h0, 1'b1, y[22:0]};
+    top     = product[47];
+    kept    = top ? product[46:24] : product[45:23];
+    guard   = top ? product[23] : product[22];
+    sticky  = top ? product[22:0] != 23'h0 : product[21:0] != 22'h0;
+    exp_pre = {2'b00, x[30:23]} + {2'b00, y[30:23]} - 10'd127 + {9'h0, top};
+    round_up = guard && (sticky || kept[0]);
+    rounded  = {1'b0, kept} + {23'h0, round_up};
+    exp_post = exp_pre + {9'h0, rounded[23]};
+
+    if (x_nan || y_nan || (x_max && y_zero) || (y_max && x_zero)) begin
+      fp32_mul = tpu_pkg::Fp32CanonicalNan;
+    end else if (x_max || y_max) begin
+      fp32_mul = {sign, 8'hFF, 23'h0};
+    end else if (x_zero || y_zero) begin
+      fp32_mul = {sign, 31'h0};
+    end else if (exp_pre == 10'd0 && kept == 23'h7FFFFF) begin
+      fp32_mul = {sign, 8'h01, 23'h0};
+    end else if (exp_pre[9] || exp_pre == 10'd0) begin
+      fp32_mul = {sign, 31'h0};
+    end else if (exp_post >= 10'd255) begin
+      fp32_mul = {sign, 8'hFF, 23'h0};
+    end else begin
+      // A carry out of rounding leaves a zero fraction: bits [22:0] are right either way.
+      fp32_mul = {sign, exp_post[7:0], rounded[22:0]};
+    end
+  endfunction
+
+  // The order of fp32 values after N-IN as an unsigned key: -0 below +0. Not for NaN.
+  function automatic logic [31:0] fp32_order_key(input logic [31:0] x);
+    logic [31:0] canonical;
+    canonical = x[30:23] == 8'h00 ? {x[31], 31'h0} : x;
+    fp32_order_key = canonical[31] ? ~canonical : {1'b1, canonical[30:0]};
+  endfunction
+
+  // max and min (ELTWISE, N-VEC): NaN if either operand is, max(-0, +0) = +0 and
+  // min(-0, +0) = -0; a subnormal operand counts as its zero (N-IN) and a zero
+  // or subnormal result is that zero.
+  function automatic logic [31:0] fp32_max_min(input logic [31:0] x, input logic [31:0] y,
+                                               input logic want_max);
+    logic        nan, x_larger;
+    logic [31:0] larger, smaller;
+    nan      = (x[30:23] == 8'hFF && x[22:0] != 23'h0) || (y[30:23] == 8'hFF && y[22:0] != 23'h0);
+    x_larger = fp32_order_key(x) >= fp32_order_key(y);
+    larger   = x_larger ? x : y;
+    smaller  = x_larger ? y : x;
+    fp32_max_min = want_max ? larger : smaller;
+    if (fp32_max_min[30:23] == 8'h00) fp32_max_min = {fp32_max_min[31], 31'h0};
+    if (nan) fp32_max_min = tpu_pkg::Fp32CanonicalNan;
+  endfunction
+
 endpackage

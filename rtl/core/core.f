@@ -1,5 +1,5 @@
 // The array core (tpu_array_core): issue stage, unit queues, hazard checks, memories, the
-// activation function unit (tpu_act_func), the collective unit and the other units.
+// activation function unit (tpu_act_func), the collective unit, the vector unit and the other units.
 -F ../mxu/mxu.f
 -F ../act/act.f
 -F ../axi/axi.f
@@ -19,4 +19,5 @@ tpu_matmul_unit.sv
 tpu_act_unit.sv
 tpu_store_unit.sv
 tpu_collective_unit.sv
+tpu_vector_unit.sv
 tpu_array_core.sv

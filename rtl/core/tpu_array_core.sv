@@ -24,6 +24,8 @@ module tpu_array_core #(
   // The int8 datapath (Q-MAC, Q-REQ), and the float one (bf16, fp32): one or both.
   parameter bit          Int8         = 1'b0,
   parameter bit          Float        = 1'b1,
+  // The vector unit (ELTWISE): lanes it combines per cycle, 0 for none.
+  parameter int unsigned VectorLanes  = 0,
   localparam int unsigned LinkBits    = ((LinkLanes > 0) ? LinkLanes : 1) * 32,
   localparam int unsigned IdWidth     = 2,
   localparam int unsigned BusBits     = BusBytes * 8,
@@ -100,8 +102,10 @@ module tpu_array_core #(
   localparam int unsigned RstAct    = 8;
   localparam int unsigned RstStore  = 9;
   localparam int unsigned RstColl   = 10;
-  localparam int unsigned NumRstCopies = 11;
+  localparam int unsigned RstVector = 11;
+  localparam int unsigned NumRstCopies = 12;
   localparam bit          Links     = LinkLanes > 0;
+  localparam bit          Vector    = VectorLanes > 0;
 
   logic [NumRstCopies-1:0] core_rst_n;
 
@@ -201,8 +205,8 @@ module tpu_array_core #(
 
   tpu_issue #(
     .Dim(Dim), .BusBytes(BusBytes), .UbDepth(UbDepth), .AccDepth(AccDepth),
-    .WeightTiles(WeightTiles), .QueueDepth(QueueDepth), .Links(Links), .Int8(Int8),
-    .Float(Float)
+    .WeightTiles(WeightTiles), .QueueDepth(QueueDepth), .Links(Links), .Vector(Vector),
+    .Int8(Int8), .Float(Float)
   ) u_issue (
     .clk_i, .rst_ni(core_rst_n[RstIssue]),
     .start_i          (ctrl_i.start),
@@ -268,18 +272,24 @@ module tpu_array_core #(
   // On-chip memories. Clients in priority order: the matrix unit first.
   // ---------------------------------------------------------------------------
   localparam int unsigned UbWrAct = 0, UbWrLoad = 1;
-  localparam int unsigned UbRdMatmul = 0, UbRdStore = 1;
-  // The collective unit comes last on the first copy of the accumulators (its additions) and
-  // has their mirror copy to itself (the rows it sends).
+  localparam int unsigned UbRdMatmul = 0, UbRdStore = 1, UbRdVector = 2;
+  localparam int unsigned NumUbRd = Vector ? 3 : 2;
+  // The collective unit and then the vector unit come last on the first copy of the
+  // accumulators; the collective unit has their mirror copy to itself (the rows it sends).
   localparam int unsigned AccWrMatmul = 0, AccWrAct = 1, AccWrLoad = 2, AccWrColl = 3;
   localparam int unsigned AccRdMatmul = 0, AccRdAct = 1, AccRdStore = 2, AccRdCollAdd = 3;
-  localparam int unsigned AccRdCollSend = 4;
-  localparam int unsigned NumAccWr = Links ? 4 : 3;
-  localparam int unsigned NumAccRd = Links ? 5 : 3;
+  localparam int unsigned AccWrVector = Links ? 4 : 3;
+  localparam int unsigned AccRdVector = Links ? 4 : 3;
+  localparam int unsigned AccRdCollSend = AccRdVector + (Vector ? 1 : 0);
+  localparam int unsigned NumAccWr = 3 + (Links ? 1 : 0) + (Vector ? 1 : 0);
+  localparam int unsigned NumAccRd = 3 + (Links ? 2 : 0) + (Vector ? 1 : 0);
 
-  logic [1:0]               ub_wr_req, ub_wr_gnt, ub_rd_req, ub_rd_gnt;
-  logic [2*UbAddrWidth-1:0] ub_wr_addr, ub_rd_addr;
-  logic [2*Dim*16-1:0]      ub_wr_data, ub_rd_data;
+  logic [1:0]                     ub_wr_req, ub_wr_gnt;
+  logic [NumUbRd-1:0]             ub_rd_req, ub_rd_gnt;
+  logic [2*UbAddrWidth-1:0]       ub_wr_addr;
+  logic [NumUbRd*UbAddrWidth-1:0] ub_rd_addr;
+  logic [2*Dim*16-1:0]            ub_wr_data;
+  logic [NumUbRd*Dim*16-1:0]      ub_rd_data;
   logic [NumAccWr-1:0]               acc_wr_req, acc_wr_gnt;
   logic [NumAccRd-1:0]               acc_rd_req, acc_rd_gnt;
   logic [NumAccWr*AccAddrWidth-1:0]  acc_wr_addr;
@@ -287,7 +297,7 @@ module tpu_array_core #(
   logic [NumAccWr*Dim*32-1:0]        acc_wr_data;
   logic [NumAccRd*Dim*32-1:0]        acc_rd_data;
 
-  tpu_banked_mem #(.Width(Dim * 16), .Depth(UbDepth), .NumWr(2), .NumRd(2)) u_ub (
+  tpu_banked_mem #(.Width(Dim * 16), .Depth(UbDepth), .NumWr(2), .NumRd(NumUbRd)) u_ub (
     .clk_i, .rst_ni(core_rst_n[RstUb]),
     .wr_req_i (ub_wr_req),
     .wr_addr_i(ub_wr_addr),
@@ -567,6 +577,48 @@ module tpu_array_core #(
   end
 
   // ---------------------------------------------------------------------------
+  // The vector unit
+  // ---------------------------------------------------------------------------
+  logic vector_busy;
+
+  if (Vector) begin : g_vector
+    tpu_vector_unit #(
+      .Dim(Dim), .Lanes(VectorLanes), .UbDepth(UbDepth), .AccDepth(AccDepth),
+      .QueueDepth(QueueDepth)
+    ) u_vector (
+      .clk_i, .rst_ni(core_rst_n[RstVector]),
+      .push_i       (push[tpu_core_pkg::UnitVector]),
+      .push_op_i    (op),
+      .push_fp_i    (fp),
+      .full_o       (full[tpu_core_pkg::UnitVector]),
+      .fp_valid_o   (fp_valid[tpu_core_pkg::UnitVector*QueueDepth +: QueueDepth]),
+      .fps_o        (fps[tpu_core_pkg::UnitVector*QBits +: QBits]),
+      .ub_rd_req_o  (ub_rd_req[UbRdVector]),
+      .ub_rd_addr_o (ub_rd_addr[UbRdVector*UbAddrWidth +: UbAddrWidth]),
+      .ub_rd_gnt_i  (ub_rd_gnt[UbRdVector]),
+      .ub_rd_data_i (ub_rd_data[UbRdVector*Dim*16 +: Dim*16]),
+      .acc_rd_req_o (acc_rd_req[AccRdVector]),
+      .acc_rd_addr_o(acc_rd_addr[AccRdVector*AccAddrWidth +: AccAddrWidth]),
+      .acc_rd_gnt_i (acc_rd_gnt[AccRdVector]),
+      .acc_rd_data_i(acc_rd_data[AccRdVector*Dim*32 +: Dim*32]),
+      .acc_wr_req_o (acc_wr_req[AccWrVector]),
+      .acc_wr_addr_o(acc_wr_addr[AccWrVector*AccAddrWidth +: AccAddrWidth]),
+      .acc_wr_data_o(acc_wr_data[AccWrVector*Dim*32 +: Dim*32]),
+      .acc_wr_gnt_i (acc_wr_gnt[AccWrVector]),
+      .busy_o       (vector_busy),
+      .idle_o       (unit_idle[tpu_core_pkg::UnitVector])
+    );
+  end else begin : g_no_vector
+    assign full[tpu_core_pkg::UnitVector]      = 1'b0;
+    assign unit_idle[tpu_core_pkg::UnitVector] = 1'b1;
+    assign fp_valid[tpu_core_pkg::UnitVector*QueueDepth +: QueueDepth] = '0;
+    assign fps[tpu_core_pkg::UnitVector*QBits +: QBits] = '0;
+    assign vector_busy = 1'b0;
+    logic unused_vector;
+    assign unused_vector = ^{push[tpu_core_pkg::UnitVector], core_rst_n[RstVector]};
+  end
+
+  // ---------------------------------------------------------------------------
   // Bus and link errors of the units stop the core (write errors before read
   // errors in the same cycle, bus errors before link errors; the instruction
   // the failing unit was running is named). An instruction that could not be
@@ -613,6 +665,7 @@ module tpu_array_core #(
     counter_event_o[tpu_regs_pkg::CntLinkSentBeatsIndex]     = coll_sent;
     counter_event_o[tpu_regs_pkg::CntLinkReceivedBeatsIndex] = coll_received;
     counter_event_o[tpu_regs_pkg::CntLinkStallIndex]         = coll_stall;
+    counter_event_o[tpu_regs_pkg::CntVectorBusyIndex]        = vector_busy;
   end
 
 endmodule

@@ -15,7 +15,8 @@ package tpu_core_pkg;
   localparam int unsigned UnitAct    = 3;  // ACTIVATE
   localparam int unsigned UnitStore  = 4;  // WRITE_HOST
   localparam int unsigned UnitCollective = 5;  // ALLREDUCE (a core with inter-chip links)
-  localparam int unsigned NumUnits   = 6;
+  localparam int unsigned UnitVector = 6;  // ELTWISE (a core with a vector unit)
+  localparam int unsigned NumUnits   = 7;
 
   // ---------------------------------------------------------------------------
   // Footprints: the rows or bytes an operation reads and writes.
@@ -70,8 +71,8 @@ package tpu_core_pkg;
     logic [31:0] host_stride;
     logic [31:0] host_step;
     logic [15:0] alpha;
-    logic [15:0] aux_lo;      // MATMUL: k_valid; ACTIVATE: bias_addr
-    logic [15:0] aux_hi;      // MATMUL: n_valid; ACTIVATE: bias_step
+    logic [15:0] aux_lo;      // MATMUL: k_valid; ACTIVATE, ELTWISE: bias_addr
+    logic [15:0] aux_hi;      // MATMUL: n_valid; ACTIVATE, ELTWISE: bias_step
   } op_t;
   localparam int unsigned OpBits = 24 + 8 + 4 + 6 * 16 + 3 * 32 + 3 * 16;
 

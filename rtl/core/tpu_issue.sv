@@ -11,7 +11,7 @@
 //
 // Checks, in this order, each stopping the core with its error code:
 // opcode; fields (reserved bits, zero count or rows, values out of range);
-// on-chip ranges (first operand, second operand, bias rows); host alignment;
+// on-chip ranges (first operand, second operand, bias or second-operand rows); host alignment;
 // host range; accumulator overlap (fp32 ACTIVATE); weight-tile accounting.
 // Extents need products such as (count - 1) * step, which one shared 16 x 32
 // multiplier computes over five cycles.
@@ -32,6 +32,7 @@ module tpu_issue #(
   parameter int unsigned WeightTiles = 4,
   parameter int unsigned QueueDepth  = 4,
   parameter bit          Links       = 1'b0,  // ALLREDUCE is legal (the collective unit)
+  parameter bit          Vector      = 1'b0,  // ELTWISE is legal (the vector unit)
   parameter bit          Int8        = 1'b0,  // the int8 flags are legal
   parameter bit          Float       = 1'b1,  // MATMUL without I8, ACTIVATE without REQ are legal
   localparam int unsigned FpBits     = tpu_core_pkg::FootprintBits,
@@ -109,7 +110,7 @@ module tpu_issue #(
   tpu_isa_pkg::kind_t   kind;
   logic                 value_error;
 
-  tpu_decode #(.Dim(Dim), .Links(Links), .Int8(Int8), .Float(Float)) u_decode (
+  tpu_decode #(.Dim(Dim), .Links(Links), .Vector(Vector), .Int8(Int8), .Float(Float)) u_decode (
     .instr_i      (ir_q),
     .fields_o     (fields),
     .kind_o       (kind),
@@ -193,8 +194,10 @@ module tpu_issue #(
   always_comb begin
     hi_a    = 50'(fields.addr_a) + 50'(span_a_q) + 50'(fields.rows);
     hi_b    = 50'(fields.addr_b) + 50'(span_b_q) + 50'(fields.rows);
-    // A requantising ACTIVATE reads three rows (bias, multiplier, shift) per iteration.
-    hi_bias = 50'(fields.bias_addr) + 50'(span_bias_q) + (kind.bias_quant ? 50'd3 : 50'd1);
+    // A requantising ACTIVATE reads three rows (bias, multiplier, shift) per iteration, an
+    // ELTWISE without ROW `rows` rows.
+    hi_bias = 50'(fields.bias_addr) + 50'(span_bias_q) +
+              (kind.bias_quant ? 50'd3 : kind.bias_rows ? 50'(fields.rows) : 50'd1);
     row_log2 = 4'(DimLog2 + 1);
     if (kind.host_fp32) row_log2 = 4'(DimLog2 + 2);
     if (kind.host_int8) row_log2 = 4'(DimLog2);
@@ -262,7 +265,8 @@ module tpu_issue #(
     op_new             = '0;
     op_new.pc          = pc_q;
     op_new.flags       = fields.flags;
-    op_new.func        = fields.func;
+    // ELTWISE's vop shares func's bits.
+    op_new.func        = kind.eltwise ? fields.vop : fields.func;
     op_new.count       = fields.count;
     op_new.rows        = fields.rows;
     op_new.addr_a      = fields.addr_a;
@@ -335,6 +339,7 @@ module tpu_issue #(
     targets[tpu_core_pkg::UnitAct]    = kind.activate;
     targets[tpu_core_pkg::UnitStore]  = kind.write_host;
     targets[tpu_core_pkg::UnitCollective] = kind.allreduce;
+    targets[tpu_core_pkg::UnitVector] = kind.eltwise;
     // A unit keeps its own operations in order; only other units can conflict.
     hazard      = (unit_hazard & ~targets) != '0;
     queues_free = (full_i & targets) == '0;

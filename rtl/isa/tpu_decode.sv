@@ -9,6 +9,7 @@
 module tpu_decode #(
   parameter int unsigned Dim = 16,  // the array size, a power of two
   parameter bit Links = 1'b0,  // the core has inter-chip links and a collective unit
+  parameter bit Vector = 1'b0,  // the core has a vector unit
   parameter bit Int8 = 1'b0,   // the core has the int8 datapath
   parameter bit Float = 1'b1,  // ... and the float one (bf16, fp32)
   localparam int unsigned DimLog2 = $clog2(Dim)
@@ -23,6 +24,7 @@ module tpu_decode #(
     fields_o.opcode = instr_i[tpu_isa_pkg::FieldOpcodeLsb +: 8];
     fields_o.flags = instr_i[tpu_isa_pkg::FieldFlagsLsb +: 8];
     fields_o.func = instr_i[tpu_isa_pkg::FieldFuncLsb +: 4];
+    fields_o.vop = instr_i[tpu_isa_pkg::FieldVopLsb +: 4];
     fields_o.count = instr_i[tpu_isa_pkg::FieldCountLsb +: 16];
     fields_o.rows = instr_i[tpu_isa_pkg::FieldRowsLsb +: 16];
     fields_o.addr_a = instr_i[tpu_isa_pkg::FieldAddrALsb +: 16];
@@ -49,7 +51,7 @@ module tpu_decode #(
   // the opcode's fields finds.
   logic unused_reserved;
   assign unused_reserved =
-      ^(instr_i & 256'hFE00FDFF_FFFFFFFF_FF000000_FFFF0002_00000000_00000000_00000000_FFF00000);
+      ^(instr_i & 256'hFE00FDFF_FFFFFFFF_FF000000_FFFF0002_00000000_00000000_00000000_FFE10000);
 
   always_comb begin
     kind_o.read_host = fields_o.opcode == tpu_isa_pkg::OpReadHost;
@@ -60,17 +62,23 @@ module tpu_decode #(
     kind_o.sync = fields_o.opcode == tpu_isa_pkg::OpSync;
     kind_o.halt = fields_o.opcode == tpu_isa_pkg::OpHalt;
     kind_o.allreduce = Links && fields_o.opcode == tpu_isa_pkg::OpAllreduce;
+    kind_o.eltwise = Vector && fields_o.opcode == tpu_isa_pkg::OpEltwise;
     kind_o.legal = kind_o.read_host || kind_o.read_weights || kind_o.matmul || kind_o.activate ||
-        kind_o.write_host || kind_o.sync || kind_o.halt || kind_o.allreduce;
+        kind_o.write_host || kind_o.sync || kind_o.halt || kind_o.allreduce || kind_o.eltwise;
     kind_o.repeats = kind_o.read_host || kind_o.read_weights || kind_o.matmul || kind_o.activate ||
-        kind_o.write_host || kind_o.allreduce;
-    kind_o.src_used = kind_o.matmul || kind_o.activate || kind_o.write_host || kind_o.allreduce;
+        kind_o.write_host || kind_o.allreduce || kind_o.eltwise;
+    kind_o.src_used = kind_o.matmul || kind_o.activate || kind_o.write_host || kind_o.allreduce ||
+        kind_o.eltwise;
     kind_o.src_acc = kind_o.activate || (kind_o.write_host &&
-        fields_o.flags[tpu_isa_pkg::WriteHostFlagAcc]) || kind_o.allreduce;
-    kind_o.dst_used = kind_o.read_host || kind_o.matmul || kind_o.activate;
+        fields_o.flags[tpu_isa_pkg::WriteHostFlagAcc]) || kind_o.allreduce || (kind_o.eltwise &&
+        !fields_o.flags[tpu_isa_pkg::EltwiseFlagUb]);
+    kind_o.dst_used = kind_o.read_host || kind_o.matmul || kind_o.activate || kind_o.eltwise;
     kind_o.dst_acc = (kind_o.read_host && fields_o.flags[tpu_isa_pkg::ReadHostFlagAcc]) ||
-        kind_o.matmul || (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagF32]);
-    kind_o.bias_used = (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagBias]);
+        kind_o.matmul || (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagF32]) ||
+        kind_o.eltwise;
+    kind_o.bias_used = (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagBias]) ||
+        kind_o.eltwise;
+    kind_o.bias_rows = (kind_o.eltwise && !fields_o.flags[tpu_isa_pkg::EltwiseFlagRow]);
     kind_o.host_used = kind_o.read_host || kind_o.read_weights || (kind_o.matmul &&
         fields_o.flags[tpu_isa_pkg::MatmulFlagFetch]) || kind_o.write_host;
     kind_o.host_write = kind_o.write_host;
@@ -83,6 +91,7 @@ module tpu_decode #(
     kind_o.host_k_valid = kind_o.matmul;
     kind_o.in_place = kind_o.allreduce;
     kind_o.links = kind_o.allreduce;
+    kind_o.vector_unit = kind_o.eltwise;
     kind_o.bias_quant = (Int8 && (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagReq]));
     kind_o.int8 = (kind_o.read_host && fields_o.flags[tpu_isa_pkg::ReadHostFlagI8]) ||
         (kind_o.read_weights && fields_o.flags[tpu_isa_pkg::ReadWeightsFlagI8]) || (kind_o.matmul &&
@@ -90,7 +99,8 @@ module tpu_decode #(
         fields_o.flags[tpu_isa_pkg::ActivateFlagReq]) || (kind_o.write_host &&
         fields_o.flags[tpu_isa_pkg::WriteHostFlagI8]);
     kind_o.float_dp = (kind_o.matmul && !fields_o.flags[tpu_isa_pkg::MatmulFlagI8]) ||
-        (kind_o.activate && !fields_o.flags[tpu_isa_pkg::ActivateFlagReq]);
+        (kind_o.activate && !fields_o.flags[tpu_isa_pkg::ActivateFlagReq]) || (kind_o.eltwise &&
+        !fields_o.flags[tpu_isa_pkg::EltwiseFlagI32]);
   end
 
   // Dim is a power of two: value > Dim needs no carry chain.
@@ -123,6 +133,7 @@ module tpu_decode #(
       (kind_o.write_host && fields_o.flags[tpu_isa_pkg::WriteHostFlagI8] &&
           fields_o.flags[tpu_isa_pkg::WriteHostFlagAcc]) ||
       (kind_o.allreduce && fields_o.total == '0) ||
+      (kind_o.eltwise && fields_o.vop >= 4'(tpu_isa_pkg::VopCount)) ||
       (!Int8 && kind_o.int8) ||
       (!Float && kind_o.float_dp);
 

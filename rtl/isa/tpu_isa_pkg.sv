@@ -38,6 +38,12 @@ package tpu_isa_pkg;
   // they are. Every chip of the pod must run it with the same count, rows, total, offset and
   // offset_step.
   localparam logic [7:0] OpAllreduce = 8'h08;
+  // eltwise: Combines rows lane by lane into accumulator rows: row r of iteration i, addr_b + i *
+  // step_b + r, becomes op(A, B) of source row addr_a + i * step_a + r (accumulator rows, or
+  // unified-buffer rows with UB) and the second operand's accumulator row (N-VEC of
+  // docs/numerics.md), or with LANES the fold of op along row A from B's lane 0. Rows are done in
+  // order, each read after every earlier row is written.
+  localparam logic [7:0] OpEltwise = 8'h09;
 
   // Flags: each flag's bit in the flags field, and per opcode the mask of the flags it defines; its
   // other flag bits must be zero.
@@ -87,6 +93,21 @@ package tpu_isa_pkg;
   // N-REDUCE's bits
   localparam int unsigned AllreduceFlagPs = 0;
   localparam logic [7:0] AllreduceFlagsMask = 8'h01;
+  // ELTWISE.ROW: the second operand is one row per iteration, bias_addr + i * bias_step, applied to
+  // each of the iteration's rows (a broadcast row: a bias, a scale); without it, row r of iteration
+  // i pairs with row bias_addr + i * bias_step + r
+  localparam int unsigned EltwiseFlagRow = 0;
+  // ELTWISE.I32: int32 lanes (two's complement, sums and products wrapping, max and min signed)
+  // instead of fp32 (N-VEC)
+  localparam int unsigned EltwiseFlagI32 = 1;
+  // ELTWISE.LANES: a reduction along the row: every lane of the result is the left fold S = B[0],
+  // then S = op(S, A[j]) for j = 0 .. D-1 (the second operand's lane 0 is the seed)
+  localparam int unsigned EltwiseFlagLanes = 2;
+  // ELTWISE.UB: the source rows A are unified-buffer rows: bf16 lanes widened to fp32 exactly, or
+  // with I32 the 16-bit lanes sign-extended (int8 values as READ_HOST I8 and ACTIVATE REQ leave
+  // them)
+  localparam int unsigned EltwiseFlagUb = 3;
+  localparam logic [7:0] EltwiseFlagsMask = 8'h0F;
 
   // Activation functions (the func field of ACTIVATE).
   // none: identity
@@ -105,6 +126,20 @@ package tpu_isa_pkg;
   localparam logic [3:0] FuncGelu = 4'd6;
   localparam int unsigned FuncCount = 7;
 
+  // Vector operations (the vop field of VECTOR).
+  // add: A + B (N-ADD in fp32; wrapping in int32)
+  localparam logic [3:0] VopAdd = 4'd0;
+  // sub: A - B: A + (-B) (N-ADD in fp32; wrapping in int32)
+  localparam logic [3:0] VopSub = 4'd1;
+  // mul: A * B (IEEE product rounded to nearest even, then the flush, in fp32; the low 32 bits in
+  // int32)
+  localparam logic [3:0] VopMul = 4'd2;
+  // max: the larger of A and B (NaN if either is; max(-0, +0) = +0)
+  localparam logic [3:0] VopMax = 4'd3;
+  // min: the smaller of A and B (NaN if either is; min(-0, +0) = -0)
+  localparam logic [3:0] VopMin = 4'd4;
+  localparam int unsigned VopCount = 5;
+
   // Fields: lowest bit in the flat instruction, and width.
   // opcode (w0[7:0]): operation
   localparam int unsigned FieldOpcodeLsb = 0;
@@ -115,6 +150,9 @@ package tpu_isa_pkg;
   // func (w0[19:16]): activation function (ACTIVATE)
   localparam int unsigned FieldFuncLsb = 16;
   localparam int unsigned FieldFuncWidth = 4;
+  // vop (w0[19:16]): vector operation (ELTWISE)
+  localparam int unsigned FieldVopLsb = 16;
+  localparam int unsigned FieldVopWidth = 4;
   // count (w1[15:0]): iterations, 1..65535
   localparam int unsigned FieldCountLsb = 32;
   localparam int unsigned FieldCountWidth = 16;
@@ -151,10 +189,11 @@ package tpu_isa_pkg;
   // n_valid (w7[24:16]): result columns counted as useful, 1..array size (MATMUL)
   localparam int unsigned FieldNValidLsb = 240;
   localparam int unsigned FieldNValidWidth = 9;
-  // bias_addr (w7[15:0]): accumulator row holding the bias (ACTIVATE)
+  // bias_addr (w7[15:0]): accumulator row holding the bias (ACTIVATE), or the second operand's
+  // first row (ELTWISE)
   localparam int unsigned FieldBiasAddrLsb = 224;
   localparam int unsigned FieldBiasAddrWidth = 16;
-  // bias_step (w7[31:16]): bias_addr increment per iteration (ACTIVATE)
+  // bias_step (w7[31:16]): bias_addr increment per iteration (ACTIVATE, ELTWISE)
   localparam int unsigned FieldBiasStepLsb = 240;
   localparam int unsigned FieldBiasStepWidth = 16;
   // total (w4[31:0]): values in the whole tensor being reduced, of which this pass is part
@@ -197,6 +236,8 @@ package tpu_isa_pkg;
       256'h00000000_00000000_00000000_00000000_00000000_00000000_00000000_000000FF;
   localparam logic [255:0] AllreduceUsedBits =
       256'h00000000_FFFFFFFF_FFFFFFFF_FFFFFFFF_0000FFFF_0000FFFF_FFFFFFFF_000001FF;
+  localparam logic [255:0] EltwiseUsedBits =
+      256'hFFFFFFFF_00000000_00000000_00000000_FFFFFFFF_FFFFFFFF_FFFFFFFF_000F0FFF;
 
   // The bits an instruction with this opcode may set. An unknown opcode is ILLEGAL_OPCODE before
   // its bits matter; it may set none.
@@ -210,6 +251,7 @@ package tpu_isa_pkg;
       OpSync: used_bits = SyncUsedBits;
       OpHalt: used_bits = HaltUsedBits;
       OpAllreduce: used_bits = AllreduceUsedBits;
+      OpEltwise: used_bits = EltwiseUsedBits;
       default: used_bits = '0;
     endcase
   endfunction
@@ -219,6 +261,7 @@ package tpu_isa_pkg;
     logic [7:0] opcode;
     logic [7:0] flags;
     logic [3:0] func;
+    logic [3:0] vop;
     logic [15:0] count;
     logic [15:0] rows;
     logic [15:0] addr_a;
@@ -252,6 +295,7 @@ package tpu_isa_pkg;
     logic sync;
     logic halt;
     logic allreduce;
+    logic eltwise;
     logic legal;  // a known opcode
     logic repeats;  // count iterations of rows rows
     logic src_used;  // reads the source rows (addr_a, step_a)
@@ -259,6 +303,7 @@ package tpu_isa_pkg;
     logic dst_used;  // writes the destination rows (addr_b, step_b)
     logic dst_acc;  // ... in the accumulators, not the unified buffer
     logic bias_used;  // reads a bias row per iteration (bias_addr, bias_step)
+    logic bias_rows;  // ... rows rows per iteration, not one (VECTOR's second operand)
     logic host_used;  // reads or writes host memory
     logic host_write;  // ... writes it
     logic host_fp32;  // ... in fp32 rows (4 bytes a lane), not bf16
@@ -266,6 +311,7 @@ package tpu_isa_pkg;
     logic host_k_valid;  // ... k_valid rows per iteration, not rows
     logic in_place;  // writes back the source rows it reads
     logic links;  // uses the inter-chip links
+    logic vector_unit;  // runs on the vector unit
     logic bias_quant;  // its bias rows are blocks of three: bias, multiplier, shift
     logic int8;  // sets a flag of the int8 datapath
     logic float_dp;  // uses the float datapath

@@ -90,6 +90,10 @@ package tpu_regs_pkg;
   // HW_CORE.LINK_LANES: fp32 lanes a link carries per cycle (tpu_top's LinkLanes); 0 without links
   localparam int unsigned HwCoreLinkLanesLsb = 8;
   localparam int unsigned HwCoreLinkLanesWidth = 16;
+  // HW_CORE.VECTOR_LANES: lanes the vector unit combines per cycle (tpu_top's VectorLanes); 0: no
+  // vector unit, ELTWISE is illegal
+  localparam int unsigned HwCoreVectorLanesLsb = 24;
+  localparam int unsigned HwCoreVectorLanesWidth = 8;
   // POD (rw): This chip's place in its pod (docs/pod.md), read by ALLREDUCE. Write it before START;
   // every chip of the pod needs the same SIZE and its own ID.
   localparam logic [11:0] RegPod = 12'h030;
@@ -107,7 +111,7 @@ package tpu_regs_pkg;
 
   // 64-bit counters, contiguous from CounterBase: counter i has LO at CounterBase + 8*i and HI 4
   // bytes above. Reading LO latches HI.
-  localparam int unsigned CounterCount = 14;
+  localparam int unsigned CounterCount = 15;
   localparam logic [11:0] CounterBase = 12'h040;
   // CYCLES: cycles from START until DONE or ERROR
   localparam logic [11:0] CntCyclesLo = 12'h040;
@@ -169,6 +173,11 @@ package tpu_regs_pkg;
   localparam logic [11:0] CntLinkStallLo = 12'h0A8;
   localparam logic [11:0] CntLinkStallHi = 12'h0AC;
   localparam int unsigned CntLinkStallIndex = 13;
+  // VECTOR_BUSY: cycles the vector unit had an ELTWISE under way (in any array category: it runs
+  // beside the array)
+  localparam logic [11:0] CntVectorBusyLo = 12'h0B0;
+  localparam logic [11:0] CntVectorBusyHi = 12'h0B4;
+  localparam int unsigned CntVectorBusyIndex = 14;
 
   // Error codes (ERROR_CODE).
   // NONE: no error

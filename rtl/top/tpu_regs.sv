@@ -27,6 +27,7 @@ module tpu_regs #(
   // read as 0 and ignore writes, and hold no flip-flops.
   parameter bit          Links       = 1'b0,
   parameter int unsigned LinkLanes   = 0,     // HW_CORE.LINK_LANES
+  parameter int unsigned VectorLanes = 0,     // HW_CORE.VECTOR_LANES
   parameter bit          Int8        = 1'b0,  // HW_CORE.INT8
   parameter bit          Float       = 1'b1,  // not HW_CORE.INT8_ONLY
   // Counter bits, 32..64: narrower counters wrap sooner and save an FPGA's logic; HI reads
@@ -233,6 +234,7 @@ module tpu_regs #(
           read_value[tpu_regs_pkg::HwCoreInt8Bit]       = Int8;
           read_value[tpu_regs_pkg::HwCoreInt8OnlyBit]   = !Float;
           read_value[tpu_regs_pkg::HwCoreLinkLanesLsb +: 16] = Links ? 16'(LinkLanes) : 16'd0;
+          read_value[tpu_regs_pkg::HwCoreVectorLanesLsb +: 8] = 8'(VectorLanes);
         end
         tpu_regs_pkg::RegPod:         read_value = {16'd0, pod_q};
         tpu_regs_pkg::RegLinkTimeout: read_value = link_timeout_q;

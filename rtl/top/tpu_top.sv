@@ -35,6 +35,9 @@ module tpu_top #(
   // the bf16 and fp32 arithmetic is left out (a smaller array for an FPGA).
   parameter bit          Int8         = 1'b0,
   parameter bit          Float        = 1'b1,
+  // The vector unit (array; docs/isa.md, ELTWISE): fp32 or int32 lanes it combines per cycle, a
+  // power of two up to Dim and 128, or 0 for none (the board builds).
+  parameter int unsigned VectorLanes  = 0,
   localparam int unsigned LinkBits    = ((LinkLanes > 0) ? LinkLanes : 1) * 32,
   localparam int unsigned IdWidth     = 2,
   localparam int unsigned BusBits     = BusBytes * 8,
@@ -164,6 +167,14 @@ module tpu_top #(
     if (LinkCredits < 2 || LinkCredits > 255) begin : g_bad_link_credits
       $error("tpu_top: LinkCredits must be in 2..255");
     end
+    if (VectorLanes != 0 &&
+        (VectorLanes > Dim || VectorLanes > 128 || (VectorLanes & (VectorLanes - 1)) != 0))
+    begin : g_bad_vector_lanes
+      $error("tpu_top: VectorLanes must be 0 or a power of two up to Dim and 128");
+    end
+  end
+  if (Sequential && VectorLanes != 0) begin : g_seq_vector
+    $error("tpu_top: the sequential core has no vector unit (VectorLanes = 0)");
   end
   if (Sequential && LinkLanes != 0) begin : g_seq_links
     $error("tpu_top: the sequential core has no inter-chip links (LinkLanes = 0)");
@@ -203,6 +214,9 @@ module tpu_top #(
       (!Sequential && LinkLanes <= DimL && (LinkLanes & (LinkLanes - 1)) == 0 && DimL >= 4) ?
       LinkLanes : 0;
   localparam int unsigned LinkCreditsL = (LinkCredits >= 2 && LinkCredits <= 255) ? LinkCredits : 2;
+  localparam int unsigned VectorLanesL =
+      (!Sequential && VectorLanes <= DimL && VectorLanes <= 128 &&
+       (VectorLanes & (VectorLanes - 1)) == 0) ? VectorLanes : 0;
   localparam bit          Int8L  = Int8 && !Sequential && DimL >= 4;
   localparam bit          FloatL = Float || !Int8L;
 
@@ -224,7 +238,7 @@ module tpu_top #(
     .Dim(DimL), .MulStages(MulStagesL), .AddStages(AddStagesL), .ActLanes(ActLanesL),
     .UbDepth(UbDepthL), .AccDepth(AccDepthL), .BusBytes(BusBytesL), .WeightTiles(WeightTilesL),
     .Sequential(Sequential), .Links(LinkLanesL > 0), .LinkLanes(LinkLanesL),
-    .Int8(Int8L), .Float(FloatL), .CounterWidth(CounterWidthL),
+    .VectorLanes(VectorLanesL), .Int8(Int8L), .Float(FloatL), .CounterWidth(CounterWidthL),
     // The sequential core's counters live in block RAM: in flip-flops, with their adders, they
     // crowd the iCE40 UP5K. Every increment there is 0 or 1.
     .CounterRam(Sequential), .CounterAddWidth(Sequential ? 1 : 18)
@@ -291,7 +305,8 @@ module tpu_top #(
       .Dim(DimL), .MulStages(MulStagesL), .AddStages(AddStagesL), .UbDepth(UbDepthL),
       .AccDepth(AccDepthL), .WeightTiles(WeightTilesL), .BusBytes(BusBytesL),
       .ActLanes(ActLanesL), .QueueDepth(QueueDepthL), .ReadBufBeats(ReadBufBeatsL),
-      .LinkLanes(LinkLanesL), .LinkCredits(LinkCreditsL), .Int8(Int8L), .Float(FloatL)
+      .LinkLanes(LinkLanesL), .LinkCredits(LinkCreditsL), .VectorLanes(VectorLanesL),
+      .Int8(Int8L), .Float(FloatL)
     ) u_core (
       .clk_i, .rst_ni, .ctrl_i(core_ctrl), .status_o(core_status),
       .counter_event_o(counter_event), .useful_macs_o(useful_macs),

@@ -1,6 +1,7 @@
 #include "tpu/assembler.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -16,6 +17,13 @@ constexpr std::string_view kWhitespace = " \t\r\v\f";
 
 [[noreturn]] void fail(const std::string& message) {
   throw std::invalid_argument(message);
+}
+
+// The vector operations' mnemonics, for a message: "add, sub, ...".
+std::string vector_ops() {
+  std::vector<std::string_view> names;
+  for (const VectorOpInfo& info : kVectorOpTable) names.emplace_back(info.mnemonic);
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 std::vector<std::string_view> split_words(std::string_view line) {
@@ -154,6 +162,11 @@ Instruction assemble_line(const std::vector<std::string_view>& words) {
                          value));
       }
       instruction.set_func(func->func);
+    } else if (field == &kVop) {
+      const VectorOpInfo* vop = find_vector_op(value);
+      if (vop == nullptr)
+        fail(fmt::format("unknown vector operation '{}' ({})", value, vector_ops()));
+      instruction.set_vop(vop->op);
     } else if (field == &kAlpha) {
       instruction.set(*field, parse_alpha(value));
     } else if (is_int8_field(field)) {
@@ -176,7 +189,11 @@ bool has_canonical_form(const Instruction& instruction, const OpcodeInfo* info) 
   for (unsigned w = 0; w < kInstrWords; ++w) {
     if ((instruction.words[w] & ~info->used_bits[w]) != 0) return false;
   }
-  return find_func(instruction.func()) != nullptr;
+  // func and vop share their bits: the opcode's field names the table.
+  const bool uses_vop =
+      std::find(info->fields.begin(), info->fields.end(), &kVop) != info->fields.end();
+  return uses_vop ? find_vector_op(instruction.vop()) != nullptr
+                  : find_func(instruction.func()) != nullptr;
 }
 
 }  // namespace
@@ -214,9 +231,12 @@ std::string disassemble(const Instruction& instruction) {
   }
   for (const FieldSpec* field : info->fields) {
     const std::uint32_t value = instruction.get(*field);
-    if (value == 0 && field != &kCount) continue;
+    // count and the vector operation are always written, other zero fields left out.
+    if (value == 0 && field != &kCount && field != &kVop) continue;
     if (field == &kFunc) {
       line += fmt::format(" func={}", find_func(value)->mnemonic);
+    } else if (field == &kVop) {
+      line += fmt::format(" vop={}", find_vector_op(value)->mnemonic);
     } else if (field == &kAlpha) {
       line += fmt::format(" alpha=0x{:04x}", value);
     } else if (field == &kHostAddr) {

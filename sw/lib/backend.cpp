@@ -25,7 +25,8 @@ bool HardwareConfig::operator==(const HardwareConfig& o) const {
   return dim == o.dim && mul_stages == o.mul_stages && add_stages == o.add_stages &&
          act_lanes == o.act_lanes && ub_depth == o.ub_depth && acc_depth == o.acc_depth &&
          bus_bytes == o.bus_bytes && weight_tiles == o.weight_tiles && sequential == o.sequential &&
-         link_lanes == o.link_lanes && int8 == o.int8 && float_datapath == o.float_datapath;
+         link_lanes == o.link_lanes && int8 == o.int8 && float_datapath == o.float_datapath &&
+         vector_lanes == o.vector_lanes;
 }
 
 }  // namespace tpu

@@ -127,4 +127,15 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
   return e;
 }
 
+double eltwise_cycles(const HardwareConfig& config, const isa::Instruction& eltwise) {
+  const bool row_operand = eltwise.flag(isa::kEltwiseFlagRow);
+  // The groups of lanes, or with LANES one lane a cycle.
+  const double lanes = eltwise.flag(isa::kEltwiseFlagLanes)
+                           ? config.dim
+                           : std::ceil(double(config.dim) / std::max(config.vector_lanes, 1u));
+  // Reading A, then B without ROW; a cycle for the last read row to arrive; the lanes; the write.
+  const double per_row = (row_operand ? 1 : 2) + 1 + lanes + 1;
+  return double(eltwise.count()) * (1 + eltwise.rows() * per_row);
+}
+
 }  // namespace tpu

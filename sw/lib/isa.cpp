@@ -75,6 +75,9 @@ std::string field_problem(const Instruction& in, const OpcodeInfo& info,
     if (limit.limit == Limit::Function && value >= kFuncCount) {
       return fmt::format("function code {} is above {}", value, kFuncCount - 1);
     }
+    if (limit.limit == Limit::VectorOp && value >= kVectorOpCount) {
+      return fmt::format("vector operation code {} is above {}", value, kVectorOpCount - 1);
+    }
     if (limit.limit == Limit::NonZero && value == 0) {
       return fmt::format("{} is 0", limit.field->name);
     }
@@ -175,6 +178,17 @@ const FuncInfo* find_func(std::string_view mnemonic) {
   return nullptr;
 }
 
+const VectorOpInfo* find_vector_op(unsigned value) {
+  return value < kVectorOpTable.size() ? &kVectorOpTable[value] : nullptr;
+}
+
+const VectorOpInfo* find_vector_op(std::string_view mnemonic) {
+  for (const VectorOpInfo& info : kVectorOpTable) {
+    if (mnemonic == info.mnemonic) return &info;
+  }
+  return nullptr;
+}
+
 std::array<std::uint8_t, kInstrBytes> encode(const Instruction& instruction) {
   std::array<std::uint8_t, kInstrBytes> bytes{};
   for (unsigned w = 0; w < kInstrWords; ++w) {
@@ -251,6 +265,13 @@ void validate_config(const HardwareConfig& config) {
   if (config.int8 && config.sequential) {
     fail("int8: the int8 datapath is an option of the array core; the sequential core has none");
   }
+  if (config.vector_lanes != 0 && (config.sequential || !is_power_of_two(config.vector_lanes) ||
+                                   config.vector_lanes > config.dim || config.vector_lanes > 128)) {
+    fail(
+        fmt::format("vector_lanes {} is not 0 or a power of two up to dim {} and 128 (an array "
+                    "core)",
+                    config.vector_lanes, config.dim));
+  }
   if (!config.float_datapath && (!config.int8 || config.link_lanes != 0)) {
     fail(
         "float_datapath off: an int8-only core needs the int8 datapath and no links (ALLREDUCE "
@@ -266,7 +287,8 @@ Footprint footprint(const Instruction& in, unsigned dim) {
   const std::uint32_t count = in.count();
   const std::uint32_t rows = in.rows();
   const auto memory = [&](const RowsOperand& operand) {
-    return flag_set(in, operand.acc_if) ? Memory::Acc : operand.memory;
+    if (!flag_set(in, operand.switch_if)) return operand.memory;
+    return operand.memory == Memory::Ub ? Memory::Acc : Memory::Ub;
   };
   if (rules.source.used) {
     fp.source = span(memory(rules.source), in.addr_a(), in.step_a(), count, rows);
@@ -275,9 +297,11 @@ Footprint footprint(const Instruction& in, unsigned dim) {
     fp.destination = span(memory(rules.destination), in.addr_b(), in.step_b(), count, rows);
   }
   if (rules.in_place) fp.destination = fp.source;
-  if (flag_set(in, rules.bias_if)) {
-    // With quant_if each iteration's bias is a block of three rows: bias, multiplier, shift.
-    const std::uint32_t bias_rows = flag_set(in, rules.quant_if) ? 3 : 1;
+  if (rules.bias_always || flag_set(in, rules.bias_if)) {
+    // With quant_if each iteration's bias is a block of three rows: bias, multiplier, shift;
+    // without bias_rows_unless's flag (where there is one), `rows` rows.
+    std::uint32_t bias_rows = flag_set(in, rules.quant_if) ? 3 : 1;
+    if (rules.bias_rows_unless != kNoFlag && !in.flag(rules.bias_rows_unless)) bias_rows = rows;
     fp.bias = span(Memory::Acc, in.bias_addr(), in.bias_step(), count, bias_rows);
   }
   const HostOperand& host = rules.host;
@@ -304,6 +328,10 @@ CheckResult diagnose(const Instruction& in, const HardwareConfig& config) {
     return {Error::IllegalOpcode,
             fmt::format("{} needs a core with inter-chip links; {} has none", info->mnemonic,
                         config.name())};
+  }
+  if (info->rules->vector && config.vector_lanes == 0) {
+    return {Error::IllegalOpcode, fmt::format("{} needs a core with a vector unit; {} has none",
+                                              info->mnemonic, config.name())};
   }
   // 2. ILLEGAL_FIELD
   std::string problem = field_problem(in, *info, config);

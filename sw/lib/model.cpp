@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 #include "tpu/array_fold.hpp"
 #include "tpu/numerics/activation.hpp"
+#include "tpu/numerics/float.hpp"
 #include "tpu/numerics/quant.hpp"
 
 namespace tpu {
@@ -248,6 +250,9 @@ void FunctionalModel::execute(const Instruction& in) {
     case Opcode::WriteHost:
       write_host(in);
       break;
+    case Opcode::Eltwise:
+      eltwise(in);
+      break;
     default:  // SYNC: every earlier instruction has already completed.
       break;
   }
@@ -384,6 +389,78 @@ void FunctionalModel::activate(const Instruction& in) {
         }
         ub_written_[b_row] = 1;
       }
+    }
+  }
+}
+
+namespace {
+
+// One lane of N-VEC: fp32, or int32 lanes (wrapping sums and products, signed max and min).
+num::fp32_t eltwise_lane(isa::VectorOp op, bool int32, num::fp32_t a, num::fp32_t b) {
+  constexpr num::fp32_t kSignMask = 0x80000000u;
+  const auto sa = static_cast<std::int32_t>(a), sb = static_cast<std::int32_t>(b);
+  switch (op) {
+    case isa::VectorOp::Add:
+      return int32 ? a + b : num::add_fp32(a, b);
+    case isa::VectorOp::Sub:
+      return int32 ? a - b : num::add_fp32(a, b ^ kSignMask);
+    case isa::VectorOp::Mul:
+      return int32 ? a * b : num::mul_fp32(a, b);
+    case isa::VectorOp::Max:
+      return int32 ? (sa >= sb ? a : b) : num::max_fp32(a, b);
+    case isa::VectorOp::Min:
+      return int32 ? (sa >= sb ? b : a) : num::min_fp32(a, b);
+  }
+  throw std::logic_error("eltwise: an operation the checks refuse");
+}
+
+}  // namespace
+
+// ELTWISE: row r of iteration i = op(A row, B row) lane by lane, or with LANES the fold of op
+// along row A from B's lane 0 in every lane; the rows one after another in order, each read after
+// every earlier one is written (as the vector unit does them); with ROW, the iteration's one B
+// row is read before its first row. With UB, A's rows are unified-buffer rows, widened.
+void FunctionalModel::eltwise(const Instruction& in) {
+  const auto op = static_cast<isa::VectorOp>(in.vop());
+  const bool int32 = in.flag(isa::kEltwiseFlagI32);
+  const bool row_operand = in.flag(isa::kEltwiseFlagRow);
+  const bool along_row = in.flag(isa::kEltwiseFlagLanes);
+  const bool a_in_ub = in.flag(isa::kEltwiseFlagUb);
+  std::vector<num::fp32_t> b_row_values(dim_);
+  for (std::uint64_t i = 0; i < in.count(); ++i) {
+    const std::uint64_t b_base = in.bias_addr() + i * in.bias_step();
+    if (row_operand) {
+      note_read(acc_written_, b_base);
+      std::copy_n(acc(b_base), dim_, b_row_values.begin());
+    }
+    for (std::uint64_t r = 0; r < in.rows(); ++r) {
+      const std::uint64_t a_row = in.addr_a() + i * in.step_a() + r;
+      const std::uint64_t dst_row = in.addr_b() + i * in.step_b() + r;
+      note_read(a_in_ub ? ub_written_ : acc_written_, a_row);
+      if (!row_operand) {
+        note_read(acc_written_, b_base + r);
+        std::copy_n(acc(b_base + r), dim_, b_row_values.begin());
+      }
+      // A's row is copied too: the destination may be A's row or B's. A unified-buffer row is
+      // widened: bf16 exactly, or with I32 its 16-bit lanes sign-extended.
+      std::vector<num::fp32_t> a_values(dim_);
+      for (std::size_t j = 0; j < dim_; ++j) {
+        const num::bf16_t lane = a_in_ub ? ub(a_row)[j] : 0;
+        a_values[j] = !a_in_ub ? acc(a_row)[j]
+                      : int32  ? static_cast<num::fp32_t>(static_cast<std::int16_t>(lane))
+                               : num::bf16_to_fp32(lane);
+      }
+      num::fp32_t* out = acc(dst_row);
+      if (along_row) {
+        num::fp32_t fold = b_row_values[0];
+        for (std::size_t j = 0; j < dim_; ++j) fold = eltwise_lane(op, int32, fold, a_values[j]);
+        std::fill_n(out, dim_, fold);
+      } else {
+        for (std::size_t j = 0; j < dim_; ++j) {
+          out[j] = eltwise_lane(op, int32, a_values[j], b_row_values[j]);
+        }
+      }
+      acc_written_[dst_row] = 1;
     }
   }
 }

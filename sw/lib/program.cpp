@@ -120,6 +120,24 @@ ProgramBuilder& ProgramBuilder::allreduce(const AllreduceArgs& args) {
   }));
 }
 
+ProgramBuilder& ProgramBuilder::eltwise(const EltwiseArgs& args) {
+  return append(build(Opcode::Eltwise, size(), [&](Instruction& in) {
+    in.set_flag(kEltwiseFlagRow, args.row)
+        .set_flag(kEltwiseFlagI32, args.int32)
+        .set_flag(kEltwiseFlagLanes, args.lanes)
+        .set_flag(kEltwiseFlagUb, args.ub)
+        .set_vop(args.op)
+        .set_count(args.count)
+        .set_rows(args.rows)
+        .set_addr_a(args.addr_a)
+        .set_addr_b(args.addr_b)
+        .set_step_a(args.step_a)
+        .set_step_b(args.step_b)
+        .set_bias_addr(args.bias_addr)
+        .set_bias_step(args.bias_step);
+  }));
+}
+
 ProgramBuilder& ProgramBuilder::sync() {
   return append(Instruction(Opcode::Sync));
 }

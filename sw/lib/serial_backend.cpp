@@ -49,6 +49,7 @@ HardwareConfig config_from_registers(std::uint32_t hw_array, std::uint32_t hw_me
   }
   config.int8 = field(hw_core, regs::kHwCoreInt8Mask, regs::kHwCoreInt8Bit) != 0;
   config.float_datapath = field(hw_core, regs::kHwCoreInt8OnlyMask, regs::kHwCoreInt8OnlyBit) == 0;
+  config.vector_lanes = field(hw_core, regs::kHwCoreVectorLanesMask, regs::kHwCoreVectorLanesLsb);
   isa::validate_config(config);
   return config;
 }

@@ -10,13 +10,10 @@ namespace {
 namespace tables = act_tables;
 
 constexpr fp32_t kSignMask = 0x80000000u;
-constexpr fp32_t kInfinity = 0x7F800000u;
-constexpr fp32_t kMinNormal = 0x00800000u;
 constexpr fp32_t kSix = 0x40C00000u;
 constexpr fp32_t kFractionMask = 0x007FFFFFu;
 constexpr int kFractionBits = 23;
 constexpr int kExponentBias = 127;
-constexpr int kMaxBiasedExponent = 255;
 
 // Fixed-point formats (docs/numerics.md, section Activation functions). "1.24" values lie in [0, 1] (exp2, reciprocal, the
 // final product's operands); "8.22" values lie in [0, 256) (|x|, the arguments of exp2, the
@@ -122,38 +119,6 @@ std::uint64_t mills_term(std::uint64_t t) {
                         kInterpolationBits);
 }
 
-// The exact value a * b * 2^(scale - 48) (a, b with 24 fraction bits each) rounded as IEEE
-// binary32 rounds, to nearest even with gradual underflow, then flushed below 2^-126: the one
-// rounding step of every multiplying function.
-fp32_t round_product(bool negative, std::uint64_t a, std::uint64_t b, int scale) {
-  constexpr int kProductTop = 49;  // a, b < 2^25
-  constexpr int kDroppedBits = kProductTop - kFractionBits;
-  const fp32_t sign = negative ? kSignMask : 0u;
-  const std::uint64_t product = a * b;
-  if (product == 0) return sign;
-  const int leading = 63 - __builtin_clzll(product);
-  const std::uint64_t normalised = product << (kProductTop - leading);
-  const int biased = leading + scale - 2 * kUnitFractionBits + kExponentBias;
-  const std::uint64_t kept = normalised >> kDroppedBits;  // 24 bits, leading one included
-  if (biased <= 0) {
-    // Below 2^-126. IEEE rounds to the subnormal grid (2^-149), which reaches 2^-126 only from
-    // [2^-126 - 2^-150, 2^-126): leading one at 2^-127 and the 23 bits after it all ones.
-    const bool reaches_min_normal = biased == 0 && (kept & kFractionMask) == kFractionMask;
-    return reaches_min_normal ? sign | kMinNormal : sign;
-  }
-  const bool guard = (normalised >> (kDroppedBits - 1)) & 1;
-  const bool sticky = (normalised & ((std::uint64_t{1} << (kDroppedBits - 1)) - 1)) != 0;
-  std::uint64_t rounded = kept + ((guard && (sticky || (kept & 1))) ? 1 : 0);
-  int exponent = biased;
-  if (rounded >> (kFractionBits + 1)) {  // carried out: rounded is 2^24
-    rounded >>= 1;
-    ++exponent;
-  }
-  if (exponent >= kMaxBiasedExponent) return sign | kInfinity;
-  return sign | (static_cast<fp32_t>(exponent) << kFractionBits) |
-         (static_cast<fp32_t>(rounded) & kFractionMask);
-}
-
 // The significand of a normal fp32 or bf16 value in 1.24.
 std::uint64_t unit_significand(const Magnitude& in) {
   return in.significand << (kUnitFractionBits - kFractionBits);
@@ -199,19 +164,7 @@ fp32_t act_gelu(fp32_t x, bool negative, const Magnitude& in) {
 fp32_t act_leaky(fp32_t x, bf16_t alpha) {
   const bool x_zero = (x & ~kSignMask) == 0;
   if ((x & kSignMask) == 0 || x_zero) return x;
-  const fp32_t alpha32 = bf16_to_fp32(canon_in_bf16(alpha));
-  if (alpha32 == kCanonicalNanFp32) return kCanonicalNanFp32;
-  const fp32_t sign = kSignMask ^ (alpha32 & kSignMask);
-  const bool x_inf = (x & ~kSignMask) == kInfinity;
-  const bool alpha_inf = (alpha32 & ~kSignMask) == kInfinity;
-  const bool alpha_zero = (alpha32 & ~kSignMask) == 0;
-  if (x_inf && alpha_zero) return kCanonicalNanFp32;
-  if (x_inf || alpha_inf) return sign | kInfinity;
-  if (alpha_zero) return sign;
-  const Magnitude mx = decode(x);
-  const Magnitude ma = decode(alpha32);
-  return round_product(sign != 0, unit_significand(mx), unit_significand(ma),
-                       unbiased(mx) + unbiased(ma));
+  return mul_fp32(x, bf16_to_fp32(alpha));
 }
 
 }  // namespace

@@ -209,4 +209,76 @@ fp32_t float_to_fp32(float f) {
   return x;
 }
 
+fp32_t round_product(bool negative, std::uint64_t a, std::uint64_t b, int scale) {
+  constexpr int kUnitFractionBits = 24;
+  constexpr int kProductTop = 49;  // a, b < 2^25
+  constexpr int kDroppedBits = kProductTop - kFp32FractionBits;
+  constexpr fp32_t kMinNormal = fp32_t{1} << kFp32FractionBits;
+  const fp32_t sign = negative ? kFp32SignMask : 0u;
+  const std::uint64_t product = a * b;
+  if (product == 0) return sign;
+  const int leading = 63 - __builtin_clzll(product);
+  const std::uint64_t normalised = product << (kProductTop - leading);
+  const int biased = leading + scale - 2 * kUnitFractionBits + kExponentBias;
+  const std::uint64_t kept = normalised >> kDroppedBits;  // 24 bits, leading one included
+  if (biased <= 0) {
+    // Below 2^-126. IEEE rounds to the subnormal grid (2^-149), which reaches 2^-126 only from
+    // [2^-126 - 2^-150, 2^-126): leading one at 2^-127 and the 23 bits after it all ones.
+    const bool reaches_min_normal = biased == 0 && (kept & kFp32FractionMask) == kFp32FractionMask;
+    return reaches_min_normal ? sign | kMinNormal : sign;
+  }
+  const bool guard = (normalised >> (kDroppedBits - 1)) & 1;
+  const bool sticky = (normalised & ((std::uint64_t{1} << (kDroppedBits - 1)) - 1)) != 0;
+  std::uint64_t rounded = kept + ((guard && (sticky || (kept & 1))) ? 1 : 0);
+  int exponent = biased;
+  if (rounded >> (kFp32FractionBits + 1)) {  // carried out: rounded is 2^24
+    rounded >>= 1;
+    ++exponent;
+  }
+  if (exponent >= kMaxBiasedExponent) return sign | kFp32ExponentMask;
+  return sign | (static_cast<fp32_t>(exponent) << kFp32FractionBits) |
+         (static_cast<fp32_t>(rounded) & kFp32FractionMask);
+}
+
+fp32_t mul_fp32(fp32_t x, fp32_t y) {
+  x = canon_in_fp32(x);
+  y = canon_in_fp32(y);
+  if (is_nan_fp32(x) || is_nan_fp32(y)) return kCanonicalNanFp32;
+  const fp32_t sign = (x ^ y) & kFp32SignMask;
+  if ((is_inf_fp32(x) && is_zero_fp32(y)) || (is_zero_fp32(x) && is_inf_fp32(y))) {
+    return kCanonicalNanFp32;
+  }
+  if (is_inf_fp32(x) || is_inf_fp32(y)) return sign | kFp32ExponentMask;
+  if (is_zero_fp32(x) || is_zero_fp32(y)) return sign;
+  // The significands in 1.24 and the unbiased exponents: round_product's scale.
+  const auto unit = [](fp32_t v) {
+    return (std::uint64_t{v & kFp32FractionMask} | (std::uint64_t{1} << kFp32FractionBits)) << 1;
+  };
+  return round_product(sign != 0, unit(x), unit(y),
+                       biased_exponent_fp32(x) + biased_exponent_fp32(y) - 2 * kExponentBias);
+}
+
+namespace {
+
+// After N-IN and for non-NaN values: an unsigned key in the order of the values, -0 below +0.
+std::uint32_t order_key(fp32_t canonical) {
+  return (canonical & kFp32SignMask) != 0 ? ~canonical : canonical | kFp32SignMask;
+}
+
+}  // namespace
+
+fp32_t max_fp32(fp32_t x, fp32_t y) {
+  x = canon_in_fp32(x);
+  y = canon_in_fp32(y);
+  if (is_nan_fp32(x) || is_nan_fp32(y)) return kCanonicalNanFp32;
+  return order_key(x) >= order_key(y) ? x : y;
+}
+
+fp32_t min_fp32(fp32_t x, fp32_t y) {
+  x = canon_in_fp32(x);
+  y = canon_in_fp32(y);
+  if (is_nan_fp32(x) || is_nan_fp32(y)) return kCanonicalNanFp32;
+  return order_key(x) >= order_key(y) ? y : x;
+}
+
 }  // namespace tpu::num

@@ -580,6 +580,11 @@ const char* int8_text(const HardwareConfig& c) {
   return !c.int8 ? "-" : c.float_datapath ? "yes" : "only";
 }
 
+// The vector column of `tpu info`: the vector unit's lanes (ELTWISE), or - for none.
+std::string vector_text(const HardwareConfig& c) {
+  return c.vector_lanes ? std::to_string(c.vector_lanes) : "-";
+}
+
 // The board on --port: its link, its memory and clock, and its core.
 int run_board_info(const Execution& execution) {
   const std::unique_ptr<tpu::SerialBackend> board = open_board(execution, 0);
@@ -592,9 +597,9 @@ int run_board_info(const Execution& execution) {
   fmt::print("memory        {} bytes\n", info.mem_bytes);
   fmt::print(
       "core          {}: dim {}, mul_stages {}, add_stages {}, act_lanes {}, UB rows {}, "
-      "ACC rows {}, bus bytes {}, weight tiles {}, int8 {}\n",
+      "ACC rows {}, bus bytes {}, weight tiles {}, int8 {}, vector lanes {}\n",
       c.name(), c.dim, c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth,
-      c.bus_bytes, c.weight_tiles, int8_text(c));
+      c.bus_bytes, c.weight_tiles, int8_text(c), vector_text(c));
   if (c.sequential) {
     fmt::print(
         "peak          one multiply-add at a time (the sequential core, docs/seq_core.md)\n");
@@ -622,17 +627,19 @@ int run_info(const InfoOptions& options) {
   const std::string& only = options.array;
   // rtl: whether this build has the core's Verilator model (--backend rtl); every core runs on
   // the functional model.
-  fmt::print("{:<13} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10} {:>4} {:>5}\n",
+  // vector: the vector unit's lanes (ELTWISE), - for none.
+  fmt::print("{:<13} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10} {:>4} {:>5} {:>6}\n",
              "array", "dim", "mul_stages", "add_stages", "act_lanes", "UB rows", "ACC rows",
-             "bus bytes", "weight tiles", "link_lanes", "rtl", "int8");
+             "bus bytes", "weight tiles", "link_lanes", "rtl", "int8", "vector");
   const std::vector<HardwareConfig>& rtl = tpu::core_configs();
   for (const HardwareConfig& c : tpu::model_configs()) {
     if (!only.empty() && c.name() != only) continue;
     const bool has_rtl = tpu::linked_simulation() && std::find(rtl.begin(), rtl.end(), c) != rtl.end();
-    fmt::print("{:<13} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10} {:>4} {:>5}\n",
-               c.name(), c.dim, c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth,
-               c.bus_bytes, c.weight_tiles, c.link_lanes ? std::to_string(c.link_lanes) : "-",
-               has_rtl ? "yes" : "-", int8_text(c));
+    fmt::print(
+        "{:<13} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10} {:>4} {:>5} {:>6}\n",
+        c.name(), c.dim, c.mul_stages, c.add_stages, c.act_lanes, c.ub_depth, c.acc_depth,
+        c.bus_bytes, c.weight_tiles, c.link_lanes ? std::to_string(c.link_lanes) : "-",
+        has_rtl ? "yes" : "-", int8_text(c), vector_text(c));
   }
   return 0;
 }

@@ -73,6 +73,25 @@ inline fp32_t add_fp32(fp32_t x, fp32_t y) {
   return flush_result(as_float(canon_in_fp32(x)) + as_float(canon_in_fp32(y)));
 }
 
+// N-VEC's mul: the IEEE product (the FPU rounds to nearest even, on the subnormal grid below
+// 2^-126), then the flush.
+inline fp32_t mul_fp32(fp32_t x, fp32_t y) {
+  return flush_result(as_float(canon_in_fp32(x)) * as_float(canon_in_fp32(y)));
+}
+
+// N-VEC's max and min by the host's comparisons; zeros that compare equal resolve by sign.
+inline fp32_t max_min_fp32(fp32_t x, fp32_t y, bool want_max) {
+  const float fx = as_float(canon_in_fp32(x));
+  const float fy = as_float(canon_in_fp32(y));
+  if (std::isnan(fx) || std::isnan(fy)) return kCanonicalNanFp32;
+  if (fx == 0.0f && fy == 0.0f) {
+    const bool negative =
+        want_max ? std::signbit(fx) && std::signbit(fy) : std::signbit(fx) || std::signbit(fy);
+    return as_bits(negative ? -0.0f : 0.0f);
+  }
+  return as_bits((fx > fy) == want_max ? fx : fy);
+}
+
 // Eigen's round-to-nearest-even conversion. Only for normal finite inputs: Eigen rounds the
 // bits of a subnormal instead of flushing it, and keeps the sign of a NaN; callers with other
 // inputs use fp32_to_bf16.

@@ -348,7 +348,7 @@ def gemm_stats_rtl(tpu):
     rows = dict((name, (int(value), float(share), whole)) for name, value, share, whole in
                 re.findall(r"^(\w+) +(\d+) +([\d.]+) % of (cycles|peak MACs)$", out, re.M))
     names = counter_names()
-    check(len(names) == 14 and sorted(rows) == sorted(names),
+    check(len(names) == 15 and sorted(rows) == sorted(names),
           f"counters {sorted(rows)}, docs/registers.md lists {names}")
     check(rows["CYCLES"][0] == cycles, "CYCLES differs from the cycles line")
     check(rows["USEFUL_MACS"][0] == m * k * n, "USEFUL_MACS is not M*K*N")
@@ -1342,14 +1342,18 @@ def info_lists_configurations(tpu):
         check(re.search(rf"^{array} ", out, re.M), f"{array} missing from:\n{out}")
     out = tpu("info", "--array", "8x8_bus4").stdout.splitlines()
     check(len(out) == 2 and out[1].split()[:2] == ["8x8_bus4", "8"], f"info --array: {out}")
-    # The int8 column: the array cores have the int8 datapath, the sequential one has not.
-    check(out[0].split()[-1] == "int8" and out[1].split()[-1] == "yes", f"info int8: {out}")
+    # The int8 column: the array cores have the int8 datapath, the sequential one has not. The
+    # vector column: 8x8_bus4 has no vector unit, as on a board; 16x16 has one of 16 lanes.
+    check(out[0].split()[-2:] == ["int8", "vector"] and out[1].split()[-2:] == ["yes", "-"],
+          f"info int8 and vector: {out}")
     out = tpu("info", "--array", "4x4_seq").stdout.splitlines()
-    check(out[1].split()[-1] == "-", f"info int8 of 4x4_seq: {out}")
+    check(out[1].split()[-2:] == ["-", "-"], f"info int8 and vector of 4x4_seq: {out}")
+    out = tpu("info", "--array", "16x16").stdout.splitlines()
+    check(out[1].split()[-1] == "16", f"info vector of 16x16: {out}")
     # TPU v2's 128x128 core: no RTL in this build, the functional model runs it, to the same bits
     # as the 16x16 (both the contract's).
     out = tpu("info", "--array", "128x128_bus64").stdout.splitlines()
-    check(out[0].split()[-2] == "rtl" and out[1].split()[-2] == "-", f"info rtl: {out}")
+    check(out[0].split()[-3] == "rtl" and out[1].split()[-3] == "-", f"info rtl: {out}")
     write_operands(random.Random(5), 9, 40, 7)
     for array in ("16x16", "128x128_bus64"):
         tpu("gemm", *OPERAND_ARGS, "--out", f"{array}.npy", "--backend", "model", "--array", array)

@@ -149,7 +149,7 @@ class Generator {
   }
 
   void random_instruction() {
-    switch (pick(0, 10)) {
+    switch (pick(0, 11)) {
       case 0:
       case 1:
         read_host();
@@ -170,6 +170,12 @@ class Generator {
       case 9:
         write_host();
         break;
+      case 10:
+        if (config_.vector_lanes > 0) {
+          eltwise();
+          break;
+        }
+        [[fallthrough]];
       default:
         builder_.sync();
         break;
@@ -273,6 +279,30 @@ class Generator {
       a.bias_step = bias.step;
     }
     builder_.activate(a);
+  }
+
+  // ELTWISE over any accumulator rows, or unified-buffer rows as A, fp32 or int32 (the bits are
+  // the bits): either bank, the destination anywhere, so that it may overwrite its own operands
+  // (rows are done in order).
+  void eltwise() {
+    isa::EltwiseArgs a;
+    a.op = static_cast<isa::VectorOp>(pick(0, isa::kVectorOpCount - 1));
+    a.row = coin(40);
+    a.int32 = !config_.float_datapath || coin(30);
+    a.lanes = coin(25);
+    a.ub = coin(30);
+    const Span src = random_span(a.ub ? ub_[pick(0, 1)] : acc_[pick(0, 1)]);
+    a.count = src.count;
+    a.rows = src.rows;
+    a.addr_a = src.first;
+    a.step_a = src.step;
+    const Span dst = span_in(acc_[pick(0, 1)], src.count, src.rows);
+    a.addr_b = dst.first;
+    a.step_b = dst.step;
+    const Span b = span_in(acc_[pick(0, 1)], src.count, a.row ? 1 : src.rows);
+    a.bias_addr = b.first;
+    a.bias_step = b.step;
+    builder_.eltwise(a);
   }
 
   // ACTIVATE REQ: whatever the accumulators hold as sums, biases, multipliers and shifts (the

@@ -73,7 +73,7 @@ std::string around(const std::string& failing) {
 INSTANTIATE_TEST_SUITE_P(
     Codes, CoreErrors,
     ::testing::Values(
-        ErrorCase{"IllegalOpcode", around(".word 0x09 0 0 0 0 0 0 0"), regs::Error::IllegalOpcode},
+        ErrorCase{"IllegalOpcode", around(".word 0x0a 0 0 0 0 0 0 0"), regs::Error::IllegalOpcode},
         ErrorCase{"IllegalFieldZeroRows", around(".word 0x01 0x00000001 0 0 0x8000 8 0 0"),
                   regs::Error::IllegalField},
         ErrorCase{"IllegalFieldReservedBit", around(".word 0x80000001 0x00010001 0 0 0x8000 8 0 0"),

@@ -471,6 +471,73 @@ TEST(RefVsOracleLarge, AddRandomPairs) {
   EXPECT_EQ(log.count(), 0u);
 }
 
+// fp32 pairs for N-VEC's mul: random bits, and pairs whose product lands near 2^-126 (the
+// rounding that may reach the smallest normal) or 2^128.
+TEST(RefVsOracleLarge, Fp32MulRandomPairs) {
+  oracle::OperandRng rng(test_seed());
+  MismatchLog log;
+  for (std::uint64_t n = 0; n < kLargeSampleCount; ++n) {
+    const fp32_t x = rng.fp32();
+    fp32_t y = rng.fp32();
+    const int ex = static_cast<int>((x >> 23) & 0xFF);
+    if (n % 2 == 1 && ex > 0 && ex < 255) {
+      // Exponent sums of 126 + (-2 .. 1) or 254 + (-1 .. 2): products at 2^-126 or 2^128.
+      const int target = (n % 4 == 1 ? 125 : 254) + static_cast<int>(y % 4);
+      const int ey = std::clamp(target - ex + 1, 1, 254);
+      y = (y & 0x807FFFFFu) | (static_cast<fp32_t>(ey) << 23);
+    }
+    log.check(num::mul_fp32(x, y), oracle::mul_fp32(x, y), [&] { return hex(x) + " * " + hex(y); });
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(RefVsOracleLarge, Fp32MulStructuredAllPairs) {
+  const std::vector<fp32_t> operands = oracle::structured_fp32_operands();
+  MismatchLog log;
+  for (fp32_t x : operands) {
+    for (fp32_t y : operands) {
+      log.check(num::mul_fp32(x, y), oracle::mul_fp32(x, y),
+                [&] { return hex(x) + " * " + hex(y); });
+    }
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(Fp32MulDirected, RoundsUpToTheSmallestNormal) {
+  // (1 - 2^-24) * 2^-126 = 2^-126 - 2^-150 is a tie on IEEE's subnormal grid (2^-149), which
+  // rounds to even: 2^-126, kept. 2^-126 - 2^-149 is on the grid and below 2^-126: flushed.
+  EXPECT_EQ(num::mul_fp32(0x3F7FFFFFu, 0x00800000u), 0x00800000u);
+  EXPECT_EQ(oracle::mul_fp32(0x3F7FFFFFu, 0x00800000u), 0x00800000u);
+  EXPECT_EQ(num::mul_fp32(0x3F7FFFFEu, 0x00800000u), 0u);
+  EXPECT_EQ(num::mul_fp32(0x3F800000u, 0x007FFFFFu), 0u);  // a subnormal operand is zero (N-IN)
+  EXPECT_EQ(num::mul_fp32(0x7F7FFFFFu, 0x40000000u), 0x7F800000u);  // overflow
+  EXPECT_EQ(num::mul_fp32(0xFF800000u, 0x00000000u), num::kCanonicalNanFp32);
+  EXPECT_EQ(num::mul_fp32(0x80000000u, 0x3F800000u), 0x80000000u);
+}
+
+TEST(RefVsOracleLarge, Fp32MaxMinRandomPairs) {
+  oracle::OperandRng rng(test_seed());
+  MismatchLog log;
+  for (std::uint64_t n = 0; n < kLargeSampleCount; ++n) {
+    const auto [x, y] = n % 2 ? rng.fp32_pair() : std::pair{rng.fp32(), rng.fp32()};
+    log.check(num::max_fp32(x, y), oracle::max_min_fp32(x, y, true),
+              [&] { return "max " + hex(x) + " " + hex(y); });
+    log.check(num::min_fp32(x, y), oracle::max_min_fp32(x, y, false),
+              [&] { return "min " + hex(x) + " " + hex(y); });
+  }
+  EXPECT_EQ(log.count(), 0u);
+}
+
+TEST(Fp32MaxMinDirected, SignedZerosAndNaN) {
+  EXPECT_EQ(num::max_fp32(0x80000000u, 0x00000000u), 0x00000000u);
+  EXPECT_EQ(num::max_fp32(0x00000000u, 0x80000000u), 0x00000000u);
+  EXPECT_EQ(num::min_fp32(0x00000000u, 0x80000000u), 0x80000000u);
+  EXPECT_EQ(num::min_fp32(0x80000001u, 0x00000000u), 0x80000000u);  // a subnormal is its zero
+  EXPECT_EQ(num::max_fp32(0xFFC12345u, 0x3F800000u), num::kCanonicalNanFp32);
+  EXPECT_EQ(num::min_fp32(0x3F800000u, 0x7F800001u), num::kCanonicalNanFp32);
+  EXPECT_EQ(num::max_fp32(0xFF800000u, 0xC0000000u), 0xC0000000u);
+}
+
 TEST(RefVsOracleLarge, Fp32ToBf16Random) {
   oracle::OperandRng rng(test_seed());
   MismatchLog log;

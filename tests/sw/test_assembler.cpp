@@ -38,6 +38,8 @@ Instruction random_encodable_instruction(std::mt19937_64& rng) {
   for (const FieldSpec* field : info.fields) {
     if (field == &kFunc) {
       in.set_func(rng() % kFuncCount);
+    } else if (field == &kVop) {
+      in.set_vop(static_cast<VectorOp>(rng() % kVectorOpCount));
     } else {
       in.set(*field, random_field_value(rng, *field));
     }
@@ -138,6 +140,16 @@ TEST(Assembler, FunctionMnemonics) {
   }
 }
 
+TEST(Assembler, VectorOperationMnemonics) {
+  for (const VectorOpInfo& op : kVectorOpTable) {
+    const Instruction in = assemble_one(std::string("eltwise vop=") + op.mnemonic);
+    EXPECT_EQ(in.vop(), static_cast<unsigned>(op.op));
+    EXPECT_EQ(disassemble(in), std::string("eltwise vop=") + op.mnemonic + " count=1");
+  }
+  expect_error("eltwise vop=div",
+               "line 1: unknown vector operation 'div' (add, sub, mul, max, min)");
+}
+
 TEST(Assembler, AlphaHexPatternOrDecimalRoundedByNOut) {
   EXPECT_EQ(assemble_one("activate func=leaky alpha=0x3c23").alpha(), 0x3C23u);
   EXPECT_EQ(assemble_one("activate func=leaky alpha=0.01").alpha(),
@@ -173,9 +185,9 @@ TEST(Assembler, ProgramRoundTrip) {
 
 TEST(Disassembler, IllegalInstructionsBecomeWords) {
   Instruction unknown;
-  unknown.words = {0x00000009u, 1, 2, 3, 4, 5, 6, 0xFFFFFFFFu};
+  unknown.words = {0x0000000Au, 1, 2, 3, 4, 5, 6, 0xFFFFFFFFu};
   EXPECT_EQ(disassemble(unknown),
-            ".word 0x00000009 0x00000001 0x00000002 0x00000003 0x00000004 0x00000005 "
+            ".word 0x0000000a 0x00000001 0x00000002 0x00000003 0x00000004 0x00000005 "
             "0x00000006 0xffffffff");
   const Instruction stray_bit = Instruction(Opcode::Halt).set_count(1);
   EXPECT_EQ(disassemble(stray_bit).rfind(".word 0x00000007 0x00000001 ", 0), 0u);

@@ -2,15 +2,19 @@
 // seeds, k_valid masking, FETCH), num::act_func and fp32_to_bf16 for ACTIVATE, hand-computed
 // layouts for the data movement; then the weight-tile accounting, program-level errors, bus
 // errors, and what memory holds after each.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/test_seed.hpp"
+#include "oracle/host_float.hpp"
 #include "oracle/operand_sets.hpp"
 #include "oracle/random_matrices.hpp"
 #include "tpu/assembler.hpp"
@@ -43,6 +47,7 @@ HardwareConfig model_config() {
   config.acc_depth = 64;
   config.bus_bytes = 16;
   config.weight_tiles = 2;  // U may reach 3
+  config.vector_lanes = 2;
   return config;
 }
 
@@ -449,6 +454,144 @@ TEST_F(ModelTest, ActivateF32InPlaceSeesEarlierIterations) {
   EXPECT_EQ(model_.acc_row(0), fp32(11));
   EXPECT_EQ(model_.acc_row(1), fp32(112));
   EXPECT_EQ(model_.acc_row(2), fp32(103));
+}
+
+// ------------------------------------------------------------------------------------------
+// ELTWISE (N-VEC), against the host's float arithmetic
+// ------------------------------------------------------------------------------------------
+
+TEST_F(ModelTest, EltwiseEveryOperationMatchesTheHostFloat) {
+  oracle::OperandRng rng(test::test_seed());
+  constexpr std::uint32_t kRows = 6;
+  std::vector<fp32_t> a(kRows * kDim), b(kRows * kDim);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::tie(a[i], b[i]) = rng.fp32_pair();
+  }
+  model_.memory().write_array(0, a);
+  model_.memory().write_array(0x200, b);
+  const char* names[] = {"add", "sub", "mul", "max", "min"};
+  for (unsigned op = 0; op < 5; ++op) {
+    expect_ok(
+        run(fmt::format("read_host acc rows={0} host_addr=0 host_stride=16\n"
+                        "read_host acc rows={0} addr_b=8 host_addr=0x200 host_stride=16\n"
+                        "eltwise vop={1} rows={0} addr_b=16 bias_addr=8\nhalt",
+                        kRows, names[op])));
+    for (std::uint32_t r = 0; r < kRows; ++r) {
+      const std::vector<fp32_t> out = model_.acc_row(16 + r);
+      for (unsigned j = 0; j < kDim; ++j) {
+        const fp32_t x = a[r * kDim + j], y = b[r * kDim + j];
+        const fp32_t expected = op == 0   ? oracle::add_fp32(x, y)
+                                : op == 1 ? oracle::add_fp32(x, y ^ 0x80000000u)
+                                : op == 2 ? oracle::mul_fp32(x, y)
+                                          : oracle::max_min_fp32(x, y, op == 3);
+        EXPECT_EQ(out[j], expected) << names[op] << " " << hex(x) << " " << hex(y);
+      }
+    }
+  }
+}
+
+TEST_F(ModelTest, EltwiseRowOperandIsOneRowAnIteration) {
+  const auto fp32 = [](float v) { return num::float_to_fp32(v); };
+  for (std::uint32_t r = 0; r < 4; ++r) {
+    model_.memory().write_array(r * kFp32Row, std::vector<fp32_t>(kDim, fp32(float(r + 1))));
+  }
+  model_.memory().write_array(0x100, std::vector<fp32_t>{fp32(10), fp32(20), fp32(30), fp32(40)});
+  model_.memory().write_array(0x110, std::vector<fp32_t>(kDim, fp32(-2)));
+  // Two iterations of two rows: rows 0, 1 times the row at 20, rows 2, 3 times the one at 22.
+  expect_ok(
+      run("read_host acc rows=4 host_addr=0 host_stride=16\n"
+          "read_host acc count=2 rows=1 addr_b=20 step_b=2 host_addr=0x100 host_step=16\n"
+          "eltwise row vop=mul count=2 rows=2 addr_b=30 step_a=2 step_b=2 bias_addr=20 "
+          "bias_step=2\nhalt"));
+  EXPECT_EQ(model_.acc_row(30), (std::vector<fp32_t>{fp32(10), fp32(20), fp32(30), fp32(40)}));
+  EXPECT_EQ(model_.acc_row(31), (std::vector<fp32_t>{fp32(20), fp32(40), fp32(60), fp32(80)}));
+  EXPECT_EQ(model_.acc_row(32), std::vector<fp32_t>(kDim, fp32(-6)));
+  EXPECT_EQ(model_.acc_row(33), std::vector<fp32_t>(kDim, fp32(-8)));
+}
+
+TEST_F(ModelTest, EltwiseRowsSeeEarlierRowsWritten) {
+  // Row r + 1 = row r (as just written) + row r + 1: prefix sums, in place.
+  const auto fp32 = [](float v) { return num::float_to_fp32(v); };
+  for (std::uint32_t r = 0; r < 4; ++r) {
+    model_.memory().write_array(r * kFp32Row, std::vector<fp32_t>(kDim, fp32(float(r + 1))));
+  }
+  expect_ok(
+      run("read_host acc rows=4 host_addr=0 host_stride=16\n"
+          "eltwise vop=add rows=3 addr_b=1 bias_addr=1\nhalt"));
+  for (std::uint32_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(model_.acc_row(r), std::vector<fp32_t>(kDim, fp32(float((r + 1) * (r + 2) / 2))));
+  }
+}
+
+TEST_F(ModelTest, EltwiseLanesFoldsAlongTheRowInOrder) {
+  const auto fp32 = [](float v) { return num::float_to_fp32(v); };
+  // A left fold: ((((-0 + 1e8) + 1) - 1e8) + 1) = 1 in fp32, where pairs would give 0 or 2.
+  model_.memory().write_array(0, std::vector<fp32_t>{fp32(1e8f), fp32(1), fp32(-1e8f), fp32(1)});
+  model_.memory().write_array(16, std::vector<fp32_t>{0x80000000u, 0, 0, 0});
+  model_.memory().write_array(32, std::vector<fp32_t>{0xFF800000u, 0, 0, 0});  // -inf
+  expect_ok(
+      run("read_host acc rows=3 host_addr=0 host_stride=16\n"
+          "eltwise lanes row vop=add rows=1 addr_b=3 bias_addr=1\n"
+          "eltwise lanes row vop=max rows=1 addr_b=4 bias_addr=2\n"
+          "eltwise lanes row vop=min rows=1 addr_b=5 bias_addr=2\nhalt"));
+  EXPECT_EQ(model_.acc_row(3), std::vector<fp32_t>(kDim, fp32(1)));
+  EXPECT_EQ(model_.acc_row(4), std::vector<fp32_t>(kDim, fp32(1e8f)));
+  EXPECT_EQ(model_.acc_row(5), std::vector<fp32_t>(kDim, 0xFF800000u));  // the seed is smallest
+}
+
+TEST_F(ModelTest, EltwiseReadsUnifiedBufferRowsWidened) {
+  // bf16 lanes widen exactly (a subnormal one is then read as its zero, N-IN); with I32, 16-bit
+  // lanes (here the int8 values -5, 7, -128, 127 as I8 rows leave them) sign-extend.
+  model_.memory().write_array(0, std::vector<bf16_t>{0x3F80, 0xC000, 0x0001, 0x7F80});
+  model_.memory().write_array(8, std::vector<bf16_t>{0xFFFB, 7, 0xFF80, 127});
+  model_.memory().write_array(16, std::vector<fp32_t>(kDim, 0));  // +0
+  expect_ok(
+      run("read_host rows=1 host_addr=0\n"
+          "read_host rows=1 addr_b=1 host_addr=8\n"
+          "read_host acc rows=1 addr_b=9 host_addr=16\n"
+          "eltwise ub row vop=max rows=1 addr_b=10 bias_addr=9\n"
+          "eltwise ub i32 row vop=add rows=1 addr_a=1 addr_b=11 bias_addr=9\nhalt"));
+  EXPECT_EQ(model_.acc_row(10), (std::vector<fp32_t>{0x3F800000u, 0, 0, 0x7F800000u}));
+  EXPECT_EQ(model_.acc_row(11), (std::vector<fp32_t>{0xFFFFFFFBu, 7, 0xFFFFFF80u, 127}));
+}
+
+TEST_F(ModelTest, EltwiseInt32Wraps) {
+  model_.memory().write_array(0,
+                              std::vector<std::uint32_t>{0x7FFFFFFFu, 0xFFFFFFFEu, 5, 0x80000000u});
+  model_.memory().write_array(16, std::vector<std::uint32_t>{1, 3, 0xFFFFFFFDu, 0x80000000u});
+  const std::pair<const char*, std::vector<std::uint32_t>> cases[] = {
+      {"add", {0x80000000u, 1, 2, 0}},
+      {"sub", {0x7FFFFFFEu, 0xFFFFFFFBu, 8, 0}},
+      {"mul", {0x7FFFFFFFu, 0xFFFFFFFAu, 0xFFFFFFF1u, 0}},
+      {"max", {0x7FFFFFFFu, 3, 5, 0x80000000u}},
+      {"min", {1, 0xFFFFFFFEu, 0xFFFFFFFDu, 0x80000000u}},
+  };
+  for (const auto& [name, expected] : cases) {
+    expect_ok(
+        run(fmt::format("read_host acc rows=2 host_addr=0 host_stride=16\n"
+                        "eltwise i32 vop={} rows=1 addr_b=2 bias_addr=1\nhalt",
+                        name)));
+    EXPECT_EQ(model_.acc_row(2), expected) << name;
+  }
+}
+
+TEST_F(ModelTest, EltwiseChecks) {
+  // The second operand's rows are checked like any other: `rows` of them without ROW.
+  expect_error(run("eltwise vop=add rows=2 bias_addr=63\nhalt"), Error::AccRange, 0);
+  expect_ok(
+      run("read_host acc rows=2 host_addr=0 host_stride=16\n"
+          "read_host acc rows=1 addr_b=63 host_addr=0\n"
+          "eltwise row vop=add rows=2 bias_addr=63\nhalt"));
+  // vop 5 is no operation.
+  expect_error(run(".word 0x00050009 0x00010001 0 0 0 0 0 0\nhalt"), Error::IllegalField, 0);
+  HardwareConfig without = model_config();
+  without.vector_lanes = 0;
+  FunctionalModel model(without, kHostBytes);
+  model.memory().write_array(kProgAddr,
+                             isa::encode_program(assemble("eltwise vop=max rows=1\nhalt")));
+  const RunResult result = model.run(kProgAddr, 2);
+  EXPECT_EQ(result.error, Error::IllegalOpcode);
+  EXPECT_NE(model.error_detail().find("vector unit"), std::string::npos) << model.error_detail();
 }
 
 // ------------------------------------------------------------------------------------------

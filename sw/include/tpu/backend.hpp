@@ -30,6 +30,7 @@ struct HardwareConfig {
   unsigned link_lanes = 0;    // fp32 lanes per inter-chip link beat; 0: no links (no ALLREDUCE)
   bool int8 = false;          // the int8 datapath (tpu_top's Int8): the I8 and REQ flags
   bool float_datapath = true;  // the bf16/fp32 datapath (tpu_top's Float); off: an int8-only core
+  unsigned vector_lanes = 0;   // lanes the vector unit combines per cycle; 0: none (no ELTWISE)
 
   // "16x16", "4x4_m1a1", "8x8_bus4": the array, then what differs from the defaults; "4x4_seq":
   // the sequential core, whose bus is always 4 bytes and whose arithmetic has no stages.

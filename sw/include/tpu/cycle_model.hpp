@@ -35,4 +35,10 @@ struct CycleEstimate {
 
 CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing = {});
 
+// The cycles the vector unit spends on one ELTWISE when no other unit contends for the
+// accumulators (VECTOR_BUSY): per iteration a cycle to start (and read ROW's row), then per row
+// the reads of A (and B without ROW), a cycle for the row to arrive, Dim / vector_lanes cycles
+// of lanes (Dim with LANES) and the write.
+double eltwise_cycles(const HardwareConfig& config, const isa::Instruction& eltwise);
+
 }  // namespace tpu

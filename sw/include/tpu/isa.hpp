@@ -56,6 +56,8 @@ struct Instruction {
   unsigned func() const { return get(kFunc); }
   Instruction& set_func(std::uint64_t func) { return set(kFunc, func); }
   Instruction& set_func(Func func) { return set(kFunc, static_cast<unsigned>(func)); }
+  unsigned vop() const { return get(kVop); }
+  Instruction& set_vop(VectorOp op) { return set(kVop, static_cast<unsigned>(op)); }
 
   std::uint32_t count() const { return get(kCount); }
   std::uint32_t rows() const { return get(kRows); }
@@ -111,6 +113,8 @@ const OpcodeInfo* find_opcode(std::uint8_t value);
 const OpcodeInfo* find_opcode(std::string_view mnemonic);
 const FuncInfo* find_func(unsigned value);
 const FuncInfo* find_func(std::string_view mnemonic);
+const VectorOpInfo* find_vector_op(unsigned value);
+const VectorOpInfo* find_vector_op(std::string_view mnemonic);
 
 // The 32-byte little-endian form (docs/isa.md, "Encoding").
 std::array<std::uint8_t, kInstrBytes> encode(const Instruction& instruction);
@@ -141,9 +145,11 @@ struct RowSpan {
 // What an instruction touches (its footprint in docs/isa.md, "Execution"). Ends are computed in
 // 64 bits, so an instruction whose fields run past a memory is described, not wrapped.
 struct Footprint {
-  RowSpan source;          // addr_a side: MATMUL (UB), ACTIVATE (ACC), WRITE_HOST (UB or ACC)
-  RowSpan destination;     // addr_b side: READ_HOST (UB or ACC), MATMUL (ACC), ACTIVATE (UB or ACC)
-  RowSpan bias;            // ACTIVATE with BIAS: one ACC row per iteration (three with REQ)
+  RowSpan source;       // addr_a side: MATMUL (UB), ACTIVATE (ACC), WRITE_HOST (UB or ACC), ELTWISE
+  RowSpan destination;  // addr_b side: READ_HOST (UB or ACC), MATMUL (ACC), ACTIVATE (UB or ACC),
+                        // ELTWISE (ACC)
+  RowSpan bias;  // ACTIVATE with BIAS: one ACC row per iteration (three with REQ); ELTWISE's second
+                 // operand: `rows` ACC rows per iteration (one with ROW)
   bool uses_host = false;  // READ_HOST, READ_WEIGHTS, WRITE_HOST, MATMUL with FETCH
   bool writes_host = false;          // WRITE_HOST
   std::uint32_t host_row_bytes = 0;  // 4 * dim for ACC rows, 2 * dim for UB rows and weights,

@@ -23,6 +23,7 @@ enum class Opcode : std::uint8_t {
   Sync = 0x06,
   Halt = 0x07,
   Allreduce = 0x08,
+  Eltwise = 0x09,
 };
 
 // Flags: each flag's bit in the flags field.
@@ -63,6 +64,19 @@ inline constexpr unsigned kWriteHostFlagI8 = 1;
 // the order they arrive (its own, then chip N-1's, ..., chip 1's), and the sums travel back; not
 // N-REDUCE's bits
 inline constexpr unsigned kAllreduceFlagPs = 0;
+// ELTWISE.ROW: the second operand is one row per iteration, bias_addr + i * bias_step, applied to
+// each of the iteration's rows (a broadcast row: a bias, a scale); without it, row r of iteration i
+// pairs with row bias_addr + i * bias_step + r
+inline constexpr unsigned kEltwiseFlagRow = 0;
+// ELTWISE.I32: int32 lanes (two's complement, sums and products wrapping, max and min signed)
+// instead of fp32 (N-VEC)
+inline constexpr unsigned kEltwiseFlagI32 = 1;
+// ELTWISE.LANES: a reduction along the row: every lane of the result is the left fold S = B[0],
+// then S = op(S, A[j]) for j = 0 .. D-1 (the second operand's lane 0 is the seed)
+inline constexpr unsigned kEltwiseFlagLanes = 2;
+// ELTWISE.UB: the source rows A are unified-buffer rows: bf16 lanes widened to fp32 exactly, or
+// with I32 the 16-bit lanes sign-extended (int8 values as READ_HOST I8 and ACTIVATE REQ leave them)
+inline constexpr unsigned kEltwiseFlagUb = 3;
 
 // Activation functions (the func field of ACTIVATE).
 enum class Func : std::uint8_t {
@@ -76,6 +90,16 @@ enum class Func : std::uint8_t {
 };
 inline constexpr unsigned kFuncCount = 7;
 
+// Vector operations (the vop field of VECTOR).
+enum class VectorOp : std::uint8_t {
+  Add = 0,
+  Sub = 1,
+  Mul = 2,
+  Max = 3,
+  Min = 4,
+};
+inline constexpr unsigned kVectorOpCount = 5;
+
 // An instruction field: bits lsb .. lsb+width-1 of word `word`.
 struct FieldSpec {
   unsigned word, lsb, width;
@@ -87,6 +111,8 @@ inline constexpr FieldSpec kOpcode{0, 0, 8, "opcode"};
 inline constexpr FieldSpec kFlags{0, 8, 8, "flags"};
 // func: activation function (ACTIVATE)
 inline constexpr FieldSpec kFunc{0, 16, 4, "func"};
+// vop: vector operation (ELTWISE)
+inline constexpr FieldSpec kVop{0, 16, 4, "vop"};
 // count: iterations, 1..65535
 inline constexpr FieldSpec kCount{1, 0, 16, "count"};
 // rows: rows per iteration, 1..65535
@@ -111,9 +137,10 @@ inline constexpr FieldSpec kHostStep{6, 0, 32, "host_step"};
 inline constexpr FieldSpec kKValid{7, 0, 9, "k_valid"};
 // n_valid: result columns counted as useful, 1..array size (MATMUL)
 inline constexpr FieldSpec kNValid{7, 16, 9, "n_valid"};
-// bias_addr: accumulator row holding the bias (ACTIVATE)
+// bias_addr: accumulator row holding the bias (ACTIVATE), or the second operand's first row
+// (ELTWISE)
 inline constexpr FieldSpec kBiasAddr{7, 0, 16, "bias_addr"};
-// bias_step: bias_addr increment per iteration (ACTIVATE)
+// bias_step: bias_addr increment per iteration (ACTIVATE, ELTWISE)
 inline constexpr FieldSpec kBiasStep{7, 16, 16, "bias_step"};
 // total: values in the whole tensor being reduced, of which this pass is part (ALLREDUCE)
 inline constexpr FieldSpec kTotal{4, 0, 32, "total"};
@@ -154,12 +181,12 @@ using UsedBits = std::array<std::uint32_t, kInstrWords>;
 enum class Memory : std::uint8_t { Ub, Acc };
 inline constexpr unsigned kNoFlag = 0xFF;  // no flag selects it
 
-// On-chip rows base + i * step + r: in `memory`, or the accumulators with the flag
-// acc_if.
+// On-chip rows base + i * step + r: in `memory`, or in the other memory with the
+// flag switch_if.
 struct RowsOperand {
   bool used;
   Memory memory;
-  unsigned acc_if;
+  unsigned switch_if;
 };
 
 // Host rows read or written: `rows` of them per iteration (the field), only with the
@@ -174,8 +201,9 @@ struct HostOperand {
   unsigned int8_if;
 };
 
-// A field's legal values: 1 .. the array size, a function code, or not zero.
-enum class Limit : std::uint8_t { OneToDim, Function, NonZero };
+// A field's legal values: 1 .. the array size, a function code, a vector
+// operation's code, or not zero.
+enum class Limit : std::uint8_t { OneToDim, Function, VectorOp, NonZero };
 struct FieldLimit {
   const FieldSpec* field;
   Limit limit;
@@ -211,12 +239,15 @@ struct OpcodeRules {
   RowsOperand source;       // addr_a, step_a
   RowsOperand destination;  // addr_b, step_b
   unsigned bias_if;  // a bias row per iteration with this flag (kNoFlag: none)
+  bool bias_always;  // ... whatever the flags (VECTOR's second operand)
+  unsigned bias_rows_unless;  // ... `rows` rows per iteration without this flag
   unsigned quant_if;  // ... three (bias, multiplier, shift) with this one
   HostOperand host;
   ConstList<FieldLimit> limits;
   ConstList<ZeroUnless> zero_unless;
   bool in_place;  // writes back its source rows
   bool links;     // needs a core with inter-chip links
+  bool vector;    // needs a core with a vector unit
   unsigned float_unless;  // needs the float datapath without this flag
   ConstList<FlagRequires> requires;
   ConstList<FlagExcludes> excludes;
@@ -252,8 +283,8 @@ inline constexpr UsedBits kReadHostUsedBits{{
 inline constexpr FlagExcludes kReadHostExcludes[] = {
     {1, 0, nullptr, "I8 and ACC exclude each other"}};
 inline constexpr OpcodeRules kReadHostRules{
-    true, {false, Memory::Ub, kNoFlag}, {true, Memory::Ub, 0}, kNoFlag, kNoFlag,
-    {true, false, &kRows, kNoFlag, 0, 1}, {nullptr, 0}, {nullptr, 0}, false, false, kNoFlag,
+    true, {false, Memory::Ub, kNoFlag}, {true, Memory::Ub, 0}, kNoFlag, false, kNoFlag, kNoFlag,
+    {true, false, &kRows, kNoFlag, 0, 1}, {nullptr, 0}, {nullptr, 0}, false, false, false, kNoFlag,
     {nullptr, 0}, {kReadHostExcludes, 1}};
 inline constexpr const FieldSpec* kReadWeightsFields[] = {
     &kCount, &kRows, &kHostAddr, &kHostStride, &kHostStep};
@@ -267,9 +298,9 @@ inline constexpr UsedBits kReadWeightsUsedBits{{
     0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x00000000}};
 inline constexpr FieldLimit kReadWeightsLimits[] = {{&kRows, Limit::OneToDim}};
 inline constexpr OpcodeRules kReadWeightsRules{
-    true, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag, kNoFlag,
-    {true, false, &kRows, kNoFlag, kNoFlag, 0}, {kReadWeightsLimits, 1}, {nullptr, 0}, false, false,
-    kNoFlag, {nullptr, 0}, {nullptr, 0}};
+    true, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag, false, kNoFlag,
+    kNoFlag, {true, false, &kRows, kNoFlag, kNoFlag, 0}, {kReadWeightsLimits, 1}, {nullptr, 0},
+    false, false, false, kNoFlag, {nullptr, 0}, {nullptr, 0}};
 inline constexpr const FieldSpec* kMatmulFields[] = {
     &kCount, &kRows, &kAddrA, &kAddrB, &kStepA, &kStepB, &kHostAddr, &kHostStride, &kHostStep,
     &kKValid, &kNValid};
@@ -300,9 +331,9 @@ inline constexpr const FieldSpec* kMatmulZeroUnlessFetch[] = {&kHostAddr, &kHost
 inline constexpr ZeroUnless kMatmulZeroUnless[] = {
     {false, 2, "FETCH", {kMatmulZeroUnlessFetch, 3}}};
 inline constexpr OpcodeRules kMatmulRules{
-    true, {true, Memory::Ub, kNoFlag}, {true, Memory::Acc, kNoFlag}, kNoFlag, kNoFlag,
-    {true, false, &kKValid, 2, kNoFlag, 3}, {kMatmulLimits, 2}, {kMatmulZeroUnless, 1}, false,
-    false, 3, {nullptr, 0}, {nullptr, 0}};
+    true, {true, Memory::Ub, kNoFlag}, {true, Memory::Acc, kNoFlag}, kNoFlag, false, kNoFlag,
+    kNoFlag, {true, false, &kKValid, 2, kNoFlag, 3}, {kMatmulLimits, 2}, {kMatmulZeroUnless, 1},
+    false, false, false, 3, {nullptr, 0}, {nullptr, 0}};
 inline constexpr const FieldSpec* kActivateFields[] = {
     &kFunc, &kCount, &kRows, &kAddrA, &kAddrB, &kStepA, &kStepB, &kAlpha, &kBiasAddr, &kBiasStep,
     &kZeroPoint, &kClampLo, &kClampHi};
@@ -333,9 +364,10 @@ inline constexpr FlagExcludes kActivateExcludes[] = {
     {2, 1, nullptr, "REQ and F32 exclude each other"},
     {2, kNoFlag, &kFunc, "func must be 0 with REQ"}};
 inline constexpr OpcodeRules kActivateRules{
-    true, {true, Memory::Acc, kNoFlag}, {true, Memory::Ub, 1}, 0, 2,
+    true, {true, Memory::Acc, kNoFlag}, {true, Memory::Ub, 1}, 0, false, kNoFlag, 2,
     {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {kActivateLimits, 1},
-    {kActivateZeroUnless, 3}, false, false, 2, {kActivateRequires, 1}, {kActivateExcludes, 2}};
+    {kActivateZeroUnless, 3}, false, false, false, 2, {kActivateRequires, 1},
+    {kActivateExcludes, 2}};
 inline constexpr const FieldSpec* kWriteHostFields[] = {
     &kCount, &kRows, &kAddrA, &kStepA, &kHostAddr, &kHostStride, &kHostStep};
 inline constexpr FlagSpec kWriteHostFlags[] = {
@@ -352,23 +384,23 @@ inline constexpr UsedBits kWriteHostUsedBits{{
 inline constexpr FlagExcludes kWriteHostExcludes[] = {
     {1, 0, nullptr, "I8 and ACC exclude each other"}};
 inline constexpr OpcodeRules kWriteHostRules{
-    true, {true, Memory::Ub, 0}, {false, Memory::Ub, kNoFlag}, kNoFlag, kNoFlag,
-    {true, true, &kRows, kNoFlag, 0, 1}, {nullptr, 0}, {nullptr, 0}, false, false, kNoFlag,
+    true, {true, Memory::Ub, 0}, {false, Memory::Ub, kNoFlag}, kNoFlag, false, kNoFlag, kNoFlag,
+    {true, true, &kRows, kNoFlag, 0, 1}, {nullptr, 0}, {nullptr, 0}, false, false, false, kNoFlag,
     {nullptr, 0}, {kWriteHostExcludes, 1}};
 inline constexpr UsedBits kSyncUsedBits{{
     0x000000FF, 0x00000000, 0x00000000, 0x00000000,
     0x00000000, 0x00000000, 0x00000000, 0x00000000}};
 inline constexpr OpcodeRules kSyncRules{
-    false, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag, kNoFlag,
-    {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}, false, false,
-    kNoFlag, {nullptr, 0}, {nullptr, 0}};
+    false, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag, false, kNoFlag,
+    kNoFlag, {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}, false,
+    false, false, kNoFlag, {nullptr, 0}, {nullptr, 0}};
 inline constexpr UsedBits kHaltUsedBits{{
     0x000000FF, 0x00000000, 0x00000000, 0x00000000,
     0x00000000, 0x00000000, 0x00000000, 0x00000000}};
 inline constexpr OpcodeRules kHaltRules{
-    false, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag, kNoFlag,
-    {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}, false, false,
-    kNoFlag, {nullptr, 0}, {nullptr, 0}};
+    false, {false, Memory::Ub, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag, false, kNoFlag,
+    kNoFlag, {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {nullptr, 0}, {nullptr, 0}, false,
+    false, false, kNoFlag, {nullptr, 0}, {nullptr, 0}};
 inline constexpr const FieldSpec* kAllreduceFields[] = {
     &kCount, &kRows, &kAddrA, &kStepA, &kTotal, &kOffset, &kOffsetStep};
 inline constexpr FlagSpec kAllreduceFlags[] = {
@@ -384,11 +416,40 @@ inline constexpr UsedBits kAllreduceUsedBits{{
     0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x00000000}};
 inline constexpr FieldLimit kAllreduceLimits[] = {{&kTotal, Limit::NonZero}};
 inline constexpr OpcodeRules kAllreduceRules{
-    true, {true, Memory::Acc, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag, kNoFlag,
-    {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {kAllreduceLimits, 1}, {nullptr, 0}, true,
-    true, kNoFlag, {nullptr, 0}, {nullptr, 0}};
+    true, {true, Memory::Acc, kNoFlag}, {false, Memory::Ub, kNoFlag}, kNoFlag, false, kNoFlag,
+    kNoFlag, {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {kAllreduceLimits, 1},
+    {nullptr, 0}, true, true, false, kNoFlag, {nullptr, 0}, {nullptr, 0}};
+inline constexpr const FieldSpec* kEltwiseFields[] = {
+    &kVop, &kCount, &kRows, &kAddrA, &kAddrB, &kStepA, &kStepB, &kBiasAddr, &kBiasStep};
+inline constexpr FlagSpec kEltwiseFlags[] = {
+    {0, "ROW", "row",
+     "the second operand is one row per iteration, bias_addr + i * bias_step, applied to each of "
+     "the iteration's rows (a broadcast row: a bias, a scale); without it, row r of iteration i "
+     "pairs with row bias_addr + i * bias_step + r",
+     false},
+    {1, "I32", "i32",
+     "int32 lanes (two's complement, sums and products wrapping, max and min signed) instead of "
+     "fp32 (N-VEC)",
+     false},
+    {2, "LANES", "lanes",
+     "a reduction along the row: every lane of the result is the left fold S = B[0], then S = "
+     "op(S, A[j]) for j = 0 .. D-1 (the second operand's lane 0 is the seed)",
+     false},
+    {3, "UB", "ub",
+     "the source rows A are unified-buffer rows: bf16 lanes widened to fp32 exactly, or with I32 "
+     "the 16-bit lanes sign-extended (int8 values as READ_HOST I8 and ACTIVATE REQ leave them)",
+     false},
+};
+inline constexpr UsedBits kEltwiseUsedBits{{
+    0x000F0FFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF,
+    0x00000000, 0x00000000, 0x00000000, 0xFFFFFFFF}};
+inline constexpr FieldLimit kEltwiseLimits[] = {{&kVop, Limit::VectorOp}};
+inline constexpr OpcodeRules kEltwiseRules{
+    true, {true, Memory::Acc, 3}, {true, Memory::Acc, kNoFlag}, kNoFlag, true, 0, kNoFlag,
+    {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {kEltwiseLimits, 1}, {nullptr, 0}, false,
+    false, true, 1, {nullptr, 0}, {nullptr, 0}};
 
-inline constexpr std::array<OpcodeInfo, 8> kOpcodeTable{{
+inline constexpr std::array<OpcodeInfo, 9> kOpcodeTable{{
     {Opcode::ReadHost, "read_host",
      "Copies rows from host memory into the unified buffer (bf16 rows, or int8 with I8) or the "
      "accumulators (fp32 or int32 rows).",
@@ -425,6 +486,13 @@ inline constexpr std::array<OpcodeInfo, 8> kOpcodeTable{{
      "as they are. Every chip of the pod must run it with the same count, rows, total, offset "
      "and offset_step.",
      {kAllreduceFields, 7}, {kAllreduceFlags, 1}, 0x01, kAllreduceUsedBits, &kAllreduceRules},
+    {Opcode::Eltwise, "eltwise",
+     "Combines rows lane by lane into accumulator rows: row r of iteration i, addr_b + i * "
+     "step_b + r, becomes op(A, B) of source row addr_a + i * step_a + r (accumulator rows, or "
+     "unified-buffer rows with UB) and the second operand's accumulator row (N-VEC of "
+     "docs/numerics.md), or with LANES the fold of op along row A from B's lane 0. Rows are done "
+     "in order, each read after every earlier row is written.",
+     {kEltwiseFields, 9}, {kEltwiseFlags, 4}, 0x0F, kEltwiseUsedBits, &kEltwiseRules},
 }};
 
 struct FuncInfo {
@@ -441,6 +509,21 @@ inline constexpr std::array<FuncInfo, kFuncCount> kFuncTable{{
     {Func::Sigmoid, "sigmoid", "1 / (1 + e^-x), table-driven approximation"},
     {Func::Tanh, "tanh", "hyperbolic tangent, table-driven approximation"},
     {Func::Gelu, "gelu", "x * Phi(x) (Phi the standard normal CDF), table-driven approximation"},
+}};
+
+struct VectorOpInfo {
+  VectorOp op;
+  const char* mnemonic;
+  const char* doc;
+};
+inline constexpr std::array<VectorOpInfo, kVectorOpCount> kVectorOpTable{{
+    {VectorOp::Add, "add", "A + B (N-ADD in fp32; wrapping in int32)"},
+    {VectorOp::Sub, "sub", "A - B: A + (-B) (N-ADD in fp32; wrapping in int32)"},
+    {VectorOp::Mul, "mul",
+     "A * B (IEEE product rounded to nearest even, then the flush, in fp32; the low 32 bits in "
+     "int32)"},
+    {VectorOp::Max, "max", "the larger of A and B (NaN if either is; max(-0, +0) = +0)"},
+    {VectorOp::Min, "min", "the smaller of A and B (NaN if either is; min(-0, +0) = -0)"},
 }};
 
 }  // namespace tpu::isa

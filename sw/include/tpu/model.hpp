@@ -85,6 +85,7 @@ class FunctionalModel final : public Backend {
   void read_weights(const isa::Instruction& in);
   void matmul(const isa::Instruction& in);
   void activate(const isa::Instruction& in);
+  void eltwise(const isa::Instruction& in);
   void requantize(const isa::Instruction& in);  // ACTIVATE with REQ
   void write_host(const isa::Instruction& in);
   bool stop(regs::Error error, std::uint32_t pc, std::string detail);

@@ -96,6 +96,25 @@ struct WriteHostArgs {
   std::uint32_t host_step = 0;
 };
 
+// ELTWISE: accumulator row addr_b + i * step_b + r = op(row addr_a + i * step_a + r, B), B the
+// row bias_addr + i * bias_step + r, or with `row` the row bias_addr + i * bias_step; with
+// `lanes` every lane holds the left fold of op along row A from B's lane 0.
+struct EltwiseArgs {
+  VectorOp op = VectorOp::Add;
+  bool row = false;    // one B row per iteration (a broadcast row)
+  bool int32 = false;  // int32 lanes instead of fp32
+  bool lanes = false;  // the fold of op along row A, from B's lane 0, in every lane
+  bool ub = false;     // A's rows are unified-buffer rows (bf16, or int8 values with int32)
+  std::uint32_t count = 1;
+  std::uint32_t rows = 1;
+  std::uint32_t addr_a = 0;
+  std::uint32_t addr_b = 0;
+  std::uint32_t step_a = 0;
+  std::uint32_t step_b = 0;
+  std::uint32_t bias_addr = 0;
+  std::uint32_t bias_step = 0;
+};
+
 struct AllreduceArgs {
   bool parameter_server = false;  // PS: the baseline algorithm, not the ring
   std::uint32_t count = 1;        // segments
@@ -120,6 +139,7 @@ class ProgramBuilder {
   ProgramBuilder& activate(const ActivateArgs& args);
   ProgramBuilder& write_host(const WriteHostArgs& args);
   ProgramBuilder& allreduce(const AllreduceArgs& args);
+  ProgramBuilder& eltwise(const EltwiseArgs& args);
   ProgramBuilder& sync();
   ProgramBuilder& halt();
   // An instruction made elsewhere (assembled, decoded), checked like the others.

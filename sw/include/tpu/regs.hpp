@@ -114,6 +114,11 @@ inline constexpr std::uint32_t kHwCoreInt8OnlyMask = 0x00000008;
 inline constexpr unsigned kHwCoreLinkLanesLsb = 8;
 inline constexpr unsigned kHwCoreLinkLanesWidth = 16;
 inline constexpr std::uint32_t kHwCoreLinkLanesMask = 0x00FFFF00;
+// HW_CORE.VECTOR_LANES: lanes the vector unit combines per cycle (tpu_top's VectorLanes); 0: no
+// vector unit, ELTWISE is illegal
+inline constexpr unsigned kHwCoreVectorLanesLsb = 24;
+inline constexpr unsigned kHwCoreVectorLanesWidth = 8;
+inline constexpr std::uint32_t kHwCoreVectorLanesMask = 0xFF000000;
 // POD (rw): This chip's place in its pod (docs/pod.md), read by ALLREDUCE. Write it before START;
 // every chip of the pod needs the same SIZE and its own ID.
 inline constexpr std::uint32_t kPod = 0x030;
@@ -134,7 +139,7 @@ inline constexpr std::uint32_t kLinkTimeoutReset = 0x00100000;
 // 64-bit counters, contiguous from kCounterBase: counter i has LO at
 // kCounterBase + 8*i and HI 4 bytes above. Reading LO latches HI.
 // k<Counter>Index is its index i, in kCounters and in Counters.
-inline constexpr unsigned kCounterCount = 14;
+inline constexpr unsigned kCounterCount = 15;
 inline constexpr std::uint32_t kCounterBase = 0x040;
 inline constexpr std::uint32_t kCntCyclesLo = 0x040;
 inline constexpr std::uint32_t kCntCyclesHi = 0x044;
@@ -178,6 +183,9 @@ inline constexpr std::size_t kCntLinkReceivedBeatsIndex = 12;
 inline constexpr std::uint32_t kCntLinkStallLo = 0x0A8;
 inline constexpr std::uint32_t kCntLinkStallHi = 0x0AC;
 inline constexpr std::size_t kCntLinkStallIndex = 13;
+inline constexpr std::uint32_t kCntVectorBusyLo = 0x0B0;
+inline constexpr std::uint32_t kCntVectorBusyHi = 0x0B4;
+inline constexpr std::size_t kCntVectorBusyIndex = 14;
 
 struct CounterSpec {
   const char* name;
@@ -209,6 +217,9 @@ inline constexpr std::array<CounterSpec, kCounterCount> kCounters{{
     {"LINK_STALL", 0x0A8,
      "cycles a collective had a row to send but no credit for it, or waited for a beat from the "
      "previous chip"},
+    {"VECTOR_BUSY", 0x0B0,
+     "cycles the vector unit had an ELTWISE under way (in any array category: it runs beside the "
+     "array)"},
 }};
 
 // Error codes (ERROR_CODE).

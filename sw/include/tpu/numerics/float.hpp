@@ -25,6 +25,20 @@ fp32_t mul_bf16(bf16_t a, bf16_t b);
 // zero of the result's sign, exact zero sums are +0 except (-0) + (-0) = -0.
 fp32_t add_fp32(fp32_t x, fp32_t y);
 
+// The exact value a * b * 2^(scale - 48) (a, b < 2^25: significands with 24 fraction bits)
+// rounded as IEEE binary32 rounds, to nearest even with gradual underflow, then flushed below
+// 2^-126 to a zero of its sign; infinity from 2^128 on. The one rounding step of every multiplying
+// function: fp32 products, the activation functions' approximations.
+fp32_t round_product(bool negative, std::uint64_t a, std::uint64_t b, int scale);
+
+// N-IN + N-VEC's mul: the IEEE binary32 product, round to nearest even, then results below
+// 2^-126 flushed to a zero of the product's sign; inf * 0 is NaN; any NaN gives NaN.
+fp32_t mul_fp32(fp32_t x, fp32_t y);
+
+// N-IN + N-VEC's max and min: NaN if either is NaN, max(-0, +0) = +0, min(-0, +0) = -0.
+fp32_t max_fp32(fp32_t x, fp32_t y);
+fp32_t min_fp32(fp32_t x, fp32_t y);
+
 // N-MAC: unfused multiply-add, add_fp32(s, mul_bf16(a, w)).
 fp32_t mac(fp32_t s, bf16_t a, bf16_t w);
 
