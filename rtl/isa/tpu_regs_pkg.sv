@@ -182,7 +182,8 @@ package tpu_regs_pkg;
   // Error codes (ERROR_CODE).
   // NONE: no error
   localparam logic [7:0] ErrNone = 8'd0;
-  // ILLEGAL_OPCODE: the opcode is not one of the instruction set's
+  // ILLEGAL_OPCODE: the opcode is not one of the instruction set's, or is one this core is built
+  // without (ALLREDUCE without links, ELTWISE without a vector unit)
   localparam logic [7:0] ErrIllegalOpcode = 8'd1;
   // ILLEGAL_FIELD: a field is out of range, a reserved bit or unused field is not zero, or count or
   // rows is zero

@@ -251,7 +251,9 @@ struct ErrorSpec {
 };
 inline constexpr std::array<ErrorSpec, 18> kErrors{{
     {Error::None, "NONE", "no error"},
-    {Error::IllegalOpcode, "ILLEGAL_OPCODE", "the opcode is not one of the instruction set's"},
+    {Error::IllegalOpcode, "ILLEGAL_OPCODE",
+     "the opcode is not one of the instruction set's, or is one this core is built without "
+     "(ALLREDUCE without links, ELTWISE without a vector unit)"},
     {Error::IllegalField, "ILLEGAL_FIELD",
      "a field is out of range, a reserved bit or unused field is not zero, or count or rows is "
      "zero"},
