@@ -760,12 +760,19 @@ def code_list(names):
 # SystemVerilog packages
 
 
+def code_tables(isa):
+    """The tables of codes a field holds: (title, name prefix, codes, field)."""
+    return (("Activation functions (the func field of ACTIVATE)", "Func", isa.functions,
+             isa.fields["func"]),
+            ("Vector operations (the vop field of ELTWISE)", "Vop", isa.vector_ops,
+             isa.fields["vop"]))
+
+
 def sv_isa_package(isa, source):
     name = Names(ISA_PKG)
     indent = "  "
     opcode_type = sv_logic(isa.fields["opcode"].width)
     flags_type = sv_logic(isa.fields["flags"].width)
-    func_width = isa.fields["func"].width
     lines = generated_header(source) + [
         "//",
         "// The instruction set of the TPU core. An instruction is InstrBits wide, word w<n> in",
@@ -794,22 +801,13 @@ def sv_isa_package(isa, source):
         lines.append(f"{indent}localparam {flags_type} {name(prefix + 'FlagsMask')} = "
                      f"{sv_hex(isa.flags_mask(opcode), isa.fields['flags'].width)};")
 
-    lines += ["", f"{indent}// Activation functions (the func field of ACTIVATE)."]
-    for function in isa.functions:
-        lines += comment(f"{function.mnemonic}: {function.doc}", indent=indent)
-        lines.append(f"{indent}localparam {sv_logic(func_width)} "
-                     f"{name('Func' + camel(function.name))} = "
-                     f"{func_width}'d{function.value};")
-    lines.append(f"{indent}localparam int unsigned {name('FuncCount')} = {len(isa.functions)};")
-
-    vop_width = isa.fields["vop"].width
-    lines += ["", f"{indent}// Vector operations (the vop field of VECTOR)."]
-    for vector_op in isa.vector_ops:
-        lines += comment(f"{vector_op.mnemonic}: {vector_op.doc}", indent=indent)
-        lines.append(f"{indent}localparam {sv_logic(vop_width)} "
-                     f"{name('Vop' + camel(vector_op.name))} = "
-                     f"{vop_width}'d{vector_op.value};")
-    lines.append(f"{indent}localparam int unsigned {name('VopCount')} = {len(isa.vector_ops)};")
+    for title, prefix, codes, field in code_tables(isa):
+        lines += ["", f"{indent}// {title}."]
+        for code in codes:
+            lines += comment(f"{code.mnemonic}: {code.doc}", indent=indent)
+            lines.append(f"{indent}localparam {sv_logic(field.width)} "
+                         f"{name(prefix + camel(code.name))} = {field.width}'d{code.value};")
+        lines.append(f"{indent}localparam int unsigned {name(prefix + 'Count')} = {len(codes)};")
 
     lines += ["", f"{indent}// Fields: lowest bit in the flat instruction, and width."]
     for field in isa.fields.values():
@@ -1240,21 +1238,14 @@ def cpp_isa_header(isa, source):
                          f"{name('k' + camel(opcode.name) + 'Flag' + camel(flag.name))} = "
                          f"{flag.bit};")
 
+    for title, enum, count, _, _, _, codes in cpp_code_tables(isa):
+        lines += ["",
+                  f"// {title}.",
+                  f"enum class {name(enum)} : std::uint8_t {{",
+                  *[f"{CPP_INDENT}{camel(code.name)} = {code.value}," for code in codes],
+                  "};",
+                  f"inline constexpr unsigned {name(count)} = {len(codes)};"]
     lines += ["",
-              "// Activation functions (the func field of ACTIVATE).",
-              f"enum class {name('Func')} : std::uint8_t {{",
-              *[f"{CPP_INDENT}{camel(function.name)} = {function.value},"
-                for function in isa.functions],
-              "};",
-              f"inline constexpr unsigned {name('kFuncCount')} = {len(isa.functions)};",
-              "",
-              "// Vector operations (the vop field of VECTOR).",
-              f"enum class {name('VectorOp')} : std::uint8_t {{",
-              *[f"{CPP_INDENT}{camel(vector_op.name)} = {vector_op.value},"
-                for vector_op in isa.vector_ops],
-              "};",
-              f"inline constexpr unsigned {name('kVectorOpCount')} = {len(isa.vector_ops)};",
-              "",
               "// An instruction field: bits lsb .. lsb+width-1 of word `word`.",
               f"struct {name('FieldSpec')} {{",
               f"{CPP_INDENT}unsigned word, lsb, width;",
@@ -1417,31 +1408,30 @@ def cpp_isa_header(isa, source):
               f"inline constexpr std::array<OpcodeInfo, {len(isa.opcodes)}> "
               f"{name('kOpcodeTable')}{{{{",
               *table,
-              "}};",
-              "",
-              f"struct {name('FuncInfo')} {{",
-              f"{CPP_INDENT}Func func;",
-              f"{CPP_INDENT}const char* mnemonic;",
-              f"{CPP_INDENT}const char* doc;",
-              "};",
-              f"inline constexpr std::array<FuncInfo, kFuncCount> {name('kFuncTable')}{{{{"]
-    for function in isa.functions:
-        lines += cpp_table_row([f"Func::{camel(function.name)}", cpp_string(function.mnemonic)],
-                               function.doc)
-    lines += ["}};",
-              "",
-              f"struct {name('VectorOpInfo')} {{",
-              f"{CPP_INDENT}VectorOp op;",
-              f"{CPP_INDENT}const char* mnemonic;",
-              f"{CPP_INDENT}const char* doc;",
-              "};",
-              f"inline constexpr std::array<VectorOpInfo, kVectorOpCount> "
-              f"{name('kVectorOpTable')}{{{{"]
-    for vector_op in isa.vector_ops:
-        lines += cpp_table_row([f"VectorOp::{camel(vector_op.name)}",
-                                cpp_string(vector_op.mnemonic)], vector_op.doc)
-    lines += ["}};", "", "}  // namespace tpu::isa"]
+              "}};"]
+    for _, enum, count, info, member, table, codes in cpp_code_tables(isa):
+        lines += ["",
+                  f"struct {name(info)} {{",
+                  f"{CPP_INDENT}{enum} {member};",
+                  f"{CPP_INDENT}const char* mnemonic;",
+                  f"{CPP_INDENT}const char* doc;",
+                  "};",
+                  f"inline constexpr std::array<{info}, {count}> {name(table)}{{{{"]
+        for code in codes:
+            lines += cpp_table_row([f"{enum}::{camel(code.name)}", cpp_string(code.mnemonic)],
+                                   code.doc)
+        lines.append("}};")
+    lines += ["", "}  // namespace tpu::isa"]
     return "\n".join(lines) + "\n"
+
+
+def cpp_code_tables(isa):
+    """The code tables of code_tables(isa) as C++ names them: (title, enum, count constant, info
+    struct, its member, table, codes)."""
+    names = (("Func", "kFuncCount", "FuncInfo", "func", "kFuncTable"),
+             ("VectorOp", "kVectorOpCount", "VectorOpInfo", "op", "kVectorOpTable"))
+    return tuple((title, *cpp_names, codes)
+                 for (title, _, codes, _), cpp_names in zip(code_tables(isa), names))
 
 
 def cpp_opcode_rules(isa, opcode, prefix, name):

@@ -126,7 +126,7 @@ package tpu_isa_pkg;
   localparam logic [3:0] FuncGelu = 4'd6;
   localparam int unsigned FuncCount = 7;
 
-  // Vector operations (the vop field of VECTOR).
+  // Vector operations (the vop field of ELTWISE).
   // add: A + B (N-ADD in fp32; wrapping in int32)
   localparam logic [3:0] VopAdd = 4'd0;
   // sub: A - B: A + (-B) (N-ADD in fp32; wrapping in int32)

@@ -25,6 +25,14 @@ bool is_power_of_two(unsigned value) {
 
 bool flag_set(const Instruction& in, unsigned bit) { return bit != kNoFlag && in.flag(bit); }
 
+// The entry of a generated table (opcodes, functions, vector operations) with that mnemonic.
+template <typename Info, std::size_t N>
+const Info* find_mnemonic(const std::array<Info, N>& table, std::string_view mnemonic) {
+  const auto found = std::find_if(table.begin(), table.end(),
+                                  [&](const Info& info) { return mnemonic == info.mnemonic; });
+  return found == table.end() ? nullptr : &*found;
+}
+
 const char* find_flag_mnemonic(const OpcodeInfo& info, unsigned bit) {
   for (const FlagSpec& flag : info.flags) {
     if (flag.bit == bit) return flag.mnemonic;
@@ -161,10 +169,7 @@ const OpcodeInfo* find_opcode(std::uint8_t value) {
 }
 
 const OpcodeInfo* find_opcode(std::string_view mnemonic) {
-  for (const OpcodeInfo& info : kOpcodeTable) {
-    if (mnemonic == info.mnemonic) return &info;
-  }
-  return nullptr;
+  return find_mnemonic(kOpcodeTable, mnemonic);
 }
 
 const FuncInfo* find_func(unsigned value) {
@@ -172,10 +177,7 @@ const FuncInfo* find_func(unsigned value) {
 }
 
 const FuncInfo* find_func(std::string_view mnemonic) {
-  for (const FuncInfo& info : kFuncTable) {
-    if (mnemonic == info.mnemonic) return &info;
-  }
-  return nullptr;
+  return find_mnemonic(kFuncTable, mnemonic);
 }
 
 const VectorOpInfo* find_vector_op(unsigned value) {
@@ -183,10 +185,7 @@ const VectorOpInfo* find_vector_op(unsigned value) {
 }
 
 const VectorOpInfo* find_vector_op(std::string_view mnemonic) {
-  for (const VectorOpInfo& info : kVectorOpTable) {
-    if (mnemonic == info.mnemonic) return &info;
-  }
-  return nullptr;
+  return find_mnemonic(kVectorOpTable, mnemonic);
 }
 
 std::array<std::uint8_t, kInstrBytes> encode(const Instruction& instruction) {

@@ -90,7 +90,7 @@ enum class Func : std::uint8_t {
 };
 inline constexpr unsigned kFuncCount = 7;
 
-// Vector operations (the vop field of VECTOR).
+// Vector operations (the vop field of ELTWISE).
 enum class VectorOp : std::uint8_t {
   Add = 0,
   Sub = 1,
