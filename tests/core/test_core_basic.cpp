@@ -5,8 +5,8 @@
 
 #include <tuple>
 
+#include "common/eltwise_oracle.hpp"
 #include "core_harness.hpp"
-#include "oracle/host_float.hpp"
 #include "oracle/random_matrices.hpp"
 #include "tpu/cycle_model.hpp"
 #include "tpu/numerics/gemm.hpp"
@@ -180,21 +180,8 @@ void check_every_vector_operation(const std::string& core, bool a_in_ub) {
   for (std::size_t k = 0; k < done.size(); ++k) {
     const Done& e = done[k];
     // One lane of the operation by the host: the oracle's fp32, or plain int32 arithmetic.
-    const auto lane = [&](num::fp32_t x, num::fp32_t y) -> num::fp32_t {
-      const auto sx = static_cast<std::int32_t>(x), sy = static_cast<std::int32_t>(y);
-      switch (e.op) {
-        case isa::VectorOp::Add:
-          return e.int32 ? x + y : oracle::add_fp32(x, y);
-        case isa::VectorOp::Sub:
-          return e.int32 ? x - y : oracle::add_fp32(x, y ^ 0x80000000u);
-        case isa::VectorOp::Mul:
-          return e.int32 ? x * y : oracle::mul_fp32(x, y);
-        case isa::VectorOp::Max:
-          return e.int32 ? (sx > sy ? x : y) : oracle::max_min_fp32(x, y, true);
-        case isa::VectorOp::Min:
-          return e.int32 ? (sx < sy ? x : y) : oracle::max_min_fp32(x, y, false);
-      }
-      return 0;
+    const auto lane = [&](num::fp32_t x, num::fp32_t y) {
+      return test::eltwise_lane(e.op, e.int32, x, y);
     };
     const std::vector<num::fp32_t>& a_lanes = e.int32 ? a_int : a;
     for (std::uint32_t row = 0; row < kRows; ++row) {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/eltwise_oracle.hpp"
 #include "common/test_seed.hpp"
 #include "oracle/host_float.hpp"
 #include "oracle/operand_sets.hpp"
@@ -480,10 +481,7 @@ TEST_F(ModelTest, EltwiseEveryOperationMatchesTheHostFloat) {
       const std::vector<fp32_t> out = model_.acc_row(16 + r);
       for (unsigned j = 0; j < kDim; ++j) {
         const fp32_t x = a[r * kDim + j], y = b[r * kDim + j];
-        const fp32_t expected = op == 0   ? oracle::add_fp32(x, y)
-                                : op == 1 ? oracle::add_fp32(x, y ^ 0x80000000u)
-                                : op == 2 ? oracle::mul_fp32(x, y)
-                                          : oracle::max_min_fp32(x, y, op == 3);
+        const fp32_t expected = test::eltwise_lane(static_cast<isa::VectorOp>(op), false, x, y);
         EXPECT_EQ(out[j], expected) << names[op] << " " << hex(x) << " " << hex(y);
       }
     }
