@@ -175,6 +175,7 @@ class Function:
     value: int
     mnemonic: str
     doc: str
+    vector: bool = False  # a function of the vector unit's: legal only in a core that has one
 
 
 @dataclass(frozen=True)
@@ -361,7 +362,8 @@ def parse_isa(data, source):
         if name not in fields:
             raise DefsError(f"{source}: fields: the '{name}' field is missing")
 
-    functions = parse_codes(top["functions"], fields["func"], f"{source}: functions")
+    functions = parse_codes(top["functions"], fields["func"], f"{source}: functions",
+                            vector_key=True)
     vector_ops = parse_codes(top["vector_ops"], fields["vop"], f"{source}: vector_ops")
     opcodes = [parse_opcode(name, entry, fields, functions, f"{source}: opcodes.{name}")
                for name, entry in top["opcodes"].items()]
@@ -374,24 +376,35 @@ def parse_isa(data, source):
     return Isa(instruction_bytes, fields, tuple(opcodes), functions, vector_ops)
 
 
-def parse_codes(table, field, where):
-    """A table of the codes a field holds ([functions] of func, [vector_ops] of vop)."""
+def parse_codes(table, field, where, vector_key=False):
+    """A table of the codes a field holds ([functions] of func, [vector_ops] of vop). With
+    vector_key, a code may say `vector = true`: it needs a core with a vector unit."""
     codes = []
     for name, entry in table.items():
         code_where = f"{where}.{name}"
         check_name(name, UPPER_NAME, code_where)
-        spec = checked(entry, code_where, {"value": int, "mnemonic": str, "doc": str})
+        spec = checked(entry, code_where, {"value": int, "mnemonic": str, "doc": str},
+                       {"vector": bool} if vector_key else {})
         check_range(spec["value"], 0, (1 << field.width) - 1, code_where, "value")
         check_name(spec["mnemonic"], LOWER_NAME, f"{code_where}.mnemonic")
         check_doc(spec["doc"], code_where)
-        codes.append(Function(name, spec["value"], spec["mnemonic"], spec["doc"]))
+        codes.append(Function(name, spec["value"], spec["mnemonic"], spec["doc"],
+                              spec.get("vector", False)))
     codes.sort(key=lambda code: code.value)
     check_unique([(code.name, code.value) for code in codes], "value", where)
     check_unique([(code.name, code.mnemonic) for code in codes], "mnemonic", where)
     # Decoders accept a value below the count, which is right only for values 0 .. count-1.
     if [code.value for code in codes] != list(range(len(codes))):
         raise DefsError(f"{where}: values must be 0 .. {len(codes) - 1}, without gaps")
+    # ... and a core without a vector unit accepts those below base_count(codes).
+    if not all(code.vector for code in codes[base_count(codes):]):
+        raise DefsError(f"{where}: the codes with vector = true must be the highest ones")
     return tuple(codes)
+
+
+def base_count(codes):
+    """The number of codes every core has: those below the first that needs a vector unit."""
+    return next((code.value for code in codes if code.vector), len(codes))
 
 
 def parse_opcode(name, entry, fields, functions, where):
@@ -808,6 +821,11 @@ def sv_isa_package(isa, source):
             lines.append(f"{indent}localparam {sv_logic(field.width)} "
                          f"{name(prefix + camel(code.name))} = {field.width}'d{code.value};")
         lines.append(f"{indent}localparam int unsigned {name(prefix + 'Count')} = {len(codes)};")
+        if base_count(codes) < len(codes):
+            lines += comment("Codes below it are legal in every core; the others need a vector "
+                             "unit.", indent=indent)
+            lines.append(f"{indent}localparam int unsigned {name(prefix + 'BaseCount')} = "
+                         f"{base_count(codes)};")
 
     lines += ["", f"{indent}// Fields: lowest bit in the flat instruction, and width."]
     for field in isa.fields.values():
@@ -948,9 +966,13 @@ def sv_decoder(isa, source):
             elif limit == "nonzero":
                 errors.append(f"({is_op(op)} && {value} == '0)")
             else:
-                count = "FuncCount" if limit == "function" else "VopCount"
-                errors.append(f"({is_op(op)} && {value} >= "
-                              f"{field.width}'(tpu_isa_pkg::{count}))")
+                prefix, codes = (("Func", isa.functions) if limit == "function" else
+                                 ("Vop", isa.vector_ops))
+                bound = f"{field.width}'(tpu_isa_pkg::{prefix}Count)"
+                if base_count(codes) < len(codes):
+                    bound = (f"(Vector ? {bound} : "
+                             f"{field.width}'(tpu_isa_pkg::{prefix}BaseCount))")
+                errors.append(f"({is_op(op)} && {value} >= {bound})")
         for rule in op.zero_unless:
             unless = (f"!{flag_set(op, rule.flag)}" if rule.flag else
                       f"fields_o.func != tpu_isa_pkg::Func{camel(rule.function.name)}")
@@ -1245,6 +1267,10 @@ def cpp_isa_header(isa, source):
                   *[f"{CPP_INDENT}{camel(code.name)} = {code.value}," for code in codes],
                   "};",
                   f"inline constexpr unsigned {name(count)} = {len(codes)};"]
+        if base_count(codes) < len(codes):
+            lines += ["// Codes below it are legal in every core; the others need a vector unit.",
+                      f"inline constexpr unsigned {name(count.replace('Count', 'BaseCount'))} = "
+                      f"{base_count(codes)};"]
     lines += ["",
               "// An instruction field: bits lsb .. lsb+width-1 of word `word`.",
               f"struct {name('FieldSpec')} {{",
@@ -1666,7 +1692,8 @@ def isa_doc_tables(isa):
          for opcode in isa.opcodes for flag in opcode.flags])
     functions = markdown_table(
         ["mnemonic", "value", "doc"],
-        [[f"`{function.mnemonic}`", str(function.value), function.doc]
+        [[f"`{function.mnemonic}`", str(function.value),
+          function.doc + ("; only in a core with a vector unit" if function.vector else "")]
          for function in isa.functions])
     vector_ops = markdown_table(
         ["mnemonic", "value", "doc"],
@@ -1721,7 +1748,7 @@ def doc_rules(opcode):
         rules.append("`count`, `rows` ≥ 1")
     for field, limit in opcode.limits:
         rules.append({"1..dim": f"`{field.name}` in 1 .. D",
-                      "function": f"`{field.name}` a function code",
+                      "function": f"`{field.name}` a function code (of the core)",
                       "vector_op": f"`{field.name}` a vector operation's code",
                       "nonzero": f"`{field.name}` ≥ 1"}[limit])
     for rule in opcode.zero_unless:

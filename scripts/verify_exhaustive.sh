@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs tb/exhaustive over all 2^32 multiplier inputs, all 2^32 rounder inputs and
-# all 2^32 fp32 inputs of the activation unit's sigmoid, tanh and gelu, in
+# all 2^32 fp32 inputs of the activation unit's sigmoid, tanh, gelu, exp,
+# reciprocal and reciprocal square root, in
 # parallel shards, and fails if any shard found a mismatch. For the activation
 # functions it also prints the worst error over all shards.
 # Usage: scripts/verify_exhaustive.sh <path to exhaustive binary> [shards]
@@ -33,7 +34,7 @@ for unit in mul round act; do
   grep -h "inputs," "$logdir/$unit"-*.log
 done
 # Each act shard prints "act worst <function>: ulp <n> at <x>, relative 2^<e> at <x>".
-for function in sigmoid tanh gelu; do
+for function in sigmoid tanh gelu exp recip rsqrt; do
   awk -v f="$function" '$3 == f ":" {
       ulps = $5 + 0; relative = substr($9, 3) + 0
       if (!seen || ulps > max_ulps) { max_ulps = ulps; ulps_at = substr($7, 1, length($7) - 1) }

@@ -136,6 +136,8 @@ endforeach()
 # FPGA builds have it.
 tpu_model(unit act_func TOP tpu_act_func LIST rtl/core/core.f)
 tpu_model(unit act_func_split TOP tpu_act_func LIST rtl/core/core.f SplitStages=1'b1)
+# ... and without exp, reciprocal and reciprocal square root, as a core without a vector unit has it.
+tpu_model(unit act_func_base TOP tpu_act_func LIST rtl/core/core.f VectorFunctions=1'b0)
 # The sequential core's fp32 adder (the same sums, one bit per cycle) and function unit (the
 # same functions, one value at a time).
 tpu_model(unit seq_add TOP tpu_seq_add LIST rtl/seq/seq.f)

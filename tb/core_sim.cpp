@@ -42,6 +42,7 @@ struct Case {
   std::string name;
   // Draws the spec and operands for one array configuration.
   std::function<std::pair<GemmSpec, Operands>(const HardwareConfig&, oracle::OperandRng&)> make;
+  bool vector = false;  // a function of the vector unit's: only on the cores that have one
 };
 
 Operands operands_for(oracle::OperandRng& rng, const GemmSpec& s, unsigned special_percent,
@@ -126,14 +127,16 @@ std::vector<Case> cases(unsigned random_cases) {
                   }});
   for (unsigned f = 0; f < tpu::isa::kFuncCount; ++f) {
     const std::string name = tpu::isa::kFuncTable[f].mnemonic;
-    list.push_back({"act-" + name, [f](const HardwareConfig& c, oracle::OperandRng& rng) {
+    list.push_back({"act-" + name,
+                    [f](const HardwareConfig& c, oracle::OperandRng& rng) {
                       GemmSpec s = shape(c.dim + 5, c.dim + 1, c.dim);
                       s.has_bias = true;
                       s.act = static_cast<tpu::isa::Func>(f);
                       if (s.act == tpu::isa::Func::Leaky) s.alpha = 0x3C24;  // 0.01
                       s.out = OutType::Bf16;
                       return std::pair{s, operands_for(rng, s, 2, 118, 130)};
-                    }});
+                    },
+                    f >= tpu::isa::kFuncBaseCount});
   }
   // int8 mode, on the cores that have it.
   list.push_back({"int8-raw", [](const HardwareConfig& c, oracle::OperandRng& rng) {
@@ -189,7 +192,7 @@ std::vector<Case> cases(unsigned random_cases) {
                               static_cast<std::uint32_t>(rng.uniform(1, 3 * c.dim)));
            s.has_c = rng.uniform(0, 1);
            s.has_bias = rng.uniform(0, 1);
-           s.act = static_cast<tpu::isa::Func>(rng.uniform(0, tpu::isa::kFuncCount - 1));
+           s.act = static_cast<tpu::isa::Func>(rng.uniform(0, tpu::isa::func_count(c) - 1));
            if (s.act == tpu::isa::Func::Leaky) s.alpha = rng.bf16();
            s.out = rng.uniform(0, 1) ? OutType::Bf16 : OutType::Fp32;
            return std::pair{s, operands_for(rng, s, 5)};
@@ -241,6 +244,7 @@ int run(int argc, char** argv) {
       // Each core runs the modes it has.
       const bool int8_case = c.name.rfind("int8-", 0) == 0;
       if (int8_case ? !config.int8 : !config.float_datapath) continue;
+      if (c.vector && config.vector_lanes == 0) continue;
       plan.push_back({config, c, config.name() + "/" + c.name});
     }
   }

@@ -205,6 +205,16 @@ expect_rejected "unknown limit" \
   "limits.count: '2..dim' is not one of 1..dim, function, vector_op, nonzero"
 
 write_valid_inputs
+sed -i 's/^NONE = .*/NONE = { value = 0, mnemonic = "none", vector = true, doc = "identity" }\nRELU = { value = 1, mnemonic = "relu", doc = "rectifier" }/' \
+  "$work/isa.toml"
+expect_rejected "a vector function below an ordinary one" \
+  "functions: the codes with vector = true must be the highest ones"
+
+write_valid_inputs
+sed -i 's/^ADD = .*/ADD = { value = 0, mnemonic = "add", vector = true, doc = "sum" }/' "$work/isa.toml"
+expect_rejected "vector key outside the functions" "vector_ops.ADD: unknown key 'vector'"
+
+write_valid_inputs
 sed -i 's/^limits = .*/zero_unless = { BIAS = ["count"] }/' "$work/isa.toml"
 expect_rejected "unknown condition" "'BIAS' is neither a flag of this opcode nor a function"
 

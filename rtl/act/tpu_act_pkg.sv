@@ -12,12 +12,18 @@ package tpu_act_pkg;
   // - leaky: x for x >= 0 and x = -0, else IEEE x * alpha's special cases (an
   //   infinite, NaN or zero operand);
   // - gelu from |x| >= 16 on: x, or -0 below zero;
+  // - with vector_functions (a unit that has exp, reciprocal and reciprocal
+  //   square root; without, their codes are illegal ones): the reciprocal of
+  //   +-0 and +-inf (+-inf, +-0); the reciprocal square root of +-0 (+-inf, as
+  //   IEEE 754's rSqrt), +inf (+0) and of x < 0 (NaN);
   // - the canonical NaN for a NaN x, whatever the function.
   // exact = 0 leaves value to the approximation: leaky's product of finite
-  // nonzero operands, sigmoid, tanh, and gelu below 16 (each unit may find more
+  // nonzero operands, sigmoid, tanh, gelu below 16, exp, and the reciprocal and
+  // the reciprocal square root of the other values (each unit may find more
   // exact cases of its own there).
   function automatic logic [32:0] exact_result(input logic [3:0] func, input logic [31:0] x,
-                                               input logic [15:0] alpha);
+                                               input logic [15:0] alpha,
+                                               input logic vector_functions);
     logic        sign, zero, inf, nan, alpha_zero, alpha_inf, alpha_nan, product_sign, exact;
     logic [7:0]  exponent;
     logic [31:0] value;
@@ -53,6 +59,24 @@ package tpu_act_pkg;
       tpu_isa_pkg::FuncGelu: begin
         if (exponent < ExpLarge) exact = 1'b0;
         else if (sign)      value = 32'h8000_0000;
+      end
+      tpu_isa_pkg::FuncExp: begin
+        if (vector_functions) exact = 1'b0;
+      end
+      tpu_isa_pkg::FuncRecip: begin
+        if (vector_functions) begin
+          if (zero)     value = {sign, 8'hFF, 23'h0};
+          else if (inf) value = {sign, 31'h0};
+          else          exact = 1'b0;
+        end
+      end
+      tpu_isa_pkg::FuncRsqrt: begin
+        if (vector_functions) begin
+          if (zero)      value = {sign, 8'hFF, 23'h0};
+          else if (sign) value = tpu_pkg::Fp32CanonicalNan;
+          else if (inf)  value = 32'h0;
+          else           exact = 1'b0;
+        end
       end
       default: ;
     endcase

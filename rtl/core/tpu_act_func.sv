@@ -1,8 +1,9 @@
 // Activation function unit (N-IN, N-ACT): y = f(x) for one fp32 value per
 // cycle, f chosen per value by func_i (the ISA's func field):
 //   0 none, 1 relu, 2 relu6, 3 leaky relu (slope alpha_i, bf16), 4 sigmoid,
-//   5 tanh, 6 gelu; the illegal codes 7..15 give the identity.
-// The piecewise-linear functions are exact. Sigmoid, tanh and gelu are
+//   5 tanh, 6 gelu; with VectorFunctions 7 exp, 8 reciprocal, 9 reciprocal
+//   square root; the illegal codes (7..15, or 10..15) give the identity.
+// The piecewise-linear functions are exact. The others are
 // table-driven fixed-point approximations, specified bit for bit in
 // docs/numerics.md, section Activation functions and modelled by sw/numerics/activation.cpp; the tables are in
 // tpu_act_tables_pkg (generated). Every multiplying function ends in one
@@ -19,13 +20,19 @@
 // after the shift that normalises: tpu_pkg::ActFuncSplitLatency = 13 registers.
 //   1: classify, exact results (bypass), |x| to 8.22 fixed point, |x| * K,
 //      gelu's Mills table entries
-//   2: gelu: square + Mills term; tanh below 2^-4: 1 - x^2/3
+//   2: gelu: square + Mills term; tanh below 2^-4: 1 - x^2/3; exp of x >= 0:
+//      2^w read as 2^c * 2^-(c - w), c = ceil(w)
 //   3: 2^-w = 2^-n * u, u from the exp2 table
-//   4: v = 2^-w, r = 1/(1 + v) from the reciprocal table, 1 - v; pick the
+//   4: v = 2^-w (the reciprocals: v = x's significand - 1), r = 1/(1 + v)
+//      from the reciprocal table (or 1/sqrt from its own), 1 - v; pick the
 //      two operands of the product
 //   5: multiply, normalise, round, flush
 module tpu_act_func #(
-  parameter bit SplitStages = 1'b0
+  parameter bit SplitStages = 1'b0,
+  // exp, reciprocal and reciprocal square root (the functions of a core with
+  // a vector unit); without them their codes are illegal, and the unit has
+  // no logic of theirs.
+  parameter bit VectorFunctions = 1'b1
 ) (
   input  logic        clk_i,
   input  logic        rst_ni,
@@ -41,16 +48,25 @@ module tpu_act_func #(
   localparam logic [3:0] FuncSigmoid = tpu_isa_pkg::FuncSigmoid;
   localparam logic [3:0] FuncTanh    = tpu_isa_pkg::FuncTanh;
   localparam logic [3:0] FuncGelu    = tpu_isa_pkg::FuncGelu;
+  localparam logic [3:0] FuncExp     = tpu_isa_pkg::FuncExp;
+  localparam logic [3:0] FuncRecip   = tpu_isa_pkg::FuncRecip;
+  localparam logic [3:0] FuncRsqrt   = tpu_isa_pkg::FuncRsqrt;
 
   // The operands of the final product, chosen in stage 1 from the function
   // and the sign of x (u = 2^-w, r = 1/(1 + u), x's significand s, B an
-  // operand computed before stage 4).
-  localparam logic [2:0] ProdRecip     = 3'd0;  // sigmoid, x >= 0: r
-  localparam logic [2:0] ProdExp2Recip = 3'd1;  // sigmoid, x < 0: u * r
-  localparam logic [2:0] ProdDiffRecip = 3'd2;  // tanh: (1 - u) * r
-  localparam logic [2:0] ProdInputDiff = 3'd3;  // gelu, x >= 0: s * (1 - u)
-  localparam logic [2:0] ProdInputExp2 = 3'd4;  // gelu, x < 0: s * u
-  localparam logic [2:0] ProdInputB    = 3'd5;  // tanh series, leaky: s * B
+  // operand computed before stage 4). The last five are the vector
+  // functions'; their reciprocals read the table at v = s - 1, not at u.
+  localparam logic [3:0] ProdRecip      = 4'd0;   // sigmoid, x >= 0: r
+  localparam logic [3:0] ProdExp2Recip  = 4'd1;   // sigmoid, x < 0: u * r
+  localparam logic [3:0] ProdDiffRecip  = 4'd2;   // tanh: (1 - u) * r
+  localparam logic [3:0] ProdInputDiff  = 4'd3;   // gelu, x >= 0: s * (1 - u)
+  localparam logic [3:0] ProdInputExp2  = 4'd4;   // gelu, x < 0: s * u
+  localparam logic [3:0] ProdInputB     = 4'd5;   // tanh series, leaky: s * B
+  localparam logic [3:0] ProdExp2       = 4'd6;   // exp, x < 0: u
+  localparam logic [3:0] ProdExp2Up     = 4'd7;   // exp, x >= 0: u, w read as c - w
+  localparam logic [3:0] ProdSigRecip   = 4'd8;   // reciprocal: 1/s
+  localparam logic [3:0] ProdSigRsqrt   = 4'd9;   // 1/sqrt: 1/sqrt(s), x's exponent even
+  localparam logic [3:0] ProdSigRsqrt2  = 4'd10;  // ... odd (unbiased): 1/sqrt(2 s)
 
   // The five tpu_pipe_reg stages below (thirteen with SplitStages) are the
   // latencies the package advertises.
@@ -62,7 +78,7 @@ module tpu_act_func #(
   localparam logic [29:0] ArgMax = '1;         // largest 8.22 value
   // What passes from stage to stage: bypass, its value, sign, product kind,
   // scale, x's significand, operand B.
-  localparam int unsigned CarryWidth = 1 + 32 + 1 + 3 + 11 + 25 + 25;
+  localparam int unsigned CarryWidth = 1 + 32 + 1 + 4 + 11 + 25 + 25;
 
   // ---------------------------------------------------------------------------
   // Stage 1: classify x and alpha (N-IN), results that need no arithmetic,
@@ -79,13 +95,14 @@ module tpu_act_func #(
   logic        s1_bypass;         // the result is s1_bypass_value
   logic [31:0] s1_bypass_value;
   logic        s1_sign;           // sign of the product result
-  logic [2:0]  s1_prod;
+  logic [3:0]  s1_prod;
   logic [10:0] s1_scale;          // power of two of the product, two's complement
   logic [24:0] s1_sig;            // x's significand in 1.24, 0 for zero
   logic [24:0] s1_operand_b;      // alpha's significand in 1.24 (leaky)
   logic [29:0] s1_scaled;         // |x| * K in 8.22, saturated
   logic [25:0] s1_abs;            // |x| in 4.22 (gelu: |x| < 16)
   logic        s1_gelu, s1_series;
+  logic [10:0] rsqrt_exponent;    // x's unbiased exponent, two's complement
 
   always_comb begin
     x_sign  = x_i[31];
@@ -101,6 +118,7 @@ module tpu_act_func #(
     abs_fixed = {s1_sig[24:1], 6'h0} >> abs_shift;
     s1_abs    = abs_fixed[25:0];
     tanh_series = x_exp < 8'd123;
+    rsqrt_exponent = {3'b000, x_exp} - 11'd127;
 
     // Which product ends the computation, and its power of two.
     s1_prod     = ProdInputB;
@@ -135,17 +153,40 @@ module tpu_act_func #(
         s1_scale = {3'b000, x_exp} + {3'b000, alpha_i[14:7]} - 11'd254;
         s1_sign  = x_sign ^ alpha_i[15];
       end
+      FuncExp: begin
+        if (VectorFunctions) begin
+          s1_prod     = x_sign ? ProdExp2 : ProdExp2Up;
+          s1_scale    = '0;
+          s1_sign     = 1'b0;
+          scale_const = tpu_act_tables_pkg::Log2E;
+        end
+      end
+      FuncRecip: begin
+        if (VectorFunctions) begin
+          s1_prod  = ProdSigRecip;
+          s1_scale = 11'd127 - {3'b000, x_exp};
+        end
+      end
+      FuncRsqrt: begin
+        // x = s * 2^(2q + p): 1/sqrt(x) = 2^-q / sqrt(s * 2^p).
+        if (VectorFunctions) begin
+          s1_prod  = rsqrt_exponent[0] ? ProdSigRsqrt2 : ProdSigRsqrt;
+          s1_scale = 11'd0 - {rsqrt_exponent[10], rsqrt_exponent[10:1]};
+          s1_sign  = 1'b0;
+        end
+      end
       default: ;
     endcase
 
     // Exact results (tpu_act_pkg), which skip the approximation.
-    {s1_bypass, s1_bypass_value} = tpu_act_pkg::exact_result(func_i, x_i, alpha_i);
+    {s1_bypass, s1_bypass_value} = tpu_act_pkg::exact_result(func_i, x_i, alpha_i,
+                                                             VectorFunctions);
   end
 
   // With SplitStages, the multiplication |x| * K gets a cycle of its own.
   logic        m1_bypass, m1_sign, m1_gelu, m1_series, m1_abs_big;
   logic [31:0] m1_bypass_value;
-  logic [2:0]  m1_prod;
+  logic [3:0]  m1_prod;
   logic [10:0] m1_scale;
   logic [24:0] m1_sig, m1_operand_b;
   logic [25:0] m1_abs, m1_scale_const;
@@ -189,7 +230,7 @@ module tpu_act_func #(
 
   logic        s2_bypass, s2_sign, s2_gelu, s2_series;
   logic [31:0] s2_bypass_value;
-  logic [2:0]  s2_prod;
+  logic [3:0]  s2_prod;
   logic [10:0] s2_scale;
   logic [24:0] s2_sig, s2_operand_b;
   logic [29:0] s2_scaled;
@@ -216,6 +257,8 @@ module tpu_act_func #(
 
   logic [29:0] s2_w;             // exponent of 2^-w in 8.22
   logic [24:0] s2_operand_b_next;
+  logic [10:0] s2_scale_next;
+  logic        exp_up;            // exp of x >= 0
 
   always_comb begin
     square     = {26'h0, s2_scaled[25:0]} * {26'h0, s2_scaled[25:0]};
@@ -224,7 +267,7 @@ module tpu_act_func #(
 
   logic        m2_bypass, m2_sign, m2_gelu, m2_series;
   logic [31:0] m2_bypass_value;
-  logic [2:0]  m2_prod;
+  logic [3:0]  m2_prod;
   logic [10:0] m2_scale;
   logic [24:0] m2_sig, m2_operand_b;
   logic [29:0] m2_scaled;
@@ -246,20 +289,30 @@ module tpu_act_func #(
     // gelu: |x| < 16, so the square is below 185 and w below 191.
     s2_w = m2_gelu ? m2_square[51:22] + {5'h0, mills} : m2_scaled;
 
+    // exp of x >= 0: 2^w = 2^c * 2^-(c - w) with c = ceil(w), so that 2^-(c - w)
+    // comes from the table and the product's scale is c (2^256 for a w that
+    // saturated: infinity).
+    exp_up        = VectorFunctions && m2_prod == ProdExp2Up;
+    s2_scale_next = m2_scale;
+    if (exp_up) begin
+      s2_w          = {8'h00, 22'h0 - m2_scaled[21:0]};
+      s2_scale_next = {3'b000, m2_scaled[29:22]} + {10'h0, m2_scaled[21:0] != 22'h0};
+    end
+
     // tanh series: |x| < 2^-4, so x^2/3 < 2^-9 and square[51:45] is zero.
     s2_operand_b_next = m2_series ? One - m2_square[44:20] : m2_operand_b;
   end
 
   logic        s3_bypass, s3_sign;
   logic [31:0] s3_bypass_value;
-  logic [2:0]  s3_prod;
+  logic [3:0]  s3_prod;
   logic [10:0] s3_scale;
   logic [24:0] s3_sig, s3_operand_b;
   logic [29:0] s3_w;
 
   tpu_pipe_reg #(.Width(CarryWidth + 30)) u_stage_arg (
     .clk_i, .rst_ni, .en_i,
-    .data_i({m2_bypass, m2_bypass_value, m2_sign, m2_prod, m2_scale, m2_sig,
+    .data_i({m2_bypass, m2_bypass_value, m2_sign, m2_prod, s2_scale_next, m2_sig,
              s2_operand_b_next, s2_w}),
     .data_o({s3_bypass, s3_bypass_value, s3_sign, s3_prod, s3_scale, s3_sig, s3_operand_b,
              s3_w})
@@ -276,7 +329,7 @@ module tpu_act_func #(
 
   logic        m3_bypass, m3_sign;
   logic [31:0] m3_bypass_value;
-  logic [2:0]  m3_prod;
+  logic [3:0]  m3_prod;
   logic [10:0] m3_scale;
   logic [24:0] m3_sig, m3_operand_b;
   logic [29:0] m3_w;
@@ -292,9 +345,22 @@ module tpu_act_func #(
 
   assign s3_u = tpu_act_tables_pkg::exp2_base(m3_w[21:15]) - {8'h0, m3_exp2_step[31:15]};
 
+  // The reciprocals read their table at v = x's significand - 1 (in 1.24, as
+  // 2^-0 * v): it takes the place of u and n.
+  logic        direct_v;
+  logic [24:0] s3_u_next;
+  logic [7:0]  s3_n_next;
+
+  always_comb begin
+    direct_v  = VectorFunctions && (m3_prod == ProdSigRecip || m3_prod == ProdSigRsqrt ||
+                                    m3_prod == ProdSigRsqrt2);
+    s3_u_next = direct_v ? {1'b0, m3_sig[23:0]} : s3_u;
+    s3_n_next = direct_v ? 8'h00 : m3_w[29:22];
+  end
+
   logic        s4_bypass, s4_sign;
   logic [31:0] s4_bypass_value;
-  logic [2:0]  s4_prod;
+  logic [3:0]  s4_prod;
   logic [10:0] s4_scale;
   logic [24:0] s4_sig, s4_operand_b, s4_u;
   logic [7:0]  s4_n;
@@ -302,7 +368,7 @@ module tpu_act_func #(
   tpu_pipe_reg #(.Width(CarryWidth + 25 + 8)) u_stage_exp2 (
     .clk_i, .rst_ni, .en_i,
     .data_i({m3_bypass, m3_bypass_value, m3_sign, m3_prod, m3_scale, m3_sig, m3_operand_b,
-             s3_u, m3_w[29:22]}),
+             s3_u_next, s3_n_next}),
     .data_o({s4_bypass, s4_bypass_value, s4_sign, s4_prod, s4_scale, s4_sig, s4_operand_b,
              s4_u, s4_n})
   );
@@ -313,6 +379,8 @@ module tpu_act_func #(
   // ---------------------------------------------------------------------------
   logic [24:0] exp2_value;        // v = 2^-w
   logic [33:0] recip_step;
+  logic        m4_rsqrt;
+  logic [24:0] recip_base;
   logic [24:0] recip;             // r = 1/(1 + v)
   logic [24:0] one_minus_exp2;    // 1 - v
 
@@ -325,7 +393,7 @@ module tpu_act_func #(
   // lookup and the multiplier that follow it are a cycle's worth already.
   logic        h4_bypass, h4_sign;
   logic [31:0] h4_bypass_value;
-  logic [2:0]  h4_prod;
+  logic [3:0]  h4_prod;
   logic [10:0] h4_scale;
   logic [24:0] h4_sig, h4_operand_b, h4_u, h4_exp2_value;
   logic [7:0]  h4_n;
@@ -338,12 +406,22 @@ module tpu_act_func #(
              h4_u, h4_n, h4_exp2_value})
   );
 
-  assign recip_step = {17'h0, tpu_act_tables_pkg::recip_delta(h4_exp2_value[23:17])} *
-                      {17'h0, h4_exp2_value[16:0]};
+  // The reciprocal square root's table has two halves, 1/sqrt(1 + v) and
+  // 1/sqrt(2 (1 + v)), each with the nodes and interpolation of 1/(1 + v)'s.
+  logic        h4_rsqrt;
+  logic [16:0] recip_delta;
+
+  always_comb begin
+    h4_rsqrt    = VectorFunctions && (h4_prod == ProdSigRsqrt || h4_prod == ProdSigRsqrt2);
+    recip_delta = h4_rsqrt ? tpu_act_tables_pkg::rsqrt_delta({h4_prod == ProdSigRsqrt2,
+                                                              h4_exp2_value[23:17]})
+                           : tpu_act_tables_pkg::recip_delta(h4_exp2_value[23:17]);
+    recip_step  = {17'h0, recip_delta} * {17'h0, h4_exp2_value[16:0]};
+  end
 
   logic        m4_bypass, m4_sign;
   logic [31:0] m4_bypass_value;
-  logic [2:0]  m4_prod;
+  logic [3:0]  m4_prod;
   logic [10:0] m4_scale;
   logic [24:0] m4_sig, m4_operand_b, m4_u, m4_exp2_value;
   logic [7:0]  m4_n;
@@ -358,10 +436,12 @@ module tpu_act_func #(
   );
 
   always_comb begin
+    m4_rsqrt   = VectorFunctions && (m4_prod == ProdSigRsqrt || m4_prod == ProdSigRsqrt2);
+    recip_base = m4_rsqrt ? tpu_act_tables_pkg::rsqrt_base({m4_prod == ProdSigRsqrt2,
+                                                            m4_exp2_value[23:17]})
+                          : tpu_act_tables_pkg::recip_base(m4_exp2_value[23:17]);
     // v = 1 only for w = 0: 1/(1 + 1) lies beyond the table.
-    recip = m4_exp2_value[24] ? 25'h080_0000
-                              : tpu_act_tables_pkg::recip_base(m4_exp2_value[23:17]) -
-                                {8'h0, m4_recip_step[33:17]};
+    recip = m4_exp2_value[24] ? 25'h080_0000 : recip_base - {8'h0, m4_recip_step[33:17]};
     one_minus_exp2 = One - m4_exp2_value;
 
     s4_operand_a       = m4_sig;
@@ -387,6 +467,19 @@ module tpu_act_func #(
       ProdInputExp2: begin
         s4_operand_b_final = m4_u;
         s4_prod_scale      = m4_scale - {3'b000, m4_n};
+      end
+      ProdExp2, ProdExp2Up: begin
+        if (VectorFunctions) begin
+          s4_operand_a       = m4_u;
+          s4_operand_b_final = One;
+          s4_prod_scale      = m4_scale - {3'b000, m4_n};
+        end
+      end
+      ProdSigRecip, ProdSigRsqrt, ProdSigRsqrt2: begin
+        if (VectorFunctions) begin
+          s4_operand_a       = recip;
+          s4_operand_b_final = One;
+        end
       end
       default: ;  // ProdInputB
     endcase
@@ -497,7 +590,7 @@ module tpu_act_func #(
         s5_result = {n5_sign, 31'h0};
       end
     end else if (rounded_exp >= 11'd255) begin
-      s5_result = {n5_sign, 8'hFF, 23'h0};  // only leaky can overflow
+      s5_result = {n5_sign, 8'hFF, 23'h0};  // only leaky and exp can overflow
     end else begin
       // A carry out of rounding leaves a zero fraction, so bits [22:0] are
       // right in both cases.

@@ -27,6 +27,9 @@ module tpu_act_unit #(
   parameter int unsigned QueueDepth = 4,
   parameter bit          Int8       = 1'b0,  // REQ: requantisation
   parameter bit          Float      = 1'b1,  // the bias adder and function lanes
+  // exp, reciprocal and reciprocal square root in the function lanes (a core
+  // with a vector unit; elsewhere the decoder rejects their codes)
+  parameter bit          VectorFunctions = 1'b0,
   localparam int unsigned UbAddrWidth  = $clog2(UbDepth),
   localparam int unsigned AccAddrWidth = $clog2(AccDepth),
   localparam int unsigned QOffWidth    = (QueueDepth > 1) ? $clog2(QueueDepth) : 1
@@ -312,7 +315,7 @@ module tpu_act_unit #(
         .data_o(lane_x)
       );
 
-      tpu_act_func #(.SplitStages(Pipelined)) u_func (
+      tpu_act_func #(.SplitStages(Pipelined), .VectorFunctions(VectorFunctions)) u_func (
         .clk_i, .rst_ni,
         .en_i   (adv),
         .func_i (func),

@@ -441,7 +441,8 @@ module tpu_array_core #(
 
   tpu_act_unit #(
     .Dim(Dim), .ActLanes(ActLanes), .AddStages(AddStages), .UbDepth(UbDepth),
-    .AccDepth(AccDepth), .QueueDepth(QueueDepth), .Int8(Int8), .Float(Float)
+    .AccDepth(AccDepth), .QueueDepth(QueueDepth), .Int8(Int8), .Float(Float),
+    .VectorFunctions(Vector)
   ) u_act (
     .clk_i, .rst_ni(core_rst_n[RstAct]),
     .push_i       (push[tpu_core_pkg::UnitAct]),

@@ -119,7 +119,8 @@ module tpu_decode #(
       (kind_o.matmul && outside_1_to_dim(16'(fields_o.n_valid))) ||
       (kind_o.matmul && !fields_o.flags[tpu_isa_pkg::MatmulFlagFetch] && |{fields_o.host_addr,
           fields_o.host_stride, fields_o.host_step}) ||
-      (kind_o.activate && fields_o.func >= 4'(tpu_isa_pkg::FuncCount)) ||
+      (kind_o.activate && fields_o.func >= (Vector ? 4'(tpu_isa_pkg::FuncCount) :
+          4'(tpu_isa_pkg::FuncBaseCount))) ||
       (kind_o.activate && !fields_o.flags[tpu_isa_pkg::ActivateFlagBias] && |{fields_o.bias_addr,
           fields_o.bias_step}) ||
       (kind_o.activate && fields_o.func != tpu_isa_pkg::FuncLeaky && |{fields_o.alpha}) ||

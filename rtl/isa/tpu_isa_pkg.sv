@@ -124,7 +124,15 @@ package tpu_isa_pkg;
   localparam logic [3:0] FuncTanh = 4'd5;
   // gelu: x * Phi(x) (Phi the standard normal CDF), table-driven approximation
   localparam logic [3:0] FuncGelu = 4'd6;
-  localparam int unsigned FuncCount = 7;
+  // exp: e^x, table-driven approximation
+  localparam logic [3:0] FuncExp = 4'd7;
+  // recip: 1 / x, table-driven approximation; 1/(+-0) = +-inf
+  localparam logic [3:0] FuncRecip = 4'd8;
+  // rsqrt: 1 / sqrt(x), table-driven approximation; +-0 gives +-inf, x < 0 NaN
+  localparam logic [3:0] FuncRsqrt = 4'd9;
+  localparam int unsigned FuncCount = 10;
+  // Codes below it are legal in every core; the others need a vector unit.
+  localparam int unsigned FuncBaseCount = 7;
 
   // Vector operations (the vop field of ELTWISE).
   // add: A + B (N-ADD in fp32; wrapping in int32)

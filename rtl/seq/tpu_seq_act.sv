@@ -163,7 +163,7 @@ module tpu_seq_act (
     // finds where the others approximate: sigmoid and tanh saturated or at
     // arguments too small to matter, gelu of zero. An approximation keeps x
     // (zeros signed) in accept_result.
-    {accept_bypass, accept_result} = tpu_act_pkg::exact_result(func_i, x_i, alpha_i);
+    {accept_bypass, accept_result} = tpu_act_pkg::exact_result(func_i, x_i, alpha_i, 1'b0);
     accept_kind = KindSigmoid;
     if (!accept_bypass) begin
       unique case (func_i)

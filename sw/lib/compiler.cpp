@@ -295,6 +295,13 @@ void check_spec(const HardwareConfig& config, const GemmSpec& spec) {
         spec.clamp_hi != 127) {
       fail("zero points and clamp bounds go with int8 operands");
     }
+    const auto func = static_cast<unsigned>(spec.act);
+    if (func >= isa::kFuncCount)
+      fail("activation function code " + std::to_string(func) + " is unknown");
+    if (func >= isa::func_count(config)) {
+      fail(std::string("the activation ") + isa::kFuncTable[func].mnemonic +
+           " needs a core with a vector unit; " + config.name() + " has none");
+    }
   }
 }
 

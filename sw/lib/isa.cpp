@@ -83,6 +83,10 @@ std::string field_problem(const Instruction& in, const OpcodeInfo& info,
     if (limit.limit == Limit::Function && value >= kFuncCount) {
       return fmt::format("function code {} is above {}", value, kFuncCount - 1);
     }
+    if (limit.limit == Limit::Function && value >= kFuncBaseCount && config.vector_lanes == 0) {
+      return fmt::format("function {} needs a core with a vector unit; {} has none",
+                         kFuncTable[value].mnemonic, config.name());
+    }
     if (limit.limit == Limit::VectorOp && value >= kVectorOpCount) {
       return fmt::format("vector operation code {} is above {}", value, kVectorOpCount - 1);
     }

@@ -84,6 +84,12 @@ float activate_host(isa::Func f, float x, float alpha) {
       return static_cast<float>(std::tanh(double{x}));
     case isa::Func::Gelu:
       return static_cast<float>(0.5 * x * (1.0 + std::erf(double{x} / std::sqrt(2.0))));
+    case isa::Func::Exp:
+      return static_cast<float>(std::exp(double{x}));
+    case isa::Func::Recip:
+      return 1.0f / x;
+    case isa::Func::Rsqrt:
+      return static_cast<float>(1.0 / std::sqrt(double{x}));
   }
   return x;
 }

@@ -11,6 +11,7 @@ namespace tables = act_tables;
 
 constexpr fp32_t kSignMask = 0x80000000u;
 constexpr fp32_t kSix = 0x40C00000u;
+constexpr fp32_t kInfinityMagnitude = 0x7F800000u;
 constexpr fp32_t kFractionMask = 0x007FFFFFu;
 constexpr int kFractionBits = 23;
 constexpr int kExponentBias = 127;
@@ -160,6 +161,41 @@ fp32_t act_gelu(fp32_t x, bool negative, const Magnitude& in) {
   return round_product(true, unit_significand(in), q.mantissa, unbiased(in) - q.shift);
 }
 
+// e^x = 2^(x log2 e). For x < 0 that is 2^-w with w = |x| log2 e. For x >= 0 it is
+// 2^c * 2^-(c - w) with c = ceil(w), so that the table is read at c - w in [0, 1).
+fp32_t act_exp(bool negative, const Magnitude& in) {
+  const std::uint64_t w = scaled_argument(in, tables::kLog2E);
+  if (negative) {
+    const PowerOfTwo u = exp2_neg(w);
+    return round_product(false, u.mantissa, kOne, -u.shift);
+  }
+  constexpr std::uint64_t kArgFractionMask = (std::uint64_t{1} << kArgFractionBits) - 1;
+  const std::uint64_t below = (std::uint64_t{0} - w) & kArgFractionMask;  // c - w
+  const int ceiling = static_cast<int>((w + kArgFractionMask) >> kArgFractionBits);
+  return round_product(false, exp2_neg(below).mantissa, kOne, ceiling);
+}
+
+// 1/x = 2^-e' / m for x = m 2^e', m in [1, 2): the reciprocal table at v = m - 1.
+fp32_t act_recip(bool negative, const Magnitude& in) {
+  const std::uint64_t v = unit_significand(in) - kOne;
+  return round_product(negative, reciprocal_one_plus(v), kOne, -unbiased(in));
+}
+
+// 1/sqrt(x) = 2^-q / sqrt(m 2^p) for x = m 2^(2q + p), p in {0, 1}: the table's half p at
+// v = m - 1. Only for x > 0 (the other inputs are exact cases of act_func).
+fp32_t act_rsqrt(const Magnitude& in) {
+  constexpr int kInterpolationBits = kUnitFractionBits + 1 - tables::kRsqrtIndexBits;
+  const int e = unbiased(in);
+  const int q = e >= 0 ? e / 2 : -((1 - e) / 2);  // floor(e / 2)
+  const std::uint64_t half = static_cast<std::uint64_t>(e - 2 * q);
+  const std::uint64_t v = unit_significand(in) - kOne;
+  const std::uint64_t index = (half << (tables::kRsqrtIndexBits - 1)) | (v >> kInterpolationBits);
+  const std::uint64_t r =
+      interpolate_down(tables::kRsqrtBase, tables::kRsqrtDelta, index,
+                       v & ((std::uint64_t{1} << kInterpolationBits) - 1), kInterpolationBits);
+  return round_product(false, r, kOne, -q);
+}
+
 // leaky(x) = x for x not negative (-0 included), else the IEEE product x * alpha with the flush.
 fp32_t act_leaky(fp32_t x, bf16_t alpha) {
   const bool x_zero = (x & ~kSignMask) == 0;
@@ -169,10 +205,11 @@ fp32_t act_leaky(fp32_t x, bf16_t alpha) {
 
 }  // namespace
 
-fp32_t act_func(unsigned func, fp32_t x, bf16_t alpha) {
+fp32_t act_func(unsigned func, fp32_t x, bf16_t alpha, bool vector_functions) {
   x = canon_in_fp32(x);  // N-IN
   if (x == kCanonicalNanFp32) return x;
   const bool negative = (x & kSignMask) != 0;
+  if (!vector_functions && func >= static_cast<unsigned>(ActFunc::kExp)) return x;
   switch (static_cast<ActFunc>(func)) {
     case ActFunc::kRelu:
       return negative ? 0u : x;
@@ -187,6 +224,17 @@ fp32_t act_func(unsigned func, fp32_t x, bf16_t alpha) {
       return act_tanh(negative, decode(x));
     case ActFunc::kGelu:
       return act_gelu(x, negative, decode(x));
+    case ActFunc::kExp:
+      return act_exp(negative, decode(x));
+    case ActFunc::kRecip:
+      if ((x & ~kSignMask) == 0) return x | kInfinityMagnitude;          // 1/(+-0) = +-inf
+      if ((x & ~kSignMask) == kInfinityMagnitude) return x & kSignMask;  // 1/(+-inf) = +-0
+      return act_recip(negative, decode(x));
+    case ActFunc::kRsqrt:
+      if ((x & ~kSignMask) == 0) return x | kInfinityMagnitude;  // +-0 gives +-inf
+      if (negative) return kCanonicalNanFp32;
+      if (x == kInfinityMagnitude) return 0u;
+      return act_rsqrt(decode(x));
     default:  // kNone and the illegal codes
       return x;
   }

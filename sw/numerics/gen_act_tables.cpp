@@ -35,6 +35,9 @@ constexpr int kConstantFractionBits = 24;
 constexpr int kExp2IndexBits = 7;
 constexpr int kRecipIndexBits = 7;
 constexpr int kMillsIndexBits = 8;
+// Reciprocal square root: 128 intervals on [1, 2) and 128 on [2, 4), so that an exponent's parity
+// picks the half and the significand the node.
+constexpr int kRsqrtIndexBits = 8;
 
 class Mpfr {
  public:
@@ -111,6 +114,23 @@ void mills_node(mpfr_ptr out, int k) {
   mpfr_div_2si(out, out, shift, MPFR_RNDN);
 }
 
+// 1 / sqrt(t)
+void reciprocal_sqrt(mpfr_ptr out, mpfr_ptr t) {
+  mpfr_rec_sqrt(out, t, MPFR_RNDN);
+}
+
+// Node k of the reciprocal square root table: 1 + k/128 on [1, 2], then 2 + (k - 128)/64 on
+// [2, 4], the same t = 2 at k = 128 from both sides.
+void rsqrt_node(mpfr_ptr out, int k) {
+  if (k <= 128) {
+    mpfr_set_si(out, 128 + k, MPFR_RNDN);
+    mpfr_div_2si(out, out, 7, MPFR_RNDN);
+  } else {
+    mpfr_set_si(out, 128 + (k - 128), MPFR_RNDN);
+    mpfr_div_2si(out, out, 6, MPFR_RNDN);
+  }
+}
+
 struct Table {
   std::string name;     // C++: k<Name>Base / k<Name>Delta, SV: <name>_base / <name>_delta
   std::string purpose;  // comment above the table, one or more lines
@@ -120,7 +140,8 @@ struct Table {
   std::vector<std::int64_t> nodes;  // 2^index_bits + 1 values
 
   std::int64_t base(int k) const { return nodes.at(k); }
-  // Always non-negative: the exp2 and reciprocal nodes decrease, the Mills nodes increase.
+  // Always non-negative: the exp2, reciprocal and reciprocal square root nodes decrease, the
+  // Mills nodes increase.
   std::int64_t delta(int k) const {
     const std::int64_t d = nodes.at(k + 1) - nodes.at(k);
     return d < 0 ? -d : d;
@@ -306,6 +327,11 @@ int main(int argc, char** argv) {
         "Mills term M(t) = -log2(1 - Phi(t)) - t^2 log2(e)/2 for t in [0, 16), 3.22 fixed point;\n"
         "nodes every 1/32 on [0, 4), 1/16 on [4, 8), 1/8 on [8, 16].",
         kMillsIndexBits, 25, 18, kArgFractionBits, mills_node, mills_term));
+    tables.push_back(make_table(
+        "rsqrt",
+        "1/sqrt(t) for t in [1, 4), 1.24 fixed point: node k = round(2^24/sqrt(1 + k/128)) for\n"
+        "k <= 128 (t in [1, 2]) and round(2^24/sqrt(2 + (k - 128)/64)) above (t in [2, 4]).",
+        kRsqrtIndexBits, 25, 17, kUnitFractionBits, rsqrt_node, reciprocal_sqrt));
     const auto constants = make_constants();
     write_file(argv[1], sv_package(tables, constants));
     write_file(argv[2], cpp_header(tables, constants));

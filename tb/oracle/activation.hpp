@@ -51,6 +51,22 @@ inline double gelu_double(fp32_t x) {
   return d * std::erfc(-d / std::sqrt(2.0)) / 2.0;
 }
 
+inline double exp_double(fp32_t x) {
+  return std::exp(static_cast<double>(as_float(canon_in_fp32(x))));
+}
+
+// 1/x; a subnormal x reads as a zero of its sign (N-IN), so 1/x is an infinity of that sign.
+inline double recip_double(fp32_t x) {
+  return 1.0 / static_cast<double>(as_float(canon_in_fp32(x)));
+}
+
+// 1/sqrt(x): +-inf at +-0 (IEEE's rSqrt), NaN below zero.
+inline double rsqrt_double(fp32_t x) {
+  const double d = as_float(canon_in_fp32(x));
+  if (d == 0.0) return 1.0 / d;
+  return 1.0 / std::sqrt(d);
+}
+
 // A real value rounded by N-OUT's rules: to nearest even at 8 significant bits with an
 // unbounded exponent, then magnitudes below 2^-126 to a zero of the value's sign; 2^128 and
 // beyond are infinity.

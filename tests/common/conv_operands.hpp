@@ -159,11 +159,11 @@ using Int8ConvCase = ConvCase<std::int8_t, RequantColumns>;
 // A bf16 case of the geometry with up to max_n filters: any epilogue, fp32 or bf16 results,
 // operands with special values mixed in.
 inline Bf16ConvCase random_bf16_conv(oracle::OperandRng& rng, const ConvGeometry& g,
-                                     std::uint32_t max_n) {
+                                     std::uint32_t max_n, unsigned func_count) {
   Bf16ConvCase c;
   c.spec.n = static_cast<std::uint32_t>(rng.uniform(1, max_n));
   c.spec.has_bias = rng.uniform(0, 1);
-  c.spec.act = static_cast<isa::Func>(rng.uniform(0, isa::kFuncCount - 1));
+  c.spec.act = static_cast<isa::Func>(rng.uniform(0, func_count - 1));
   if (c.spec.act == isa::Func::Leaky) c.spec.alpha = rng.bf16();
   c.spec.out = rng.uniform(0, 1) ? OutType::Bf16 : OutType::Fp32;
   const num::MatrixBf16 values = oracle::random_bf16_matrix(

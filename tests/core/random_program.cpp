@@ -247,7 +247,7 @@ class Generator {
   void activate() {
     if (int8_coin()) return requantise();
     isa::ActivateArgs a;
-    a.func = static_cast<isa::Func>(pick(0, isa::kFuncCount - 1));
+    a.func = static_cast<isa::Func>(pick(0, isa::func_count(config_) - 1));
     if (a.func == isa::Func::Leaky) a.alpha = rng_.bf16();
     a.f32 = coin(40);
     a.bias = coin(50);

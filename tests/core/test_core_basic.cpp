@@ -1,13 +1,19 @@
 // First checks of tpu_top: registers, one small GEMM of each kind of
-// instruction against the reference GEMM and the functional model, and ELTWISE
-// (the vector unit) against the host's float arithmetic.
+// instruction against the reference GEMM and the functional model, ELTWISE
+// (the vector unit) against the host's float arithmetic, and the vector unit's
+// functions (exp, reciprocal, reciprocal square root) against double precision.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <tuple>
 
 #include "common/eltwise_oracle.hpp"
+#include "common/test_seed.hpp"
 #include "core_harness.hpp"
+#include "oracle/activation.hpp"
 #include "oracle/random_matrices.hpp"
+#include "tpu/assembler.hpp"
 #include "tpu/cycle_model.hpp"
 #include "tpu/numerics/gemm.hpp"
 
@@ -203,6 +209,71 @@ TEST_P(CoreBasic, EltwiseMatchesTheHostFloat) {
 
 TEST_P(CoreBasic, EltwiseFromTheUnifiedBufferMatchesTheHostFloat) {
   check_every_vector_operation(GetParam(), true);
+}
+
+// ACTIVATE with exp, recip and rsqrt on accumulator rows of random and special values, into the
+// accumulators (fp32) and the unified buffer (bf16): the RTL equals the functional model (all of
+// host memory), and every bf16 result is within 1 ulp of the true value rounded (double
+// precision). A core without a vector unit stops at the first with ILLEGAL_FIELD, as the model
+// does.
+TEST_P(CoreBasic, VectorFunctionsWithinOneUlpOfDouble) {
+  const HardwareConfig config = config_named(GetParam());
+  CoreHarness h(config);
+  const unsigned d = config.dim;
+  constexpr unsigned kRows = 6;
+  oracle::OperandRng rng(test::test_seed() + 9);
+  std::vector<num::fp32_t> x(kRows * d);
+  for (num::fp32_t& v : x) v = oracle::activation_input(rng);
+  const num::fp32_t specials[] = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u,
+                                  0x7FC00000u, 0x00000001u, 0x42B17218u, 0x3F800000u};
+  for (std::size_t i = 0; i < std::size(specials) && i < x.size(); ++i) x[i] = specials[i];
+  const std::uint32_t in_addr = 0x1000, fp32_addr = 0x4000, bf16_addr = 0x8000;
+  h.write_array(in_addr, x);
+
+  struct Function {
+    isa::Func func;
+    double (*truth)(num::fp32_t);
+  };
+  const Function functions[] = {{isa::Func::Exp, oracle::exp_double},
+                                {isa::Func::Recip, oracle::recip_double},
+                                {isa::Func::Rsqrt, oracle::rsqrt_double}};
+  std::string program =
+      fmt::format("read_host acc rows={} host_addr={} host_stride={}\n", kRows, in_addr, 4 * d);
+  for (std::size_t f = 0; f < std::size(functions); ++f) {
+    const char* name = isa::find_func(static_cast<unsigned>(functions[f].func))->mnemonic;
+    program += fmt::format(
+        "activate f32 func={0} rows={1} addr_b={2}\n"
+        "write_host acc rows={1} addr_a={2} host_addr={3} host_stride={4}\n"
+        "activate func={0} rows={1} addr_b={5}\n"
+        "write_host rows={1} addr_a={5} host_addr={6} host_stride={7}\n",
+        name, kRows, kRows * (f + 1), fp32_addr + f * kRows * 4 * d, 4 * d, kRows * f,
+        bf16_addr + f * kRows * 2 * d, 2 * d);
+  }
+  const BothResults r = h.run(isa::assemble(program + "halt\n"));
+  if (config.vector_lanes == 0) {
+    EXPECT_EQ(r.rtl.error, regs::Error::IllegalField);
+    EXPECT_EQ(r.rtl.error_pc, 1u);
+    return;
+  }
+  ASSERT_TRUE(r.rtl.ok()) << regs::error_name(r.rtl.error);
+  for (std::size_t f = 0; f < std::size(functions); ++f) {
+    const auto fp32 =
+        h.rtl().memory().read_array<num::fp32_t>(fp32_addr + f * kRows * 4 * d, kRows * d);
+    const auto bf16 =
+        h.rtl().memory().read_array<num::bf16_t>(bf16_addr + f * kRows * 2 * d, kRows * d);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      SCOPED_TRACE(
+          fmt::format("func {} x 0x{:08x}", static_cast<unsigned>(functions[f].func), x[i]));
+      EXPECT_EQ(bf16[i], num::fp32_to_bf16(fp32[i])) << "N-OUT of the fp32 result";
+      const double truth =
+          num::canon_in_fp32(x[i]) == num::kCanonicalNanFp32 ? NAN : functions[f].truth(x[i]);
+      if (std::isnan(truth)) {
+        EXPECT_EQ(fp32[i], num::kCanonicalNanFp32);
+        continue;
+      }
+      EXPECT_LE(oracle::bf16_ulp_distance(bf16[i], oracle::round_real_to_bf16(truth)), 1);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tops, CoreBasic,

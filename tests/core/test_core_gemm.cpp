@@ -62,7 +62,7 @@ TEST_P(CoreGemm, RandomShapesAndOptions) {
     s.n = static_cast<std::uint32_t>(rng.uniform(1, 3 * d));
     s.has_c = rng.uniform(0, 1);
     s.has_bias = rng.uniform(0, 1);
-    s.act = static_cast<isa::Func>(rng.uniform(0, isa::kFuncCount - 1));
+    s.act = static_cast<isa::Func>(rng.uniform(0, isa::func_count(config) - 1));
     if (s.act == isa::Func::Leaky) s.alpha = rng.bf16();
     s.out = rng.uniform(0, 1) ? OutType::Bf16 : OutType::Fp32;
     SCOPED_TRACE(describe(s));
@@ -74,7 +74,7 @@ TEST_P(CoreGemm, RandomShapesAndOptions) {
 TEST_P(CoreGemm, EveryFunctionWithBiasAndBothOutputs) {
   const HardwareConfig config = config_named(GetParam());
   oracle::OperandRng rng(test::test_seed() + 1);
-  for (unsigned f = 0; f < isa::kFuncCount; ++f) {
+  for (unsigned f = 0; f < isa::func_count(config); ++f) {
     for (OutType out : {OutType::Fp32, OutType::Bf16}) {
       GemmSpec s;
       s.m = config.dim + 3;
@@ -202,7 +202,8 @@ TEST_P(CoreGemm, ConvolutionsFromTheirImages) {
   const int trials = config.dim >= 16 ? 2 : 4;
   check_random_convolutions(config, test::test_seed() + 5, trials,
                             [&](oracle::OperandRng& rng, const ConvGeometry& g, int) {
-                              return test::random_bf16_conv(rng, g, 2 * config.dim);
+                              return test::random_bf16_conv(rng, g, 2 * config.dim,
+                                                            isa::func_count(config));
                             });
   if (!config.int8) return;
   check_random_convolutions(config, test::test_seed() + 6, 4,

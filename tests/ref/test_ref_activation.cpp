@@ -1,8 +1,8 @@
-// The activation reference model (sw/numerics/activation.cpp) against independent expectations: MPFR's
-// correctly rounded sigmoid, tanh and gelu for every bf16 input, the double-precision oracle on
-// random fp32 samples, the host-float oracle for relu, relu6 and leaky relu, and the special
-// values of N-ACT written out by hand. Randomised tests print their seed; TPU_TEST_SEED
-// reproduces a run.
+// The activation reference model (sw/numerics/activation.cpp) against independent expectations:
+// MPFR's correctly rounded sigmoid, tanh, gelu, exp, reciprocal and reciprocal square root for
+// every bf16 input, the double-precision oracle on random fp32 samples, the host-float oracle for
+// relu, relu6 and leaky relu, and the special values of N-ACT written out by hand. Randomised tests
+// print their seed; TPU_TEST_SEED reproduces a run.
 #include <gtest/gtest.h>
 #include <mpfr.h>
 
@@ -33,12 +33,16 @@ constexpr std::uint64_t kRandomSampleCount = 1'000'000;
 constexpr std::uint64_t kMaxReportedMismatches = 10;
 constexpr mpfr_prec_t kMpfrPrecision = 128;
 
-// Every sigmoid, tanh and gelu result of magnitude 2^-125 or more is within this relative error
-// of the true value (the measured worst cases are in docs/numerics.md, section Activation functions). It implies the 1-ulp
-// bound of N-ACT with a wide margin: half a bf16 ulp is at least 2^-9 relative.
+// Every result of an approximated function of magnitude 2^-125 or more is within this relative
+// error of the true value (the measured worst cases are in docs/numerics.md, section Activation
+// functions). It implies the 1-ulp bound of N-ACT with a wide margin: half a bf16 ulp is at least
+// 2^-9 relative.
 const double kMaxRelativeError = std::ldexp(1.0, -14);
-// Below this the flush to zero decides the result, and the relative error is not meaningful.
+// Below this the flush to zero decides the result, and from the second the overflow to infinity
+// (2^128 (1 - 2^-25), the midpoint between the largest fp32 value and 2^128): there the relative
+// error is not meaningful.
 const double kRelativeErrorFloor = std::ldexp(1.0, -125);
+const double kOverflowThreshold = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
 
 fp32_t act(ActFunc func, fp32_t x, bf16_t alpha = 0) {
   return num::act_func(static_cast<unsigned>(func), x, alpha);
@@ -60,6 +64,12 @@ const char* name(ActFunc func) {
       return "tanh";
     case ActFunc::kGelu:
       return "gelu";
+    case ActFunc::kExp:
+      return "exp";
+    case ActFunc::kRecip:
+      return "recip";
+    case ActFunc::kRsqrt:
+      return "rsqrt";
     default:
       return "other";
   }
@@ -157,6 +167,16 @@ void mpfr_function(ActFunc func, fp32_t x, mpfr_ptr out) {
     case ActFunc::kTanh:
       mpfr_tanh(out, arg.get(), MPFR_RNDN);
       break;
+    case ActFunc::kExp:
+      mpfr_exp(out, arg.get(), MPFR_RNDN);
+      break;
+    case ActFunc::kRecip:
+      mpfr_ui_div(out, 1, arg.get(), MPFR_RNDN);
+      break;
+    case ActFunc::kRsqrt:  // IEEE 754's rSqrt: -inf at -0, where MPFR gives +inf
+      mpfr_rec_sqrt(out, arg.get(), MPFR_RNDN);
+      if (mpfr_zero_p(arg.get())) mpfr_setsign(out, out, mpfr_signbit(arg.get()), MPFR_RNDN);
+      break;
     default:  // gelu: x erfc(-x / sqrt(2)) / 2
       mpfr_sqrt_ui(out, 2, MPFR_RNDN);
       mpfr_div(out, arg.get(), out, MPFR_RNDN);
@@ -169,24 +189,27 @@ void mpfr_function(ActFunc func, fp32_t x, mpfr_ptr out) {
 }
 
 // The value rounded by N-OUT's rules: nearest even at 8 bits with MPFR's unbounded exponent,
-// then the flush below 2^-126. Rounding the 128-bit value instead of the exact one cannot
-// change the result for bf16 inputs: none of these functions comes within 2^-120 of a bf16
-// rounding midpoint there (the closest candidates, tanh(x) ~ x and gelu(x) ~ x/2 for tiny x,
-// are bf16 values themselves, not midpoints).
+// then the flush below 2^-126, and infinity from 2^128 on. Rounding the 128-bit value instead of
+// the exact one cannot change the result for bf16 inputs: none of these functions comes within
+// 2^-120 of a bf16 rounding midpoint there (the closest candidates, tanh(x) ~ x and gelu(x) ~ x/2
+// for tiny x, are bf16 values themselves, not midpoints).
 bf16_t mpfr_round_to_bf16(mpfr_ptr value) {
   Mpfr rounded(8);
   mpfr_set(rounded.get(), value, MPFR_RNDN);
   const bf16_t sign = mpfr_signbit(rounded.get()) ? bf16_t{0x8000} : bf16_t{0};
   if (mpfr_zero_p(rounded.get())) return sign;
+  if (mpfr_inf_p(rounded.get())) return static_cast<bf16_t>(sign | 0x7F80u);
   // MPFR writes value = m * 2^exp with 0.5 <= |m| < 1.
   if (mpfr_get_exp(rounded.get()) <= -126) return sign;
+  if (mpfr_get_exp(rounded.get()) > 128) return static_cast<bf16_t>(sign | 0x7F80u);
   return static_cast<bf16_t>(sign |
                              (oracle::as_bits(mpfr_get_flt(rounded.get(), MPFR_RNDN)) >> 16));
 }
 
-// |result - value| / |value|, or 0 where the flush decides the result.
+// |result - value| / |value|, or 0 where the flush or the overflow decides the result.
 double mpfr_relative_error(fp32_t result, mpfr_ptr value) {
-  if (std::fabs(mpfr_get_d(value, MPFR_RNDN)) < kRelativeErrorFloor) return 0.0;
+  const double magnitude = std::fabs(mpfr_get_d(value, MPFR_RNDN));
+  if (magnitude < kRelativeErrorFloor || magnitude >= kOverflowThreshold) return 0.0;
   Mpfr error(kMpfrPrecision);
   mpfr_set_flt(error.get(), oracle::as_float(result), MPFR_RNDN);
   mpfr_sub(error.get(), error.get(), value, MPFR_RNDN);
@@ -198,15 +221,21 @@ double mpfr_relative_error(fp32_t result, mpfr_ptr value) {
 // directed tests.
 void check_every_bf16_input(ActFunc func) {
   ErrorStats stats;
+  MismatchLog nan_log;
   Mpfr value(kMpfrPrecision);
   for (std::uint32_t bits = 0; bits <= 0xFFFFu; ++bits) {
     const fp32_t x = num::bf16_to_fp32(static_cast<bf16_t>(bits));
     if ((x & 0x7F800000u) == 0x7F800000u) continue;
     const fp32_t y = act(func, x);
     mpfr_function(func, x, value.get());
+    if (mpfr_nan_p(value.get())) {  // rsqrt below zero
+      nan_log.check(y, num::kCanonicalNanFp32, [&] { return hex(x); });
+      continue;
+    }
     stats.add(x, y, mpfr_round_to_bf16(value.get()), mpfr_relative_error(y, value.get()));
   }
   stats.report(name(func));
+  EXPECT_EQ(nan_log.count(), 0u);
   EXPECT_LE(stats.max_ulps(), 1) << stats.summary(name(func));
   EXPECT_LE(stats.max_relative(), kMaxRelativeError) << stats.summary(name(func));
 }
@@ -220,6 +249,16 @@ TEST(ActRefEveryBf16, TanhWithinOneUlpOfMpfr) {
 TEST(ActRefEveryBf16, GeluWithinOneUlpOfMpfr) {
   check_every_bf16_input(ActFunc::kGelu);
 }
+TEST(ActRefEveryBf16, ExpWithinOneUlpOfMpfr) {
+  check_every_bf16_input(ActFunc::kExp);
+}
+TEST(ActRefEveryBf16, RecipWithinOneUlpOfMpfr) {
+  check_every_bf16_input(ActFunc::kRecip);
+}
+// Negative inputs give NaN (directed tests below); every positive finite one against MPFR.
+TEST(ActRefEveryBf16, RsqrtWithinOneUlpOfMpfr) {
+  check_every_bf16_input(ActFunc::kRsqrt);
+}
 
 double double_function(ActFunc func, fp32_t x) {
   switch (func) {
@@ -227,6 +266,12 @@ double double_function(ActFunc func, fp32_t x) {
       return oracle::sigmoid_double(x);
     case ActFunc::kTanh:
       return oracle::tanh_double(x);
+    case ActFunc::kExp:
+      return oracle::exp_double(x);
+    case ActFunc::kRecip:
+      return oracle::recip_double(x);
+    case ActFunc::kRsqrt:
+      return oracle::rsqrt_double(x);
     default:
       return oracle::gelu_double(x);
   }
@@ -247,8 +292,12 @@ void check_random_fp32_inputs(ActFunc func, std::uint64_t seed) {
       continue;
     }
     const double truth = double_function(func, x);
+    if (std::isnan(truth)) {  // rsqrt below zero
+      nan_log.check(y, num::kCanonicalNanFp32, [&] { return hex(x); });
+      continue;
+    }
     const double relative =
-        std::fabs(truth) < kRelativeErrorFloor || std::isinf(truth)
+        std::fabs(truth) < kRelativeErrorFloor || std::fabs(truth) >= kOverflowThreshold
             ? 0.0
             : std::fabs((static_cast<double>(oracle::as_float(y)) - truth) / truth);
     stats.add(x, y, oracle::round_real_to_bf16(truth), relative);
@@ -267,6 +316,15 @@ TEST(ActRefRandomFp32, TanhWithinOneUlp) {
 }
 TEST(ActRefRandomFp32, GeluWithinOneUlp) {
   check_random_fp32_inputs(ActFunc::kGelu, test_seed() + 2);
+}
+TEST(ActRefRandomFp32, ExpWithinOneUlp) {
+  check_random_fp32_inputs(ActFunc::kExp, test_seed() + 3);
+}
+TEST(ActRefRandomFp32, RecipWithinOneUlp) {
+  check_random_fp32_inputs(ActFunc::kRecip, test_seed() + 4);
+}
+TEST(ActRefRandomFp32, RsqrtWithinOneUlp) {
+  check_random_fp32_inputs(ActFunc::kRsqrt, test_seed() + 5);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -310,6 +368,31 @@ const std::vector<Case> kSpecialCases = {
     {ActFunc::kGelu, 0x7F7FFFFFu, 0, 0x7F7FFFFFu, "gelu(max) = max"},
     {ActFunc::kGelu, 0xC1800000u, 0, kMinusZero, "gelu(-16) = -0"},
     {ActFunc::kGelu, 0xC1600000u, 0, kMinusZero, "gelu(-14) flushed"},
+    {ActFunc::kExp, kPlusZero, 0, kOne, "exp(+0) = 1"},
+    {ActFunc::kExp, kMinusZero, 0, kOne, "exp(-0) = 1"},
+    {ActFunc::kExp, 0x80000001u, 0, kOne, "exp(-subnormal) = 1"},
+    {ActFunc::kExp, kPlusInf, 0, kPlusInf, "exp(+inf) = +inf"},
+    {ActFunc::kExp, kMinusInf, 0, kPlusZero, "exp(-inf) = +0"},
+    {ActFunc::kExp, 0x42B20000u, 0, kPlusInf, "exp(89) overflows"},
+    {ActFunc::kExp, 0xC2B00000u, 0, kPlusZero, "exp(-88) flushed"},
+    {ActFunc::kExp, 0x7F7FFFFFu, 0, kPlusInf, "exp(max) = +inf"},
+    {ActFunc::kRecip, kPlusZero, 0, kPlusInf, "recip(+0) = +inf"},
+    {ActFunc::kRecip, kMinusZero, 0, kMinusInf, "recip(-0) = -inf"},
+    {ActFunc::kRecip, 0x807FFFFFu, 0, kMinusInf, "recip(-subnormal) = -inf"},
+    {ActFunc::kRecip, kPlusInf, 0, kPlusZero, "recip(+inf) = +0"},
+    {ActFunc::kRecip, kMinusInf, 0, kMinusZero, "recip(-inf) = -0"},
+    {ActFunc::kRecip, 0xC0000000u, 0, 0xBF000000u, "recip(-2) = -0.5"},
+    {ActFunc::kRecip, 0x7F000000u, 0, kPlusZero, "recip(2^127) flushed"},
+    {ActFunc::kRecip, 0x00800000u, 0, 0x7E800000u, "recip(2^-126) = 2^126"},
+    {ActFunc::kRsqrt, kPlusZero, 0, kPlusInf, "rsqrt(+0) = +inf"},
+    {ActFunc::kRsqrt, kMinusZero, 0, kMinusInf, "rsqrt(-0) = -inf"},
+    {ActFunc::kRsqrt, 0x00000001u, 0, kPlusInf, "rsqrt(+subnormal) = +inf"},
+    {ActFunc::kRsqrt, kPlusInf, 0, kPlusZero, "rsqrt(+inf) = +0"},
+    {ActFunc::kRsqrt, kMinusInf, 0, kNan, "rsqrt(-inf) = NaN"},
+    {ActFunc::kRsqrt, kMinusOne, 0, kNan, "rsqrt(-1) = NaN"},
+    {ActFunc::kRsqrt, 0x40800000u, 0, kHalf, "rsqrt(4) = 0.5"},
+    {ActFunc::kRsqrt, 0x3E800000u, 0, 0x40000000u, "rsqrt(0.25) = 2"},
+    {ActFunc::kRsqrt, 0x00800000u, 0, 0x5F000000u, "rsqrt(2^-126) = 2^63"},
     {ActFunc::kRelu, kMinusZero, 0, kPlusZero, "relu(-0) = +0"},
     {ActFunc::kRelu, kMinusInf, 0, kPlusZero, "relu(-inf) = +0"},
     {ActFunc::kRelu, kPlusInf, 0, kPlusInf, "relu(+inf) = +inf"},
@@ -355,7 +438,7 @@ TEST(ActRefSpecial, EveryNaNGivesCanonicalNaN) {
 
 TEST(ActRefSpecial, IllegalCodesAreTheIdentity) {
   oracle::OperandRng rng(test_seed());
-  for (unsigned func = 7; func < 16; ++func) {
+  for (unsigned func = 10; func < 16; ++func) {
     for (int n = 0; n < 10'000; ++n) {
       const fp32_t x = rng.fp32();
       ASSERT_EQ(hex(num::act_func(func, x, 0)), hex(act(ActFunc::kNone, x)));

@@ -1,8 +1,9 @@
 // The activation function unit in RTL (rtl/core/tpu_act_func.sv) against the reference model
 // (sw/numerics/activation.cpp), bit for bit: every bf16 input for every function code, special
 // values, random fp32 inputs, function and slope changing every cycle, and the pipeline timing; as
-// the default core builds it and with SplitStages (a register after each multiplier, one after the
-// shift of 2^-n and one between normalising and rounding), as the FPGA builds have it.
+// the default core builds it, with SplitStages (a register after each multiplier, one after the
+// shift of 2^-n and one between normalising and rounding), as the FPGA builds have it, and without
+// the vector unit's functions (VectorFunctions off), as a core without a vector unit has it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "Vact_func.h"
+#include "Vact_func_base.h"
 #include "Vact_func_split.h"
 #include "Vact_func_tpu_pkg.h"
 #include "common/test_seed.hpp"
@@ -32,19 +34,28 @@ using tpu::num::fp32_t;
 using tpu::test::test_seed;
 namespace oracle = tpu::oracle;
 
-// The two builds of the unit and their latencies: tpu_pkg::ActFuncLatency, exported by
-// Verilator (the parameters are marked public), and tpu_pkg::ActFuncSplitLatency with SplitStages.
+// The builds of the unit and their latencies: tpu_pkg::ActFuncLatency, exported by Verilator (the
+// parameters are marked public), and tpu_pkg::ActFuncSplitLatency with SplitStages.
 struct Unsplit {
   using Model = Vact_func;
   static constexpr unsigned kLatency = Vact_func_tpu_pkg::ActFuncLatency;
+  static constexpr bool kVectorFunctions = true;
 };
 struct Split {
   using Model = Vact_func_split;
   static constexpr unsigned kLatency = Vact_func_tpu_pkg::ActFuncSplitLatency;
+  static constexpr bool kVectorFunctions = true;
+};
+struct Base {
+  using Model = Vact_func_base;
+  static constexpr unsigned kLatency = Vact_func_tpu_pkg::ActFuncLatency;
+  static constexpr bool kVectorFunctions = false;
 };
 
 constexpr std::uint64_t kRandomInputsPerFunction = 1'000'000;
-constexpr unsigned kFunctionCount = 7;  // codes 0..6; 7..15 are illegal
+// Codes 0..9 (7..9 exp, reciprocal and reciprocal square root, illegal without the vector
+// unit's functions); 10..15 are illegal.
+constexpr unsigned kFunctionCount = 10;
 constexpr unsigned kFunctionCodes = 16;
 
 // 0.01, 0.2, 1, -0.5 and 0.
@@ -56,18 +67,20 @@ struct Input {
   bf16_t alpha;
 };
 
-fp32_t reference(const Input& in) {
-  return tpu::num::act_func(in.func, in.x, in.alpha);
-}
-
-// Counts mismatches and keeps the first few for the failure message.
+// Counts mismatches against the reference model of a build (with or without the vector unit's
+// functions) and keeps the first few for the failure message.
 class Mismatches : public tpu::test::MismatchLog {
  public:
+  explicit Mismatches(bool vector_functions) : vector_functions_(vector_functions) {}
   void check(std::uint32_t got, const Input& in) {
-    MismatchLog::check(got, reference(in), [&](std::ostream& out) {
+    const std::uint32_t want = tpu::num::act_func(in.func, in.x, in.alpha, vector_functions_);
+    MismatchLog::check(got, want, [&](std::ostream& out) {
       out << " func=" << in.func << " x=0x" << in.x << " alpha=0x" << in.alpha;
     });
   }
+
+ private:
+  bool vector_functions_;
 };
 
 // Streams inputs through the unit, one per clock with en_i high, and checks each output against
@@ -96,7 +109,7 @@ class Stream {
  private:
   UnitModel<typename Build::Model> unit_;
   std::deque<Input> in_flight_;
-  Mismatches mismatches_;
+  Mismatches mismatches_{Build::kVectorFunctions};
 };
 
 // Every bf16 pattern widened to fp32 (x << 16).
@@ -108,12 +121,13 @@ std::vector<fp32_t> every_bf16_input() {
 
 template <typename Build>
 class RtlAct : public ::testing::Test {};
-using Builds = ::testing::Types<Unsplit, Split>;
+using Builds = ::testing::Types<Unsplit, Split, Base>;
 class BuildNames {
  public:
   template <typename Build>
   static std::string GetName(int) {
-    return std::is_same_v<Build, Split> ? "Split" : "Unsplit";
+    if (std::is_same_v<Build, Split>) return "Split";
+    return std::is_same_v<Build, Base> ? "Base" : "Unsplit";
   }
 };
 TYPED_TEST_SUITE(RtlAct, Builds, BuildNames);
@@ -134,13 +148,14 @@ TYPED_TEST(RtlAct, EveryBf16InputEveryFunction) {
 // Zeros, subnormals, the normal extremes, infinities, NaNs with either sign and several
 // payloads, and the boundaries of the unit's ranges (relu6's 6, tanh's series below 2^-4,
 // gelu's identity from 16, the scaled argument's saturation at 256, sigmoid's and gelu's flush
-// near -87.3 and -13.2), each with its neighbours, plus the structured fp32 operands.
+// near -87.3 and -13.2, exp's overflow at 88.72, the reciprocal's flush from 2^126 on), each with
+// its neighbours, plus the structured fp32 operands.
 std::vector<fp32_t> special_inputs() {
   std::vector<fp32_t> inputs = oracle::structured_fp32_operands();
   const fp32_t magnitudes[] = {0x00000000u, 0x00000001u, 0x007FFFFFu, 0x00800000u, 0x7F7FFFFFu,
                                0x7F800000u, 0x7F800001u, 0x7FC00000u, 0x7FFFFFFFu, 0x40C00000u,
                                0x3D800000u, 0x41800000u, 0x43800000u, 0x42AEAC50u, 0x41533333u,
-                               0x3F800000u, 0x34000000u};
+                               0x3F800000u, 0x34000000u, 0x42B17218u, 0x7E800000u, 0x7F000000u};
   for (fp32_t magnitude : magnitudes)
     for (fp32_t sign : {0u, 0x80000000u})
       for (fp32_t neighbour : {magnitude - 1, magnitude, magnitude + 1})
@@ -227,7 +242,7 @@ TYPED_TEST(RtlAct, ClockEnableFreezesThePipeline) {
   std::deque<Input> in_flight;
   std::uint64_t enabled = 0;
   std::uint32_t previous_output = unit->y_o;
-  Mismatches m;
+  Mismatches m(TypeParam::kVectorFunctions);
   std::uint64_t changed_while_frozen = 0;
   for (int cycle = 0; cycle < 200'000; ++cycle) {
     const bool enable = rng.uniform(0, 99) < 60;

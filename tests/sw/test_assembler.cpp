@@ -193,8 +193,8 @@ TEST(Disassembler, IllegalInstructionsBecomeWords) {
   EXPECT_EQ(disassemble(stray_bit).rfind(".word 0x00000007 0x00000001 ", 0), 0u);
   const Instruction undefined_flag = Instruction(Opcode::ReadHost).set_flags(0x4);
   EXPECT_EQ(disassemble(undefined_flag).rfind(".word", 0), 0u);
-  const Instruction bad_func = Instruction(Opcode::Activate).set_func(7);
-  EXPECT_EQ(disassemble(bad_func).rfind(".word 0x00070004 ", 0), 0u);
+  const Instruction bad_func = Instruction(Opcode::Activate).set_func(10);
+  EXPECT_EQ(disassemble(bad_func).rfind(".word 0x000a0004 ", 0), 0u);
   for (const Instruction& in : {unknown, stray_bit, undefined_flag, bad_func}) {
     EXPECT_EQ(assemble_one(disassemble(in)), in);
   }

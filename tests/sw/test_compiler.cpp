@@ -44,7 +44,7 @@ TEST(Compiler, ShapesAndOptionsMatchReference) {
     s.n = static_cast<std::uint32_t>(rng.uniform(1, 30));
     s.has_c = rng.uniform(0, 1);
     s.has_bias = rng.uniform(0, 1);
-    s.act = static_cast<isa::Func>(rng.uniform(0, isa::kFuncCount - 1));
+    s.act = static_cast<isa::Func>(rng.uniform(0, isa::func_count(config) - 1));
     if (s.act == isa::Func::Leaky) s.alpha = rng.bf16();
     s.out = rng.uniform(0, 1) ? OutType::Bf16 : OutType::Fp32;
     SCOPED_TRACE(testing::Message()

@@ -74,10 +74,10 @@ void check_random_convolutions(const HardwareConfig& config, std::uint64_t seed,
 
 TEST(ConvCompiler, Bf16ConvolutionsMatchTheirIm2colProducts) {
   const HardwareConfig config = small_core();
-  check_random_convolutions(config, test::test_seed(),
-                            [&](oracle::OperandRng& rng, const ConvGeometry& g, int) {
-                              return test::random_bf16_conv(rng, g, 2 * config.dim + 1);
-                            });
+  check_random_convolutions(
+      config, test::test_seed(), [&](oracle::OperandRng& rng, const ConvGeometry& g, int) {
+        return test::random_bf16_conv(rng, g, 2 * config.dim + 1, isa::func_count(config));
+      });
 }
 
 TEST(ConvCompiler, Int8ConvolutionsMatchTheirIm2colProducts) {
@@ -95,7 +95,7 @@ TEST(ConvCompiler, BlocksLoadTheirRowsAndTheKernelsReach) {
   const HardwareConfig config = small_core();
   const ConvGeometry g = test::square_conv(2, 5, 6, 3, 1);
   oracle::OperandRng rng(test::test_seed() + 2);
-  const test::Bf16ConvCase c = test::random_bf16_conv(rng, g, 3);
+  const test::Bf16ConvCase c = test::random_bf16_conv(rng, g, 3, isa::func_count(config));
   const GemmPlan plan = plan_conv(config, c.spec, g);
   // Rows of 6 pixels and a zero pixel, the right padding of one and the left of the next; 7 of
   // them an image, the last the bottom padding of one image and the top of the next.

@@ -154,7 +154,8 @@ TEST(IsaTables, LookUps) {
   EXPECT_EQ(find_opcode(std::uint8_t{0x00}), nullptr);
   EXPECT_EQ(find_opcode("MATMUL"), nullptr);
   EXPECT_EQ(find_func("gelu")->func, Func::Gelu);
-  EXPECT_EQ(find_func(7u), nullptr);
+  EXPECT_EQ(find_func(9u)->func, Func::Rsqrt);
+  EXPECT_EQ(find_func(10u), nullptr);
   EXPECT_EQ(find_func("swish"), nullptr);
 }
 
@@ -257,11 +258,24 @@ TEST(IsaCheck, MatmulHostFieldsNeedFetch) {
       Error::None);
 }
 
-TEST(IsaCheck, ActivateFunctionAtMostSix) {
+// Codes 0..6 everywhere; exp, recip and rsqrt (7..9) only with a vector unit; 10..15 never.
+TEST(IsaCheck, ActivateFunctionsOfTheCore) {
   EXPECT_EQ(check_small(activate().set_func(Func::Gelu)), Error::None);
   for (unsigned func = 7; func < 16; ++func) {
     EXPECT_EQ(check_small(activate().set_func(func)), Error::IllegalField) << func;
   }
+  EXPECT_EQ(diagnose(activate().set_func(Func::Exp), small_config()).reason,
+            "function exp needs a core with a vector unit; " + small_config().name() + " has none");
+  HardwareConfig vector = small_config();
+  vector.vector_lanes = 4;
+  for (unsigned func = 0; func < 16; ++func) {
+    EXPECT_EQ(check(activate().set_func(func), vector),
+              func < 10 ? Error::None : Error::IllegalField)
+        << func;
+  }
+  EXPECT_EQ(diagnose(activate().set_func(10), vector).reason, "function code 10 is above 9");
+  EXPECT_EQ(func_count(vector), 10u);
+  EXPECT_EQ(func_count(small_config()), 7u);
 }
 
 TEST(IsaCheck, AlphaOnlyForLeaky) {

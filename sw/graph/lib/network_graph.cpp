@@ -136,6 +136,15 @@ void add_function(Builder& b, Running& x, const nn::Layer& layer) {
     case isa::Func::Gelu:
       x.name = b.node("Gelu", {x.name});
       return;
+    case isa::Func::Exp:
+      x.name = b.node("Exp", {x.name});
+      return;
+    case isa::Func::Recip:
+      x.name = b.node("Reciprocal", {x.name});
+      return;
+    case isa::Func::Rsqrt:
+      x.name = b.node("Reciprocal", {b.node("Sqrt", {x.name})});
+      return;
   }
   throw std::invalid_argument("a function the graph does not know");
 }

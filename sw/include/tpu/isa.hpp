@@ -116,6 +116,12 @@ const FuncInfo* find_func(std::string_view mnemonic);
 const VectorOpInfo* find_vector_op(unsigned value);
 const VectorOpInfo* find_vector_op(std::string_view mnemonic);
 
+// The function codes `config`'s core accepts are 0 .. func_count(config) - 1: exp, recip and
+// rsqrt only where it has a vector unit.
+inline unsigned func_count(const HardwareConfig& config) {
+  return config.vector_lanes != 0 ? kFuncCount : kFuncBaseCount;
+}
+
 // The 32-byte little-endian form (docs/isa.md, "Encoding").
 std::array<std::uint8_t, kInstrBytes> encode(const Instruction& instruction);
 Instruction decode(const std::uint8_t* bytes);  // reads kInstrBytes bytes

@@ -87,8 +87,13 @@ enum class Func : std::uint8_t {
   Sigmoid = 4,
   Tanh = 5,
   Gelu = 6,
+  Exp = 7,
+  Recip = 8,
+  Rsqrt = 9,
 };
-inline constexpr unsigned kFuncCount = 7;
+inline constexpr unsigned kFuncCount = 10;
+// Codes below it are legal in every core; the others need a vector unit.
+inline constexpr unsigned kFuncBaseCount = 7;
 
 // Vector operations (the vop field of ELTWISE).
 enum class VectorOp : std::uint8_t {
@@ -509,6 +514,9 @@ inline constexpr std::array<FuncInfo, kFuncCount> kFuncTable{{
     {Func::Sigmoid, "sigmoid", "1 / (1 + e^-x), table-driven approximation"},
     {Func::Tanh, "tanh", "hyperbolic tangent, table-driven approximation"},
     {Func::Gelu, "gelu", "x * Phi(x) (Phi the standard normal CDF), table-driven approximation"},
+    {Func::Exp, "exp", "e^x, table-driven approximation"},
+    {Func::Recip, "recip", "1 / x, table-driven approximation; 1/(+-0) = +-inf"},
+    {Func::Rsqrt, "rsqrt", "1 / sqrt(x), table-driven approximation; +-0 gives +-inf, x < 0 NaN"},
 }};
 
 struct VectorOpInfo {
