@@ -1,9 +1,10 @@
 // `make sim`, second part: the regression of the programmable core. Compiles
 // GEMMs of many shapes, with C, bias and every activation function, and on
-// cores with the int8 datapath int8 GEMMs raw (Q-MAC) and requantised (Q-REQ),
-// runs each on the RTL (tpu_top under Verilator) and on the functional model,
-// checks both bit for bit against the reference computation, and prints one
-// row per case with the RTL's cycle counters.
+// cores with the int8 datapath int8 GEMMs raw (Q-MAC) and requantised (Q-REQ);
+// on cores with a vector unit, programs of ELTWISE in each of its forms. Runs
+// each on the RTL (tpu_top under Verilator) and on the functional model,
+// checks both bit for bit against the reference computation (the host's own
+// for ELTWISE), and prints one row per case with the RTL's cycle counters.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -16,12 +17,15 @@
 #include "backends/rtl_backend.hpp"
 #include "backends/top_model.hpp"
 #include "harness/case_selection.hpp"
+#include "oracle/eltwise.hpp"
 #include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/model.hpp"
+#include "tpu/program.hpp"
 
 namespace {
 
+namespace isa = tpu::isa;
 namespace oracle = tpu::oracle;
 namespace num = tpu::num;
 using tpu::GemmSpec;
@@ -38,11 +42,23 @@ struct Operands {
   tpu::RequantColumns requant;
 };
 
+// One case as it runs: its inputs (the program among them) into a backend's host memory, the
+// 32-bit patterns of its results read back, and what they must be.
+struct Job {
+  std::uint32_t prog_addr = 0, count = 0;
+  std::size_t memory_bytes = 0;
+  std::function<void(tpu::HostMemory&)> write_inputs;
+  std::function<std::vector<num::fp32_t>(const tpu::HostMemory&)> results;
+  std::vector<num::fp32_t> want;
+  std::string shape, options;  // for the table
+  double ideal_cycles = 0;     // the cycles of the work at full use of the array (or vector unit)
+};
+
 struct Case {
   std::string name;
-  // Draws the spec and operands for one array configuration.
-  std::function<std::pair<GemmSpec, Operands>(const HardwareConfig&, oracle::OperandRng&)> make;
-  bool vector = false;  // a function of the vector unit's: only on the cores that have one
+  // Draws the operands for one array configuration and plans the case.
+  std::function<Job(const HardwareConfig&, oracle::OperandRng&)> make;
+  bool vector = false;  // needs the vector unit (ELTWISE, its functions): only on cores with one
 };
 
 Operands operands_for(oracle::OperandRng& rng, const GemmSpec& s, unsigned special_percent,
@@ -101,102 +117,288 @@ GemmSpec shape(std::uint32_t m, std::uint32_t k, std::uint32_t n) {
   return s;
 }
 
+std::string options_of(const GemmSpec& s);
+
+// A GEMM case: compiled by plan_gemm, expected from the reference GEMM.
+Job gemm_job(const HardwareConfig& config, const GemmSpec& spec, const Operands& o) {
+  const tpu::GemmPlan gemm = tpu::plan_gemm(config, spec);
+  Job job;
+  job.prog_addr = gemm.prog_addr;
+  job.count = static_cast<std::uint32_t>(gemm.program.size());
+  job.memory_bytes = gemm.memory_bytes;
+  // The same inputs into either backend's memory, and its results, in either mode, as the
+  // 32-bit patterns the reference gives.
+  job.write_inputs = [gemm, spec, o](tpu::HostMemory& memory) {
+    if (spec.int8()) {
+      tpu::write_gemm_inputs(gemm, memory, o.a8, o.b8, spec.has_c ? &o.c32 : nullptr,
+                             spec.out == OutType::Int8 ? &o.requant : nullptr);
+    } else {
+      tpu::write_gemm_inputs(gemm, memory, o.a, o.b, spec.has_c ? &o.c : nullptr,
+                             spec.has_bias ? &o.bias : nullptr);
+    }
+  };
+  job.results = [gemm, spec](const tpu::HostMemory& memory) {
+    if (!spec.int8()) return tpu::read_gemm_output(gemm, memory).data;
+    const auto ints = tpu::read_gemm_output_int(gemm, memory).data;
+    return std::vector<num::fp32_t>(ints.begin(), ints.end());
+  };
+  if (spec.int8()) {
+    const auto ints = tpu::reference_gemm(spec, o.a8, o.b8, spec.has_c ? &o.c32 : nullptr,
+                                          spec.out == OutType::Int8 ? &o.requant : nullptr)
+                          .data;
+    job.want.assign(ints.begin(), ints.end());
+  } else {
+    job.want = tpu::reference_gemm(spec, o.a, o.b, spec.has_c ? &o.c : nullptr,
+                                   spec.has_bias ? &o.bias : nullptr)
+                   .data;
+  }
+  job.shape = fmt::format("{}x{}x{}", spec.m, spec.k, spec.n);
+  job.options = options_of(spec);
+  // Dim x Dim multiply-adds a cycle on the array; one on the sequential core.
+  const double macs_per_cycle = config.sequential ? 1.0 : double(config.dim) * config.dim;
+  job.ideal_cycles = double(spec.m) * spec.k * spec.n / macs_per_cycle;
+  return job;
+}
+
+// A GEMM case from a function that draws its spec and operands.
+Case gemm_case(
+    std::string name,
+    std::function<std::pair<GemmSpec, Operands>(const HardwareConfig&, oracle::OperandRng&)> draw,
+    bool vector = false) {
+  return {std::move(name),
+          [draw](const HardwareConfig& c, oracle::OperandRng& rng) {
+            const auto [spec, o] = draw(c, rng);
+            return gemm_job(c, spec, o);
+          },
+          vector};
+}
+
+// ELTWISE in each of its forms on random and special values: every operation lane by lane
+// against a row per row and against a broadcast row, and folded along the row, fp32 (A from the
+// accumulators or, widened from bf16, the unified buffer) or int32 (I32). Each result row is
+// written to the host and checked against the host's own arithmetic (oracle::eltwise_lane).
+Job vector_job(const HardwareConfig& config, oracle::OperandRng& rng, bool int32) {
+  const unsigned d = config.dim;
+  const std::uint32_t rows = 2 * d + 1;  // rows of A and of B
+  const std::uint32_t row_bytes = 4 * d;
+  std::vector<num::fp32_t> a(rows * d), b(rows * d);
+  std::vector<num::bf16_t> a_ub(rows * d);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a_ub[i] = rng.bf16();
+    a[i] = int32 ? static_cast<num::fp32_t>(rng.uniform(0, 0xFFFFFFFFu)) : rng.fp32();
+    b[i] = int32 ? static_cast<num::fp32_t>(rng.uniform(0, 0xFFFFFFFFu)) : rng.fp32();
+  }
+  // Host memory: A, B, A's bf16 rows (each padded to the bus's alignment), then the results,
+  // then the program.
+  const std::uint32_t ub_stride = std::max(2 * d, config.bus_bytes);
+  std::vector<num::bf16_t> a_ub_rows(rows * ub_stride / 2);
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    std::copy_n(&a_ub[r * d], d, &a_ub_rows[r * ub_stride / 2]);
+  }
+  constexpr std::uint32_t a_addr = 0;
+  const std::uint32_t b_addr = rows * row_bytes, ub_addr = 2 * rows * row_bytes;
+  const std::uint32_t out_addr = ub_addr + rows * ub_stride;
+
+  struct Form {
+    isa::VectorOp op;
+    bool row, lanes, ub;
+  };
+  std::vector<Form> forms;
+  for (unsigned op = 0; op < isa::kVectorOpCount; ++op) {
+    const auto vop = static_cast<isa::VectorOp>(op);
+    forms.push_back({vop, false, false, false});
+    forms.push_back({vop, true, false, false});
+    forms.push_back({vop, false, true, false});
+    if (!int32) forms.push_back({vop, false, false, true});
+  }
+
+  isa::ProgramBuilder p(config);
+  isa::ReadHostArgs load;
+  load.acc = true;
+  load.rows = rows;
+  load.host_addr = a_addr;
+  load.host_stride = row_bytes;
+  p.read_host(load);
+  load.addr_b = rows;
+  load.host_addr = b_addr;
+  p.read_host(load);
+  isa::ReadHostArgs load_ub;
+  load_ub.rows = rows;
+  load_ub.host_addr = ub_addr;
+  load_ub.host_stride = ub_stride;
+  p.read_host(load_ub);
+  const auto widened = [&](std::size_t i) {
+    return num::bf16_to_fp32(a_ub[i]);  // exact
+  };
+  std::vector<num::fp32_t> want;
+  std::uint32_t out_row = 2 * rows;
+  for (std::size_t f = 0; f < forms.size(); ++f) {
+    const Form& form = forms[f];
+    isa::EltwiseArgs e;
+    e.op = form.op;
+    e.int32 = int32;
+    e.row = form.row;
+    e.lanes = form.lanes;
+    e.ub = form.ub;
+    e.rows = rows;
+    e.addr_b = out_row;
+    e.bias_addr = rows;
+    p.eltwise(e);
+    for (std::uint32_t r = 0; r < rows; ++r) {
+      const std::size_t b_row = form.row ? 0 : r;
+      num::fp32_t fold = b[b_row * d];
+      for (unsigned j = 0; j < d; ++j) {
+        const num::fp32_t x = form.ub ? widened(r * d + j) : a[r * d + j];
+        if (form.lanes) {
+          fold = oracle::eltwise_lane(form.op, int32, fold, x);
+        } else {
+          want.push_back(oracle::eltwise_lane(form.op, int32, x, b[b_row * d + j]));
+        }
+      }
+      if (form.lanes) want.insert(want.end(), d, fold);
+    }
+    isa::WriteHostArgs store;
+    store.acc = true;
+    store.rows = rows;
+    store.addr_a = out_row;
+    store.host_addr = static_cast<std::uint32_t>(out_addr + f * rows * row_bytes);
+    store.host_stride = row_bytes;
+    p.write_host(store);
+    out_row += rows;
+  }
+  p.halt();
+
+  Job job;
+  const std::uint32_t results_bytes = static_cast<std::uint32_t>(forms.size()) * rows * row_bytes;
+  const std::uint32_t prog_addr = (out_addr + results_bytes + 63) / 64 * 64;  // instructions align
+  job.prog_addr = prog_addr;
+  job.count = static_cast<std::uint32_t>(p.size());
+  job.memory_bytes = prog_addr + p.size() * isa::kInstrBytes;
+  job.write_inputs = [a, b, a_ub_rows, b_addr, ub_addr, prog_addr,
+                      program = p.bytes()](tpu::HostMemory& memory) {
+    memory.write_array(a_addr, a);
+    memory.write_array(b_addr, b);
+    memory.write_array(ub_addr, a_ub_rows);
+    memory.write_array(prog_addr, program);
+  };
+  job.results = [out_addr, results_bytes](const tpu::HostMemory& memory) {
+    return memory.read_array<num::fp32_t>(out_addr, results_bytes / 4);
+  };
+  job.want = std::move(want);
+  job.shape = fmt::format("{}x{}", rows, d);
+  job.options = fmt::format("eltwise {} x{}", int32 ? "int32" : "fp32", forms.size());
+  // Every lane of every row through the unit's lanes, a lane of a fold a cycle.
+  for (const Form& form : forms) {
+    job.ideal_cycles += double(rows) * (form.lanes ? d : double(d) / config.vector_lanes);
+  }
+  return job;
+}
+
 std::vector<Case> cases(unsigned random_cases) {
   std::vector<Case> list;
-  list.push_back({"square", [](const HardwareConfig& c, oracle::OperandRng& rng) {
-                    const GemmSpec s = shape(2 * c.dim, 2 * c.dim, 2 * c.dim);
-                    return std::pair{s, operands_for(rng, s, 2)};
-                  }});
-  list.push_back({"ragged", [](const HardwareConfig& c, oracle::OperandRng& rng) {
-                    const GemmSpec s = shape(3 * c.dim - 1, 2 * c.dim + 3, c.dim + 1);
-                    return std::pair{s, operands_for(rng, s, 2)};
-                  }});
-  list.push_back({"long-k", [](const HardwareConfig& c, oracle::OperandRng& rng) {
-                    const GemmSpec s = shape(c.dim, 8 * c.dim, c.dim);
-                    return std::pair{s, operands_for(rng, s, 1)};
-                  }});
-  list.push_back({"c-and-bias", [](const HardwareConfig& c, oracle::OperandRng& rng) {
-                    GemmSpec s = shape(2 * c.dim + 1, c.dim + 2, 2 * c.dim - 1);
-                    s.has_c = s.has_bias = true;
-                    return std::pair{s, operands_for(rng, s, 5)};
-                  }});
-  list.push_back({"adversarial", [](const HardwareConfig& c, oracle::OperandRng& rng) {
-                    GemmSpec s = shape(c.dim + 3, 2 * c.dim + 1, c.dim + 2);
-                    s.has_c = true;
-                    return std::pair{s, operands_for(rng, s, 30, 1, 254)};
-                  }});
+  list.push_back(gemm_case("square", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+    const GemmSpec s = shape(2 * c.dim, 2 * c.dim, 2 * c.dim);
+    return std::pair{s, operands_for(rng, s, 2)};
+  }));
+  list.push_back(gemm_case("ragged", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+    const GemmSpec s = shape(3 * c.dim - 1, 2 * c.dim + 3, c.dim + 1);
+    return std::pair{s, operands_for(rng, s, 2)};
+  }));
+  list.push_back(gemm_case("long-k", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+    const GemmSpec s = shape(c.dim, 8 * c.dim, c.dim);
+    return std::pair{s, operands_for(rng, s, 1)};
+  }));
+  list.push_back(gemm_case("c-and-bias", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+    GemmSpec s = shape(2 * c.dim + 1, c.dim + 2, 2 * c.dim - 1);
+    s.has_c = s.has_bias = true;
+    return std::pair{s, operands_for(rng, s, 5)};
+  }));
+  list.push_back(gemm_case("adversarial", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+    GemmSpec s = shape(c.dim + 3, 2 * c.dim + 1, c.dim + 2);
+    s.has_c = true;
+    return std::pair{s, operands_for(rng, s, 30, 1, 254)};
+  }));
   for (unsigned f = 0; f < tpu::isa::kFuncCount; ++f) {
     const std::string name = tpu::isa::kFuncTable[f].mnemonic;
-    list.push_back({"act-" + name,
-                    [f](const HardwareConfig& c, oracle::OperandRng& rng) {
-                      GemmSpec s = shape(c.dim + 5, c.dim + 1, c.dim);
-                      s.has_bias = true;
-                      s.act = static_cast<tpu::isa::Func>(f);
-                      if (s.act == tpu::isa::Func::Leaky) s.alpha = 0x3C24;  // 0.01
-                      s.out = OutType::Bf16;
-                      return std::pair{s, operands_for(rng, s, 2, 118, 130)};
-                    },
-                    f >= tpu::isa::kFuncBaseCount});
+    list.push_back(gemm_case(
+        "act-" + name,
+        [f](const HardwareConfig& c, oracle::OperandRng& rng) {
+          GemmSpec s = shape(c.dim + 5, c.dim + 1, c.dim);
+          s.has_bias = true;
+          s.act = static_cast<tpu::isa::Func>(f);
+          if (s.act == tpu::isa::Func::Leaky) s.alpha = 0x3C24;  // 0.01
+          s.out = OutType::Bf16;
+          return std::pair{s, operands_for(rng, s, 2, 118, 130)};
+        },
+        f >= tpu::isa::kFuncBaseCount));
   }
   // int8 mode, on the cores that have it.
-  list.push_back({"int8-raw", [](const HardwareConfig& c, oracle::OperandRng& rng) {
-                    GemmSpec s = shape(3 * c.dim - 1, 2 * c.dim + 3, c.dim + 1);
-                    s.in = tpu::InType::Int8;
-                    s.out = OutType::Int32;
-                    return std::pair{s, int8_operands(rng, s)};
-                  }});
-  list.push_back({"int8-c-zp", [](const HardwareConfig& c, oracle::OperandRng& rng) {
-                    // C over all of int32: sums that wrap both ways.
-                    GemmSpec s = shape(2 * c.dim + 1, c.dim + 2, 2 * c.dim - 1);
-                    s.in = tpu::InType::Int8;
-                    s.out = OutType::Int32;
-                    s.has_c = true;
-                    s.input_zero_point = static_cast<int>(rng.uniform(0, 255)) - 128;
-                    return std::pair{s, int8_operands(rng, s)};
-                  }});
-  list.push_back({"int8-min", [](const HardwareConfig& c, oracle::OperandRng& rng) {
-                    // -128 everywhere: the largest product, 2^14, in every cell.
-                    GemmSpec s = shape(c.dim + 3, 8 * c.dim, c.dim + 2);
-                    s.in = tpu::InType::Int8;
-                    s.out = OutType::Int32;
-                    s.input_zero_point = 127;
-                    return std::pair{s, int8_operands(rng, s, -128, -128)};
-                  }});
-  list.push_back({"int8-req", [](const HardwareConfig& c, oracle::OperandRng& rng) {
-                    GemmSpec s = shape(2 * c.dim + 3, 3 * c.dim + 1, 2 * c.dim + 1);
-                    s.in = tpu::InType::Int8;
-                    s.out = OutType::Int8;
-                    s.input_zero_point = static_cast<int>(rng.uniform(0, 255)) - 128;
-                    s.output_zero_point = static_cast<int>(rng.uniform(0, 255)) - 128;
-                    Operands o = int8_operands(rng, s);
-                    random_requant(rng, s.n, o.requant);
-                    return std::pair{s, o};
-                  }});
-  list.push_back({"int8-req-relu", [](const HardwareConfig& c, oracle::OperandRng& rng) {
-                    // relu (lo = zo) with zo at either end: at 127, y + zo goes beyond int32
-                    // where y is near its top.
-                    GemmSpec s = shape(c.dim + 5, c.dim + 1, c.dim);
-                    s.in = tpu::InType::Int8;
-                    s.out = OutType::Int8;
-                    s.output_zero_point = rng.uniform(0, 1) ? 127 : -128;
-                    s.clamp_lo = s.output_zero_point;
-                    Operands o = int8_operands(rng, s);
-                    random_requant(rng, s.n, o.requant);
-                    return std::pair{s, o};
-                  }});
+  list.push_back(gemm_case("int8-raw", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+    GemmSpec s = shape(3 * c.dim - 1, 2 * c.dim + 3, c.dim + 1);
+    s.in = tpu::InType::Int8;
+    s.out = OutType::Int32;
+    return std::pair{s, int8_operands(rng, s)};
+  }));
+  list.push_back(gemm_case("int8-c-zp", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+    // C over all of int32: sums that wrap both ways.
+    GemmSpec s = shape(2 * c.dim + 1, c.dim + 2, 2 * c.dim - 1);
+    s.in = tpu::InType::Int8;
+    s.out = OutType::Int32;
+    s.has_c = true;
+    s.input_zero_point = static_cast<int>(rng.uniform(0, 255)) - 128;
+    return std::pair{s, int8_operands(rng, s)};
+  }));
+  list.push_back(gemm_case("int8-min", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+    // -128 everywhere: the largest product, 2^14, in every cell.
+    GemmSpec s = shape(c.dim + 3, 8 * c.dim, c.dim + 2);
+    s.in = tpu::InType::Int8;
+    s.out = OutType::Int32;
+    s.input_zero_point = 127;
+    return std::pair{s, int8_operands(rng, s, -128, -128)};
+  }));
+  list.push_back(gemm_case("int8-req", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+    GemmSpec s = shape(2 * c.dim + 3, 3 * c.dim + 1, 2 * c.dim + 1);
+    s.in = tpu::InType::Int8;
+    s.out = OutType::Int8;
+    s.input_zero_point = static_cast<int>(rng.uniform(0, 255)) - 128;
+    s.output_zero_point = static_cast<int>(rng.uniform(0, 255)) - 128;
+    Operands o = int8_operands(rng, s);
+    random_requant(rng, s.n, o.requant);
+    return std::pair{s, o};
+  }));
+  list.push_back(gemm_case("int8-req-relu", [](const HardwareConfig& c, oracle::OperandRng& rng) {
+    // relu (lo = zo) with zo at either end: at 127, y + zo goes beyond int32
+    // where y is near its top.
+    GemmSpec s = shape(c.dim + 5, c.dim + 1, c.dim);
+    s.in = tpu::InType::Int8;
+    s.out = OutType::Int8;
+    s.output_zero_point = rng.uniform(0, 1) ? 127 : -128;
+    s.clamp_lo = s.output_zero_point;
+    Operands o = int8_operands(rng, s);
+    random_requant(rng, s.n, o.requant);
+    return std::pair{s, o};
+  }));
   for (unsigned i = 0; i < random_cases; ++i) {
-    list.push_back(
-        {fmt::format("random-{}", i), [](const HardwareConfig& c, oracle::OperandRng& rng) {
-           GemmSpec s = shape(static_cast<std::uint32_t>(rng.uniform(1, 3 * c.dim)),
-                              static_cast<std::uint32_t>(rng.uniform(1, 3 * c.dim)),
-                              static_cast<std::uint32_t>(rng.uniform(1, 3 * c.dim)));
-           s.has_c = rng.uniform(0, 1);
-           s.has_bias = rng.uniform(0, 1);
-           s.act = static_cast<tpu::isa::Func>(rng.uniform(0, tpu::isa::func_count(c) - 1));
-           if (s.act == tpu::isa::Func::Leaky) s.alpha = rng.bf16();
-           s.out = rng.uniform(0, 1) ? OutType::Bf16 : OutType::Fp32;
-           return std::pair{s, operands_for(rng, s, 5)};
-         }});
+    list.push_back(gemm_case(
+        fmt::format("random-{}", i), [](const HardwareConfig& c, oracle::OperandRng& rng) {
+          GemmSpec s = shape(static_cast<std::uint32_t>(rng.uniform(1, 3 * c.dim)),
+                             static_cast<std::uint32_t>(rng.uniform(1, 3 * c.dim)),
+                             static_cast<std::uint32_t>(rng.uniform(1, 3 * c.dim)));
+          s.has_c = rng.uniform(0, 1);
+          s.has_bias = rng.uniform(0, 1);
+          s.act = static_cast<tpu::isa::Func>(rng.uniform(0, tpu::isa::func_count(c) - 1));
+          if (s.act == tpu::isa::Func::Leaky) s.alpha = rng.bf16();
+          s.out = rng.uniform(0, 1) ? OutType::Bf16 : OutType::Fp32;
+          return std::pair{s, operands_for(rng, s, 5)};
+        }));
+  }
+  // The vector unit, on the cores that have one.
+  for (const bool int32 : {false, true}) {
+    list.push_back({int32 ? "vector-int32" : "vector-fp32",
+                    [int32](const HardwareConfig& c, oracle::OperandRng& rng) {
+                      return vector_job(c, rng, int32);
+                    },
+                    true});
   }
   return list;
 }
@@ -269,54 +471,27 @@ int run(int argc, char** argv) {
     ++ran;
     // Each case draws from its own stream so that --only reproduces it alone.
     oracle::OperandRng rng(seed ^ std::hash<std::string>{}(p.name));
-    const auto [spec, o] = p.test.make(p.config, rng);
+    Job job;
     std::string note;
     bool pass = false;
     tpu::Counters c{};
     try {
-      const tpu::GemmPlan gemm = tpu::plan_gemm(p.config, spec);
-      const num::MatrixFp32* cmat = spec.has_c ? &o.c : nullptr;
-      const std::vector<num::fp32_t>* bias = spec.has_bias ? &o.bias : nullptr;
-      const num::MatrixI32* c32 = spec.has_c ? &o.c32 : nullptr;
-      const tpu::RequantColumns* requant = spec.out == OutType::Int8 ? &o.requant : nullptr;
-      const auto count = static_cast<std::uint32_t>(gemm.program.size());
-      // The same inputs into either backend's memory, and its results, in either mode, as the
-      // 32-bit patterns the reference gives.
-      const auto write_inputs = [&](tpu::HostMemory& memory) {
-        if (spec.int8()) {
-          tpu::write_gemm_inputs(gemm, memory, o.a8, o.b8, c32, requant);
-        } else {
-          tpu::write_gemm_inputs(gemm, memory, o.a, o.b, cmat, bias);
-        }
-      };
-      const auto results = [&](const tpu::HostMemory& memory) {
-        if (!spec.int8()) return tpu::read_gemm_output(gemm, memory).data;
-        const auto ints = tpu::read_gemm_output_int(gemm, memory).data;
-        return std::vector<num::fp32_t>(ints.begin(), ints.end());
-      };
-      std::vector<num::fp32_t> want;
-      if (spec.int8()) {
-        const auto ints = tpu::reference_gemm(spec, o.a8, o.b8, c32, requant).data;
-        want.assign(ints.begin(), ints.end());
-      } else {
-        want = tpu::reference_gemm(spec, o.a, o.b, cmat, bias).data;
-      }
-
+      job = p.test.make(p.config, rng);
       tpu::sim::RtlOptions options;
-      options.memory_bytes = gemm.memory_bytes;
+      options.memory_bytes = job.memory_bytes;
       options.random_init_seed = static_cast<std::uint32_t>(seed);
       options.trace_path = wave;
       tpu::sim::RtlBackend rtl(p.config, options);
-      write_inputs(rtl.memory());
-      const tpu::RunResult r = rtl.run(gemm.prog_addr, count);
+      job.write_inputs(rtl.memory());
+      const tpu::RunResult r = rtl.run(job.prog_addr, job.count);
       c = r.counters.value_or(tpu::Counters{});
 
-      tpu::FunctionalModel model(p.config, gemm.memory_bytes);
-      write_inputs(model.memory());
-      const tpu::RunResult mr = model.run(gemm.prog_addr, count);
+      tpu::FunctionalModel model(p.config, job.memory_bytes);
+      job.write_inputs(model.memory());
+      const tpu::RunResult mr = model.run(job.prog_addr, job.count);
 
-      const bool rtl_ok = r.ok() && results(rtl.memory()) == want;
-      const bool model_ok = mr.ok() && results(model.memory()) == want;
+      const bool rtl_ok = r.ok() && job.results(rtl.memory()) == job.want;
+      const bool model_ok = mr.ok() && job.results(model.memory()) == job.want;
       pass = rtl_ok && model_ok;
       note = rtl_ok ? (model_ok ? "rtl = model = reference" : "model differs")
                     : (r.ok() ? "rtl differs" : tpu::regs::error_name(r.error));
@@ -325,15 +500,12 @@ int run(int argc, char** argv) {
     }
     if (!pass) ++failures;
     const double cycles = static_cast<double>(std::max<std::uint64_t>(c[0], 1));
-    // Dim x Dim multiply-adds a cycle on the array; one on the sequential core.
-    const double macs_per_cycle = p.config.sequential ? 1.0 : double(p.config.dim) * p.config.dim;
-    const double ideal = double(spec.m) * spec.k * spec.n / macs_per_cycle;
     auto share = [&](std::size_t index) { return 100.0 * double(c[index]) / cycles; };
     fmt::print(
         "{:<9} {:<12} {:>11} {:<18} {:>7} {:>7.0f} {:>6.1f} {:>6.1f} {:>6.1f} {:>6.1f} "
         "{:>6.1f}  {:<6} {}\n",
-        p.config.name(), p.test.name, fmt::format("{}x{}x{}", spec.m, spec.k, spec.n),
-        options_of(spec), c[0], ideal, 100.0 * ideal / cycles,
+        p.config.name(), p.test.name, job.shape, job.options, c[0], job.ideal_cycles,
+        100.0 * job.ideal_cycles / cycles,
         share(tpu::regs::kCntWeightStallIndex) + share(tpu::regs::kCntWeightShiftIndex),
         share(tpu::regs::kCntInputStallIndex), share(tpu::regs::kCntRawStallIndex),
         share(tpu::regs::kCntNonMatrixIndex), pass ? "PASS" : "FAIL", note);

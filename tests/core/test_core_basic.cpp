@@ -8,10 +8,10 @@
 #include <cmath>
 #include <tuple>
 
-#include "common/eltwise_oracle.hpp"
 #include "common/test_seed.hpp"
 #include "core_harness.hpp"
 #include "oracle/activation.hpp"
+#include "oracle/eltwise.hpp"
 #include "oracle/random_matrices.hpp"
 #include "tpu/assembler.hpp"
 #include "tpu/cycle_model.hpp"
@@ -187,7 +187,7 @@ void check_every_vector_operation(const std::string& core, bool a_in_ub) {
     const Done& e = done[k];
     // One lane of the operation by the host: the oracle's fp32, or plain int32 arithmetic.
     const auto lane = [&](num::fp32_t x, num::fp32_t y) {
-      return test::eltwise_lane(e.op, e.int32, x, y);
+      return oracle::eltwise_lane(e.op, e.int32, x, y);
     };
     const std::vector<num::fp32_t>& a_lanes = e.int32 ? a_int : a;
     for (std::uint32_t row = 0; row < kRows; ++row) {

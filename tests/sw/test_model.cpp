@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/eltwise_oracle.hpp"
 #include "common/test_seed.hpp"
+#include "oracle/eltwise.hpp"
 #include "oracle/host_float.hpp"
 #include "oracle/operand_sets.hpp"
 #include "oracle/random_matrices.hpp"
@@ -481,7 +481,7 @@ TEST_F(ModelTest, EltwiseEveryOperationMatchesTheHostFloat) {
       const std::vector<fp32_t> out = model_.acc_row(16 + r);
       for (unsigned j = 0; j < kDim; ++j) {
         const fp32_t x = a[r * kDim + j], y = b[r * kDim + j];
-        const fp32_t expected = test::eltwise_lane(static_cast<isa::VectorOp>(op), false, x, y);
+        const fp32_t expected = oracle::eltwise_lane(static_cast<isa::VectorOp>(op), false, x, y);
         EXPECT_EQ(out[j], expected) << names[op] << " " << hex(x) << " " << hex(y);
       }
     }
