@@ -1,0 +1,254 @@
+#include "tpu/softmax.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "tpu/numerics/activation.hpp"
+#include "tpu/program.hpp"
+
+namespace tpu {
+namespace {
+
+constexpr num::fp32_t kMinusInfinity = 0xFF800000u;  // the seed of the maximum, the padding
+constexpr num::fp32_t kMinusZero = 0x80000000u;      // the seed of the sum
+constexpr num::fp32_t kSignMask = 0x80000000u;
+
+// Accumulator rows: the two seed rows, then per block the rows of X (its values, then x - max,
+// e^(x - max) and the results, in place), the rows combining a row's tiles (with more than
+// one), and one row per softmax row for its maximum, then its sum and 1/sum.
+constexpr std::uint32_t kMaxSeedRow = 0, kSumSeedRow = 1, kFirstBlockRow = 2;
+
+std::uint32_t combine_rows(std::uint32_t tiles, std::uint32_t block) {
+  return tiles > 1 ? block : 0;
+}
+
+// ELTWISE op lane by lane over the tiles of each of `block` rows into `combined`, then the
+// fold along that row from the seed row into `reduced`: in every lane of reduced row m, the fold
+// of op over row m's values in the order the reference takes them.
+void reduce_rows(isa::ProgramBuilder& p, isa::VectorOp op, std::uint32_t seed_row, std::uint32_t x,
+                 std::uint32_t combined, std::uint32_t reduced, std::uint32_t block,
+                 std::uint32_t tiles) {
+  std::uint32_t source = x, source_step = tiles;
+  if (tiles > 1) {
+    for (std::uint32_t t = 1; t < tiles; ++t) {
+      isa::EltwiseArgs e;
+      e.op = op;
+      e.count = block;
+      e.addr_a = x + t;  // tile t of row i
+      e.step_a = tiles;
+      e.bias_addr = t == 1 ? x : combined;  // tile 0, then what tiles 0 .. t-1 combined to
+      e.bias_step = t == 1 ? tiles : 1;
+      e.addr_b = combined;
+      e.step_b = 1;
+      p.eltwise(e);
+    }
+    source = combined;
+    source_step = 1;
+  }
+  isa::EltwiseArgs fold;
+  fold.op = op;
+  fold.lanes = true;
+  fold.row = true;
+  fold.count = block;
+  fold.addr_a = source;
+  fold.step_a = source_step;
+  fold.bias_addr = seed_row;  // the same seed row every iteration
+  fold.addr_b = reduced;
+  fold.step_b = 1;
+  p.eltwise(fold);
+}
+
+// Every tile of each of `block` rows, in place, against its row's row of `operand` (ELTWISE op
+// with ROW).
+void against_row(isa::ProgramBuilder& p, isa::VectorOp op, std::uint32_t x, std::uint32_t operand,
+                 std::uint32_t block, std::uint32_t tiles) {
+  isa::EltwiseArgs e;
+  e.op = op;
+  e.row = true;
+  e.count = block;
+  e.rows = tiles;
+  e.addr_a = x;
+  e.step_a = tiles;
+  e.addr_b = x;
+  e.step_b = tiles;
+  e.bias_addr = operand;
+  e.bias_step = 1;
+  p.eltwise(e);
+}
+
+void activate_in_place(isa::ProgramBuilder& p, isa::Func func, std::uint32_t first,
+                       std::uint32_t rows) {
+  isa::ActivateArgs a;
+  a.f32 = true;
+  a.func = func;
+  a.rows = rows;
+  a.addr_a = first;
+  a.addr_b = first;
+  p.activate(a);
+}
+
+}  // namespace
+
+SoftmaxPlan plan_softmax(const HardwareConfig& config, std::uint32_t rows, std::uint32_t length) {
+  isa::validate_config(config);
+  if (config.vector_lanes == 0) {
+    throw std::invalid_argument("softmax on the core needs a vector unit; " + config.name() +
+                                " has none");
+  }
+  if (rows == 0 || length == 0) throw std::invalid_argument("softmax of an empty tensor");
+  SoftmaxPlan plan;
+  plan.config = config;
+  plan.rows = rows;
+  plan.length = length;
+  plan.tiles = (length + config.dim - 1) / config.dim;
+  const std::uint32_t per_row = plan.tiles + 1 + (plan.tiles > 1 ? 1 : 0);
+  if (config.acc_depth < kFirstBlockRow + per_row) {
+    throw std::invalid_argument(
+        fmt::format("a softmax row of {} values takes {} accumulator rows; {} has {}", length,
+                    kFirstBlockRow + per_row, config.name(), config.acc_depth));
+  }
+  plan.block_rows = std::min(rows, (config.acc_depth - kFirstBlockRow) / per_row);
+  plan.row_stride = std::max(4 * config.dim, config.bus_bytes);
+
+  const std::uint64_t seed_bytes = 2ull * plan.row_stride;
+  const std::uint64_t data_bytes = std::uint64_t{rows} * plan.tiles * plan.row_stride;
+  plan.seed_addr = 0;
+  plan.in_addr = static_cast<std::uint32_t>(seed_bytes);
+  plan.out_addr = static_cast<std::uint32_t>(seed_bytes + data_bytes);
+  const std::uint64_t prog_addr = (seed_bytes + 2 * data_bytes + 63) / 64 * 64;
+  if (prog_addr > 0xFFFFFFFFull) {
+    throw std::invalid_argument("the softmax's tensors exceed the core's 32-bit host addresses");
+  }
+  plan.prog_addr = static_cast<std::uint32_t>(prog_addr);
+
+  isa::ProgramBuilder p(config);
+  isa::ReadHostArgs seeds;
+  seeds.acc = true;
+  seeds.rows = 2;
+  seeds.addr_b = kMaxSeedRow;
+  seeds.host_addr = plan.seed_addr;
+  seeds.host_stride = plan.row_stride;
+  p.read_host(seeds);
+  const std::uint32_t x = kFirstBlockRow;
+  for (std::uint32_t first = 0; first < rows; first += plan.block_rows) {
+    const std::uint32_t block = std::min(plan.block_rows, rows - first);
+    const std::uint32_t block_acc_rows = block * plan.tiles;
+    const std::uint32_t combined = x + block_acc_rows;
+    const std::uint32_t reduced = combined + combine_rows(plan.tiles, block);
+    const std::uint64_t offset = std::uint64_t{first} * plan.tiles * plan.row_stride;
+
+    isa::ReadHostArgs load;
+    load.acc = true;
+    load.rows = block_acc_rows;
+    load.addr_b = x;
+    load.host_addr = static_cast<std::uint32_t>(plan.in_addr + offset);
+    load.host_stride = plan.row_stride;
+    p.read_host(load);
+    reduce_rows(p, isa::VectorOp::Max, kMaxSeedRow, x, combined, reduced, block, plan.tiles);
+    against_row(p, isa::VectorOp::Sub, x, reduced, block, plan.tiles);
+    activate_in_place(p, isa::Func::Exp, x, block_acc_rows);
+    reduce_rows(p, isa::VectorOp::Add, kSumSeedRow, x, combined, reduced, block, plan.tiles);
+    activate_in_place(p, isa::Func::Recip, reduced, block);
+    against_row(p, isa::VectorOp::Mul, x, reduced, block, plan.tiles);
+    isa::WriteHostArgs store;
+    store.acc = true;
+    store.rows = block_acc_rows;
+    store.addr_a = x;
+    store.host_addr = static_cast<std::uint32_t>(plan.out_addr + offset);
+    store.host_stride = plan.row_stride;
+    p.write_host(store);
+  }
+  p.halt();
+  plan.program = p.instructions();
+  plan.memory_bytes = plan.prog_addr + plan.program.size() * isa::kInstrBytes;
+  return plan;
+}
+
+void write_softmax_inputs(const SoftmaxPlan& plan, HostMemory& memory,
+                          const std::vector<num::fp32_t>& x) {
+  const std::uint32_t d = plan.config.dim;
+  if (x.size() != std::uint64_t{plan.rows} * plan.length) {
+    throw std::invalid_argument(fmt::format("the softmax's input has {} values, the plan {} x {}",
+                                            x.size(), plan.rows, plan.length));
+  }
+  if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
+  std::vector<num::fp32_t> row(d, 0);
+  row[0] = kMinusInfinity;
+  memory.write_array(plan.seed_addr, row);
+  row[0] = kMinusZero;
+  memory.write_array(plan.seed_addr + plan.row_stride, row);
+  for (std::uint32_t m = 0; m < plan.rows; ++m) {
+    for (std::uint32_t t = 0; t < plan.tiles; ++t) {
+      for (std::uint32_t j = 0; j < d; ++j) {
+        const std::uint64_t n = std::uint64_t{t} * d + j;
+        row[j] = n < plan.length ? x[m * std::uint64_t{plan.length} + n] : kMinusInfinity;
+      }
+      memory.write_array(plan.in_addr + (std::uint64_t{m} * plan.tiles + t) * plan.row_stride, row);
+    }
+  }
+  const std::vector<std::uint8_t> program = isa::encode_program(plan.program);
+  memory.write_array(plan.prog_addr, program);
+}
+
+std::vector<num::fp32_t> read_softmax_output(const SoftmaxPlan& plan, const HostMemory& memory) {
+  const std::uint32_t d = plan.config.dim;
+  std::vector<num::fp32_t> y;
+  y.reserve(std::uint64_t{plan.rows} * plan.length);
+  for (std::uint32_t m = 0; m < plan.rows; ++m) {
+    for (std::uint32_t t = 0; t < plan.tiles; ++t) {
+      const auto lanes = memory.read_array<num::fp32_t>(
+          plan.out_addr + (std::uint64_t{m} * plan.tiles + t) * plan.row_stride, d);
+      const std::uint32_t used = std::min(d, plan.length - t * d);
+      y.insert(y.end(), lanes.begin(), lanes.begin() + used);
+    }
+  }
+  return y;
+}
+
+SoftmaxRun execute_softmax(const SoftmaxPlan& plan, Backend& backend,
+                           const std::vector<num::fp32_t>& x) {
+  write_softmax_inputs(plan, backend.memory(), x);
+  SoftmaxRun run;
+  run.result = backend.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
+  if (run.result.ok()) run.out = read_softmax_output(plan, backend.memory());
+  return run;
+}
+
+std::vector<num::fp32_t> reference_softmax(const HardwareConfig& config, std::uint32_t rows,
+                                           std::uint32_t length,
+                                           const std::vector<num::fp32_t>& x) {
+  const std::uint32_t d = config.dim;
+  const std::uint32_t tiles = (length + d - 1) / d;
+  const auto exp = static_cast<unsigned>(num::ActFunc::kExp);
+  const auto recip = static_cast<unsigned>(num::ActFunc::kRecip);
+  std::vector<num::fp32_t> y;
+  y.reserve(std::uint64_t{rows} * length);
+  std::vector<num::fp32_t> v(std::uint64_t{tiles} * d);
+  // The row's tiles combined lane by lane (tile t against what tiles 0 .. t-1 gave), then folded
+  // along the row from the seed.
+  const auto reduce = [&](num::fp32_t (*op)(num::fp32_t, num::fp32_t), num::fp32_t seed) {
+    std::vector<num::fp32_t> combined(v.begin(), v.begin() + d);
+    for (std::uint32_t t = 1; t < tiles; ++t) {
+      for (std::uint32_t j = 0; j < d; ++j) combined[j] = op(v[t * d + j], combined[j]);
+    }
+    num::fp32_t s = seed;
+    for (std::uint32_t j = 0; j < d; ++j) s = op(s, combined[j]);
+    return s;
+  };
+  for (std::uint32_t m = 0; m < rows; ++m) {
+    for (std::uint64_t n = 0; n < v.size(); ++n) {
+      v[n] = n < length ? x[m * std::uint64_t{length} + n] : kMinusInfinity;
+    }
+    const num::fp32_t top = reduce(num::max_fp32, kMinusInfinity);
+    for (num::fp32_t& value : v) {
+      value = num::act_func(exp, num::add_fp32(value, top ^ kSignMask), 0);
+    }
+    const num::fp32_t inverse = num::act_func(recip, reduce(num::add_fp32, kMinusZero), 0);
+    for (std::uint32_t n = 0; n < length; ++n) y.push_back(num::mul_fp32(v[n], inverse));
+  }
+  return y;
+}
+
+}  // namespace tpu
