@@ -20,6 +20,9 @@ constexpr double kIssueCycles = 6;       // fetch and decode of the first instru
 constexpr double kActivateLatency = 12;  // bias, function and rounding pipeline, and write-back
 constexpr double kMatmulOverhead = 2;    // per MATMUL: reader start and the hand-over between ops
 constexpr double kSeedTurnaround = 3;    // a result row's write, then its read as the next seed
+// A program that runs one instruction after another: its fetch before the first issues, and
+// from the last write's response to DONE.
+constexpr double kSerialStartAndEnd = 44;
 
 }  // namespace
 
@@ -125,6 +128,32 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
             last_rows * out_row_beats / bw + timing.write_latency;
   e.cycles = e.startup + steady + e.drain;
   return e;
+}
+
+double estimate_softmax_cycles(const SoftmaxPlan& plan, const MemoryTiming& timing) {
+  const HardwareConfig& c = plan.config;
+  const double row_beats = beats_per_row(4 * c.dim, c.bus_bytes) / timing.beats_per_cycle;
+  double cycles = kIssueCycles + kSerialStartAndEnd;
+  for (const isa::Instruction& in : plan.program) {
+    const double rows = double(in.count()) * in.rows();
+    switch (in.opcode()) {
+      case isa::Opcode::ReadHost:
+        cycles += timing.read_latency + rows * row_beats;
+        break;
+      case isa::Opcode::WriteHost:
+        cycles += rows * row_beats + timing.write_latency;
+        break;
+      case isa::Opcode::Eltwise:
+        cycles += eltwise_cycles(c, in);
+        break;
+      case isa::Opcode::Activate:
+        cycles += rows * std::ceil(double(c.dim) / c.act_lanes) + kActivateLatency;
+        break;
+      default:
+        break;
+    }
+  }
+  return cycles;
 }
 
 double eltwise_cycles(const HardwareConfig& config, const isa::Instruction& eltwise) {

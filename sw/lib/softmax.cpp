@@ -91,7 +91,17 @@ void activate_in_place(isa::ProgramBuilder& p, isa::Func func, std::uint32_t fir
 
 }  // namespace
 
-SoftmaxPlan plan_softmax(const HardwareConfig& config, std::uint32_t rows, std::uint32_t length) {
+std::uint64_t SoftmaxPlan::written_bytes() const {
+  return 2ull * row_stride + std::uint64_t{rows} * tiles * row_stride +
+         program.size() * isa::kInstrBytes;
+}
+
+std::uint64_t SoftmaxPlan::read_bytes() const {
+  return std::uint64_t{rows} * tiles * row_stride;
+}
+
+SoftmaxPlan plan_softmax(const HardwareConfig& config, std::uint32_t rows, std::uint32_t length,
+                         std::uint64_t base) {
   isa::validate_config(config);
   if (config.vector_lanes == 0) {
     throw std::invalid_argument("softmax on the core needs a vector unit; " + config.name() +
@@ -112,15 +122,18 @@ SoftmaxPlan plan_softmax(const HardwareConfig& config, std::uint32_t rows, std::
   plan.block_rows = std::min(rows, (config.acc_depth - kFirstBlockRow) / per_row);
   plan.row_stride = std::max(4 * config.dim, config.bus_bytes);
 
+  const std::uint64_t seed_addr = (base + 63) / 64 * 64;
   const std::uint64_t seed_bytes = 2ull * plan.row_stride;
   const std::uint64_t data_bytes = std::uint64_t{rows} * plan.tiles * plan.row_stride;
-  plan.seed_addr = 0;
-  plan.in_addr = static_cast<std::uint32_t>(seed_bytes);
-  plan.out_addr = static_cast<std::uint32_t>(seed_bytes + data_bytes);
-  const std::uint64_t prog_addr = (seed_bytes + 2 * data_bytes + 63) / 64 * 64;
-  if (prog_addr > 0xFFFFFFFFull) {
+  const std::uint64_t prog_addr = (seed_addr + seed_bytes + 2 * data_bytes + 63) / 64 * 64;
+  // The program's instructions (at most 9 + 2 (tiles - 1) a block) end below 2^32 too.
+  const std::uint64_t blocks = (rows + plan.block_rows - 1) / plan.block_rows;
+  if (prog_addr + (2 + blocks * (9 + 2ull * plan.tiles)) * isa::kInstrBytes > 0xFFFFFFFFull) {
     throw std::invalid_argument("the softmax's tensors exceed the core's 32-bit host addresses");
   }
+  plan.seed_addr = static_cast<std::uint32_t>(seed_addr);
+  plan.in_addr = static_cast<std::uint32_t>(seed_addr + seed_bytes);
+  plan.out_addr = static_cast<std::uint32_t>(seed_addr + seed_bytes + data_bytes);
   plan.prog_addr = static_cast<std::uint32_t>(prog_addr);
 
   isa::ProgramBuilder p(config);

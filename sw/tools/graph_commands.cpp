@@ -467,10 +467,17 @@ int run_compile(const CompileOptions& options) {
              compiled.batch ? fmt::format("runs of {} inputs", compiled.batch)
                             : std::string("the inputs' shapes fixed by the file"),
              seconds_since(start));
+  const std::size_t products_on_core = on_core.size();
+  on_core.insert(compiled.vector_nodes.begin(), compiled.vector_nodes.end());
   const std::size_t host_steps = compiled.graph.nodes.size() - on_core.size();
-  fmt::print("  {} nodes: {} with their products on the core ({} GEMM{}), {} host step{}\n",
-             compiled.graph.nodes.size(), on_core.size(), compiled.gemms.size(),
-             compiled.gemms.size() == 1 ? "" : "s", host_steps, host_steps == 1 ? "" : "s");
+  const std::string vector_nodes =
+      compiled.vector_nodes.empty()
+          ? std::string()
+          : fmt::format(", {} on its vector unit", compiled.vector_nodes.size());
+  fmt::print("  {} nodes: {} with their products on the core ({} GEMM{}){}, {} host step{}\n",
+             compiled.graph.nodes.size(), products_on_core, compiled.gemms.size(),
+             compiled.gemms.size() == 1 ? "" : "s", vector_nodes, host_steps,
+             host_steps == 1 ? "" : "s");
   fmt::print("  {} program{} a run: {} result{} kept in the core's memory for the next product\n",
              programs, programs == 1 ? "" : "s", chained, chained == 1 ? "" : "s");
   fmt::print(

@@ -755,6 +755,22 @@ def asm_encoding(tpu):
 
 @also_without_rtl
 @case
+def vector_functions_need_a_vector_unit(tpu):
+    """exp, recip and rsqrt on a core with a vector unit; one line and status 2 on one without."""
+    npy.save("a.npy", [[0.5, -1.0], [2.0, 0.25]])
+    npy.save("b.npy", [[1.0, 0.0], [0.0, 1.0]])
+    for act in ("exp", "recip", "rsqrt"):
+        check_bad_input(tpu, ["gemm", "--a", "a.npy", "--b", "b.npy", "--out", "y.npy", "--act",
+                              act, "--backend", "model", "--array", "8x8_bus4"],
+                        f"the activation {act} needs a core with a vector unit; 8x8_bus4 has none")
+    tpu("gemm", "--a", "a.npy", "--b", "b.npy", "--out", "y.npy", "--act", "recip", "--backend",
+        "model", "--array", "16x16")
+    check(npy.load("y.npy") == ((2, 2), [2.0, -1.0, 0.5, 4.0]),
+          f"recip of powers of two: {npy.load('y.npy')}")
+
+
+@also_without_rtl
+@case
 def asm_error(tpu):
     with open("broken.s", "w") as f:
         f.write("read_host rows=2 host_addr=0x40\n# fine so far\nmatmul rows=1 colour=blue\n")

@@ -16,6 +16,7 @@
 #include "tpu/assembler.hpp"
 #include "tpu/cycle_model.hpp"
 #include "tpu/numerics/gemm.hpp"
+#include "tpu/softmax.hpp"
 
 namespace tpu::testing {
 namespace {
@@ -273,6 +274,36 @@ TEST_P(CoreBasic, VectorFunctionsWithinOneUlpOfDouble) {
       }
       EXPECT_LE(oracle::bf16_ulp_distance(bf16[i], oracle::round_real_to_bf16(truth)), 1);
     }
+  }
+}
+
+// Softmax along rows (plan_softmax) on the RTL: reference_softmax's bits, and the cycle model
+// close to the cycles it takes; refused with one line on a core without a vector unit.
+TEST_P(CoreBasic, SoftmaxGivesTheReferenceBitsInTheModelsCycles) {
+  const HardwareConfig config = config_named(GetParam());
+  if (config.vector_lanes == 0) {
+    EXPECT_THROW(plan_softmax(config, 2, 3), std::invalid_argument);
+    return;
+  }
+  oracle::OperandRng rng(test::test_seed() + 10);
+  // One block, and (beyond the accumulators) several.
+  const std::uint32_t shapes[][2] = {
+      {3, 1}, {config.dim + 1, config.dim}, {7, 3 * config.dim + 1}, {config.acc_depth / 4, 7}};
+  for (const auto& [rows, length] : shapes) {
+    SCOPED_TRACE(::testing::Message() << rows << " rows of " << length);
+    std::vector<num::fp32_t> x(std::size_t{rows} * length);
+    for (num::fp32_t& v : x) v = rng.fp32();
+    const SoftmaxPlan plan = plan_softmax(config, rows, length, 0x1000);
+    sim::RtlBackend rtl(config);
+    const SoftmaxRun run = execute_softmax(plan, rtl, x);
+    ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
+    EXPECT_EQ(run.out, reference_softmax(config, rows, length, x));
+    ASSERT_TRUE(run.result.counters.has_value());
+    const double cycles = double((*run.result.counters)[regs::kCntCyclesIndex]);
+    const double estimate = estimate_softmax_cycles(plan);
+    std::cout << "[ cycles   ] " << rows << " x " << length << ": RTL " << cycles << ", model "
+              << estimate << '\n';
+    EXPECT_NEAR(estimate / cycles, 1.0, 0.02);
   }
 }
 

@@ -453,6 +453,44 @@ TEST(CompiledModel, TheFileKeepsEveryPart) {
   }
 }
 
+// A Softmax between two products runs on the vector unit (softmax_on_core), planned as the
+// compiled model runs above its image and operands: the graph's bits, run after run, and the
+// file names the node.
+TEST(CompiledModel, ASoftmaxRunsOnTheVectorUnit) {
+  Values values;
+  Graph g;
+  g.name = "attention-like";
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, 12}}};
+  g.outputs = {{"y", DType::Float32, {}}};
+  g.constants["w1"] = values.tensor({12, 9});
+  g.constants["w2"] = values.tensor({9, 4});
+  Node softmax = node("softmax", "Softmax", {"h"}, {"p"});
+  softmax.attributes["axis"].kind = Attribute::Kind::Int;
+  softmax.attributes["axis"].i = -1;
+  g.nodes = {node("first", "MatMul", {"x", "w1"}, {"h"}), softmax,
+             node("second", "MatMul", {"p", "w2"}, {"y"})};
+  ASSERT_GT(int8_core().vector_lanes, 0u);
+  TemporaryFile file("softmax.tpu");
+  file.write(compiled_file(compile(g, int8_core(), 3)));
+  const CompiledModel model = read_compiled(file.path());
+  EXPECT_EQ(model.vector_nodes, (std::vector<std::string>{"softmax"}));
+  FunctionalModel compiled_core(int8_core(), 0), graph_core(int8_core(), 0);
+  Session compiled(model, compiled_core);
+  Session session(g, &graph_core);
+  for (int run_index = 0; run_index < 2; ++run_index) {
+    const std::vector<Tensor> inputs = {values.tensor({3, 12})};
+    std::vector<OpRun> compiled_runs, runs;
+    const std::vector<Tensor> y = compiled.run(inputs, &compiled_runs);
+    const std::vector<Tensor> expected = session.run(inputs, &runs);
+    EXPECT_TRUE(same_bits(y[0], expected[0])) << "run " << run_index;
+    ASSERT_EQ(compiled_runs.size(), 3u);
+    EXPECT_TRUE(compiled_runs[1].on_accelerator);
+    EXPECT_EQ(compiled_runs[1].programs, 1u);
+    EXPECT_EQ(compiled_runs[1].host_bytes, runs[1].host_bytes);
+  }
+}
+
 // Convolutions the core runs from their images (plan_conv): compiled as such, kept by the file,
 // and the graph's bits on the compiled model's runs.
 TEST(CompiledModel, ConvolutionsFromTheirImages) {

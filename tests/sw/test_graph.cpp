@@ -11,6 +11,7 @@
 #include "tpu/graph/executor.hpp"
 #include "tpu/model.hpp"
 #include "tpu/nn.hpp"
+#include "tpu/softmax.hpp"
 
 namespace tpu::graph {
 namespace {
@@ -283,6 +284,44 @@ TEST(Graph, QuantisedProductsFuseAndRunOnTheInt8Datapath) {
 // unified buffer, 128 rows, holds 64 tiles of a row twice) runs as several GEMMs, each adding onto
 // the sums of the one before: the bits of the reference model's single product, bias and relu
 // included, in bf16 and in int8; the weights of every part are written once a session.
+// A Softmax over the last axis runs on a core with a vector unit, to N-SOFTMAX's bits
+// (reference_softmax); elsewhere, and over another axis, on the host.
+TEST(Graph, ASoftmaxRunsOnTheVectorUnit) {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, 3, 7}}};
+  g.outputs = {{"y", DType::Float32, {}}};
+  g.nodes = {node("Softmax", {"x"}, {"y"})};
+  std::vector<float> x(2 * 3 * 7);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(i % 5) - 0.75f * static_cast<float>(i % 3);
+  const Tensor input = Tensor::of_floats({2, 3, 7}, x);
+  HardwareConfig vector = small_core();
+  vector.vector_lanes = 2;
+  FunctionalModel core(vector, 0);
+  std::vector<OpRun> runs;
+  const std::vector<Tensor> y = run(g, {input}, &core, &runs);
+  std::vector<num::fp32_t> bits(x.size());
+  std::memcpy(bits.data(), x.data(), x.size() * sizeof(float));
+  const std::vector<num::fp32_t> expected = reference_softmax(vector, 6, 7, bits);
+  ASSERT_EQ(y[0].floats.size(), expected.size());
+  EXPECT_EQ(std::memcmp(y[0].floats.data(), expected.data(), expected.size() * 4), 0);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_TRUE(runs[0].on_accelerator);
+  EXPECT_EQ(runs[0].programs, 1u);
+  EXPECT_GT(runs[0].estimated_cycles, 0.0);
+
+  // The host's fp32: on a core without a vector unit, and over the middle axis.
+  FunctionalModel plain(small_core(), 0);
+  const std::vector<Tensor> host = run(g, {input}, nullptr);
+  EXPECT_EQ(run(g, {input}, &plain, &runs)[0].floats, host[0].floats);
+  EXPECT_FALSE(runs.back().on_accelerator);
+  g.nodes[0].attributes["axis"].kind = Attribute::Kind::Int;
+  g.nodes[0].attributes["axis"].i = 1;
+  EXPECT_EQ(run(g, {input}, &core, &runs)[0].floats, run(g, {input}, nullptr)[0].floats);
+  EXPECT_FALSE(runs.back().on_accelerator);
+}
+
 TEST(Graph, ALargeKRunsAsSeveralGemmsToTheContractsBits) {
   constexpr std::size_t kM = 2, kK = 600, kN = 3;
   HardwareConfig core = small_core();

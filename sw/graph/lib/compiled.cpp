@@ -144,7 +144,7 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
   std::vector<ops::TracedGemm> traced;
   {
     Session trace(model.graph, &trace_core);
-    trace.record_gemms(traced);
+    trace.record(traced, model.vector_nodes);
     std::vector<Tensor> zeros;
     for (const ValueInfo& input : model.graph.inputs) zeros.emplace_back(input.dtype, input.shape);
     trace.run(zeros);
@@ -658,7 +658,8 @@ std::string compiled_file(const CompiledModel& model) {
                  {"core", model.config.name()},
                  {"batch", model.batch},
                  {"batched_inputs", model.batched},
-                 {"scratch_bytes", model.scratch_bytes}};
+                 {"scratch_bytes", model.scratch_bytes},
+                 {"vector_nodes", model.vector_nodes}};
   header["graph"] = graph_json(model.graph, data);
   header["image"] = data.add(model.image);
   header["gemms"] = Json::array();
@@ -713,6 +714,7 @@ CompiledModel read_compiled(const std::string& path) {
     model.config = *config;
     model.batch = header.at("batch").get<std::size_t>();
     model.scratch_bytes = header.at("scratch_bytes").get<std::uint64_t>();
+    model.vector_nodes = header.at("vector_nodes").get<std::vector<std::string>>();
     const DataReader reader(data);
     model.graph = graph_from(header.at("graph"), reader);
     model.batched = header.at("batched_inputs").get<std::vector<bool>>();

@@ -570,12 +570,14 @@ Session::Session(const CompiledModel& model, Backend& accelerator)
   }
   state_->compiled = &model;
   state_->schedule.compiled = &model.gemms;
+  state_->schedule.compiled_top = model.image.size() + model.scratch_bytes;
 }
 
 Session::~Session() = default;
 
-void Session::record_gemms(std::vector<ops::TracedGemm>& gemms) {
+void Session::record(std::vector<ops::TracedGemm>& gemms, std::vector<std::string>& vector_nodes) {
   state_->schedule.recording = &gemms;
+  state_->schedule.vector_nodes = &vector_nodes;
 }
 
 std::uint64_t Session::resident_bytes() const {

@@ -41,6 +41,10 @@ struct GemmSchedule {
   std::size_t next = 0;    // the next of `compiled`
   std::size_t groups = 0;  // products() calls recorded so far
   bool first_run = false;  // the image (weights, programs) was written for this run
+  // compile()'s trace: the nodes that run on the vector unit (planned as the model runs).
+  std::vector<std::string>* vector_nodes = nullptr;
+  // A compiled model's run: the first host byte above its image and its products' operands.
+  std::uint64_t compiled_top = 0;
 };
 
 struct Context {
@@ -119,6 +123,14 @@ struct ProductEpilogue {
 std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
                            std::size_t k, std::size_t n, WeightOf weight = {},
                            ProductEpilogue epilogue = {});
+
+// Softmax of `rows` rows of `length` values each, in place, on the accelerator where it has a
+// vector unit and the rows fit its accumulators (plan_softmax, N-SOFTMAX), counting what the
+// host wrote and read, the program and its cycles in the context's figures. False where it
+// cannot: the caller computes it on the host. While compile() traces the graph the node is
+// recorded and the values left as they are (they are zeros).
+bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t first,
+                     std::size_t rows, std::size_t length);
 
 // One product of products(): A (m x k) times B (k x n), its weights' source and its epilogue.
 struct ProductCall {

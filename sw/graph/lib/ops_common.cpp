@@ -8,6 +8,7 @@
 #include "tpu/compiler.hpp"
 #include "tpu/cycle_model.hpp"
 #include "tpu/nn.hpp"
+#include "tpu/softmax.hpp"
 
 namespace tpu::graph::ops {
 
@@ -382,6 +383,53 @@ auto run_conv(Context& context, const GemmPlan& unplaced, const In* x, std::size
 }
 
 }  // namespace
+
+bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t first,
+                     std::size_t rows, std::size_t length) {
+  if (!context.accelerator || context.accelerator->config().vector_lanes == 0 || rows == 0 ||
+      rows > UINT32_MAX || length > UINT32_MAX) {
+    return false;
+  }
+  Backend& backend = *context.accelerator;
+  GemmSchedule* schedule = context.schedule;
+  // Above what the session keeps in the core's memory: the resident weights, or a compiled
+  // model's image and its products' operands.
+  const std::uint64_t base = schedule && schedule->compiled ? schedule->compiled_top
+                             : context.weights              ? context.weights->top()
+                                                            : 0;
+  SoftmaxPlan plan;
+  try {
+    plan = plan_softmax(backend.config(), static_cast<std::uint32_t>(rows),
+                        static_cast<std::uint32_t>(length), base);
+  } catch (const std::invalid_argument&) {
+    return false;  // a row too long for the accumulators, tensors beyond 32-bit addresses
+  }
+  if (schedule && schedule->recording) {
+    if (schedule->vector_nodes && context.node)
+      schedule->vector_nodes->push_back(context.node->name);
+    return true;
+  }
+  std::vector<num::fp32_t> x(rows * length);
+  std::memcpy(x.data(), values.data() + first, x.size() * sizeof(float));
+  const SoftmaxRun run = execute_softmax(plan, backend, x);
+  require_halt(run.result);
+  std::memcpy(values.data() + first, run.out.data(), x.size() * sizeof(float));
+  if (!context.run) return true;
+  OpRun& figures = *context.run;
+  figures.on_accelerator = true;
+  figures.programs += 1;
+  figures.host_bytes += plan.written_bytes() + plan.read_bytes();
+  figures.estimated_cycles += estimate_softmax_cycles(plan);
+  if (run.result.counters) {
+    const Counters& counters = *run.result.counters;
+    figures.counted = true;
+    figures.cycles += counters[regs::kCntCyclesIndex];
+    figures.bus_bytes +=
+        (counters[regs::kCntDmaReadBeatsIndex] + counters[regs::kCntDmaWriteBeatsIndex]) *
+        backend.config().bus_bytes;
+  }
+  return true;
+}
 
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,
                                                const float* x, std::size_t image_stride,

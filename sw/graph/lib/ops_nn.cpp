@@ -699,7 +699,8 @@ std::vector<Tensor> global_pool(Context&, const Node& node, const Inputs& in, bo
 }
 
 // Softmax and LogSoftmax: along one axis from opset 13, over the dimensions from `axis` on
-// (the input as a 2-D matrix) before it.
+// (the input as a 2-D matrix) before it. A Softmax over the last dimensions runs on a core with
+// a vector unit (softmax_on_core); the rest on the host, in fp32.
 std::vector<Tensor> softmax(Context& context, const Node& node, const Inputs& in, bool log) {
   Tensor y = need_float(node, in, 0);
   if (y.rank() == 0) fail(node, "a scalar input");
@@ -710,6 +711,9 @@ std::vector<Tensor> softmax(Context& context, const Node& node, const Inputs& in
                                       : element_count(Shape(y.shape.begin() + axis, y.shape.end()));
   const std::size_t inner =
       one_axis ? element_count(Shape(y.shape.begin() + axis + 1, y.shape.end())) : 1;
+  if (!log && inner == 1 && softmax_on_core(context, y.floats, 0, outer, length)) {
+    return outputs(std::move(y));
+  }
   for (std::size_t o = 0; o < outer; ++o) {
     for (std::size_t i = 0; i < inner; ++i) {
       float* v = &y.floats[o * length * inner + i];

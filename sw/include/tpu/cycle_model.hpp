@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tpu/compiler.hpp"
+#include "tpu/softmax.hpp"
 
 namespace tpu {
 
@@ -40,5 +41,10 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing =
 // the reads of A (and B without ROW), a cycle for the row to arrive, Dim / vector_lanes cycles
 // of lanes (Dim with LANES) and the write.
 double eltwise_cycles(const HardwareConfig& config, const isa::Instruction& eltwise);
+
+// A softmax's program (plan_softmax) from START to DONE. Each instruction waits for the one
+// before it (each reads what the last wrote), so its cycles add up: the transfers' beats and
+// latency, eltwise_cycles, ACTIVATE's rows through its lanes and pipeline.
+double estimate_softmax_cycles(const SoftmaxPlan& plan, const MemoryTiming& timing = {});
 
 }  // namespace tpu

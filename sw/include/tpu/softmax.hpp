@@ -32,11 +32,18 @@ struct SoftmaxPlan {
   std::uint32_t seed_addr = 0, in_addr = 0, out_addr = 0, prog_addr = 0;
   std::size_t memory_bytes = 0;
   std::vector<isa::Instruction> program;
+
+  // Bytes the host writes (the seed rows, the rows, the program) and reads (the results).
+  std::uint64_t written_bytes() const;
+  std::uint64_t read_bytes() const;
 };
 
-// Throws std::invalid_argument with one line for a core without a vector unit, an empty shape,
-// or a row too long for the accumulators.
-SoftmaxPlan plan_softmax(const HardwareConfig& config, std::uint32_t rows, std::uint32_t length);
+// Its host memory from `base` up (rounded up to 64 bytes): below it lies what the caller keeps
+// there (a session's weights). Throws std::invalid_argument with one line for a core without a
+// vector unit, an empty shape, a row too long for the accumulators, or tensors beyond the core's
+// 32-bit host addresses.
+SoftmaxPlan plan_softmax(const HardwareConfig& config, std::uint32_t rows, std::uint32_t length,
+                         std::uint64_t base = 0);
 
 // x: rows x length fp32 values, row-major. Grows the memory to the plan's size.
 void write_softmax_inputs(const SoftmaxPlan& plan, HostMemory& memory,

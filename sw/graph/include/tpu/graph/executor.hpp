@@ -119,8 +119,9 @@ class Session {
 
  private:
   friend CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::size_t batch);
-  // compile()'s trace: the products' GEMMs planned into `gemms`, not run.
-  void record_gemms(std::vector<ops::TracedGemm>& gemms);
+  // compile()'s trace: the products' GEMMs planned into `gemms`, not run, and the nodes the
+  // vector unit will run into `vector_nodes`.
+  void record(std::vector<ops::TracedGemm>& gemms, std::vector<std::string>& vector_nodes);
   struct State;
   const Graph& graph_;
   Backend* accelerator_;
