@@ -161,6 +161,15 @@ GemmPlacement place_weights(Context& context, const WeightOf& weight, const Matr
   return placement;
 }
 
+// A program's cycles and the bytes it moved over the core's bus, as the backend counted them.
+void add_counted(OpRun& figures, const Counters& counters, const HardwareConfig& config) {
+  figures.counted = true;
+  figures.cycles += counters[regs::kCntCyclesIndex];
+  figures.bus_bytes +=
+      (counters[regs::kCntDmaReadBeatsIndex] + counters[regs::kCntDmaWriteBeatsIndex]) *
+      config.bus_bytes;
+}
+
 // The figures of a planned GEMM's run: what the host wrote (A and B unless resident, C (the
 // sums of a split K so far), the column rows, the program unless resident) and, where
 // `result_read`, read (the result); the cycle model's estimate and the backend's counters;
@@ -194,15 +203,11 @@ void record_run(Context& context, const GemmPlan& plan, std::uint64_t weights_wr
   figures.programs += program_ran ? 1 : 0;
   if (result.counters) {
     const Counters& counters = *result.counters;
-    figures.counted = true;
-    figures.cycles += counters[regs::kCntCyclesIndex];
+    add_counted(figures, counters, backend.config());
     // The core counts a convolution's wide rows, each the same MACs: its output pixels' share.
     const ConvGeometry& g = plan.conv;
     const std::uint64_t useful = counters[regs::kCntUsefulMacsIndex];
     figures.useful_macs += g.empty() ? useful : useful / spec.m * g.batch * g.out_h() * g.out_w();
-    figures.bus_bytes +=
-        (counters[regs::kCntDmaReadBeatsIndex] + counters[regs::kCntDmaWriteBeatsIndex]) *
-        backend.config().bus_bytes;
   }
 }
 
@@ -420,14 +425,7 @@ bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t f
   figures.programs += 1;
   figures.host_bytes += plan.written_bytes() + plan.read_bytes();
   figures.estimated_cycles += estimate_softmax_cycles(plan);
-  if (run.result.counters) {
-    const Counters& counters = *run.result.counters;
-    figures.counted = true;
-    figures.cycles += counters[regs::kCntCyclesIndex];
-    figures.bus_bytes +=
-        (counters[regs::kCntDmaReadBeatsIndex] + counters[regs::kCntDmaWriteBeatsIndex]) *
-        backend.config().bus_bytes;
-  }
+  if (run.result.counters) add_counted(figures, *run.result.counters, backend.config());
   return true;
 }
 
