@@ -240,9 +240,8 @@ Job vector_job(const HardwareConfig& config, oracle::OperandRng& rng, bool int32
   load_ub.host_addr = ub_addr;
   load_ub.host_stride = ub_stride;
   p.read_host(load_ub);
-  const auto widened = [&](std::size_t i) {
-    return num::bf16_to_fp32(a_ub[i]);  // exact
-  };
+  std::vector<num::fp32_t> a_widened(a_ub.size());  // A's bf16 values as the lanes read them
+  std::transform(a_ub.begin(), a_ub.end(), a_widened.begin(), num::bf16_to_fp32);
   std::vector<num::fp32_t> want;
   std::uint32_t out_row = 2 * rows;
   for (std::size_t f = 0; f < forms.size(); ++f) {
@@ -257,19 +256,9 @@ Job vector_job(const HardwareConfig& config, oracle::OperandRng& rng, bool int32
     e.addr_b = out_row;
     e.bias_addr = rows;
     p.eltwise(e);
-    for (std::uint32_t r = 0; r < rows; ++r) {
-      const std::size_t b_row = form.row ? 0 : r;
-      num::fp32_t fold = b[b_row * d];
-      for (unsigned j = 0; j < d; ++j) {
-        const num::fp32_t x = form.ub ? widened(r * d + j) : a[r * d + j];
-        if (form.lanes) {
-          fold = oracle::eltwise_lane(form.op, int32, fold, x);
-        } else {
-          want.push_back(oracle::eltwise_lane(form.op, int32, x, b[b_row * d + j]));
-        }
-      }
-      if (form.lanes) want.insert(want.end(), d, fold);
-    }
+    const std::vector<num::fp32_t> rows_want = oracle::eltwise_rows(
+        form.op, int32, form.lanes, form.row, form.ub ? a_widened : a, b, rows, d);
+    want.insert(want.end(), rows_want.begin(), rows_want.end());
     isa::WriteHostArgs store;
     store.acc = true;
     store.rows = rows;

@@ -3,7 +3,9 @@
 // int32 by plain integer arithmetic.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "oracle/host_float.hpp"
 #include "tpu/isa.hpp"
@@ -25,6 +27,25 @@ inline fp32_t eltwise_lane(isa::VectorOp op, bool int32, fp32_t a, fp32_t b) {
       return int32 ? (sa < sb ? a : b) : max_min_fp32(a, b, false);
   }
   return 0;
+}
+
+// The result rows of one ELTWISE over `rows` rows of d lanes: row r of A against row r of B
+// (row 0 with `broadcast`), lane by lane, or with `lanes` the fold along row r of A from B's
+// lane 0, in every lane.
+inline std::vector<fp32_t> eltwise_rows(isa::VectorOp op, bool int32, bool lanes, bool broadcast,
+                                        const std::vector<fp32_t>& a, const std::vector<fp32_t>& b,
+                                        std::size_t rows, std::size_t d) {
+  std::vector<fp32_t> out;
+  out.reserve(rows * d);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t b_row = broadcast ? 0 : r;
+    fp32_t fold = b[b_row * d];
+    for (std::size_t j = 0; j < d; ++j) fold = eltwise_lane(op, int32, fold, a[r * d + j]);
+    for (std::size_t j = 0; j < d; ++j) {
+      out.push_back(lanes ? fold : eltwise_lane(op, int32, a[r * d + j], b[b_row * d + j]));
+    }
+  }
+  return out;
 }
 
 }  // namespace tpu::oracle

@@ -186,21 +186,10 @@ void check_every_vector_operation(const std::string& core, bool a_in_ub) {
       h.rtl().memory().read_array<num::fp32_t>(out_addr, std::size_t{out_row - first_out} * d);
   for (std::size_t k = 0; k < done.size(); ++k) {
     const Done& e = done[k];
-    // One lane of the operation by the host: the oracle's fp32, or plain int32 arithmetic.
-    const auto lane = [&](num::fp32_t x, num::fp32_t y) {
-      return oracle::eltwise_lane(e.op, e.int32, x, y);
-    };
-    const std::vector<num::fp32_t>& a_lanes = e.int32 ? a_int : a;
-    for (std::uint32_t row = 0; row < kRows; ++row) {
-      const std::uint32_t b_row = e.row ? 0 : row;
-      num::fp32_t fold = b[b_row * d];
-      for (unsigned j = 0; j < d; ++j) fold = lane(fold, a_lanes[row * d + j]);
-      for (unsigned j = 0; j < d; ++j) {
-        const num::fp32_t expected = e.lanes ? fold : lane(a_lanes[row * d + j], b[b_row * d + j]);
-        ASSERT_EQ(out[(k * kRows + row) * d + j], expected)
-            << "operation " << k << " row " << row << " lane " << j;
-      }
-    }
+    const auto first = out.begin() + static_cast<std::ptrdiff_t>(k * kRows * d);
+    EXPECT_EQ(std::vector<num::fp32_t>(first, first + kRows * d),
+              oracle::eltwise_rows(e.op, e.int32, e.lanes, e.row, e.int32 ? a_int : a, b, kRows, d))
+        << "operation " << k;
   }
 }
 

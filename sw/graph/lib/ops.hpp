@@ -129,8 +129,8 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
 // host wrote and read, the program and its cycles in the context's figures. False where it
 // cannot: the caller computes it on the host. While compile() traces the graph the node is
 // recorded and the values left as they are (they are zeros).
-bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t first,
-                     std::size_t rows, std::size_t length);
+bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t rows,
+                     std::size_t length);
 
 // One product of products(): A (m x k) times B (k x n), its weights' source and its epilogue.
 struct ProductCall {

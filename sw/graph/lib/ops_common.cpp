@@ -389,8 +389,8 @@ auto run_conv(Context& context, const GemmPlan& unplaced, const In* x, std::size
 
 }  // namespace
 
-bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t first,
-                     std::size_t rows, std::size_t length) {
+bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t rows,
+                     std::size_t length) {
   if (!context.accelerator || context.accelerator->config().vector_lanes == 0 || rows == 0 ||
       rows > UINT32_MAX || length > UINT32_MAX) {
     return false;
@@ -414,11 +414,11 @@ bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t f
       schedule->vector_nodes->push_back(context.node->name);
     return true;
   }
-  std::vector<num::fp32_t> x(rows * length);
-  std::memcpy(x.data(), values.data() + first, x.size() * sizeof(float));
+  std::vector<num::fp32_t> x(values.size());
+  std::memcpy(x.data(), values.data(), x.size() * sizeof(float));
   const SoftmaxRun run = execute_softmax(plan, backend, x);
   require_halt(run.result);
-  std::memcpy(values.data() + first, run.out.data(), x.size() * sizeof(float));
+  std::memcpy(values.data(), run.out.data(), x.size() * sizeof(float));
   if (!context.run) return true;
   OpRun& figures = *context.run;
   figures.on_accelerator = true;

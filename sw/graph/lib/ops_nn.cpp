@@ -711,7 +711,7 @@ std::vector<Tensor> softmax(Context& context, const Node& node, const Inputs& in
                                       : element_count(Shape(y.shape.begin() + axis, y.shape.end()));
   const std::size_t inner =
       one_axis ? element_count(Shape(y.shape.begin() + axis + 1, y.shape.end())) : 1;
-  if (!log && inner == 1 && softmax_on_core(context, y.floats, 0, outer, length)) {
+  if (!log && inner == 1 && softmax_on_core(context, y.floats, outer, length)) {
     return outputs(std::move(y));
   }
   for (std::size_t o = 0; o < outer; ++o) {
