@@ -21,6 +21,7 @@
 #include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/cycle_model.hpp"
+#include "tpu/elementwise.hpp"
 #include "tpu/model.hpp"
 #include "tpu/program.hpp"
 #include "tpu/softmax.hpp"
@@ -317,6 +318,34 @@ Job softmax_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   return job;
 }
 
+// Elementwise operators (plan_elementwise): a residual add and its relu over rows of the array's
+// width in overlapping blocks, against oracle::elementwise_values.
+Job residual_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+  tpu::ElementwiseSpec spec;
+  spec.op = tpu::isa::VectorOp::Add;
+  spec.func = tpu::isa::Func::Relu;
+  spec.size = spec.a_period = spec.b_period = std::uint64_t{config.dim} * 8 * config.dim;
+  const tpu::ElementwisePlan plan = tpu::plan_elementwise(config, spec);
+  std::vector<num::fp32_t> a(spec.size), b(spec.size);
+  for (num::fp32_t& v : a) v = rng.fp32();
+  for (num::fp32_t& v : b) v = rng.fp32();
+  Job job;
+  job.prog_addr = plan.prog_addr;
+  job.count = static_cast<std::uint32_t>(plan.program.size());
+  job.memory_bytes = plan.memory_bytes;
+  job.write_inputs = [plan, a, b](tpu::HostMemory& memory) {
+    tpu::write_elementwise_inputs(plan, memory, a, b);
+  };
+  job.results = [plan](const tpu::HostMemory& memory) {
+    return tpu::read_elementwise_output(plan, memory);
+  };
+  job.want = oracle::elementwise_values(spec, a, b);
+  job.shape = fmt::format("{}x{}", plan.rows, config.dim);
+  job.options = "add relu";
+  job.ideal_cycles = vector_busy_cycles(config, plan.program);
+  return job;
+}
+
 std::vector<Case> cases(unsigned random_cases) {
   std::vector<Case> list;
   list.push_back(gemm_case("square", [](const HardwareConfig& c, oracle::OperandRng& rng) {
@@ -424,6 +453,7 @@ std::vector<Case> cases(unsigned random_cases) {
                     true});
   }
   list.push_back({"softmax", softmax_job, true});
+  list.push_back({"residual", residual_job, true});
   return list;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <stdexcept>
+#include <vector>
 
 namespace tpu {
 namespace {
@@ -20,9 +22,10 @@ constexpr double kIssueCycles = 6;       // fetch and decode of the first instru
 constexpr double kActivateLatency = 12;  // bias, function and rounding pipeline, and write-back
 constexpr double kMatmulOverhead = 2;    // per MATMUL: reader start and the hand-over between ops
 constexpr double kSeedTurnaround = 3;    // a result row's write, then its read as the next seed
-// A program that runs one instruction after another: its fetch before the first issues, and
-// from the last write's response to DONE.
+// A vector program: its fetch before the first instruction issues, and from the last write's
+// response to DONE; the decode of each instruction after the first (docs/core.md, "Issue").
 constexpr double kSerialStartAndEnd = 44;
+constexpr double kDecodeCycles = 8;
 
 }  // namespace
 
@@ -130,30 +133,86 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
   return e;
 }
 
-double estimate_softmax_cycles(const SoftmaxPlan& plan, const MemoryTiming& timing) {
-  const HardwareConfig& c = plan.config;
+namespace {
+
+// Whether `later` must wait for `earlier` (docs/core.md, "Issue"): it writes what `earlier`
+// reads or writes, or reads what `earlier` writes, in the same memory.
+bool waits_for(const isa::Footprint& later, const isa::Footprint& earlier,
+               const isa::Instruction& later_in, const isa::Instruction& earlier_in) {
+  const auto meet = [](const isa::RowSpan& x, const isa::RowSpan& y) {
+    return x.used && y.used && x.memory == y.memory && x.overlaps(y);
+  };
+  const isa::RowSpan* later_reads[] = {&later.source, &later.bias};
+  const isa::RowSpan* earlier_reads[] = {&earlier.source, &earlier.bias};
+  for (const isa::RowSpan* read : earlier_reads) {
+    if (meet(later.destination, *read)) return true;  // WAR
+  }
+  for (const isa::RowSpan* read : later_reads) {
+    if (meet(*read, earlier.destination)) return true;  // RAW
+  }
+  if (meet(later.destination, earlier.destination)) return true;  // WAW
+  if (later.uses_host && earlier.uses_host && (later.writes_host || earlier.writes_host)) {
+    const std::uint64_t later_first = later_in.host_addr(), earlier_first = earlier_in.host_addr();
+    return later_first < earlier.host_end && earlier_first < later.host_end;
+  }
+  return false;
+}
+
+}  // namespace
+
+double estimate_vector_program_cycles(const HardwareConfig& c,
+                                      const std::vector<isa::Instruction>& program,
+                                      const MemoryTiming& timing) {
   const double row_beats = beats_per_row(4 * c.dim, c.bus_bytes) / timing.beats_per_cycle;
-  double cycles = kIssueCycles + kSerialStartAndEnd;
-  for (const isa::Instruction& in : plan.program) {
+  // Per instruction: when it may issue (in order, a decode after the one before, once nothing
+  // it waits for is in flight), then when its unit takes it and how long it runs there.
+  enum Unit { kLoad, kStore, kVector, kActivation, kUnits };
+  std::array<double, kUnits> unit_free{};
+  std::vector<const isa::Instruction*> issued;
+  std::vector<isa::Footprint> footprints;
+  std::vector<double> ends;
+  double issue = 0, last_end = 0;
+  for (const isa::Instruction& in : program) {
     const double rows = double(in.count()) * in.rows();
+    Unit unit = kLoad;
+    double cycles = 0;
     switch (in.opcode()) {
       case isa::Opcode::ReadHost:
-        cycles += timing.read_latency + rows * row_beats;
+        cycles = timing.read_latency + rows * row_beats;
         break;
       case isa::Opcode::WriteHost:
-        cycles += rows * row_beats + timing.write_latency;
+        unit = kStore;
+        cycles = rows * row_beats + timing.write_latency;
         break;
       case isa::Opcode::Eltwise:
-        cycles += eltwise_cycles(c, in);
+        unit = kVector;
+        cycles = eltwise_cycles(c, in);
         break;
       case isa::Opcode::Activate:
-        cycles += rows * std::ceil(double(c.dim) / c.act_lanes) + kActivateLatency;
+        unit = kActivation;
+        cycles = rows * std::ceil(double(c.dim) / c.act_lanes) + kActivateLatency;
         break;
+      case isa::Opcode::Halt:
+        continue;
       default:
-        break;
+        throw std::invalid_argument(
+            "a vector program's cycles: an instruction other than "
+            "READ_HOST, WRITE_HOST, ELTWISE, ACTIVATE or HALT");
     }
+    const isa::Footprint fp = isa::footprint(in, c.dim);
+    double start = footprints.empty() ? 0 : issue + kDecodeCycles;
+    for (std::size_t i = 0; i < footprints.size(); ++i) {
+      if (waits_for(fp, footprints[i], in, *issued[i])) start = std::max(start, ends[i]);
+    }
+    issue = start;
+    start = std::max(start, unit_free[unit]);
+    unit_free[unit] = start + cycles;
+    issued.push_back(&in);
+    footprints.push_back(fp);
+    ends.push_back(start + cycles);
+    last_end = std::max(last_end, start + cycles);
   }
-  return cycles;
+  return kIssueCycles + kSerialStartAndEnd + last_end;
 }
 
 double eltwise_cycles(const HardwareConfig& config, const isa::Instruction& eltwise) {

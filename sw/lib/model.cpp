@@ -393,9 +393,6 @@ void FunctionalModel::activate(const Instruction& in) {
   }
 }
 
-namespace {
-
-// One lane of N-VEC: fp32, or int32 lanes (wrapping sums and products, signed max and min).
 num::fp32_t eltwise_lane(isa::VectorOp op, bool int32, num::fp32_t a, num::fp32_t b) {
   constexpr num::fp32_t kSignMask = 0x80000000u;
   const auto sa = static_cast<std::int32_t>(a), sb = static_cast<std::int32_t>(b);
@@ -413,8 +410,6 @@ num::fp32_t eltwise_lane(isa::VectorOp op, bool int32, num::fp32_t a, num::fp32_
   }
   throw std::logic_error("eltwise: an operation the checks refuse");
 }
-
-}  // namespace
 
 // ELTWISE: row r of iteration i = op(A row, B row) lane by lane, or with LANES the fold of op
 // along row A from B's lane 0 in every lane; the rows one after another in order, each read after

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "acc_rows.hpp"
 #include "tpu/numerics/activation.hpp"
 #include "tpu/program.hpp"
 
@@ -78,17 +79,6 @@ void against_row(isa::ProgramBuilder& p, isa::VectorOp op, std::uint32_t x, std:
   p.eltwise(e);
 }
 
-void activate_in_place(isa::ProgramBuilder& p, isa::Func func, std::uint32_t first,
-                       std::uint32_t rows) {
-  isa::ActivateArgs a;
-  a.f32 = true;
-  a.func = func;
-  a.rows = rows;
-  a.addr_a = first;
-  a.addr_b = first;
-  p.activate(a);
-}
-
 }  // namespace
 
 std::uint64_t SoftmaxPlan::written_bytes() const {
@@ -112,7 +102,8 @@ SoftmaxPlan plan_softmax(const HardwareConfig& config, std::uint32_t rows, std::
   plan.config = config;
   plan.rows = rows;
   plan.length = length;
-  plan.tiles = (length + config.dim - 1) / config.dim;
+  const acc_rows::Layout layout = acc_rows::Layout::of(config, length);
+  plan.tiles = layout.tiles;
   const std::uint32_t per_row = plan.tiles + 1 + (plan.tiles > 1 ? 1 : 0);
   if (config.acc_depth < kFirstBlockRow + per_row) {
     throw std::invalid_argument(
@@ -120,7 +111,7 @@ SoftmaxPlan plan_softmax(const HardwareConfig& config, std::uint32_t rows, std::
                     kFirstBlockRow + per_row, config.name(), config.acc_depth));
   }
   plan.block_rows = std::min(rows, (config.acc_depth - kFirstBlockRow) / per_row);
-  plan.row_stride = std::max(4 * config.dim, config.bus_bytes);
+  plan.row_stride = layout.stride;
 
   const std::uint64_t seed_addr = (base + 63) / 64 * 64;
   const std::uint64_t seed_bytes = 2ull * plan.row_stride;
@@ -152,26 +143,14 @@ SoftmaxPlan plan_softmax(const HardwareConfig& config, std::uint32_t rows, std::
     const std::uint32_t reduced = combined + combine_rows(plan.tiles, block);
     const std::uint64_t offset = std::uint64_t{first} * plan.tiles * plan.row_stride;
 
-    isa::ReadHostArgs load;
-    load.acc = true;
-    load.rows = block_acc_rows;
-    load.addr_b = x;
-    load.host_addr = static_cast<std::uint32_t>(plan.in_addr + offset);
-    load.host_stride = plan.row_stride;
-    p.read_host(load);
+    acc_rows::load(p, x, block_acc_rows, plan.in_addr + offset, plan.row_stride);
     reduce_rows(p, isa::VectorOp::Max, kMaxSeedRow, x, combined, reduced, block, plan.tiles);
     against_row(p, isa::VectorOp::Sub, x, reduced, block, plan.tiles);
-    activate_in_place(p, isa::Func::Exp, x, block_acc_rows);
+    acc_rows::activate_in_place(p, isa::Func::Exp, x, block_acc_rows);
     reduce_rows(p, isa::VectorOp::Add, kSumSeedRow, x, combined, reduced, block, plan.tiles);
-    activate_in_place(p, isa::Func::Recip, reduced, block);
+    acc_rows::activate_in_place(p, isa::Func::Recip, reduced, block);
     against_row(p, isa::VectorOp::Mul, x, reduced, block, plan.tiles);
-    isa::WriteHostArgs store;
-    store.acc = true;
-    store.rows = block_acc_rows;
-    store.addr_a = x;
-    store.host_addr = static_cast<std::uint32_t>(plan.out_addr + offset);
-    store.host_stride = plan.row_stride;
-    p.write_host(store);
+    acc_rows::store(p, x, block_acc_rows, plan.out_addr + offset, plan.row_stride);
   }
   p.halt();
   plan.program = p.instructions();
@@ -192,32 +171,15 @@ void write_softmax_inputs(const SoftmaxPlan& plan, HostMemory& memory,
   memory.write_array(plan.seed_addr, row);
   row[0] = kMinusZero;
   memory.write_array(plan.seed_addr + plan.row_stride, row);
-  for (std::uint32_t m = 0; m < plan.rows; ++m) {
-    for (std::uint32_t t = 0; t < plan.tiles; ++t) {
-      for (std::uint32_t j = 0; j < d; ++j) {
-        const std::uint64_t n = std::uint64_t{t} * d + j;
-        row[j] = n < plan.length ? x[m * std::uint64_t{plan.length} + n] : kMinusInfinity;
-      }
-      memory.write_array(plan.in_addr + (std::uint64_t{m} * plan.tiles + t) * plan.row_stride, row);
-    }
-  }
+  acc_rows::write(memory, plan.in_addr, acc_rows::Layout::of(plan.config, plan.length), x.data(),
+                  x.size(), kMinusInfinity);
   const std::vector<std::uint8_t> program = isa::encode_program(plan.program);
   memory.write_array(plan.prog_addr, program);
 }
 
 std::vector<num::fp32_t> read_softmax_output(const SoftmaxPlan& plan, const HostMemory& memory) {
-  const std::uint32_t d = plan.config.dim;
-  std::vector<num::fp32_t> y;
-  y.reserve(std::uint64_t{plan.rows} * plan.length);
-  for (std::uint32_t m = 0; m < plan.rows; ++m) {
-    for (std::uint32_t t = 0; t < plan.tiles; ++t) {
-      const auto lanes = memory.read_array<num::fp32_t>(
-          plan.out_addr + (std::uint64_t{m} * plan.tiles + t) * plan.row_stride, d);
-      const std::uint32_t used = std::min(d, plan.length - t * d);
-      y.insert(y.end(), lanes.begin(), lanes.begin() + used);
-    }
-  }
-  return y;
+  return acc_rows::read(memory, plan.out_addr, acc_rows::Layout::of(plan.config, plan.length),
+                        std::uint64_t{plan.rows} * plan.length);
 }
 
 SoftmaxRun execute_softmax(const SoftmaxPlan& plan, Backend& backend,

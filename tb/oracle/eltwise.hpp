@@ -1,6 +1,6 @@
 // One lane of ELTWISE (N-VEC) as the host computes it, the independent expectation of the
 // vector unit's tests and of make sim: fp32 by the host FPU's oracle (oracle/host_float.hpp),
-// int32 by plain integer arithmetic.
+// int32 by plain integer arithmetic; and the elementwise operators built on it.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "oracle/host_float.hpp"
+#include "tpu/elementwise.hpp"
 #include "tpu/isa.hpp"
+#include "tpu/numerics/activation.hpp"
 
 namespace tpu::oracle {
 
@@ -46,6 +48,24 @@ inline std::vector<fp32_t> eltwise_rows(isa::VectorOp op, bool int32, bool lanes
     }
   }
   return out;
+}
+
+// An elementwise operator's result (tpu/elementwise.hpp) value by value: a's value n mod its
+// period against b's by eltwise_lane, then the function (N-ACT) where there is one.
+inline std::vector<fp32_t> elementwise_values(const ElementwiseSpec& spec,
+                                              const std::vector<fp32_t>& a,
+                                              const std::vector<fp32_t>& b) {
+  std::vector<fp32_t> y;
+  y.reserve(spec.size);
+  for (std::uint64_t n = 0; n < spec.size; ++n) {
+    fp32_t v = a[n % a.size()];
+    if (spec.op) v = eltwise_lane(*spec.op, false, v, b[n % b.size()]);
+    if (spec.func != isa::Func::None) {
+      v = num::act_func(static_cast<unsigned>(spec.func), v, spec.alpha);
+    }
+    y.push_back(v);
+  }
+  return y;
 }
 
 }  // namespace tpu::oracle

@@ -8,6 +8,7 @@
 
 #include "common/small_core.hpp"
 #include "tpu/compiler.hpp"
+#include "tpu/elementwise.hpp"
 #include "tpu/graph/executor.hpp"
 #include "tpu/model.hpp"
 #include "tpu/nn.hpp"
@@ -320,6 +321,81 @@ TEST(Graph, ASoftmaxRunsOnTheVectorUnit) {
   g.nodes[0].attributes["axis"].i = 1;
   EXPECT_EQ(run(g, {input}, &core, &runs)[0].floats, run(g, {input}, nullptr)[0].floats);
   EXPECT_FALSE(runs.back().on_accelerator);
+}
+
+// Elementwise operators on the vector unit (plan_elementwise): an Add of a bias along the last
+// axis and its Relu, fused; a product of two inputs; a scalar minus a tensor and its Sigmoid,
+// fused; a Tanh on its own. On a core with a vector unit each runs there as one program, with
+// reference_elementwise's bits; on one without, on the host, as the host computes them.
+TEST(Graph, ElementwiseOperatorsRunOnTheVectorUnit) {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, 3, 5}}, {"y", DType::Float32, {-1, 3, 5}}};
+  g.outputs = {{"d", DType::Float32, {}}, {"t", DType::Float32, {}}};
+  g.constants["bias"] = Tensor::of_floats({5}, {0.5f, -1, 2, -0.25f, 0});
+  g.constants["half"] = Tensor::of_floats({}, {0.5f});
+  g.nodes = {node("Add", {"x", "bias"}, {"s"}), node("Relu", {"s"}, {"r"}),
+             node("Mul", {"r", "y"}, {"m"}),    node("Sub", {"half", "m"}, {"u"}),
+             node("Sigmoid", {"u"}, {"d"}),     node("Tanh", {"x"}, {"t"})};
+  EXPECT_EQ(fuse_epilogues(g), 2u);  // the Relu into the Add, the Sigmoid into the Sub
+  ASSERT_EQ(g.nodes.size(), 4u);
+  std::vector<float> x(30), y(30);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>(i % 7) - 3.25f;
+    y[i] = 0.125f * static_cast<float>(i % 5) - 0.3f;
+  }
+  const std::vector<Tensor> inputs = {Tensor::of_floats({2, 3, 5}, x),
+                                      Tensor::of_floats({2, 3, 5}, y)};
+  HardwareConfig vector = small_core();
+  vector.vector_lanes = 2;
+  FunctionalModel core(vector, 0);
+  std::vector<OpRun> runs;
+  const std::vector<Tensor> out = run(g, inputs, &core, &runs);
+
+  const auto bits = [](const std::vector<float>& v) {
+    std::vector<num::fp32_t> b(v.size());
+    std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+    return b;
+  };
+  const auto spec = [](isa::VectorOp op, isa::Func func, std::uint64_t a, std::uint64_t b) {
+    ElementwiseSpec s;
+    s.op = op;
+    s.func = func;
+    s.size = 30;
+    s.a_period = a;
+    s.b_period = b;
+    return s;
+  };
+  const std::vector<num::fp32_t> sums = reference_elementwise(
+      spec(isa::VectorOp::Add, isa::Func::Relu, 30, 5), bits(x), bits(g.constants["bias"].floats));
+  const std::vector<num::fp32_t> products =
+      reference_elementwise(spec(isa::VectorOp::Mul, isa::Func::None, 30, 30), sums, bits(y));
+  const std::vector<num::fp32_t> d = reference_elementwise(
+      spec(isa::VectorOp::Sub, isa::Func::Sigmoid, 1, 30), {bits({0.5f})}, products);
+  ElementwiseSpec tanh_spec;
+  tanh_spec.func = isa::Func::Tanh;
+  tanh_spec.size = tanh_spec.a_period = 30;
+  const std::vector<num::fp32_t> t = reference_elementwise(tanh_spec, bits(x), {});
+  EXPECT_EQ(bits(out[0].floats), d);
+  EXPECT_EQ(bits(out[1].floats), t);
+  ASSERT_EQ(runs.size(), 4u);
+  for (const OpRun& r : runs) {
+    SCOPED_TRACE(r.op);
+    EXPECT_TRUE(r.on_accelerator);
+    EXPECT_EQ(r.programs, 1u);
+    EXPECT_GT(r.host_bytes, 0u);
+    EXPECT_GT(r.estimated_cycles, 0.0);
+  }
+
+  // The host's fp32 on a core without a vector unit.
+  FunctionalModel plain(small_core(), 0);
+  const std::vector<Tensor> host = run(g, inputs, nullptr);
+  runs.clear();
+  const std::vector<Tensor> on_plain = run(g, inputs, &plain, &runs);
+  EXPECT_EQ(on_plain[0].floats, host[0].floats);
+  EXPECT_EQ(on_plain[1].floats, host[1].floats);
+  ASSERT_EQ(runs.size(), 4u);
+  for (const OpRun& r : runs) EXPECT_FALSE(r.on_accelerator) << r.op;
 }
 
 TEST(Graph, ALargeKRunsAsSeveralGemmsToTheContractsBits) {

@@ -100,10 +100,13 @@ Epilogue epilogue_of(const Graph& graph, const Node& node) {
   return low == 0.0f && high == 6.0f ? Epilogue::Relu6 : Epilogue::None;
 }
 
-// Whether `node`'s products can take an epilogue: Conv and MatMul always, Gemm where alpha is 1
-// and C, if any, is a bias (its B a constant, so that its columns are known).
+// Whether `node` can take an epilogue: Conv and MatMul always, Gemm where alpha is 1 and C, if
+// any, is a bias (its B a constant, so that its columns are known); the vector unit's operations
+// of two tensors (Add, Sub, Mul, Max, Min), whose ELTWISE the activation follows.
 bool takes_epilogue(const Graph& graph, const Node& node) {
   if (node.op == "Conv" || node.op == "MatMul") return true;
+  static const std::set<std::string> vector_ops{"Add", "Sub", "Mul", "Max", "Min"};
+  if (vector_ops.count(node.op) != 0) return node.inputs.size() == 2;
   if (node.op != "Gemm" || node.float_attr("alpha", 1.0f) != 1.0f) return false;
   if (node.input(2).empty()) return true;
   const auto b = graph.constants.find(node.input(1));

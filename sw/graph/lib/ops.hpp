@@ -13,6 +13,7 @@
 
 #include "tpu/backend.hpp"
 #include "tpu/compiler.hpp"
+#include "tpu/elementwise.hpp"
 #include "tpu/graph/compiled.hpp"
 #include "tpu/graph/executor.hpp"
 #include "tpu/graph/graph.hpp"
@@ -131,6 +132,18 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
 // recorded and the values left as they are (they are zeros).
 bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t rows,
                      std::size_t length);
+
+// The elementwise operator `spec` describes (y = f(a op b), or f(a): tpu/elementwise.hpp) on the
+// accelerator's vector unit, counting what the host wrote and read, the program and its cycles
+// in the context's figures; nothing where it cannot (no vector unit, a period too long for the
+// accumulators): the caller computes it on the host. While compile() traces the graph the node
+// is recorded and its values computed on the host, the core's bits.
+std::optional<std::vector<float>> elementwise_on_core(Context& context, const ElementwiseSpec& spec,
+                                                      const std::vector<float>& a,
+                                                      const std::vector<float>& b);
+
+// The core's function for an activation (Epilogue::None: isa::Func::None).
+isa::Func core_function(Epilogue act);
 
 // One product of products(): A (m x k) times B (k x n), its weights' source and its epilogue.
 struct ProductCall {

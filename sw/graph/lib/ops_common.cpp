@@ -7,6 +7,7 @@
 #include "resident_weights.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/cycle_model.hpp"
+#include "tpu/elementwise.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/softmax.hpp"
 
@@ -94,8 +95,6 @@ std::vector<std::size_t> broadcast_offsets(const Shape& in, const Shape& out) {
   return offsets;
 }
 
-namespace {
-
 isa::Func core_function(Epilogue act) {
   switch (act) {
     case Epilogue::Relu:
@@ -113,6 +112,8 @@ isa::Func core_function(Epilogue act) {
   }
   return isa::Func::None;
 }
+
+namespace {
 
 // The epilogue in host fp32, as ONNX's Add and the activation's operator compute it.
 void host_epilogue(std::vector<float>& c, std::size_t n, const ProductEpilogue& epilogue) {
@@ -389,6 +390,48 @@ auto run_conv(Context& context, const GemmPlan& unplaced, const In* x, std::size
 
 }  // namespace
 
+namespace {
+
+// Where a vector-unit program's operands go: above what the session keeps in the core's
+// memory (the resident weights, or a compiled model's image and its products' operands).
+std::uint64_t vector_base(const Context& context) {
+  const GemmSchedule* schedule = context.schedule;
+  return schedule && schedule->compiled ? schedule->compiled_top
+         : context.weights              ? context.weights->top()
+                                        : 0;
+}
+
+// While compile() traces the graph: records the node as one the vector unit runs.
+bool recording_vector_node(Context& context) {
+  GemmSchedule* schedule = context.schedule;
+  if (!schedule || !schedule->recording) return false;
+  if (schedule->vector_nodes && context.node) schedule->vector_nodes->push_back(context.node->name);
+  return true;
+}
+
+// The figures of a vector-unit program's run: the bytes the host wrote and read, the cycle
+// model's estimate and the backend's counters.
+void record_vector_run(Context& context, const HardwareConfig& config,
+                       const std::vector<isa::Instruction>& program, std::uint64_t host_bytes,
+                       const RunResult& result) {
+  require_halt(result);
+  if (!context.run) return;
+  OpRun& figures = *context.run;
+  figures.on_accelerator = true;
+  figures.programs += 1;
+  figures.host_bytes += host_bytes;
+  figures.estimated_cycles += estimate_vector_program_cycles(config, program);
+  if (result.counters) add_counted(figures, *result.counters, config);
+}
+
+std::vector<num::fp32_t> bits_of(const std::vector<float>& values) {
+  std::vector<num::fp32_t> bits(values.size());
+  std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
+  return bits;
+}
+
+}  // namespace
+
 bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t rows,
                      std::size_t length) {
   if (!context.accelerator || context.accelerator->config().vector_lanes == 0 || rows == 0 ||
@@ -396,37 +439,45 @@ bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t r
     return false;
   }
   Backend& backend = *context.accelerator;
-  GemmSchedule* schedule = context.schedule;
-  // Above what the session keeps in the core's memory: the resident weights, or a compiled
-  // model's image and its products' operands.
-  const std::uint64_t base = schedule && schedule->compiled ? schedule->compiled_top
-                             : context.weights              ? context.weights->top()
-                                                            : 0;
   SoftmaxPlan plan;
   try {
     plan = plan_softmax(backend.config(), static_cast<std::uint32_t>(rows),
-                        static_cast<std::uint32_t>(length), base);
+                        static_cast<std::uint32_t>(length), vector_base(context));
   } catch (const std::invalid_argument&) {
     return false;  // a row too long for the accumulators, tensors beyond 32-bit addresses
   }
-  if (schedule && schedule->recording) {
-    if (schedule->vector_nodes && context.node)
-      schedule->vector_nodes->push_back(context.node->name);
-    return true;
-  }
-  std::vector<num::fp32_t> x(values.size());
-  std::memcpy(x.data(), values.data(), x.size() * sizeof(float));
-  const SoftmaxRun run = execute_softmax(plan, backend, x);
-  require_halt(run.result);
-  std::memcpy(values.data(), run.out.data(), x.size() * sizeof(float));
-  if (!context.run) return true;
-  OpRun& figures = *context.run;
-  figures.on_accelerator = true;
-  figures.programs += 1;
-  figures.host_bytes += plan.written_bytes() + plan.read_bytes();
-  figures.estimated_cycles += estimate_softmax_cycles(plan);
-  if (run.result.counters) add_counted(figures, *run.result.counters, backend.config());
+  if (recording_vector_node(context)) return true;
+  const SoftmaxRun run = execute_softmax(plan, backend, bits_of(values));
+  record_vector_run(context, plan.config, plan.program, plan.written_bytes() + plan.read_bytes(),
+                    run.result);
+  std::memcpy(values.data(), run.out.data(), values.size() * sizeof(float));
   return true;
+}
+
+std::optional<std::vector<float>> elementwise_on_core(Context& context, const ElementwiseSpec& spec,
+                                                      const std::vector<float>& a,
+                                                      const std::vector<float>& b) {
+  if (!context.accelerator || context.accelerator->config().vector_lanes == 0) return std::nullopt;
+  Backend& backend = *context.accelerator;
+  ElementwisePlan plan;
+  try {
+    plan = plan_elementwise(backend.config(), spec, vector_base(context));
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;  // a period too long for the accumulators, beyond 32-bit addresses
+  }
+  std::vector<float> out(spec.size);
+  const std::vector<num::fp32_t> a_bits = bits_of(a), b_bits = bits_of(b);
+  if (recording_vector_node(context)) {
+    // The trace's values: the core's bits, computed on the host.
+    const std::vector<num::fp32_t> y = reference_elementwise(spec, a_bits, b_bits);
+    std::memcpy(out.data(), y.data(), y.size() * sizeof(float));
+    return out;
+  }
+  const ElementwiseRun run = execute_elementwise(plan, backend, a_bits, b_bits);
+  record_vector_run(context, plan.config, plan.program, plan.written_bytes() + plan.read_bytes(),
+                    run.result);
+  std::memcpy(out.data(), run.out.data(), out.size() * sizeof(float));
+  return out;
 }
 
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,

@@ -2,7 +2,9 @@
 // comparisons and selection, casts.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <optional>
 
 #include "ops.hpp"
 
@@ -28,10 +30,74 @@ Kernel unary_with(MakeFn make) {
   };
 }
 
-// Broadcast function of all inputs, float or integer (both the same type).
+// The period of `in` along `out` as the vector unit's operands repeat (tpu/elementwise.hpp):
+// all its values where it has out's shape, else the trailing block of out's shape it has, its
+// leading ones aside; nothing for any other broadcast.
+std::optional<std::uint64_t> repeat_period(const Shape& in, const Shape& out) {
+  std::size_t lead = 0;
+  while (lead < in.size() && in[lead] == 1) ++lead;
+  const std::size_t rank = in.size() - lead;
+  if (rank > out.size()) return std::nullopt;
+  std::uint64_t period = 1;
+  for (std::size_t i = 0; i < rank; ++i) {
+    if (in[lead + i] != out[out.size() - rank + i]) return std::nullopt;
+    period *= static_cast<std::uint64_t>(in[lead + i]);
+  }
+  return period;
+}
+
+// `op` of two float tensors and the node's activation on the vector unit: nothing where the
+// core cannot (no vector unit, a broadcast it does not take).
+std::optional<Tensor> binary_on_core(Context& context, const Node& node, isa::VectorOp op,
+                                     const Tensor& a, const Tensor& b, const Shape& out) {
+  const std::optional<std::uint64_t> a_period = repeat_period(a.shape, out);
+  const std::optional<std::uint64_t> b_period = repeat_period(b.shape, out);
+  if (!a_period || !b_period) return std::nullopt;
+  ElementwiseSpec spec;
+  spec.op = op;
+  spec.func = core_function(node.epilogue);
+  spec.size = element_count(out);
+  spec.a_period = *a_period;
+  spec.b_period = *b_period;
+  std::optional<std::vector<float>> y = elementwise_on_core(context, spec, a.floats, b.floats);
+  if (!y) return std::nullopt;
+  Tensor result(DType::Float32, out);
+  result.floats = std::move(*y);
+  return result;
+}
+
+// A function of one float tensor on the vector unit (ACTIVATE in place), or nothing.
+std::optional<Tensor> function_on_core(Context& context, isa::Func func, num::bf16_t alpha,
+                                       const Tensor& x) {
+  ElementwiseSpec spec;
+  spec.func = func;
+  spec.alpha = alpha;
+  spec.size = x.floats.size();
+  spec.a_period = spec.size;
+  std::optional<std::vector<float>> y = elementwise_on_core(context, spec, x.floats, {});
+  if (!y) return std::nullopt;
+  Tensor result(DType::Float32, x.shape);
+  result.floats = std::move(*y);
+  return result;
+}
+
+// A kernel of one float tensor that runs `func` on the vector unit where it can, else `host`.
+Kernel on_core_else(isa::Func func, Kernel host) {
+  return [func, host](Context& context, const Node& node, const Inputs& in) {
+    if (std::optional<Tensor> y = function_on_core(context, func, 0, need_float(node, in, 0))) {
+      return outputs(std::move(*y));
+    }
+    return host(context, node, in);
+  };
+}
+
+// Broadcast function of all inputs, float or integer (both the same type); two float inputs
+// on the vector unit where `vop` is its operation and the core can. The node's activation
+// (fuse_epilogues) follows.
 template <typename FloatFn, typename IntFn>
-Kernel nary(FloatFn ffn, IntFn ifn, bool variadic) {
-  return [ffn, ifn, variadic](Context&, const Node& node, const Inputs& in) {
+Kernel nary(FloatFn ffn, IntFn ifn, bool variadic,
+            std::optional<isa::VectorOp> vop = std::nullopt) {
+  return [ffn, ifn, variadic, vop](Context& context, const Node& node, const Inputs& in) {
     const std::size_t count = variadic ? in.size() : 2;
     std::vector<Shape> shapes;
     for (std::size_t i = 0; i < count; ++i) shapes.push_back(need(node, in, i).shape);
@@ -43,6 +109,14 @@ Kernel nary(FloatFn ffn, IntFn ifn, bool variadic) {
       }
     }
     const Shape out = broadcast_shapes(node, shapes);
+    if (node.epilogue != Epilogue::None && type != DType::Float32) {
+      fail(node, "an activation of integers");
+    }
+    if (vop && count == 2 && type == DType::Float32) {
+      if (std::optional<Tensor> y = binary_on_core(context, node, *vop, *in[0], *in[1], out)) {
+        return outputs(std::move(*y));
+      }
+    }
     Tensor y(type, out);
     for (std::size_t i = 0; i < count; ++i) {
       const std::vector<std::size_t> at = broadcast_offsets(in[i]->shape, out);
@@ -68,6 +142,9 @@ Kernel nary(FloatFn ffn, IntFn ifn, bool variadic) {
         }
       }
     }
+    if (node.epilogue != Epilogue::None) {
+      for (float& v : y.floats) v = activation(node.epilogue, v);
+    }
     return std::vector<Tensor>{std::move(y)};
   };
 }
@@ -83,9 +160,9 @@ Kernel binary(FloatFn ffn) {
 }
 
 template <typename FloatFn, typename IntFn>
-Kernel binary(FloatFn ffn, IntFn ifn) {
+Kernel binary(FloatFn ffn, IntFn ifn, isa::VectorOp vop) {
   return nary(
-      ffn, [ifn](const Node&, std::int64_t a, std::int64_t b) { return ifn(a, b); }, false);
+      ffn, [ifn](const Node&, std::int64_t a, std::int64_t b) { return ifn(a, b); }, false, vop);
 }
 
 // Comparisons and logic: a bool result from two broadcast inputs, compared as doubles.
@@ -193,7 +270,55 @@ std::vector<Tensor> clip(Context& context, const Node& node, const Inputs& in) {
     if (in.size() > 1 && in[1]) low = static_cast<float>(need(node, in, 1).value(0));
     if (in.size() > 2 && in[2]) high = static_cast<float>(need(node, in, 2).value(0));
   }
+  if (low == 0.0f && high == 6.0f) {
+    if (std::optional<Tensor> on_core = function_on_core(context, isa::Func::Relu6, 0, y)) {
+      return outputs(std::move(*on_core));
+    }
+  }
   for (float& v : y.floats) v = std::min(std::max(v, low), high);
+  return outputs(std::move(y));
+}
+
+// LeakyRelu: on the vector unit where its slope is a bf16 value (the core's alpha field), else
+// on the host.
+std::vector<Tensor> leaky_relu(Context& context, const Node& node, const Inputs& in) {
+  const float alpha = node.float_attr("alpha", 0.01f);
+  const Tensor& x = need_float(node, in, 0);
+  std::uint32_t alpha_bits = 0;
+  std::memcpy(&alpha_bits, &alpha, sizeof alpha);
+  if ((alpha_bits & 0xFFFFu) == 0) {
+    const auto bf16_alpha = static_cast<num::bf16_t>(alpha_bits >> 16);
+    if (std::optional<Tensor> y = function_on_core(context, isa::Func::Leaky, bf16_alpha, x)) {
+      return outputs(std::move(*y));
+    }
+  }
+  Tensor y = x;
+  for (float& v : y.floats) v = v < 0 ? alpha * v : v;
+  return outputs(std::move(y));
+}
+
+// Gelu: its erf form on the vector unit where there is one; the tanh form on the host.
+std::vector<Tensor> gelu_kernel(Context& context, const Node& node, const Inputs& in) {
+  const std::string approximate = node.string_attr("approximate", "none");
+  if (approximate != "none" && approximate != "tanh") {
+    fail(node, "approximate \"" + approximate + "\" is neither none nor tanh");
+  }
+  const bool tanh_form = approximate == "tanh";
+  if (!tanh_form) {
+    if (std::optional<Tensor> y =
+            function_on_core(context, isa::Func::Gelu, 0, need_float(node, in, 0))) {
+      return outputs(std::move(*y));
+    }
+  }
+  Tensor y = need_float(node, in, 0);
+  for (float& v : y.floats) {
+    if (tanh_form) {
+      const float inner = 0.7978845608f * (v + 0.044715f * v * v * v);
+      v = 0.5f * v * (1.0f + std::tanh(inner));
+    } else {
+      v = gelu(v);
+    }
+  }
   return outputs(std::move(y));
 }
 
@@ -261,23 +386,24 @@ float activation(Epilogue act, float x) {
 }
 
 void add_elementwise(Table& t) {
-  t["Relu"] = unary([](float x) { return activation(Epilogue::Relu, x); });
-  t["Sigmoid"] = unary(sigmoid);
-  t["Tanh"] = unary(tanh_of);
-  t["Exp"] = unary([](float x) { return std::exp(x); });
+  // The activation functions the core has run on its vector unit where there is one: relu
+  // exactly; sigmoid, tanh, GELU, exp and the reciprocal as the contract's approximations
+  // (within a bf16 ulp).
+  t["Relu"] =
+      on_core_else(isa::Func::Relu, unary([](float x) { return activation(Epilogue::Relu, x); }));
+  t["Sigmoid"] = on_core_else(isa::Func::Sigmoid, unary(sigmoid));
+  t["Tanh"] = on_core_else(isa::Func::Tanh, unary(tanh_of));
+  t["Exp"] = on_core_else(isa::Func::Exp, unary([](float x) { return std::exp(x); }));
   t["Log"] = unary([](float x) { return std::log(x); });
   t["Sqrt"] = unary([](float x) { return std::sqrt(x); });
-  t["Reciprocal"] = unary([](float x) { return 1.0f / x; });
+  t["Reciprocal"] = on_core_else(isa::Func::Recip, unary([](float x) { return 1.0f / x; }));
   t["Neg"] = unary([](float x) { return -x; });
   t["Abs"] = unary([](float x) { return std::fabs(x); });
   t["Erf"] = unary([](float x) { return std::erf(x); });
   t["Floor"] = unary([](float x) { return std::floor(x); });
   t["Ceil"] = unary([](float x) { return std::ceil(x); });
   t["Softplus"] = unary([](float x) { return std::log1p(std::exp(x)); });
-  t["LeakyRelu"] = unary_with([](const Node& n) {
-    const float alpha = n.float_attr("alpha", 0.01f);
-    return [alpha](float x) { return x < 0 ? alpha * x : x; };
-  });
+  t["LeakyRelu"] = leaky_relu;
   t["Elu"] = unary_with([](const Node& n) {
     const float alpha = n.float_attr("alpha", 1.0f);
     return [alpha](float x) { return x < 0 ? alpha * (std::exp(x) - 1.0f) : x; };
@@ -288,28 +414,15 @@ void add_elementwise(Table& t) {
   });
   t["HardSwish"] =
       unary([](float x) { return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f)); });
-  t["Gelu"] = unary_with([](const Node& n) {
-    const std::string approximate = n.string_attr("approximate", "none");
-    if (approximate != "none" && approximate != "tanh") {
-      fail(n, "approximate \"" + approximate + "\" is neither none nor tanh");
-    }
-    const bool tanh_form = approximate == "tanh";
-    return [tanh_form](float x) {
-      if (tanh_form) {
-        const float inner = 0.7978845608f * (x + 0.044715f * x * x * x);
-        return 0.5f * x * (1.0f + std::tanh(inner));
-      }
-      return gelu(x);
-    };
-  });
+  t["Gelu"] = gelu_kernel;
   t["Clip"] = clip;
   t["PRelu"] = prelu;
   t["Add"] = binary([](float a, float b) { return a + b; },
-                    [](std::int64_t a, std::int64_t b) { return a + b; });
+                    [](std::int64_t a, std::int64_t b) { return a + b; }, isa::VectorOp::Add);
   t["Sub"] = binary([](float a, float b) { return a - b; },
-                    [](std::int64_t a, std::int64_t b) { return a - b; });
+                    [](std::int64_t a, std::int64_t b) { return a - b; }, isa::VectorOp::Sub);
   t["Mul"] = binary([](float a, float b) { return a * b; },
-                    [](std::int64_t a, std::int64_t b) { return a * b; });
+                    [](std::int64_t a, std::int64_t b) { return a * b; }, isa::VectorOp::Mul);
   t["Div"] = nary([](float a, float b) { return a / b; },
                   [](const Node& node, std::int64_t a, std::int64_t b) {
                     if (b == 0) fail(node, "integer division by zero");
@@ -323,8 +436,8 @@ void add_elementwise(Table& t) {
   const auto imax = [](const Node&, std::int64_t a, std::int64_t b) { return std::max(a, b); };
   const auto imin = [](const Node&, std::int64_t a, std::int64_t b) { return std::min(a, b); };
   const auto iadd = [](const Node&, std::int64_t a, std::int64_t b) { return a + b; };
-  t["Max"] = nary(fmax, imax, true);
-  t["Min"] = nary(fmin, imin, true);
+  t["Max"] = nary(fmax, imax, true, isa::VectorOp::Max);
+  t["Min"] = nary(fmin, imin, true, isa::VectorOp::Min);
   t["Sum"] = nary([](float a, float b) { return a + b; }, iadd, true);
   t["Equal"] = compare([](double a, double b) { return a == b; });
   t["Less"] = compare([](double a, double b) { return a < b; });

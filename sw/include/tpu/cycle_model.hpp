@@ -6,9 +6,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tpu/compiler.hpp"
-#include "tpu/softmax.hpp"
 
 namespace tpu {
 
@@ -42,9 +42,12 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing =
 // of lanes (Dim with LANES) and the write.
 double eltwise_cycles(const HardwareConfig& config, const isa::Instruction& eltwise);
 
-// A softmax's program (plan_softmax) from START to DONE. Each instruction waits for the one
-// before it (each reads what the last wrote), so its cycles add up: the transfers' beats and
-// latency, eltwise_cycles, ACTIVATE's rows through its lanes and pipeline.
-double estimate_softmax_cycles(const SoftmaxPlan& plan, const MemoryTiming& timing = {});
+// A program of the vector unit (plan_softmax, plan_elementwise) from START to DONE. Each
+// instruction waits for the one before it (each reads what the last wrote, or writes what it
+// reads), so its cycles add up: the transfers' beats and latency, eltwise_cycles, ACTIVATE's rows
+// through its lanes and pipeline.
+double estimate_vector_program_cycles(const HardwareConfig& config,
+                                      const std::vector<isa::Instruction>& program,
+                                      const MemoryTiming& timing = {});
 
 }  // namespace tpu

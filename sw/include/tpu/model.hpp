@@ -24,6 +24,10 @@
 
 namespace tpu {
 
+// One lane of ELTWISE (N-VEC of docs/numerics.md) as the core computes it: fp32, or with `int32`
+// int32 lanes (wrapping sums and products, signed max and min).
+num::fp32_t eltwise_lane(isa::VectorOp op, bool int32, num::fp32_t a, num::fp32_t b);
+
 class FunctionalModel final : public Backend {
  public:
   // Throws std::invalid_argument when isa::validate_config() rejects `config`.

@@ -35,11 +35,12 @@ std::size_t fold_constants(Graph& graph);
 // of B's columns that is the only reader of a MatMul with constant B (a Linear layer as PyTorch
 // exports it on more than two dimensions) becomes the MatMul's bias, its third input; then each
 // Relu, Clip to [0, 6], Sigmoid, Tanh and Gelu (its erf form) that is the only reader of a
-// Conv's, Gemm's or MatMul's result (and not a graph output) becomes that node's activation; a
-// Gemm only where its C is a bias (a row, beta and alpha 1), which the product then adds on the
-// core too. The fused nodes go. On the core, sigmoid, tanh and GELU are the contract's
-// approximations (within a bf16 ulp); on the host, the ONNX operators' fp32. Returns how many
-// it fused. Run after fold_constants (Clip's bounds, the biases must be constants).
+// Conv's, Gemm's, MatMul's, Add's, Sub's, Mul's, Max's or Min's result (and not a graph output)
+// becomes that node's activation; a Gemm only where its C is a bias (a row, beta and alpha 1),
+// which the product then adds on the core too; a Max or Min of two inputs. The fused nodes go. On
+// the core, sigmoid, tanh and GELU are the contract's approximations (within a bf16 ulp); on the
+// host, the ONNX operators' fp32. Returns how many it fused. Run after fold_constants (Clip's
+// bounds, the biases must be constants).
 std::size_t fuse_epilogues(Graph& graph);
 
 // Marks each Conv, Gemm and MatMul whose result goes, through operators that only move values

@@ -87,7 +87,8 @@ struct Node {
   std::vector<std::string> inputs;   // "" for an optional input left out
   std::vector<std::string> outputs;  // "" for an optional output not wanted
   std::map<std::string, Attribute> attributes;
-  // The activation that followed this Conv, Gemm or MatMul, now applied to its results.
+  // The activation that followed this Conv, Gemm, MatMul, Add, Sub, Mul, Max or Min, now
+  // applied to its results.
   Epilogue epilogue = Epilogue::None;
   // This Conv, Gemm or MatMul writes its results as bf16 on the core: every reader rounds them
   // to bf16 anyway (round_results, executor.hpp).

@@ -1,0 +1,108 @@
+// What the vector unit's programs (softmax.cpp, elementwise.cpp) share: values laid out as rows
+// of fp32 accumulator rows in host memory, and the instructions that move those rows between the
+// host and the accumulators or apply a function to them in place.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tpu/backend.hpp"
+#include "tpu/host_memory.hpp"
+#include "tpu/numerics/float.hpp"
+#include "tpu/program.hpp"
+
+namespace tpu::acc_rows {
+
+// Rows of `length` values, each in `tiles` = ceil(length / D) accumulator rows of D lanes, the
+// host rows `stride` bytes apart (4 D bytes, aligned to the bus).
+struct Layout {
+  std::uint32_t dim = 0, length = 0, tiles = 0, stride = 0;
+
+  static Layout of(const HardwareConfig& config, std::uint32_t length) {
+    return {config.dim, length, (length + config.dim - 1) / config.dim,
+            std::max(4 * config.dim, config.bus_bytes)};
+  }
+  std::uint64_t rows_for(std::uint64_t values) const { return (values + length - 1) / length; }
+  // Host bytes of `rows` rows.
+  std::uint64_t bytes(std::uint64_t rows) const { return rows * tiles * stride; }
+};
+
+// values[0 .. count) as consecutive rows from `addr`: value n in row n / length, lane n mod
+// length of it; the lanes past a row's length, and past the last value, hold `pad`.
+inline void write(HostMemory& memory, std::uint64_t addr, const Layout& layout,
+                  const num::fp32_t* values, std::uint64_t count, num::fp32_t pad) {
+  std::vector<num::fp32_t> lanes(layout.dim);
+  const std::uint64_t rows = layout.rows_for(count);
+  for (std::uint64_t m = 0; m < rows; ++m) {
+    for (std::uint32_t t = 0; t < layout.tiles; ++t) {
+      for (std::uint32_t j = 0; j < layout.dim; ++j) {
+        const std::uint64_t in_row = std::uint64_t{t} * layout.dim + j;
+        const std::uint64_t n = m * layout.length + in_row;
+        lanes[j] = in_row < layout.length && n < count ? values[n] : pad;
+      }
+      memory.write_array(addr + (m * layout.tiles + t) * layout.stride, lanes);
+    }
+  }
+}
+
+// The first `count` values of the rows from `addr`, as write() laid them out.
+inline std::vector<num::fp32_t> read(const HostMemory& memory, std::uint64_t addr,
+                                     const Layout& layout, std::uint64_t count) {
+  std::vector<num::fp32_t> values;
+  values.reserve(count);
+  const std::uint64_t rows = layout.rows_for(count);
+  for (std::uint64_t m = 0; m < rows; ++m) {
+    for (std::uint32_t t = 0; t < layout.tiles; ++t) {
+      const auto lanes =
+          memory.read_array<num::fp32_t>(addr + (m * layout.tiles + t) * layout.stride, layout.dim);
+      const std::uint64_t first = m * layout.length + std::uint64_t{t} * layout.dim;
+      const std::uint64_t in_row =
+          std::min<std::uint64_t>(layout.dim, layout.length - t * layout.dim);
+      const std::uint64_t used = first >= count ? 0 : std::min(in_row, count - first);
+      values.insert(values.end(), lanes.begin(), lanes.begin() + static_cast<std::ptrdiff_t>(used));
+    }
+  }
+  return values;
+}
+
+// READ_HOST of `rows` fp32 rows from `host_addr`, `stride` bytes apart, into accumulator rows
+// from `first`.
+inline void load(isa::ProgramBuilder& p, std::uint32_t first, std::uint32_t rows,
+                 std::uint64_t host_addr, std::uint32_t stride) {
+  isa::ReadHostArgs load;
+  load.acc = true;
+  load.rows = rows;
+  load.addr_b = first;
+  load.host_addr = static_cast<std::uint32_t>(host_addr);
+  load.host_stride = stride;
+  p.read_host(load);
+}
+
+// WRITE_HOST of accumulator rows from `first` likewise.
+inline void store(isa::ProgramBuilder& p, std::uint32_t first, std::uint32_t rows,
+                  std::uint64_t host_addr, std::uint32_t stride) {
+  isa::WriteHostArgs store;
+  store.acc = true;
+  store.rows = rows;
+  store.addr_a = first;
+  store.host_addr = static_cast<std::uint32_t>(host_addr);
+  store.host_stride = stride;
+  p.write_host(store);
+}
+
+// ACTIVATE's `func` over accumulator rows from `first`, in place (F32).
+inline void activate_in_place(isa::ProgramBuilder& p, isa::Func func, std::uint32_t first,
+                              std::uint32_t rows, num::bf16_t alpha = 0) {
+  isa::ActivateArgs a;
+  a.f32 = true;
+  a.func = func;
+  a.alpha = alpha;
+  a.rows = rows;
+  a.addr_a = first;
+  a.addr_b = first;
+  p.activate(a);
+}
+
+}  // namespace tpu::acc_rows
