@@ -23,6 +23,7 @@
 #include "tpu/cycle_model.hpp"
 #include "tpu/elementwise.hpp"
 #include "tpu/model.hpp"
+#include "tpu/pool.hpp"
 #include "tpu/program.hpp"
 #include "tpu/softmax.hpp"
 
@@ -346,6 +347,35 @@ Job residual_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   return job;
 }
 
+// Pooling (plan_pool): ResNet's max pooling (3 x 3, stride 2, padding 1) of two images whose
+// channels take one and a half rows of the array, against oracle::pool_values.
+Job maxpool_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+  tpu::PoolSpec spec;
+  spec.batch = 2;
+  spec.channels = 3 * config.dim / 2;
+  spec.height = spec.width = 8;
+  spec.kernel_h = spec.kernel_w = 3;
+  spec.stride_h = spec.stride_w = 2;
+  spec.pad_top = spec.pad_left = 1;
+  spec.out_h = spec.out_w = 4;
+  const tpu::PoolPlan plan = tpu::plan_pool(config, spec);
+  std::vector<num::fp32_t> x(std::size_t{spec.batch} * spec.channels * spec.height * spec.width);
+  for (num::fp32_t& v : x) v = rng.fp32();
+  Job job;
+  job.prog_addr = plan.prog_addr;
+  job.count = static_cast<std::uint32_t>(plan.program.size());
+  job.memory_bytes = plan.memory_bytes;
+  job.write_inputs = [plan, x](tpu::HostMemory& memory) { tpu::write_pool_input(plan, memory, x); };
+  job.results = [plan](const tpu::HostMemory& memory) {
+    return tpu::read_pool_output(plan, memory);
+  };
+  job.want = oracle::pool_values(spec, x);
+  job.shape = fmt::format("{}x{}x{}", spec.batch * spec.out_h * spec.out_w, spec.channels, 9);
+  job.options = "maxpool";
+  job.ideal_cycles = vector_busy_cycles(config, plan.program);
+  return job;
+}
+
 std::vector<Case> cases(unsigned random_cases) {
   std::vector<Case> list;
   list.push_back(gemm_case("square", [](const HardwareConfig& c, oracle::OperandRng& rng) {
@@ -454,6 +484,7 @@ std::vector<Case> cases(unsigned random_cases) {
   }
   list.push_back({"softmax", softmax_job, true});
   list.push_back({"residual", residual_job, true});
+  list.push_back({"maxpool", maxpool_job, true});
   return list;
 }
 

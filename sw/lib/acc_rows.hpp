@@ -67,28 +67,36 @@ inline std::vector<num::fp32_t> read(const HostMemory& memory, std::uint64_t add
   return values;
 }
 
-// READ_HOST of `rows` fp32 rows from `host_addr`, `stride` bytes apart, into accumulator rows
-// from `first`.
+// READ_HOST of `count` iterations of `rows` fp32 rows from `host_addr` (rows `stride` bytes
+// apart, iterations `host_step`), into consecutive accumulator rows from `first`.
 inline void load(isa::ProgramBuilder& p, std::uint32_t first, std::uint32_t rows,
-                 std::uint64_t host_addr, std::uint32_t stride) {
+                 std::uint64_t host_addr, std::uint32_t stride, std::uint32_t count = 1,
+                 std::uint32_t host_step = 0) {
   isa::ReadHostArgs load;
   load.acc = true;
+  load.count = count;
   load.rows = rows;
   load.addr_b = first;
+  load.step_b = count > 1 ? rows : 0;
   load.host_addr = static_cast<std::uint32_t>(host_addr);
   load.host_stride = stride;
+  load.host_step = host_step;
   p.read_host(load);
 }
 
-// WRITE_HOST of accumulator rows from `first` likewise.
+// WRITE_HOST of consecutive accumulator rows from `first` likewise.
 inline void store(isa::ProgramBuilder& p, std::uint32_t first, std::uint32_t rows,
-                  std::uint64_t host_addr, std::uint32_t stride) {
+                  std::uint64_t host_addr, std::uint32_t stride, std::uint32_t count = 1,
+                  std::uint32_t host_step = 0) {
   isa::WriteHostArgs store;
   store.acc = true;
+  store.count = count;
   store.rows = rows;
   store.addr_a = first;
+  store.step_a = count > 1 ? rows : 0;
   store.host_addr = static_cast<std::uint32_t>(host_addr);
   store.host_stride = stride;
+  store.host_step = host_step;
   p.write_host(store);
 }
 

@@ -11,6 +11,7 @@
 #include "tpu/elementwise.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/numerics/activation.hpp"
+#include "tpu/pool.hpp"
 
 namespace tpu::oracle {
 
@@ -64,6 +65,35 @@ inline std::vector<fp32_t> elementwise_values(const ElementwiseSpec& spec,
       v = num::act_func(static_cast<unsigned>(spec.func), v, spec.alpha);
     }
     y.push_back(v);
+  }
+  return y;
+}
+
+// A pooling's result (tpu/pool.hpp, NCHW) window by window: the values inside the image folded
+// from -inf by max, or from -0 by add in (ky, kx) order, a sum then multiplied by the IEEE
+// reciprocal of the count.
+inline std::vector<fp32_t> pool_values(const PoolSpec& s, const std::vector<fp32_t>& x) {
+  const float r = 1.0f / static_cast<float>(s.count);
+  std::vector<fp32_t> y;
+  for (std::uint64_t image = 0; image < std::uint64_t{s.batch} * s.channels; ++image) {
+    for (std::int64_t oy = 0; oy < std::int64_t{s.out_h}; ++oy) {
+      for (std::int64_t ox = 0; ox < std::int64_t{s.out_w}; ++ox) {
+        fp32_t fold = s.max ? 0xFF800000u : 0x80000000u;
+        for (std::int64_t ky = 0; ky < std::int64_t{s.kernel_h}; ++ky) {
+          for (std::int64_t kx = 0; kx < std::int64_t{s.kernel_w}; ++kx) {
+            const std::int64_t iy = oy * s.stride_h - s.pad_top + ky;
+            const std::int64_t ix = ox * s.stride_w - s.pad_left + kx;
+            if (iy < 0 || ix < 0 || iy >= std::int64_t{s.height} || ix >= std::int64_t{s.width}) {
+              continue;
+            }
+            const fp32_t v =
+                x[(image * s.height + std::uint64_t(iy)) * s.width + std::uint64_t(ix)];
+            fold = eltwise_lane(s.max ? isa::VectorOp::Max : isa::VectorOp::Add, false, v, fold);
+          }
+        }
+        y.push_back(s.max ? fold : mul_fp32(fold, as_bits(r)));
+      }
+    }
   }
   return y;
 }

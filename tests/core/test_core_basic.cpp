@@ -17,6 +17,7 @@
 #include "tpu/cycle_model.hpp"
 #include "tpu/elementwise.hpp"
 #include "tpu/numerics/gemm.hpp"
+#include "tpu/pool.hpp"
 #include "tpu/softmax.hpp"
 
 namespace tpu::testing {
@@ -348,6 +349,48 @@ TEST_P(CoreBasic, ElementwiseGivesTheReferenceBitsInTheModelsCycles) {
     const double estimate = estimate_vector_program_cycles(config, plan.program);
     std::cout << "[ cycles   ] " << c.size << " values: RTL " << cycles << ", model " << estimate
               << '\n';
+    EXPECT_NEAR(estimate / cycles, 1.0, 0.05);
+  }
+}
+
+// Pooling (plan_pool) on the RTL: reference_pool's bits, and the cycle model close to the
+// cycles it takes; refused with one line on a core without a vector unit.
+TEST_P(CoreBasic, PoolingGivesTheReferenceBitsInTheModelsCycles) {
+  const HardwareConfig config = config_named(GetParam());
+  PoolSpec spec;
+  spec.batch = 2;
+  spec.channels = config.dim + 3;
+  spec.height = spec.width = 8;
+  spec.kernel_h = spec.kernel_w = 3;
+  spec.stride_h = spec.stride_w = 2;
+  spec.pad_top = spec.pad_left = 1;
+  spec.out_h = spec.out_w = 4;
+  if (config.vector_lanes == 0) {
+    EXPECT_THROW(plan_pool(config, spec), std::invalid_argument);
+    return;
+  }
+  oracle::OperandRng rng(test::test_seed() + 12);
+  PoolSpec mean = spec;  // a global average, as a classifier's head takes it
+  mean.max = false;
+  mean.kernel_h = mean.kernel_w = 8;
+  mean.stride_h = mean.stride_w = 1;
+  mean.pad_top = mean.pad_left = 0;
+  mean.out_h = mean.out_w = 1;
+  mean.count = 64;
+  for (const PoolSpec& s : {spec, mean}) {
+    SCOPED_TRACE(s.max ? "max 3x3 stride 2" : "global average");
+    std::vector<num::fp32_t> x(std::size_t{s.batch} * s.channels * s.height * s.width);
+    for (num::fp32_t& v : x) v = rng.fp32();
+    const PoolPlan plan = plan_pool(config, s, 0x1000);
+    sim::RtlBackend rtl(config);
+    const PoolRun run = execute_pool(plan, rtl, x);
+    ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
+    EXPECT_EQ(run.out, reference_pool(s, x));
+    ASSERT_TRUE(run.result.counters.has_value());
+    const double cycles = double((*run.result.counters)[regs::kCntCyclesIndex]);
+    const double estimate = estimate_vector_program_cycles(config, plan.program);
+    std::cout << "[ cycles   ] " << (s.max ? "max" : "mean") << ": RTL " << cycles << ", model "
+              << estimate << '\n';
     EXPECT_NEAR(estimate / cycles, 1.0, 0.05);
   }
 }

@@ -12,6 +12,7 @@
 #include "tpu/graph/executor.hpp"
 #include "tpu/model.hpp"
 #include "tpu/nn.hpp"
+#include "tpu/pool.hpp"
 #include "tpu/softmax.hpp"
 
 namespace tpu::graph {
@@ -395,6 +396,90 @@ TEST(Graph, ElementwiseOperatorsRunOnTheVectorUnit) {
   EXPECT_EQ(on_plain[0].floats, host[0].floats);
   EXPECT_EQ(on_plain[1].floats, host[1].floats);
   ASSERT_EQ(runs.size(), 4u);
+  for (const OpRun& r : runs) EXPECT_FALSE(r.on_accelerator) << r.op;
+}
+
+// Pooling on the vector unit (plan_pool): a MaxPool with padding and stride, an AveragePool of
+// one count, a GlobalAveragePool and a ReduceMean over the pixels (keepdims 0) run there with
+// reference_pool's bits; an AveragePool whose windows' counts differ (padding not counted) and
+// every pool on a core without a vector unit run on the host.
+TEST(Graph, PoolsRunOnTheVectorUnit) {
+  const auto pool_node = [](const char* op, std::vector<std::int64_t> kernel,
+                            std::vector<std::int64_t> strides, std::vector<std::int64_t> pads,
+                            const char* out) {
+    Node n = node(op, {"x"}, {out});
+    n.attributes["kernel_shape"] = Attribute::of_ints(std::move(kernel));
+    n.attributes["strides"] = Attribute::of_ints(std::move(strides));
+    n.attributes["pads"] = Attribute::of_ints(std::move(pads));
+    return n;
+  };
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, 5, 6, 6}}};
+  g.outputs = {{"max", DType::Float32, {}},
+               {"mean", DType::Float32, {}},
+               {"global", DType::Float32, {}},
+               {"reduced", DType::Float32, {}},
+               {"uneven", DType::Float32, {}}};
+  Node reduce = node("ReduceMean", {"x"}, {"reduced"});
+  reduce.attributes["axes"] = Attribute::of_ints({2, 3});
+  reduce.attributes["keepdims"] = Attribute::of_int(0);
+  g.nodes = {pool_node("MaxPool", {3, 3}, {2, 2}, {1, 1, 1, 1}, "max"),
+             pool_node("AveragePool", {2, 2}, {2, 2}, {0, 0, 0, 0}, "mean"),
+             node("GlobalAveragePool", {"x"}, {"global"}), reduce,
+             pool_node("AveragePool", {3, 3}, {1, 1}, {1, 1, 1, 1}, "uneven")};
+  g.nodes[0].name = "max";
+  g.nodes[4].name = "uneven";
+  std::vector<float> x(2 * 5 * 6 * 6);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>((i * 37) % 101) / 8.0f - 6.0f;
+  }
+  const Tensor input = Tensor::of_floats({2, 5, 6, 6}, x);
+  HardwareConfig vector = small_core();
+  vector.acc_depth = 256;
+  vector.vector_lanes = 2;
+  FunctionalModel core(vector, 0);
+  std::vector<OpRun> runs;
+  const std::vector<Tensor> out = run(g, {input}, &core, &runs);
+  std::vector<num::fp32_t> bits(x.size());
+  std::memcpy(bits.data(), x.data(), x.size() * sizeof(float));
+  const auto as_bits = [](const std::vector<float>& v) {
+    std::vector<num::fp32_t> b(v.size());
+    std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+    return b;
+  };
+  PoolSpec s;
+  s.batch = 2;
+  s.channels = 5;
+  s.height = s.width = 6;
+  s.kernel_h = s.kernel_w = 3;
+  s.stride_h = s.stride_w = 2;
+  s.pad_top = s.pad_left = 1;
+  s.out_h = s.out_w = 3;
+  EXPECT_EQ(as_bits(out[0].floats), reference_pool(s, bits));
+  s.max = false;
+  s.kernel_h = s.kernel_w = 2;
+  s.pad_top = s.pad_left = 0;
+  s.count = 4;
+  EXPECT_EQ(as_bits(out[1].floats), reference_pool(s, bits));
+  s.kernel_h = s.kernel_w = 6;
+  s.stride_h = s.stride_w = 1;
+  s.out_h = s.out_w = 1;
+  s.count = 36;
+  EXPECT_EQ(as_bits(out[2].floats), reference_pool(s, bits));
+  EXPECT_EQ(out[2].shape, (Shape{2, 5, 1, 1}));
+  EXPECT_EQ(as_bits(out[3].floats), reference_pool(s, bits));
+  EXPECT_EQ(out[3].shape, (Shape{2, 5}));
+  const std::vector<Tensor> host = run(g, {input}, nullptr);
+  EXPECT_EQ(out[4].floats, host[4].floats);
+  ASSERT_EQ(runs.size(), 5u);
+  for (std::size_t n = 0; n < 4; ++n) EXPECT_TRUE(runs[n].on_accelerator) << runs[n].op;
+  EXPECT_FALSE(runs[4].on_accelerator);
+
+  FunctionalModel plain(small_core(), 0);
+  runs.clear();
+  const std::vector<Tensor> on_plain = run(g, {input}, &plain, &runs);
+  for (std::size_t n = 0; n < host.size(); ++n) EXPECT_EQ(on_plain[n].floats, host[n].floats);
   for (const OpRun& r : runs) EXPECT_FALSE(r.on_accelerator) << r.op;
 }
 

@@ -18,6 +18,7 @@
 #include "tpu/graph/executor.hpp"
 #include "tpu/graph/graph.hpp"
 #include "tpu/numerics/quant.hpp"
+#include "tpu/pool.hpp"
 
 namespace tpu::graph::ops {
 
@@ -129,7 +130,7 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
 // vector unit and the rows fit its accumulators (plan_softmax, N-SOFTMAX), counting what the
 // host wrote and read, the program and its cycles in the context's figures. False where it
 // cannot: the caller computes it on the host. While compile() traces the graph the node is
-// recorded and the values left as they are (they are zeros).
+// recorded and its values computed on the host, the core's bits.
 bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t rows,
                      std::size_t length);
 
@@ -141,6 +142,11 @@ bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t r
 std::optional<std::vector<float>> elementwise_on_core(Context& context, const ElementwiseSpec& spec,
                                                       const std::vector<float>& a,
                                                       const std::vector<float>& b);
+
+// Pooling (tpu/pool.hpp) of x (NCHW) on the accelerator's vector unit, counted as
+// elementwise_on_core counts; nothing where it cannot: the caller pools on the host.
+std::optional<std::vector<float>> pool_on_core(Context& context, const PoolSpec& spec,
+                                               const std::vector<float>& x);
 
 // The core's function for an activation (Epilogue::None: isa::Func::None).
 isa::Func core_function(Epilogue act);

@@ -9,6 +9,7 @@
 #include "tpu/cycle_model.hpp"
 #include "tpu/elementwise.hpp"
 #include "tpu/nn.hpp"
+#include "tpu/pool.hpp"
 #include "tpu/softmax.hpp"
 
 namespace tpu::graph::ops {
@@ -432,52 +433,78 @@ std::vector<num::fp32_t> bits_of(const std::vector<float>& values) {
 
 }  // namespace
 
+namespace {
+
+// A program of the vector unit whose result the host reads as fp32 values: planned above what
+// the session keeps (nothing where the plan refuses: the caller computes it on the host), then
+// run, or while compile() traces the graph recorded and its bits computed on the host by
+// `reference`.
+template <typename Plan, typename Execute, typename Reference>
+std::optional<std::vector<float>> on_vector_unit(Context& context, Plan plan_at, Execute execute,
+                                                 Reference reference) {
+  if (!context.accelerator || context.accelerator->config().vector_lanes == 0) return std::nullopt;
+  decltype(plan_at(std::uint64_t{0})) plan;
+  try {
+    plan = plan_at(vector_base(context));
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;  // operands too large for the accumulators, beyond 32-bit addresses
+  }
+  std::vector<num::fp32_t> y;
+  if (recording_vector_node(context)) {
+    y = reference();
+  } else {
+    auto run = execute(plan, *context.accelerator);
+    record_vector_run(context, plan.config, plan.program, plan.written_bytes() + plan.read_bytes(),
+                      run.result);
+    y = std::move(run.out);
+  }
+  std::vector<float> out(y.size());
+  std::memcpy(out.data(), y.data(), y.size() * sizeof(float));
+  return out;
+}
+
+}  // namespace
+
 bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t rows,
                      std::size_t length) {
-  if (!context.accelerator || context.accelerator->config().vector_lanes == 0 || rows == 0 ||
-      rows > UINT32_MAX || length > UINT32_MAX) {
-    return false;
-  }
-  Backend& backend = *context.accelerator;
-  SoftmaxPlan plan;
-  try {
-    plan = plan_softmax(backend.config(), static_cast<std::uint32_t>(rows),
-                        static_cast<std::uint32_t>(length), vector_base(context));
-  } catch (const std::invalid_argument&) {
-    return false;  // a row too long for the accumulators, tensors beyond 32-bit addresses
-  }
-  if (recording_vector_node(context)) return true;
-  const SoftmaxRun run = execute_softmax(plan, backend, bits_of(values));
-  record_vector_run(context, plan.config, plan.program, plan.written_bytes() + plan.read_bytes(),
-                    run.result);
-  std::memcpy(values.data(), run.out.data(), values.size() * sizeof(float));
+  if (rows == 0 || rows > UINT32_MAX || length > UINT32_MAX) return false;
+  const auto m = static_cast<std::uint32_t>(rows), n = static_cast<std::uint32_t>(length);
+  const std::vector<num::fp32_t> bits = bits_of(values);
+  const std::optional<std::vector<float>> y = on_vector_unit(
+      context,
+      [&](std::uint64_t base) { return plan_softmax(context.accelerator->config(), m, n, base); },
+      [&](const SoftmaxPlan& plan, Backend& backend) {
+        return execute_softmax(plan, backend, bits);
+      },
+      [&] { return reference_softmax(context.accelerator->config(), m, n, bits); });
+  if (!y) return false;
+  values = *y;
   return true;
 }
 
 std::optional<std::vector<float>> elementwise_on_core(Context& context, const ElementwiseSpec& spec,
                                                       const std::vector<float>& a,
                                                       const std::vector<float>& b) {
-  if (!context.accelerator || context.accelerator->config().vector_lanes == 0) return std::nullopt;
-  Backend& backend = *context.accelerator;
-  ElementwisePlan plan;
-  try {
-    plan = plan_elementwise(backend.config(), spec, vector_base(context));
-  } catch (const std::invalid_argument&) {
-    return std::nullopt;  // a period too long for the accumulators, beyond 32-bit addresses
-  }
-  std::vector<float> out(spec.size);
   const std::vector<num::fp32_t> a_bits = bits_of(a), b_bits = bits_of(b);
-  if (recording_vector_node(context)) {
-    // The trace's values: the core's bits, computed on the host.
-    const std::vector<num::fp32_t> y = reference_elementwise(spec, a_bits, b_bits);
-    std::memcpy(out.data(), y.data(), y.size() * sizeof(float));
-    return out;
-  }
-  const ElementwiseRun run = execute_elementwise(plan, backend, a_bits, b_bits);
-  record_vector_run(context, plan.config, plan.program, plan.written_bytes() + plan.read_bytes(),
-                    run.result);
-  std::memcpy(out.data(), run.out.data(), out.size() * sizeof(float));
-  return out;
+  return on_vector_unit(
+      context,
+      [&](std::uint64_t base) {
+        return plan_elementwise(context.accelerator->config(), spec, base);
+      },
+      [&](const ElementwisePlan& plan, Backend& backend) {
+        return execute_elementwise(plan, backend, a_bits, b_bits);
+      },
+      [&] { return reference_elementwise(spec, a_bits, b_bits); });
+}
+
+std::optional<std::vector<float>> pool_on_core(Context& context, const PoolSpec& spec,
+                                               const std::vector<float>& x) {
+  const std::vector<num::fp32_t> bits = bits_of(x);
+  return on_vector_unit(
+      context,
+      [&](std::uint64_t base) { return plan_pool(context.accelerator->config(), spec, base); },
+      [&](const PoolPlan& plan, Backend& backend) { return execute_pool(plan, backend, bits); },
+      [&] { return reference_pool(spec, bits); });
 }
 
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,

@@ -627,9 +627,80 @@ std::vector<Tensor> conv_integer(Context& context, const Node& node, const Input
   return outputs(int32_tensor(c.out, y));
 }
 
+// The positions of a window inside the image, and those in its padding (not beyond it, where
+// ceil_mode's last window ends).
+struct WindowCount {
+  std::int64_t inside = 0, padded = 0;
+};
+WindowCount count_window(const Window& win, std::int64_t h, std::int64_t w, std::int64_t oy,
+                         std::int64_t ox) {
+  WindowCount count;
+  for (std::int64_t ky = 0; ky < win.kh; ++ky) {
+    const std::int64_t iy = oy * win.sh - win.top + ky * win.dh;
+    for (std::int64_t kx = 0; kx < win.kw; ++kx) {
+      const std::int64_t ix = ox * win.sw - win.left + kx * win.dw;
+      if (iy >= 0 && iy < h && ix >= 0 && ix < w) {
+        ++count.inside;
+      } else if (iy < h + win.bottom && ix < w + win.right) {
+        ++count.padded;
+      }
+    }
+  }
+  return count;
+}
+
+// A float pool on the vector unit (pool_on_core): windows without dilation whose every window
+// has a value inside the image, an average only where every window divides by the same count.
+std::optional<Tensor> pool_on_core(Context& context, const Tensor& x, const Window& win, bool max,
+                                   bool count_pad) {
+  if (!context.accelerator || context.accelerator->config().vector_lanes == 0 || !x.is_float() ||
+      win.dh != 1 || win.dw != 1) {
+    return std::nullopt;
+  }
+  const std::int64_t h = x.rank() == 4 ? x.shape[2] : 1, w = x.shape.back();
+  std::int64_t count = 0;
+  for (std::int64_t oy = 0; oy < win.oh; ++oy) {
+    for (std::int64_t ox = 0; ox < win.ow; ++ox) {
+      const WindowCount c = count_window(win, h, w, oy, ox);
+      const std::int64_t divisor = count_pad ? c.inside + c.padded : c.inside;
+      if (c.inside == 0 || (!max && count != 0 && divisor != count)) return std::nullopt;
+      count = divisor;
+    }
+  }
+  const auto dim = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+  PoolSpec spec;
+  spec.max = max;
+  spec.batch = dim(x.shape[0]);
+  spec.channels = dim(x.shape[1]);
+  spec.height = dim(h);
+  spec.width = dim(w);
+  spec.kernel_h = dim(win.kh);
+  spec.kernel_w = dim(win.kw);
+  spec.stride_h = dim(win.sh);
+  spec.stride_w = dim(win.sw);
+  spec.pad_top = dim(win.top);
+  spec.pad_left = dim(win.left);
+  spec.out_h = dim(win.oh);
+  spec.out_w = dim(win.ow);
+  spec.count = max ? 1 : dim(count);
+  std::optional<std::vector<float>> y = ops::pool_on_core(context, spec, x.floats);
+  if (!y) return std::nullopt;
+  return Tensor::of_floats(spatial_out(x.shape, x.shape[1], win), std::move(*y));
+}
+
+// The window of a whole image of x (N x C x H x W, or N x C x W): one output pixel.
+Window whole_image(const Shape& x) {
+  Window whole;
+  whole.kh = x.size() == 4 ? x[2] : 1;
+  whole.kw = x.back();
+  whole.oh = whole.ow = 1;
+  return whole;
+}
+
 // MaxPool (of float, int8 or uint8 values, as from opset 12) and AveragePool (of floats) over
-// (one or two) spatial dimensions.
-std::vector<Tensor> pool(Context&, const Node& node, const Inputs& in, bool max) {
+// (one or two) spatial dimensions: on the vector unit where pool_on_core takes it, else on the
+// host.
+std::vector<Tensor> pool(Context& context, const Node& node, const Inputs& in, bool max) {
   const Tensor& x =
       max && !need(node, in, 0).is_float() ? need(node, in, 0) : need_float(node, in, 0);
   if (!x.is_float() && x.dtype != DType::Int8 && x.dtype != DType::UInt8) {
@@ -643,6 +714,9 @@ std::vector<Tensor> pool(Context&, const Node& node, const Inputs& in, bool max)
     fail(node, "dilations not supported for AveragePool");
   }
   const bool count_pad = node.int_attr("count_include_pad", 0) != 0;
+  if (std::optional<Tensor> y = pool_on_core(context, x, win, max, count_pad)) {
+    return outputs(std::move(*y));
+  }
   const std::int64_t h = x.rank() == 4 ? x.shape[2] : 1, w = x.shape.back();
   const std::int64_t planes = x.shape[0] * x.shape[1];
   Tensor y(x.dtype, spatial_out(x.shape, x.shape[1], win));
@@ -652,7 +726,6 @@ std::vector<Tensor> pool(Context&, const Node& node, const Inputs& in, bool max)
     for (std::int64_t oy = 0; oy < win.oh; ++oy) {
       for (std::int64_t ox = 0; ox < win.ow; ++ox) {
         float best = -std::numeric_limits<float>::infinity(), sum = 0;
-        std::int64_t inside = 0, padded = 0;
         for (std::int64_t ky = 0; ky < win.kh; ++ky) {
           const std::int64_t iy = oy * win.sh - win.top + ky * win.dh;
           for (std::int64_t kx = 0; kx < win.kw; ++kx) {
@@ -663,29 +736,36 @@ std::vector<Tensor> pool(Context&, const Node& node, const Inputs& in, bool max)
                   static_cast<float>(x.value(image_at + static_cast<std::size_t>(iy * w + ix)));
               best = std::max(best, v);
               sum += v;
-              ++inside;
-            } else if (iy < h + win.bottom && ix < w + win.right) {
-              ++padded;  // in the padding (not beyond it, where ceil_mode's last window ends)
             }
           }
         }
+        const WindowCount count = count_window(win, h, w, oy, ox);
         if (!x.is_float()) {
-          if (inside == 0) fail(node, "a window wholly in the padding of integer values");
+          if (count.inside == 0) fail(node, "a window wholly in the padding of integer values");
           y.ints[e++] = static_cast<std::int64_t>(best);
           continue;
         }
-        y.floats[e++] = max ? best : sum / static_cast<float>(count_pad ? inside + padded : inside);
+        y.floats[e++] =
+            max ? best
+                : sum / static_cast<float>(count_pad ? count.inside + count.padded : count.inside);
       }
     }
   }
   return outputs(std::move(y));
 }
 
-std::vector<Tensor> global_pool(Context&, const Node& node, const Inputs& in, bool max) {
+// GlobalMaxPool and GlobalAveragePool: a window of the whole image, on the vector unit where
+// pool_on_core takes it.
+std::vector<Tensor> global_pool(Context& context, const Node& node, const Inputs& in, bool max) {
   const Tensor& x = need_float(node, in, 0);
   if (x.rank() < 3) fail(node, "an input of rank " + std::to_string(x.rank()));
   Shape out = x.shape;
   std::fill(out.begin() + 2, out.end(), 1);
+  if (x.rank() <= 4) {
+    if (std::optional<Tensor> y = pool_on_core(context, x, whole_image(x.shape), max, false)) {
+      return outputs(std::move(*y));
+    }
+  }
   const std::size_t planes = static_cast<std::size_t>(x.shape[0] * x.shape[1]);
   const std::size_t plane = planes ? x.size() / planes : 0;
   Tensor y(DType::Float32, out);
@@ -807,6 +887,17 @@ std::vector<Tensor> reduce(Context& context, const Node& node, const Inputs& in,
   for (std::size_t d = 0; d < x.rank(); ++d) {
     if (reduced[d]) kept_shape[d] = 1;
     if (!reduced[d] || keep) out.push_back(kept_shape[d]);
+  }
+  // A mean or maximum over an image's pixels (PyTorch's adaptive pooling to 1 x 1 exports
+  // as one): a global pool, on the vector unit where it can.
+  const bool spatial = (x.rank() == 3 || x.rank() == 4) && !reduced[0] && !reduced[1] &&
+                       std::all_of(reduced.begin() + 2, reduced.end(), [](bool r) { return r; });
+  if (spatial && (kind == Reduce::Mean || kind == Reduce::Max)) {
+    if (std::optional<Tensor> y =
+            pool_on_core(context, x, whole_image(x.shape), kind == Reduce::Max, false)) {
+      y->shape = out;
+      return outputs(std::move(*y));
+    }
   }
   const std::vector<std::size_t> to = broadcast_offsets(kept_shape, x.shape);
   Tensor y(DType::Float32, out);

@@ -1,0 +1,382 @@
+#include "tpu/pool.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "acc_rows.hpp"
+#include "tpu/program.hpp"
+
+namespace tpu {
+namespace {
+
+constexpr num::fp32_t kMinusInfinity = 0xFF800000u;  // the seed of a maximum
+constexpr num::fp32_t kMinusZero = 0x80000000u;      // the seed of a sum
+// Accumulator rows 0 and 1 of the first bank: the seed row, an average's reciprocal row. Each
+// bank keeps them free, so that both hold a band of the same size.
+constexpr std::uint32_t kConstRows = 2, kSeedRow = 0, kScaleRow = 1;
+
+// The reciprocal of an average's count, rounded to nearest: the IEEE quotient.
+num::fp32_t reciprocal(std::uint32_t count) {
+  const float r = 1.0f / static_cast<float>(count);
+  num::fp32_t bits = 0;
+  std::memcpy(&bits, &r, sizeof bits);
+  return bits;
+}
+
+// The output positions [first, last] along one axis whose windows have kernel offset k inside
+// an input of `size` (first > last where none do).
+struct Span {
+  std::int64_t first = 0, last = -1;
+  bool empty() const { return first > last; }
+};
+Span inside(std::int64_t k, std::int64_t stride, std::int64_t pad, std::int64_t size,
+            std::int64_t out) {
+  // o * stride - pad + k in [0, size)
+  const std::int64_t lo = pad - k;
+  const std::int64_t first = lo <= 0 ? 0 : (lo + stride - 1) / stride;
+  const std::int64_t hi = size - 1 + pad - k;
+  const std::int64_t last = hi < 0 ? -1 : std::min(out - 1, hi / stride);
+  return {first, last};
+}
+
+void check_spec(const HardwareConfig& config, const PoolSpec& s) {
+  if (config.vector_lanes == 0) {
+    throw std::invalid_argument("pooling on the core needs a vector unit; " + config.name() +
+                                " has none");
+  }
+  if (s.batch == 0 || s.channels == 0 || s.height == 0 || s.width == 0 || s.out_h == 0 ||
+      s.out_w == 0) {
+    throw std::invalid_argument("pooling of an empty tensor");
+  }
+  if (s.kernel_h == 0 || s.kernel_w == 0 || s.stride_h == 0 || s.stride_w == 0) {
+    throw std::invalid_argument("a pooling window with a kernel or stride of 0");
+  }
+  if (!s.max && s.count == 0) throw std::invalid_argument("an average over a count of 0");
+  // Every window has a value inside the image: an output row has a kernel row inside, an
+  // output column a kernel column.
+  const auto covered = [](std::uint32_t out, std::uint32_t kernel, std::uint32_t stride,
+                          std::uint32_t pad, std::uint32_t size) {
+    for (std::uint32_t o = 0; o < out; ++o) {
+      const std::int64_t start = std::int64_t{o} * stride - pad;
+      if (start + kernel <= 0 || start >= size) return false;
+    }
+    return true;
+  };
+  if (!covered(s.out_h, s.kernel_h, s.stride_h, s.pad_top, s.height) ||
+      !covered(s.out_w, s.kernel_w, s.stride_w, s.pad_left, s.width)) {
+    throw std::invalid_argument(fmt::format(
+        "a {}x{} output of {}x{} windows (stride {}x{}, padding {}x{}) over a {}x{} image has a "
+        "window with no value inside it",
+        s.out_h, s.out_w, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.pad_top, s.pad_left,
+        s.height, s.width));
+  }
+}
+
+// A pass through the accumulators: channel tiles [tile, tile + tiles) of images
+// [image, image + images) whole, or of the output rows [out_row, out_row + out_rows) of one image
+// and the input rows [in_row, in_row + in_rows) they read.
+struct Band {
+  std::uint32_t image = 0, images = 1;
+  std::uint32_t tile = 0, tiles = 0;
+  std::uint32_t out_row = 0, out_rows = 0;
+  std::uint32_t in_row = 0, in_rows = 0;
+};
+
+// The input rows output rows [first, first + count) read.
+std::pair<std::uint32_t, std::uint32_t> input_rows(const PoolSpec& s, std::uint32_t first,
+                                                   std::uint32_t count) {
+  const std::int64_t lo = std::int64_t{first} * s.stride_h - s.pad_top;
+  const std::int64_t hi = std::int64_t{first + count - 1} * s.stride_h - s.pad_top + s.kernel_h;
+  const auto begin = static_cast<std::uint32_t>(std::max<std::int64_t>(0, lo));
+  const auto end = static_cast<std::uint32_t>(std::min<std::int64_t>(s.height, hi));
+  return {begin, end - begin};
+}
+
+// Whole images with all their channels where one fits a region; else as many output rows as fit
+// with all the channels, or with as many channel tiles as let one output row fit.
+std::vector<Band> bands_of(const PoolSpec& s, std::uint32_t tiles, std::uint64_t region) {
+  const std::uint64_t in_image = std::uint64_t{s.height} * s.width * tiles;
+  const std::uint64_t out_image = std::uint64_t{s.out_h} * s.out_w * tiles;
+  std::vector<Band> bands;
+  if (in_image + out_image <= region) {
+    const auto per_band = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(s.batch, region / (in_image + out_image)));
+    for (std::uint32_t n = 0; n < s.batch; n += per_band) {
+      bands.push_back({n, std::min(per_band, s.batch - n), 0, tiles, 0, s.out_h, 0, s.height});
+    }
+    return bands;
+  }
+  // Whether `count` output rows of `group` tiles fit beside the input rows they read (the most
+  // any such rows read).
+  const auto fits = [&](std::uint32_t count, std::uint32_t group) {
+    const std::uint64_t in_rows = (std::uint64_t{count} - 1) * s.stride_h + s.kernel_h;
+    return (std::min<std::uint64_t>(in_rows, s.height) * s.width + std::uint64_t{count} * s.out_w) *
+               group <=
+           region;
+  };
+  std::uint32_t group = tiles;
+  while (group > 0 && !fits(1, group)) --group;
+  if (group == 0) {
+    throw std::invalid_argument(fmt::format(
+        "an output row of the pooling reads {} rows of {} pixels, more than a band of {} "
+        "accumulator rows holds",
+        std::min(s.kernel_h, s.height), s.width, region));
+  }
+  std::uint32_t per_band = 1;
+  while (per_band < s.out_h && fits(per_band + 1, group)) ++per_band;
+  for (std::uint32_t n = 0; n < s.batch; ++n) {
+    for (std::uint32_t t = 0; t < tiles; t += group) {
+      for (std::uint32_t oy = 0; oy < s.out_h; oy += per_band) {
+        const std::uint32_t count = std::min(per_band, s.out_h - oy);
+        const auto [in_row, in_rows] = input_rows(s, oy, count);
+        bands.push_back({n, 1, t, std::min(group, tiles - t), oy, count, in_row, in_rows});
+      }
+    }
+  }
+  return bands;
+}
+
+// The ELTWISEs that fold one band's taps into its output rows (set to the seed before).
+void fold_taps(isa::ProgramBuilder& p, const PoolSpec& s, const Band& band, std::uint32_t in_base,
+               std::uint32_t out_base) {
+  const std::uint32_t tiles = band.tiles;
+  const isa::VectorOp op = s.max ? isa::VectorOp::Max : isa::VectorOp::Add;
+  const std::uint32_t in_image = band.in_rows * s.width * tiles;
+  const std::uint32_t out_image = band.out_rows * s.out_w * tiles;
+  // A window row as wide as the image and unpadded: its taps are consecutive pixels.
+  const bool whole_rows = s.out_w == 1 && s.kernel_w == s.width && s.pad_left == 0;
+  for (std::uint32_t i = 0; i < band.images; ++i) {
+    for (std::uint32_t r = 0; r < band.out_rows; ++r) {
+      const std::uint32_t oy = band.out_row + r;
+      const std::uint32_t out_row = out_base + i * out_image + r * s.out_w * tiles;
+      // The pixel of input row iy, column ix in the band's rows.
+      const auto pixel = [&](std::int64_t iy, std::int64_t ix) {
+        return static_cast<std::uint32_t>(in_base + i * in_image +
+                                          ((iy - band.in_row) * s.width + ix) * tiles);
+      };
+      const std::int64_t top = std::int64_t{oy} * s.stride_h - s.pad_top;
+      const std::int64_t ky_first = std::max<std::int64_t>(0, -top);
+      const std::int64_t ky_last = std::min<std::int64_t>(s.kernel_h, s.height - top) - 1;
+      isa::EltwiseArgs e;
+      e.op = op;
+      e.rows = tiles;
+      e.addr_b = e.bias_addr = out_row;
+      if (whole_rows) {
+        // Every tap of the window in order, each iteration the next pixel into the same row.
+        e.count = static_cast<std::uint32_t>((ky_last - ky_first + 1) * s.width);
+        e.addr_a = pixel(top + ky_first, 0);
+        e.step_a = tiles;
+        p.eltwise(e);
+        continue;
+      }
+      for (std::int64_t ky = ky_first; ky <= ky_last; ++ky) {
+        for (std::uint32_t kx = 0; kx < s.kernel_w; ++kx) {
+          const Span ox = inside(kx, s.stride_w, s.pad_left, s.width, s.out_w);
+          if (ox.empty()) continue;
+          e.count = static_cast<std::uint32_t>(ox.last - ox.first + 1);
+          e.addr_a = pixel(top + ky, ox.first * s.stride_w - s.pad_left + kx);
+          e.step_a = s.stride_w * tiles;
+          e.addr_b = e.bias_addr = out_row + static_cast<std::uint32_t>(ox.first) * tiles;
+          e.step_b = e.bias_step = tiles;
+          p.eltwise(e);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::uint64_t PoolPlan::written_bytes() const {
+  const std::uint64_t pixels = std::uint64_t{spec.batch} * spec.height * spec.width;
+  return (kConstRows + pixels * tiles) * row_stride + program.size() * isa::kInstrBytes;
+}
+
+std::uint64_t PoolPlan::read_bytes() const {
+  return std::uint64_t{spec.batch} * spec.out_h * spec.out_w * tiles * row_stride;
+}
+
+PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint64_t base) {
+  isa::validate_config(config);
+  check_spec(config, spec);
+  PoolPlan plan;
+  plan.spec = spec;
+  plan.config = config;
+  const acc_rows::Layout layout = acc_rows::Layout::of(config, spec.channels);
+  plan.tiles = layout.tiles;
+  plan.row_stride = layout.stride;
+  const std::uint32_t bank = config.acc_depth / 2;
+  const std::uint32_t region = bank - kConstRows;
+  const std::vector<Band> bands = bands_of(spec, plan.tiles, region);
+  plan.bands = static_cast<std::uint32_t>(bands.size());
+
+  const std::uint64_t const_addr = (base + 63) / 64 * 64;
+  const std::uint64_t in_addr = const_addr + layout.bytes(kConstRows);
+  const std::uint64_t out_addr =
+      in_addr + layout.bytes(std::uint64_t{spec.batch} * spec.height * spec.width);
+  const std::uint64_t prog_addr =
+      (out_addr + layout.bytes(std::uint64_t{spec.batch} * spec.out_h * spec.out_w) + 63) / 64 * 64;
+  if (prog_addr > 0xFFFFFFFFull) {
+    throw std::invalid_argument("the pooling's tensors exceed the core's 32-bit host addresses");
+  }
+  plan.const_addr = static_cast<std::uint32_t>(const_addr);
+  plan.in_addr = static_cast<std::uint32_t>(in_addr);
+  plan.out_addr = static_cast<std::uint32_t>(out_addr);
+  plan.prog_addr = static_cast<std::uint32_t>(prog_addr);
+
+  const std::uint32_t tiles = plan.tiles;
+  isa::ProgramBuilder p(config);
+  acc_rows::load(p, 0, kConstRows, plan.const_addr, plan.row_stride);
+  const auto region_base = [&](std::size_t b) {
+    return static_cast<std::uint32_t>((b % 2) * bank + kConstRows);
+  };
+  // A band's pixels (of its images, in its rows) and the host address of its first row: the
+  // band's tiles of each pixel, the pixel's tiles `tiles` rows apart in host memory.
+  const auto transfer = [&](const Band& band, std::uint32_t rows_per_image, std::uint32_t row,
+                            std::uint32_t width, std::uint32_t base_addr, std::uint32_t acc,
+                            bool load) {
+    const std::uint64_t image_pixels = std::uint64_t{rows_per_image} * width;
+    const std::uint64_t first_pixel = band.image * image_pixels + std::uint64_t{row} * width;
+    const std::uint64_t pixels =
+        band.tiles == tiles
+            ? 1
+            : std::uint64_t{band.images} * (load ? band.in_rows : band.out_rows) * width;
+    const std::uint32_t rows =
+        band.tiles == tiles ? band.images * (load ? band.in_rows : band.out_rows) * width * tiles
+                            : band.tiles;
+    const std::uint64_t host = base_addr + (first_pixel * tiles + band.tile) * plan.row_stride;
+    const auto step = static_cast<std::uint32_t>(tiles * plan.row_stride);
+    if (load) {
+      acc_rows::load(p, acc, rows, host, plan.row_stride, static_cast<std::uint32_t>(pixels), step);
+    } else {
+      acc_rows::store(p, acc, rows, host, plan.row_stride, static_cast<std::uint32_t>(pixels),
+                      step);
+    }
+  };
+  const auto band_in_rows = [&](const Band& band) {
+    return band.images * band.in_rows * spec.width * band.tiles;
+  };
+  const auto load_band = [&](std::size_t b) {
+    transfer(bands[b], spec.height, bands[b].in_row, spec.width, plan.in_addr, region_base(b),
+             true);
+  };
+  // Each band's load goes ahead of the band before it's work; the banks alternate.
+  load_band(0);
+  for (std::size_t b = 0; b < bands.size(); ++b) {
+    if (b + 1 < bands.size()) load_band(b + 1);
+    const Band& band = bands[b];
+    const std::uint32_t in_base = region_base(b);
+    const std::uint32_t out_base = in_base + band_in_rows(band);
+    const std::uint32_t out_rows = band.images * band.out_rows * spec.out_w * band.tiles;
+    // The output rows set to the seed: op(seed, seed) into each.
+    isa::EltwiseArgs seed;
+    seed.op = spec.max ? isa::VectorOp::Max : isa::VectorOp::Add;
+    seed.row = true;
+    seed.count = out_rows;
+    seed.addr_a = kSeedRow;
+    seed.bias_addr = kSeedRow;
+    seed.addr_b = out_base;
+    seed.step_b = 1;
+    p.eltwise(seed);
+    fold_taps(p, spec, band, in_base, out_base);
+    if (!spec.max) {
+      isa::EltwiseArgs scale;
+      scale.op = isa::VectorOp::Mul;
+      scale.row = true;
+      scale.rows = out_rows;
+      scale.addr_a = scale.addr_b = out_base;
+      scale.bias_addr = kScaleRow;
+      p.eltwise(scale);
+    }
+    transfer(band, spec.out_h, band.out_row, spec.out_w, plan.out_addr, out_base, false);
+  }
+  p.halt();
+  plan.program = p.instructions();
+  plan.memory_bytes = plan.prog_addr + plan.program.size() * isa::kInstrBytes;
+  return plan;
+}
+
+void write_pool_input(const PoolPlan& plan, HostMemory& memory, const std::vector<num::fp32_t>& x) {
+  const PoolSpec& s = plan.spec;
+  const std::uint64_t plane = std::uint64_t{s.height} * s.width;
+  if (x.size() != std::uint64_t{s.batch} * s.channels * plane) {
+    throw std::invalid_argument(
+        fmt::format("the pooling's input has {} values, the plan {}x{}x{}x{}", x.size(), s.batch,
+                    s.channels, s.height, s.width));
+  }
+  if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
+  const acc_rows::Layout layout = acc_rows::Layout::of(plan.config, s.channels);
+  // The two constant rows hold D lanes each, whatever C is.
+  const acc_rows::Layout row{layout.dim, layout.dim, 1, layout.stride};
+  std::vector<num::fp32_t> lanes(2 * std::uint64_t{layout.dim});
+  std::fill(lanes.begin(), lanes.begin() + layout.dim, s.max ? kMinusInfinity : kMinusZero);
+  std::fill(lanes.begin() + layout.dim, lanes.end(), s.max ? 0 : reciprocal(s.count));
+  acc_rows::write(memory, plan.const_addr, row, lanes.data(), lanes.size(), 0);
+  // NCHW to pixels of C values.
+  std::vector<num::fp32_t> pixels(x.size());
+  for (std::uint64_t n = 0; n < s.batch; ++n) {
+    for (std::uint64_t c = 0; c < s.channels; ++c) {
+      for (std::uint64_t q = 0; q < plane; ++q) {
+        pixels[(n * plane + q) * s.channels + c] = x[(n * s.channels + c) * plane + q];
+      }
+    }
+  }
+  acc_rows::write(memory, plan.in_addr, layout, pixels.data(), pixels.size(), 0);
+  memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
+}
+
+std::vector<num::fp32_t> read_pool_output(const PoolPlan& plan, const HostMemory& memory) {
+  const PoolSpec& s = plan.spec;
+  const std::uint64_t plane = std::uint64_t{s.out_h} * s.out_w;
+  const std::vector<num::fp32_t> pixels =
+      acc_rows::read(memory, plan.out_addr, acc_rows::Layout::of(plan.config, s.channels),
+                     std::uint64_t{s.batch} * plane * s.channels);
+  std::vector<num::fp32_t> y(pixels.size());
+  for (std::uint64_t n = 0; n < s.batch; ++n) {
+    for (std::uint64_t c = 0; c < s.channels; ++c) {
+      for (std::uint64_t q = 0; q < plane; ++q) {
+        y[(n * s.channels + c) * plane + q] = pixels[(n * plane + q) * s.channels + c];
+      }
+    }
+  }
+  return y;
+}
+
+PoolRun execute_pool(const PoolPlan& plan, Backend& backend, const std::vector<num::fp32_t>& x) {
+  write_pool_input(plan, backend.memory(), x);
+  PoolRun run;
+  run.result = backend.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
+  if (run.result.ok()) run.out = read_pool_output(plan, backend.memory());
+  return run;
+}
+
+std::vector<num::fp32_t> reference_pool(const PoolSpec& s, const std::vector<num::fp32_t>& x) {
+  const std::uint64_t plane = std::uint64_t{s.height} * s.width;
+  std::vector<num::fp32_t> y;
+  y.reserve(std::uint64_t{s.batch} * s.channels * s.out_h * s.out_w);
+  const num::fp32_t r = reciprocal(s.count);
+  for (std::uint64_t image = 0; image < std::uint64_t{s.batch} * s.channels; ++image) {
+    for (std::int64_t oy = 0; oy < std::int64_t{s.out_h}; ++oy) {
+      for (std::int64_t ox = 0; ox < std::int64_t{s.out_w}; ++ox) {
+        num::fp32_t fold = s.max ? kMinusInfinity : kMinusZero;
+        for (std::int64_t ky = 0; ky < std::int64_t{s.kernel_h}; ++ky) {
+          const std::int64_t iy = oy * s.stride_h - s.pad_top + ky;
+          if (iy < 0 || iy >= std::int64_t{s.height}) continue;
+          for (std::int64_t kx = 0; kx < std::int64_t{s.kernel_w}; ++kx) {
+            const std::int64_t ix = ox * s.stride_w - s.pad_left + kx;
+            if (ix < 0 || ix >= std::int64_t{s.width}) continue;
+            const num::fp32_t v = x[image * plane + static_cast<std::uint64_t>(iy * s.width + ix)];
+            fold = s.max ? num::max_fp32(v, fold) : num::add_fp32(v, fold);
+          }
+        }
+        y.push_back(s.max ? fold : num::mul_fp32(fold, r));
+      }
+    }
+  }
+  return y;
+}
+
+}  // namespace tpu
