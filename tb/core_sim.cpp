@@ -22,6 +22,7 @@
 #include "tpu/compiler.hpp"
 #include "tpu/cycle_model.hpp"
 #include "tpu/elementwise.hpp"
+#include "tpu/layernorm.hpp"
 #include "tpu/model.hpp"
 #include "tpu/pool.hpp"
 #include "tpu/program.hpp"
@@ -376,6 +377,37 @@ Job maxpool_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   return job;
 }
 
+// Layer normalisation (plan_layernorm) of rows of 2.5 array rows with gamma and beta, against
+// reference_layernorm.
+Job layernorm_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+  tpu::LayerNormSpec spec;
+  spec.rows = config.dim + 3;
+  spec.length = 5 * config.dim / 2;
+  spec.epsilon = 0x3727C5ACu;  // 1e-5
+  spec.has_beta = true;
+  const tpu::LayerNormPlan plan = tpu::plan_layernorm(config, spec);
+  std::vector<num::fp32_t> x(std::size_t{spec.rows} * spec.length), gamma(spec.length),
+      beta(spec.length);
+  for (num::fp32_t& v : x) v = rng.fp32();
+  for (num::fp32_t& v : gamma) v = rng.fp32();
+  for (num::fp32_t& v : beta) v = rng.fp32();
+  Job job;
+  job.prog_addr = plan.prog_addr;
+  job.count = static_cast<std::uint32_t>(plan.program.size());
+  job.memory_bytes = plan.memory_bytes;
+  job.write_inputs = [plan, x, gamma, beta](tpu::HostMemory& memory) {
+    tpu::write_layernorm_inputs(plan, memory, x, gamma, beta);
+  };
+  job.results = [plan](const tpu::HostMemory& memory) {
+    return tpu::read_layernorm_output(plan, memory);
+  };
+  job.want = tpu::reference_layernorm(config, spec, x, gamma, beta);
+  job.shape = fmt::format("{}x{}", spec.rows, spec.length);
+  job.options = "layernorm";
+  job.ideal_cycles = vector_busy_cycles(config, plan.program);
+  return job;
+}
+
 std::vector<Case> cases(unsigned random_cases) {
   std::vector<Case> list;
   list.push_back(gemm_case("square", [](const HardwareConfig& c, oracle::OperandRng& rng) {
@@ -485,6 +517,7 @@ std::vector<Case> cases(unsigned random_cases) {
   list.push_back({"softmax", softmax_job, true});
   list.push_back({"residual", residual_job, true});
   list.push_back({"maxpool", maxpool_job, true});
+  list.push_back({"layernorm", layernorm_job, true});
   return list;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "tpu/backend.hpp"
@@ -111,6 +112,84 @@ inline void activate_in_place(isa::ProgramBuilder& p, isa::Func func, std::uint3
   a.addr_a = first;
   a.addr_b = first;
   p.activate(a);
+}
+
+// ELTWISE op lane by lane over the tiles of each of `block` rows into `combined`, then the
+// fold along that row from the seed row into `reduced`: in every lane of reduced row m, the fold
+// of op over row m's values in the order the reference takes them.
+inline void reduce_rows(isa::ProgramBuilder& p, isa::VectorOp op, std::uint32_t seed_row,
+                        std::uint32_t x, std::uint32_t combined, std::uint32_t reduced,
+                        std::uint32_t block, std::uint32_t tiles) {
+  std::uint32_t source = x, source_step = tiles;
+  if (tiles > 1) {
+    for (std::uint32_t t = 1; t < tiles; ++t) {
+      isa::EltwiseArgs e;
+      e.op = op;
+      e.count = block;
+      e.addr_a = x + t;  // tile t of row i
+      e.step_a = tiles;
+      e.bias_addr = t == 1 ? x : combined;  // tile 0, then what tiles 0 .. t-1 combined to
+      e.bias_step = t == 1 ? tiles : 1;
+      e.addr_b = combined;
+      e.step_b = 1;
+      p.eltwise(e);
+    }
+    source = combined;
+    source_step = 1;
+  }
+  isa::EltwiseArgs fold;
+  fold.op = op;
+  fold.lanes = true;
+  fold.row = true;
+  fold.count = block;
+  fold.addr_a = source;
+  fold.step_a = source_step;
+  fold.bias_addr = seed_row;  // the same seed row every iteration
+  fold.addr_b = reduced;
+  fold.step_b = 1;
+  p.eltwise(fold);
+}
+
+// Every tile of each of `block` rows, in place, against its row's row of `operand` (ELTWISE op
+// with ROW).
+inline void against_row(isa::ProgramBuilder& p, isa::VectorOp op, std::uint32_t x,
+                        std::uint32_t operand, std::uint32_t block, std::uint32_t tiles) {
+  isa::EltwiseArgs e;
+  e.op = op;
+  e.row = true;
+  e.count = block;
+  e.rows = tiles;
+  e.addr_a = x;
+  e.step_a = tiles;
+  e.addr_b = x;
+  e.step_b = tiles;
+  e.bias_addr = operand;
+  e.bias_step = 1;
+  p.eltwise(e);
+}
+
+// 1 / count rounded to nearest (the IEEE quotient, exact in its operands up to 2^24): the scale of
+// a mean.
+inline num::fp32_t reciprocal(std::uint32_t count) {
+  const float r = 1.0f / static_cast<float>(count);
+  num::fp32_t bits = 0;
+  std::memcpy(&bits, &r, sizeof bits);
+  return bits;
+}
+
+// What reduce_rows leaves in every lane, computed on the host from a row's tiles `v` (tiles x d
+// lanes): the tiles combined lane by lane (tile t against what tiles 0 .. t-1 gave), then
+// folded along the row from the seed.
+inline num::fp32_t reduce_values(num::fp32_t (*op)(num::fp32_t, num::fp32_t),
+                                 const std::vector<num::fp32_t>& v, std::uint32_t d,
+                                 num::fp32_t seed) {
+  std::vector<num::fp32_t> combined(v.begin(), v.begin() + d);
+  for (std::size_t t = 1; t < v.size() / d; ++t) {
+    for (std::uint32_t j = 0; j < d; ++j) combined[j] = op(v[t * d + j], combined[j]);
+  }
+  num::fp32_t s = seed;
+  for (std::uint32_t j = 0; j < d; ++j) s = op(s, combined[j]);
+  return s;
 }
 
 }  // namespace tpu::acc_rows

@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 
 #include "acc_rows.hpp"
@@ -17,14 +16,6 @@ constexpr num::fp32_t kMinusZero = 0x80000000u;      // the seed of a sum
 // Accumulator rows 0 and 1 of the first bank: the seed row, an average's reciprocal row. Each
 // bank keeps them free, so that both hold a band of the same size.
 constexpr std::uint32_t kConstRows = 2, kSeedRow = 0, kScaleRow = 1;
-
-// The reciprocal of an average's count, rounded to nearest: the IEEE quotient.
-num::fp32_t reciprocal(std::uint32_t count) {
-  const float r = 1.0f / static_cast<float>(count);
-  num::fp32_t bits = 0;
-  std::memcpy(&bits, &r, sizeof bits);
-  return bits;
-}
 
 // The output positions [first, last] along one axis whose windows have kernel offset k inside
 // an input of `size` (first > last where none do).
@@ -313,7 +304,7 @@ void write_pool_input(const PoolPlan& plan, HostMemory& memory, const std::vecto
   const acc_rows::Layout row{layout.dim, layout.dim, 1, layout.stride};
   std::vector<num::fp32_t> lanes(2 * std::uint64_t{layout.dim});
   std::fill(lanes.begin(), lanes.begin() + layout.dim, s.max ? kMinusInfinity : kMinusZero);
-  std::fill(lanes.begin() + layout.dim, lanes.end(), s.max ? 0 : reciprocal(s.count));
+  std::fill(lanes.begin() + layout.dim, lanes.end(), s.max ? 0 : acc_rows::reciprocal(s.count));
   acc_rows::write(memory, plan.const_addr, row, lanes.data(), lanes.size(), 0);
   // NCHW to pixels of C values.
   std::vector<num::fp32_t> pixels(x.size());
@@ -357,7 +348,7 @@ std::vector<num::fp32_t> reference_pool(const PoolSpec& s, const std::vector<num
   const std::uint64_t plane = std::uint64_t{s.height} * s.width;
   std::vector<num::fp32_t> y;
   y.reserve(std::uint64_t{s.batch} * s.channels * s.out_h * s.out_w);
-  const num::fp32_t r = reciprocal(s.count);
+  const num::fp32_t r = acc_rows::reciprocal(s.count);
   for (std::uint64_t image = 0; image < std::uint64_t{s.batch} * s.channels; ++image) {
     for (std::int64_t oy = 0; oy < std::int64_t{s.out_h}; ++oy) {
       for (std::int64_t ox = 0; ox < std::int64_t{s.out_w}; ++ox) {

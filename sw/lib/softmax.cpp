@@ -25,60 +25,6 @@ std::uint32_t combine_rows(std::uint32_t tiles, std::uint32_t block) {
   return tiles > 1 ? block : 0;
 }
 
-// ELTWISE op lane by lane over the tiles of each of `block` rows into `combined`, then the
-// fold along that row from the seed row into `reduced`: in every lane of reduced row m, the fold
-// of op over row m's values in the order the reference takes them.
-void reduce_rows(isa::ProgramBuilder& p, isa::VectorOp op, std::uint32_t seed_row, std::uint32_t x,
-                 std::uint32_t combined, std::uint32_t reduced, std::uint32_t block,
-                 std::uint32_t tiles) {
-  std::uint32_t source = x, source_step = tiles;
-  if (tiles > 1) {
-    for (std::uint32_t t = 1; t < tiles; ++t) {
-      isa::EltwiseArgs e;
-      e.op = op;
-      e.count = block;
-      e.addr_a = x + t;  // tile t of row i
-      e.step_a = tiles;
-      e.bias_addr = t == 1 ? x : combined;  // tile 0, then what tiles 0 .. t-1 combined to
-      e.bias_step = t == 1 ? tiles : 1;
-      e.addr_b = combined;
-      e.step_b = 1;
-      p.eltwise(e);
-    }
-    source = combined;
-    source_step = 1;
-  }
-  isa::EltwiseArgs fold;
-  fold.op = op;
-  fold.lanes = true;
-  fold.row = true;
-  fold.count = block;
-  fold.addr_a = source;
-  fold.step_a = source_step;
-  fold.bias_addr = seed_row;  // the same seed row every iteration
-  fold.addr_b = reduced;
-  fold.step_b = 1;
-  p.eltwise(fold);
-}
-
-// Every tile of each of `block` rows, in place, against its row's row of `operand` (ELTWISE op
-// with ROW).
-void against_row(isa::ProgramBuilder& p, isa::VectorOp op, std::uint32_t x, std::uint32_t operand,
-                 std::uint32_t block, std::uint32_t tiles) {
-  isa::EltwiseArgs e;
-  e.op = op;
-  e.row = true;
-  e.count = block;
-  e.rows = tiles;
-  e.addr_a = x;
-  e.step_a = tiles;
-  e.addr_b = x;
-  e.step_b = tiles;
-  e.bias_addr = operand;
-  e.bias_step = 1;
-  p.eltwise(e);
-}
-
 }  // namespace
 
 std::uint64_t SoftmaxPlan::written_bytes() const {
@@ -144,12 +90,14 @@ SoftmaxPlan plan_softmax(const HardwareConfig& config, std::uint32_t rows, std::
     const std::uint64_t offset = std::uint64_t{first} * plan.tiles * plan.row_stride;
 
     acc_rows::load(p, x, block_acc_rows, plan.in_addr + offset, plan.row_stride);
-    reduce_rows(p, isa::VectorOp::Max, kMaxSeedRow, x, combined, reduced, block, plan.tiles);
-    against_row(p, isa::VectorOp::Sub, x, reduced, block, plan.tiles);
+    acc_rows::reduce_rows(p, isa::VectorOp::Max, kMaxSeedRow, x, combined, reduced, block,
+                          plan.tiles);
+    acc_rows::against_row(p, isa::VectorOp::Sub, x, reduced, block, plan.tiles);
     acc_rows::activate_in_place(p, isa::Func::Exp, x, block_acc_rows);
-    reduce_rows(p, isa::VectorOp::Add, kSumSeedRow, x, combined, reduced, block, plan.tiles);
+    acc_rows::reduce_rows(p, isa::VectorOp::Add, kSumSeedRow, x, combined, reduced, block,
+                          plan.tiles);
     acc_rows::activate_in_place(p, isa::Func::Recip, reduced, block);
-    against_row(p, isa::VectorOp::Mul, x, reduced, block, plan.tiles);
+    acc_rows::against_row(p, isa::VectorOp::Mul, x, reduced, block, plan.tiles);
     acc_rows::store(p, x, block_acc_rows, plan.out_addr + offset, plan.row_stride);
   }
   p.halt();
@@ -201,26 +149,16 @@ std::vector<num::fp32_t> reference_softmax(const HardwareConfig& config, std::ui
   std::vector<num::fp32_t> y;
   y.reserve(std::uint64_t{rows} * length);
   std::vector<num::fp32_t> v(std::uint64_t{tiles} * d);
-  // The row's tiles combined lane by lane (tile t against what tiles 0 .. t-1 gave), then folded
-  // along the row from the seed.
-  const auto reduce = [&](num::fp32_t (*op)(num::fp32_t, num::fp32_t), num::fp32_t seed) {
-    std::vector<num::fp32_t> combined(v.begin(), v.begin() + d);
-    for (std::uint32_t t = 1; t < tiles; ++t) {
-      for (std::uint32_t j = 0; j < d; ++j) combined[j] = op(v[t * d + j], combined[j]);
-    }
-    num::fp32_t s = seed;
-    for (std::uint32_t j = 0; j < d; ++j) s = op(s, combined[j]);
-    return s;
-  };
   for (std::uint32_t m = 0; m < rows; ++m) {
     for (std::uint64_t n = 0; n < v.size(); ++n) {
       v[n] = n < length ? x[m * std::uint64_t{length} + n] : kMinusInfinity;
     }
-    const num::fp32_t top = reduce(num::max_fp32, kMinusInfinity);
+    const num::fp32_t top = acc_rows::reduce_values(num::max_fp32, v, d, kMinusInfinity);
     for (num::fp32_t& value : v) {
       value = num::act_func(exp, num::add_fp32(value, top ^ kSignMask), 0);
     }
-    const num::fp32_t inverse = num::act_func(recip, reduce(num::add_fp32, kMinusZero), 0);
+    const num::fp32_t inverse =
+        num::act_func(recip, acc_rows::reduce_values(num::add_fp32, v, d, kMinusZero), 0);
     for (std::uint32_t n = 0; n < length; ++n) y.push_back(num::mul_fp32(v[n], inverse));
   }
   return y;

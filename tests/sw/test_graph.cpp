@@ -10,6 +10,7 @@
 #include "tpu/compiler.hpp"
 #include "tpu/elementwise.hpp"
 #include "tpu/graph/executor.hpp"
+#include "tpu/layernorm.hpp"
 #include "tpu/model.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/pool.hpp"
@@ -481,6 +482,52 @@ TEST(Graph, PoolsRunOnTheVectorUnit) {
   const std::vector<Tensor> on_plain = run(g, {input}, &plain, &runs);
   for (std::size_t n = 0; n < host.size(); ++n) EXPECT_EQ(on_plain[n].floats, host[n].floats);
   for (const OpRun& r : runs) EXPECT_FALSE(r.on_accelerator) << r.op;
+}
+
+// LayerNormalization over the last axis on the vector unit (plan_layernorm): reference_layernorm's
+// bits; with its Mean output wanted, or on a core without a vector unit, on the host.
+TEST(Graph, ALayerNormRunsOnTheVectorUnit) {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, 3, 6}}};
+  g.outputs = {{"y", DType::Float32, {}}};
+  g.constants["gamma"] = Tensor::of_floats({6}, {1, 0.5f, -2, 1.5f, 0.25f, 3});
+  g.constants["beta"] = Tensor::of_floats({6}, {0, 1, -1, 0.5f, 2, -0.75f});
+  g.nodes = {node("LayerNormalization", {"x", "gamma", "beta"}, {"y"})};
+  std::vector<float> x(2 * 3 * 6);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 29) % 17) / 4.0f - 2.0f;
+  const Tensor input = Tensor::of_floats({2, 3, 6}, x);
+  HardwareConfig vector = small_core();
+  vector.vector_lanes = 2;
+  FunctionalModel core(vector, 0);
+  std::vector<OpRun> runs;
+  const std::vector<Tensor> out = run(g, {input}, &core, &runs);
+  const auto bits = [](const std::vector<float>& v) {
+    std::vector<num::fp32_t> b(v.size());
+    std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+    return b;
+  };
+  LayerNormSpec spec;
+  spec.rows = 6;
+  spec.length = 6;
+  spec.epsilon = bits({1e-5f})[0];
+  spec.has_beta = true;
+  EXPECT_EQ(bits(out[0].floats),
+            reference_layernorm(vector, spec, bits(x), bits(g.constants["gamma"].floats),
+                                bits(g.constants["beta"].floats)));
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_TRUE(runs[0].on_accelerator);
+  EXPECT_EQ(runs[0].programs, 1u);
+
+  FunctionalModel plain(small_core(), 0);
+  runs.clear();
+  EXPECT_EQ(run(g, {input}, &plain, &runs)[0].floats, run(g, {input}, nullptr)[0].floats);
+  EXPECT_FALSE(runs[0].on_accelerator);
+  g.nodes[0].outputs.push_back("mean");
+  g.outputs.push_back({"mean", DType::Float32, {}});
+  runs.clear();
+  EXPECT_EQ(run(g, {input}, &core, &runs)[0].floats, run(g, {input}, nullptr)[0].floats);
+  EXPECT_FALSE(runs[0].on_accelerator);
 }
 
 TEST(Graph, ALargeKRunsAsSeveralGemmsToTheContractsBits) {

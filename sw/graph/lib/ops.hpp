@@ -17,6 +17,7 @@
 #include "tpu/graph/compiled.hpp"
 #include "tpu/graph/executor.hpp"
 #include "tpu/graph/graph.hpp"
+#include "tpu/layernorm.hpp"
 #include "tpu/numerics/quant.hpp"
 #include "tpu/pool.hpp"
 
@@ -147,6 +148,13 @@ std::optional<std::vector<float>> elementwise_on_core(Context& context, const El
 // elementwise_on_core counts; nothing where it cannot: the caller pools on the host.
 std::optional<std::vector<float>> pool_on_core(Context& context, const PoolSpec& spec,
                                                const std::vector<float>& x);
+
+// Layer normalisation (tpu/layernorm.hpp) of x's rows on the accelerator's vector unit, counted
+// as elementwise_on_core counts; nothing where it cannot.
+std::optional<std::vector<float>> layernorm_on_core(Context& context, const LayerNormSpec& spec,
+                                                    const std::vector<float>& x,
+                                                    const std::vector<float>& gamma,
+                                                    const std::vector<float>& beta);
 
 // The core's function for an activation (Epilogue::None: isa::Func::None).
 isa::Func core_function(Epilogue act);

@@ -8,6 +8,7 @@
 #include "tpu/compiler.hpp"
 #include "tpu/cycle_model.hpp"
 #include "tpu/elementwise.hpp"
+#include "tpu/layernorm.hpp"
 #include "tpu/nn.hpp"
 #include "tpu/pool.hpp"
 #include "tpu/softmax.hpp"
@@ -505,6 +506,24 @@ std::optional<std::vector<float>> pool_on_core(Context& context, const PoolSpec&
       [&](std::uint64_t base) { return plan_pool(context.accelerator->config(), spec, base); },
       [&](const PoolPlan& plan, Backend& backend) { return execute_pool(plan, backend, bits); },
       [&] { return reference_pool(spec, bits); });
+}
+
+std::optional<std::vector<float>> layernorm_on_core(Context& context, const LayerNormSpec& spec,
+                                                    const std::vector<float>& x,
+                                                    const std::vector<float>& gamma,
+                                                    const std::vector<float>& beta) {
+  const std::vector<num::fp32_t> x_bits = bits_of(x), gamma_bits = bits_of(gamma),
+                                 beta_bits = bits_of(beta);
+  return on_vector_unit(
+      context,
+      [&](std::uint64_t base) { return plan_layernorm(context.accelerator->config(), spec, base); },
+      [&](const LayerNormPlan& plan, Backend& backend) {
+        return execute_layernorm(plan, backend, x_bits, gamma_bits, beta_bits);
+      },
+      [&] {
+        return reference_layernorm(context.accelerator->config(), spec, x_bits, gamma_bits,
+                                   beta_bits);
+      });
 }
 
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,

@@ -2,6 +2,7 @@
 // one), pooling, normalisation, softmax and reductions (on the host).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <tuple>
@@ -831,7 +832,7 @@ std::vector<Tensor> batch_norm(Context&, const Node& node, const Inputs& in) {
   return outputs(std::move(y));
 }
 
-std::vector<Tensor> layer_norm(Context&, const Node& node, const Inputs& in) {
+std::vector<Tensor> layer_norm(Context& context, const Node& node, const Inputs& in) {
   Tensor y = need_float(node, in, 0);
   const std::size_t axis = axis_index(node, node.int_attr("axis", -1), y.rank());
   const float epsilon = node.float_attr("epsilon", 1e-5f);
@@ -849,6 +850,23 @@ std::vector<Tensor> layer_norm(Context&, const Node& node, const Inputs& in) {
       bias ? broadcast_offsets(bias->shape, normalised) : std::vector<std::size_t>{};
   Shape stat_shape = y.shape;
   std::fill(stat_shape.begin() + axis, stat_shape.end(), 1);
+  // On the vector unit where only Y is wanted and the scale and bias have a value for each of
+  // a row's (N-LAYERNORM: the variance's rsqrt by the table).
+  const bool only_y = std::all_of(node.outputs.begin() + 1, node.outputs.end(),
+                                  [](const std::string& name) { return name.empty(); });
+  if (only_y && scale.size() == length && (!bias || bias->size() == length) &&
+      outer <= UINT32_MAX && length <= UINT32_MAX) {
+    LayerNormSpec spec;
+    spec.rows = static_cast<std::uint32_t>(outer);
+    spec.length = static_cast<std::uint32_t>(length);
+    std::memcpy(&spec.epsilon, &epsilon, sizeof epsilon);
+    spec.has_beta = bias != nullptr;
+    if (std::optional<std::vector<float>> on_core = layernorm_on_core(
+            context, spec, y.floats, scale.floats, bias ? bias->floats : std::vector<float>{})) {
+      y.floats = std::move(*on_core);
+      return outputs(std::move(y));
+    }
+  }
   Tensor means(DType::Float32, stat_shape), inv_std(DType::Float32, stat_shape);
   for (std::size_t o = 0; o < outer; ++o) {
     float* v = &y.floats[o * length];
