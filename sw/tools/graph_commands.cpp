@@ -66,10 +66,10 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
                  Backend* backend) {
   struct Row {
     std::uint64_t nodes = 0, macs = 0, products = 0, programs = 0, from_images = 0, cycles = 0,
-                  useful = 0;
+                  useful = 0, vector = 0;
     std::uint64_t bytes = 0;
     std::uint64_t weights = 0, host = 0;
-    double estimated = 0;
+    double estimated = 0, estimated_vector = 0;
     bool accelerator = false, counted = false;
   };
   std::map<std::string, Row> rows;
@@ -82,6 +82,8 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
       row->programs += r.programs;
       row->from_images += r.from_images;
       row->cycles += r.cycles;
+      row->vector += r.vector_cycles;
+      row->estimated_vector += r.estimated_vector_cycles;
       row->useful += r.useful_macs;
       row->bytes += r.bus_bytes;
       row->weights += r.weight_bytes;
@@ -123,16 +125,26 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
       "({} per input)",
       total.nodes, host_steps, host_steps == 1 ? "" : "s", total.products, total.programs,
       total.programs == 1 ? "" : "s", total.macs, total.macs / per);
+  // The vector unit's busy cycles as a share of all.
+  const auto share = [](double part, double whole) {
+    return whole > 0 ? 100.0 * part / whole : 0.0;
+  };
   if (total.counted) {
-    fmt::print("; {} cycles ({} per input), MXU use {}, {} bytes over the bus ({} per input)",
-               total.cycles, total.cycles / per, utilisation(total), total.bytes,
-               total.bytes / per);
+    fmt::print(
+        "; {} cycles ({} per input), MXU use {}, vector unit busy {:.1f} %, {} bytes over the bus "
+        "({} per input)",
+        total.cycles, total.cycles / per, utilisation(total),
+        share(static_cast<double>(total.vector), static_cast<double>(total.cycles)), total.bytes,
+        total.bytes / per);
   }
   if (backend) {
     const double ideal = static_cast<double>(total.macs) / cells;
-    fmt::print("; the cycle model: {:.0f} cycles ({:.0f} per input), MXU use {:.1f} %",
-               total.estimated, total.estimated / static_cast<double>(per),
-               total.estimated > 0 ? 100.0 * ideal / total.estimated : 0.0);
+    fmt::print(
+        "; the cycle model: {:.0f} cycles ({:.0f} per input), MXU use {:.1f} %, vector unit busy "
+        "{:.1f} %",
+        total.estimated, total.estimated / static_cast<double>(per),
+        total.estimated > 0 ? 100.0 * ideal / total.estimated : 0.0,
+        share(total.estimated_vector, total.estimated));
     fmt::print(
         ";\n  weights written to the core's memory once, resident for all {} run(s): {} bytes; "
         "operands, programs and results: {} bytes ({} per input)",

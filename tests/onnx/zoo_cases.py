@@ -216,34 +216,37 @@ TABLE_ARRAYS = ("16x16", "128x128_bus64")
 
 
 def stats_totals(stdout):
-    """The totals of `tpu infer --stats`: host steps, MACs, the cycle model's cycles and MXU use,
-    the weight bytes written once and the other bytes per input."""
+    """The totals of `tpu infer --stats`: host steps, MACs, the cycle model's cycles, MXU use and
+    vector unit busy share, the weight bytes written once and the other bytes per input."""
     import re
     total = re.search(r"total: \d+ nodes run, (\d+) host steps?, (\d+) products on the core in "
                       r"\d+ program runs?; \d+ MACs \((\d+) per input\); the cycle model: \d+ "
                       r"cycles \((\d+) per input\), "
-                      r"MXU use ([\d.]+) %", stdout)
+                      r"MXU use ([\d.]+) %, vector unit busy ([\d.]+) %", stdout)
     moved = re.search(r"resident for all \d+ run\(s\): (\d+) bytes; operands, programs and "
                       r"results: \d+ bytes \((\d+) per input\)", stdout)
     if not total or not moved:
         fail(f"no totals in --stats:\n{stdout}")
     return {"host_steps": int(total.group(1)), "products": int(total.group(2)),
             "macs": int(total.group(3)), "cycles": int(total.group(4)),
-            "mxu": float(total.group(5)), "weights": int(moved.group(1)),
+            "mxu": float(total.group(5)), "vector": float(total.group(6)),
+            "weights": int(moved.group(1)),
             "bytes": int(moved.group(2))}
 
 
 def table(args, names):
     """docs/networks.md's table of the zoo: per model (the default exporter's, and its QDQ form),
     its operators and parameters, and per inference (one input, then 64 in one run) on each core
-    of TABLE_ARRAYS on the functional model: MACs, the cycle model's cycles and MXU use, the host
+    of TABLE_ARRAYS on the functional model: MACs, the cycle model's cycles, MXU use and vector
+    unit busy share, the host
     steps, the bytes of weights written once and the bytes over the host bus."""
     import numpy as np
     import onnx
     args.work.mkdir(parents=True, exist_ok=True)
     head = ["model", "nodes (operator types)", "parameters (float)", "MACs per inference"]
     for array in TABLE_ARRAYS:
-        head += [f"{array}: cycles per inference (1 / 64 a run)", f"{array}: MXU use (1 / 64)"]
+        head += [f"{array}: cycles per inference (1 / 64 a run)", f"{array}: MXU use (1 / 64)",
+                 f"{array}: vector unit busy (1 / 64)"]
     head += ["host steps per run", f"weights written once ({TABLE_ARRAYS[0]})",
              f"bus bytes per inference ({TABLE_ARRAYS[0]}; 1 / 64)"]
     print("| " + " | ".join(head) + " |")
@@ -278,7 +281,8 @@ def table(args, names):
             row.append(f"{one['macs']:,}")
             for array in TABLE_ARRAYS:
                 a, b = figures[array, 1], figures[array, 64]
-                row += [f"{a['cycles']:,} / {b['cycles']:,}", f"{a['mxu']:.1f} % / {b['mxu']:.1f} %"]
+                row += [f"{a['cycles']:,} / {b['cycles']:,}", f"{a['mxu']:.1f} % / {b['mxu']:.1f} %",
+                        f"{a['vector']:.1f} % / {b['vector']:.1f} %"]
             row += [str(one["host_steps"]), f"{one['weights']:,}",
                     f"{one['bytes']:,} / {figures[TABLE_ARRAYS[0], 64]['bytes']:,}"]
             print("| " + " | ".join(row) + " |", flush=True)

@@ -168,6 +168,7 @@ GemmPlacement place_weights(Context& context, const WeightOf& weight, const Matr
 void add_counted(OpRun& figures, const Counters& counters, const HardwareConfig& config) {
   figures.counted = true;
   figures.cycles += counters[regs::kCntCyclesIndex];
+  figures.vector_cycles += counters[regs::kCntVectorBusyIndex];
   figures.bus_bytes +=
       (counters[regs::kCntDmaReadBeatsIndex] + counters[regs::kCntDmaWriteBeatsIndex]) *
       config.bus_bytes;
@@ -423,6 +424,11 @@ void record_vector_run(Context& context, const HardwareConfig& config,
   figures.programs += 1;
   figures.host_bytes += host_bytes;
   figures.estimated_cycles += estimate_vector_program_cycles(config, program);
+  for (const isa::Instruction& in : program) {
+    if (in.opcode() == isa::Opcode::Eltwise) {
+      figures.estimated_vector_cycles += eltwise_cycles(config, in);
+    }
+  }
   if (result.counters) add_counted(figures, *result.counters, config);
 }
 

@@ -86,8 +86,12 @@ struct OpRun {
   // The cycle model's estimate of those GEMMs on the backend's core (tpu/cycle_model.hpp), on
   // every backend; the RTL's counters below are what it measured.
   double estimated_cycles = 0;
+  // Of those cycles, the vector unit's busy ones (ELTWISE: eltwise_cycles), as the cycle model
+  // gives them; the RTL's VECTOR_BUSY counter below.
+  double estimated_vector_cycles = 0;
   bool counted = false;        // the figures below are the backend's counters
   std::uint64_t cycles = 0;
+  std::uint64_t vector_cycles = 0;
   std::uint64_t useful_macs = 0;  // the counters' USEFUL_MACS
   std::uint64_t bus_bytes = 0;    // AXI4 read and write beats times the bus width
 };
