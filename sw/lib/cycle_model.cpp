@@ -237,13 +237,93 @@ double estimate_vector_program_cycles(const HardwareConfig& c,
 
 double eltwise_cycles(const HardwareConfig& config, const isa::Instruction& eltwise) {
   const bool row_operand = eltwise.flag(isa::kEltwiseFlagRow);
-  // The groups of lanes, or with LANES one lane a cycle.
-  const double lanes = eltwise.flag(isa::kEltwiseFlagLanes)
-                           ? config.dim
-                           : std::ceil(double(config.dim) / std::max(config.vector_lanes, 1u));
-  // Reading A, then B without ROW; a cycle for the last read row to arrive; the lanes; the write.
-  const double per_row = (row_operand ? 1 : 2) + 1 + lanes + 1;
-  return double(eltwise.count()) * (1 + eltwise.rows() * per_row);
+  const bool along_row = eltwise.flag(isa::kEltwiseFlagLanes);
+  const bool a_in_ub = eltwise.flag(isa::kEltwiseFlagUb);
+  // Steps of the lanes a row: the groups of lanes, or with LANES one lane a cycle.
+  const std::uint32_t steps =
+      along_row ? config.dim : config.dim / std::max(config.vector_lanes, 1u);
+  const std::uint32_t count = eltwise.count(), rows = eltwise.rows();
+  const auto row_at = [](std::uint32_t base, std::uint32_t step, std::uint32_t i, std::uint32_t r) {
+    return (base + i * step + r) & 0xFFFFu;
+  };
+  struct Entry {
+    bool valid = false, need_a = false, need_b = false, last = false;
+    std::uint32_t dst = 0;
+  };
+  enum class Reader { kIter, kA, kB, kDrain };
+  enum class Arrival { kNone, kA, kB, kRowB };
+  // The registers of tpu_vector_unit, every grant at once.
+  Reader reader = Reader::kIter;
+  Arrival arrival = Arrival::kNone;
+  unsigned arrival_slot = 0, fill = 0, take = 0;
+  std::uint32_t iter = 0, row = 0, step = 0;
+  std::array<Entry, 2> entries{};
+  bool w_valid = false, w_last = false;
+  std::uint32_t w_dst = 0;
+  for (std::uint64_t cycle = 0;; ++cycle) {
+    // A read waits while its row is one an entry (but its own, for B) or the result still writes.
+    const auto pending = [&](std::uint32_t r, bool skip_own, unsigned own) {
+      if (w_valid && w_dst == r) return true;
+      for (unsigned e = 0; e < entries.size(); ++e) {
+        if (entries[e].valid && entries[e].dst == r && !(skip_own && own == e)) return true;
+      }
+      return false;
+    };
+    if (w_valid && w_last) return static_cast<double>(cycle + 1);  // the last write: the pop
+    std::array<Entry, 2> next = entries;
+    // The row read last cycle arrives.
+    if (arrival == Arrival::kA) next[arrival_slot].need_a = false;
+    if (arrival == Arrival::kB) next[arrival_slot].need_b = false;
+    arrival = Arrival::kNone;
+    const std::uint32_t a_row = row_at(eltwise.addr_a(), eltwise.step_a(), iter, row);
+    const std::uint32_t b_row =
+        row_at(eltwise.bias_addr(), eltwise.bias_step(), iter, row_operand ? 0 : row);
+    const std::uint32_t dst_row = row_at(eltwise.addr_b(), eltwise.step_b(), iter, row);
+    const unsigned own = fill ^ 1u;
+    bool advance = false;
+    Reader reader_next = reader;
+    if (reader == Reader::kIter && row_operand) {
+      if (!pending(b_row, false, 0)) {
+        arrival = Arrival::kRowB;
+        reader_next = Reader::kA;
+      }
+    } else if (reader == Reader::kA || reader == Reader::kIter) {
+      if (!entries[fill].valid && (a_in_ub || !pending(a_row, false, 0))) {
+        arrival = Arrival::kA;
+        arrival_slot = fill;
+        next[fill] = {true, true, !row_operand, row + 1 == rows && iter + 1 == count, dst_row};
+        fill ^= 1u;
+        reader_next = Reader::kB;
+        advance = row_operand;
+      }
+    } else if (reader == Reader::kB) {
+      if (!pending(b_row, true, own)) {
+        arrival = Arrival::kB;
+        arrival_slot = own;
+        advance = true;
+      }
+    }
+    if (advance) {
+      reader_next = Reader::kA;
+      if (++row == rows) {
+        row = 0;
+        reader_next = ++iter == count ? Reader::kDrain : Reader::kIter;
+      }
+    }
+    reader = reader_next;
+    // The lanes: the oldest full entry, a step a cycle (the result register is written at once).
+    w_valid = false;
+    const Entry& x = entries[take];
+    if (x.valid && !x.need_a && !x.need_b && ++step == steps) {
+      step = 0;
+      w_valid = true;
+      w_dst = x.dst;
+      w_last = x.last;
+      next[take].valid = false;
+      take ^= 1u;
+    }
+    entries = next;
+  }
 }
 
 }  // namespace tpu

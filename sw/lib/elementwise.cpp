@@ -78,7 +78,8 @@ constexpr std::uint32_t kRegionsPerBank = 2;
 // more blocks overlap more of the first block's loads and the last one's store with the rest,
 // fewer cost fewer instructions. Of a quarter, a sixteenth, sqrt, 2 sqrt and 4 sqrt of the
 // result's accumulator rows a block (each at least 16), 2 sqrt ran fastest on the 16x16 core's
-// RTL (CoreBasic.ElementwiseGivesTheReferenceBitsInTheModelsCycles prints its cycles).
+// RTL when its vector unit took a row at a time (commit 4052004;
+// CoreBasic.ElementwiseGivesTheReferenceBitsInTheModelsCycles prints the cycles).
 std::uint64_t block_cap(std::uint64_t rows, std::uint64_t tiles) {
   const auto acc_rows = static_cast<double>(rows * tiles);
   const auto cap = std::max<std::uint64_t>(16, static_cast<std::uint64_t>(2 * std::sqrt(acc_rows)));

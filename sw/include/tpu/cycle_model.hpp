@@ -37,9 +37,10 @@ struct CycleEstimate {
 CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing = {});
 
 // The cycles the vector unit spends on one ELTWISE when no other unit contends for the
-// accumulators (VECTOR_BUSY): per iteration a cycle to start (and read ROW's row), then per row
-// the reads of A (and B without ROW), a cycle for the row to arrive, Dim / vector_lanes cycles
-// of lanes (Dim with LANES) and the write.
+// accumulators (VECTOR_BUSY), cycle by cycle as tpu_vector_unit takes it (docs/core.md, "Vector
+// unit"): its reader reads a row's A (and B without ROW, ROW's row at each iteration's start)
+// a read a cycle into two entries, waiting while a read's row is one still to be written; the
+// lanes take Dim / vector_lanes cycles a row (Dim with LANES); the write of the last row ends it.
 double eltwise_cycles(const HardwareConfig& config, const isa::Instruction& eltwise);
 
 // A program of the vector unit (plan_softmax, plan_elementwise) from START to DONE. Each
