@@ -17,4 +17,13 @@ inline HardwareConfig small_core() {
   return c;
 }
 
+// The small core with a vector unit of two lanes (two groups a row), `acc_depth` accumulator
+// rows: the vector programs' tests (softmax, elementwise operators, pooling, layer norm).
+inline HardwareConfig small_vector_core(unsigned acc_depth = 64) {
+  HardwareConfig c = small_core();
+  c.acc_depth = acc_depth;
+  c.vector_lanes = 2;
+  return c;
+}
+
 }  // namespace tpu::test

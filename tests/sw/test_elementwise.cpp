@@ -23,12 +23,6 @@
 namespace tpu {
 namespace {
 
-HardwareConfig vector_core() {
-  HardwareConfig config = test::small_core();  // 4 lanes a row, 64 accumulator rows
-  config.vector_lanes = 2;
-  return config;
-}
-
 struct Outcome {
   std::vector<num::fp32_t> out;
   std::uint64_t uninitialized_reads = 0;
@@ -52,7 +46,7 @@ std::vector<num::fp32_t> draw(oracle::OperandRng& rng, std::uint64_t count) {
 
 TEST(Elementwise, ModelGivesTheOraclesBitsForEveryBroadcast) {
   oracle::OperandRng rng(test::test_seed());
-  const HardwareConfig config = vector_core();
+  const HardwareConfig config = test::small_vector_core();
   const isa::VectorOp ops[] = {isa::VectorOp::Add, isa::VectorOp::Sub, isa::VectorOp::Mul,
                                isa::VectorOp::Max, isa::VectorOp::Min};
   // Results shorter than a row, a few rows, and many blocks; periods 1 (a scalar), 2 (dividing
@@ -91,7 +85,7 @@ TEST(Elementwise, ModelGivesTheOraclesBitsForEveryBroadcast) {
 
 TEST(Elementwise, FunctionsAloneAndAfterAnOperation) {
   oracle::OperandRng rng(test::test_seed() + 1);
-  const HardwareConfig config = vector_core();
+  const HardwareConfig config = test::small_vector_core();
   const isa::Func functions[] = {isa::Func::Relu,    isa::Func::Relu6, isa::Func::Leaky,
                                  isa::Func::Sigmoid, isa::Func::Tanh,  isa::Func::Gelu,
                                  isa::Func::Exp,     isa::Func::Recip, isa::Func::Rsqrt};
@@ -119,7 +113,7 @@ TEST(Elementwise, FunctionsAloneAndAfterAnOperation) {
 }
 
 TEST(Elementwise, BlocksOverlapInTheCycleModel) {
-  HardwareConfig config = vector_core();
+  HardwareConfig config = test::small_vector_core();
   ElementwiseSpec spec;
   spec.op = isa::VectorOp::Add;
   spec.func = isa::Func::Relu;
@@ -150,7 +144,7 @@ TEST(Elementwise, BlocksOverlapInTheCycleModel) {
 }
 
 TEST(Elementwise, RefusesWhatItCannotRun) {
-  const HardwareConfig config = vector_core();
+  const HardwareConfig config = test::small_vector_core();
   const auto refused = [](const HardwareConfig& c, const ElementwiseSpec& spec) {
     EXPECT_THROW(plan_elementwise(c, spec), std::invalid_argument);
   };

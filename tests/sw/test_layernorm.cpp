@@ -21,12 +21,6 @@
 namespace tpu {
 namespace {
 
-HardwareConfig vector_core() {
-  HardwareConfig config = test::small_core();  // 4 lanes a row, 64 accumulator rows
-  config.vector_lanes = 2;
-  return config;
-}
-
 // Values of a few units around a random offset, as a layer's activations are.
 std::vector<num::fp32_t> values(oracle::OperandRng& rng, std::size_t count, double spread) {
   std::vector<num::fp32_t> x(count);
@@ -49,7 +43,7 @@ Operands operands(oracle::OperandRng& rng, const LayerNormSpec& spec) {
 
 TEST(LayerNorm, ModelGivesTheReferenceBitsWithinItsBoundOfDouble) {
   oracle::OperandRng rng(test::test_seed());
-  const HardwareConfig config = vector_core();
+  const HardwareConfig config = test::small_vector_core();
   double worst = 0;
   // Shorter than a row of the array, as long, longer, and 2.5 rows; 23 rows of 10 take several
   // blocks.
@@ -110,7 +104,7 @@ TEST(LayerNorm, ModelGivesTheReferenceBitsWithinItsBoundOfDouble) {
 }
 
 TEST(LayerNorm, RefusesWhatItCannotRun) {
-  const HardwareConfig config = vector_core();
+  const HardwareConfig config = test::small_vector_core();
   LayerNormSpec spec;
   spec.rows = 2;
   spec.length = 8;

@@ -23,13 +23,6 @@
 namespace tpu {
 namespace {
 
-HardwareConfig vector_core(std::uint32_t acc_depth = 256) {
-  HardwareConfig config = test::small_core();  // 4 lanes a row
-  config.acc_depth = acc_depth;
-  config.vector_lanes = 2;
-  return config;
-}
-
 PoolSpec spec_of(bool max, std::uint32_t batch, std::uint32_t channels, std::uint32_t h,
                  std::uint32_t w, std::uint32_t k, std::uint32_t stride, std::uint32_t pad) {
   PoolSpec s;
@@ -107,7 +100,7 @@ void expect_near_windows(const PoolSpec& s, const std::vector<num::fp32_t>& x,
 
 TEST(Pool, ModelGivesTheReferenceBits) {
   oracle::OperandRng rng(test::test_seed());
-  const HardwareConfig config = vector_core();
+  const HardwareConfig config = test::small_vector_core(256);
   struct Case {
     const char* what;
     PoolSpec spec;
@@ -160,7 +153,7 @@ TEST(Pool, ModelGivesTheReferenceBits) {
 }
 
 TEST(Pool, SpecialValuesFoldAsTheContractSays) {
-  const HardwareConfig config = vector_core();
+  const HardwareConfig config = test::small_vector_core(256);
   PoolSpec s = spec_of(true, 1, 1, 2, 2, 2, 2, 0);
   const num::fp32_t nan = 0x7FC00000u, inf = 0x7F800000u, ninf = 0xFF800000u;
   // A NaN anywhere in the window gives NaN; -inf alone stays -inf; -0 and +0 give +0.
@@ -177,7 +170,7 @@ TEST(Pool, SpecialValuesFoldAsTheContractSays) {
 }
 
 TEST(Pool, RefusesWhatItCannotRun) {
-  const HardwareConfig config = vector_core();
+  const HardwareConfig config = test::small_vector_core(256);
   const PoolSpec good = spec_of(true, 1, 4, 4, 4, 2, 2, 0);
   EXPECT_NO_THROW(plan_pool(config, good));
   EXPECT_THROW(plan_pool(test::small_core(), good), std::invalid_argument);  // no vector unit

@@ -21,13 +21,6 @@
 namespace tpu {
 namespace {
 
-HardwareConfig vector_core(std::uint32_t acc_depth = 64) {
-  HardwareConfig config = test::small_core();
-  config.acc_depth = acc_depth;
-  config.vector_lanes = 2;
-  return config;
-}
-
 // Values of a few units around a random offset, as a layer's logits are.
 std::vector<num::fp32_t> logits(oracle::OperandRng& rng, std::size_t count) {
   std::vector<num::fp32_t> x(count);
@@ -51,7 +44,7 @@ std::vector<num::fp32_t> run_on_model(const HardwareConfig& config, std::uint32_
 
 TEST(Softmax, ModelGivesTheReferenceBits) {
   oracle::OperandRng rng(test::test_seed());
-  const HardwareConfig config = vector_core();
+  const HardwareConfig config = test::small_vector_core();
   // Shorter than a row of the array, as long, and two and a half rows.
   for (const std::uint32_t length : {1u, 3u, 4u, 10u}) {
     for (const std::uint32_t rows : {1u, 5u, 23u}) {  // 23 rows of 10 take three blocks
@@ -63,7 +56,7 @@ TEST(Softmax, ModelGivesTheReferenceBits) {
 }
 
 TEST(Softmax, BlocksThatFillTheAccumulators) {
-  const HardwareConfig config = vector_core(16);
+  const HardwareConfig config = test::small_vector_core(16);
   const SoftmaxPlan plan = plan_softmax(config, 40, 9);  // 3 tiles, 5 rows each: 2 rows a block
   EXPECT_EQ(plan.tiles, 3u);
   EXPECT_EQ(plan.block_rows, 2u);
@@ -78,7 +71,7 @@ TEST(Softmax, BlocksThatFillTheAccumulators) {
 TEST(Softmax, ReferenceWithinItsBoundOfDouble) {
   oracle::OperandRng rng(test::test_seed() + 2);
   for (const std::uint32_t dim : {4u, 16u}) {
-    HardwareConfig config = vector_core();
+    HardwareConfig config = test::small_vector_core();
     config.dim = dim;
     for (const std::uint32_t length : {1u, 7u, 16u, 300u}) {
       const std::uint32_t rows = 20;
@@ -111,7 +104,7 @@ TEST(Softmax, ReferenceWithinItsBoundOfDouble) {
 }
 
 TEST(Softmax, SpecialValues) {
-  const HardwareConfig config = vector_core();
+  const HardwareConfig config = test::small_vector_core();
   constexpr num::fp32_t kInf = 0x7F800000u, kMinusInf = 0xFF800000u, kNan = 0x7FC00000u;
   constexpr num::fp32_t kOne = 0x3F800000u, kZero = 0;
   // -inf among finite values gives +0; equal values share 1 equally; a NaN or +inf spoils its
@@ -143,10 +136,11 @@ TEST(Softmax, Refusals) {
     EXPECT_EQ(std::string(e.what()), "softmax on the core needs a vector unit; " +
                                          test::small_core().name() + " has none");
   }
-  EXPECT_THROW(plan_softmax(vector_core(), 0, 3), std::invalid_argument);
-  EXPECT_THROW(plan_softmax(vector_core(), 2, 0), std::invalid_argument);
-  EXPECT_THROW(plan_softmax(vector_core(16), 1, 4 * 13), std::invalid_argument);  // 13 tiles
-  const SoftmaxPlan plan = plan_softmax(vector_core(), 2, 3);
+  EXPECT_THROW(plan_softmax(test::small_vector_core(), 0, 3), std::invalid_argument);
+  EXPECT_THROW(plan_softmax(test::small_vector_core(), 2, 0), std::invalid_argument);
+  EXPECT_THROW(plan_softmax(test::small_vector_core(16), 1, 4 * 13),
+               std::invalid_argument);  // 13 tiles
+  const SoftmaxPlan plan = plan_softmax(test::small_vector_core(), 2, 3);
   HostMemory memory;
   EXPECT_THROW(write_softmax_inputs(plan, memory, std::vector<num::fp32_t>(5)),
                std::invalid_argument);
