@@ -1,6 +1,7 @@
-// What the vector unit's programs (softmax.cpp, elementwise.cpp) share: values laid out as rows
-// of fp32 accumulator rows in host memory, and the instructions that move those rows between the
-// host and the accumulators or apply a function to them in place.
+// What the vector unit's programs (softmax.cpp, elementwise.cpp, pool.cpp, layernorm.cpp) share:
+// values laid out as rows of fp32 accumulator rows in host memory, the instructions that move
+// those rows between the host and the accumulators, reduce them or apply a function or a
+// constant row to them in place, and the host's view of those reductions.
 #pragma once
 
 #include <algorithm>
@@ -165,6 +166,18 @@ inline void against_row(isa::ProgramBuilder& p, isa::VectorOp op, std::uint32_t 
   e.step_b = tiles;
   e.bias_addr = operand;
   e.bias_step = 1;
+  p.eltwise(e);
+}
+
+// ELTWISE op of `rows` consecutive rows from `first`, in place, against one constant row.
+inline void with_row(isa::ProgramBuilder& p, isa::VectorOp op, std::uint32_t first,
+                     std::uint32_t rows, std::uint32_t constant) {
+  isa::EltwiseArgs e;
+  e.op = op;
+  e.row = true;
+  e.rows = rows;
+  e.addr_a = e.addr_b = first;
+  e.bias_addr = constant;
   p.eltwise(e);
 }
 

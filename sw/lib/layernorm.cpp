@@ -30,18 +30,6 @@ std::uint32_t gamma_row(const LayerNormSpec& spec, std::uint32_t dim) {
   return kMaskRow + (masked(spec, dim) ? 1 : 0);
 }
 
-// ELTWISE op of `rows` consecutive rows from `first`, in place, against one constant row.
-void with_row(isa::ProgramBuilder& p, isa::VectorOp op, std::uint32_t first, std::uint32_t rows,
-              std::uint32_t constant) {
-  isa::EltwiseArgs e;
-  e.op = op;
-  e.row = true;
-  e.rows = rows;
-  e.addr_a = e.addr_b = first;
-  e.bias_addr = constant;
-  p.eltwise(e);
-}
-
 // ELTWISE op of each of `block` rows' tiles, in place, against the tiles from `operand` (gamma's,
 // beta's: the same for every row).
 void with_tiles(isa::ProgramBuilder& p, isa::VectorOp op, std::uint32_t x, std::uint32_t block,
@@ -122,7 +110,7 @@ LayerNormPlan plan_layernorm(const HardwareConfig& config, const LayerNormSpec& 
     acc_rows::load(p, x, block_acc_rows, plan.in_addr + offset, plan.row_stride);
     // The mean, and d = x - mean in place.
     acc_rows::reduce_rows(p, isa::VectorOp::Add, kSeedRow, x, combined, reduced, block, t);
-    with_row(p, isa::VectorOp::Mul, reduced, block, kScaleRow);
+    acc_rows::with_row(p, isa::VectorOp::Mul, reduced, block, kScaleRow);
     acc_rows::against_row(p, isa::VectorOp::Sub, x, reduced, block, t);
     // d * d, its padding lanes 0, summed; the variance plus eps; its rsqrt.
     isa::EltwiseArgs square;
@@ -142,8 +130,8 @@ LayerNormPlan plan_layernorm(const HardwareConfig& config, const LayerNormSpec& 
       p.eltwise(mask);
     }
     acc_rows::reduce_rows(p, isa::VectorOp::Add, kSeedRow, squares, combined, reduced, block, t);
-    with_row(p, isa::VectorOp::Mul, reduced, block, kScaleRow);
-    with_row(p, isa::VectorOp::Add, reduced, block, kEpsilonRow);
+    acc_rows::with_row(p, isa::VectorOp::Mul, reduced, block, kScaleRow);
+    acc_rows::with_row(p, isa::VectorOp::Add, reduced, block, kEpsilonRow);
     acc_rows::activate_in_place(p, isa::Func::Rsqrt, reduced, block);
     // y = d * inv * gamma + beta.
     acc_rows::against_row(p, isa::VectorOp::Mul, x, reduced, block, t);

@@ -273,15 +273,7 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
     seed.step_b = 1;
     p.eltwise(seed);
     fold_taps(p, spec, band, in_base, out_base);
-    if (!spec.max) {
-      isa::EltwiseArgs scale;
-      scale.op = isa::VectorOp::Mul;
-      scale.row = true;
-      scale.rows = out_rows;
-      scale.addr_a = scale.addr_b = out_base;
-      scale.bias_addr = kScaleRow;
-      p.eltwise(scale);
-    }
+    if (!spec.max) acc_rows::with_row(p, isa::VectorOp::Mul, out_base, out_rows, kScaleRow);
     transfer(band, spec.out_h, band.out_row, spec.out_w, plan.out_addr, out_base, false);
   }
   p.halt();

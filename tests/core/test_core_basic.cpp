@@ -269,6 +269,46 @@ TEST_P(CoreBasic, VectorFunctionsWithinOneUlpOfDouble) {
   }
 }
 
+// The vector unit's pace on the RTL, its VECTOR_BUSY equal to eltwise_cycles: 64 independent
+// rows, 64 against ROW's row, and a running sum of 64 rows into one (each row waits for the
+// write of the one before); docs/core.md quotes the cycles a row it prints.
+TEST_P(CoreBasic, VectorUnitPaceOfIndependentAndDependentRows) {
+  const HardwareConfig config = config_named(GetParam());
+  if (config.vector_lanes == 0) return;  // EltwiseMatchesTheHostFloat checks the refusal
+  constexpr std::uint32_t kRows = 64;
+  struct Form {
+    const char* what;
+    isa::EltwiseArgs args;
+  };
+  Form forms[3] = {{"independent rows", {}}, {"rows against ROW's row", {}}, {"a running sum", {}}};
+  forms[0].args.rows = forms[1].args.rows = kRows;
+  forms[0].args.bias_addr = forms[1].args.bias_addr = kRows;
+  forms[0].args.addr_b = forms[1].args.addr_b = 2 * kRows;
+  forms[1].args.row = true;
+  forms[2].args.count = kRows;
+  forms[2].args.step_a = 1;
+  forms[2].args.addr_b = forms[2].args.bias_addr = 2 * kRows;  // step 0: the same row each time
+  for (const Form& form : forms) {
+    isa::ProgramBuilder p(config);
+    isa::ReadHostArgs load;  // rows 0 .. 2 kRows: A, B and the sum's first value
+    load.acc = true;
+    load.rows = 2 * kRows + 1;
+    load.host_addr = 0x1000;
+    load.host_stride = 4 * config.dim;
+    p.read_host(load).eltwise(form.args).halt();
+    sim::RtlBackend rtl(config);
+    rtl.memory().resize(0x1000 + (2 * kRows + 1) * 4 * config.dim);
+    const std::vector<std::uint8_t> program = p.bytes();
+    rtl.memory().write_array(0, program);
+    const RunResult run = rtl.run(0, static_cast<std::uint32_t>(p.size()));
+    ASSERT_TRUE(run.ok()) << regs::error_name(run.error);
+    ASSERT_TRUE(run.counters.has_value());
+    const double busy = double((*run.counters)[regs::kCntVectorBusyIndex]);
+    std::cout << "[ pace     ] " << form.what << ": " << busy / kRows << " cycles a row\n";
+    EXPECT_EQ(busy, eltwise_cycles(config, p.instructions()[1])) << form.what;
+  }
+}
+
 // Softmax along rows (plan_softmax) on the RTL: reference_softmax's bits, and the cycle model
 // close to the cycles it takes; refused with one line on a core without a vector unit.
 TEST_P(CoreBasic, SoftmaxGivesTheReferenceBitsInTheModelsCycles) {

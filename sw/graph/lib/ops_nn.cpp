@@ -650,10 +650,11 @@ WindowCount count_window(const Window& win, std::int64_t h, std::int64_t w, std:
   return count;
 }
 
-// A float pool on the vector unit (pool_on_core): windows without dilation whose every window
-// has a value inside the image, an average only where every window divides by the same count.
-std::optional<Tensor> pool_on_core(Context& context, const Tensor& x, const Window& win, bool max,
-                                   bool count_pad) {
+// A float pool of `win`'s windows on the vector unit (ops::pool_on_core): windows without dilation
+// whose every window has a value inside the image, an average only where every window divides by
+// the same count.
+std::optional<Tensor> windows_on_core(Context& context, const Tensor& x, const Window& win,
+                                      bool max, bool count_pad) {
   if (!context.accelerator || context.accelerator->config().vector_lanes == 0 || !x.is_float() ||
       win.dh != 1 || win.dw != 1) {
     return std::nullopt;
@@ -699,7 +700,7 @@ Window whole_image(const Shape& x) {
 }
 
 // MaxPool (of float, int8 or uint8 values, as from opset 12) and AveragePool (of floats) over
-// (one or two) spatial dimensions: on the vector unit where pool_on_core takes it, else on the
+// (one or two) spatial dimensions: on the vector unit where windows_on_core takes it, else on the
 // host.
 std::vector<Tensor> pool(Context& context, const Node& node, const Inputs& in, bool max) {
   const Tensor& x =
@@ -715,7 +716,7 @@ std::vector<Tensor> pool(Context& context, const Node& node, const Inputs& in, b
     fail(node, "dilations not supported for AveragePool");
   }
   const bool count_pad = node.int_attr("count_include_pad", 0) != 0;
-  if (std::optional<Tensor> y = pool_on_core(context, x, win, max, count_pad)) {
+  if (std::optional<Tensor> y = windows_on_core(context, x, win, max, count_pad)) {
     return outputs(std::move(*y));
   }
   const std::int64_t h = x.rank() == 4 ? x.shape[2] : 1, w = x.shape.back();
@@ -756,14 +757,14 @@ std::vector<Tensor> pool(Context& context, const Node& node, const Inputs& in, b
 }
 
 // GlobalMaxPool and GlobalAveragePool: a window of the whole image, on the vector unit where
-// pool_on_core takes it.
+// windows_on_core takes it.
 std::vector<Tensor> global_pool(Context& context, const Node& node, const Inputs& in, bool max) {
   const Tensor& x = need_float(node, in, 0);
   if (x.rank() < 3) fail(node, "an input of rank " + std::to_string(x.rank()));
   Shape out = x.shape;
   std::fill(out.begin() + 2, out.end(), 1);
   if (x.rank() <= 4) {
-    if (std::optional<Tensor> y = pool_on_core(context, x, whole_image(x.shape), max, false)) {
+    if (std::optional<Tensor> y = windows_on_core(context, x, whole_image(x.shape), max, false)) {
       return outputs(std::move(*y));
     }
   }
@@ -912,7 +913,7 @@ std::vector<Tensor> reduce(Context& context, const Node& node, const Inputs& in,
                        std::all_of(reduced.begin() + 2, reduced.end(), [](bool r) { return r; });
   if (spatial && (kind == Reduce::Mean || kind == Reduce::Max)) {
     if (std::optional<Tensor> y =
-            pool_on_core(context, x, whole_image(x.shape), kind == Reduce::Max, false)) {
+            windows_on_core(context, x, whole_image(x.shape), kind == Reduce::Max, false)) {
       y->shape = out;
       return outputs(std::move(*y));
     }
