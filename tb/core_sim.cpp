@@ -21,6 +21,7 @@
 #include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/cycle_model.hpp"
+#include "tpu/depthwise.hpp"
 #include "tpu/elementwise.hpp"
 #include "tpu/layernorm.hpp"
 #include "tpu/model.hpp"
@@ -377,6 +378,41 @@ Job maxpool_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   return job;
 }
 
+// Depthwise convolution (plan_depthwise): MobileNet's 3 x 3, stride 1, padding 1, with its bias
+// and relu6, over two images whose channels take one and a half rows of the array, against
+// oracle::depthwise_values (the matrix unit's bits).
+Job depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+  tpu::DepthwiseSpec spec;
+  spec.batch = 2;
+  spec.channels = 3 * config.dim / 2;
+  spec.height = spec.width = spec.out_h = spec.out_w = 6;
+  spec.kernel_h = spec.kernel_w = 3;
+  spec.pad_top = spec.pad_left = 1;
+  spec.bias = true;
+  spec.func = isa::Func::Relu6;
+  const tpu::DepthwisePlan plan = tpu::plan_depthwise(config, spec);
+  std::vector<num::fp32_t> x(std::size_t{spec.batch} * spec.channels * spec.height * spec.width),
+      w(std::size_t{spec.channels} * spec.taps()), bias(spec.channels);
+  for (std::vector<num::fp32_t>* v : {&x, &w, &bias}) {
+    for (num::fp32_t& value : *v) value = rng.fp32();
+  }
+  Job job;
+  job.prog_addr = plan.prog_addr;
+  job.count = static_cast<std::uint32_t>(plan.program.size());
+  job.memory_bytes = plan.memory_bytes;
+  job.write_inputs = [plan, x, w, bias](tpu::HostMemory& memory) {
+    tpu::write_depthwise_inputs(plan, memory, x, w, bias);
+  };
+  job.results = [plan](const tpu::HostMemory& memory) {
+    return tpu::read_depthwise_output(plan, memory);
+  };
+  job.want = oracle::depthwise_values(spec, x, w, bias);
+  job.shape = fmt::format("{}x{}x{}", spec.batch * spec.out_h * spec.out_w, spec.channels, 9);
+  job.options = "depthwise relu6";
+  job.ideal_cycles = vector_busy_cycles(config, plan.program);
+  return job;
+}
+
 // Layer normalisation (plan_layernorm) of rows of 2.5 array rows with gamma and beta, against
 // reference_layernorm.
 Job layernorm_job(const HardwareConfig& config, oracle::OperandRng& rng) {
@@ -517,6 +553,7 @@ std::vector<Case> cases(unsigned random_cases) {
   list.push_back({"softmax", softmax_job, true});
   list.push_back({"residual", residual_job, true});
   list.push_back({"maxpool", maxpool_job, true});
+  list.push_back({"depthwise", depthwise_job, true});
   list.push_back({"layernorm", layernorm_job, true});
   return list;
 }

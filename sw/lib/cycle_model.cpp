@@ -168,7 +168,6 @@ bool waits_for(const isa::Footprint& later, const isa::Footprint& earlier,
 double estimate_vector_program_cycles(const HardwareConfig& c,
                                       const std::vector<isa::Instruction>& program,
                                       const MemoryTiming& timing) {
-  const double row_beats = beats_per_row(4 * c.dim, c.bus_bytes) / timing.beats_per_cycle;
   // Per instruction: when it may issue (in order, a decode after the one before, once nothing
   // it waits for is in flight), then when its unit takes it and how long it runs there.
   enum Unit { kLoad, kStore, kVector, kActivation, kUnits };
@@ -178,6 +177,7 @@ double estimate_vector_program_cycles(const HardwareConfig& c,
   struct InFlight {
     const isa::Instruction* in;
     isa::Footprint fp;
+    Unit unit;
     double end;
   };
   std::vector<InFlight> in_flight;
@@ -185,6 +185,9 @@ double estimate_vector_program_cycles(const HardwareConfig& c,
   bool first = true;
   for (const isa::Instruction& in : program) {
     const double rows = double(in.count()) * in.rows();
+    const isa::Footprint fp = isa::footprint(in, c.dim);
+    // A host row: fp32 accumulator rows, bf16 unified-buffer rows.
+    const double row_beats = beats_per_row(fp.host_row_bytes, c.bus_bytes) / timing.beats_per_cycle;
     Unit unit = kLoad;
     double cycles = 0;
     switch (in.opcode()) {
@@ -217,11 +220,13 @@ double estimate_vector_program_cycles(const HardwareConfig& c,
             "a vector program's cycles: an instruction other than "
             "READ_HOST, WRITE_HOST, ELTWISE, ACTIVATE or HALT");
     }
-    const isa::Footprint fp = isa::footprint(in, c.dim);
     double start = first ? 0 : issue + kDecodeCycles;
     first = false;
+    // A unit's own operations run in order without a check (docs/core.md, "Issue").
     for (const InFlight& earlier : in_flight) {
-      if (waits_for(fp, earlier.fp, in, *earlier.in)) start = std::max(start, earlier.end);
+      if (earlier.unit != unit && waits_for(fp, earlier.fp, in, *earlier.in)) {
+        start = std::max(start, earlier.end);
+      }
     }
     issue = start;
     start = std::max(start, unit_free[unit]);
@@ -229,7 +234,7 @@ double estimate_vector_program_cycles(const HardwareConfig& c,
     in_flight.erase(std::remove_if(in_flight.begin(), in_flight.end(),
                                    [&](const InFlight& f) { return f.end <= issue; }),
                     in_flight.end());
-    in_flight.push_back({&in, fp, start + cycles});
+    in_flight.push_back({&in, fp, unit, start + cycles});
     last_end = std::max(last_end, start + cycles);
   }
   return kIssueCycles + kSerialStartAndEnd + last_end;

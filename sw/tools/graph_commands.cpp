@@ -65,8 +65,8 @@ graph::Graph network_file_graph(const nn::Network& net, const std::string& path)
 void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std::size_t run_count,
                  Backend* backend) {
   struct Row {
-    std::uint64_t nodes = 0, macs = 0, products = 0, programs = 0, from_images = 0, cycles = 0,
-                  useful = 0, vector = 0;
+    std::uint64_t nodes = 0, macs = 0, vector_macs = 0, products = 0, programs = 0, from_images = 0,
+                  cycles = 0, useful = 0, vector = 0;
     std::uint64_t bytes = 0;
     std::uint64_t weights = 0, host = 0;
     double estimated = 0, estimated_vector = 0;
@@ -78,6 +78,7 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
     for (Row* row : {&rows[r.op], &total}) {
       ++row->nodes;
       row->macs += r.macs;
+      row->vector_macs += r.vector_macs;
       row->products += r.products;
       row->programs += r.programs;
       row->from_images += r.from_images;
@@ -138,7 +139,8 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
         total.bytes / per);
   }
   if (backend) {
-    const double ideal = static_cast<double>(total.macs) / cells;
+    // The matrix unit's MACs: not the vector unit's.
+    const double ideal = static_cast<double>(total.macs - total.vector_macs) / cells;
     fmt::print(
         "; the cycle model: {:.0f} cycles ({:.0f} per input), MXU use {:.1f} %, vector unit busy "
         "{:.1f} %",

@@ -1,6 +1,7 @@
 // One lane of ELTWISE (N-VEC) as the host computes it, the independent expectation of the
 // vector unit's tests and of make sim: fp32 by the host FPU's oracle (oracle/host_float.hpp),
-// int32 by plain integer arithmetic; and the elementwise operators built on it.
+// int32 by plain integer arithmetic; and the elementwise operators built on it, pooling and the
+// depthwise convolution.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "oracle/host_float.hpp"
+#include "tpu/depthwise.hpp"
 #include "tpu/elementwise.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/numerics/activation.hpp"
@@ -92,6 +94,47 @@ inline std::vector<fp32_t> pool_values(const PoolSpec& s, const std::vector<fp32
           }
         }
         y.push_back(s.max ? fold : mul_fp32(fold, as_bits(r)));
+      }
+    }
+  }
+  return y;
+}
+
+// A depthwise convolution's result (tpu/depthwise.hpp, NCHW) as the matrix unit's product of its
+// im2col rows gives it, output by output: from +0, N-MAC of each tap's bf16 value (+0 in the
+// padding) and bf16 filter in (ky, kx) order, then the bias (or -0) by N-ADD and relu or relu6
+// (the functions this oracle has: maximum with +0, minimum with 6), bf16 where the results are.
+inline std::vector<fp32_t> depthwise_values(const DepthwiseSpec& s, const std::vector<fp32_t>& x,
+                                            const std::vector<fp32_t>& w,
+                                            const std::vector<fp32_t>& bias) {
+  std::vector<fp32_t> y;
+  const std::uint64_t taps = s.taps();
+  for (std::uint64_t image = 0; image < std::uint64_t{s.batch} * s.channels; ++image) {
+    const std::uint64_t c = image % s.channels;
+    for (std::int64_t oy = 0; oy < std::int64_t{s.out_h}; ++oy) {
+      for (std::int64_t ox = 0; ox < std::int64_t{s.out_w}; ++ox) {
+        fp32_t sum = 0;
+        for (std::int64_t ky = 0; ky < std::int64_t{s.kernel_h}; ++ky) {
+          for (std::int64_t kx = 0; kx < std::int64_t{s.kernel_w}; ++kx) {
+            const std::int64_t iy = oy * s.stride_h - s.pad_top + ky * s.dilation_h;
+            const std::int64_t ix = ox * s.stride_w - s.pad_left + kx * s.dilation_w;
+            const bool inside =
+                iy >= 0 && ix >= 0 && iy < std::int64_t{s.height} && ix < std::int64_t{s.width};
+            const bf16_t a =
+                inside
+                    ? fp32_to_bf16(
+                          x[(image * s.height + std::uint64_t(iy)) * s.width + std::uint64_t(ix)])
+                    : bf16_t{0};
+            const bf16_t f = fp32_to_bf16(w[c * taps + std::uint64_t(ky * s.kernel_w + kx)]);
+            sum = add_fp32(sum, mul_bf16(a, f));
+          }
+        }
+        sum = add_fp32(sum, s.bias ? bias[c] : 0x80000000u);
+        if (s.func == isa::Func::Relu || s.func == isa::Func::Relu6) {
+          sum = max_min_fp32(sum, 0, true);
+        }
+        if (s.func == isa::Func::Relu6) sum = max_min_fp32(sum, as_bits(6.0f), false);
+        y.push_back(s.bf16_out ? fp32_t{fp32_to_bf16(sum)} << 16 : sum);
       }
     }
   }

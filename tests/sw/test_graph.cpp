@@ -484,6 +484,67 @@ TEST(Graph, PoolsRunOnTheVectorUnit) {
   for (const OpRun& r : runs) EXPECT_FALSE(r.on_accelerator) << r.op;
 }
 
+// A depthwise Conv (as many groups as channels, one filter each) on the vector unit
+// (plan_depthwise), its Clip to [0, 6] fused: the bits its one-column products give on the matrix
+// unit of a core without a vector unit; its MACs counted as the vector unit's. A grouped Conv
+// with two channels a group stays on the matrix unit.
+TEST(Graph, DepthwiseConvolutionsRunOnTheVectorUnitWithTheMatrixUnitsBits) {
+  const auto conv_node = [](std::int64_t group, const char* w, const char* out, const char* name) {
+    Node n = node("Conv", {"x", w, "bias"}, {out});
+    n.name = name;
+    n.attributes["group"] = Attribute::of_int(group);
+    n.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
+    n.attributes["strides"] = Attribute::of_ints({2, 1});
+    return n;
+  };
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, 6, 7, 5}}};
+  g.outputs = {{"y", DType::Float32, {}}, {"grouped", DType::Float32, {}}};
+  std::vector<float> w(6 * 9), w2(6 * 2 * 9);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 13) % 11) / 4.0f - 1.2f;
+  for (std::size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<float>((i * 7) % 9) / 3.0f - 1.f;
+  g.constants["w"] = Tensor::of_floats({6, 1, 3, 3}, w);
+  g.constants["w2"] = Tensor::of_floats({6, 2, 3, 3}, w2);
+  g.constants["bias"] = Tensor::of_floats({6}, {0.5f, -1, 0.25f, 2, -0.75f, 0});
+  g.constants["lo"] = Tensor::of_floats({}, {0});
+  g.constants["hi"] = Tensor::of_floats({}, {6});
+  g.nodes = {conv_node(6, "w", "conv", "depthwise"), node("Clip", {"conv", "lo", "hi"}, {"y"}),
+             conv_node(3, "w2", "grouped", "grouped")};
+  EXPECT_EQ(fuse_epilogues(g), 1u);
+  std::vector<float> x(2 * 6 * 7 * 5);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 41) % 97) / 9.0f - 5.0f;
+  const Tensor input = Tensor::of_floats({2, 6, 7, 5}, x);
+  HardwareConfig vector = small_core();
+  vector.acc_depth = 256;
+  vector.vector_lanes = 2;
+  FunctionalModel core(vector, 0);
+  std::vector<OpRun> runs;
+  const std::vector<Tensor> out = run(g, {input}, &core, &runs);
+  FunctionalModel plain(small_core(), 0);
+  std::vector<OpRun> plain_runs;
+  const std::vector<Tensor> on_plain = run(g, {input}, &plain, &plain_runs);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].shape, (Shape{2, 6, 4, 5}));
+  for (std::size_t n = 0; n < out.size(); ++n) {
+    std::vector<num::fp32_t> got(out[n].size()), want(out[n].size());
+    ASSERT_EQ(on_plain[n].size(), out[n].size());
+    std::memcpy(got.data(), out[n].floats.data(), got.size() * sizeof(float));
+    std::memcpy(want.data(), on_plain[n].floats.data(), want.size() * sizeof(float));
+    EXPECT_EQ(got, want) << "output " << n;
+  }
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(runs[0].on_accelerator);
+  EXPECT_EQ(runs[0].products, 0u);  // no GEMM: the vector unit's program
+  EXPECT_EQ(runs[0].programs, 1u);
+  EXPECT_EQ(runs[0].macs, 2u * 6 * 4 * 5 * 9);
+  EXPECT_EQ(runs[0].vector_macs, runs[0].macs);
+  EXPECT_EQ(plain_runs[0].macs, runs[0].macs);
+  EXPECT_EQ(plain_runs[0].products, 6u);  // one a channel on the matrix unit
+  EXPECT_EQ(runs[1].vector_macs, 0u);
+  EXPECT_EQ(runs[1].products, 3u);
+}
+
 // LayerNormalization over the last axis on the vector unit (plan_layernorm): reference_layernorm's
 // bits; with its Mean output wanted, or on a core without a vector unit, on the host.
 TEST(Graph, ALayerNormRunsOnTheVectorUnit) {

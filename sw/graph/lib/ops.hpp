@@ -13,6 +13,7 @@
 
 #include "tpu/backend.hpp"
 #include "tpu/compiler.hpp"
+#include "tpu/depthwise.hpp"
 #include "tpu/elementwise.hpp"
 #include "tpu/graph/compiled.hpp"
 #include "tpu/graph/executor.hpp"
@@ -155,6 +156,15 @@ std::optional<std::vector<float>> layernorm_on_core(Context& context, const Laye
                                                     const std::vector<float>& x,
                                                     const std::vector<float>& gamma,
                                                     const std::vector<float>& beta);
+
+// A depthwise convolution (tpu/depthwise.hpp) of x (NCHW) with w (channels x kernel values) and
+// its bias on the accelerator's vector unit, the bits of its products on the matrix unit,
+// counted as elementwise_on_core counts (its MACs the vector unit's); nothing where it cannot:
+// the caller runs the products.
+std::optional<std::vector<float>> depthwise_on_core(Context& context, const DepthwiseSpec& spec,
+                                                    const std::vector<float>& x,
+                                                    const std::vector<float>& w,
+                                                    const std::vector<float>& bias);
 
 // The core's function for an activation (Epilogue::None: isa::Func::None).
 isa::Func core_function(Epilogue act);

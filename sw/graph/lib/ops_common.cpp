@@ -532,6 +532,28 @@ std::optional<std::vector<float>> layernorm_on_core(Context& context, const Laye
       });
 }
 
+std::optional<std::vector<float>> depthwise_on_core(Context& context, const DepthwiseSpec& spec,
+                                                    const std::vector<float>& x,
+                                                    const std::vector<float>& w,
+                                                    const std::vector<float>& bias) {
+  const std::vector<num::fp32_t> x_bits = bits_of(x), w_bits = bits_of(w),
+                                 bias_bits = bits_of(bias);
+  std::optional<std::vector<float>> y = on_vector_unit(
+      context,
+      [&](std::uint64_t base) { return plan_depthwise(context.accelerator->config(), spec, base); },
+      [&](const DepthwisePlan& plan, Backend& backend) {
+        return execute_depthwise(plan, backend, x_bits, w_bits, bias_bits);
+      },
+      [&] { return reference_depthwise(spec, x_bits, w_bits, bias_bits); });
+  if (y && context.run) {
+    const std::uint64_t macs =
+        std::uint64_t{spec.batch} * spec.channels * spec.out_h * spec.out_w * spec.taps();
+    context.run->macs += macs;
+    context.run->vector_macs += macs;
+  }
+  return y;
+}
+
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,
                                                const float* x, std::size_t image_stride,
                                                const float* b, std::size_t n, WeightOf weight,

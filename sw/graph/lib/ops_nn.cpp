@@ -380,6 +380,44 @@ void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<
   }
 }
 
+// A depthwise convolution (as many groups as channels, one filter each) on the vector unit
+// (ops::depthwise_on_core), the bits its products give on the matrix unit; none where the core
+// has no vector unit or the plan does not fit it.
+std::optional<Tensor> depthwise_conv_on_core(Context& context, const Node& node, const ConvShape& c,
+                                             const Tensor& x, const Tensor& w, const Tensor* bias) {
+  if (!context.accelerator || context.accelerator->config().vector_lanes == 0 ||
+      c.group != c.channels || c.filters != c.channels) {
+    return std::nullopt;
+  }
+  const std::int64_t limit = std::int64_t{1} << 31;
+  for (const std::int64_t v : {c.batch, c.channels, c.h, c.w, c.win.oh, c.win.ow}) {
+    if (v >= limit) return std::nullopt;
+  }
+  const auto dim = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+  DepthwiseSpec spec;
+  spec.batch = dim(c.batch);
+  spec.channels = dim(c.channels);
+  spec.height = dim(c.h);
+  spec.width = dim(c.w);
+  spec.kernel_h = dim(c.win.kh);
+  spec.kernel_w = dim(c.win.kw);
+  spec.stride_h = dim(c.win.sh);
+  spec.stride_w = dim(c.win.sw);
+  spec.dilation_h = dim(c.win.dh);
+  spec.dilation_w = dim(c.win.dw);
+  spec.pad_top = dim(c.win.top);
+  spec.pad_left = dim(c.win.left);
+  spec.out_h = dim(c.win.oh);
+  spec.out_w = dim(c.win.ow);
+  spec.bias = bias != nullptr;
+  spec.func = core_function(node.epilogue);
+  spec.bf16_out = node.bf16_result;
+  std::optional<std::vector<float>> y = ops::depthwise_on_core(
+      context, spec, x.floats, w.floats, bias ? bias->floats : std::vector<float>{});
+  if (!y) return std::nullopt;
+  return Tensor::of_floats(c.out, std::move(*y));
+}
+
 std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
   const Tensor& x = need_float(node, in, 0);
   const Tensor& w = need_float(node, in, 1);
@@ -388,6 +426,9 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
   const Tensor* bias = in.size() > 2 && in[2] ? &need_float(node, in, 2) : nullptr;
   if (bias && bias->size() != static_cast<std::size_t>(c.filters)) {
     fail(node, "a bias of another size");
+  }
+  if (std::optional<Tensor> y = depthwise_conv_on_core(context, node, c, x, w, bias)) {
+    return outputs(std::move(*y));
   }
   Tensor y(DType::Float32, c.out);
   const auto mg = static_cast<std::size_t>(c.mg);

@@ -70,6 +70,7 @@ struct OpRun {
   std::string op;
   bool on_accelerator = false;
   std::uint64_t macs = 0;      // products of two operands (matrix products, convolutions)
+  std::uint64_t vector_macs = 0;  // of those, the vector unit's (depthwise convolutions)
   std::uint64_t products = 0;  // GEMMs sent to the accelerator
   // Program runs the host started for them: one a GEMM, except that a compiled model's chain
   // (products that keep their results in the core's memory for the next) runs as one program,

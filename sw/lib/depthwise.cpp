@@ -1,0 +1,512 @@
+#include "tpu/depthwise.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "acc_rows.hpp"
+#include "tpu/numerics/activation.hpp"
+#include "tpu/program.hpp"
+
+namespace tpu {
+namespace {
+
+// Accumulator row 0 holds +0 in every lane (the seed of the folds; its host bytes are also the
+// unified buffer's zero row); the filters follow it, tap by tap, each tap's tiles in order, then
+// the bias. Each bank keeps that many rows free at its start, so that both hold bands alike.
+constexpr std::uint32_t kZeroRow = 0, kFilterRow = 1;
+
+bool core_function(isa::Func f) {
+  switch (f) {
+    case isa::Func::None:
+    case isa::Func::Relu:
+    case isa::Func::Relu6:
+    case isa::Func::Sigmoid:
+    case isa::Func::Tanh:
+    case isa::Func::Gelu:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void check_spec(const HardwareConfig& config, const DepthwiseSpec& s) {
+  if (config.vector_lanes == 0) {
+    throw std::invalid_argument("a depthwise convolution on the core needs a vector unit; " +
+                                config.name() + " has none");
+  }
+  if (s.batch == 0 || s.channels == 0 || s.height == 0 || s.width == 0 || s.out_h == 0 ||
+      s.out_w == 0) {
+    throw std::invalid_argument("a depthwise convolution of an empty tensor");
+  }
+  if (s.kernel_h == 0 || s.kernel_w == 0 || s.stride_h == 0 || s.stride_w == 0 ||
+      s.dilation_h == 0 || s.dilation_w == 0) {
+    throw std::invalid_argument("a depthwise convolution with a kernel, stride or dilation of 0");
+  }
+  if (!core_function(s.func)) {
+    throw std::invalid_argument(
+        "a depthwise convolution's function is relu, relu6, sigmoid, tanh, "
+        "gelu or none");
+  }
+}
+
+// The image with its padding: rows and columns from the top-left padding to the furthest any
+// window reaches (or the image's end).
+struct Padded {
+  std::uint32_t height = 0, width = 0;
+};
+Padded padded_of(const DepthwiseSpec& s) {
+  const std::uint64_t reach_h =
+      std::uint64_t{s.out_h - 1} * s.stride_h + std::uint64_t{s.kernel_h - 1} * s.dilation_h + 1;
+  const std::uint64_t reach_w =
+      std::uint64_t{s.out_w - 1} * s.stride_w + std::uint64_t{s.kernel_w - 1} * s.dilation_w + 1;
+  const std::uint64_t h = std::max<std::uint64_t>(reach_h, std::uint64_t{s.pad_top} + s.height);
+  const std::uint64_t w = std::max<std::uint64_t>(reach_w, std::uint64_t{s.pad_left} + s.width);
+  if (h > 0xFFFF || w > 0xFFFF) {
+    throw std::invalid_argument("a depthwise convolution's padded image is too large for the core");
+  }
+  return {static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(w)};
+}
+
+// A pass: channel tiles [tile, tile + tiles) of images [image, image + images), output rows
+// [out_row, out_row + out_rows) of each and the padded rows [row, row + rows) they read.
+struct Band {
+  std::uint32_t image = 0, images = 1;
+  std::uint32_t tile = 0, tiles = 0;
+  std::uint32_t out_row = 0, out_rows = 0;
+  std::uint32_t row = 0, rows = 0;
+};
+
+// Padded rows `count` output rows read.
+std::uint64_t rows_read(const DepthwiseSpec& s, std::uint64_t count) {
+  return (count - 1) * s.stride_h + std::uint64_t{s.kernel_h - 1} * s.dilation_h + 1;
+}
+
+// `rows` unified-buffer rows from row `ub`, read from host `host` on (rows `stride` bytes apart:
+// 0 for the zero row).
+struct Segment {
+  std::uint32_t ub = 0, rows = 0;
+  std::uint64_t host = 0;
+};
+
+// READ_HOSTs of the segments: runs of one length whose unified-buffer rows and host addresses
+// advance by the same steps become one instruction.
+void load_segments(isa::ProgramBuilder& p, const std::vector<Segment>& segments,
+                   std::uint32_t stride) {
+  std::size_t i = 0;
+  while (i < segments.size()) {
+    const Segment& first = segments[i];
+    std::size_t count = 1;
+    std::uint64_t ub_step = 0, host_step = 0;
+    if (i + 1 < segments.size() && segments[i + 1].rows == first.rows &&
+        segments[i + 1].ub > first.ub && segments[i + 1].host >= first.host) {
+      ub_step = segments[i + 1].ub - first.ub;
+      host_step = segments[i + 1].host - first.host;
+      while (i + count < segments.size() && count < 0xFFFF && ub_step <= 0xFFFF &&
+             host_step <= 0xFFFFFFFFu && segments[i + count].rows == first.rows &&
+             segments[i + count].ub == first.ub + count * ub_step &&
+             segments[i + count].host == first.host + count * host_step) {
+        ++count;
+      }
+    }
+    isa::ReadHostArgs load;
+    load.count = static_cast<std::uint32_t>(count);
+    load.rows = first.rows;
+    load.addr_b = first.ub;
+    load.step_b = count > 1 ? static_cast<std::uint32_t>(ub_step) : 0;
+    load.host_addr = static_cast<std::uint32_t>(first.host);
+    load.host_stride = stride;
+    load.host_step = count > 1 ? static_cast<std::uint32_t>(host_step) : 0;
+    p.read_host(load);
+    i += count;
+  }
+}
+
+}  // namespace
+
+std::uint64_t DepthwisePlan::written_bytes() const {
+  const std::uint64_t pixels = std::uint64_t{spec.batch} * spec.height * spec.width;
+  const std::uint64_t filter_rows = 1 + std::uint64_t{spec.taps() + (spec.bias ? 1 : 0)} * tiles;
+  return filter_rows * acc_stride + pixels * tiles * ub_stride + program.size() * isa::kInstrBytes;
+}
+
+std::uint64_t DepthwisePlan::read_bytes() const {
+  return std::uint64_t{spec.batch} * spec.out_h * spec.out_w * tiles *
+         (spec.bf16_out ? ub_stride : acc_stride);
+}
+
+DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& spec,
+                             std::uint64_t base) {
+  isa::validate_config(config);
+  check_spec(config, spec);
+  DepthwisePlan plan;
+  plan.spec = spec;
+  plan.config = config;
+  const DepthwiseSpec& s = spec;
+  const Padded padded = padded_of(s);
+  const std::uint32_t taps = s.taps();
+  const std::uint32_t tiles = (s.channels + config.dim - 1) / config.dim;
+  plan.tiles = tiles;
+  plan.ub_stride = std::max(2 * config.dim, config.bus_bytes);
+  plan.acc_stride = acc_rows::Layout::of(config, s.channels).stride;
+  const std::uint64_t const_rows = 1 + std::uint64_t{taps + (s.bias ? 1 : 0)} * tiles;
+  const std::uint32_t bank = config.acc_depth / 2;
+  const std::uint32_t ub_half = config.ub_depth / 2;
+  if (const_rows >= bank) {
+    throw std::invalid_argument(fmt::format(
+        "a depthwise convolution's {} filter and bias rows do not fit half the {} accumulator rows",
+        const_rows, config.acc_depth));
+  }
+  const auto region = static_cast<std::uint32_t>(bank - const_rows);
+  const std::uint64_t out_wide = s.out_w;
+  const std::uint64_t bf16_rows = s.bf16_out ? 1 : 0;  // bf16 results wait in the unified buffer
+
+  // The most channel tiles a band takes with which one output row fits: its scratch (two
+  // regions of each tap's products for `chunk` output columns, half the region at most), its
+  // output row in the rest, and the padded rows it reads in half the unified buffer.
+  std::uint32_t group = tiles, chunk = 0;
+  for (; group > 0; --group) {
+    chunk = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(out_wide, (region / 2) / (2ull * taps * group)));
+    if (chunk == 0) continue;
+    const std::uint64_t scratch = 2ull * taps * chunk * group;
+    const std::uint64_t row_ub = (rows_read(s, 1) * padded.width + bf16_rows * out_wide) * group;
+    if (out_wide * group <= region - scratch && row_ub <= ub_half) break;
+  }
+  if (group == 0) {
+    throw std::invalid_argument(fmt::format(
+        "one output row of a depthwise convolution ({} columns, a {}x{} kernel over {} padded "
+        "columns) does not fit the core's accumulators and unified buffer",
+        s.out_w, s.kernel_h, s.kernel_w, padded.width));
+  }
+  plan.group = group;
+  plan.chunk = chunk;
+  const std::uint32_t scratch = 2 * taps * chunk * group;
+  const std::uint64_t out_room = region - scratch;
+
+  // Whole images where one fits, else as many output rows of one image as fit.
+  std::vector<Band> bands;
+  const std::uint64_t image_out = std::uint64_t{s.out_h} * out_wide * group;
+  const std::uint64_t image_ub =
+      (std::uint64_t{padded.height} * padded.width + bf16_rows * s.out_h * out_wide) * group;
+  if (image_out <= out_room && image_ub <= ub_half) {
+    const auto per_band = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>({s.batch, out_room / image_out, ub_half / image_ub}));
+    for (std::uint32_t t = 0; t < tiles; t += group) {
+      for (std::uint32_t n = 0; n < s.batch; n += per_band) {
+        bands.push_back({n, std::min(per_band, s.batch - n), t, std::min(group, tiles - t), 0,
+                         s.out_h, 0, padded.height});
+      }
+    }
+  } else {
+    const auto fits = [&](std::uint64_t count) {
+      return count * out_wide * group <= out_room &&
+             (rows_read(s, count) * padded.width + bf16_rows * count * out_wide) * group <= ub_half;
+    };
+    std::uint32_t per_band = 1;
+    while (per_band < s.out_h && fits(per_band + 1)) ++per_band;
+    for (std::uint32_t t = 0; t < tiles; t += group) {
+      for (std::uint32_t n = 0; n < s.batch; ++n) {
+        for (std::uint32_t oy = 0; oy < s.out_h; oy += per_band) {
+          const std::uint32_t count = std::min(per_band, s.out_h - oy);
+          bands.push_back({n, 1, t, std::min(group, tiles - t), oy, count, oy * s.stride_h,
+                           static_cast<std::uint32_t>(rows_read(s, count))});
+        }
+      }
+    }
+  }
+  plan.bands = static_cast<std::uint32_t>(bands.size());
+
+  const std::uint64_t zero_addr = (base + 63) / 64 * 64;
+  const std::uint64_t in_addr = zero_addr + const_rows * plan.acc_stride;
+  const std::uint64_t pixels_in = std::uint64_t{s.batch} * s.height * s.width;
+  const std::uint64_t pixels_out = std::uint64_t{s.batch} * s.out_h * s.out_w;
+  const std::uint64_t out_addr = (in_addr + pixels_in * tiles * plan.ub_stride + 63) / 64 * 64;
+  const std::uint64_t prog_addr =
+      (out_addr + pixels_out * tiles * (s.bf16_out ? plan.ub_stride : plan.acc_stride) + 63) / 64 *
+      64;
+  if (prog_addr > 0xFFFFFFFFull) {
+    throw std::invalid_argument(
+        "the depthwise convolution's tensors exceed the core's 32-bit host addresses");
+  }
+  plan.zero_addr = plan.filter_addr = static_cast<std::uint32_t>(zero_addr);
+  plan.in_addr = static_cast<std::uint32_t>(in_addr);
+  plan.out_addr = static_cast<std::uint32_t>(out_addr);
+  plan.prog_addr = static_cast<std::uint32_t>(prog_addr);
+
+  isa::ProgramBuilder p(config);
+  acc_rows::load(p, 0, static_cast<std::uint32_t>(const_rows), plan.filter_addr, plan.acc_stride);
+  const auto acc_base = [&](std::size_t b) {
+    return static_cast<std::uint32_t>((b % 2) * bank + const_rows);
+  };
+  const auto ub_base = [&](std::size_t b) { return static_cast<std::uint32_t>((b % 2) * ub_half); };
+
+  // A band's padded rows into its half of the unified buffer: the image's pixels (each the
+  // band's tiles of its row of tiles), the padding from the zero row.
+  const auto load_band = [&](std::size_t b) {
+    const Band& band = bands[b];
+    const std::uint32_t g = band.tiles;
+    const std::uint32_t row_rows = padded.width * g;
+    std::vector<Segment> zeros, data;
+    // Padding rows into the zero segments, one run where they touch the one before.
+    const auto zero = [&](std::uint32_t ub, std::uint32_t rows) {
+      if (rows == 0) return;
+      if (!zeros.empty() && zeros.back().ub + zeros.back().rows == ub) {
+        zeros.back().rows += rows;
+      } else {
+        zeros.push_back({ub, rows, plan.zero_addr});
+      }
+    };
+    for (std::uint32_t i = 0; i < band.images; ++i) {
+      const std::uint64_t image = band.image + i;
+      for (std::uint32_t r = 0; r < band.rows; ++r) {
+        const std::uint32_t ub = ub_base(b) + (i * band.rows + r) * row_rows;
+        const std::int64_t iy = std::int64_t{band.row} + r - s.pad_top;
+        if (iy < 0 || iy >= std::int64_t{s.height}) {
+          zero(ub, row_rows);
+          continue;
+        }
+        zero(ub, s.pad_left * g);
+        const std::uint64_t pixel = (image * s.height + static_cast<std::uint64_t>(iy)) * s.width;
+        const std::uint32_t first = ub + s.pad_left * g;
+        if (g == tiles) {
+          data.push_back({first, s.width * g, plan.in_addr + pixel * tiles * plan.ub_stride});
+        } else {
+          for (std::uint32_t x = 0; x < s.width; ++x) {
+            data.push_back({first + x * g, g,
+                            plan.in_addr + ((pixel + x) * tiles + band.tile) * plan.ub_stride});
+          }
+        }
+        zero(first + s.width * g, (padded.width - s.pad_left - s.width) * g);
+      }
+    }
+    load_segments(p, zeros, 0);
+    load_segments(p, data, plan.ub_stride);
+  };
+
+  load_band(0);
+  std::uint32_t chunks = 0;  // chunks done: the scratch regions alternate
+  for (std::size_t b = 0; b < bands.size(); ++b) {
+    if (b + 1 < bands.size()) load_band(b + 1);
+    const Band& band = bands[b];
+    const std::uint32_t g = band.tiles;
+    const std::uint32_t out_base = acc_base(b) + scratch;
+    const std::uint32_t out_rows = band.images * band.out_rows * s.out_w * g;
+    // The outputs set to +0: add(+0, +0) into each.
+    isa::EltwiseArgs seed;
+    seed.op = isa::VectorOp::Add;
+    seed.row = true;
+    seed.count = out_rows;
+    seed.addr_a = kZeroRow;
+    seed.bias_addr = kZeroRow;
+    seed.addr_b = out_base;
+    seed.step_b = 1;
+    p.eltwise(seed);
+    for (std::uint32_t i = 0; i < band.images; ++i) {
+      for (std::uint32_t r = 0; r < band.out_rows; ++r) {
+        const std::uint32_t out_row = out_base + ((i * band.out_rows + r) * s.out_w) * g;
+        for (std::uint32_t ox = 0; ox < s.out_w; ox += chunk) {
+          const std::uint32_t columns = std::min(chunk, s.out_w - ox);
+          const std::uint32_t temp = acc_base(b) + (chunks++ % 2) * taps * chunk * g;
+          for (std::uint32_t ky = 0; ky < s.kernel_h; ++ky) {
+            for (std::uint32_t kx = 0; kx < s.kernel_w; ++kx) {
+              const std::uint32_t tap = ky * s.kernel_w + kx;
+              const std::uint32_t row = r * s.stride_h + ky * s.dilation_h;  // of the band's
+              const std::uint32_t column = ox * s.stride_w + kx * s.dilation_w;
+              isa::EltwiseArgs mul;
+              mul.op = isa::VectorOp::Mul;
+              mul.ub = true;
+              mul.count = columns;
+              mul.rows = g;
+              mul.addr_a = ub_base(b) + ((i * band.rows + row) * padded.width + column) * g;
+              mul.step_a = s.stride_w * g;
+              mul.bias_addr = kFilterRow + tap * tiles + band.tile;
+              mul.addr_b = temp + tap * columns * g;
+              mul.step_b = g;
+              p.eltwise(mul);
+            }
+          }
+          // S = add(product, S), the taps in order, each iteration reading what the one before
+          // wrote.
+          isa::EltwiseArgs fold;
+          fold.op = isa::VectorOp::Add;
+          fold.count = taps;
+          fold.rows = columns * g;
+          fold.addr_a = temp;
+          fold.step_a = columns * g;
+          fold.bias_addr = out_row + ox * g;
+          fold.addr_b = out_row + ox * g;
+          p.eltwise(fold);
+        }
+      }
+    }
+    if (s.bias) {
+      isa::EltwiseArgs bias;
+      bias.op = isa::VectorOp::Add;
+      bias.count = out_rows / g;
+      bias.rows = g;
+      bias.addr_a = bias.addr_b = out_base;
+      bias.step_a = bias.step_b = g;
+      bias.bias_addr = kFilterRow + taps * tiles + band.tile;
+      p.eltwise(bias);
+    }
+    // bf16 results through the unified buffer, after the band's padded rows.
+    const std::uint32_t ub_out = ub_base(b) + band.images * band.rows * padded.width * g;
+    if (s.func != isa::Func::None || s.bf16_out) {
+      isa::ActivateArgs a;
+      a.f32 = !s.bf16_out;
+      a.func = s.func;
+      a.rows = out_rows;
+      a.addr_a = out_base;
+      a.addr_b = s.bf16_out ? ub_out : out_base;
+      p.activate(a);
+    }
+    const std::uint32_t stride = s.bf16_out ? plan.ub_stride : plan.acc_stride;
+    const std::uint64_t first_pixel =
+        (std::uint64_t{band.image} * s.out_h + band.out_row) * s.out_w;
+    isa::WriteHostArgs store;
+    store.acc = !s.bf16_out;
+    store.addr_a = s.bf16_out ? ub_out : out_base;
+    store.host_addr =
+        static_cast<std::uint32_t>(plan.out_addr + (first_pixel * tiles + band.tile) * stride);
+    store.host_stride = stride;
+    if (g == tiles) {
+      store.rows = out_rows;
+    } else {
+      store.count = out_rows / g;
+      store.rows = g;
+      store.step_a = g;
+      store.host_step = tiles * stride;
+    }
+    p.write_host(store);
+  }
+  p.halt();
+  plan.program = p.instructions();
+  plan.memory_bytes = plan.prog_addr + plan.program.size() * isa::kInstrBytes;
+  return plan;
+}
+
+void write_depthwise_inputs(const DepthwisePlan& plan, HostMemory& memory,
+                            const std::vector<num::fp32_t>& x, const std::vector<num::fp32_t>& w,
+                            const std::vector<num::fp32_t>& bias) {
+  const DepthwiseSpec& s = plan.spec;
+  const std::uint64_t plane = std::uint64_t{s.height} * s.width;
+  const std::uint32_t taps = s.taps();
+  if (x.size() != std::uint64_t{s.batch} * s.channels * plane ||
+      w.size() != std::uint64_t{s.channels} * taps || bias.size() != (s.bias ? s.channels : 0u)) {
+    throw std::invalid_argument(fmt::format(
+        "the depthwise convolution's operands have {}, {} and {} values, the plan {}x{}x{}x{}, "
+        "{}x{}x{} and {}",
+        x.size(), w.size(), bias.size(), s.batch, s.channels, s.height, s.width, s.channels,
+        s.kernel_h, s.kernel_w, s.bias ? s.channels : 0u));
+  }
+  if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
+  const std::uint32_t d = plan.config.dim;
+  // The zero row, then each tap's filters (bf16 values, widened) and the bias, D lanes a row.
+  std::vector<num::fp32_t> rows(std::uint64_t{1 + (taps + (s.bias ? 1 : 0)) * plan.tiles} * d, 0);
+  for (std::uint32_t c = 0; c < s.channels; ++c) {
+    for (std::uint32_t tap = 0; tap < taps; ++tap) {
+      rows[(1 + std::uint64_t{tap} * plan.tiles) * d + c] =
+          num::bf16_to_fp32(num::fp32_to_bf16(w[std::uint64_t{c} * taps + tap]));
+    }
+    if (s.bias) rows[(1 + std::uint64_t{taps} * plan.tiles) * d + c] = bias[c];
+  }
+  const acc_rows::Layout row{d, d, 1, plan.acc_stride};
+  acc_rows::write(memory, plan.filter_addr, row, rows.data(), rows.size(), 0);
+  // NCHW to pixels of C bf16 values, D to a row.
+  std::vector<num::bf16_t> lanes(d);
+  for (std::uint64_t n = 0; n < s.batch; ++n) {
+    for (std::uint64_t q = 0; q < plane; ++q) {
+      for (std::uint32_t t = 0; t < plan.tiles; ++t) {
+        for (std::uint32_t j = 0; j < d; ++j) {
+          const std::uint64_t c = std::uint64_t{t} * d + j;
+          lanes[j] = c < s.channels ? num::fp32_to_bf16(x[(n * s.channels + c) * plane + q]) : 0;
+        }
+        memory.write_array(plan.in_addr + ((n * plane + q) * plan.tiles + t) * plan.ub_stride,
+                           lanes);
+      }
+    }
+  }
+  memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
+}
+
+std::vector<num::fp32_t> read_depthwise_output(const DepthwisePlan& plan,
+                                               const HostMemory& memory) {
+  const DepthwiseSpec& s = plan.spec;
+  const std::uint64_t plane = std::uint64_t{s.out_h} * s.out_w;
+  const std::uint32_t d = plan.config.dim;
+  std::vector<num::fp32_t> y(std::uint64_t{s.batch} * s.channels * plane);
+  for (std::uint64_t n = 0; n < s.batch; ++n) {
+    for (std::uint64_t q = 0; q < plane; ++q) {
+      for (std::uint32_t t = 0; t < plan.tiles; ++t) {
+        const std::uint64_t row = (n * plane + q) * plan.tiles + t;
+        std::vector<num::fp32_t> lanes(d);
+        if (s.bf16_out) {
+          const auto half = memory.read_array<num::bf16_t>(plan.out_addr + row * plan.ub_stride, d);
+          std::transform(half.begin(), half.end(), lanes.begin(), num::bf16_to_fp32);
+        } else {
+          lanes = memory.read_array<num::fp32_t>(plan.out_addr + row * plan.acc_stride, d);
+        }
+        for (std::uint32_t j = 0; j < d; ++j) {
+          const std::uint64_t c = std::uint64_t{t} * d + j;
+          if (c < s.channels) y[(n * s.channels + c) * plane + q] = lanes[j];
+        }
+      }
+    }
+  }
+  return y;
+}
+
+DepthwiseRun execute_depthwise(const DepthwisePlan& plan, Backend& backend,
+                               const std::vector<num::fp32_t>& x, const std::vector<num::fp32_t>& w,
+                               const std::vector<num::fp32_t>& bias) {
+  write_depthwise_inputs(plan, backend.memory(), x, w, bias);
+  DepthwiseRun run;
+  run.result = backend.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
+  if (run.result.ok()) run.out = read_depthwise_output(plan, backend.memory());
+  return run;
+}
+
+std::vector<num::fp32_t> reference_depthwise(const DepthwiseSpec& s,
+                                             const std::vector<num::fp32_t>& x,
+                                             const std::vector<num::fp32_t>& w,
+                                             const std::vector<num::fp32_t>& bias) {
+  const std::uint64_t plane = std::uint64_t{s.height} * s.width;
+  const std::uint32_t taps = s.taps();
+  std::vector<num::fp32_t> y;
+  y.reserve(std::uint64_t{s.batch} * s.channels * s.out_h * s.out_w);
+  for (std::uint64_t n = 0; n < s.batch; ++n) {
+    for (std::uint64_t c = 0; c < s.channels; ++c) {
+      const std::uint64_t image = n * s.channels + c;
+      for (std::int64_t oy = 0; oy < std::int64_t{s.out_h}; ++oy) {
+        for (std::int64_t ox = 0; ox < std::int64_t{s.out_w}; ++ox) {
+          num::fp32_t sum = 0;  // N-ORDER without a seed: +0
+          for (std::int64_t ky = 0; ky < std::int64_t{s.kernel_h}; ++ky) {
+            for (std::int64_t kx = 0; kx < std::int64_t{s.kernel_w}; ++kx) {
+              const std::int64_t iy = oy * s.stride_h - s.pad_top + ky * s.dilation_h;
+              const std::int64_t ix = ox * s.stride_w - s.pad_left + kx * s.dilation_w;
+              const bool inside =
+                  iy >= 0 && iy < std::int64_t{s.height} && ix >= 0 && ix < std::int64_t{s.width};
+              const num::bf16_t a =
+                  inside ? num::fp32_to_bf16(
+                               x[image * plane + static_cast<std::uint64_t>(iy * s.width + ix)])
+                         : 0;
+              const num::bf16_t weight =
+                  num::fp32_to_bf16(w[c * taps + static_cast<std::uint64_t>(ky * s.kernel_w + kx)]);
+              sum = num::mac(sum, a, weight);
+            }
+          }
+          // N-ACT: the bias (or -0), then the function; N-OUT for bf16 results.
+          sum = num::add_fp32(sum, s.bias ? bias[c] : 0x80000000u);
+          sum = num::act_func(static_cast<unsigned>(s.func), sum, 0);
+          if (s.bf16_out) sum = num::bf16_to_fp32(num::fp32_to_bf16(sum));
+          y.push_back(sum);
+        }
+      }
+    }
+  }
+  return y;
+}
+
+}  // namespace tpu
