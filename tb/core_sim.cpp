@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <random>
 
@@ -25,6 +26,7 @@
 #include "tpu/elementwise.hpp"
 #include "tpu/layernorm.hpp"
 #include "tpu/model.hpp"
+#include "tpu/numerics/quant.hpp"
 #include "tpu/pool.hpp"
 #include "tpu/program.hpp"
 #include "tpu/softmax.hpp"
@@ -413,6 +415,58 @@ Job depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   return job;
 }
 
+// The int8 depthwise convolution (a QLinearConv's): the same shape with an input zero point in the
+// padding, a bias, per-channel multipliers and relu's clamp, against reference_depthwise_int8 (the
+// int8 products' bits, tests/sw/test_depthwise.cpp).
+Job int8_depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+  tpu::DepthwiseSpec spec;
+  spec.batch = 2;
+  spec.channels = 3 * config.dim / 2;
+  spec.height = spec.width = spec.out_h = spec.out_w = 6;
+  spec.kernel_h = spec.kernel_w = 3;
+  spec.pad_top = spec.pad_left = 1;
+  spec.int8 = true;
+  spec.bias = true;
+  spec.input_zero_point = -5;
+  spec.output_zero_point = spec.clamp_lo = 10;
+  const tpu::DepthwisePlan plan = tpu::plan_depthwise(config, spec);
+  const auto int8 = [&] {
+    return static_cast<std::int8_t>(static_cast<int>(rng.uniform(0, 255)) - 128);
+  };
+  std::vector<std::int8_t> x(std::size_t{spec.batch} * spec.channels * spec.height * spec.width),
+      w(std::size_t{spec.channels} * spec.taps());
+  for (std::int8_t& v : x) v = int8();
+  for (std::int8_t& v : w) v = int8();
+  std::vector<std::int32_t> bias;
+  std::vector<num::QuantizedMultiplier> multipliers;
+  for (std::uint32_t c = 0; c < spec.channels; ++c) {
+    bias.push_back(static_cast<std::int32_t>(rng.uniform(0, 20000)) - 10000);
+    multipliers.push_back(num::quantize_multiplier(
+        std::ldexp(1.0 + static_cast<double>(rng.uniform(0, 99)) / 100, -8)));
+  }
+  Job job;
+  job.prog_addr = plan.prog_addr;
+  job.count = static_cast<std::uint32_t>(plan.program.size());
+  job.memory_bytes = plan.memory_bytes;
+  job.write_inputs = [plan, x, w, bias, multipliers](tpu::HostMemory& memory) {
+    tpu::write_depthwise_int8_inputs(plan, memory, x, w, bias, multipliers);
+  };
+  // The int8 values as the 32-bit patterns of their int32 values.
+  const auto patterns = [](const std::vector<std::int8_t>& values) {
+    std::vector<num::fp32_t> out;
+    for (const std::int8_t v : values) out.push_back(static_cast<num::fp32_t>(std::int32_t{v}));
+    return out;
+  };
+  job.results = [plan, patterns](const tpu::HostMemory& memory) {
+    return patterns(tpu::read_depthwise_int8_output(plan, memory));
+  };
+  job.want = patterns(tpu::reference_depthwise_int8(spec, x, w, bias, multipliers));
+  job.shape = fmt::format("{}x{}x{}", spec.batch * spec.out_h * spec.out_w, spec.channels, 9);
+  job.options = "depthwise int8 relu";
+  job.ideal_cycles = vector_busy_cycles(config, plan.program);
+  return job;
+}
+
 // Layer normalisation (plan_layernorm) of rows of 2.5 array rows with gamma and beta, against
 // reference_layernorm.
 Job layernorm_job(const HardwareConfig& config, oracle::OperandRng& rng) {
@@ -554,6 +608,7 @@ std::vector<Case> cases(unsigned random_cases) {
   list.push_back({"residual", residual_job, true});
   list.push_back({"maxpool", maxpool_job, true});
   list.push_back({"depthwise", depthwise_job, true});
+  list.push_back({"int8-depthwise", int8_depthwise_job, true});
   list.push_back({"layernorm", layernorm_job, true});
   return list;
 }

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "acc_rows.hpp"
@@ -12,9 +13,9 @@
 namespace tpu {
 namespace {
 
-// Accumulator row 0 holds +0 in every lane (the seed of the folds; its host bytes are also the
-// unified buffer's zero row); the filters follow it, tap by tap, each tap's tiles in order, then
-// the bias. Each bank keeps that many rows free at its start, so that both hold bands alike.
+// Accumulator row 0 holds +0 (int8: 0) in every lane, the seed of the folds; the filters follow
+// it, tap by tap, each tap's tiles in order, then the bias (int8: each tile's bias, multiplier
+// and shift). Each bank keeps that many rows free at its start, so that both hold bands alike.
 constexpr std::uint32_t kZeroRow = 0, kFilterRow = 1;
 
 bool core_function(isa::Func f) {
@@ -49,6 +50,33 @@ void check_spec(const HardwareConfig& config, const DepthwiseSpec& s) {
         "a depthwise convolution's function is relu, relu6, sigmoid, tanh, "
         "gelu or none");
   }
+  if (s.int8) {
+    if (!config.int8) {
+      throw std::invalid_argument("an int8 depthwise convolution needs the int8 datapath; " +
+                                  config.name() + " has none");
+    }
+    if (s.func != isa::Func::None || s.bf16_out) {
+      throw std::invalid_argument(
+          "an int8 depthwise convolution takes its activation as the requantisation's clamp");
+    }
+    const auto int8 = [](int v) { return v >= -128 && v <= 127; };
+    if (!int8(s.input_zero_point) || !int8(s.output_zero_point) || !int8(s.clamp_lo) ||
+        !int8(s.clamp_hi) || s.clamp_lo > s.clamp_hi) {
+      throw std::invalid_argument(
+          "an int8 depthwise convolution's zero points and clamp are int8 values, the clamp "
+          "ordered");
+    }
+  } else if (!config.float_datapath) {
+    throw std::invalid_argument("a float depthwise convolution needs the float datapath; " +
+                                config.name() + " has none");
+  }
+}
+
+// Accumulator rows of constants: the zero row, the filters, and the bias (int8: three rows a
+// tile).
+std::uint64_t const_rows_of(const DepthwiseSpec& s, std::uint32_t tiles) {
+  const std::uint64_t bias_rows = s.int8 ? 3 : s.bias ? 1 : 0;
+  return 1 + (std::uint64_t{s.taps()} + bias_rows) * tiles;
 }
 
 // The image with its padding: rows and columns from the top-left padding to the furthest any
@@ -84,7 +112,7 @@ std::uint64_t rows_read(const DepthwiseSpec& s, std::uint64_t count) {
 }
 
 // `rows` unified-buffer rows from row `ub`, read from host `host` on (rows `stride` bytes apart:
-// 0 for the zero row).
+// 0 for the padding's row).
 struct Segment {
   std::uint32_t ub = 0, rows = 0;
   std::uint64_t host = 0;
@@ -93,7 +121,7 @@ struct Segment {
 // READ_HOSTs of the segments: runs of one length whose unified-buffer rows and host addresses
 // advance by the same steps become one instruction.
 void load_segments(isa::ProgramBuilder& p, const std::vector<Segment>& segments,
-                   std::uint32_t stride) {
+                   std::uint32_t stride, bool int8) {
   std::size_t i = 0;
   while (i < segments.size()) {
     const Segment& first = segments[i];
@@ -111,6 +139,7 @@ void load_segments(isa::ProgramBuilder& p, const std::vector<Segment>& segments,
       }
     }
     isa::ReadHostArgs load;
+    load.i8 = int8;
     load.count = static_cast<std::uint32_t>(count);
     load.rows = first.rows;
     load.addr_b = first.ub;
@@ -127,13 +156,13 @@ void load_segments(isa::ProgramBuilder& p, const std::vector<Segment>& segments,
 
 std::uint64_t DepthwisePlan::written_bytes() const {
   const std::uint64_t pixels = std::uint64_t{spec.batch} * spec.height * spec.width;
-  const std::uint64_t filter_rows = 1 + std::uint64_t{spec.taps() + (spec.bias ? 1 : 0)} * tiles;
-  return filter_rows * acc_stride + pixels * tiles * ub_stride + program.size() * isa::kInstrBytes;
+  return ub_stride + const_rows_of(spec, tiles) * acc_stride + pixels * tiles * ub_stride +
+         program.size() * isa::kInstrBytes;
 }
 
 std::uint64_t DepthwisePlan::read_bytes() const {
   return std::uint64_t{spec.batch} * spec.out_h * spec.out_w * tiles *
-         (spec.bf16_out ? ub_stride : acc_stride);
+         (spec.bf16_out || spec.int8 ? ub_stride : acc_stride);
 }
 
 DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& spec,
@@ -148,9 +177,9 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
   const std::uint32_t taps = s.taps();
   const std::uint32_t tiles = (s.channels + config.dim - 1) / config.dim;
   plan.tiles = tiles;
-  plan.ub_stride = std::max(2 * config.dim, config.bus_bytes);
+  plan.ub_stride = std::max((s.int8 ? 1 : 2) * config.dim, config.bus_bytes);
   plan.acc_stride = acc_rows::Layout::of(config, s.channels).stride;
-  const std::uint64_t const_rows = 1 + std::uint64_t{taps + (s.bias ? 1 : 0)} * tiles;
+  const std::uint64_t const_rows = const_rows_of(s, tiles);
   const std::uint32_t bank = config.acc_depth / 2;
   const std::uint32_t ub_half = config.ub_depth / 2;
   if (const_rows >= bank) {
@@ -160,7 +189,8 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
   }
   const auto region = static_cast<std::uint32_t>(bank - const_rows);
   const std::uint64_t out_wide = s.out_w;
-  const std::uint64_t bf16_rows = s.bf16_out ? 1 : 0;  // bf16 results wait in the unified buffer
+  // bf16 and int8 results wait in the unified buffer (1), fp32 ones in the accumulators (0).
+  const std::uint64_t ub_results = s.bf16_out || s.int8 ? 1 : 0;
 
   // The most channel tiles a band takes with which one output row fits: its scratch (two
   // regions of each tap's products for `chunk` output columns, half the region at most), its
@@ -171,7 +201,7 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
         std::min<std::uint64_t>(out_wide, (region / 2) / (2ull * taps * group)));
     if (chunk == 0) continue;
     const std::uint64_t scratch = 2ull * taps * chunk * group;
-    const std::uint64_t row_ub = (rows_read(s, 1) * padded.width + bf16_rows * out_wide) * group;
+    const std::uint64_t row_ub = (rows_read(s, 1) * padded.width + ub_results * out_wide) * group;
     if (out_wide * group <= region - scratch && row_ub <= ub_half) break;
   }
   if (group == 0) {
@@ -189,7 +219,7 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
   std::vector<Band> bands;
   const std::uint64_t image_out = std::uint64_t{s.out_h} * out_wide * group;
   const std::uint64_t image_ub =
-      (std::uint64_t{padded.height} * padded.width + bf16_rows * s.out_h * out_wide) * group;
+      (std::uint64_t{padded.height} * padded.width + ub_results * s.out_h * out_wide) * group;
   if (image_out <= out_room && image_ub <= ub_half) {
     const auto per_band = static_cast<std::uint32_t>(
         std::min<std::uint64_t>({s.batch, out_room / image_out, ub_half / image_ub}));
@@ -202,7 +232,8 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
   } else {
     const auto fits = [&](std::uint64_t count) {
       return count * out_wide * group <= out_room &&
-             (rows_read(s, count) * padded.width + bf16_rows * count * out_wide) * group <= ub_half;
+             (rows_read(s, count) * padded.width + ub_results * count * out_wide) * group <=
+                 ub_half;
     };
     std::uint32_t per_band = 1;
     while (per_band < s.out_h && fits(per_band + 1)) ++per_band;
@@ -218,19 +249,21 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
   }
   plan.bands = static_cast<std::uint32_t>(bands.size());
 
-  const std::uint64_t zero_addr = (base + 63) / 64 * 64;
-  const std::uint64_t in_addr = zero_addr + const_rows * plan.acc_stride;
+  const std::uint64_t pad_addr = (base + 63) / 64 * 64;
+  const std::uint64_t filter_addr = (pad_addr + plan.ub_stride + 63) / 64 * 64;
+  const std::uint64_t in_addr = filter_addr + const_rows * plan.acc_stride;
   const std::uint64_t pixels_in = std::uint64_t{s.batch} * s.height * s.width;
   const std::uint64_t pixels_out = std::uint64_t{s.batch} * s.out_h * s.out_w;
   const std::uint64_t out_addr = (in_addr + pixels_in * tiles * plan.ub_stride + 63) / 64 * 64;
   const std::uint64_t prog_addr =
-      (out_addr + pixels_out * tiles * (s.bf16_out ? plan.ub_stride : plan.acc_stride) + 63) / 64 *
+      (out_addr + pixels_out * tiles * (ub_results ? plan.ub_stride : plan.acc_stride) + 63) / 64 *
       64;
   if (prog_addr > 0xFFFFFFFFull) {
     throw std::invalid_argument(
         "the depthwise convolution's tensors exceed the core's 32-bit host addresses");
   }
-  plan.zero_addr = plan.filter_addr = static_cast<std::uint32_t>(zero_addr);
+  plan.pad_addr = static_cast<std::uint32_t>(pad_addr);
+  plan.filter_addr = static_cast<std::uint32_t>(filter_addr);
   plan.in_addr = static_cast<std::uint32_t>(in_addr);
   plan.out_addr = static_cast<std::uint32_t>(out_addr);
   plan.prog_addr = static_cast<std::uint32_t>(prog_addr);
@@ -243,7 +276,7 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
   const auto ub_base = [&](std::size_t b) { return static_cast<std::uint32_t>((b % 2) * ub_half); };
 
   // A band's padded rows into its half of the unified buffer: the image's pixels (each the
-  // band's tiles of its row of tiles), the padding from the zero row.
+  // band's tiles of its row of tiles), the padding from the padding's row.
   const auto load_band = [&](std::size_t b) {
     const Band& band = bands[b];
     const std::uint32_t g = band.tiles;
@@ -255,7 +288,7 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
       if (!zeros.empty() && zeros.back().ub + zeros.back().rows == ub) {
         zeros.back().rows += rows;
       } else {
-        zeros.push_back({ub, rows, plan.zero_addr});
+        zeros.push_back({ub, rows, plan.pad_addr});
       }
     };
     for (std::uint32_t i = 0; i < band.images; ++i) {
@@ -281,11 +314,13 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
         zero(first + s.width * g, (padded.width - s.pad_left - s.width) * g);
       }
     }
-    load_segments(p, zeros, 0);
-    load_segments(p, data, plan.ub_stride);
+    load_segments(p, zeros, 0, s.int8);
+    load_segments(p, data, plan.ub_stride, s.int8);
   };
 
+  const std::uint32_t largest_in = bands[0].images * bands[0].rows * padded.width * bands[0].tiles;
   load_band(0);
+  std::optional<isa::WriteHostArgs> pending_store;  // the band before's
   std::uint32_t chunks = 0;  // chunks done: the scratch regions alternate
   for (std::size_t b = 0; b < bands.size(); ++b) {
     if (b + 1 < bands.size()) load_band(b + 1);
@@ -293,9 +328,10 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
     const std::uint32_t g = band.tiles;
     const std::uint32_t out_base = acc_base(b) + scratch;
     const std::uint32_t out_rows = band.images * band.out_rows * s.out_w * g;
-    // The outputs set to +0: add(+0, +0) into each.
+    // The outputs set to +0 (int8: 0): add(+0, +0) into each.
     isa::EltwiseArgs seed;
     seed.op = isa::VectorOp::Add;
+    seed.int32 = s.int8;
     seed.row = true;
     seed.count = out_rows;
     seed.addr_a = kZeroRow;
@@ -317,6 +353,7 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
               isa::EltwiseArgs mul;
               mul.op = isa::VectorOp::Mul;
               mul.ub = true;
+              mul.int32 = s.int8;
               mul.count = columns;
               mul.rows = g;
               mul.addr_a = ub_base(b) + ((i * band.rows + row) * padded.width + column) * g;
@@ -331,6 +368,7 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
           // wrote.
           isa::EltwiseArgs fold;
           fold.op = isa::VectorOp::Add;
+          fold.int32 = s.int8;
           fold.count = taps;
           fold.rows = columns * g;
           fold.addr_a = temp;
@@ -341,7 +379,7 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
         }
       }
     }
-    if (s.bias) {
+    if (s.bias && !s.int8) {
       isa::EltwiseArgs bias;
       bias.op = isa::VectorOp::Add;
       bias.count = out_rows / g;
@@ -351,9 +389,26 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
       bias.bias_addr = kFilterRow + taps * tiles + band.tile;
       p.eltwise(bias);
     }
-    // bf16 results through the unified buffer, after the band's padded rows.
-    const std::uint32_t ub_out = ub_base(b) + band.images * band.rows * padded.width * g;
-    if (s.func != isa::Func::None || s.bf16_out) {
+    // bf16 and int8 results through the unified buffer, after the padded rows of the largest
+    // band (the first): a band's store comes after the next band's load into the same half.
+    const std::uint32_t ub_out = ub_base(b) + largest_in;
+    const bool through_ub = s.bf16_out || s.int8;
+    if (s.int8) {
+      // Each tile's sums requantised with its bias, multiplier and shift rows (Q-REQ).
+      for (std::uint32_t t = 0; t < g; ++t) {
+        isa::ActivateArgs a;
+        a.bias = a.req = true;
+        a.count = out_rows / g;
+        a.addr_a = out_base + t;
+        a.addr_b = ub_out + t;
+        a.step_a = a.step_b = g;
+        a.bias_addr = kFilterRow + taps * tiles + 3 * (band.tile + t);
+        a.zero_point = s.output_zero_point;
+        a.clamp_lo = s.clamp_lo;
+        a.clamp_hi = s.clamp_hi;
+        p.activate(a);
+      }
+    } else if (s.func != isa::Func::None || s.bf16_out) {
       isa::ActivateArgs a;
       a.f32 = !s.bf16_out;
       a.func = s.func;
@@ -362,12 +417,13 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
       a.addr_b = s.bf16_out ? ub_out : out_base;
       p.activate(a);
     }
-    const std::uint32_t stride = s.bf16_out ? plan.ub_stride : plan.acc_stride;
+    const std::uint32_t stride = through_ub ? plan.ub_stride : plan.acc_stride;
     const std::uint64_t first_pixel =
         (std::uint64_t{band.image} * s.out_h + band.out_row) * s.out_w;
     isa::WriteHostArgs store;
-    store.acc = !s.bf16_out;
-    store.addr_a = s.bf16_out ? ub_out : out_base;
+    store.acc = !through_ub;
+    store.i8 = s.int8;
+    store.addr_a = through_ub ? ub_out : out_base;
     store.host_addr =
         static_cast<std::uint32_t>(plan.out_addr + (first_pixel * tiles + band.tile) * stride);
     store.host_stride = stride;
@@ -379,49 +435,54 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
       store.step_a = g;
       store.host_step = tiles * stride;
     }
-    p.write_host(store);
+    // The store goes after the next band's function: issue is in order, and a store that waits
+    // for its band's ACTIVATE would hold up the next band's work behind it.
+    if (pending_store) p.write_host(*pending_store);
+    pending_store = store;
   }
+  if (pending_store) p.write_host(*pending_store);
   p.halt();
   plan.program = p.instructions();
   plan.memory_bytes = plan.prog_addr + plan.program.size() * isa::kInstrBytes;
   return plan;
 }
 
-void write_depthwise_inputs(const DepthwisePlan& plan, HostMemory& memory,
-                            const std::vector<num::fp32_t>& x, const std::vector<num::fp32_t>& w,
-                            const std::vector<num::fp32_t>& bias) {
+namespace {
+
+void check_operands(const DepthwisePlan& plan, std::size_t x, std::size_t w, std::size_t bias) {
   const DepthwiseSpec& s = plan.spec;
-  const std::uint64_t plane = std::uint64_t{s.height} * s.width;
-  const std::uint32_t taps = s.taps();
-  if (x.size() != std::uint64_t{s.batch} * s.channels * plane ||
-      w.size() != std::uint64_t{s.channels} * taps || bias.size() != (s.bias ? s.channels : 0u)) {
+  const std::size_t biases = s.bias ? s.channels : 0u;
+  if (x != std::uint64_t{s.batch} * s.channels * s.height * s.width ||
+      w != std::uint64_t{s.channels} * s.taps() || bias != biases) {
     throw std::invalid_argument(fmt::format(
         "the depthwise convolution's operands have {}, {} and {} values, the plan {}x{}x{}x{}, "
         "{}x{}x{} and {}",
-        x.size(), w.size(), bias.size(), s.batch, s.channels, s.height, s.width, s.channels,
-        s.kernel_h, s.kernel_w, s.bias ? s.channels : 0u));
+        x, w, bias, s.batch, s.channels, s.height, s.width, s.channels, s.kernel_h, s.kernel_w,
+        biases));
   }
+}
+
+// The padding's row (every lane `pad`), the constant accumulator rows (`rows`, D lanes each: the
+// zero row's lanes first), the images (NCHW values to pixels of C lanes, D to a row, each value
+// `lane(x)`) and the program.
+template <typename Lane, typename Value, typename ToLane>
+void write_operands(const DepthwisePlan& plan, HostMemory& memory, Lane pad,
+                    const std::vector<num::fp32_t>& rows, const std::vector<Value>& x,
+                    ToLane lane) {
+  const DepthwiseSpec& s = plan.spec;
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
   const std::uint32_t d = plan.config.dim;
-  // The zero row, then each tap's filters (bf16 values, widened) and the bias, D lanes a row.
-  std::vector<num::fp32_t> rows(std::uint64_t{1 + (taps + (s.bias ? 1 : 0)) * plan.tiles} * d, 0);
-  for (std::uint32_t c = 0; c < s.channels; ++c) {
-    for (std::uint32_t tap = 0; tap < taps; ++tap) {
-      rows[(1 + std::uint64_t{tap} * plan.tiles) * d + c] =
-          num::bf16_to_fp32(num::fp32_to_bf16(w[std::uint64_t{c} * taps + tap]));
-    }
-    if (s.bias) rows[(1 + std::uint64_t{taps} * plan.tiles) * d + c] = bias[c];
-  }
-  const acc_rows::Layout row{d, d, 1, plan.acc_stride};
-  acc_rows::write(memory, plan.filter_addr, row, rows.data(), rows.size(), 0);
-  // NCHW to pixels of C bf16 values, D to a row.
-  std::vector<num::bf16_t> lanes(d);
+  memory.write_array(plan.pad_addr, std::vector<Lane>(d, pad));
+  acc_rows::write(memory, plan.filter_addr, acc_rows::Layout{d, d, 1, plan.acc_stride}, rows.data(),
+                  rows.size(), 0);
+  const std::uint64_t plane = std::uint64_t{s.height} * s.width;
+  std::vector<Lane> lanes(d);
   for (std::uint64_t n = 0; n < s.batch; ++n) {
     for (std::uint64_t q = 0; q < plane; ++q) {
       for (std::uint32_t t = 0; t < plan.tiles; ++t) {
         for (std::uint32_t j = 0; j < d; ++j) {
           const std::uint64_t c = std::uint64_t{t} * d + j;
-          lanes[j] = c < s.channels ? num::fp32_to_bf16(x[(n * s.channels + c) * plane + q]) : 0;
+          lanes[j] = c < s.channels ? lane(x[(n * s.channels + c) * plane + q]) : Lane{0};
         }
         memory.write_array(plan.in_addr + ((n * plane + q) * plan.tiles + t) * plan.ub_stride,
                            lanes);
@@ -431,31 +492,70 @@ void write_depthwise_inputs(const DepthwisePlan& plan, HostMemory& memory,
   memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
 }
 
-std::vector<num::fp32_t> read_depthwise_output(const DepthwisePlan& plan,
-                                               const HostMemory& memory) {
+// The output's pixels (rows of D lanes `stride` bytes apart, each lane `value(lane)`) as NCHW.
+template <typename Lane, typename Out, typename FromLane>
+std::vector<Out> read_output(const DepthwisePlan& plan, const HostMemory& memory,
+                             std::uint32_t stride, FromLane value) {
   const DepthwiseSpec& s = plan.spec;
   const std::uint64_t plane = std::uint64_t{s.out_h} * s.out_w;
   const std::uint32_t d = plan.config.dim;
-  std::vector<num::fp32_t> y(std::uint64_t{s.batch} * s.channels * plane);
+  std::vector<Out> y(std::uint64_t{s.batch} * s.channels * plane);
   for (std::uint64_t n = 0; n < s.batch; ++n) {
     for (std::uint64_t q = 0; q < plane; ++q) {
       for (std::uint32_t t = 0; t < plan.tiles; ++t) {
         const std::uint64_t row = (n * plane + q) * plan.tiles + t;
-        std::vector<num::fp32_t> lanes(d);
-        if (s.bf16_out) {
-          const auto half = memory.read_array<num::bf16_t>(plan.out_addr + row * plan.ub_stride, d);
-          std::transform(half.begin(), half.end(), lanes.begin(), num::bf16_to_fp32);
-        } else {
-          lanes = memory.read_array<num::fp32_t>(plan.out_addr + row * plan.acc_stride, d);
-        }
+        const auto lanes = memory.read_array<Lane>(plan.out_addr + row * stride, d);
         for (std::uint32_t j = 0; j < d; ++j) {
           const std::uint64_t c = std::uint64_t{t} * d + j;
-          if (c < s.channels) y[(n * s.channels + c) * plane + q] = lanes[j];
+          if (c < s.channels) y[(n * s.channels + c) * plane + q] = value(lanes[j]);
         }
       }
     }
   }
   return y;
+}
+
+// The constant rows: the zero row, each tap's filters (`filter(c, tap)`), then the bias rows.
+template <typename Filter>
+std::vector<num::fp32_t> constant_rows(const DepthwisePlan& plan, Filter filter) {
+  const DepthwiseSpec& s = plan.spec;
+  const std::uint32_t d = plan.config.dim;
+  std::vector<num::fp32_t> rows(const_rows_of(s, plan.tiles) * d, 0);
+  for (std::uint32_t c = 0; c < s.channels; ++c) {
+    for (std::uint32_t tap = 0; tap < s.taps(); ++tap) {
+      rows[(1 + std::uint64_t{tap} * plan.tiles) * d + c] = filter(c, tap);
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+void write_depthwise_inputs(const DepthwisePlan& plan, HostMemory& memory,
+                            const std::vector<num::fp32_t>& x, const std::vector<num::fp32_t>& w,
+                            const std::vector<num::fp32_t>& bias) {
+  const DepthwiseSpec& s = plan.spec;
+  if (s.int8) throw std::invalid_argument("the plan is of an int8 depthwise convolution");
+  check_operands(plan, x.size(), w.size(), bias.size());
+  const std::uint32_t taps = s.taps();
+  // The filters as bf16 values, widened; the bias after them.
+  std::vector<num::fp32_t> rows = constant_rows(plan, [&](std::uint32_t c, std::uint32_t tap) {
+    return num::bf16_to_fp32(num::fp32_to_bf16(w[std::uint64_t{c} * taps + tap]));
+  });
+  const std::uint64_t bias_row = 1 + std::uint64_t{taps} * plan.tiles;
+  for (std::uint32_t c = 0; s.bias && c < s.channels; ++c) {
+    rows[bias_row * plan.config.dim + c] = bias[c];
+  }
+  write_operands(plan, memory, num::bf16_t{0}, rows, x, num::fp32_to_bf16);
+}
+
+std::vector<num::fp32_t> read_depthwise_output(const DepthwisePlan& plan,
+                                               const HostMemory& memory) {
+  if (plan.spec.bf16_out) {
+    return read_output<num::bf16_t, num::fp32_t>(plan, memory, plan.ub_stride, num::bf16_to_fp32);
+  }
+  return read_output<num::fp32_t, num::fp32_t>(plan, memory, plan.acc_stride,
+                                               [](num::fp32_t v) { return v; });
 }
 
 DepthwiseRun execute_depthwise(const DepthwisePlan& plan, Backend& backend,
@@ -465,6 +565,59 @@ DepthwiseRun execute_depthwise(const DepthwisePlan& plan, Backend& backend,
   DepthwiseRun run;
   run.result = backend.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
   if (run.result.ok()) run.out = read_depthwise_output(plan, backend.memory());
+  return run;
+}
+
+void write_depthwise_int8_inputs(const DepthwisePlan& plan, HostMemory& memory,
+                                 const std::vector<std::int8_t>& x,
+                                 const std::vector<std::int8_t>& w,
+                                 const std::vector<std::int32_t>& bias,
+                                 const std::vector<num::QuantizedMultiplier>& multipliers) {
+  const DepthwiseSpec& s = plan.spec;
+  if (!s.int8) throw std::invalid_argument("the plan is of a float depthwise convolution");
+  check_operands(plan, x.size(), w.size(), bias.size());
+  if (multipliers.size() != s.channels) {
+    throw std::invalid_argument(
+        fmt::format("{} multipliers for {} channels", multipliers.size(), s.channels));
+  }
+  const std::uint32_t taps = s.taps(), d = plan.config.dim;
+  std::vector<num::fp32_t> rows = constant_rows(plan, [&](std::uint32_t c, std::uint32_t tap) {
+    return static_cast<num::fp32_t>(static_cast<std::int32_t>(w[std::uint64_t{c} * taps + tap]));
+  });
+  // Each tile's bias (Q-ZP: less the input zero point times the filter's sum, modulo 2^32),
+  // multiplier and shift rows.
+  for (std::uint32_t c = 0; c < s.channels; ++c) {
+    std::uint32_t sum = 0;
+    for (std::uint32_t tap = 0; tap < taps; ++tap) {
+      sum +=
+          static_cast<std::uint32_t>(static_cast<std::int32_t>(w[std::uint64_t{c} * taps + tap]));
+    }
+    const std::uint32_t folded = static_cast<std::uint32_t>(s.bias ? bias[c] : 0) -
+                                 static_cast<std::uint32_t>(s.input_zero_point) * sum;
+    const std::uint64_t first = (1 + std::uint64_t{taps} * plan.tiles + 3 * (c / d)) * d + c % d;
+    rows[first] = folded;
+    rows[first + d] = static_cast<num::fp32_t>(multipliers[c].multiplier);
+    rows[first + 2 * d] = static_cast<num::fp32_t>(multipliers[c].shift);
+  }
+  write_operands(plan, memory, static_cast<std::int8_t>(s.input_zero_point), rows, x,
+                 [](std::int8_t v) { return v; });
+}
+
+std::vector<std::int8_t> read_depthwise_int8_output(const DepthwisePlan& plan,
+                                                    const HostMemory& memory) {
+  return read_output<std::int8_t, std::int8_t>(plan, memory, plan.ub_stride,
+                                               [](std::int8_t v) { return v; });
+}
+
+DepthwiseInt8Run execute_depthwise_int8(const DepthwisePlan& plan, Backend& backend,
+                                        const std::vector<std::int8_t>& x,
+                                        const std::vector<std::int8_t>& w,
+                                        const std::vector<std::int32_t>& bias,
+                                        const std::vector<num::QuantizedMultiplier>& multipliers) {
+  write_depthwise_int8_inputs(plan, backend.memory(), x, w, bias, multipliers);
+  DepthwiseInt8Run run;
+  run.result = backend.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
+  if (run.result.ok()) run.out = read_depthwise_int8_output(plan, backend.memory());
   return run;
 }
 
@@ -502,6 +655,47 @@ std::vector<num::fp32_t> reference_depthwise(const DepthwiseSpec& s,
           sum = num::act_func(static_cast<unsigned>(s.func), sum, 0);
           if (s.bf16_out) sum = num::bf16_to_fp32(num::fp32_to_bf16(sum));
           y.push_back(sum);
+        }
+      }
+    }
+  }
+  return y;
+}
+
+}  // namespace tpu
+
+namespace tpu {
+
+std::vector<std::int8_t> reference_depthwise_int8(
+    const DepthwiseSpec& s, const std::vector<std::int8_t>& x, const std::vector<std::int8_t>& w,
+    const std::vector<std::int32_t>& bias,
+    const std::vector<num::QuantizedMultiplier>& multipliers) {
+  const std::uint64_t plane = std::uint64_t{s.height} * s.width;
+  const std::uint32_t taps = s.taps();
+  std::vector<std::int8_t> y;
+  y.reserve(std::uint64_t{s.batch} * s.channels * s.out_h * s.out_w);
+  for (std::uint64_t n = 0; n < s.batch; ++n) {
+    for (std::uint64_t c = 0; c < s.channels; ++c) {
+      const std::uint64_t image = n * s.channels + c;
+      const num::RequantParams params{s.bias ? bias[c] : 0, multipliers[c], s.output_zero_point,
+                                      s.clamp_lo, s.clamp_hi};
+      for (std::int64_t oy = 0; oy < std::int64_t{s.out_h}; ++oy) {
+        for (std::int64_t ox = 0; ox < std::int64_t{s.out_w}; ++ox) {
+          std::uint32_t sum = 0;  // Q-MAC: modulo 2^32
+          for (std::int64_t ky = 0; ky < std::int64_t{s.kernel_h}; ++ky) {
+            for (std::int64_t kx = 0; kx < std::int64_t{s.kernel_w}; ++kx) {
+              const std::int64_t iy = oy * s.stride_h - s.pad_top + ky * s.dilation_h;
+              const std::int64_t ix = ox * s.stride_w - s.pad_left + kx * s.dilation_w;
+              const bool inside =
+                  iy >= 0 && iy < std::int64_t{s.height} && ix >= 0 && ix < std::int64_t{s.width};
+              const int a = inside
+                                ? x[image * plane + static_cast<std::uint64_t>(iy * s.width + ix)]
+                                : s.input_zero_point;
+              const int f = w[c * taps + static_cast<std::uint64_t>(ky * s.kernel_w + kx)];
+              sum += static_cast<std::uint32_t>((a - s.input_zero_point) * f);
+            }
+          }
+          y.push_back(num::requantize(isa::int32_value(sum), params));
         }
       }
     }

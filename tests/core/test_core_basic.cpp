@@ -481,6 +481,50 @@ TEST_P(CoreBasic, DepthwiseConvolutionGivesTheReferenceBitsInTheModelsCycles) {
   }
 }
 
+// The int8 depthwise convolution (a QLinearConv's) on the RTL, on the cores with the int8
+// datapath: reference_depthwise_int8's bits, and the cycle model close to the cycles it takes.
+TEST_P(CoreBasic, Int8DepthwiseConvolutionGivesTheReferenceBitsInTheModelsCycles) {
+  const HardwareConfig config = config_named(GetParam());
+  if (config.vector_lanes == 0 || !config.int8) return;
+  DepthwiseSpec spec;
+  spec.batch = 2;
+  spec.channels = config.dim + 3;
+  spec.height = spec.width = 8;
+  spec.out_h = spec.out_w = 4;
+  spec.kernel_h = spec.kernel_w = 3;
+  spec.stride_h = spec.stride_w = 2;
+  spec.pad_top = spec.pad_left = 1;
+  spec.int8 = true;
+  spec.bias = true;
+  spec.input_zero_point = 17;
+  spec.output_zero_point = -20;
+  oracle::OperandRng rng(test::test_seed() + 15);
+  const auto int8 = [&] {
+    return static_cast<std::int8_t>(static_cast<int>(rng.uniform(0, 255)) - 128);
+  };
+  std::vector<std::int8_t> x(std::size_t{spec.batch} * spec.channels * spec.height * spec.width),
+      w(std::size_t{spec.channels} * spec.taps());
+  for (std::int8_t& v : x) v = int8();
+  for (std::int8_t& v : w) v = int8();
+  std::vector<std::int32_t> bias;
+  std::vector<num::QuantizedMultiplier> multipliers;
+  for (std::uint32_t c = 0; c < spec.channels; ++c) {
+    bias.push_back(static_cast<std::int32_t>(rng.uniform(0, 20000)) - 10000);
+    multipliers.push_back(num::quantize_multiplier(
+        std::ldexp(1.0 + static_cast<double>(rng.uniform(0, 99)) / 100, -8)));
+  }
+  const DepthwisePlan plan = plan_depthwise(config, spec, 0x1000);
+  sim::RtlBackend rtl(config);
+  const DepthwiseInt8Run run = execute_depthwise_int8(plan, rtl, x, w, bias, multipliers);
+  ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
+  EXPECT_EQ(run.out, reference_depthwise_int8(spec, x, w, bias, multipliers));
+  ASSERT_TRUE(run.result.counters.has_value());
+  const double cycles = double((*run.result.counters)[regs::kCntCyclesIndex]);
+  const double estimate = estimate_vector_program_cycles(config, plan.program);
+  std::cout << "[ cycles   ] int8: RTL " << cycles << ", model " << estimate << '\n';
+  EXPECT_NEAR(estimate / cycles, 1.0, 0.05);
+}
+
 // Layer normalisation (plan_layernorm) on the RTL: reference_layernorm's bits, and the cycle
 // model close to the cycles it takes; refused with one line on a core without a vector unit.
 TEST_P(CoreBasic, LayerNormGivesTheReferenceBitsInTheModelsCycles) {

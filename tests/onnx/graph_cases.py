@@ -692,13 +692,12 @@ COMPILED_CASES = {"mlp_opset20": 4, "residual_cnn": 4, "transformer_encoder": 4,
 KEPT_RESULTS = {"mlp_opset20": 1, "qdq_mlp_opset20": 1, "batch_and_fixed_inputs": 1,
                 "transformer_encoder": 2}
 # The programs of products a compiled run takes, where fewer than its GEMMs: the chains above as
-# one program each; a node's independent products (attention's per input and head, an int8
-# depthwise convolution's groups), float or int8, as one. The others run a program a GEMM. (A
-# float depthwise convolution is no product: a program of the vector unit, as in
-# mobilenet_block.)
+# one program each; a node's independent products (attention's per input and head), float or
+# int8, as one. The others run a program a GEMM. (A depthwise convolution, float or int8, is no
+# product: a program of the vector unit, as in the MobileNet blocks.)
 PROGRAMS = {"mlp_opset20": 1, "qdq_mlp_opset20": 1, "batch_and_fixed_inputs": 1,
             "transformer_encoder": 11, "qdq_transformer_encoder": 13, "mobilenet_block": 4,
-            "qdq_mobilenet_block": 5}
+            "qdq_mobilenet_block": 4}
 
 
 def compile_model(args, model_path, out, *options):

@@ -6,6 +6,9 @@
 // dilations, one spatial dimension, a bias or none, each function, bf16 results, channels that
 // do not fill a row of the array, images in bands of output rows and of channel tiles, output
 // rows in chunks of columns; special values; the program reads only rows it wrote; the refusals.
+// int8: the program gives reference_depthwise_int8's bits, which are the reference int8 GEMM's of
+// the im2col rows (the input zero point in the padding, Q-ZP folded into the bias) requantised by
+// Q-REQ, with zero points, clamps and per-channel multipliers.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -21,6 +24,7 @@
 #include "tpu/model.hpp"
 #include "tpu/numerics/activation.hpp"
 #include "tpu/numerics/gemm.hpp"
+#include "tpu/numerics/quant.hpp"
 
 namespace tpu {
 namespace {
@@ -203,6 +207,152 @@ TEST(Depthwise, SpecialValuesAndZerosFoldAsTheMatrixUnitDoes) {
   EXPECT_EQ(run_on_model(config, s, images[3], w_negative, {}).out[0], num::kCanonicalNanFp32);
 }
 
+HardwareConfig small_int8_vector_core() {
+  HardwareConfig c = test::small_vector_core(256);
+  c.int8 = true;
+  return c;
+}
+
+std::vector<std::int8_t> int8_values(oracle::OperandRng& rng, std::size_t count) {
+  std::vector<std::int8_t> v(count);
+  for (std::int8_t& e : v)
+    e = static_cast<std::int8_t>(static_cast<int>(rng.uniform(0, 255)) - 128);
+  return v;
+}
+
+// The int8 datapath's bits for the same convolution: per channel, the reference int8 GEMM
+// (Q-MAC) of its im2col rows (the input zero point in the padding) and its filter, the bias
+// folded with the input zero point (Q-ZP), then Q-REQ.
+std::vector<std::int8_t> int8_product_bits(const DepthwiseSpec& s,
+                                           const std::vector<std::int8_t>& x,
+                                           const std::vector<std::int8_t>& w,
+                                           const std::vector<std::int32_t>& bias,
+                                           const std::vector<num::QuantizedMultiplier>& m) {
+  const std::size_t taps = s.taps(), plane = std::size_t{s.out_h} * s.out_w;
+  std::vector<std::int8_t> y(std::size_t{s.batch} * s.channels * plane);
+  for (std::size_t c = 0; c < s.channels; ++c) {
+    num::MatrixI8 a(std::size_t{s.batch} * plane, taps), f(taps, 1);
+    for (std::size_t t = 0; t < taps; ++t) f.at(t, 0) = w[c * taps + t];
+    for (std::size_t n = 0; n < s.batch; ++n) {
+      for (std::size_t q = 0; q < plane; ++q) {
+        for (std::size_t t = 0; t < taps; ++t) {
+          const std::int64_t iy = std::int64_t(q / s.out_w) * s.stride_h - s.pad_top +
+                                  std::int64_t(t / s.kernel_w) * s.dilation_h;
+          const std::int64_t ix = std::int64_t(q % s.out_w) * s.stride_w - s.pad_left +
+                                  std::int64_t(t % s.kernel_w) * s.dilation_w;
+          const bool inside = iy >= 0 && ix >= 0 && iy < s.height && ix < s.width;
+          a.at(n * plane + q, t) =
+              inside ? x[((n * s.channels + c) * s.height + std::size_t(iy)) * s.width +
+                         std::size_t(ix)]
+                     : static_cast<std::int8_t>(s.input_zero_point);
+        }
+      }
+    }
+    const num::MatrixI32 sums = num::gemm_int8(a, f);
+    const std::vector<std::int32_t> folded =
+        num::fold_input_zero_point({s.bias ? bias[c] : 0}, s.input_zero_point, f);
+    const num::RequantParams params{folded[0], m[c], s.output_zero_point, s.clamp_lo, s.clamp_hi};
+    for (std::size_t r = 0; r < sums.rows; ++r) {
+      const std::size_t n = r / plane, q = r % plane;
+      y[(n * s.channels + c) * plane + q] = num::requantize(sums.at(r, 0), params);
+    }
+  }
+  return y;
+}
+
+TEST(Depthwise, Int8GivesTheInt8ProductsBits) {
+  oracle::OperandRng rng(test::test_seed() + 1);
+  const HardwareConfig config = small_int8_vector_core();
+  DepthwiseSpec relu6 = spec_of(2, 6, 5, 5, 3, 1, 1);
+  relu6.int8 = true;
+  relu6.bias = true;
+  relu6.input_zero_point = -7;
+  relu6.output_zero_point = 12;
+  relu6.clamp_lo = 12;  // relu and relu6 as the clamp of the requantisation
+  relu6.clamp_hi = 90;
+  DepthwiseSpec strided = spec_of(1, 9, 8, 7, 3, 2, 1);
+  strided.int8 = true;
+  strided.input_zero_point = 100;
+  strided.output_zero_point = -128;
+  DepthwiseSpec tiles = spec_of(2, 20, 6, 8, 3, 1, 1);  // bands of channel tiles (as above)
+  tiles.int8 = true;
+  tiles.bias = true;
+  tiles.input_zero_point = 3;
+  DepthwiseSpec dilated = spec_of(1, 4, 7, 7, 3, 1, 2, 2);
+  dilated.int8 = true;
+  dilated.bias = true;
+  dilated.input_zero_point = -128;
+  for (const DepthwiseSpec& s : {relu6, strided, tiles, dilated}) {
+    SCOPED_TRACE(::testing::Message() << s.channels << " channels, stride " << s.stride_h);
+    const std::vector<std::int8_t> x =
+        int8_values(rng, std::size_t{s.batch} * s.channels * s.height * s.width);
+    const std::vector<std::int8_t> w = int8_values(rng, std::size_t{s.channels} * s.taps());
+    std::vector<std::int32_t> bias;
+    for (std::uint32_t c = 0; s.bias && c < s.channels; ++c) {
+      bias.push_back(static_cast<std::int32_t>(rng.uniform(0, 40000)) - 20000);
+    }
+    std::vector<num::QuantizedMultiplier> m;
+    for (std::uint32_t c = 0; c < s.channels; ++c) {
+      m.push_back(num::quantize_multiplier(
+          std::ldexp(1.0 + static_cast<double>(rng.uniform(0, 999)) / 1000.0, -9)));
+    }
+    const DepthwisePlan plan = plan_depthwise(config, s, 0x40);
+    FunctionalModel model(config, 0);
+    const DepthwiseInt8Run run = execute_depthwise_int8(plan, model, x, w, bias, m);
+    ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error) << ": "
+                                 << model.error_detail();
+    const std::vector<std::int8_t> want = reference_depthwise_int8(s, x, w, bias, m);
+    EXPECT_EQ(run.out, want);
+    EXPECT_EQ(int8_product_bits(s, x, w, bias, m), want);
+    EXPECT_EQ(model.uninitialized_reads(), 0u);
+    // Not every output clamped: the multipliers keep most inside the range.
+    std::size_t inside = 0;
+    for (const std::int8_t v : want) inside += v > s.clamp_lo && v < s.clamp_hi;
+    EXPECT_GT(inside, want.size() / 4);
+  }
+}
+
+// Batches of 1 to 6 images of 4 to 20 channels, in bf16 and int8, whose bands differ in size (a
+// last band of fewer images or output rows, a last group of fewer tiles): each band's results
+// wait in the unified buffer until the band after the next is loaded, and the reference's bits.
+TEST(Depthwise, BandsOfEverySizeKeepTheirResults) {
+  oracle::OperandRng rng(test::test_seed() + 2);
+  const HardwareConfig config = small_int8_vector_core();
+  std::size_t bands_seen = 0;
+  for (const std::uint32_t batch : {1u, 2u, 3u, 5u, 6u}) {
+    for (const std::uint32_t channels : {4u, 13u, 20u}) {
+      for (const std::uint32_t size : {3u, 6u, 9u}) {
+        DepthwiseSpec s = spec_of(batch, channels, size, size, 3, 1, 1);
+        s.bias = true;
+        SCOPED_TRACE(::testing::Message()
+                     << batch << " images of " << channels << " channels, " << size << "x" << size);
+        const std::vector<std::int8_t> x8 =
+            int8_values(rng, std::size_t{batch} * channels * size * size);
+        const std::vector<std::int8_t> w8 = int8_values(rng, std::size_t{channels} * 9);
+        const std::vector<std::int32_t> bias8(channels, 1000);
+        const std::vector<num::QuantizedMultiplier> m(channels, num::quantize_multiplier(0.004));
+        s.int8 = true;
+        s.input_zero_point = 9;
+        const DepthwisePlan plan8 = plan_depthwise(config, s, 0x40);
+        bands_seen += plan8.bands;
+        FunctionalModel model8(config, 0);
+        const DepthwiseInt8Run run8 = execute_depthwise_int8(plan8, model8, x8, w8, bias8, m);
+        ASSERT_TRUE(run8.result.ok());
+        EXPECT_EQ(run8.out, reference_depthwise_int8(s, x8, w8, bias8, m));
+        s.int8 = false;
+        s.input_zero_point = 0;
+        s.bf16_out = true;
+        s.func = isa::Func::Relu;
+        const std::vector<num::fp32_t> x = values(rng, x8.size(), 4.0);
+        const std::vector<num::fp32_t> w = values(rng, w8.size(), 1.0);
+        const std::vector<num::fp32_t> bias = values(rng, channels, 1.0);
+        EXPECT_EQ(run_on_model(config, s, x, w, bias).out, reference_depthwise(s, x, w, bias));
+      }
+    }
+  }
+  EXPECT_GT(bands_seen, 100u);
+}
+
 TEST(Depthwise, RefusesWhatItCannotRun) {
   const HardwareConfig config = test::small_vector_core(256);
   const DepthwiseSpec good = spec_of(1, 4, 4, 4, 3, 1, 1);
@@ -217,6 +367,14 @@ TEST(Depthwise, RefusesWhatItCannotRun) {
   bad = good;
   bad.func = isa::Func::Exp;
   EXPECT_THROW(plan_depthwise(config, bad), std::invalid_argument);
+  bad = good;
+  bad.int8 = true;  // a core without the int8 datapath
+  EXPECT_THROW(plan_depthwise(config, bad), std::invalid_argument);
+  bad.input_zero_point = 128;
+  EXPECT_THROW(plan_depthwise(small_int8_vector_core(), bad), std::invalid_argument);
+  bad.input_zero_point = 0;
+  bad.func = isa::Func::Relu;  // int8's activation is the clamp
+  EXPECT_THROW(plan_depthwise(small_int8_vector_core(), bad), std::invalid_argument);
   // 9x9 filters of 64 channels: 1,297 rows of filters for 128 a bank.
   bad = spec_of(1, 64, 9, 9, 9, 1, 4);
   EXPECT_THROW(plan_depthwise(config, bad), std::invalid_argument);

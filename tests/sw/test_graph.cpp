@@ -545,6 +545,52 @@ TEST(Graph, DepthwiseConvolutionsRunOnTheVectorUnitWithTheMatrixUnitsBits) {
   EXPECT_EQ(runs[1].products, 3u);
 }
 
+// A depthwise QLinearConv (int8, per-channel weight scales, a bias, uint8 in and out) on the
+// vector unit: the bits of its int8 products on a core without a vector unit.
+TEST(Graph, Int8DepthwiseConvolutionsRunOnTheVectorUnitWithTheProductsBits) {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::UInt8, {-1, 5, 6, 6}}};
+  g.outputs = {{"y", DType::UInt8, {}}};
+  std::vector<std::int64_t> w(5 * 9), x(2 * 5 * 6 * 6);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<std::int64_t>((i * 37) % 255) - 127;
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::int64_t>((i * 53) % 256);
+  g.constants["x_scale"] = Tensor::of_floats({}, {0.05f});
+  g.constants["x_zero"] = Tensor::of_ints({}, {131}, DType::UInt8);
+  g.constants["w"] = Tensor::of_ints({5, 1, 3, 3}, w, DType::Int8);
+  g.constants["w_scale"] = Tensor::of_floats({5}, {0.01f, 0.02f, 0.005f, 0.015f, 0.03f});
+  g.constants["w_zero"] = Tensor::of_ints({5}, {0, 0, 0, 0, 0}, DType::Int8);
+  g.constants["y_scale"] = Tensor::of_floats({}, {0.1f});
+  g.constants["y_zero"] = Tensor::of_ints({}, {120}, DType::UInt8);
+  g.constants["bias"] = Tensor::of_ints({5}, {100, -2000, 0, 512, -77}, DType::Int32);
+  Node conv = node(
+      "QLinearConv",
+      {"x", "x_scale", "x_zero", "w", "w_scale", "w_zero", "y_scale", "y_zero", "bias"}, {"y"});
+  conv.attributes["group"] = Attribute::of_int(5);
+  conv.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
+  g.nodes = {conv};
+  const Tensor input = Tensor::of_ints({2, 5, 6, 6}, x, DType::UInt8);
+  HardwareConfig vector = small_core();
+  vector.acc_depth = 256;
+  vector.vector_lanes = 2;
+  vector.int8 = true;
+  HardwareConfig plain = small_core();
+  plain.int8 = true;
+  FunctionalModel core(vector, 0), plain_core(plain, 0);
+  std::vector<OpRun> runs, plain_runs;
+  const std::vector<Tensor> out = run(g, {input}, &core, &runs);
+  const std::vector<Tensor> want = run(g, {input}, &plain_core, &plain_runs);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape, (Shape{2, 5, 6, 6}));
+  EXPECT_EQ(out[0].ints, want[0].ints);
+  std::set<std::int64_t> distinct(out[0].ints.begin(), out[0].ints.end());
+  EXPECT_GT(distinct.size(), 20u);  // not a clamped constant
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].products, 0u);
+  EXPECT_EQ(runs[0].vector_macs, 2u * 5 * 36 * 9);
+  EXPECT_EQ(plain_runs[0].products, 5u);
+}
+
 // LayerNormalization over the last axis on the vector unit (plan_layernorm): reference_layernorm's
 // bits; with its Mean output wanted, or on a core without a vector unit, on the host.
 TEST(Graph, ALayerNormRunsOnTheVectorUnit) {

@@ -166,6 +166,13 @@ std::optional<std::vector<float>> depthwise_on_core(Context& context, const Dept
                                                     const std::vector<float>& w,
                                                     const std::vector<float>& bias);
 
+// The same for an int8 depthwise convolution (spec.int8: a QLinearConv's), its results the int8
+// values as int32.
+std::optional<std::vector<std::int32_t>> depthwise_int8_on_core(
+    Context& context, const DepthwiseSpec& spec, const std::vector<std::int8_t>& x,
+    const std::vector<std::int8_t>& w, const std::vector<std::int32_t>& bias,
+    const std::vector<num::QuantizedMultiplier>& multipliers);
+
 // The core's function for an activation (Epilogue::None: isa::Func::None).
 isa::Func core_function(Epilogue act);
 

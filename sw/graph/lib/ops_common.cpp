@@ -442,13 +442,13 @@ std::vector<num::fp32_t> bits_of(const std::vector<float>& values) {
 
 namespace {
 
-// A program of the vector unit whose result the host reads as fp32 values: planned above what
-// the session keeps (nothing where the plan refuses: the caller computes it on the host), then
-// run, or while compile() traces the graph recorded and its bits computed on the host by
-// `reference`.
+// A program of the vector unit whose result the host reads back (what `reference` returns: fp32
+// bits, int8 values): planned above what the session keeps (nothing where the plan refuses: the
+// caller computes it on the host), then run, or while compile() traces the graph recorded and its
+// bits computed on the host by `reference`.
 template <typename Plan, typename Execute, typename Reference>
-std::optional<std::vector<float>> on_vector_unit(Context& context, Plan plan_at, Execute execute,
-                                                 Reference reference) {
+auto run_on_vector_unit(Context& context, Plan plan_at, Execute execute, Reference reference)
+    -> std::optional<decltype(reference())> {
   if (!context.accelerator || context.accelerator->config().vector_lanes == 0) return std::nullopt;
   decltype(plan_at(std::uint64_t{0})) plan;
   try {
@@ -456,17 +456,22 @@ std::optional<std::vector<float>> on_vector_unit(Context& context, Plan plan_at,
   } catch (const std::invalid_argument&) {
     return std::nullopt;  // operands too large for the accumulators, beyond 32-bit addresses
   }
-  std::vector<num::fp32_t> y;
-  if (recording_vector_node(context)) {
-    y = reference();
-  } else {
-    auto run = execute(plan, *context.accelerator);
-    record_vector_run(context, plan.config, plan.program, plan.written_bytes() + plan.read_bytes(),
-                      run.result);
-    y = std::move(run.out);
-  }
-  std::vector<float> out(y.size());
-  std::memcpy(out.data(), y.data(), y.size() * sizeof(float));
+  if (recording_vector_node(context)) return reference();
+  auto run = execute(plan, *context.accelerator);
+  record_vector_run(context, plan.config, plan.program, plan.written_bytes() + plan.read_bytes(),
+                    run.result);
+  return std::move(run.out);
+}
+
+// The same for a result of fp32 values.
+template <typename Plan, typename Execute, typename Reference>
+std::optional<std::vector<float>> on_vector_unit(Context& context, Plan plan_at, Execute execute,
+                                                 Reference reference) {
+  const std::optional<std::vector<num::fp32_t>> y =
+      run_on_vector_unit(context, plan_at, execute, reference);
+  if (!y) return std::nullopt;
+  std::vector<float> out(y->size());
+  std::memcpy(out.data(), y->data(), y->size() * sizeof(float));
   return out;
 }
 
@@ -532,6 +537,19 @@ std::optional<std::vector<float>> layernorm_on_core(Context& context, const Laye
       });
 }
 
+namespace {
+
+// A depthwise convolution's MACs, among the node's and as the vector unit's.
+void count_vector_macs(Context& context, const DepthwiseSpec& spec) {
+  if (!context.run) return;
+  const std::uint64_t macs =
+      std::uint64_t{spec.batch} * spec.channels * spec.out_h * spec.out_w * spec.taps();
+  context.run->macs += macs;
+  context.run->vector_macs += macs;
+}
+
+}  // namespace
+
 std::optional<std::vector<float>> depthwise_on_core(Context& context, const DepthwiseSpec& spec,
                                                     const std::vector<float>& x,
                                                     const std::vector<float>& w,
@@ -552,6 +570,22 @@ std::optional<std::vector<float>> depthwise_on_core(Context& context, const Dept
     context.run->vector_macs += macs;
   }
   return y;
+}
+
+std::optional<std::vector<std::int32_t>> depthwise_int8_on_core(
+    Context& context, const DepthwiseSpec& spec, const std::vector<std::int8_t>& x,
+    const std::vector<std::int8_t>& w, const std::vector<std::int32_t>& bias,
+    const std::vector<num::QuantizedMultiplier>& multipliers) {
+  const std::optional<std::vector<std::int8_t>> y = run_on_vector_unit(
+      context,
+      [&](std::uint64_t base) { return plan_depthwise(context.accelerator->config(), spec, base); },
+      [&](const DepthwisePlan& plan, Backend& backend) {
+        return execute_depthwise_int8(plan, backend, x, w, bias, multipliers);
+      },
+      [&] { return reference_depthwise_int8(spec, x, w, bias, multipliers); });
+  if (!y) return std::nullopt;
+  count_vector_macs(context, spec);
+  return std::vector<std::int32_t>(y->begin(), y->end());
 }
 
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,

@@ -380,11 +380,9 @@ void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<
   }
 }
 
-// A depthwise convolution (as many groups as channels, one filter each) on the vector unit
-// (ops::depthwise_on_core), the bits its products give on the matrix unit; none where the core
-// has no vector unit or the plan does not fit it.
-std::optional<Tensor> depthwise_conv_on_core(Context& context, const Node& node, const ConvShape& c,
-                                             const Tensor& x, const Tensor& w, const Tensor* bias) {
+// A depthwise convolution's geometry (as many groups as channels, one filter each) for the
+// vector unit (tpu/depthwise.hpp); none for another convolution, or a core without a vector unit.
+std::optional<DepthwiseSpec> depthwise_geometry(const Context& context, const ConvShape& c) {
   if (!context.accelerator || context.accelerator->config().vector_lanes == 0 ||
       c.group != c.channels || c.filters != c.channels) {
     return std::nullopt;
@@ -409,11 +407,20 @@ std::optional<Tensor> depthwise_conv_on_core(Context& context, const Node& node,
   spec.pad_left = dim(c.win.left);
   spec.out_h = dim(c.win.oh);
   spec.out_w = dim(c.win.ow);
-  spec.bias = bias != nullptr;
-  spec.func = core_function(node.epilogue);
-  spec.bf16_out = node.bf16_result;
+  return spec;
+}
+
+// A float depthwise convolution on the vector unit (ops::depthwise_on_core), the bits its
+// products give on the matrix unit; none where it is not one or the plan does not fit the core.
+std::optional<Tensor> depthwise_conv_on_core(Context& context, const Node& node, const ConvShape& c,
+                                             const Tensor& x, const Tensor& w, const Tensor* bias) {
+  std::optional<DepthwiseSpec> spec = depthwise_geometry(context, c);
+  if (!spec) return std::nullopt;
+  spec->bias = bias != nullptr;
+  spec->func = core_function(node.epilogue);
+  spec->bf16_out = node.bf16_result;
   std::optional<std::vector<float>> y = ops::depthwise_on_core(
-      context, spec, x.floats, w.floats, bias ? bias->floats : std::vector<float>{});
+      context, *spec, x.floats, w.floats, bias ? bias->floats : std::vector<float>{});
   if (!y) return std::nullopt;
   return Tensor::of_floats(c.out, std::move(*y));
 }
@@ -564,6 +571,20 @@ std::vector<Tensor> qlinear_conv(Context& context, const Node& node, const Input
   const std::vector<std::int32_t> bias = quant_bias(node, in, 8, filters);
   const std::vector<num::QuantizedMultiplier> multipliers =
       requant_multipliers(node, x.scales[0], w.scales, r.scale, filters);
+  // A depthwise convolution with symmetric weights on the vector unit: the bits of its products.
+  if (std::optional<DepthwiseSpec> spec = depthwise_geometry(context, c);
+      spec && weight_zero_point(node, w) == 0 && context.accelerator->config().int8) {
+    spec->int8 = true;
+    spec->bias = !bias.empty();
+    spec->input_zero_point = x.zero_points[0];
+    spec->output_zero_point = r.zero_point;
+    spec->clamp_lo = r.lo;
+    spec->clamp_hi = r.hi;
+    if (std::optional<std::vector<std::int32_t>> y =
+            ops::depthwise_int8_on_core(context, *spec, x.values, w.values, bias, multipliers)) {
+      return outputs(quant_tensor(r, c.out, *y));
+    }
+  }
   const std::vector<std::int32_t> y =
       conv_int8(context, c, x, w, in[3], [&](std::size_t first_filter) {
         return quant_epilogue(node, x, w, bias, multipliers, r, first_filter);

@@ -9,15 +9,22 @@
 // The vector unit's mul of two bf16 values is N-MUL's exact product and its add N-ADD, so the
 // bits are those of the product of the im2col rows and the filters, on every core.
 //
+// int8 (Q-MAC, Q-ZP, Q-REQ of docs/numerics.md): the int8 images and filters give int32 sums (the
+// padding's x the input zero point, whose share of every sum the bias takes off, Q-ZP), each
+// channel's sums requantised with its bias and multiplier (ACTIVATE REQ): the bits of a
+// QLinearConv's products on the int8 datapath.
+//
 // Layout: channels in lanes (NHWC), ceil(C / D) rows a pixel. The host writes the images as bf16
 // rows (unified-buffer rows, as a product's A), the filters as fp32 accumulator rows of bf16
 // values, tap by tap, and the bias; it reads the result back as fp32 (or bf16) rows. The program
 // passes the images through the unified buffer in bands (whole images, or the output rows of one
 // image with the input rows they read, of all the channels or of a group of channel tiles), two in
-// flight, each laid out with its padding as rows of +0 read from one zero row. For each output
-// row, one ELTWISE mul per tap pairs the tap's input pixels (unified-buffer rows) with the tap's
-// filter rows into a scratch region, and one ELTWISE add folds the taps' products into the output
-// row in tap order; then the bias (ELTWISE add), the function (ACTIVATE) and the store.
+// flight, each laid out with its padding as rows read from one padding row (+0, or int8's input
+// zero point). For each output row, one ELTWISE mul per tap pairs the tap's input pixels
+// (unified-buffer rows) with the tap's filter rows into a scratch region, and one ELTWISE add
+// folds the taps' products into the output row in tap order; then the bias (ELTWISE add), the
+// function (ACTIVATE; int8: the requantisation) and the store, which waits in the program until
+// the next band's function has issued.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +34,7 @@
 #include "tpu/host_memory.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/numerics/float.hpp"
+#include "tpu/numerics/quant.hpp"
 
 namespace tpu {
 
@@ -39,6 +47,12 @@ struct DepthwiseSpec {
   bool bias = false;
   isa::Func func = isa::Func::None;  // none, relu, relu6, sigmoid, tanh, gelu
   bool bf16_out = false;             // results rounded to bf16 (N-OUT) and read as bf16
+  // int8 values and int32 sums, requantised (Q-REQ) to int8 with the output zero point and the
+  // clamp (an activation's bounds); func none, no bf16_out. The bias is always there (zeros
+  // where the caller has none).
+  bool int8 = false;
+  int input_zero_point = 0, output_zero_point = 0;
+  int clamp_lo = -128, clamp_hi = 127;
 
   std::uint32_t taps() const { return kernel_h * kernel_w; }
 };
@@ -50,23 +64,26 @@ struct DepthwisePlan {
   std::uint32_t group = 0;       // channel tiles a band takes
   std::uint32_t chunk = 0;       // output columns one ELTWISE mul takes
   std::uint32_t bands = 0;       // passes through the unified buffer and the accumulators
-  std::uint32_t ub_stride = 0;   // host bytes between unified-buffer rows (2 D, aligned)
+  std::uint32_t ub_stride = 0;   // host bytes between unified-buffer rows (2 D, or D int8, aligned)
   std::uint32_t acc_stride = 0;  // between accumulator rows (4 D, aligned)
-  // Host memory: the zero row, the filters (tap by tap, each tiles rows) and the bias, the images
-  // (NHWC bf16 rows), the output (NHWC rows), the program.
-  std::uint32_t zero_addr = 0, filter_addr = 0, in_addr = 0, out_addr = 0, prog_addr = 0;
+  // Host memory: the padding's unified-buffer row (+0, or the input zero point), the zero
+  // accumulator row, the filters (tap by tap, each tiles rows), the bias (int8: the bias, the
+  // multiplier and the shift of each tile), the images (NHWC rows), the output (NHWC rows), the
+  // program.
+  std::uint32_t pad_addr = 0, filter_addr = 0, in_addr = 0, out_addr = 0, prog_addr = 0;
   std::size_t memory_bytes = 0;
   std::vector<isa::Instruction> program;
 
-  std::uint64_t written_bytes()
-      const;                         // the zero row, the filters and bias, the images, the program
-  std::uint64_t read_bytes() const;  // the output
+  // Bytes the host writes (the constant rows, the images, the program) and reads (the output).
+  std::uint64_t written_bytes() const;
+  std::uint64_t read_bytes() const;
 };
 
 // Its host memory from `base` up (rounded up to 64 bytes). Throws std::invalid_argument with one
-// line for a core without a vector unit, an empty or inconsistent shape (an output size the
-// windows do not give), a function the activation unit lacks, filters and one output row of one
-// channel tile that do not fit the accumulators, or tensors beyond 32-bit host addresses.
+// line for a core without a vector unit (or, int8, without the int8 datapath), an empty shape, a
+// function the activation unit lacks (or one with int8), zero points or a clamp out of int8's
+// range, filters and one output row of one channel tile that do not fit the accumulators, or
+// tensors beyond 32-bit host addresses.
 DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& spec,
                              std::uint64_t base = 0);
 
@@ -91,5 +108,32 @@ std::vector<num::fp32_t> reference_depthwise(const DepthwiseSpec& spec,
                                              const std::vector<num::fp32_t>& x,
                                              const std::vector<num::fp32_t>& w,
                                              const std::vector<num::fp32_t>& bias);
+
+// int8: x and w as above, int8 values; bias: channels int32 values (or none: zeros);
+// multipliers: Q-REQ's M and s of each channel. The output: the int8 values, NCHW.
+void write_depthwise_int8_inputs(const DepthwisePlan& plan, HostMemory& memory,
+                                 const std::vector<std::int8_t>& x,
+                                 const std::vector<std::int8_t>& w,
+                                 const std::vector<std::int32_t>& bias,
+                                 const std::vector<num::QuantizedMultiplier>& multipliers);
+std::vector<std::int8_t> read_depthwise_int8_output(const DepthwisePlan& plan,
+                                                    const HostMemory& memory);
+
+struct DepthwiseInt8Run {
+  RunResult result;
+  std::vector<std::int8_t> out;  // empty unless the core reached HALT without an error
+};
+DepthwiseInt8Run execute_depthwise_int8(const DepthwisePlan& plan, Backend& backend,
+                                        const std::vector<std::int8_t>& x,
+                                        const std::vector<std::int8_t>& w,
+                                        const std::vector<std::int32_t>& bias,
+                                        const std::vector<num::QuantizedMultiplier>& multipliers);
+
+// The int8 bits: each output's sum of (x - input zero point) times the filter over its taps (the
+// padding's x the zero point), wrapping in int32 (Q-MAC), requantised by Q-REQ.
+std::vector<std::int8_t> reference_depthwise_int8(
+    const DepthwiseSpec& spec, const std::vector<std::int8_t>& x, const std::vector<std::int8_t>& w,
+    const std::vector<std::int32_t>& bias,
+    const std::vector<num::QuantizedMultiplier>& multipliers);
 
 }  // namespace tpu
