@@ -430,26 +430,13 @@ Job int8_depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   spec.input_zero_point = -5;
   spec.output_zero_point = spec.clamp_lo = 10;
   const tpu::DepthwisePlan plan = tpu::plan_depthwise(config, spec);
-  const auto int8 = [&] {
-    return static_cast<std::int8_t>(static_cast<int>(rng.uniform(0, 255)) - 128);
-  };
-  std::vector<std::int8_t> x(std::size_t{spec.batch} * spec.channels * spec.height * spec.width),
-      w(std::size_t{spec.channels} * spec.taps());
-  for (std::int8_t& v : x) v = int8();
-  for (std::int8_t& v : w) v = int8();
-  std::vector<std::int32_t> bias;
-  std::vector<num::QuantizedMultiplier> multipliers;
-  for (std::uint32_t c = 0; c < spec.channels; ++c) {
-    bias.push_back(static_cast<std::int32_t>(rng.uniform(0, 20000)) - 10000);
-    multipliers.push_back(num::quantize_multiplier(
-        std::ldexp(1.0 + static_cast<double>(rng.uniform(0, 99)) / 100, -8)));
-  }
+  const oracle::DepthwiseInt8Operands o = oracle::depthwise_int8_operands(rng, spec);
   Job job;
   job.prog_addr = plan.prog_addr;
   job.count = static_cast<std::uint32_t>(plan.program.size());
   job.memory_bytes = plan.memory_bytes;
-  job.write_inputs = [plan, x, w, bias, multipliers](tpu::HostMemory& memory) {
-    tpu::write_depthwise_int8_inputs(plan, memory, x, w, bias, multipliers);
+  job.write_inputs = [plan, o](tpu::HostMemory& memory) {
+    tpu::write_depthwise_int8_inputs(plan, memory, o.x, o.w, o.bias, o.multipliers);
   };
   // The int8 values as the 32-bit patterns of their int32 values.
   const auto patterns = [](const std::vector<std::int8_t>& values) {
@@ -460,7 +447,7 @@ Job int8_depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   job.results = [plan, patterns](const tpu::HostMemory& memory) {
     return patterns(tpu::read_depthwise_int8_output(plan, memory));
   };
-  job.want = patterns(tpu::reference_depthwise_int8(spec, x, w, bias, multipliers));
+  job.want = patterns(tpu::reference_depthwise_int8(spec, o.x, o.w, o.bias, o.multipliers));
   job.shape = fmt::format("{}x{}x{}", spec.batch * spec.out_h * spec.out_w, spec.channels, 9);
   job.options = "depthwise int8 relu";
   job.ideal_cycles = vector_busy_cycles(config, plan.program);

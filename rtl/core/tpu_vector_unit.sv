@@ -112,17 +112,25 @@ module tpu_vector_unit #(
   // Where the row arriving from last cycle's granted read goes.
   typedef enum logic [2:0] {
     ToNone,
-    ToA,     // an accumulator row for an entry's A
-    ToAUb,   // a unified-buffer row for an entry's A, widened
-    ToB,     // an entry's B
-    ToRowB   // ROW's row of B for the iteration
+    ToA,      // an accumulator row for an entry's A
+    ToAUb,    // a unified-buffer row for an entry's A, widened
+    ToAUbB,   // both of an entry's rows: A from the unified buffer, B from the accumulators
+    ToB,      // an entry's B
+    ToRowB    // ROW's row of B for the iteration
   } arrival_e;
 
-  localparam int unsigned Entries = 2;
+  // Three entries: a row's entry is read into, then taken by the lanes, then freed, each a cycle
+  // later than the one before, so that the reader fills one every cycle.
+  localparam int unsigned Entries = 3;
+  typedef logic [1:0] slot_t;
+
+  function automatic slot_t next_slot(input slot_t slot);
+    next_slot = (32'(slot) == Entries - 1) ? '0 : slot + 1'b1;
+  endfunction
 
   rd_state_e rd_d, rd_q;
   arrival_e  arrival_d, arrival_q;
-  logic      arrival_slot_d, arrival_slot_q;
+  slot_t     arrival_slot_d, arrival_slot_q;
   logic [15:0] iter_d, iter_q, row_d, row_q;
   logic [15:0] a_off_d, a_off_q, b_off_d, b_off_q, dst_off_d, dst_off_q;
   logic [15:0] a_row, b_row, dst_row;
@@ -139,8 +147,8 @@ module tpu_vector_unit #(
   logic [Entries-1:0] e_last_d, e_last_q;
   logic [Entries-1:0][Dim*32-1:0] e_a_d, e_a_q, e_b_d, e_b_q;
   logic [Entries-1:0][15:0]       e_dst_d, e_dst_q;
-  logic               fill_d, fill_q;  // the entry the reader fills next
-  logic               take_d, take_q;  // the entry the lanes take next
+  slot_t              fill_d, fill_q;  // the entry the reader fills next
+  slot_t              take_d, take_q;  // the entry the lanes take next
   logic [Dim*32-1:0]  row_b_d, row_b_q;
 
   // The result register: a row the lanes finished, until it is written.
@@ -151,37 +159,48 @@ module tpu_vector_unit #(
   // A read waits while its row is one an entry (but its own, for B) or the result register
   // still has to write.
   function automatic logic pending_write(input logic [15:0] row, input logic skip_own,
-                                         input logic own);
+                                         input slot_t own);
     pending_write = w_valid_q && w_dst_q == row;
     for (int unsigned e = 0; e < Entries; e++) begin
-      if (e_valid_q[e] && e_dst_q[e] == row && !(skip_own && own == 1'(e))) pending_write = 1'b1;
+      if (e_valid_q[e] && e_dst_q[e] == row && !(skip_own && own == 2'(e))) pending_write = 1'b1;
     end
   endfunction
 
   logic reading_row_b, reading_a, reading_b, a_free, a_blocked, b_blocked, row_b_blocked;
-  logic own_entry;
-  assign own_entry     = fill_q - 1'b1;  // the entry the row being read took at its A
+  logic pair, pair_granted;
+  slot_t own_entry;  // the entry the row being read took at its A
+  assign own_entry     = (fill_q == '0) ? 2'(Entries - 1) : fill_q - 1'b1;
   assign reading_row_b = head_valid && rd_q == RdIter && row_operand;
   assign reading_a     = head_valid && (rd_q == RdA || (rd_q == RdIter && !row_operand));
   assign reading_b     = head_valid && rd_q == RdB;
   assign a_free        = !e_valid_q[fill_q];
-  assign a_blocked     = !a_in_ub && pending_write(a_row, 1'b0, 1'b0);
+  assign a_blocked     = !a_in_ub && pending_write(a_row, 1'b0, '0);
   assign b_blocked     = pending_write(b_row, 1'b1, own_entry);
-  assign row_b_blocked = pending_write(b_row, 1'b0, 1'b0);
+  assign row_b_blocked = pending_write(b_row, 1'b0, '0);
+  // A row whose A is a unified-buffer row reads its B from the accumulators in the same cycle,
+  // where the unified buffer grants A's read and B is no row still to be written.
+  assign pair          = reading_a && a_in_ub && !row_operand && a_free &&
+                         !pending_write(b_row, 1'b0, '0);
 
   logic a_granted, advance;
-  assign a_granted = a_in_ub ? ub_rd_req_o && ub_rd_gnt_i : acc_rd_req_o && acc_rd_gnt_i;
+  assign a_granted    = a_in_ub ? ub_rd_req_o && ub_rd_gnt_i : acc_rd_req_o && acc_rd_gnt_i;
+  assign pair_granted = pair && a_granted && acc_rd_req_o && acc_rd_gnt_i;
+
+  // The unified buffer's read, then the accumulators', which for a pair waits on the first's
+  // grant (two blocks: no loop through the memories' arbiters).
+  assign ub_rd_req_o  = reading_a && a_free && a_in_ub;
+  assign ub_rd_addr_o = a_row[UbAddrWidth-1:0];
 
   always_comb begin
-    ub_rd_req_o   = 1'b0;
-    ub_rd_addr_o  = a_row[UbAddrWidth-1:0];
     acc_rd_req_o  = 1'b0;
     acc_rd_addr_o = a_row[AccAddrWidth-1:0];
     if (reading_row_b) begin
       acc_rd_req_o  = !row_b_blocked;
       acc_rd_addr_o = b_row[AccAddrWidth-1:0];
+    end else if (pair) begin
+      acc_rd_req_o  = ub_rd_gnt_i;
+      acc_rd_addr_o = b_row[AccAddrWidth-1:0];
     end else if (reading_a) begin
-      ub_rd_req_o  = a_free && a_in_ub;
       acc_rd_req_o = a_free && !a_blocked && !a_in_ub;
     end else if (reading_b) begin
       acc_rd_req_o  = !b_blocked;
@@ -273,6 +292,12 @@ module tpu_vector_unit #(
         e_need_a_d[arrival_slot_q] = 1'b0;
         if (row_operand) e_b_d[arrival_slot_q] = row_b_q;
       end
+      ToAUbB: begin
+        e_a_d[arrival_slot_q]      = a_widened;
+        e_b_d[arrival_slot_q]      = acc_rd_data_i;
+        e_need_a_d[arrival_slot_q] = 1'b0;
+        e_need_b_d[arrival_slot_q] = 1'b0;
+      end
       ToB: begin
         e_b_d[arrival_slot_q]      = acc_rd_data_i;
         e_need_b_d[arrival_slot_q] = 1'b0;
@@ -287,16 +312,16 @@ module tpu_vector_unit #(
       arrival_d = ToRowB;
       rd_d      = RdA;
     end else if (reading_a && a_granted) begin
-      arrival_d          = a_in_ub ? ToAUb : ToA;
+      arrival_d          = pair_granted ? ToAUbB : a_in_ub ? ToAUb : ToA;
       arrival_slot_d     = fill_q;
       e_valid_d[fill_q]  = 1'b1;
       e_need_a_d[fill_q] = 1'b1;
       e_need_b_d[fill_q] = !row_operand;
       e_dst_d[fill_q]    = dst_row;
       e_last_d[fill_q]   = last_row && last_iter;
-      fill_d             = fill_q + 1'b1;
+      fill_d             = next_slot(fill_q);
       rd_d               = RdB;
-      advance            = row_operand;
+      advance            = row_operand || pair_granted;
     end else if (reading_b && acc_rd_gnt_i) begin
       arrival_d      = ToB;
       arrival_slot_d = own_entry;
@@ -340,7 +365,7 @@ module tpu_vector_unit #(
         w_dst_d           = e_dst_q[take_q];
         w_last_d          = e_last_q[take_q];
         e_valid_d[take_q] = 1'b0;
-        take_d            = take_q + 1'b1;
+        take_d            = next_slot(take_q);
       end
     end
   end
@@ -349,7 +374,7 @@ module tpu_vector_unit #(
     if (!rst_ni) begin
       rd_q           <= RdIter;
       arrival_q      <= ToNone;
-      arrival_slot_q <= 1'b0;
+      arrival_slot_q <= '0;
       iter_q         <= '0;
       row_q          <= '0;
       a_off_q        <= '0;
@@ -359,8 +384,8 @@ module tpu_vector_unit #(
       e_need_a_q     <= '0;
       e_need_b_q     <= '0;
       e_last_q       <= '0;
-      fill_q         <= 1'b0;
-      take_q         <= 1'b0;
+      fill_q         <= '0;
+      take_q         <= '0;
       row_b_q        <= '0;
       group_q        <= '0;
       lane_q         <= '0;
@@ -426,12 +451,12 @@ module tpu_vector_unit #(
 
 `ifndef SYNTHESIS
   `TPU_ASSERT(a_reads_in_memory, !acc_rd_req_o ||
-              ({1'b0, reading_a ? a_row : b_row} < 17'(AccDepth)),
+              ({1'b0, reading_a && !a_in_ub ? a_row : b_row} < 17'(AccDepth)),
               "ELTWISE read a row past the accumulators (the issue stage checks the ranges)")
   `TPU_ASSERT(a_ub_reads_in_memory, !ub_rd_req_o || ({1'b0, a_row} < 17'(UbDepth)),
               "ELTWISE read a row past the unified buffer")
-  `TPU_ASSERT(a_one_memory_a_cycle, !(ub_rd_req_o && acc_rd_req_o),
-              "ELTWISE reads both memories at once: it reads one row a cycle")
+  `TPU_ASSERT(a_both_memories_for_a_pair, !(ub_rd_req_o && acc_rd_req_o) || pair,
+              "ELTWISE reads both memories at once other than for a row's A and B")
   `TPU_ASSERT(a_writes_in_memory, !acc_wr_req_o || ({1'b0, w_dst_q} < 17'(AccDepth)),
               "ELTWISE wrote a row past the accumulators")
   `TPU_ASSERT(a_vop_legal, !head_valid || 32'(vop) < tpu_isa_pkg::VopCount,
@@ -441,14 +466,15 @@ module tpu_vector_unit #(
               "ELTWISE read a row it has yet to write: its rows are done in order")
   `TPU_ASSERT(a_entry_free_when_filled, !(reading_a && a_granted) || !e_valid_q[fill_q],
               "ELTWISE read a row into an entry the lanes have not taken")
-  `TPU_ASSERT(a_arrival_into_an_entry, !(arrival_q inside {ToA, ToAUb, ToB}) ||
+  `TPU_ASSERT(a_arrival_into_an_entry, !(arrival_q inside {ToA, ToAUb, ToAUbB, ToB}) ||
               e_valid_q[arrival_slot_q], "a row arrived for an entry that is not waiting for it")
   `TPU_ASSERT(a_no_write_without_operation, !w_valid_q || head_valid,
               "ELTWISE holds a result row with no operation at the queue's head")
   `TPU_ASSERT_NEXT(a_arrival_after_grant, acc_rd_req_o && acc_rd_gnt_i,
-                   arrival_q == ToA || arrival_q == ToB || arrival_q == ToRowB,
+                   arrival_q inside {ToA, ToAUbB, ToB, ToRowB},
                    "a granted read's row has nowhere to go")
-  `TPU_ASSERT_NEXT(a_ub_arrival_after_grant, ub_rd_req_o && ub_rd_gnt_i, arrival_q == ToAUb,
+  `TPU_ASSERT_NEXT(a_ub_arrival_after_grant, ub_rd_req_o && ub_rd_gnt_i,
+                   arrival_q inside {ToAUb, ToAUbB},
                    "a granted unified-buffer read's row has nowhere to go")
 `endif
 

@@ -35,6 +35,10 @@ constexpr double kWriteIterationCycles = 2;
 // 32 iterations of one row against one of 32 rows on the RTL, 16x16 and 4x4_m1a1 alike: 10 cycles
 // an iteration more without a bias, 11 with one, 15 with REQ's three rows.
 constexpr double kActivateIterationGap = 10;
+// An ELTWISE whose A is in the unified buffer leaves the vector unit idle a cycle more before the
+// next one starts: 450 of them of 2 rows each, back to back, take 1.0 cycle each more on the RTL
+// (16x16 and 4x4_m1a1) than their VECTOR_BUSY cycles and the pace give.
+constexpr double kUbEltwiseGap = 1;
 constexpr double kActivateBiasGap = 1;
 constexpr double kActivateRequantGap = 5;
 
@@ -213,7 +217,7 @@ double estimate_vector_program_cycles(const HardwareConfig& c,
         break;
       case isa::Opcode::Eltwise:
         unit = kVector;
-        cycles = eltwise_cycles(c, in);
+        cycles = eltwise_cycles(c, in) + (in.flag(isa::kEltwiseFlagUb) ? kUbEltwiseGap : 0);
         break;
       case isa::Opcode::Activate:
         unit = kActivation;
@@ -266,13 +270,14 @@ double eltwise_cycles(const HardwareConfig& config, const isa::Instruction& eltw
     std::uint32_t dst = 0;
   };
   enum class Reader { kIter, kA, kB, kDrain };
-  enum class Arrival { kNone, kA, kB, kRowB };
+  enum class Arrival { kNone, kA, kB, kAB, kRowB };
   // The registers of tpu_vector_unit, every grant at once.
   Reader reader = Reader::kIter;
   Arrival arrival = Arrival::kNone;
   unsigned arrival_slot = 0, fill = 0, take = 0;
   std::uint32_t iter = 0, row = 0, step = 0;
-  std::array<Entry, 2> entries{};
+  constexpr unsigned kEntries = 3;
+  std::array<Entry, kEntries> entries{};
   bool w_valid = false, w_last = false;
   std::uint32_t w_dst = 0;
   for (std::uint64_t cycle = 0;; ++cycle) {
@@ -285,16 +290,16 @@ double eltwise_cycles(const HardwareConfig& config, const isa::Instruction& eltw
       return false;
     };
     if (w_valid && w_last) return static_cast<double>(cycle + 1);  // the last write: the pop
-    std::array<Entry, 2> next = entries;
+    std::array<Entry, kEntries> next = entries;
     // The row read last cycle arrives.
-    if (arrival == Arrival::kA) next[arrival_slot].need_a = false;
-    if (arrival == Arrival::kB) next[arrival_slot].need_b = false;
+    if (arrival == Arrival::kA || arrival == Arrival::kAB) next[arrival_slot].need_a = false;
+    if (arrival == Arrival::kB || arrival == Arrival::kAB) next[arrival_slot].need_b = false;
     arrival = Arrival::kNone;
     const std::uint32_t a_row = row_at(eltwise.addr_a(), eltwise.step_a(), iter, row);
     const std::uint32_t b_row =
         row_at(eltwise.bias_addr(), eltwise.bias_step(), iter, row_operand ? 0 : row);
     const std::uint32_t dst_row = row_at(eltwise.addr_b(), eltwise.step_b(), iter, row);
-    const unsigned own = fill ^ 1u;
+    const unsigned own = (fill + kEntries - 1) % kEntries;
     bool advance = false;
     Reader reader_next = reader;
     if (reader == Reader::kIter && row_operand) {
@@ -304,12 +309,14 @@ double eltwise_cycles(const HardwareConfig& config, const isa::Instruction& eltw
       }
     } else if (reader == Reader::kA || reader == Reader::kIter) {
       if (!entries[fill].valid && (a_in_ub || !pending(a_row, false, 0))) {
-        arrival = Arrival::kA;
+        // A unified-buffer row's B comes from the accumulators in the same cycle.
+        const bool pair = a_in_ub && !row_operand && !pending(b_row, false, 0);
+        arrival = pair ? Arrival::kAB : Arrival::kA;
         arrival_slot = fill;
         next[fill] = {true, true, !row_operand, row + 1 == rows && iter + 1 == count, dst_row};
-        fill ^= 1u;
+        fill = (fill + 1) % kEntries;
         reader_next = Reader::kB;
-        advance = row_operand;
+        advance = row_operand || pair;
       }
     } else if (reader == Reader::kB) {
       if (!pending(b_row, true, own)) {
@@ -335,7 +342,7 @@ double eltwise_cycles(const HardwareConfig& config, const isa::Instruction& eltw
       w_dst = x.dst;
       w_last = x.last;
       next[take].valid = false;
-      take ^= 1u;
+      take = (take + 1) % kEntries;
     }
     entries = next;
   }

@@ -621,85 +621,78 @@ DepthwiseInt8Run execute_depthwise_int8(const DepthwisePlan& plan, Backend& back
   return run;
 }
 
-std::vector<num::fp32_t> reference_depthwise(const DepthwiseSpec& s,
-                                             const std::vector<num::fp32_t>& x,
-                                             const std::vector<num::fp32_t>& w,
-                                             const std::vector<num::fp32_t>& bias) {
+namespace {
+
+// For each output in NCHW order, `output(c, inputs)`: channel c's input index of each tap
+// (ky, kx) of the output's window, in order, -1 where the tap lies in the padding.
+template <typename Output>
+void each_window(const DepthwiseSpec& s, Output output) {
   const std::uint64_t plane = std::uint64_t{s.height} * s.width;
-  const std::uint32_t taps = s.taps();
-  std::vector<num::fp32_t> y;
-  y.reserve(std::uint64_t{s.batch} * s.channels * s.out_h * s.out_w);
+  std::vector<std::int64_t> inputs(s.taps());
   for (std::uint64_t n = 0; n < s.batch; ++n) {
-    for (std::uint64_t c = 0; c < s.channels; ++c) {
-      const std::uint64_t image = n * s.channels + c;
+    for (std::uint32_t c = 0; c < s.channels; ++c) {
+      const auto image = static_cast<std::int64_t>((n * s.channels + c) * plane);
       for (std::int64_t oy = 0; oy < std::int64_t{s.out_h}; ++oy) {
         for (std::int64_t ox = 0; ox < std::int64_t{s.out_w}; ++ox) {
-          num::fp32_t sum = 0;  // N-ORDER without a seed: +0
           for (std::int64_t ky = 0; ky < std::int64_t{s.kernel_h}; ++ky) {
             for (std::int64_t kx = 0; kx < std::int64_t{s.kernel_w}; ++kx) {
               const std::int64_t iy = oy * s.stride_h - s.pad_top + ky * s.dilation_h;
               const std::int64_t ix = ox * s.stride_w - s.pad_left + kx * s.dilation_w;
               const bool inside =
                   iy >= 0 && iy < std::int64_t{s.height} && ix >= 0 && ix < std::int64_t{s.width};
-              const num::bf16_t a =
-                  inside ? num::fp32_to_bf16(
-                               x[image * plane + static_cast<std::uint64_t>(iy * s.width + ix)])
-                         : 0;
-              const num::bf16_t weight =
-                  num::fp32_to_bf16(w[c * taps + static_cast<std::uint64_t>(ky * s.kernel_w + kx)]);
-              sum = num::mac(sum, a, weight);
+              inputs[static_cast<std::size_t>(ky * s.kernel_w + kx)] =
+                  inside ? image + iy * s.width + ix : -1;
             }
           }
-          // N-ACT: the bias (or -0), then the function; N-OUT for bf16 results.
-          sum = num::add_fp32(sum, s.bias ? bias[c] : 0x80000000u);
-          sum = num::act_func(static_cast<unsigned>(s.func), sum, 0);
-          if (s.bf16_out) sum = num::bf16_to_fp32(num::fp32_to_bf16(sum));
-          y.push_back(sum);
+          output(c, inputs);
         }
       }
     }
   }
-  return y;
 }
 
-}  // namespace tpu
+}  // namespace
 
-namespace tpu {
+std::vector<num::fp32_t> reference_depthwise(const DepthwiseSpec& s,
+                                             const std::vector<num::fp32_t>& x,
+                                             const std::vector<num::fp32_t>& w,
+                                             const std::vector<num::fp32_t>& bias) {
+  std::vector<num::fp32_t> y;
+  y.reserve(std::uint64_t{s.batch} * s.channels * s.out_h * s.out_w);
+  each_window(s, [&](std::uint32_t c, const std::vector<std::int64_t>& inputs) {
+    num::fp32_t sum = 0;  // N-ORDER without a seed: +0
+    for (std::size_t t = 0; t < inputs.size(); ++t) {
+      const num::bf16_t a = inputs[t] < 0
+                                ? num::bf16_t{0}
+                                : num::fp32_to_bf16(x[static_cast<std::size_t>(inputs[t])]);
+      sum = num::mac(sum, a, num::fp32_to_bf16(w[std::size_t{c} * inputs.size() + t]));
+    }
+    // N-ACT: the bias (or -0), then the function; N-OUT for bf16 results.
+    sum = num::add_fp32(sum, s.bias ? bias[c] : 0x80000000u);
+    sum = num::act_func(static_cast<unsigned>(s.func), sum, 0);
+    if (s.bf16_out) sum = num::bf16_to_fp32(num::fp32_to_bf16(sum));
+    y.push_back(sum);
+  });
+  return y;
+}
 
 std::vector<std::int8_t> reference_depthwise_int8(
     const DepthwiseSpec& s, const std::vector<std::int8_t>& x, const std::vector<std::int8_t>& w,
     const std::vector<std::int32_t>& bias,
     const std::vector<num::QuantizedMultiplier>& multipliers) {
-  const std::uint64_t plane = std::uint64_t{s.height} * s.width;
-  const std::uint32_t taps = s.taps();
   std::vector<std::int8_t> y;
   y.reserve(std::uint64_t{s.batch} * s.channels * s.out_h * s.out_w);
-  for (std::uint64_t n = 0; n < s.batch; ++n) {
-    for (std::uint64_t c = 0; c < s.channels; ++c) {
-      const std::uint64_t image = n * s.channels + c;
-      const num::RequantParams params{s.bias ? bias[c] : 0, multipliers[c], s.output_zero_point,
-                                      s.clamp_lo, s.clamp_hi};
-      for (std::int64_t oy = 0; oy < std::int64_t{s.out_h}; ++oy) {
-        for (std::int64_t ox = 0; ox < std::int64_t{s.out_w}; ++ox) {
-          std::uint32_t sum = 0;  // Q-MAC: modulo 2^32
-          for (std::int64_t ky = 0; ky < std::int64_t{s.kernel_h}; ++ky) {
-            for (std::int64_t kx = 0; kx < std::int64_t{s.kernel_w}; ++kx) {
-              const std::int64_t iy = oy * s.stride_h - s.pad_top + ky * s.dilation_h;
-              const std::int64_t ix = ox * s.stride_w - s.pad_left + kx * s.dilation_w;
-              const bool inside =
-                  iy >= 0 && iy < std::int64_t{s.height} && ix >= 0 && ix < std::int64_t{s.width};
-              const int a = inside
-                                ? x[image * plane + static_cast<std::uint64_t>(iy * s.width + ix)]
-                                : s.input_zero_point;
-              const int f = w[c * taps + static_cast<std::uint64_t>(ky * s.kernel_w + kx)];
-              sum += static_cast<std::uint32_t>((a - s.input_zero_point) * f);
-            }
-          }
-          y.push_back(num::requantize(isa::int32_value(sum), params));
-        }
-      }
+  each_window(s, [&](std::uint32_t c, const std::vector<std::int64_t>& inputs) {
+    std::uint32_t sum = 0;  // Q-MAC: modulo 2^32
+    for (std::size_t t = 0; t < inputs.size(); ++t) {
+      const int a = inputs[t] < 0 ? s.input_zero_point : x[static_cast<std::size_t>(inputs[t])];
+      const int f = w[std::size_t{c} * inputs.size() + t];
+      sum += static_cast<std::uint32_t>((a - s.input_zero_point) * f);
     }
-  }
+    const num::RequantParams params{s.bias ? bias[c] : 0, multipliers[c], s.output_zero_point,
+                                    s.clamp_lo, s.clamp_hi};
+    y.push_back(num::requantize(isa::int32_value(sum), params));
+  });
   return y;
 }
 

@@ -4,15 +4,18 @@
 // depthwise convolution.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "oracle/host_float.hpp"
+#include "oracle/operand_sets.hpp"
 #include "tpu/depthwise.hpp"
 #include "tpu/elementwise.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/numerics/activation.hpp"
+#include "tpu/numerics/quant.hpp"
 #include "tpu/pool.hpp"
 
 namespace tpu::oracle {
@@ -139,6 +142,31 @@ inline std::vector<fp32_t> depthwise_values(const DepthwiseSpec& s, const std::v
     }
   }
   return y;
+}
+
+// Random operands of an int8 depthwise convolution (tpu/depthwise.hpp): int8 images and filters,
+// biases in [-10000, 10000] and multipliers of 2^-9 times [1, 2), which leave most outputs inside
+// the int8 range.
+struct DepthwiseInt8Operands {
+  std::vector<std::int8_t> x, w;
+  std::vector<std::int32_t> bias;
+  std::vector<num::QuantizedMultiplier> multipliers;
+};
+inline DepthwiseInt8Operands depthwise_int8_operands(OperandRng& rng, const DepthwiseSpec& s) {
+  const auto int8 = [&] {
+    return static_cast<std::int8_t>(static_cast<int>(rng.uniform(0, 255)) - 128);
+  };
+  DepthwiseInt8Operands o;
+  o.x.resize(std::size_t{s.batch} * s.channels * s.height * s.width);
+  o.w.resize(std::size_t{s.channels} * s.taps());
+  for (std::int8_t& v : o.x) v = int8();
+  for (std::int8_t& v : o.w) v = int8();
+  for (std::uint32_t c = 0; c < s.channels; ++c) {
+    if (s.bias) o.bias.push_back(static_cast<std::int32_t>(rng.uniform(0, 20000)) - 10000);
+    o.multipliers.push_back(num::quantize_multiplier(
+        std::ldexp(1.0 + static_cast<double>(rng.uniform(0, 999)) / 1000, -9)));
+  }
+  return o;
 }
 
 }  // namespace tpu::oracle

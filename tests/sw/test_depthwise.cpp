@@ -73,6 +73,19 @@ Outcome run_on_model(const HardwareConfig& config, const DepthwiseSpec& spec,
   return {run.out, model.uninitialized_reads(), plan.bands, plan.group, plan.chunk};
 }
 
+// Where output pixel q (of out_h x out_w) of image n, channel c, takes tap t from: its index in
+// x (NCHW), or -1 in the padding: the im2col row of the convolution's product.
+std::int64_t tap_input(const DepthwiseSpec& s, std::size_t n, std::size_t c, std::size_t q,
+                       std::size_t t) {
+  const std::int64_t iy = std::int64_t(q / s.out_w) * s.stride_h - s.pad_top +
+                          std::int64_t(t / s.kernel_w) * s.dilation_h;
+  const std::int64_t ix = std::int64_t(q % s.out_w) * s.stride_w - s.pad_left +
+                          std::int64_t(t % s.kernel_w) * s.dilation_w;
+  if (iy < 0 || ix < 0 || iy >= s.height || ix >= s.width) return -1;
+  return static_cast<std::int64_t>(((n * s.channels + c) * s.height + std::size_t(iy)) * s.width +
+                                   std::size_t(ix));
+}
+
 // The matrix unit's bits for the same convolution: per channel, its im2col rows (+0 in the
 // padding) times its filter by the reference GEMM, then N-ACT's bias (-0 without one) and
 // function, N-OUT where the results are bf16.
@@ -87,16 +100,8 @@ std::vector<num::fp32_t> matrix_unit_bits(const DepthwiseSpec& s, const std::vec
     for (std::size_t n = 0; n < s.batch; ++n) {
       for (std::size_t q = 0; q < plane; ++q) {
         for (std::size_t t = 0; t < taps; ++t) {
-          const std::int64_t iy = std::int64_t(q / s.out_w) * s.stride_h - s.pad_top +
-                                  std::int64_t(t / s.kernel_w) * s.dilation_h;
-          const std::int64_t ix = std::int64_t(q % s.out_w) * s.stride_w - s.pad_left +
-                                  std::int64_t(t % s.kernel_w) * s.dilation_w;
-          const bool inside = iy >= 0 && ix >= 0 && iy < s.height && ix < s.width;
-          a.at(n * plane + q, t) =
-              inside ? num::fp32_to_bf16(
-                           x[((n * s.channels + c) * s.height + std::size_t(iy)) * s.width +
-                             std::size_t(ix)])
-                     : 0;
+          const std::int64_t i = tap_input(s, n, c, q, t);
+          a.at(n * plane + q, t) = i < 0 ? num::bf16_t{0} : num::fp32_to_bf16(x[std::size_t(i)]);
         }
       }
     }
@@ -213,13 +218,6 @@ HardwareConfig small_int8_vector_core() {
   return c;
 }
 
-std::vector<std::int8_t> int8_values(oracle::OperandRng& rng, std::size_t count) {
-  std::vector<std::int8_t> v(count);
-  for (std::int8_t& e : v)
-    e = static_cast<std::int8_t>(static_cast<int>(rng.uniform(0, 255)) - 128);
-  return v;
-}
-
 // The int8 datapath's bits for the same convolution: per channel, the reference int8 GEMM
 // (Q-MAC) of its im2col rows (the input zero point in the padding) and its filter, the bias
 // folded with the input zero point (Q-ZP), then Q-REQ.
@@ -236,15 +234,9 @@ std::vector<std::int8_t> int8_product_bits(const DepthwiseSpec& s,
     for (std::size_t n = 0; n < s.batch; ++n) {
       for (std::size_t q = 0; q < plane; ++q) {
         for (std::size_t t = 0; t < taps; ++t) {
-          const std::int64_t iy = std::int64_t(q / s.out_w) * s.stride_h - s.pad_top +
-                                  std::int64_t(t / s.kernel_w) * s.dilation_h;
-          const std::int64_t ix = std::int64_t(q % s.out_w) * s.stride_w - s.pad_left +
-                                  std::int64_t(t % s.kernel_w) * s.dilation_w;
-          const bool inside = iy >= 0 && ix >= 0 && iy < s.height && ix < s.width;
+          const std::int64_t i = tap_input(s, n, c, q, t);
           a.at(n * plane + q, t) =
-              inside ? x[((n * s.channels + c) * s.height + std::size_t(iy)) * s.width +
-                         std::size_t(ix)]
-                     : static_cast<std::int8_t>(s.input_zero_point);
+              i < 0 ? static_cast<std::int8_t>(s.input_zero_point) : x[std::size_t(i)];
         }
       }
     }
@@ -284,18 +276,11 @@ TEST(Depthwise, Int8GivesTheInt8ProductsBits) {
   dilated.input_zero_point = -128;
   for (const DepthwiseSpec& s : {relu6, strided, tiles, dilated}) {
     SCOPED_TRACE(::testing::Message() << s.channels << " channels, stride " << s.stride_h);
-    const std::vector<std::int8_t> x =
-        int8_values(rng, std::size_t{s.batch} * s.channels * s.height * s.width);
-    const std::vector<std::int8_t> w = int8_values(rng, std::size_t{s.channels} * s.taps());
-    std::vector<std::int32_t> bias;
-    for (std::uint32_t c = 0; s.bias && c < s.channels; ++c) {
-      bias.push_back(static_cast<std::int32_t>(rng.uniform(0, 40000)) - 20000);
-    }
-    std::vector<num::QuantizedMultiplier> m;
-    for (std::uint32_t c = 0; c < s.channels; ++c) {
-      m.push_back(num::quantize_multiplier(
-          std::ldexp(1.0 + static_cast<double>(rng.uniform(0, 999)) / 1000.0, -9)));
-    }
+    const oracle::DepthwiseInt8Operands o = oracle::depthwise_int8_operands(rng, s);
+    const std::vector<std::int8_t>& x = o.x;
+    const std::vector<std::int8_t>& w = o.w;
+    const std::vector<std::int32_t>& bias = o.bias;
+    const std::vector<num::QuantizedMultiplier>& m = o.multipliers;
     const DepthwisePlan plan = plan_depthwise(config, s, 0x40);
     FunctionalModel model(config, 0);
     const DepthwiseInt8Run run = execute_depthwise_int8(plan, model, x, w, bias, m);
@@ -326,25 +311,22 @@ TEST(Depthwise, BandsOfEverySizeKeepTheirResults) {
         s.bias = true;
         SCOPED_TRACE(::testing::Message()
                      << batch << " images of " << channels << " channels, " << size << "x" << size);
-        const std::vector<std::int8_t> x8 =
-            int8_values(rng, std::size_t{batch} * channels * size * size);
-        const std::vector<std::int8_t> w8 = int8_values(rng, std::size_t{channels} * 9);
-        const std::vector<std::int32_t> bias8(channels, 1000);
-        const std::vector<num::QuantizedMultiplier> m(channels, num::quantize_multiplier(0.004));
         s.int8 = true;
         s.input_zero_point = 9;
+        const oracle::DepthwiseInt8Operands o = oracle::depthwise_int8_operands(rng, s);
         const DepthwisePlan plan8 = plan_depthwise(config, s, 0x40);
         bands_seen += plan8.bands;
         FunctionalModel model8(config, 0);
-        const DepthwiseInt8Run run8 = execute_depthwise_int8(plan8, model8, x8, w8, bias8, m);
+        const DepthwiseInt8Run run8 =
+            execute_depthwise_int8(plan8, model8, o.x, o.w, o.bias, o.multipliers);
         ASSERT_TRUE(run8.result.ok());
-        EXPECT_EQ(run8.out, reference_depthwise_int8(s, x8, w8, bias8, m));
+        EXPECT_EQ(run8.out, reference_depthwise_int8(s, o.x, o.w, o.bias, o.multipliers));
         s.int8 = false;
         s.input_zero_point = 0;
         s.bf16_out = true;
         s.func = isa::Func::Relu;
-        const std::vector<num::fp32_t> x = values(rng, x8.size(), 4.0);
-        const std::vector<num::fp32_t> w = values(rng, w8.size(), 1.0);
+        const std::vector<num::fp32_t> x = values(rng, o.x.size(), 4.0);
+        const std::vector<num::fp32_t> w = values(rng, o.w.size(), 1.0);
         const std::vector<num::fp32_t> bias = values(rng, channels, 1.0);
         EXPECT_EQ(run_on_model(config, s, x, w, bias).out, reference_depthwise(s, x, w, bias));
       }
