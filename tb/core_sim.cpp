@@ -73,6 +73,18 @@ double vector_busy_cycles(const HardwareConfig& config,
   return cycles;
 }
 
+// The job of a planned vector program (softmax, elementwise, pooling, depthwise, layer norm):
+// where its program lies, the memory it takes, and the vector unit's busy cycles as the ideal.
+template <typename Plan>
+Job vector_plan_job(const HardwareConfig& config, const Plan& plan) {
+  Job job;
+  job.prog_addr = plan.prog_addr;
+  job.count = static_cast<std::uint32_t>(plan.program.size());
+  job.memory_bytes = plan.memory_bytes;
+  job.ideal_cycles = vector_busy_cycles(config, plan.program);
+  return job;
+}
+
 struct Case {
   std::string name;
   // Draws the operands for one array configuration and plans the case.
@@ -306,10 +318,7 @@ Job softmax_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   const tpu::SoftmaxPlan plan = tpu::plan_softmax(config, rows, length);
   std::vector<num::fp32_t> x(std::size_t{rows} * length);
   for (num::fp32_t& v : x) v = rng.fp32();
-  Job job;
-  job.prog_addr = plan.prog_addr;
-  job.count = static_cast<std::uint32_t>(plan.program.size());
-  job.memory_bytes = plan.memory_bytes;
+  Job job = vector_plan_job(config, plan);
   job.write_inputs = [plan, x](tpu::HostMemory& memory) {
     tpu::write_softmax_inputs(plan, memory, x);
   };
@@ -319,7 +328,6 @@ Job softmax_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   job.want = tpu::reference_softmax(config, rows, length, x);
   job.shape = fmt::format("{}x{}", rows, length);
   job.options = "softmax";
-  job.ideal_cycles = vector_busy_cycles(config, plan.program);
   return job;
 }
 
@@ -334,10 +342,7 @@ Job residual_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   std::vector<num::fp32_t> a(spec.size), b(spec.size);
   for (num::fp32_t& v : a) v = rng.fp32();
   for (num::fp32_t& v : b) v = rng.fp32();
-  Job job;
-  job.prog_addr = plan.prog_addr;
-  job.count = static_cast<std::uint32_t>(plan.program.size());
-  job.memory_bytes = plan.memory_bytes;
+  Job job = vector_plan_job(config, plan);
   job.write_inputs = [plan, a, b](tpu::HostMemory& memory) {
     tpu::write_elementwise_inputs(plan, memory, a, b);
   };
@@ -347,7 +352,6 @@ Job residual_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   job.want = oracle::elementwise_values(spec, a, b);
   job.shape = fmt::format("{}x{}", plan.rows, config.dim);
   job.options = "add relu";
-  job.ideal_cycles = vector_busy_cycles(config, plan.program);
   return job;
 }
 
@@ -365,10 +369,7 @@ Job maxpool_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   const tpu::PoolPlan plan = tpu::plan_pool(config, spec);
   std::vector<num::fp32_t> x(std::size_t{spec.batch} * spec.channels * spec.height * spec.width);
   for (num::fp32_t& v : x) v = rng.fp32();
-  Job job;
-  job.prog_addr = plan.prog_addr;
-  job.count = static_cast<std::uint32_t>(plan.program.size());
-  job.memory_bytes = plan.memory_bytes;
+  Job job = vector_plan_job(config, plan);
   job.write_inputs = [plan, x](tpu::HostMemory& memory) { tpu::write_pool_input(plan, memory, x); };
   job.results = [plan](const tpu::HostMemory& memory) {
     return tpu::read_pool_output(plan, memory);
@@ -376,14 +377,12 @@ Job maxpool_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   job.want = oracle::pool_values(spec, x);
   job.shape = fmt::format("{}x{}x{}", spec.batch * spec.out_h * spec.out_w, spec.channels, 9);
   job.options = "maxpool";
-  job.ideal_cycles = vector_busy_cycles(config, plan.program);
   return job;
 }
 
-// Depthwise convolution (plan_depthwise): MobileNet's 3 x 3, stride 1, padding 1, with its bias
-// and relu6, over two images whose channels take one and a half rows of the array, against
-// oracle::depthwise_values (the matrix unit's bits).
-Job depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+// MobileNet's depthwise convolution, 3 x 3, stride 1, padding 1, with a bias, over two images
+// whose channels take one and a half rows of the array.
+tpu::DepthwiseSpec mobilenet_depthwise(const HardwareConfig& config) {
   tpu::DepthwiseSpec spec;
   spec.batch = 2;
   spec.channels = 3 * config.dim / 2;
@@ -391,6 +390,13 @@ Job depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   spec.kernel_h = spec.kernel_w = 3;
   spec.pad_top = spec.pad_left = 1;
   spec.bias = true;
+  return spec;
+}
+
+// Depthwise convolution (plan_depthwise): MobileNet's with its relu6, against
+// oracle::depthwise_values (the matrix unit's bits).
+Job depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+  tpu::DepthwiseSpec spec = mobilenet_depthwise(config);
   spec.func = isa::Func::Relu6;
   const tpu::DepthwisePlan plan = tpu::plan_depthwise(config, spec);
   std::vector<num::fp32_t> x(std::size_t{spec.batch} * spec.channels * spec.height * spec.width),
@@ -398,10 +404,7 @@ Job depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   for (std::vector<num::fp32_t>* v : {&x, &w, &bias}) {
     for (num::fp32_t& value : *v) value = rng.fp32();
   }
-  Job job;
-  job.prog_addr = plan.prog_addr;
-  job.count = static_cast<std::uint32_t>(plan.program.size());
-  job.memory_bytes = plan.memory_bytes;
+  Job job = vector_plan_job(config, plan);
   job.write_inputs = [plan, x, w, bias](tpu::HostMemory& memory) {
     tpu::write_depthwise_inputs(plan, memory, x, w, bias);
   };
@@ -411,30 +414,20 @@ Job depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   job.want = oracle::depthwise_values(spec, x, w, bias);
   job.shape = fmt::format("{}x{}x{}", spec.batch * spec.out_h * spec.out_w, spec.channels, 9);
   job.options = "depthwise relu6";
-  job.ideal_cycles = vector_busy_cycles(config, plan.program);
   return job;
 }
 
-// The int8 depthwise convolution (a QLinearConv's): the same shape with an input zero point in the
-// padding, a bias, per-channel multipliers and relu's clamp, against reference_depthwise_int8 (the
+// The int8 depthwise convolution (a QLinearConv's): MobileNet's with an input zero point in the
+// padding, per-channel multipliers and relu's clamp, against reference_depthwise_int8 (the
 // int8 products' bits, tests/sw/test_depthwise.cpp).
 Job int8_depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
-  tpu::DepthwiseSpec spec;
-  spec.batch = 2;
-  spec.channels = 3 * config.dim / 2;
-  spec.height = spec.width = spec.out_h = spec.out_w = 6;
-  spec.kernel_h = spec.kernel_w = 3;
-  spec.pad_top = spec.pad_left = 1;
+  tpu::DepthwiseSpec spec = mobilenet_depthwise(config);
   spec.int8 = true;
-  spec.bias = true;
   spec.input_zero_point = -5;
   spec.output_zero_point = spec.clamp_lo = 10;
   const tpu::DepthwisePlan plan = tpu::plan_depthwise(config, spec);
   const oracle::DepthwiseInt8Operands o = oracle::depthwise_int8_operands(rng, spec);
-  Job job;
-  job.prog_addr = plan.prog_addr;
-  job.count = static_cast<std::uint32_t>(plan.program.size());
-  job.memory_bytes = plan.memory_bytes;
+  Job job = vector_plan_job(config, plan);
   job.write_inputs = [plan, o](tpu::HostMemory& memory) {
     tpu::write_depthwise_int8_inputs(plan, memory, o.x, o.w, o.bias, o.multipliers);
   };
@@ -450,7 +443,6 @@ Job int8_depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   job.want = patterns(tpu::reference_depthwise_int8(spec, o.x, o.w, o.bias, o.multipliers));
   job.shape = fmt::format("{}x{}x{}", spec.batch * spec.out_h * spec.out_w, spec.channels, 9);
   job.options = "depthwise int8 relu";
-  job.ideal_cycles = vector_busy_cycles(config, plan.program);
   return job;
 }
 
@@ -468,10 +460,7 @@ Job layernorm_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   for (num::fp32_t& v : x) v = rng.fp32();
   for (num::fp32_t& v : gamma) v = rng.fp32();
   for (num::fp32_t& v : beta) v = rng.fp32();
-  Job job;
-  job.prog_addr = plan.prog_addr;
-  job.count = static_cast<std::uint32_t>(plan.program.size());
-  job.memory_bytes = plan.memory_bytes;
+  Job job = vector_plan_job(config, plan);
   job.write_inputs = [plan, x, gamma, beta](tpu::HostMemory& memory) {
     tpu::write_layernorm_inputs(plan, memory, x, gamma, beta);
   };
@@ -481,7 +470,6 @@ Job layernorm_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   job.want = tpu::reference_layernorm(config, spec, x, gamma, beta);
   job.shape = fmt::format("{}x{}", spec.rows, spec.length);
   job.options = "layernorm";
-  job.ideal_cycles = vector_busy_cycles(config, plan.program);
   return job;
 }
 

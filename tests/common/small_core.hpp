@@ -18,7 +18,8 @@ inline HardwareConfig small_core() {
 }
 
 // The small core with a vector unit of two lanes (two groups a row), `acc_depth` accumulator
-// rows: the vector programs' tests (softmax, elementwise operators, pooling, layer norm).
+// rows: the vector programs' tests (softmax, elementwise operators, pooling, depthwise
+// convolution, layer norm).
 inline HardwareConfig small_vector_core(unsigned acc_depth = 64) {
   HardwareConfig c = small_core();
   c.acc_depth = acc_depth;

@@ -299,8 +299,7 @@ TEST(Graph, ASoftmaxRunsOnTheVectorUnit) {
   for (std::size_t i = 0; i < x.size(); ++i)
     x[i] = static_cast<float>(i % 5) - 0.75f * static_cast<float>(i % 3);
   const Tensor input = Tensor::of_floats({2, 3, 7}, x);
-  HardwareConfig vector = small_core();
-  vector.vector_lanes = 2;
+  const HardwareConfig vector = test::small_vector_core();
   FunctionalModel core(vector, 0);
   std::vector<OpRun> runs;
   const std::vector<Tensor> y = run(g, {input}, &core, &runs);
@@ -348,8 +347,7 @@ TEST(Graph, ElementwiseOperatorsRunOnTheVectorUnit) {
   }
   const std::vector<Tensor> inputs = {Tensor::of_floats({2, 3, 5}, x),
                                       Tensor::of_floats({2, 3, 5}, y)};
-  HardwareConfig vector = small_core();
-  vector.vector_lanes = 2;
+  const HardwareConfig vector = test::small_vector_core();
   FunctionalModel core(vector, 0);
   std::vector<OpRun> runs;
   const std::vector<Tensor> out = run(g, inputs, &core, &runs);
@@ -436,9 +434,7 @@ TEST(Graph, PoolsRunOnTheVectorUnit) {
     x[i] = static_cast<float>((i * 37) % 101) / 8.0f - 6.0f;
   }
   const Tensor input = Tensor::of_floats({2, 5, 6, 6}, x);
-  HardwareConfig vector = small_core();
-  vector.acc_depth = 256;
-  vector.vector_lanes = 2;
+  const HardwareConfig vector = test::small_vector_core(256);
   FunctionalModel core(vector, 0);
   std::vector<OpRun> runs;
   const std::vector<Tensor> out = run(g, {input}, &core, &runs);
@@ -515,9 +511,7 @@ TEST(Graph, DepthwiseConvolutionsRunOnTheVectorUnitWithTheMatrixUnitsBits) {
   std::vector<float> x(2 * 6 * 7 * 5);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 41) % 97) / 9.0f - 5.0f;
   const Tensor input = Tensor::of_floats({2, 6, 7, 5}, x);
-  HardwareConfig vector = small_core();
-  vector.acc_depth = 256;
-  vector.vector_lanes = 2;
+  const HardwareConfig vector = test::small_vector_core(256);
   FunctionalModel core(vector, 0);
   std::vector<OpRun> runs;
   const std::vector<Tensor> out = run(g, {input}, &core, &runs);
@@ -570,9 +564,7 @@ TEST(Graph, Int8DepthwiseConvolutionsRunOnTheVectorUnitWithTheProductsBits) {
   conv.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
   g.nodes = {conv};
   const Tensor input = Tensor::of_ints({2, 5, 6, 6}, x, DType::UInt8);
-  HardwareConfig vector = small_core();
-  vector.acc_depth = 256;
-  vector.vector_lanes = 2;
+  HardwareConfig vector = test::small_vector_core(256);
   vector.int8 = true;
   HardwareConfig plain = small_core();
   plain.int8 = true;
@@ -604,8 +596,7 @@ TEST(Graph, ALayerNormRunsOnTheVectorUnit) {
   std::vector<float> x(2 * 3 * 6);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 29) % 17) / 4.0f - 2.0f;
   const Tensor input = Tensor::of_floats({2, 3, 6}, x);
-  HardwareConfig vector = small_core();
-  vector.vector_lanes = 2;
+  const HardwareConfig vector = test::small_vector_core();
   FunctionalModel core(vector, 0);
   std::vector<OpRun> runs;
   const std::vector<Tensor> out = run(g, {input}, &core, &runs);
