@@ -115,6 +115,21 @@ inline void activate_in_place(isa::ProgramBuilder& p, isa::Func func, std::uint3
   p.activate(a);
 }
 
+// `rows` consecutive rows from `first` set to op(seed, seed) of the row `seed` (the seed of a
+// fold: max of -inf, add of -0 or +0; int32 with `int32`), one iteration a row.
+inline void seed_rows(isa::ProgramBuilder& p, isa::VectorOp op, bool int32, std::uint32_t seed,
+                      std::uint32_t first, std::uint32_t rows) {
+  isa::EltwiseArgs e;
+  e.op = op;
+  e.int32 = int32;
+  e.row = true;
+  e.count = rows;
+  e.addr_a = e.bias_addr = seed;
+  e.addr_b = first;
+  e.step_b = 1;
+  p.eltwise(e);
+}
+
 // ELTWISE op lane by lane over the tiles of each of `block` rows into `combined`, then the
 // fold along that row from the seed row into `reduced`: in every lane of reduced row m, the fold
 // of op over row m's values in the order the reference takes them.

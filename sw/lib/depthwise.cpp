@@ -328,17 +328,8 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
     const std::uint32_t g = band.tiles;
     const std::uint32_t out_base = acc_base(b) + scratch;
     const std::uint32_t out_rows = band.images * band.out_rows * s.out_w * g;
-    // The outputs set to +0 (int8: 0): add(+0, +0) into each.
-    isa::EltwiseArgs seed;
-    seed.op = isa::VectorOp::Add;
-    seed.int32 = s.int8;
-    seed.row = true;
-    seed.count = out_rows;
-    seed.addr_a = kZeroRow;
-    seed.bias_addr = kZeroRow;
-    seed.addr_b = out_base;
-    seed.step_b = 1;
-    p.eltwise(seed);
+    // The outputs set to +0 (int8: 0), the matrix unit's start without a seed.
+    acc_rows::seed_rows(p, isa::VectorOp::Add, s.int8, kZeroRow, out_base, out_rows);
     for (std::uint32_t i = 0; i < band.images; ++i) {
       for (std::uint32_t r = 0; r < band.out_rows; ++r) {
         const std::uint32_t out_row = out_base + ((i * band.out_rows + r) * s.out_w) * g;

@@ -262,16 +262,8 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
     const std::uint32_t in_base = region_base(b);
     const std::uint32_t out_base = in_base + band_in_rows(band);
     const std::uint32_t out_rows = band.images * band.out_rows * spec.out_w * band.tiles;
-    // The output rows set to the seed: op(seed, seed) into each.
-    isa::EltwiseArgs seed;
-    seed.op = spec.max ? isa::VectorOp::Max : isa::VectorOp::Add;
-    seed.row = true;
-    seed.count = out_rows;
-    seed.addr_a = kSeedRow;
-    seed.bias_addr = kSeedRow;
-    seed.addr_b = out_base;
-    seed.step_b = 1;
-    p.eltwise(seed);
+    acc_rows::seed_rows(p, spec.max ? isa::VectorOp::Max : isa::VectorOp::Add, false, kSeedRow,
+                        out_base, out_rows);
     fold_taps(p, spec, band, in_base, out_base);
     if (!spec.max) acc_rows::with_row(p, isa::VectorOp::Mul, out_base, out_rows, kScaleRow);
     transfer(band, spec.out_h, band.out_row, spec.out_w, plan.out_addr, out_base, false);

@@ -318,6 +318,17 @@ TEST_P(CoreBasic, VectorUnitPaceOfIndependentAndDependentRows) {
   }
 }
 
+// The cycles a vector program took on the RTL beside the cycle model's estimate of it, printed
+// (`what` names the case), within `tolerance` of each other.
+void expect_model_cycles(const HardwareConfig& config, const std::vector<isa::Instruction>& program,
+                         const RunResult& result, const std::string& what, double tolerance) {
+  ASSERT_TRUE(result.counters.has_value());
+  const double cycles = double((*result.counters)[regs::kCntCyclesIndex]);
+  const double estimate = estimate_vector_program_cycles(config, program);
+  std::cout << "[ cycles   ] " << what << ": RTL " << cycles << ", model " << estimate << '\n';
+  EXPECT_NEAR(estimate / cycles, 1.0, tolerance);
+}
+
 // Softmax along rows (plan_softmax) on the RTL: reference_softmax's bits, and the cycle model
 // close to the cycles it takes; refused with one line on a core without a vector unit.
 TEST_P(CoreBasic, SoftmaxGivesTheReferenceBitsInTheModelsCycles) {
@@ -339,12 +350,8 @@ TEST_P(CoreBasic, SoftmaxGivesTheReferenceBitsInTheModelsCycles) {
     const SoftmaxRun run = execute_softmax(plan, rtl, x);
     ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
     EXPECT_EQ(run.out, reference_softmax(config, rows, length, x));
-    ASSERT_TRUE(run.result.counters.has_value());
-    const double cycles = double((*run.result.counters)[regs::kCntCyclesIndex]);
-    const double estimate = estimate_vector_program_cycles(config, plan.program);
-    std::cout << "[ cycles   ] " << rows << " x " << length << ": RTL " << cycles << ", model "
-              << estimate << '\n';
-    EXPECT_NEAR(estimate / cycles, 1.0, 0.02);
+    expect_model_cycles(config, plan.program, run.result,
+                        std::to_string(rows) + " x " + std::to_string(length), 0.02);
   }
 }
 
@@ -394,14 +401,9 @@ TEST_P(CoreBasic, ElementwiseGivesTheReferenceBitsInTheModelsCycles) {
     const ElementwiseRun run = execute_elementwise(plan, rtl, a, b);
     ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
     EXPECT_EQ(run.out, reference_elementwise(spec, a, b));
-    ASSERT_TRUE(run.result.counters.has_value());
-    const double cycles = double((*run.result.counters)[regs::kCntCyclesIndex]);
-    const double estimate = estimate_vector_program_cycles(config, plan.program);
-    std::cout << "[ cycles   ] " << c.size << " values: RTL " << cycles << ", model " << estimate
-              << '\n';
     // The model leaves out the waits of the vector unit, last at its bank's ports, for the
     // loads and stores of the other blocks: it runs up to 8.2 % short (512 values on 4x4_m1a1).
-    EXPECT_NEAR(estimate / cycles, 1.0, 0.09);
+    expect_model_cycles(config, plan.program, run.result, std::to_string(c.size) + " values", 0.09);
   }
 }
 
@@ -438,12 +440,7 @@ TEST_P(CoreBasic, PoolingGivesTheReferenceBitsInTheModelsCycles) {
     const PoolRun run = execute_pool(plan, rtl, x);
     ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
     EXPECT_EQ(run.out, reference_pool(s, x));
-    ASSERT_TRUE(run.result.counters.has_value());
-    const double cycles = double((*run.result.counters)[regs::kCntCyclesIndex]);
-    const double estimate = estimate_vector_program_cycles(config, plan.program);
-    std::cout << "[ cycles   ] " << (s.max ? "max" : "mean") << ": RTL " << cycles << ", model "
-              << estimate << '\n';
-    EXPECT_NEAR(estimate / cycles, 1.0, 0.05);
+    expect_model_cycles(config, plan.program, run.result, s.max ? "max" : "mean", 0.05);
   }
 }
 
@@ -480,12 +477,8 @@ TEST_P(CoreBasic, DepthwiseConvolutionGivesTheReferenceBitsInTheModelsCycles) {
     const DepthwiseRun run = execute_depthwise(plan, rtl, x, w, bias);
     ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
     EXPECT_EQ(run.out, reference_depthwise(s, x, w, bias));
-    ASSERT_TRUE(run.result.counters.has_value());
-    const double cycles = double((*run.result.counters)[regs::kCntCyclesIndex]);
-    const double estimate = estimate_vector_program_cycles(config, plan.program);
-    std::cout << "[ cycles   ] stride " << s.stride_h << ": RTL " << cycles << ", model "
-              << estimate << '\n';
-    EXPECT_NEAR(estimate / cycles, 1.0, 0.05);
+    expect_model_cycles(config, plan.program, run.result, "stride " + std::to_string(s.stride_h),
+                        0.05);
   }
 }
 
@@ -513,11 +506,7 @@ TEST_P(CoreBasic, Int8DepthwiseConvolutionGivesTheReferenceBitsInTheModelsCycles
   const DepthwiseInt8Run run = execute_depthwise_int8(plan, rtl, o.x, o.w, o.bias, o.multipliers);
   ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
   EXPECT_EQ(run.out, reference_depthwise_int8(spec, o.x, o.w, o.bias, o.multipliers));
-  ASSERT_TRUE(run.result.counters.has_value());
-  const double cycles = double((*run.result.counters)[regs::kCntCyclesIndex]);
-  const double estimate = estimate_vector_program_cycles(config, plan.program);
-  std::cout << "[ cycles   ] int8: RTL " << cycles << ", model " << estimate << '\n';
-  EXPECT_NEAR(estimate / cycles, 1.0, 0.05);
+  expect_model_cycles(config, plan.program, run.result, "int8", 0.05);
 }
 
 // Layer normalisation (plan_layernorm) on the RTL: reference_layernorm's bits, and the cycle
@@ -544,12 +533,8 @@ TEST_P(CoreBasic, LayerNormGivesTheReferenceBitsInTheModelsCycles) {
   const LayerNormRun run = execute_layernorm(plan, rtl, x, gamma, beta);
   ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
   EXPECT_EQ(run.out, reference_layernorm(config, spec, x, gamma, beta));
-  ASSERT_TRUE(run.result.counters.has_value());
-  const double cycles = double((*run.result.counters)[regs::kCntCyclesIndex]);
-  const double estimate = estimate_vector_program_cycles(config, plan.program);
-  std::cout << "[ cycles   ] " << spec.rows << " x " << spec.length << ": RTL " << cycles
-            << ", model " << estimate << '\n';
-  EXPECT_NEAR(estimate / cycles, 1.0, 0.05);
+  expect_model_cycles(config, plan.program, run.result,
+                      std::to_string(spec.rows) + " x " + std::to_string(spec.length), 0.05);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tops, CoreBasic,

@@ -384,29 +384,26 @@ void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<
 // vector unit (tpu/depthwise.hpp); none for another convolution, or a core without a vector unit.
 std::optional<DepthwiseSpec> depthwise_geometry(const Context& context, const ConvShape& c) {
   if (!context.accelerator || context.accelerator->config().vector_lanes == 0 ||
-      c.group != c.channels || c.filters != c.channels) {
+      c.group != c.channels || c.filters != c.channels || c.channels >= std::int64_t{1} << 31) {
     return std::nullopt;
   }
-  const std::int64_t limit = std::int64_t{1} << 31;
-  for (const std::int64_t v : {c.batch, c.channels, c.h, c.w, c.win.oh, c.win.ow}) {
-    if (v >= limit) return std::nullopt;
-  }
-  const auto dim = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+  const ConvGeometry g = conv_geometry(c);  // a group's: one channel
+  if (g.batch == 0) return std::nullopt;
   DepthwiseSpec spec;
-  spec.batch = dim(c.batch);
-  spec.channels = dim(c.channels);
-  spec.height = dim(c.h);
-  spec.width = dim(c.w);
-  spec.kernel_h = dim(c.win.kh);
-  spec.kernel_w = dim(c.win.kw);
-  spec.stride_h = dim(c.win.sh);
-  spec.stride_w = dim(c.win.sw);
-  spec.dilation_h = dim(c.win.dh);
-  spec.dilation_w = dim(c.win.dw);
-  spec.pad_top = dim(c.win.top);
-  spec.pad_left = dim(c.win.left);
-  spec.out_h = dim(c.win.oh);
-  spec.out_w = dim(c.win.ow);
+  spec.batch = g.batch;
+  spec.channels = static_cast<std::uint32_t>(c.channels);
+  spec.height = g.height;
+  spec.width = g.width;
+  spec.kernel_h = g.kernel_h;
+  spec.kernel_w = g.kernel_w;
+  spec.stride_h = g.stride_h;
+  spec.stride_w = g.stride_w;
+  spec.dilation_h = g.dilation_h;
+  spec.dilation_w = g.dilation_w;
+  spec.pad_top = g.pad_top;
+  spec.pad_left = g.pad_left;
+  spec.out_h = g.out_h();
+  spec.out_w = g.out_w();
   return spec;
 }
 
