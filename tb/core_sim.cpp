@@ -29,6 +29,7 @@
 #include "tpu/numerics/quant.hpp"
 #include "tpu/pool.hpp"
 #include "tpu/program.hpp"
+#include "tpu/quant_add.hpp"
 #include "tpu/softmax.hpp"
 
 namespace {
@@ -417,6 +418,13 @@ Job depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   return job;
 }
 
+// int8 values as the 32-bit patterns of their int32 values, as the jobs compare results.
+std::vector<num::fp32_t> int8_patterns(const std::vector<std::int8_t>& values) {
+  std::vector<num::fp32_t> out;
+  for (const std::int8_t v : values) out.push_back(static_cast<num::fp32_t>(std::int32_t{v}));
+  return out;
+}
+
 // The int8 depthwise convolution (a QLinearConv's): MobileNet's with an input zero point in the
 // padding, per-channel multipliers and relu's clamp, against reference_depthwise_int8 (the
 // int8 products' bits, tests/sw/test_depthwise.cpp).
@@ -431,18 +439,66 @@ Job int8_depthwise_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   job.write_inputs = [plan, o](tpu::HostMemory& memory) {
     tpu::write_depthwise_int8_inputs(plan, memory, o.x, o.w, o.bias, o.multipliers);
   };
-  // The int8 values as the 32-bit patterns of their int32 values.
-  const auto patterns = [](const std::vector<std::int8_t>& values) {
-    std::vector<num::fp32_t> out;
-    for (const std::int8_t v : values) out.push_back(static_cast<num::fp32_t>(std::int32_t{v}));
-    return out;
+  job.results = [plan](const tpu::HostMemory& memory) {
+    return int8_patterns(tpu::read_depthwise_int8_output(plan, memory));
   };
-  job.results = [plan, patterns](const tpu::HostMemory& memory) {
-    return patterns(tpu::read_depthwise_int8_output(plan, memory));
-  };
-  job.want = patterns(tpu::reference_depthwise_int8(spec, o.x, o.w, o.bias, o.multipliers));
+  job.want = int8_patterns(tpu::reference_depthwise_int8(spec, o.x, o.w, o.bias, o.multipliers));
   job.shape = fmt::format("{}x{}x{}", spec.batch * spec.out_h * spec.out_w, spec.channels, 9);
   job.options = "depthwise int8 relu";
+  return job;
+}
+
+// The int8 addition (plan_quant_add, a residual add of a QDQ model): two tensors of 5.5 array
+// rows with zero points and scales of their own and relu's clamp, against reference_quant_add
+// (Q-ADD, checked against the exact oracle in tests/ref/test_ref_quant.cpp).
+Job int8_add_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+  tpu::QuantAddSpec spec;
+  spec.size = 11 * config.dim / 2;
+  spec.params = num::quant_add_params(0.03, -7, 0.05, 12, 0.06, -30, num::QuantActivation::kRelu);
+  const tpu::QuantAddPlan plan = tpu::plan_quant_add(config, spec);
+  std::vector<std::int8_t> a(spec.size), b(spec.size);
+  for (std::vector<std::int8_t>* v : {&a, &b}) {
+    for (std::int8_t& value : *v) value = static_cast<std::int8_t>(rng.uniform(0, 255) - 128);
+  }
+  Job job = vector_plan_job(config, plan);
+  job.write_inputs = [plan, a, b](tpu::HostMemory& memory) {
+    tpu::write_quant_add_inputs(plan, memory, a, b);
+  };
+  job.results = [plan](const tpu::HostMemory& memory) {
+    return int8_patterns(tpu::read_quant_add_output(plan, memory));
+  };
+  job.want = int8_patterns(tpu::reference_quant_add(spec, a, b));
+  job.shape = fmt::format("{}", spec.size);
+  job.options = "int8 add relu";
+  return job;
+}
+
+// The int8 average (plan_pool with int8, Q-MEAN): a QDQ model's global mean before its
+// classifier, over two images whose channels take one and a half rows of the array, against
+// reference_pool_int8 (checked against the exact oracle in tests/sw/test_pool.cpp).
+Job int8_mean_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+  tpu::PoolSpec spec;
+  spec.max = false;
+  spec.batch = 2;
+  spec.channels = 3 * config.dim / 2;
+  spec.height = spec.width = spec.kernel_h = spec.kernel_w = 4;
+  spec.out_h = spec.out_w = 1;
+  spec.count = 16;
+  spec.int8 = true;
+  spec.mean = num::quant_mean_params(0.04, 9, 0.02, -3, 16, num::QuantActivation::kNone);
+  const tpu::PoolPlan plan = tpu::plan_pool(config, spec);
+  std::vector<std::int8_t> x(std::size_t{spec.batch} * spec.channels * 16);
+  for (std::int8_t& v : x) v = static_cast<std::int8_t>(rng.uniform(0, 255) - 128);
+  Job job = vector_plan_job(config, plan);
+  job.write_inputs = [plan, x](tpu::HostMemory& memory) {
+    tpu::write_pool_int8_input(plan, memory, x);
+  };
+  job.results = [plan](const tpu::HostMemory& memory) {
+    return int8_patterns(tpu::read_pool_int8_output(plan, memory));
+  };
+  job.want = int8_patterns(tpu::reference_pool_int8(spec, x));
+  job.shape = fmt::format("{}x{}x{}", spec.batch, spec.channels, 16);
+  job.options = "int8 mean";
   return job;
 }
 
@@ -584,6 +640,8 @@ std::vector<Case> cases(unsigned random_cases) {
   list.push_back({"maxpool", maxpool_job, true});
   list.push_back({"depthwise", depthwise_job, true});
   list.push_back({"int8-depthwise", int8_depthwise_job, true});
+  list.push_back({"int8-add", int8_add_job, true});
+  list.push_back({"int8-mean", int8_mean_job, true});
   list.push_back({"layernorm", layernorm_job, true});
   return list;
 }

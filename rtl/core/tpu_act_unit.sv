@@ -2,7 +2,9 @@
 // function and writes bf16 rows to the unified buffer (rounded by N-OUT) or
 // fp32 rows back to the accumulators (N-ACT). With REQ (Int8) it requantises
 // int32 rows to int8 instead (Q-REQ, tpu_requant) and writes them to the
-// unified buffer, sign-extended into 16-bit lanes. Rows pass through ActLanes
+// unified buffer, sign-extended into 16-bit lanes; with REQ and F32 it writes
+// the int32 values before the zero point and the clamp to the accumulators (a
+// rescaling, TensorFlow Lite's ADD's of its inputs). Rows pass through ActLanes
 // lanes, Dim / ActLanes lanes' worth per cycle, fully pipelined.
 //
 // Each iteration reads its bias row first (with REQ, then the multiplier and
@@ -258,12 +260,13 @@ module tpu_act_unit #(
   // Lanes: N-ADD bias add (one register), the function, N-OUT rounding; and
   // the requantisers, their int8 results as 16-bit lanes, as late as those.
   // ---------------------------------------------------------------------------
-  logic [ActLanes*32-1:0] lane_y;
+  logic [ActLanes*32-1:0] lane_y, lane_int32;
   logic [ActLanes*16-1:0] lane_bf16, lane_int8;
 
   for (genvar l = 0; l < ActLanes; l++) begin : g_requant
     if (Int8) begin : g_on
-      logic [7:0] requant_out, requant_late;
+      logic [7:0]  requant_out, requant_late;
+      logic [31:0] requant_wide, requant_wide_late;
 
       tpu_requant u_requant (
         .clk_i, .rst_ni,
@@ -275,19 +278,23 @@ module tpu_act_unit #(
         .zero_point_i(zero_point),
         .lo_i        (clamp_lo),
         .hi_i        (clamp_hi),
-        .out_o       (requant_out)
+        .out_o       (requant_out),
+        .wide_o      (requant_wide)
       );
 
-      tpu_delay #(.Width(8), .Depth(LaneLatency - tpu_pkg::RequantLatency)) u_align (
+      tpu_delay #(.Width(40), .Depth(LaneLatency - tpu_pkg::RequantLatency)) u_align (
         .clk_i, .rst_ni,
         .en_i  (adv),
-        .data_i(requant_out),
-        .data_o(requant_late)
+        .data_i({requant_wide, requant_out}),
+        .data_o({requant_wide_late, requant_late})
       );
 
-      assign lane_int8[l*16 +: 16] = {{8{requant_late[7]}}, requant_late};
+      assign lane_int8[l*16 +: 16]  = {{8{requant_late[7]}}, requant_late};
+      // F32: y itself, the zero point being 0 (ACTIVATE's checks).
+      assign lane_int32[l*32 +: 32] = requant_wide_late;
     end else begin : g_off
-      assign lane_int8[l*16 +: 16] = '0;
+      assign lane_int8[l*16 +: 16]  = '0;
+      assign lane_int32[l*32 +: 32] = '0;
     end
   end
 
@@ -375,7 +382,7 @@ module tpu_act_unit #(
     out_bf16_d = out_bf16_q;
     out_full_d = out_full_q && !row_write;
     if (out_valid && adv) begin
-      out_f32_d[out_group*ActLanes*32 +: ActLanes*32]  = lane_y;
+      out_f32_d[out_group*ActLanes*32 +: ActLanes*32]  = requant ? lane_int32 : lane_y;
       out_bf16_d[out_group*ActLanes*16 +: ActLanes*16] = requant ? lane_int8 : lane_bf16;
       if (out_last) out_full_d = 1'b1;
     end
@@ -427,8 +434,11 @@ module tpu_act_unit #(
               "bias row beyond the accumulators")
   `TPU_ASSERT(a_qparams_in_memory, !qparam_req || ({1'b0, qparam_row} < 17'(AccDepth)),
               "multiplier or shift row beyond the accumulators")
-  `TPU_ASSUME(a_requant_to_ub, !(head_valid && requant) || (use_bias && !to_acc && func == '0),
-              "REQ without BIAS, or with F32 or a function")
+  `TPU_ASSUME(a_requant_bias, !(head_valid && requant) || (use_bias && func == '0),
+              "REQ without BIAS, or with a function")
+  `TPU_ASSUME(a_rescale_unclamped, !(head_valid && requant && to_acc) ||
+              (zero_point == '0 && clamp_lo == '0 && clamp_hi == '0),
+              "REQ F32 with a zero point or clamp bounds")
   `TPU_ASSERT(a_dst_in_memory,
               !out_full_q || ({1'b0, dst_row} < (to_acc ? 17'(AccDepth) : 17'(UbDepth))),
               "destination row beyond the memory")

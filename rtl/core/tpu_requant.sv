@@ -2,7 +2,9 @@
 // double-rounding MultiplyByQuantizedMultiplier): an int32 sum, its column's
 // bias, multiplier M and shift s, to an int8 output
 //   x = wrap(sum + bias); x = wrap(x * 2^max(s, 0));
-//   y = RDBP(SRDHM(x, M), max(-s, 0)); out = clamp(y + zo, lo, hi).
+//   y = RDBP(SRDHM(x, M), max(-s, 0)); out = clamp(y + zo, lo, hi),
+// and y + zo unclamped as 32 bits: y itself with zo = 0, the int32 result of
+// ACTIVATE REQ F32 (a rescaling, docs/isa.md).
 // Six pipeline registers (tpu_pkg::RequantLatency), each after one carry
 // chain or shifter, for FPGA clocks: the bias add, the left shift, the
 // 32 x 32 multiply (a stage of its own, so that an FPGA maps it to its
@@ -19,7 +21,8 @@ module tpu_requant (
   input  logic [7:0]  zero_point_i,  // zo
   input  logic [7:0]  lo_i,
   input  logic [7:0]  hi_i,
-  output logic [7:0]  out_o
+  output logic [7:0]  out_o,
+  output logic [31:0] wide_o         // y + zo, its low 32 bits
 );
 
   // Stage 1: the bias. The multiplier and the shift travel along.
@@ -62,6 +65,7 @@ module tpu_requant (
   // Stage 6: y + zo in 34 bits, so that it never wraps, then the clamp.
   logic signed [33:0] offset, clamped;
   logic        [7:0]  out_d, out_q;
+  logic        [31:0] wide_q;
   always_comb begin
     offset  = 34'(quotient_q) + 34'(round_up_q) + 34'($signed(zero_point_i));
     clamped = offset;
@@ -86,6 +90,7 @@ module tpu_requant (
       quotient_q <= '0;
       round_up_q <= 1'b0;
       out_q      <= '0;
+      wide_q     <= '0;
     end else if (en_i) begin
       biased_q   <= biased_d;
       mult1_q    <= mult_i;
@@ -101,9 +106,11 @@ module tpu_requant (
       quotient_q <= quotient_d;
       round_up_q <= round_up_d;
       out_q      <= out_d;
+      wide_q     <= offset[31:0];
     end
   end
 
-  assign out_o = out_q;
+  assign out_o  = out_q;
+  assign wide_o = wide_q;
 
 endmodule

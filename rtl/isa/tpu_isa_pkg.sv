@@ -21,7 +21,8 @@ package tpu_isa_pkg;
   localparam logic [7:0] OpMatmul = 8'h03;
   // activate: Reads accumulator rows, adds a bias row, applies the function and writes the results
   // to the unified buffer (bf16, rounded by N-OUT) or the accumulators (fp32); with REQ,
-  // requantises int32 rows to int8 instead (Q-REQ).
+  // requantises int32 rows to int8 instead (Q-REQ), or with REQ and F32 rescales them to int32
+  // accumulator rows.
   localparam logic [7:0] OpActivate = 8'h04;
   // write_host: Copies unified-buffer (bf16, or int8 with I8) or accumulator (fp32 or int32) rows
   // to host memory.
@@ -76,7 +77,9 @@ package tpu_isa_pkg;
   localparam int unsigned ActivateFlagF32 = 1;
   // ACTIVATE.REQ: requantise int32 rows to int8 (Q-REQ): rows bias_addr, + 1 and + 2 hold each
   // column's int32 bias, multiplier M and shift s; the results, clamped to clamp_lo .. clamp_hi, go
-  // to the unified buffer sign-extended into 16-bit lanes
+  // to the unified buffer sign-extended into 16-bit lanes; with F32, the int32 y before the zero
+  // point and the clamp goes to the accumulators instead (a rescaling, as TensorFlow Lite's ADD
+  // takes of each input)
   localparam int unsigned ActivateFlagReq = 2;
   localparam logic [7:0] ActivateFlagsMask = 8'h07;
   // WRITE_HOST.ACC: the source is the accumulator memory (fp32 or int32 rows), not the unified

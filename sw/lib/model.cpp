@@ -47,14 +47,20 @@ num::bf16_t widen_int8(std::uint8_t byte) {
 // wider than num::requantize() accepts: the multiplier is used as it is (any int32), the shift
 // saturates into [-31, 30], and out = min(max(y + zo, lo), hi), so hi wins when lo > hi. Where
 // requantize() accepts the parameters the two agree bit for bit (tests/sw/test_model.cpp).
-std::int8_t requantize_lane(std::int32_t sum, std::int32_t bias, std::int32_t multiplier,
-                            std::int32_t shift, int zero_point, int lo, int hi) {
+// rescale_lane is its y, before the zero point and the clamp: ACTIVATE REQ F32.
+std::int32_t rescale_lane(std::int32_t sum, std::int32_t bias, std::int32_t multiplier,
+                          std::int32_t shift) {
   const int s = static_cast<int>(std::clamp<std::int32_t>(shift, -31, 30));
   // wrap(sum + bias), then wrap(x * 2^max(s, 0)): modulo 2^32 on the bits.
   const std::uint32_t x = (static_cast<std::uint32_t>(sum) + static_cast<std::uint32_t>(bias))
                           << std::max(s, 0);
-  const std::int32_t y = num::rounding_divide_by_pot(
+  return num::rounding_divide_by_pot(
       num::saturating_rounding_doubling_high_mul(isa::int32_value(x), multiplier), std::max(-s, 0));
+}
+
+std::int8_t requantize_lane(std::int32_t sum, std::int32_t bias, std::int32_t multiplier,
+                            std::int32_t shift, int zero_point, int lo, int hi) {
+  const std::int32_t y = rescale_lane(sum, bias, multiplier, shift);
   // y + zo exactly: y may lie within 127 of either end of int32.
   const std::int64_t out =
       std::min<std::int64_t>(std::max<std::int64_t>(std::int64_t{y} + zero_point, lo), hi);
@@ -461,8 +467,11 @@ void FunctionalModel::eltwise(const Instruction& in) {
 }
 
 // ACTIVATE REQ: int32 rows to int8 by Q-REQ, each column with its bias, multiplier and shift from
-// the iteration's three rows at bias_addr + i * bias_step; int8 results sign-extended into the UB.
+// the iteration's three rows at bias_addr + i * bias_step; int8 results sign-extended into the UB,
+// or with F32 the rescaled int32 values (y of Q-REQ) into the accumulators, row by row, so that
+// the rows may be rewritten in place.
 void FunctionalModel::requantize(const Instruction& in) {
+  const bool to_acc = in.flag(isa::kActivateFlagF32);
   const int zero_point = in.zero_point(), lo = in.clamp_lo(), hi = in.clamp_hi();
   for (std::uint64_t i = 0; i < in.count(); ++i) {
     const std::uint64_t bias_row = in.bias_addr() + i * in.bias_step();
@@ -475,6 +484,16 @@ void FunctionalModel::requantize(const Instruction& in) {
       const std::uint64_t b_row = in.addr_b() + i * in.step_b() + r;
       note_read(acc_written_, a_row);
       const num::fp32_t* x = acc(a_row);
+      if (to_acc) {
+        num::fp32_t* out = acc(b_row);
+        for (std::size_t j = 0; j < dim_; ++j) {
+          out[j] = static_cast<num::fp32_t>(
+              rescale_lane(isa::int32_value(x[j]), isa::int32_value(bias[j]),
+                           isa::int32_value(multiplier[j]), isa::int32_value(shift[j])));
+        }
+        acc_written_[b_row] = 1;
+        continue;
+      }
       num::bf16_t* out = ub(b_row);
       for (std::size_t j = 0; j < dim_; ++j) {
         const std::int8_t y = requantize_lane(isa::int32_value(x[j]), isa::int32_value(bias[j]),

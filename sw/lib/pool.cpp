@@ -13,9 +13,13 @@ namespace {
 
 constexpr num::fp32_t kMinusInfinity = 0xFF800000u;  // the seed of a maximum
 constexpr num::fp32_t kMinusZero = 0x80000000u;      // the seed of a sum
-// Accumulator rows 0 and 1 of the first bank: the seed row, an average's reciprocal row. Each
-// bank keeps them free, so that both hold a band of the same size.
-constexpr std::uint32_t kConstRows = 2, kSeedRow = 0, kScaleRow = 1;
+// Accumulator rows 0 and 1 of the first bank: the seed row, an average's reciprocal row (int8:
+// 2^up, then rows 2 to 4, the requantisation's bias, multiplier and shift). Each bank keeps them
+// free, so that both hold a band of the same size.
+constexpr std::uint32_t kSeedRow = 0, kScaleRow = 1, kRequantRows = 2;
+std::uint32_t const_rows(const PoolSpec& s) {
+  return s.int8 ? 5 : 2;
+}
 
 // The output positions [first, last] along one axis whose windows have kernel offset k inside
 // an input of `size` (first > last where none do).
@@ -46,6 +50,19 @@ void check_spec(const HardwareConfig& config, const PoolSpec& s) {
     throw std::invalid_argument("a pooling window with a kernel or stride of 0");
   }
   if (!s.max && s.count == 0) throw std::invalid_argument("an average over a count of 0");
+  if (s.int8) {
+    if (s.max) throw std::invalid_argument("an int8 pooling that is not an average");
+    if (!config.int8) {
+      throw std::invalid_argument("an int8 average needs the int8 datapath; " + config.name() +
+                                  " has none");
+    }
+    if (config.ub_depth < config.acc_depth) {
+      throw std::invalid_argument(
+          "an int8 average needs a unified buffer as deep as the "
+          "accumulators");
+    }
+    static_cast<void>(num::mean_int8(0, s.mean));  // the parameters' ranges
+  }
   // Every window has a value inside the image: an output row has a kernel row inside, an
   // output column a kernel column.
   const auto covered = [](std::uint32_t out, std::uint32_t kernel, std::uint32_t stride,
@@ -153,6 +170,7 @@ void fold_taps(isa::ProgramBuilder& p, const PoolSpec& s, const Band& band, std:
       const std::int64_t ky_last = std::min<std::int64_t>(s.kernel_h, s.height - top) - 1;
       isa::EltwiseArgs e;
       e.op = op;
+      e.int32 = s.int8;
       e.rows = tiles;
       e.addr_b = e.bias_addr = out_row;
       if (whole_rows) {
@@ -183,11 +201,11 @@ void fold_taps(isa::ProgramBuilder& p, const PoolSpec& s, const Band& band, std:
 
 std::uint64_t PoolPlan::written_bytes() const {
   const std::uint64_t pixels = std::uint64_t{spec.batch} * spec.height * spec.width;
-  return (kConstRows + pixels * tiles) * row_stride + program.size() * isa::kInstrBytes;
+  return (const_rows(spec) + pixels * tiles) * row_stride + program.size() * isa::kInstrBytes;
 }
 
 std::uint64_t PoolPlan::read_bytes() const {
-  return std::uint64_t{spec.batch} * spec.out_h * spec.out_w * tiles * row_stride;
+  return std::uint64_t{spec.batch} * spec.out_h * spec.out_w * tiles * out_stride;
 }
 
 PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint64_t base) {
@@ -199,17 +217,22 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
   const acc_rows::Layout layout = acc_rows::Layout::of(config, spec.channels);
   plan.tiles = layout.tiles;
   plan.row_stride = layout.stride;
+  // int8 host rows: D bytes, aligned to D or the bus, whichever is smaller (HOST_ALIGN).
+  plan.out_stride = spec.int8 ? config.dim : layout.stride;
+  const std::uint32_t constants = const_rows(spec);
   const std::uint32_t bank = config.acc_depth / 2;
-  const std::uint32_t region = bank - kConstRows;
+  const std::uint32_t region = bank - constants;
   const std::vector<Band> bands = bands_of(spec, plan.tiles, region);
   plan.bands = static_cast<std::uint32_t>(bands.size());
 
   const std::uint64_t const_addr = (base + 63) / 64 * 64;
-  const std::uint64_t in_addr = const_addr + layout.bytes(kConstRows);
+  const std::uint64_t in_addr = const_addr + layout.bytes(constants);
   const std::uint64_t out_addr =
       in_addr + layout.bytes(std::uint64_t{spec.batch} * spec.height * spec.width);
   const std::uint64_t prog_addr =
-      (out_addr + layout.bytes(std::uint64_t{spec.batch} * spec.out_h * spec.out_w) + 63) / 64 * 64;
+      (out_addr +
+       std::uint64_t{spec.batch} * spec.out_h * spec.out_w * plan.tiles * plan.out_stride + 63) /
+      64 * 64;
   if (prog_addr > 0xFFFFFFFFull) {
     throw std::invalid_argument("the pooling's tensors exceed the core's 32-bit host addresses");
   }
@@ -220,9 +243,9 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
 
   const std::uint32_t tiles = plan.tiles;
   isa::ProgramBuilder p(config);
-  acc_rows::load(p, 0, kConstRows, plan.const_addr, plan.row_stride);
+  acc_rows::load(p, 0, constants, plan.const_addr, plan.row_stride);
   const auto region_base = [&](std::size_t b) {
-    return static_cast<std::uint32_t>((b % 2) * bank + kConstRows);
+    return static_cast<std::uint32_t>((b % 2) * bank + constants);
   };
   // A band's pixels (of its images, in its rows) and the host address of its first row: the
   // band's tiles of each pixel, the pixel's tiles `tiles` rows apart in host memory.
@@ -238,13 +261,25 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
     const std::uint32_t rows =
         band.tiles == tiles ? band.images * (load ? band.in_rows : band.out_rows) * width * tiles
                             : band.tiles;
-    const std::uint64_t host = base_addr + (first_pixel * tiles + band.tile) * plan.row_stride;
-    const auto step = static_cast<std::uint32_t>(tiles * plan.row_stride);
+    const std::uint32_t stride = load ? plan.row_stride : plan.out_stride;
+    const std::uint64_t host = base_addr + (first_pixel * tiles + band.tile) * stride;
+    const auto step = static_cast<std::uint32_t>(tiles * stride);
     if (load) {
-      acc_rows::load(p, acc, rows, host, plan.row_stride, static_cast<std::uint32_t>(pixels), step);
+      acc_rows::load(p, acc, rows, host, stride, static_cast<std::uint32_t>(pixels), step);
+    } else if (!spec.int8) {
+      acc_rows::store(p, acc, rows, host, stride, static_cast<std::uint32_t>(pixels), step);
     } else {
-      acc_rows::store(p, acc, rows, host, plan.row_stride, static_cast<std::uint32_t>(pixels),
-                      step);
+      // The requantised int8 rows, in the unified buffer's rows of the same numbers.
+      isa::WriteHostArgs store;
+      store.i8 = true;
+      store.count = static_cast<std::uint32_t>(pixels);
+      store.rows = rows;
+      store.addr_a = acc;
+      store.step_a = pixels > 1 ? rows : 0;
+      store.host_addr = static_cast<std::uint32_t>(host);
+      store.host_stride = stride;
+      store.host_step = pixels > 1 ? step : 0;
+      p.write_host(store);
     }
   };
   const auto band_in_rows = [&](const Band& band) {
@@ -262,10 +297,29 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
     const std::uint32_t in_base = region_base(b);
     const std::uint32_t out_base = in_base + band_in_rows(band);
     const std::uint32_t out_rows = band.images * band.out_rows * spec.out_w * band.tiles;
-    acc_rows::seed_rows(p, spec.max ? isa::VectorOp::Max : isa::VectorOp::Add, false, kSeedRow,
+    acc_rows::seed_rows(p, spec.max ? isa::VectorOp::Max : isa::VectorOp::Add, spec.int8, kSeedRow,
                         out_base, out_rows);
     fold_taps(p, spec, band, in_base, out_base);
-    if (!spec.max) acc_rows::with_row(p, isa::VectorOp::Mul, out_base, out_rows, kScaleRow);
+    if (spec.int8) {
+      isa::EltwiseArgs up;
+      up.op = isa::VectorOp::Mul;
+      up.int32 = up.row = true;
+      up.rows = out_rows;
+      up.addr_a = up.addr_b = out_base;
+      up.bias_addr = kScaleRow;
+      p.eltwise(up);
+      isa::ActivateArgs req;
+      req.req = req.bias = true;
+      req.rows = out_rows;
+      req.addr_a = req.addr_b = out_base;
+      req.bias_addr = kRequantRows;
+      req.zero_point = spec.mean.requant.zero_point;
+      req.clamp_lo = spec.mean.requant.lo;
+      req.clamp_hi = spec.mean.requant.hi;
+      p.activate(req);
+    } else if (!spec.max) {
+      acc_rows::with_row(p, isa::VectorOp::Mul, out_base, out_rows, kScaleRow);
+    }
     transfer(band, spec.out_h, band.out_row, spec.out_w, plan.out_addr, out_base, false);
   }
   p.halt();
@@ -274,7 +328,34 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
   return plan;
 }
 
-void write_pool_input(const PoolPlan& plan, HostMemory& memory, const std::vector<num::fp32_t>& x) {
+namespace {
+
+// NCHW values to pixels of C values (NHWC), or back (`to_nchw`), for images of `plane` pixels.
+template <typename T>
+std::vector<T> transpose_pixels(const PoolSpec& s, std::uint64_t plane, const std::vector<T>& x,
+                                bool to_nchw) {
+  std::vector<T> y(x.size());
+  for (std::uint64_t n = 0; n < s.batch; ++n) {
+    for (std::uint64_t c = 0; c < s.channels; ++c) {
+      for (std::uint64_t q = 0; q < plane; ++q) {
+        const std::uint64_t nchw = (n * s.channels + c) * plane + q;
+        const std::uint64_t nhwc = (n * plane + q) * s.channels + c;
+        if (to_nchw) {
+          y[nchw] = x[nhwc];
+        } else {
+          y[nhwc] = x[nchw];
+        }
+      }
+    }
+  }
+  return y;
+}
+
+// The constant rows (`values`, each D lanes whatever C is), the input's pixels as accumulator
+// rows (fp32 values or int32 ones) and the program.
+void write_pool_memory(const PoolPlan& plan, HostMemory& memory,
+                       const std::vector<num::fp32_t>& constants,
+                       const std::vector<num::fp32_t>& x) {
   const PoolSpec& s = plan.spec;
   const std::uint64_t plane = std::uint64_t{s.height} * s.width;
   if (x.size() != std::uint64_t{s.batch} * s.channels * plane) {
@@ -284,23 +365,23 @@ void write_pool_input(const PoolPlan& plan, HostMemory& memory, const std::vecto
   }
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
   const acc_rows::Layout layout = acc_rows::Layout::of(plan.config, s.channels);
-  // The two constant rows hold D lanes each, whatever C is.
   const acc_rows::Layout row{layout.dim, layout.dim, 1, layout.stride};
-  std::vector<num::fp32_t> lanes(2 * std::uint64_t{layout.dim});
-  std::fill(lanes.begin(), lanes.begin() + layout.dim, s.max ? kMinusInfinity : kMinusZero);
-  std::fill(lanes.begin() + layout.dim, lanes.end(), s.max ? 0 : acc_rows::reciprocal(s.count));
+  std::vector<num::fp32_t> lanes;
+  for (const num::fp32_t value : constants) lanes.insert(lanes.end(), layout.dim, value);
   acc_rows::write(memory, plan.const_addr, row, lanes.data(), lanes.size(), 0);
-  // NCHW to pixels of C values.
-  std::vector<num::fp32_t> pixels(x.size());
-  for (std::uint64_t n = 0; n < s.batch; ++n) {
-    for (std::uint64_t c = 0; c < s.channels; ++c) {
-      for (std::uint64_t q = 0; q < plane; ++q) {
-        pixels[(n * plane + q) * s.channels + c] = x[(n * s.channels + c) * plane + q];
-      }
-    }
-  }
+  const std::vector<num::fp32_t> pixels = transpose_pixels(s, plane, x, false);
   acc_rows::write(memory, plan.in_addr, layout, pixels.data(), pixels.size(), 0);
   memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
+}
+
+}  // namespace
+
+void write_pool_input(const PoolPlan& plan, HostMemory& memory, const std::vector<num::fp32_t>& x) {
+  const PoolSpec& s = plan.spec;
+  if (s.int8) throw std::invalid_argument("the plan is of an int8 average");
+  write_pool_memory(
+      plan, memory,
+      {s.max ? kMinusInfinity : kMinusZero, s.max ? 0 : acc_rows::reciprocal(s.count)}, x);
 }
 
 std::vector<num::fp32_t> read_pool_output(const PoolPlan& plan, const HostMemory& memory) {
@@ -309,15 +390,47 @@ std::vector<num::fp32_t> read_pool_output(const PoolPlan& plan, const HostMemory
   const std::vector<num::fp32_t> pixels =
       acc_rows::read(memory, plan.out_addr, acc_rows::Layout::of(plan.config, s.channels),
                      std::uint64_t{s.batch} * plane * s.channels);
-  std::vector<num::fp32_t> y(pixels.size());
-  for (std::uint64_t n = 0; n < s.batch; ++n) {
-    for (std::uint64_t c = 0; c < s.channels; ++c) {
-      for (std::uint64_t q = 0; q < plane; ++q) {
-        y[(n * s.channels + c) * plane + q] = pixels[(n * plane + q) * s.channels + c];
-      }
+  return transpose_pixels(s, plane, pixels, true);
+}
+
+void write_pool_int8_input(const PoolPlan& plan, HostMemory& memory,
+                           const std::vector<std::int8_t>& x) {
+  const PoolSpec& s = plan.spec;
+  if (!s.int8) throw std::invalid_argument("the plan is of a float pooling");
+  const auto bits = [](std::int32_t v) { return static_cast<num::fp32_t>(v); };
+  std::vector<num::fp32_t> values(x.size());
+  std::transform(x.begin(), x.end(), values.begin(), [&](std::int8_t v) { return bits(v); });
+  // The seed (0), 2^up, then the requantisation's bias, multiplier and shift.
+  const num::RequantParams& q = s.mean.requant;
+  write_pool_memory(plan, memory,
+                    {0, bits(1 << s.mean.up), bits(q.bias), bits(q.m.multiplier), bits(q.m.shift)},
+                    values);
+}
+
+std::vector<std::int8_t> read_pool_int8_output(const PoolPlan& plan, const HostMemory& memory) {
+  const PoolSpec& s = plan.spec;
+  const std::uint64_t plane = std::uint64_t{s.out_h} * s.out_w;
+  const std::uint32_t d = plan.config.dim;
+  std::vector<std::int8_t> pixels;
+  pixels.reserve(std::uint64_t{s.batch} * plane * s.channels);
+  for (std::uint64_t q = 0; q < std::uint64_t{s.batch} * plane; ++q) {
+    for (std::uint32_t t = 0; t < plan.tiles; ++t) {
+      const std::vector<std::int8_t> row =
+          memory.read_array<std::int8_t>(plan.out_addr + (q * plan.tiles + t) * plan.out_stride, d);
+      pixels.insert(pixels.end(), row.begin(),
+                    row.begin() + std::min<std::uint32_t>(d, s.channels - t * d));
     }
   }
-  return y;
+  return transpose_pixels(s, plane, pixels, true);
+}
+
+PoolInt8Run execute_pool_int8(const PoolPlan& plan, Backend& backend,
+                              const std::vector<std::int8_t>& x) {
+  write_pool_int8_input(plan, backend.memory(), x);
+  PoolInt8Run run;
+  run.result = backend.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size()));
+  if (run.result.ok()) run.out = read_pool_int8_output(plan, backend.memory());
+  return run;
 }
 
 PoolRun execute_pool(const PoolPlan& plan, Backend& backend, const std::vector<num::fp32_t>& x) {
@@ -328,30 +441,54 @@ PoolRun execute_pool(const PoolPlan& plan, Backend& backend, const std::vector<n
   return run;
 }
 
-std::vector<num::fp32_t> reference_pool(const PoolSpec& s, const std::vector<num::fp32_t>& x) {
+namespace {
+
+// The windows' folds in output order (image and channel, then output row, then column): each
+// starts at `seed` and takes the window's values inside the image in tap order, ky first, by
+// `fold`; `finish` makes the output of it.
+template <typename T, typename Acc, typename Fold, typename Finish>
+auto fold_windows(const PoolSpec& s, const std::vector<T>& x, Acc seed, Fold fold, Finish finish) {
   const std::uint64_t plane = std::uint64_t{s.height} * s.width;
-  std::vector<num::fp32_t> y;
+  std::vector<decltype(finish(seed))> y;
   y.reserve(std::uint64_t{s.batch} * s.channels * s.out_h * s.out_w);
-  const num::fp32_t r = acc_rows::reciprocal(s.count);
   for (std::uint64_t image = 0; image < std::uint64_t{s.batch} * s.channels; ++image) {
     for (std::int64_t oy = 0; oy < std::int64_t{s.out_h}; ++oy) {
       for (std::int64_t ox = 0; ox < std::int64_t{s.out_w}; ++ox) {
-        num::fp32_t fold = s.max ? kMinusInfinity : kMinusZero;
+        Acc acc = seed;
         for (std::int64_t ky = 0; ky < std::int64_t{s.kernel_h}; ++ky) {
           const std::int64_t iy = oy * s.stride_h - s.pad_top + ky;
           if (iy < 0 || iy >= std::int64_t{s.height}) continue;
           for (std::int64_t kx = 0; kx < std::int64_t{s.kernel_w}; ++kx) {
             const std::int64_t ix = ox * s.stride_w - s.pad_left + kx;
             if (ix < 0 || ix >= std::int64_t{s.width}) continue;
-            const num::fp32_t v = x[image * plane + static_cast<std::uint64_t>(iy * s.width + ix)];
-            fold = s.max ? num::max_fp32(v, fold) : num::add_fp32(v, fold);
+            acc = fold(acc, x[image * plane + static_cast<std::uint64_t>(iy * s.width + ix)]);
           }
         }
-        y.push_back(s.max ? fold : num::mul_fp32(fold, r));
+        y.push_back(finish(acc));
       }
     }
   }
   return y;
+}
+
+}  // namespace
+
+std::vector<std::int8_t> reference_pool_int8(const PoolSpec& s, const std::vector<std::int8_t>& x) {
+  // The sum wraps, as ELTWISE I32's adds do (Q-MEAN, Q-MAC).
+  return fold_windows(
+      s, x, std::uint32_t{0},
+      [](std::uint32_t sum, std::int8_t v) { return sum + static_cast<std::uint32_t>(v); },
+      [&](std::uint32_t sum) { return num::mean_int8(isa::int32_value(sum), s.mean); });
+}
+
+std::vector<num::fp32_t> reference_pool(const PoolSpec& s, const std::vector<num::fp32_t>& x) {
+  const num::fp32_t r = acc_rows::reciprocal(s.count);
+  return fold_windows(
+      s, x, s.max ? kMinusInfinity : kMinusZero,
+      [&](num::fp32_t fold, num::fp32_t v) {
+        return s.max ? num::max_fp32(v, fold) : num::add_fp32(v, fold);
+      },
+      [&](num::fp32_t fold) { return s.max ? fold : num::mul_fp32(fold, r); });
 }
 
 }  // namespace tpu

@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace tpu::num {
 namespace {
@@ -204,6 +205,73 @@ std::pair<int, int> clamp_bounds(QuantActivation act, int zero_point, double out
     }
   }
   throw std::invalid_argument("clamp_bounds: unknown activation");
+}
+
+QuantAddParams quant_add_params(double a_scale, int a_zero_point, double b_scale, int b_zero_point,
+                                double y_scale, int y_zero_point, QuantActivation act) {
+  for (const double scale : {a_scale, b_scale, y_scale}) {
+    if (!(scale > 0) || !std::isfinite(scale)) {
+      throw std::invalid_argument("quant_add_params: a scale that is not positive and finite");
+    }
+  }
+  for (const int zero_point : {a_zero_point, b_zero_point, y_zero_point}) {
+    check_zero_point(zero_point, "quant_add_params");
+  }
+  QuantAddParams p;
+  const double twice_max_scale = 2 * std::max(a_scale, b_scale);
+  p.a_zero_point = a_zero_point;
+  p.b_zero_point = b_zero_point;
+  p.a = quantize_multiplier(a_scale / twice_max_scale);
+  p.b = quantize_multiplier(b_scale / twice_max_scale);
+  p.out = quantize_multiplier(twice_max_scale / (std::ldexp(1.0, kAddLeftShift) * y_scale));
+  p.zero_point = y_zero_point;
+  std::tie(p.lo, p.hi) = clamp_bounds(act, y_zero_point, y_scale);
+  return p;
+}
+
+QuantMeanParams quant_mean_params(double x_scale, int x_zero_point, double y_scale,
+                                  int y_zero_point, std::uint64_t count, QuantActivation act) {
+  if (count == 0 || count > (1u << 22)) {
+    throw std::invalid_argument("quant_mean_params: a mean of " + std::to_string(count) +
+                                " values (1 to 2^22)");
+  }
+  for (const double scale : {x_scale, y_scale}) {
+    if (!(scale > 0) || !std::isfinite(scale)) {
+      throw std::invalid_argument("quant_mean_params: a scale that is not positive and finite");
+    }
+  }
+  check_zero_point(x_zero_point, "quant_mean_params");
+  QuantMeanParams p;
+  const double real = x_scale / (static_cast<double>(count) * y_scale);
+  // Not so far up that the multiplier falls below Q-SCALE's smallest, 2^-31.
+  while (256 * count << (p.up + 1) <= (std::uint64_t{1} << 30) &&
+         std::ldexp(real, -(p.up + 1)) >= std::ldexp(1.0, -31)) {
+    ++p.up;
+  }
+  // |count z 2^up| <= 2^29: exact in int32.
+  p.requant.bias = -static_cast<std::int32_t>(count) * x_zero_point * (1 << p.up);
+  p.requant.m = quantize_multiplier(std::ldexp(real, -p.up));
+  p.requant.zero_point = y_zero_point;
+  std::tie(p.requant.lo, p.requant.hi) = clamp_bounds(act, y_zero_point, y_scale);
+  return p;
+}
+
+std::int8_t mean_int8(std::int32_t sum, const QuantMeanParams& p) {
+  if (p.up < 0 || p.up > 30) {
+    throw std::invalid_argument("mean_int8: a shift of " + std::to_string(p.up) + " (0 to 30)");
+  }
+  return requantize(from_bits(to_bits(sum) << p.up), p.requant);
+}
+
+std::int8_t add_int8(std::int8_t a, std::int8_t b, const QuantAddParams& p) {
+  check_zero_point(p.a_zero_point, "add_int8");
+  check_zero_point(p.b_zero_point, "add_int8");
+  // (q - z) 2^20 is at most 255 2^20 in magnitude: no wrap.
+  const auto rescaled = [](std::int8_t q, int zero_point, QuantizedMultiplier m) {
+    return multiply_by_quantized_multiplier((q - zero_point) * (1 << kAddLeftShift), m);
+  };
+  const std::int32_t sum = rescaled(a, p.a_zero_point, p.a) + rescaled(b, p.b_zero_point, p.b);
+  return requantize(sum, {0, p.out, p.zero_point, p.lo, p.hi});
 }
 
 }  // namespace tpu::num

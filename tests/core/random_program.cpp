@@ -306,26 +306,39 @@ class Generator {
   }
 
   // ACTIVATE REQ: whatever the accumulators hold as sums, biases, multipliers and shifts (the
-  // hardware takes any, docs/isa.md), to int8 unified-buffer rows.
+  // hardware takes any, docs/isa.md), to int8 unified-buffer rows, or with F32 (a rescaling) to
+  // int32 accumulator rows: in place, or into the other bank, the blocks then in the source's.
   void requantise() {
     isa::ActivateArgs a;
     a.req = true;
     a.bias = true;
+    a.f32 = coin(40);
     const unsigned src_bank = pick(0, 1);
     const Span src = random_span(acc_[src_bank]);
     a.count = src.count;
     a.rows = src.rows;
     a.addr_a = src.first;
     a.step_a = src.step;
-    const Span dst = span_in(ub_[pick(0, 1)], src.count, src.rows);
-    a.addr_b = dst.first;
-    a.step_b = dst.step;
-    const Span block = span_in(acc_[pick(0, 1)], src.count, 3);
+    unsigned block_bank = pick(0, 1);
+    if (a.f32 && coin(50)) {
+      a.addr_b = a.addr_a;
+      a.step_b = a.step_a;
+      block_bank = 1 - src_bank;
+    } else {
+      const Span dst = a.f32 ? span_in(acc_[1 - src_bank], src.count, src.rows)
+                             : span_in(ub_[pick(0, 1)], src.count, src.rows);
+      a.addr_b = dst.first;
+      a.step_b = dst.step;
+      if (a.f32) block_bank = src_bank;
+    }
+    const Span block = span_in(acc_[block_bank], src.count, 3);
     a.bias_addr = block.first;
     a.bias_step = block.step;
-    a.zero_point = static_cast<int>(pick(0, 255)) - 128;
-    a.clamp_lo = static_cast<int>(pick(0, 255)) - 128;
-    a.clamp_hi = static_cast<int>(pick(0, 255)) - 128;
+    if (!a.f32) {
+      a.zero_point = static_cast<int>(pick(0, 255)) - 128;
+      a.clamp_lo = static_cast<int>(pick(0, 255)) - 128;
+      a.clamp_hi = static_cast<int>(pick(0, 255)) - 128;
+    }
     builder_.activate(a);
   }
 

@@ -786,6 +786,145 @@ TEST(QuantZeroPoint, RejectsBiasOfWrongLength) {
   EXPECT_NO_THROW(num::fold_input_zero_point({1, 2}, 0, w));
 }
 
+// ---- Q-ADD: TensorFlow Lite's int8 ADD ---------------------------------------------------------
+
+// Q-ADD from the oracle's exact SRDHM, RDBP and Q-REQ.
+int oracle_add(int a, int b, const num::QuantAddParams& p) {
+  const auto rescaled = [](int q, int zero_point, num::QuantizedMultiplier m) {
+    return oracle::multiply_by_quantized_multiplier((q - zero_point) * (1 << 20), m.multiplier,
+                                                    m.shift);
+  };
+  const std::int32_t sum = rescaled(a, p.a_zero_point, p.a) + rescaled(b, p.b_zero_point, p.b);
+  return oracle::requantize(sum, 0, p.out.multiplier, p.out.shift, p.zero_point, p.lo, p.hi);
+}
+
+TEST(QuantAdd, ParametersAreTensorFlowLites) {
+  // Equal input scales: each input takes half of twice the larger, 2^30 with shift 0.
+  const num::QuantAddParams same =
+      num::quant_add_params(0.5, 3, 0.5, -4, 0.25, 7, num::QuantActivation::kNone);
+  EXPECT_EQ(same.a.multiplier, 1 << 30);
+  EXPECT_EQ(same.a.shift, 0);
+  EXPECT_EQ(same.b.multiplier, 1 << 30);
+  EXPECT_EQ(same.b.shift, 0);
+  // The output: 2 * 0.5 / (2^20 * 0.25) = 2^-18, M = 2^30 with shift -17.
+  EXPECT_EQ(same.out.multiplier, 1 << 30);
+  EXPECT_EQ(same.out.shift, -17);
+  EXPECT_EQ(same.a_zero_point, 3);
+  EXPECT_EQ(same.b_zero_point, -4);
+  EXPECT_EQ(same.zero_point, 7);
+  EXPECT_EQ(same.lo, -128);
+  EXPECT_EQ(same.hi, 127);
+  // b at a quarter of a's scale: 0.125, M = 2^30, shift -2; relu's clamp from the zero point.
+  const num::QuantAddParams quarter =
+      num::quant_add_params(1.0, 0, 0.25, 0, 1.0, -20, num::QuantActivation::kRelu);
+  EXPECT_EQ(quarter.b.multiplier, 1 << 30);
+  EXPECT_EQ(quarter.b.shift, -2);
+  EXPECT_EQ(quarter.lo, -20);
+  EXPECT_THROW(num::quant_add_params(0.0, 0, 1.0, 0, 1.0, 0, num::QuantActivation::kNone),
+               std::invalid_argument);
+  EXPECT_THROW(num::quant_add_params(1.0, 0, 1.0, 0, std::nan(""), 0, num::QuantActivation::kNone),
+               std::invalid_argument);
+  EXPECT_THROW(num::quant_add_params(1.0, 128, 1.0, 0, 1.0, 0, num::QuantActivation::kNone),
+               std::invalid_argument);
+}
+
+// Every pair of int8 values for random scales, zero points and activations: the oracle's bits,
+// and the real sum within half an output step plus the roundings' errors (unless clamped).
+TEST(QuantAdd, EveryPairAgainstOracleAndRealSum) {
+  std::mt19937_64 rng(test_seed());
+  std::uniform_real_distribution<double> log_scale(-8, 0);
+  std::uniform_int_distribution<int> zero_point(-128, 127);
+  Mismatches mismatches;
+  long unclamped = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const double sa = std::exp2(log_scale(rng)), sb = std::exp2(log_scale(rng));
+    const double sy = (sa + sb) * std::exp2(std::uniform_real_distribution<double>(-1, 1)(rng));
+    const int za = zero_point(rng), zb = zero_point(rng), zy = zero_point(rng);
+    const auto act = static_cast<num::QuantActivation>(trial % 3);
+    const num::QuantAddParams p = num::quant_add_params(sa, za, sb, zb, sy, zy, act);
+    // Each rescaled input rounds twice (SRDHM, then RDBP), within a unit of 2 max(sa, sb) / 2^20
+    // each; the output's two roundings within half a step and a sliver.
+    const double slack = 0.5 + std::exp2(-10) + 4 * std::max(sa, sb) / sy * std::exp2(-20);
+    for (int a = -128; a <= 127; ++a) {
+      for (int b = -128; b <= 127; ++b) {
+        const int got = num::add_int8(static_cast<std::int8_t>(a), static_cast<std::int8_t>(b), p);
+        const int want = oracle_add(a, b, p);
+        mismatches.expect(got == want, [&] {
+          return "add " + std::to_string(a) + " + " + std::to_string(b) + " = " +
+                 std::to_string(got) + ", oracle " + std::to_string(want);
+        });
+        if (got == p.lo || got == p.hi) continue;
+        ++unclamped;
+        const double real = (sa * (a - za) + sb * (b - zb)) / sy + zy;
+        mismatches.expect(std::fabs(got - real) <= slack, [&] {
+          return "add " + std::to_string(a) + " + " + std::to_string(b) + " = " +
+                 std::to_string(got) + ", the real sum " + std::to_string(real);
+        });
+      }
+    }
+  }
+  EXPECT_GT(unclamped, 24 * 65536 / 10);
+  EXPECT_EQ(mismatches.count(), 0);
+}
+
+TEST(QuantAdd, RejectsParametersOutOfRange) {
+  num::QuantAddParams p =
+      num::quant_add_params(1.0, 0, 1.0, 0, 1.0, 0, num::QuantActivation::kNone);
+  EXPECT_NO_THROW(num::add_int8(1, 2, p));
+  p.a_zero_point = -129;
+  EXPECT_THROW(num::add_int8(1, 2, p), std::invalid_argument);
+  p.a_zero_point = 0;
+  p.out.multiplier = 5;  // neither 0 nor in [2^30, 2^31 - 1]
+  EXPECT_THROW(num::add_int8(1, 2, p), std::invalid_argument);
+}
+
+// ---- Q-MEAN: the mean of int8 values
+// -------------------------------------------------------------
+
+// The sum moved up as far as 256 count 2^up <= 2^30 allows (and the multiplier, no lower than
+// 2^-31); every sum of `count` int8 values for several counts against the oracle's Q-REQ of it
+// and within half a step and a sliver of the real mean.
+TEST(QuantMean, SumsMovedUpAndRequantised) {
+  EXPECT_EQ(num::quant_mean_params(0.1, 0, 0.1, 0, 1, num::QuantActivation::kNone).up, 22);
+  EXPECT_EQ(num::quant_mean_params(0.1, 0, 0.1, 0, 64, num::QuantActivation::kNone).up, 16);
+  EXPECT_EQ(num::quant_mean_params(0.1, 0, 0.1, 0, 1 << 22, num::QuantActivation::kNone).up, 0);
+  // x_scale / y_scale = 2^-20: the multiplier stops the shift at 11 (2^-31 = 2^-20 2^-11).
+  EXPECT_EQ(
+      num::quant_mean_params(std::ldexp(1.0, -20), 0, 1.0, 0, 1, num::QuantActivation::kNone).up,
+      11);
+  Mismatches mismatches;
+  for (const std::uint64_t count : {1u, 3u, 4u, 49u, 64u, 1000u}) {
+    const num::QuantMeanParams p =
+        num::quant_mean_params(0.05, -9, 0.02, 17, count, num::QuantActivation::kRelu);
+    for (std::int64_t sum = -128 * std::int64_t(count); sum <= 127 * std::int64_t(count);
+         sum += std::max<std::int64_t>(1, std::int64_t(count) / 7)) {
+      const int got = num::mean_int8(static_cast<std::int32_t>(sum), p);
+      const int want = oracle::requantize(static_cast<std::int32_t>(sum * (1 << p.up)),
+                                          p.requant.bias, p.requant.m.multiplier, p.requant.m.shift,
+                                          p.requant.zero_point, p.requant.lo, p.requant.hi);
+      mismatches.expect(got == want, [&] {
+        return "mean of " + std::to_string(count) + " summing to " + std::to_string(sum) + " = " +
+               std::to_string(got) + ", oracle " + std::to_string(want);
+      });
+      const double real = 0.05 * (double(sum) + 9.0 * double(count)) / double(count) / 0.02 + 17;
+      if (got == p.requant.lo || got == p.requant.hi) continue;
+      mismatches.expect(std::fabs(got - real) <= 0.5 + 1e-5, [&] {
+        return "mean of " + std::to_string(count) + " summing to " + std::to_string(sum) + " = " +
+               std::to_string(got) + ", the real mean " + std::to_string(real);
+      });
+    }
+  }
+  EXPECT_EQ(mismatches.count(), 0);
+  EXPECT_THROW(num::quant_mean_params(0.1, 0, 0.1, 0, 0, num::QuantActivation::kNone),
+               std::invalid_argument);
+  EXPECT_THROW(num::quant_mean_params(0.1, 0, 0.1, 0, (1 << 22) + 1, num::QuantActivation::kNone),
+               std::invalid_argument);
+  EXPECT_THROW(num::quant_mean_params(0.1, 200, 0.1, 0, 4, num::QuantActivation::kNone),
+               std::invalid_argument);
+  EXPECT_THROW(num::quant_mean_params(-0.1, 0, 0.1, 0, 4, num::QuantActivation::kNone),
+               std::invalid_argument);
+}
+
 // ---- RequantLarge: 10^8 random requantisations against the oracle ------------------------------
 
 constexpr long kLargeRandomCases = 100000000;

@@ -3,6 +3,8 @@
 // against onnxruntime in tests/onnx (graph_cases.py, zoo_cases.py).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -13,6 +15,7 @@
 #include "tpu/layernorm.hpp"
 #include "tpu/model.hpp"
 #include "tpu/nn.hpp"
+#include "tpu/numerics/quant.hpp"
 #include "tpu/pool.hpp"
 #include "tpu/softmax.hpp"
 
@@ -280,6 +283,209 @@ TEST(Graph, QuantisedProductsFuseAndRunOnTheInt8Datapath) {
     EXPECT_EQ(y[0].floats, (std::vector<float>{11 * 0.2f, 20 * 0.2f, 0, 3 * 0.2f, 20 * 0.2f, 0}));
     EXPECT_EQ(runs[1].on_accelerator, accelerator == &with_int8);
     EXPECT_EQ(runs[1].macs, 12u);
+  }
+}
+
+// DequantizeLinear -> MaxPool -> QuantizeLinear at the same scale and zero point becomes the
+// MaxPool of the int8 values; DequantizeLinear pair -> Add -> Relu -> QuantizeLinear becomes a
+// QLinearAdd with relu's clamp (Q-ADD, TensorFlow Lite's ADD), here of an int8 tensor and a
+// uint8 one that broadcasts. Both run on the vector unit of a core with the int8 datapath, with
+// Q-ADD's bits (num::add_int8 of the broadcast pairs) on every backend, within an output step of
+// the unfused graph's fp32 arithmetic.
+TEST(Graph, QuantisedAddsAndMaxPoolsFuseAndRunOnTheVectorUnit) {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Int8, {1, 2, 4, 4}}, {"b", DType::UInt8, {1, 2, 1, 2}}};
+  g.outputs = {{"y", DType::Int8, {}}};
+  g.constants["xs"] = Tensor::of_floats({}, {0.05f});
+  g.constants["xz"] = Tensor::of_ints({}, {-3}, DType::Int8);
+  g.constants["bs"] = Tensor::of_floats({}, {0.02f});
+  g.constants["bz"] = Tensor::of_ints({}, {140}, DType::UInt8);
+  g.constants["ys"] = Tensor::of_floats({}, {0.06f});
+  g.constants["yz"] = Tensor::of_ints({}, {-20}, DType::Int8);
+  Node pool = node("MaxPool", {"xf"}, {"p"});
+  pool.attributes["kernel_shape"] = Attribute::of_ints({2, 2});
+  pool.attributes["strides"] = Attribute::of_ints({2, 2});
+  g.nodes = {node("DequantizeLinear", {"x", "xs", "xz"}, {"xf"}),
+             pool,
+             node("QuantizeLinear", {"p", "xs", "xz"}, {"pq"}),
+             node("DequantizeLinear", {"pq", "xs", "xz"}, {"pf"}),
+             node("DequantizeLinear", {"b", "bs", "bz"}, {"bf"}),
+             node("Add", {"pf", "bf"}, {"s"}),
+             node("Relu", {"s"}, {"r"}),
+             node("QuantizeLinear", {"r", "ys", "yz"}, {"y"})};
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) g.nodes[n].name = "n" + std::to_string(n);
+  const Graph unfused = g;
+  EXPECT_EQ(fuse_quantized_products(g), 2u);
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.nodes[0].op, "MaxPool");
+  EXPECT_EQ(g.nodes[0].inputs, (std::vector<std::string>{"x"}));
+  EXPECT_EQ(g.nodes[0].outputs, (std::vector<std::string>{"pq"}));
+  EXPECT_EQ(g.nodes[1].op, "QLinearAdd");
+  EXPECT_EQ(g.nodes[1].epilogue, Epilogue::Relu);
+  EXPECT_EQ(g.nodes[1].inputs,
+            (std::vector<std::string>{"pq", "xs", "xz", "b", "bs", "bz", "ys", "yz"}));
+  EXPECT_EQ(check_order(g), "");
+  EXPECT_EQ(check_supported(g), "node \"n5\" (QLinearAdd): operator not supported");
+
+  std::vector<std::int64_t> x(32), b(4);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::int64_t>(i * 37 % 256) - 128;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::int64_t>(i * 60 + 7);
+  const std::vector<Tensor> inputs = {Tensor::of_ints({1, 2, 4, 4}, x, DType::Int8),
+                                      Tensor::of_ints({1, 2, 1, 2}, b, DType::UInt8)};
+  // Q-ADD of the 2x2 maxima and b broadcast along the rows, uint8 moved down by 128.
+  const num::QuantAddParams params =
+      num::quant_add_params(0.05f, -3, 0.02f, 140 - 128, 0.06f, -20, num::QuantActivation::kRelu);
+  std::vector<std::int64_t> want;
+  for (std::int64_t c = 0; c < 2; ++c) {
+    for (std::int64_t oy = 0; oy < 2; ++oy) {
+      for (std::int64_t ox = 0; ox < 2; ++ox) {
+        std::int64_t best = -128;
+        for (std::int64_t k = 0; k < 4; ++k) {
+          best = std::max(best, x[std::size_t(c * 16 + (2 * oy + k / 2) * 4 + 2 * ox + k % 2)]);
+        }
+        want.push_back(num::add_int8(static_cast<std::int8_t>(best),
+                                     static_cast<std::int8_t>(b[std::size_t(c * 2 + ox)] - 128),
+                                     params));
+      }
+    }
+  }
+  const std::vector<Tensor> reference = run(unfused, inputs, nullptr);
+  std::size_t inside = 0;
+  for (std::size_t e = 0; e < want.size(); ++e) {
+    EXPECT_LE(std::abs(want[e] - reference[0].ints[e]), 1) << "output " << e;
+    inside += want[e] > -20;
+  }
+  EXPECT_GT(inside, want.size() / 4);  // not all clamped by the relu
+  HardwareConfig int8_vector = test::small_vector_core();
+  int8_vector.int8 = true;
+  FunctionalModel on_vector(int8_vector, 0), without_vector(small_core(), 0);
+  for (Backend* accelerator : {static_cast<Backend*>(nullptr), static_cast<Backend*>(&on_vector),
+                               static_cast<Backend*>(&without_vector)}) {
+    std::vector<OpRun> runs;
+    const std::vector<Tensor> y = run(g, inputs, accelerator, &runs);
+    EXPECT_EQ(y[0].dtype, DType::Int8);
+    EXPECT_EQ(y[0].shape, (Shape{1, 2, 2, 2}));
+    EXPECT_EQ(y[0].ints, want);
+    EXPECT_EQ(runs[0].on_accelerator, accelerator == &on_vector);
+    EXPECT_EQ(runs[1].on_accelerator, accelerator == &on_vector);
+  }
+}
+
+// Operators that only move values (Transpose, Concat, Gather, Reshape, ...) between a
+// DequantizeLinear and a QuantizeLinear of the same scale and zero point run on the int8 values,
+// the pairs gone, with the unfused graph's values exactly; a QuantizeLinear of another scale keeps
+// its pair.
+TEST(Graph, QuantisedMovesOfValuesDropTheirPairs) {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Int8, {2, 3}}, {"w", DType::Int8, {3, 2}}};
+  g.outputs = {{"y", DType::Int8, {}}, {"z", DType::Int8, {}}};
+  g.constants["s"] = Tensor::of_floats({}, {0.1f});
+  g.constants["z0"] = Tensor::of_ints({}, {4}, DType::Int8);
+  g.constants["s2"] = Tensor::of_floats({}, {0.2f});
+  g.constants["idx"] = Tensor::of_ints({2}, {2, 0});
+  Node transpose = node("Transpose", {"xf"}, {"t"});
+  transpose.attributes["perm"] = Attribute::of_ints({1, 0});
+  Node concat = node("Concat", {"tf", "wf"}, {"c"});
+  concat.attributes["axis"] = Attribute::of_int(1);
+  Node gather = node("Gather", {"xf", "idx"}, {"gth"});
+  gather.attributes["axis"] = Attribute::of_int(1);
+  g.nodes = {node("DequantizeLinear", {"x", "s", "z0"}, {"xf"}),
+             node("DequantizeLinear", {"w", "s", "z0"}, {"wf"}),
+             transpose,
+             node("QuantizeLinear", {"t", "s", "z0"}, {"tq"}),
+             node("DequantizeLinear", {"tq", "s", "z0"}, {"tf"}),
+             concat,
+             node("QuantizeLinear", {"c", "s", "z0"}, {"y"}),
+             gather,
+             node("QuantizeLinear", {"gth", "s2", "z0"}, {"z"})};
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) g.nodes[n].name = "n" + std::to_string(n);
+  const Graph unfused = g;
+  // The Transpose and the Concat; the Gather's QuantizeLinear has another scale, so x's
+  // DequantizeLinear stays for it.
+  EXPECT_EQ(fuse_quantized_products(g), 2u);
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes) ops.push_back(n.op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"DequantizeLinear", "Transpose", "Concat", "Gather",
+                                           "QuantizeLinear"}));
+  EXPECT_EQ(g.nodes[1].inputs, (std::vector<std::string>{"x"}));
+  EXPECT_EQ(g.nodes[2].inputs, (std::vector<std::string>{"tq", "w"}));
+  EXPECT_EQ(check_order(g), "");
+  const std::vector<Tensor> inputs = {
+      Tensor::of_ints({2, 3}, {-128, -5, 0, 7, 100, 127}, DType::Int8),
+      Tensor::of_ints({3, 2}, {1, 2, 3, 4, 5, 6}, DType::Int8)};
+  const std::vector<Tensor> fused = run(g, inputs, nullptr),
+                            reference = run(unfused, inputs, nullptr);
+  EXPECT_EQ(fused[0].dtype, DType::Int8);
+  EXPECT_EQ(fused[0].shape, (Shape{3, 4}));
+  EXPECT_EQ(fused[0].ints, reference[0].ints);
+  EXPECT_EQ(fused[0].ints, (std::vector<std::int64_t>{-128, 7, 1, 2, -5, 100, 3, 4, 0, 127, 5, 6}));
+  EXPECT_EQ(fused[1].ints, reference[1].ints);
+}
+
+// DequantizeLinear -> ReduceMean over an image's pixels -> Reshape -> QuantizeLinear, as PyTorch
+// exports adaptive average pooling before a classifier: a QLinearReduceMean (Q-MEAN) whose int8
+// result the Reshape reshapes; GlobalAveragePool likewise. On the vector unit of a core with the
+// int8 datapath, with Q-MEAN's bits (num::mean_int8 of each image's sum) on every backend, within
+// an output step of the unfused graph's fp32 arithmetic.
+TEST(Graph, QuantisedMeansFuseAndRunOnTheVectorUnit) {
+  for (const bool global : {false, true}) {
+    SCOPED_TRACE(global ? "GlobalAveragePool" : "ReduceMean");
+    Graph g;
+    g.opset = 18;
+    g.inputs = {{"x", DType::Int8, {2, 3, 2, 3}}};
+    g.outputs = {{"y", DType::UInt8, {}}};
+    g.constants["xs"] = Tensor::of_floats({}, {0.04f});
+    g.constants["xz"] = Tensor::of_ints({}, {5}, DType::Int8);
+    g.constants["ys"] = Tensor::of_floats({}, {0.03f});
+    g.constants["yz"] = Tensor::of_ints({}, {130}, DType::UInt8);
+    g.constants["axes"] = Tensor::of_ints({2}, {-1, -2});
+    g.constants["shape"] = Tensor::of_ints({2}, {2, 3});
+    g.nodes = {node("DequantizeLinear", {"x", "xs", "xz"}, {"xf"}),
+               global ? node("GlobalAveragePool", {"xf"}, {"m"})
+                      : node("ReduceMean", {"xf", "axes"}, {"m"}),
+               node("Reshape", {"m", "shape"}, {"v"}),
+               node("QuantizeLinear", {"v", "ys", "yz"}, {"y"})};
+    for (std::size_t n = 0; n < g.nodes.size(); ++n) g.nodes[n].name = "n" + std::to_string(n);
+    const Graph unfused = g;
+    EXPECT_EQ(fuse_quantized_products(g), 1u);
+    ASSERT_EQ(g.nodes.size(), 2u);
+    EXPECT_EQ(g.nodes[0].op, global ? "QLinearGlobalAveragePool" : "QLinearReduceMean");
+    EXPECT_EQ(g.nodes[0].inputs, (std::vector<std::string>{"x", "xs", "xz", "ys", "yz"}));
+    EXPECT_EQ(g.nodes[0].outputs, (std::vector<std::string>{"m"}));
+    EXPECT_EQ(g.nodes[1].op, "Reshape");
+    EXPECT_EQ(g.nodes[1].outputs, (std::vector<std::string>{"y"}));
+    EXPECT_EQ(check_order(g), "");
+
+    std::vector<std::int64_t> x(36);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::int64_t>(i * 53 % 256) - 128;
+    const std::vector<Tensor> inputs = {Tensor::of_ints({2, 3, 2, 3}, x, DType::Int8)};
+    // Q-MEAN of each image's 6 values, uint8 moved down by 128 and back.
+    const num::QuantMeanParams params =
+        num::quant_mean_params(0.04f, 5, 0.03f, 130 - 128, 6, num::QuantActivation::kNone);
+    std::vector<std::int64_t> want;
+    for (std::size_t image = 0; image < 6; ++image) {
+      std::int32_t sum = 0;
+      for (std::size_t i = 0; i < 6; ++i) sum += static_cast<std::int32_t>(x[image * 6 + i]);
+      want.push_back(num::mean_int8(sum, params) + 128);
+    }
+    const std::vector<Tensor> reference = run(unfused, inputs, nullptr);
+    for (std::size_t e = 0; e < want.size(); ++e) {
+      EXPECT_LE(std::abs(want[e] - reference[0].ints[e]), 1) << "output " << e;
+    }
+    HardwareConfig int8_vector = test::small_vector_core();
+    int8_vector.int8 = true;
+    FunctionalModel on_vector(int8_vector, 0), without_int8(test::small_vector_core(), 0);
+    for (Backend* accelerator : {static_cast<Backend*>(nullptr), static_cast<Backend*>(&on_vector),
+                                 static_cast<Backend*>(&without_int8)}) {
+      std::vector<OpRun> runs;
+      const std::vector<Tensor> y = run(g, inputs, accelerator, &runs);
+      EXPECT_EQ(y[0].dtype, DType::UInt8);
+      EXPECT_EQ(y[0].shape, (Shape{2, 3}));
+      EXPECT_EQ(y[0].ints, want);
+      EXPECT_EQ(runs[0].on_accelerator, accelerator == &on_vector);
+    }
   }
 }
 

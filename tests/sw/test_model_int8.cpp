@@ -374,6 +374,48 @@ TEST_F(ModelInt8Test, RequantizeStepsThroughBiasBlocks) {
   EXPECT_EQ(model_.uninitialized_reads(), 0u);
 }
 
+TEST_F(RequantTest, WithF32TheRescaledValuesGoToTheAccumulatorsInPlace) {
+  // ACTIVATE REQ F32: y of Q-REQ (multiply_by_quantized_multiplier of the biased sum), int32 in
+  // the accumulators, the rows rewritten in place; shifts at both ends and around 0, both ends of
+  // the multiplier, a sum whose bias wraps it and left shifts that wrap.
+  std::vector<Lane> lanes;
+  for (std::int32_t s : {-31, -20, -1, 0, 1, 30}) {
+    for (std::int32_t m : {1 << 30, kMax}) {
+      for (std::int32_t sum : {7, kMin, 255 << 20, -(255 << 20)}) {
+        lanes.push_back({sum, s % 2 == 0 ? 0 : -(3 << 20), m, s});
+      }
+    }
+  }
+  lanes.push_back({kMax, 1, 1 << 30, 0});  // the bias wraps the sum to INT32_MIN
+  const std::size_t rows = (lanes.size() + kDim - 1) / kDim;
+  MatrixI32 sums(rows, kDim), block(3 * rows, kDim);
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    const std::size_t r = i / kDim, j = i % kDim;
+    sums.at(r, j) = lanes[i].sum;
+    block.at(3 * r, j) = lanes[i].bias;
+    block.at(3 * r + 1, j) = lanes[i].multiplier;
+    block.at(3 * r + 2, j) = lanes[i].shift;
+  }
+  put_rows(0x1000, sums, 16);
+  put_rows(0x2000, block, 16);
+  const std::string n = std::to_string(rows);
+  expect_ok(run("read_host acc rows=" + n + " host_addr=0x1000 host_stride=16\n" +
+                "read_host acc rows=" + std::to_string(3 * rows) + " addr_b=" + n +
+                " host_addr=0x2000 host_stride=16\n" + "activate bias req f32 count=" + n +
+                " rows=1 step_a=1 step_b=1 bias_addr=" + n + " bias_step=3\nwrite_host acc rows=" +
+                n + " host_addr=0x3000 host_stride=16\nhalt"));
+  const MatrixI32 got = get_rows<std::int32_t>(0x3000, rows, kDim, 16);
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    const Lane& l = lanes[i];
+    const std::int32_t x =
+        isa::int32_value(static_cast<std::uint32_t>(l.sum) + static_cast<std::uint32_t>(l.bias));
+    EXPECT_EQ(got.at(i / kDim, i % kDim),
+              num::multiply_by_quantized_multiplier(x, {l.multiplier, static_cast<int>(l.shift)}))
+        << "sum " << l.sum << " bias " << l.bias << " M " << l.multiplier << " s " << l.shift;
+  }
+  EXPECT_EQ(model_.uninitialized_reads(), 0u);
+}
+
 // ------------------------------------------------------------------------------------------
 // Compiled int8 GEMMs
 // ------------------------------------------------------------------------------------------
@@ -492,7 +534,9 @@ TEST(Int8Checks, RequiresAndExcludes) {
       {"read_host i8 acc rows=1", "I8 and ACC exclude each other"},
       {"write_host i8 acc rows=1", "I8 and ACC exclude each other"},
       {"activate req rows=1", "REQ needs BIAS"},
-      {"activate bias req f32 rows=1 bias_addr=8", "REQ and F32 exclude each other"},
+      {"activate bias req f32 rows=1 bias_addr=8 zero_point=1", "zero_point must be 0 with F32"},
+      {"activate bias req f32 rows=1 bias_addr=8 clamp_lo=-128", "clamp_lo must be 0 with F32"},
+      {"activate bias req f32 rows=1 bias_addr=8 clamp_hi=127", "clamp_hi must be 0 with F32"},
       {"activate bias req func=relu rows=1 bias_addr=8", "func must be 0 with REQ"},
       {"activate bias rows=1 bias_addr=8 zero_point=1", "must be 0 without REQ"},
       {"activate bias rows=1 bias_addr=8 clamp_hi=-1", "must be 0 without REQ"},

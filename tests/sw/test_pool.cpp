@@ -4,7 +4,8 @@
 // windows with padding, strides larger and smaller than the kernel, global windows, one spatial
 // dimension, channels that do not fill a row of the array, images that take several bands (of
 // output rows, of channel tiles) and bands of several images; the program reads only rows it wrote;
-// the refusals.
+// the int8 average (Q-MEAN) against the exact oracle's requantisation of each window's sum; the
+// refusals.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "oracle/eltwise.hpp"
 #include "oracle/host_float.hpp"
 #include "oracle/operand_sets.hpp"
+#include "oracle/requant_oracle.hpp"
 #include "tpu/model.hpp"
 #include "tpu/pool.hpp"
 
@@ -169,6 +171,79 @@ TEST(Pool, SpecialValuesFoldAsTheContractSays) {
   EXPECT_EQ(run_on_model(config, s, windows[2]).out[0], 0u);
 }
 
+// The int8 average (Q-MEAN): the program on the functional model gives reference_pool_int8's
+// bits, which are the exact oracle's Q-REQ of each window's sum moved up (the zero points' share
+// in the bias), and an unclamped result lies within half a step and a sliver of the real mean.
+TEST(Pool, Int8AverageGivesQMeansBits) {
+  oracle::OperandRng rng(test::test_seed() + 2);
+  HardwareConfig config = test::small_vector_core(256);
+  config.int8 = true;
+  PoolSpec wide_mean = spec_of(false, 2, 10, 8, 8, 8, 1, 0);  // a channel tile a band
+  wide_mean.count = 64;
+  struct Case {
+    const char* what;
+    PoolSpec spec;
+    int x_zero_point, y_zero_point;
+    double y_scale;
+    num::QuantActivation act;
+  };
+  const Case cases[] = {
+      {"average 2x2 stride 2", spec_of(false, 2, 5, 6, 6, 2, 2, 0), -7, 3, 0.03,
+       num::QuantActivation::kNone},
+      {"average 3x3 pad 1, padding counted, relu", spec_of(false, 1, 4, 5, 5, 3, 1, 1), -20, -30,
+       0.03, num::QuantActivation::kRelu},
+      {"global average over several bands", wide_mean, -128, -128, 0.05,
+       num::QuantActivation::kNone},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    PoolSpec s = c.spec;
+    s.int8 = true;
+    const double x_scale = 0.05, y_scale = c.y_scale;
+    s.mean =
+        num::quant_mean_params(x_scale, c.x_zero_point, y_scale, c.y_zero_point, s.count, c.act);
+    const num::RequantParams& q = s.mean.requant;
+    std::vector<std::int8_t> x(std::size_t{s.batch} * s.channels * s.height * s.width);
+    for (std::int8_t& v : x) v = static_cast<std::int8_t>(rng.uniform(0, 255) - 128);
+    const PoolPlan plan = plan_pool(config, s, 0x40);
+    FunctionalModel model(config, 0);
+    const PoolInt8Run run = execute_pool_int8(plan, model, x);
+    ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error) << ": "
+                                 << model.error_detail();
+    const std::vector<std::int8_t> want = reference_pool_int8(s, x);
+    EXPECT_EQ(run.out, want);
+    EXPECT_EQ(model.uninitialized_reads(), 0u);
+    // Each window's sum, the oracle's Q-REQ of it, and the real mean (padding counted as the
+    // input zero point, as the count says).
+    const std::size_t plane = std::size_t{s.height} * s.width;
+    std::size_t e = 0, inside = 0;
+    for (std::size_t image = 0; image < std::size_t{s.batch} * s.channels; ++image) {
+      for (std::int64_t oy = 0; oy < s.out_h; ++oy) {
+        for (std::int64_t ox = 0; ox < s.out_w; ++ox, ++e) {
+          std::int64_t sum = 0;
+          for (std::int64_t ky = 0; ky < s.kernel_h; ++ky) {
+            for (std::int64_t kx = 0; kx < s.kernel_w; ++kx) {
+              const std::int64_t iy = oy * s.stride_h - s.pad_top + ky;
+              const std::int64_t ix = ox * s.stride_w - s.pad_left + kx;
+              if (iy < 0 || ix < 0 || iy >= s.height || ix >= s.width) continue;
+              sum += x[image * plane + std::size_t(iy * s.width + ix)];
+            }
+          }
+          ASSERT_EQ(int{want[e]}, int{oracle::requantize(
+                                      static_cast<std::int32_t>(sum * (1 << s.mean.up)), q.bias,
+                                      q.m.multiplier, q.m.shift, q.zero_point, q.lo, q.hi)});
+          const double mean =
+              x_scale * (double(sum) - double(s.count) * c.x_zero_point) / s.count / y_scale;
+          if (want[e] == q.lo || want[e] == q.hi) continue;
+          ++inside;
+          EXPECT_NEAR(want[e] - c.y_zero_point, mean, 0.5 + 1e-5);
+        }
+      }
+    }
+    EXPECT_GT(inside, want.size() / 4);
+  }
+}
+
 TEST(Pool, RefusesWhatItCannotRun) {
   const HardwareConfig config = test::small_vector_core(256);
   const PoolSpec good = spec_of(true, 1, 4, 4, 4, 2, 2, 0);
@@ -196,6 +271,24 @@ TEST(Pool, RefusesWhatItCannotRun) {
   const PoolPlan plan = plan_pool(config, good);
   HostMemory memory;
   EXPECT_THROW(write_pool_input(plan, memory, std::vector<num::fp32_t>(63)), std::invalid_argument);
+  // int8: an average only, on a core with the int8 datapath, with parameters in Q-REQ's ranges.
+  PoolSpec mean8 = good;
+  mean8.max = false;
+  mean8.count = 4;
+  mean8.int8 = true;
+  mean8.mean = num::quant_mean_params(0.1, 0, 0.1, 0, 4, num::QuantActivation::kNone);
+  HardwareConfig int8 = config;
+  int8.int8 = true;
+  EXPECT_NO_THROW(plan_pool(int8, mean8));
+  EXPECT_THROW(plan_pool(config, mean8), std::invalid_argument);
+  bad = mean8;
+  bad.max = true;
+  EXPECT_THROW(plan_pool(int8, bad), std::invalid_argument);
+  bad = mean8;
+  bad.mean.requant.zero_point = 300;
+  EXPECT_THROW(plan_pool(int8, bad), std::invalid_argument);
+  EXPECT_THROW(write_pool_input(plan_pool(int8, mean8), memory, std::vector<num::fp32_t>(64)),
+               std::invalid_argument);
 }
 
 }  // namespace

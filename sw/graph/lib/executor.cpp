@@ -14,8 +14,10 @@ namespace tpu::graph {
 
 std::string check_supported(const Graph& graph) {
   for (const Node& node : graph.nodes) {
-    // QGemm is onnxruntime's (com.microsoft), which only fuse_quantized_products makes here.
-    if (!ops::table().count(node.op) || node.op == "QGemm") {
+    // QGemm, QLinearAdd, QLinearReduceMean and QLinearGlobalAveragePool are onnxruntime's
+    // (com.microsoft), which only fuse_quantized_products makes here.
+    if (!ops::table().count(node.op) || node.op == "QGemm" || node.op == "QLinearAdd" ||
+        node.op == "QLinearReduceMean" || node.op == "QLinearGlobalAveragePool") {
       return node.label() + ": operator not supported";
     }
     // A third input, the bias, only fuse_epilogues gives a MatMul.
@@ -363,33 +365,15 @@ class QuantFusion {
          (!node.input(2).empty() && node.float_attr("beta", 1.0f) != 1.0f))) {
       return std::nullopt;
     }
-    // The reader: the QuantizeLinear, or an activation and then the QuantizeLinear.
-    std::vector<std::size_t> replaced;
-    Epilogue act = Epilogue::None;
-    std::string quantised = node.outputs[0];
-    const std::optional<std::size_t> reader = uses_.only_reader(quantised);
+    std::optional<Quantised> reader = quantised_reader(node, true);
     if (!reader) return std::nullopt;
-    // The requantisation's clamp takes relu and relu6 alone.
-    if (const Epilogue e = epilogue_of(graph_, graph_.nodes[*reader]);
-        e == Epilogue::Relu || e == Epilogue::Relu6) {
-      act = e;
-      replaced.push_back(*reader);
-      quantised = graph_.nodes[*reader].outputs[0];
-    }
-    const std::optional<std::size_t> q_index = uses_.only_reader(quantised);
-    if (!q_index || graph_.nodes[*q_index].op != "QuantizeLinear") return std::nullopt;
-    const Node& q_node = graph_.nodes[*q_index];
-    const auto y = quant_node(graph_, uses_, q_node.outputs[0], "QuantizeLinear", 0);
-    if (!y || y->scale->size() != 1 || (y->zero_point && !integer8(*y->zero_point)) ||
-        (!y->zero_point && q_node.has("output_dtype"))) {
-      return std::nullopt;
-    }
-    replaced.push_back(*q_index);
+    const Node& q_node = *reader->y.node;
+    const QuantNode& y = reader->y;
 
     Node fused;
     fused.name = node.name;
     fused.attributes = node.attributes;
-    fused.epilogue = act;
+    fused.epilogue = reader->act;
     fused.outputs = {q_node.outputs[0]};
     std::string bias;
     if (node.op != "MatMul" && !node.input(2).empty()) {
@@ -400,8 +384,7 @@ class QuantFusion {
     const std::string w_zero_point = w->zero_point
                                          ? w->node->input(2)
                                          : zeros_like(node, "w_zero_point", *w->scale, DType::Int8);
-    const std::string y_zero_point =
-        y->zero_point ? q_node.input(2) : zeros_like(node, "y_zero_point", *y->scale, DType::UInt8);
+    const std::string y_zero_point = output_zero_point(node, y);
     fused.inputs = {x->node->input(0), x->node->input(1), x->node->input(2),
                     w->node->input(0), w->node->input(1), w_zero_point};
     if (node.op == "Conv") {
@@ -416,10 +399,148 @@ class QuantFusion {
       fused.attributes.erase("beta");
       fused.inputs.insert(fused.inputs.end(), {bias, q_node.input(1), y_zero_point});
     }
-    return std::make_pair(std::move(fused), std::move(replaced));
+    return std::make_pair(std::move(fused), std::move(reader->replaced));
+  }
+
+  // Operators whose outputs are values of their inputs, moved or picked: between a
+  // DequantizeLinear and a QuantizeLinear of the same scale and zero point they give the same
+  // int8 values as the float path (each value dequantised and quantised again exactly).
+  static bool moves_values(const std::string& op) {
+    static const std::set<std::string> ops = {"MaxPool",   "Reshape",   "Flatten", "Squeeze",
+                                              "Unsqueeze", "Transpose", "Gather",  "Slice",
+                                              "Identity",  "Concat",    "Expand"};
+    return ops.count(op) != 0;
+  }
+
+  // An Add of two DequantizeLinear outputs (per tensor) whose only reader is a QuantizeLinear
+  // (per tensor), directly or through a Relu or Clip to [0, 6]: TensorFlow Lite's int8 ADD, as
+  // QLinearAdd (onnxruntime's operator's inputs; Q-ADD's bits, docs/numerics.md). A ReduceMean
+  // (its axes known) or GlobalAveragePool of a DequantizeLinear's output whose only reader is a
+  // QuantizeLinear, directly or through a Reshape, Flatten, Squeeze or Unsqueeze (which then
+  // reshapes the int8 mean): QLinearReduceMean or QLinearGlobalAveragePool (Q-MEAN). A MaxPool of
+  // a DequantizeLinear's output whose only reader quantises it again with the same scale, zero
+  // point and type: the same MaxPool of the int8 values (each maximum exact either way); so with
+  // the operators that only move values (moves_values), whose every value input is such a
+  // DequantizeLinear.
+  std::optional<std::pair<Node, std::vector<std::size_t>>> fuse_elementwise(const Node& node) {
+    const bool add = node.op == "Add",
+               mean = node.op == "ReduceMean" || node.op == "GlobalAveragePool",
+               moves = moves_values(node.op);
+    if ((!add && !mean && !moves) || node.outputs.size() != 1 || node.epilogue != Epilogue::None) {
+      return std::nullopt;
+    }
+    // A ReduceMean's axes: its attribute, or from opset 18 its constant second input.
+    std::vector<std::int64_t> axes = node.ints_attr("axes");
+    if (node.op == "ReduceMean" && !node.input(1).empty()) {
+      const Tensor* given = constant(graph_, node.input(1));
+      if (!given || given->is_float()) return std::nullopt;
+      axes = given->ints;
+    }
+    if (node.op == "ReduceMean" && axes.empty()) return std::nullopt;
+    // The inputs that are values (all of Concat's; a Reshape's shape, a Gather's indices, a
+    // ReduceMean's axes and the like pass as they are).
+    const std::size_t data_inputs = add ? 2 : node.op == "Concat" ? node.inputs.size() : 1;
+    if (node.inputs.size() < data_inputs || (add && node.inputs.size() != 2)) return std::nullopt;
+    std::vector<QuantNode> x;
+    for (std::size_t i = 0; i < data_inputs; ++i) {
+      const std::string& input = node.inputs[i];
+      const auto q = quant_node(graph_, uses_, input, "DequantizeLinear", 0);
+      if (!q || q->scale->size() != 1 || !q->zero_point || !integer8(*q->zero_point)) {
+        return std::nullopt;
+      }
+      x.push_back(*q);
+    }
+    std::optional<Quantised> reader = quantised_reader(node, add, mean);
+    if (!reader) return std::nullopt;
+    const Node& q_node = *reader->y.node;
+    Node fused;
+    fused.name = node.name;
+    fused.attributes = node.attributes;
+    fused.epilogue = reader->act;
+    fused.outputs = {q_node.outputs[0]};
+    if (mean) {
+      // The mean's own output, int8 now, and a Reshape, Flatten, Squeeze or Unsqueeze after it
+      // that writes the QuantizeLinear's output.
+      if (reader->view) {
+        fused.outputs = node.outputs;
+        graph_.nodes[*reader->view].outputs = {q_node.outputs[0]};
+      }
+      fused.op = node.op == "ReduceMean" ? "QLinearReduceMean" : "QLinearGlobalAveragePool";
+      if (node.op == "ReduceMean") {
+        fused.attributes.erase("noop_with_empty_axes");
+        fused.attributes["axes"] = Attribute::of_ints(axes);
+      }
+      fused.inputs = {x[0].node->input(0), x[0].node->input(1), x[0].node->input(2),
+                      q_node.input(1), output_zero_point(node, reader->y)};
+    } else if (add) {
+      fused.op = "QLinearAdd";
+      fused.inputs = {x[0].node->input(0), x[0].node->input(1),
+                      x[0].node->input(2), x[1].node->input(0),
+                      x[1].node->input(1), x[1].node->input(2),
+                      q_node.input(1),     output_zero_point(node, reader->y)};
+    } else {
+      const QuantNode& y = reader->y;
+      fused.op = node.op;
+      fused.inputs = node.inputs;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const bool same = y.zero_point && y.zero_point->dtype == x[i].zero_point->dtype &&
+                          y.zero_point->ints == x[i].zero_point->ints &&
+                          y.scale->floats == x[i].scale->floats;
+        if (!same) return std::nullopt;
+        fused.inputs[i] = x[i].node->input(0);
+      }
+    }
+    return std::make_pair(std::move(fused), std::move(reader->replaced));
   }
 
  private:
+  // The QuantizeLinear (per tensor, into int8 or uint8) that reads a node's only output, directly
+  // or, where `activation`, through a Relu or Clip to [0, 6] (which the requantisation's clamp
+  // takes), or where `view`, through a node that only reshapes it (which then stays, `view`); the
+  // nodes a fusion replaces after the node (the activation, the QuantizeLinear).
+  struct Quantised {
+    QuantNode y;
+    Epilogue act = Epilogue::None;
+    std::vector<std::size_t> replaced;
+    std::optional<std::size_t> view;
+  };
+
+  std::optional<Quantised> quantised_reader(const Node& node, bool activation, bool view = false) {
+    Quantised q;
+    std::string quantised = node.outputs[0];
+    const std::optional<std::size_t> reader = uses_.only_reader(quantised);
+    if (!reader) return std::nullopt;
+    const Node& next = graph_.nodes[*reader];
+    if (const Epilogue e = epilogue_of(graph_, next);
+        activation && (e == Epilogue::Relu || e == Epilogue::Relu6)) {
+      q.act = e;
+      q.replaced.push_back(*reader);
+      quantised = next.outputs[0];
+    } else if (view && next.input(0) == quantised && next.outputs.size() == 1 &&
+               (next.op == "Reshape" || next.op == "Flatten" || next.op == "Squeeze" ||
+                next.op == "Unsqueeze")) {
+      q.view = *reader;
+      quantised = next.outputs[0];
+    }
+    const std::optional<std::size_t> q_index = uses_.only_reader(quantised);
+    if (!q_index || graph_.nodes[*q_index].op != "QuantizeLinear") return std::nullopt;
+    const Node& q_node = graph_.nodes[*q_index];
+    const auto y = quant_node(graph_, uses_, q_node.outputs[0], "QuantizeLinear", 0);
+    if (!y || y->scale->size() != 1 || (y->zero_point && !integer8(*y->zero_point)) ||
+        (!y->zero_point && q_node.has("output_dtype"))) {
+      return std::nullopt;
+    }
+    q.y = *y;
+    q.replaced.push_back(*q_index);
+    return q;
+  }
+
+  // The fused node's output zero point: the QuantizeLinear's, or uint8 zeros where it has none.
+  std::string output_zero_point(const Node& node, const QuantNode& y) {
+    return y.zero_point ? y.node->input(2)
+                        : zeros_like(node, "y_zero_point", *y.scale, DType::UInt8);
+  }
+
   static bool integer8(const Tensor& t) {
     return t.dtype == DType::Int8 || t.dtype == DType::UInt8;
   }
@@ -541,6 +662,7 @@ std::size_t fuse_quantized_products(Graph& graph) {
     QuantFusion fusion(graph, uses);
     for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
       auto result = fusion.fuse(graph.nodes[n]);
+      if (!result) result = fusion.fuse_elementwise(graph.nodes[n]);
       if (!result) continue;
       graph.nodes[n] = std::move(result->first);
       for (const std::size_t r : result->second) removed[r] = true;

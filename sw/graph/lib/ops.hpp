@@ -21,6 +21,7 @@
 #include "tpu/layernorm.hpp"
 #include "tpu/numerics/quant.hpp"
 #include "tpu/pool.hpp"
+#include "tpu/quant_add.hpp"
 
 namespace tpu::graph::ops {
 
@@ -258,6 +259,40 @@ QuantOperand integer_operand(const Node& node, const Inputs& inputs, std::size_t
 // The node's inputs `value`, `scale` and `zero_point` (which may be left out: zero) as one.
 QuantOperand quant_operand(const Node& node, const Inputs& inputs, std::size_t value,
                            std::size_t scale, std::size_t zero_point);
+
+// A quantised result (of a product, or of QLinearAdd): its scale, its zero point (moved down by
+// 128 for uint8), its type and the clamp bounds of the activation fused into it (the node's
+// epilogue).
+struct QuantResult {
+  double scale = 1;
+  int zero_point = 0;
+  DType type = DType::Int8;
+  int lo = -128, hi = 127;
+};
+
+// The activation fused into a quantised node (its epilogue), as its requantisation's clamp
+// takes it: relu, relu6, or none.
+num::QuantActivation quant_activation(const Node& node);
+
+// The node's inputs `scale` and `zero_point` (which may be left out: uint8, 0) as one.
+QuantResult quant_result(const Node& node, const Inputs& inputs, std::size_t scale,
+                         std::size_t zero_point);
+// The int8 results (uint8's moved down by 128) as a tensor of the result's type.
+Tensor quant_tensor(const QuantResult& r, const Shape& shape, const std::vector<std::int32_t>& q);
+
+// An int8 average (tpu/pool.hpp with spec.int8, Q-MEAN) of x (NCHW) on the accelerator's vector
+// unit, counted as elementwise_on_core counts; nothing where it cannot: the caller averages on
+// the host, the same bits.
+std::optional<std::vector<std::int8_t>> pool_int8_on_core(Context& context, const PoolSpec& spec,
+                                                          const std::vector<std::int8_t>& x);
+
+// An int8 addition (tpu/quant_add.hpp, Q-ADD) on the accelerator's vector unit, counted as
+// elementwise_on_core counts; nothing where it cannot (no vector unit or int8 datapath): the
+// caller adds on the host, the same bits.
+std::optional<std::vector<std::int8_t>> quant_add_on_core(Context& context,
+                                                          const QuantAddSpec& spec,
+                                                          const std::vector<std::int8_t>& a,
+                                                          const std::vector<std::int8_t>& b);
 
 // An int8 product's Q-REQ multipliers, one per column: x_scale * w_scale(j) / y_scale by Q-SCALE
 // (w_scales one, or one per column of n).

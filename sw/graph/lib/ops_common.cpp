@@ -572,6 +572,28 @@ std::optional<std::vector<float>> depthwise_on_core(Context& context, const Dept
   return y;
 }
 
+std::optional<std::vector<std::int8_t>> pool_int8_on_core(Context& context, const PoolSpec& spec,
+                                                          const std::vector<std::int8_t>& x) {
+  return run_on_vector_unit(
+      context,
+      [&](std::uint64_t base) { return plan_pool(context.accelerator->config(), spec, base); },
+      [&](const PoolPlan& plan, Backend& backend) { return execute_pool_int8(plan, backend, x); },
+      [&] { return reference_pool_int8(spec, x); });
+}
+
+std::optional<std::vector<std::int8_t>> quant_add_on_core(Context& context,
+                                                          const QuantAddSpec& spec,
+                                                          const std::vector<std::int8_t>& a,
+                                                          const std::vector<std::int8_t>& b) {
+  return run_on_vector_unit(
+      context,
+      [&](std::uint64_t base) { return plan_quant_add(context.accelerator->config(), spec, base); },
+      [&](const QuantAddPlan& plan, Backend& backend) {
+        return execute_quant_add(plan, backend, a, b);
+      },
+      [&] { return reference_quant_add(spec, a, b); });
+}
+
 std::optional<std::vector<std::int32_t>> depthwise_int8_on_core(
     Context& context, const DepthwiseSpec& spec, const std::vector<std::int8_t>& x,
     const std::vector<std::int8_t>& w, const std::vector<std::int32_t>& bias,

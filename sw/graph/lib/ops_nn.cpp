@@ -449,46 +449,6 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
 // The quantised products: int8 operands, int32 sums, requantised to int8 in the product's
 // epilogue (docs/numerics.md's Q-rules) on the core's int8 datapath.
 
-// A quantised product's result: its scale, its zero point (moved down by 128 for uint8), its type
-// and the clamp bounds of the activation fused into it.
-struct QuantResult {
-  double scale = 1;
-  int zero_point = 0;
-  DType type = DType::Int8;
-  int lo = -128, hi = 127;
-};
-
-QuantResult quant_result(const Node& node, const Inputs& in, std::size_t scale,
-                         std::size_t zero_point) {
-  const Tensor& s = need_float(node, in, scale);
-  if (s.size() != 1) fail(node, "an output scale that is not one value");
-  if (!(s.floats[0] > 0.0f) || !std::isfinite(s.floats[0])) {
-    fail(node, "an output scale that is not positive and finite");
-  }
-  const Tensor* zp = zero_point < in.size() ? in[zero_point] : nullptr;
-  QuantResult r;
-  r.scale = s.floats[0];
-  r.type = zp ? zp->dtype : DType::UInt8;
-  if (r.type != DType::Int8 && r.type != DType::UInt8) {
-    fail(node, std::string("an output of type ") + dtype_name(r.type) + ", not int8 or uint8");
-  }
-  if (zp && zp->size() != 1) fail(node, "an output zero point that is not one value");
-  r.zero_point = (zp ? static_cast<int>(zp->ints[0]) : 0) - (r.type == DType::UInt8 ? 128 : 0);
-  const num::QuantActivation act = node.epilogue == Epilogue::Relu    ? num::QuantActivation::kRelu
-                                   : node.epilogue == Epilogue::Relu6 ? num::QuantActivation::kRelu6
-                                                                      : num::QuantActivation::kNone;
-  std::tie(r.lo, r.hi) = num::clamp_bounds(act, r.zero_point, r.scale);
-  return r;
-}
-
-// The int8 results as a tensor of the result's type.
-Tensor quant_tensor(const QuantResult& r, const Shape& shape, const std::vector<std::int32_t>& q) {
-  Tensor y(r.type, shape);
-  const int shift = r.type == DType::UInt8 ? 128 : 0;
-  for (std::size_t e = 0; e < q.size(); ++e) y.ints[e] = q[e] + shift;
-  return y;
-}
-
 // A quantised product's operands, A at inputs 0-2 and B at 3-5 (value, scale, zero point), and
 // its result, whose scale and zero point are inputs `result` and `result` + 1. A is quantised
 // per tensor.
@@ -709,13 +669,14 @@ WindowCount count_window(const Window& win, std::int64_t h, std::int64_t w, std:
   return count;
 }
 
-// A float pool of `win`'s windows on the vector unit (ops::pool_on_core): windows without dilation
+// A pool of `win`'s windows on the vector unit (ops::pool_on_core): windows without dilation
 // whose every window has a value inside the image, an average only where every window divides by
-// the same count.
+// the same count. A max pool of int8 or uint8 values (a QDQ model's, its DequantizeLinear and
+// QuantizeLinear fused away) takes them as fp32, where each is exact, and so is their maximum.
 std::optional<Tensor> windows_on_core(Context& context, const Tensor& x, const Window& win,
                                       bool max, bool count_pad) {
-  if (!context.accelerator || context.accelerator->config().vector_lanes == 0 || !x.is_float() ||
-      win.dh != 1 || win.dw != 1) {
+  if (!context.accelerator || context.accelerator->config().vector_lanes == 0 ||
+      (!x.is_float() && !max) || win.dh != 1 || win.dw != 1) {
     return std::nullopt;
   }
   const std::int64_t h = x.rank() == 4 ? x.shape[2] : 1, w = x.shape.back();
@@ -744,9 +705,19 @@ std::optional<Tensor> windows_on_core(Context& context, const Tensor& x, const W
   spec.out_h = dim(win.oh);
   spec.out_w = dim(win.ow);
   spec.count = max ? 1 : dim(count);
+  const Shape out_shape = spatial_out(x.shape, x.shape[1], win);
+  if (!x.is_float()) {
+    const std::vector<float> values(x.ints.begin(), x.ints.end());
+    std::optional<std::vector<float>> y = ops::pool_on_core(context, spec, values);
+    if (!y) return std::nullopt;
+    Tensor q(x.dtype, out_shape);
+    std::transform(y->begin(), y->end(), q.ints.begin(),
+                   [](float v) { return static_cast<std::int64_t>(v); });
+    return q;
+  }
   std::optional<std::vector<float>> y = ops::pool_on_core(context, spec, x.floats);
   if (!y) return std::nullopt;
-  return Tensor::of_floats(spatial_out(x.shape, x.shape[1], win), std::move(*y));
+  return Tensor::of_floats(out_shape, std::move(*y));
 }
 
 // The window of a whole image of x (N x C x H x W, or N x C x W): one output pixel.
@@ -995,6 +966,71 @@ std::vector<Tensor> reduce(Context& context, const Node& node, const Inputs& in,
   return outputs(std::move(y));
 }
 
+// QLinearReduceMean and QLinearGlobalAveragePool (onnxruntime's operators, which
+// fuse_quantized_products makes of a DequantizeLinear, a ReduceMean or GlobalAveragePool and a
+// QuantizeLinear): Q-MEAN over the axes (every axis after the channels for the global pool,
+// whose dimensions stay). A mean over an image's pixels (rank 3 or 4) runs on the vector unit of
+// a core with the int8 datapath; the rest on the host, the same bits.
+std::vector<Tensor> quant_mean(Context& context, const Node& node, const Inputs& in, bool global) {
+  const QuantOperand x = quant_operand(node, in, 0, 1, 2);
+  if (x.scales.size() != 1) fail(node, "scales per channel");
+  const QuantResult r = quant_result(node, in, 3, 4);
+  const Shape& shape = need(node, in, 0).shape;
+  if (global && shape.size() < 3) fail(node, "an input of rank " + std::to_string(shape.size()));
+  std::vector<bool> reduced(shape.size(), false);
+  if (global) {
+    std::fill(reduced.begin() + 2, reduced.end(), true);
+  } else {
+    const std::vector<std::int64_t> axes = node.ints_attr("axes");
+    if (axes.empty()) fail(node, "no axes");
+    for (const std::int64_t a : axes) reduced[axis_index(node, a, shape.size())] = true;
+  }
+  const bool keep = global || node.int_attr("keepdims", 1) != 0;
+  Shape kept_shape = shape, out;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (reduced[d]) kept_shape[d] = 1;
+    if (!reduced[d] || keep) out.push_back(kept_shape[d]);
+  }
+  const std::size_t outputs_count = element_count(kept_shape);
+  const std::size_t count = outputs_count ? x.values.size() / outputs_count : 0;
+  if (count == 0) fail(node, "a mean of no values");
+  num::QuantMeanParams params;
+  try {
+    params = num::quant_mean_params(x.scales[0], x.zero_points[0], r.scale, r.zero_point, count,
+                                    quant_activation(node));
+  } catch (const std::invalid_argument& e) {
+    fail(node, e.what());
+  }
+  const bool spatial = (shape.size() == 3 || shape.size() == 4) && !reduced[0] && !reduced[1] &&
+                       std::all_of(reduced.begin() + 2, reduced.end(), [](bool d) { return d; });
+  if (spatial && shape[0] > 0 && shape[1] > 0) {
+    const Window whole = whole_image(shape);
+    const auto dim = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+    PoolSpec spec;
+    spec.max = false;
+    spec.batch = dim(shape[0]);
+    spec.channels = dim(shape[1]);
+    spec.height = spec.kernel_h = dim(whole.kh);
+    spec.width = spec.kernel_w = dim(whole.kw);
+    spec.out_h = spec.out_w = 1;
+    spec.count = dim(count);
+    spec.int8 = true;
+    spec.mean = params;
+    if (std::optional<std::vector<std::int8_t>> y = pool_int8_on_core(context, spec, x.values)) {
+      return outputs(quant_tensor(r, out, std::vector<std::int32_t>(y->begin(), y->end())));
+    }
+  }
+  const std::vector<std::size_t> to = broadcast_offsets(kept_shape, shape);
+  std::vector<std::int64_t> sums(outputs_count, 0);
+  for (std::size_t e = 0; e < x.values.size(); ++e) sums[to[e]] += x.values[e];
+  std::vector<std::int32_t> y(outputs_count);
+  // A sum of at most 2^22 int8 values (quant_mean_params) fits in int32.
+  for (std::size_t o = 0; o < outputs_count; ++o) {
+    y[o] = num::mean_int8(static_cast<std::int32_t>(sums[o]), params);
+  }
+  return outputs(quant_tensor(r, out, y));
+}
+
 // ArgMax and ArgMin along one axis: the index (int64) of the first extreme value, or of the last
 // with select_last_index; NaN counts as the extreme, as onnxruntime's comparisons leave it.
 std::vector<Tensor> arg_extreme(Context&, const Node& node, const Inputs& in, bool max) {
@@ -1194,6 +1230,12 @@ void add_nn(Table& t) {
   };
   t["ReduceMin"] = [](Context& c, const Node& n, const Inputs& i) {
     return reduce(c, n, i, Reduce::Min);
+  };
+  t["QLinearReduceMean"] = [](Context& c, const Node& n, const Inputs& i) {
+    return quant_mean(c, n, i, false);
+  };
+  t["QLinearGlobalAveragePool"] = [](Context& c, const Node& n, const Inputs& i) {
+    return quant_mean(c, n, i, true);
   };
   t["LRN"] = lrn;
   t["ArgMax"] = [](Context& c, const Node& n, const Inputs& i) {

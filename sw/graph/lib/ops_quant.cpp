@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include "ops.hpp"
 
@@ -93,6 +95,47 @@ std::vector<Tensor> dequantize_linear(Context& context, const Node& node, const 
   return outputs(std::move(y));
 }
 
+// QLinearAdd (onnxruntime's operator, which fuse_quantized_products makes of a DequantizeLinear
+// pair, an Add, its Relu or Clip and a QuantizeLinear): TensorFlow Lite's int8 ADD (Q-ADD), with
+// NumPy's broadcasting, on the vector unit where the core has one and the int8 datapath (the
+// operands written at the result's size), else on the host; the same bits either way.
+std::vector<Tensor> qlinear_add(Context& context, const Node& node, const Inputs& in) {
+  const QuantOperand a = quant_operand(node, in, 0, 1, 2);
+  const QuantOperand b = quant_operand(node, in, 3, 4, 5);
+  if (a.scales.size() != 1 || b.scales.size() != 1) fail(node, "scales per channel");
+  const QuantResult r = quant_result(node, in, 6, 7);
+  QuantAddSpec spec;
+  try {
+    spec.params =
+        num::quant_add_params(a.scales[0], a.zero_points[0], b.scales[0], b.zero_points[0], r.scale,
+                              r.zero_point, quant_activation(node));
+  } catch (const std::invalid_argument& e) {
+    fail(node, e.what());
+  }
+  const Shape a_shape = need(node, in, 0).shape, b_shape = need(node, in, 3).shape;
+  const Shape shape = broadcast_shapes(node, {a_shape, b_shape});
+  const std::size_t size = element_count(shape);
+  std::vector<std::int8_t> a_values = a.values, b_values = b.values;
+  for (auto [values, from] : {std::pair{&a_values, &a_shape}, std::pair{&b_values, &b_shape}}) {
+    if (*from == shape) continue;
+    const std::vector<std::size_t> at = broadcast_offsets(*from, shape);
+    std::vector<std::int8_t> whole(size);
+    for (std::size_t e = 0; e < size; ++e) whole[e] = (*values)[at[e]];
+    *values = std::move(whole);
+  }
+  spec.size = size;
+  std::vector<std::int8_t> y;
+  if (std::optional<std::vector<std::int8_t>> on_core =
+          size == 0 ? std::nullopt : quant_add_on_core(context, spec, a_values, b_values)) {
+    y = std::move(*on_core);
+  } else {
+    y.resize(size);
+    for (std::size_t e = 0; e < size; ++e)
+      y[e] = num::add_int8(a_values[e], b_values[e], spec.params);
+  }
+  return outputs(quant_tensor(r, shape, std::vector<std::int32_t>(y.begin(), y.end())));
+}
+
 }  // namespace
 
 QuantOperand integer_operand(const Node& node, const Inputs& inputs, std::size_t value,
@@ -158,9 +201,43 @@ std::vector<num::QuantizedMultiplier> requant_multipliers(const Node& node, doub
   return multipliers;
 }
 
+num::QuantActivation quant_activation(const Node& node) {
+  return node.epilogue == Epilogue::Relu    ? num::QuantActivation::kRelu
+         : node.epilogue == Epilogue::Relu6 ? num::QuantActivation::kRelu6
+                                            : num::QuantActivation::kNone;
+}
+
+QuantResult quant_result(const Node& node, const Inputs& in, std::size_t scale,
+                         std::size_t zero_point) {
+  const Tensor& s = need_float(node, in, scale);
+  if (s.size() != 1) fail(node, "an output scale that is not one value");
+  if (!(s.floats[0] > 0.0f) || !std::isfinite(s.floats[0])) {
+    fail(node, "an output scale that is not positive and finite");
+  }
+  const Tensor* zp = zero_point < in.size() ? in[zero_point] : nullptr;
+  QuantResult r;
+  r.scale = s.floats[0];
+  r.type = zp ? zp->dtype : DType::UInt8;
+  if (!quantised_type(r.type)) {
+    fail(node, std::string("an output of type ") + dtype_name(r.type) + ", not int8 or uint8");
+  }
+  if (zp && zp->size() != 1) fail(node, "an output zero point that is not one value");
+  r.zero_point = (zp ? static_cast<int>(zp->ints[0]) : 0) - (r.type == DType::UInt8 ? 128 : 0);
+  std::tie(r.lo, r.hi) = num::clamp_bounds(quant_activation(node), r.zero_point, r.scale);
+  return r;
+}
+
+Tensor quant_tensor(const QuantResult& r, const Shape& shape, const std::vector<std::int32_t>& q) {
+  Tensor y(r.type, shape);
+  const int shift = r.type == DType::UInt8 ? 128 : 0;
+  for (std::size_t e = 0; e < q.size(); ++e) y.ints[e] = q[e] + shift;
+  return y;
+}
+
 void add_quant(Table& t) {
   t["QuantizeLinear"] = quantize_linear;
   t["DequantizeLinear"] = dequantize_linear;
+  t["QLinearAdd"] = qlinear_add;
 }
 
 }  // namespace tpu::graph::ops

@@ -53,7 +53,9 @@ inline constexpr unsigned kActivateFlagBias = 0;
 inline constexpr unsigned kActivateFlagF32 = 1;
 // ACTIVATE.REQ: requantise int32 rows to int8 (Q-REQ): rows bias_addr, + 1 and + 2 hold each
 // column's int32 bias, multiplier M and shift s; the results, clamped to clamp_lo .. clamp_hi, go
-// to the unified buffer sign-extended into 16-bit lanes
+// to the unified buffer sign-extended into 16-bit lanes; with F32, the int32 y before the zero
+// point and the clamp goes to the accumulators instead (a rescaling, as TensorFlow Lite's ADD takes
+// of each input)
 inline constexpr unsigned kActivateFlagReq = 2;
 // WRITE_HOST.ACC: the source is the accumulator memory (fp32 or int32 rows), not the unified buffer
 inline constexpr unsigned kWriteHostFlagAcc = 0;
@@ -350,7 +352,9 @@ inline constexpr FlagSpec kActivateFlags[] = {
     {2, "REQ", "req",
      "requantise int32 rows to int8 (Q-REQ): rows bias_addr, + 1 and + 2 hold each column's "
      "int32 bias, multiplier M and shift s; the results, clamped to clamp_lo .. clamp_hi, go to "
-     "the unified buffer sign-extended into 16-bit lanes",
+     "the unified buffer sign-extended into 16-bit lanes; with F32, the int32 y before the zero "
+     "point and the clamp goes to the accumulators instead (a rescaling, as TensorFlow Lite's "
+     "ADD takes of each input)",
      true},
 };
 inline constexpr UsedBits kActivateUsedBits{{
@@ -366,13 +370,15 @@ inline constexpr ZeroUnless kActivateZeroUnless[] = {
     {false, 2, "REQ", {kActivateZeroUnlessReq, 3}}};
 inline constexpr FlagRequires kActivateRequires[] = {{2, 0, "REQ needs BIAS"}};
 inline constexpr FlagExcludes kActivateExcludes[] = {
-    {2, 1, nullptr, "REQ and F32 exclude each other"},
-    {2, kNoFlag, &kFunc, "func must be 0 with REQ"}};
+    {2, kNoFlag, &kFunc, "func must be 0 with REQ"},
+    {1, kNoFlag, &kZeroPoint, "zero_point must be 0 with F32"},
+    {1, kNoFlag, &kClampLo, "clamp_lo must be 0 with F32"},
+    {1, kNoFlag, &kClampHi, "clamp_hi must be 0 with F32"}};
 inline constexpr OpcodeRules kActivateRules{
     true, {true, Memory::Acc, kNoFlag}, {true, Memory::Ub, 1}, 0, false, kNoFlag, 2,
     {false, false, nullptr, kNoFlag, kNoFlag, kNoFlag}, {kActivateLimits, 1},
     {kActivateZeroUnless, 3}, false, false, false, 2, {kActivateRequires, 1},
-    {kActivateExcludes, 2}};
+    {kActivateExcludes, 4}};
 inline constexpr const FieldSpec* kWriteHostFields[] = {
     &kCount, &kRows, &kAddrA, &kStepA, &kHostAddr, &kHostStride, &kHostStep};
 inline constexpr FlagSpec kWriteHostFlags[] = {
@@ -471,7 +477,8 @@ inline constexpr std::array<OpcodeInfo, 9> kOpcodeTable{{
     {Opcode::Activate, "activate",
      "Reads accumulator rows, adds a bias row, applies the function and writes the results to "
      "the unified buffer (bf16, rounded by N-OUT) or the accumulators (fp32); with REQ, "
-     "requantises int32 rows to int8 instead (Q-REQ).",
+     "requantises int32 rows to int8 instead (Q-REQ), or with REQ and F32 rescales them to int32 "
+     "accumulator rows.",
      {kActivateFields, 13}, {kActivateFlags, 3}, 0x07, kActivateUsedBits, &kActivateRules},
     {Opcode::WriteHost, "write_host",
      "Copies unified-buffer (bf16, or int8 with I8) or accumulator (fp32 or int32) rows to host "

@@ -77,7 +77,8 @@ struct ActivateArgs {
   std::uint32_t bias_addr = 0;
   std::uint32_t bias_step = 0;
   // REQ: requantise int32 rows to int8 (Q-REQ) with the three rows bias, multiplier and shift
-  // at bias_addr (bias must be set, func None, f32 clear), the output zero point and clamp.
+  // at bias_addr (bias must be set, func None), the output zero point and clamp; with f32, the
+  // int32 values before the zero point and clamp (which must be 0) into the accumulators.
   bool req = false;
   int zero_point = 0;
   int clamp_lo = 0;

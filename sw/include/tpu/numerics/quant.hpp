@@ -83,4 +83,50 @@ int relu6_quantized_six(double output_scale);
 // for relu6. Throws std::invalid_argument otherwise.
 std::pair<int, int> clamp_bounds(QuantActivation act, int zero_point, double output_scale);
 
+// Q-ADD: TensorFlow Lite's int8 ADD. Each input's offset value (q - its zero point) is moved up
+// by 2^20 (kAddLeftShift) and rescaled to the common scale 2 max(s_a, s_b) / 2^20 by its
+// multiplier (Q-REQ's multiply, no bias), the two are added, and the sum is requantised to the
+// output by Q-REQ (no bias) with the output's multiplier, zero point and clamp.
+inline constexpr int kAddLeftShift = 20;
+
+struct QuantAddParams {
+  int a_zero_point = 0, b_zero_point = 0;  // in [-128, 127]
+  QuantizedMultiplier a, b;                // s_a / (2 max(s_a, s_b)), s_b / (2 max(s_a, s_b))
+  QuantizedMultiplier out;                 // 2 max(s_a, s_b) / (2^20 s_y)
+  int zero_point = 0;                      // the output's, in [-128, 127]
+  int lo = -128, hi = 127;                 // the clamp (clamp_bounds)
+};
+
+// TensorFlow Lite's parameters of an ADD of a (scale a_scale, zero point a_zero_point) and b
+// into y, by Q-SCALE from the real multipliers above computed in double precision, the clamp of
+// the fused activation. Throws std::invalid_argument for a scale that is not positive and finite,
+// a zero point outside [-128, 127] or a multiplier Q-SCALE refuses.
+QuantAddParams quant_add_params(double a_scale, int a_zero_point, double b_scale, int b_zero_point,
+                                double y_scale, int y_zero_point, QuantActivation act);
+
+// Q-ADD of one pair of values: with x_a = multiply_by_quantized_multiplier((a - za) 2^20, p.a)
+// and x_b likewise, requantize(x_a + x_b, {0, p.out, zo, lo, hi}). Throws std::invalid_argument
+// for parameters outside the ranges above.
+std::int8_t add_int8(std::int8_t a, std::int8_t b, const QuantAddParams& p);
+
+// Q-MEAN: the mean of `count` int8 values of scale x_scale and zero point x_zero_point, into y.
+// Their int32 sum S is moved up by 2^up, the largest power of two that keeps 256 count 2^up
+// within 2^30 and the multiplier below at least 2^-31 (so that Q-REQ's first rounding, SRDHM's,
+// falls far below the output's step), and
+// requantised by Q-REQ with the bias -count x_zero_point 2^up (the values' offsets summed
+// exactly, as Q-ZP takes off a zero point), the multiplier x_scale / (count y_scale 2^up) by
+// Q-SCALE, the output's zero point and the clamp of the fused activation.
+struct QuantMeanParams {
+  int up = 0;
+  RequantParams requant;
+};
+
+// Throws std::invalid_argument for a count of 0 or above 2^22, a scale that is not positive
+// and finite, a zero point outside [-128, 127] or a multiplier Q-SCALE refuses.
+QuantMeanParams quant_mean_params(double x_scale, int x_zero_point, double y_scale,
+                                  int y_zero_point, std::uint64_t count, QuantActivation act);
+
+// Q-MEAN of a window whose int8 values sum to `sum` (wrapping, as ELTWISE I32's adds).
+std::int8_t mean_int8(std::int32_t sum, const QuantMeanParams& p);
+
 }  // namespace tpu::num
