@@ -980,10 +980,18 @@ def sv_decoder(isa, source):
             errors.append(f"({is_op(op)} && {unless} && |{{{nonzero}}})")
         for first, second in op.requires:
             errors.append(f"({is_op(op)} && {flag_set(op, first)} && !{flag_set(op, second)})")
+        # The fields a flag excludes as one OR of their bits, the same expression as a
+        # zero_unless rule's of those fields, which synthesis then shares.
+        excluded_fields = {}
         for first, second in op.excludes:
-            other = (flag_set(op, second) if isinstance(second, Flag) else
-                     f"fields_o.{second.name} != '0")
-            errors.append(f"({is_op(op)} && {flag_set(op, first)} && {other})")
+            if isinstance(second, Flag):
+                errors.append(f"({is_op(op)} && {flag_set(op, first)} && "
+                              f"{flag_set(op, second)})")
+            else:
+                excluded_fields.setdefault(first, []).append(second)
+        for first, fields in excluded_fields.items():
+            nonzero = ", ".join(f"fields_o.{field.name}" for field in fields)
+            errors.append(f"({is_op(op)} && {flag_set(op, first)} && |{{{nonzero}}})")
     if kind["int8"]:
         errors.append("(!Int8 && kind_o.int8)")
     if kind["float_dp"]:

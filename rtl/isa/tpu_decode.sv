@@ -128,13 +128,9 @@ module tpu_decode #(
           fields_o.clamp_lo, fields_o.clamp_hi}) ||
       (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagReq] &&
           !fields_o.flags[tpu_isa_pkg::ActivateFlagBias]) ||
-      (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagReq] && fields_o.func != '0) ||
-      (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagF32] && fields_o.zero_point != '0)
-          ||
-      (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagF32] && fields_o.clamp_lo != '0)
-          ||
-      (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagF32] && fields_o.clamp_hi != '0)
-          ||
+      (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagReq] && |{fields_o.func}) ||
+      (kind_o.activate && fields_o.flags[tpu_isa_pkg::ActivateFlagF32] && |{fields_o.zero_point,
+          fields_o.clamp_lo, fields_o.clamp_hi}) ||
       (kind_o.write_host && fields_o.flags[tpu_isa_pkg::WriteHostFlagI8] &&
           fields_o.flags[tpu_isa_pkg::WriteHostFlagAcc]) ||
       (kind_o.allreduce && fields_o.total == '0) ||

@@ -14,11 +14,21 @@ namespace {
 constexpr num::fp32_t kMinusInfinity = 0xFF800000u;  // the seed of a maximum
 constexpr num::fp32_t kMinusZero = 0x80000000u;      // the seed of a sum
 // Accumulator rows 0 and 1 of the first bank: the seed row, an average's reciprocal row (int8:
-// 2^up, then rows 2 to 4, the requantisation's bias, multiplier and shift). Each bank keeps them
-// free, so that both hold a band of the same size.
+// an average's 2^up, then rows 2 to 4, the requantisation's bias, multiplier and shift: a
+// maximum's leaves each value as it is). Each bank keeps them free, so that both hold a band of
+// the same size.
 constexpr std::uint32_t kSeedRow = 0, kScaleRow = 1, kRequantRows = 2;
 std::uint32_t const_rows(const PoolSpec& s) {
   return s.int8 ? 5 : 2;
+}
+
+// The requantisation of an int8 pool's int32 results: an average's (Q-MEAN), or for a maximum
+// one that leaves every int8 value as it is (x 2, then SRDHM by 2^30 halves it exactly).
+num::RequantParams int8_requant(const PoolSpec& s) {
+  if (!s.max) return s.mean.requant;
+  num::RequantParams same;
+  same.m = {1 << 30, 1};
+  return same;
 }
 
 // The output positions [first, last] along one axis whose windows have kernel offset k inside
@@ -51,17 +61,15 @@ void check_spec(const HardwareConfig& config, const PoolSpec& s) {
   }
   if (!s.max && s.count == 0) throw std::invalid_argument("an average over a count of 0");
   if (s.int8) {
-    if (s.max) throw std::invalid_argument("an int8 pooling that is not an average");
     if (!config.int8) {
-      throw std::invalid_argument("an int8 average needs the int8 datapath; " + config.name() +
+      throw std::invalid_argument("int8 pooling needs the int8 datapath; " + config.name() +
                                   " has none");
     }
     if (config.ub_depth < config.acc_depth) {
       throw std::invalid_argument(
-          "an int8 average needs a unified buffer as deep as the "
-          "accumulators");
+          "int8 pooling needs a unified buffer as deep as the accumulators");
     }
-    static_cast<void>(num::mean_int8(0, s.mean));  // the parameters' ranges
+    if (!s.max) static_cast<void>(num::mean_int8(0, s.mean));  // the parameters' ranges
   }
   // Every window has a value inside the image: an output row has a kernel row inside, an
   // output column a kernel column.
@@ -170,7 +178,7 @@ void fold_taps(isa::ProgramBuilder& p, const PoolSpec& s, const Band& band, std:
       const std::int64_t ky_last = std::min<std::int64_t>(s.kernel_h, s.height - top) - 1;
       isa::EltwiseArgs e;
       e.op = op;
-      e.int32 = s.int8;
+      e.int32 = e.ub = s.int8;  // int8: the pixels are unified-buffer rows
       e.rows = tiles;
       e.addr_b = e.bias_addr = out_row;
       if (whole_rows) {
@@ -201,7 +209,8 @@ void fold_taps(isa::ProgramBuilder& p, const PoolSpec& s, const Band& band, std:
 
 std::uint64_t PoolPlan::written_bytes() const {
   const std::uint64_t pixels = std::uint64_t{spec.batch} * spec.height * spec.width;
-  return (const_rows(spec) + pixels * tiles) * row_stride + program.size() * isa::kInstrBytes;
+  return const_rows(spec) * row_stride + pixels * tiles * in_stride +
+         program.size() * isa::kInstrBytes;
 }
 
 std::uint64_t PoolPlan::read_bytes() const {
@@ -218,7 +227,7 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
   plan.tiles = layout.tiles;
   plan.row_stride = layout.stride;
   // int8 host rows: D bytes, aligned to D or the bus, whichever is smaller (HOST_ALIGN).
-  plan.out_stride = spec.int8 ? config.dim : layout.stride;
+  plan.in_stride = plan.out_stride = spec.int8 ? config.dim : layout.stride;
   const std::uint32_t constants = const_rows(spec);
   const std::uint32_t bank = config.acc_depth / 2;
   const std::uint32_t region = bank - constants;
@@ -228,7 +237,7 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
   const std::uint64_t const_addr = (base + 63) / 64 * 64;
   const std::uint64_t in_addr = const_addr + layout.bytes(constants);
   const std::uint64_t out_addr =
-      in_addr + layout.bytes(std::uint64_t{spec.batch} * spec.height * spec.width);
+      in_addr + std::uint64_t{spec.batch} * spec.height * spec.width * plan.tiles * plan.in_stride;
   const std::uint64_t prog_addr =
       (out_addr +
        std::uint64_t{spec.batch} * spec.out_h * spec.out_w * plan.tiles * plan.out_stride + 63) /
@@ -261,13 +270,27 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
     const std::uint32_t rows =
         band.tiles == tiles ? band.images * (load ? band.in_rows : band.out_rows) * width * tiles
                             : band.tiles;
-    const std::uint32_t stride = load ? plan.row_stride : plan.out_stride;
+    const std::uint32_t stride = load ? plan.in_stride : plan.out_stride;
     const std::uint64_t host = base_addr + (first_pixel * tiles + band.tile) * stride;
     const auto step = static_cast<std::uint32_t>(tiles * stride);
-    if (load) {
-      acc_rows::load(p, acc, rows, host, stride, static_cast<std::uint32_t>(pixels), step);
-    } else if (!spec.int8) {
-      acc_rows::store(p, acc, rows, host, stride, static_cast<std::uint32_t>(pixels), step);
+    if (!spec.int8) {
+      if (load) {
+        acc_rows::load(p, acc, rows, host, stride, static_cast<std::uint32_t>(pixels), step);
+      } else {
+        acc_rows::store(p, acc, rows, host, stride, static_cast<std::uint32_t>(pixels), step);
+      }
+    } else if (load) {
+      // int8 pixels into the unified buffer's rows of the same numbers.
+      isa::ReadHostArgs read;
+      read.i8 = true;
+      read.count = static_cast<std::uint32_t>(pixels);
+      read.rows = rows;
+      read.addr_b = acc;
+      read.step_b = pixels > 1 ? rows : 0;
+      read.host_addr = static_cast<std::uint32_t>(host);
+      read.host_stride = stride;
+      read.host_step = pixels > 1 ? step : 0;
+      p.read_host(read);
     } else {
       // The requantised int8 rows, in the unified buffer's rows of the same numbers.
       isa::WriteHostArgs store;
@@ -301,21 +324,24 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
                         out_base, out_rows);
     fold_taps(p, spec, band, in_base, out_base);
     if (spec.int8) {
-      isa::EltwiseArgs up;
-      up.op = isa::VectorOp::Mul;
-      up.int32 = up.row = true;
-      up.rows = out_rows;
-      up.addr_a = up.addr_b = out_base;
-      up.bias_addr = kScaleRow;
-      p.eltwise(up);
+      if (!spec.max) {
+        isa::EltwiseArgs up;
+        up.op = isa::VectorOp::Mul;
+        up.int32 = up.row = true;
+        up.rows = out_rows;
+        up.addr_a = up.addr_b = out_base;
+        up.bias_addr = kScaleRow;
+        p.eltwise(up);
+      }
+      const num::RequantParams q = int8_requant(spec);
       isa::ActivateArgs req;
       req.req = req.bias = true;
       req.rows = out_rows;
       req.addr_a = req.addr_b = out_base;
       req.bias_addr = kRequantRows;
-      req.zero_point = spec.mean.requant.zero_point;
-      req.clamp_lo = spec.mean.requant.lo;
-      req.clamp_hi = spec.mean.requant.hi;
+      req.zero_point = q.zero_point;
+      req.clamp_lo = q.lo;
+      req.clamp_hi = q.hi;
       p.activate(req);
     } else if (!spec.max) {
       acc_rows::with_row(p, isa::VectorOp::Mul, out_base, out_rows, kScaleRow);
@@ -351,26 +377,22 @@ std::vector<T> transpose_pixels(const PoolSpec& s, std::uint64_t plane, const st
   return y;
 }
 
-// The constant rows (`values`, each D lanes whatever C is), the input's pixels as accumulator
-// rows (fp32 values or int32 ones) and the program.
-void write_pool_memory(const PoolPlan& plan, HostMemory& memory,
-                       const std::vector<num::fp32_t>& constants,
-                       const std::vector<num::fp32_t>& x) {
+// The constant rows (`constants`, each D lanes whatever C is) and the program; checks that x
+// has the spec's values.
+void write_pool_constants(const PoolPlan& plan, HostMemory& memory,
+                          const std::vector<num::fp32_t>& constants, std::size_t values) {
   const PoolSpec& s = plan.spec;
-  const std::uint64_t plane = std::uint64_t{s.height} * s.width;
-  if (x.size() != std::uint64_t{s.batch} * s.channels * plane) {
+  if (values != std::uint64_t{s.batch} * s.channels * s.height * s.width) {
     throw std::invalid_argument(
-        fmt::format("the pooling's input has {} values, the plan {}x{}x{}x{}", x.size(), s.batch,
+        fmt::format("the pooling's input has {} values, the plan {}x{}x{}x{}", values, s.batch,
                     s.channels, s.height, s.width));
   }
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
-  const acc_rows::Layout layout = acc_rows::Layout::of(plan.config, s.channels);
-  const acc_rows::Layout row{layout.dim, layout.dim, 1, layout.stride};
+  const std::uint32_t d = plan.config.dim;
+  const acc_rows::Layout row{d, d, 1, plan.row_stride};
   std::vector<num::fp32_t> lanes;
-  for (const num::fp32_t value : constants) lanes.insert(lanes.end(), layout.dim, value);
+  for (const num::fp32_t value : constants) lanes.insert(lanes.end(), d, value);
   acc_rows::write(memory, plan.const_addr, row, lanes.data(), lanes.size(), 0);
-  const std::vector<num::fp32_t> pixels = transpose_pixels(s, plane, x, false);
-  acc_rows::write(memory, plan.in_addr, layout, pixels.data(), pixels.size(), 0);
   memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
 }
 
@@ -378,10 +400,14 @@ void write_pool_memory(const PoolPlan& plan, HostMemory& memory,
 
 void write_pool_input(const PoolPlan& plan, HostMemory& memory, const std::vector<num::fp32_t>& x) {
   const PoolSpec& s = plan.spec;
-  if (s.int8) throw std::invalid_argument("the plan is of an int8 average");
-  write_pool_memory(
+  if (s.int8) throw std::invalid_argument("the plan is of an int8 pooling");
+  write_pool_constants(
       plan, memory,
-      {s.max ? kMinusInfinity : kMinusZero, s.max ? 0 : acc_rows::reciprocal(s.count)}, x);
+      {s.max ? kMinusInfinity : kMinusZero, s.max ? 0 : acc_rows::reciprocal(s.count)}, x.size());
+  const std::uint64_t plane = std::uint64_t{s.height} * s.width;
+  const std::vector<num::fp32_t> pixels = transpose_pixels(s, plane, x, false);
+  acc_rows::write(memory, plan.in_addr, acc_rows::Layout::of(plan.config, s.channels),
+                  pixels.data(), pixels.size(), 0);
 }
 
 std::vector<num::fp32_t> read_pool_output(const PoolPlan& plan, const HostMemory& memory) {
@@ -398,13 +424,23 @@ void write_pool_int8_input(const PoolPlan& plan, HostMemory& memory,
   const PoolSpec& s = plan.spec;
   if (!s.int8) throw std::invalid_argument("the plan is of a float pooling");
   const auto bits = [](std::int32_t v) { return static_cast<num::fp32_t>(v); };
-  std::vector<num::fp32_t> values(x.size());
-  std::transform(x.begin(), x.end(), values.begin(), [&](std::int8_t v) { return bits(v); });
-  // The seed (0), 2^up, then the requantisation's bias, multiplier and shift.
-  const num::RequantParams& q = s.mean.requant;
-  write_pool_memory(plan, memory,
-                    {0, bits(1 << s.mean.up), bits(q.bias), bits(q.m.multiplier), bits(q.m.shift)},
-                    values);
+  // The seed (a maximum's INT32_MIN, a sum's 0), an average's 2^up, then the requantisation's
+  // bias, multiplier and shift.
+  const num::RequantParams requant = int8_requant(s);
+  write_pool_constants(plan, memory,
+                       {s.max ? 0x80000000u : 0u, s.max ? 1u : bits(1 << s.mean.up),
+                        bits(requant.bias), bits(requant.m.multiplier), bits(requant.m.shift)},
+                       x.size());
+  // Pixels of C int8 values, each a row of D bytes a tile (lanes past C hold 0).
+  const std::uint64_t plane = std::uint64_t{s.height} * s.width;
+  const std::vector<std::int8_t> pixels = transpose_pixels(s, plane, x, false);
+  const std::uint32_t d = plan.config.dim;
+  std::vector<std::int8_t> rows(std::uint64_t{s.batch} * plane * plan.tiles * d, 0);
+  for (std::uint64_t q = 0; q < std::uint64_t{s.batch} * plane; ++q) {
+    std::copy_n(pixels.begin() + static_cast<std::ptrdiff_t>(q * s.channels), s.channels,
+                rows.begin() + static_cast<std::ptrdiff_t>(q * plan.tiles * d));
+  }
+  memory.write_array(plan.in_addr, rows);
 }
 
 std::vector<std::int8_t> read_pool_int8_output(const PoolPlan& plan, const HostMemory& memory) {
@@ -474,6 +510,11 @@ auto fold_windows(const PoolSpec& s, const std::vector<T>& x, Acc seed, Fold fol
 }  // namespace
 
 std::vector<std::int8_t> reference_pool_int8(const PoolSpec& s, const std::vector<std::int8_t>& x) {
+  if (s.max) {
+    return fold_windows(
+        s, x, std::int8_t{-128}, [](std::int8_t best, std::int8_t v) { return std::max(best, v); },
+        [](std::int8_t best) { return best; });
+  }
   // The sum wraps, as ELTWISE I32's adds do (Q-MEAN, Q-MAC).
   return fold_windows(
       s, x, std::uint32_t{0},

@@ -535,10 +535,11 @@ TEST_P(CoreBasic, Int8AddGivesTheReferenceBitsInTheModelsCycles) {
   expect_model_cycles(config, plan.program, run.result, "int8 add", 0.05);
 }
 
-// The int8 average (plan_pool with int8, Q-MEAN) on the RTL: a global mean over images whose
-// channels take two tiles, and a 2x2 average, reference_pool_int8's bits, the cycle model close
-// to the cycles it takes; refused with one line without the vector unit or the int8 datapath.
-TEST_P(CoreBasic, Int8AverageGivesTheReferenceBitsInTheModelsCycles) {
+// int8 pooling (plan_pool with int8) on the RTL: a global mean (Q-MEAN) over images whose
+// channels take two tiles, a 2x2 average and ResNet's 3x3 maximum, reference_pool_int8's bits,
+// the cycle model close to the cycles it takes; refused with one line without the vector unit or
+// the int8 datapath.
+TEST_P(CoreBasic, Int8PoolingGivesTheReferenceBitsInTheModelsCycles) {
   const HardwareConfig config = config_named(GetParam());
   PoolSpec global;
   global.max = false;
@@ -556,12 +557,18 @@ TEST_P(CoreBasic, Int8AverageGivesTheReferenceBitsInTheModelsCycles) {
   window.out_h = window.out_w = 3;
   window.count = 4;
   window.mean = num::quant_mean_params(0.05, 100, 0.04, -50, 4, num::QuantActivation::kRelu);
+  PoolSpec resnet_max = window;
+  resnet_max.max = true;
+  resnet_max.height = resnet_max.width = 8;
+  resnet_max.kernel_h = resnet_max.kernel_w = 3;
+  resnet_max.pad_top = resnet_max.pad_left = 1;
+  resnet_max.out_h = resnet_max.out_w = 4;
   if (config.vector_lanes == 0 || !config.int8) {
     EXPECT_THROW(plan_pool(config, global), std::invalid_argument);
     return;
   }
   oracle::OperandRng rng(test::test_seed() + 16);
-  for (const PoolSpec& spec : {global, window}) {
+  for (const PoolSpec& spec : {global, window, resnet_max}) {
     std::vector<std::int8_t> x(std::size_t{spec.batch} * spec.channels * spec.height * spec.width);
     for (std::int8_t& v : x) v = static_cast<std::int8_t>(rng.uniform(0, 255) - 128);
     const PoolPlan plan = plan_pool(config, spec, 0x1000);
@@ -569,7 +576,8 @@ TEST_P(CoreBasic, Int8AverageGivesTheReferenceBitsInTheModelsCycles) {
     const PoolInt8Run run = execute_pool_int8(plan, rtl, x);
     ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
     EXPECT_EQ(run.out, reference_pool_int8(spec, x));
-    expect_model_cycles(config, plan.program, run.result, "int8 average", 0.05);
+    expect_model_cycles(config, plan.program, run.result, spec.max ? "int8 max" : "int8 average",
+                        0.05);
   }
 }
 

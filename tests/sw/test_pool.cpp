@@ -4,8 +4,8 @@
 // windows with padding, strides larger and smaller than the kernel, global windows, one spatial
 // dimension, channels that do not fill a row of the array, images that take several bands (of
 // output rows, of channel tiles) and bands of several images; the program reads only rows it wrote;
-// the int8 average (Q-MEAN) against the exact oracle's requantisation of each window's sum; the
-// refusals.
+// the int8 average (Q-MEAN) against the exact oracle's requantisation of each window's sum, the
+// int8 maximum against the float one's; the refusals.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -244,6 +244,41 @@ TEST(Pool, Int8AverageGivesQMeansBits) {
   }
 }
 
+// int8 max pooling: the program on the functional model gives reference_pool_int8's values, which
+// are the float pooling's maxima of the same values (exact in fp32), padding not counted.
+TEST(Pool, Int8MaxGivesTheLargestValues) {
+  oracle::OperandRng rng(test::test_seed() + 4);
+  HardwareConfig config = test::small_vector_core(256);
+  config.int8 = true;
+  PoolSpec global = spec_of(true, 2, 10, 8, 8, 8, 1, 0);  // a channel tile a band
+  const PoolSpec cases[] = {spec_of(true, 2, 6, 8, 8, 3, 2, 1), spec_of(true, 3, 4, 6, 6, 2, 2, 0),
+                            global};
+  for (PoolSpec s : cases) {
+    SCOPED_TRACE(::testing::Message()
+                 << s.kernel_h << "x" << s.kernel_w << " over " << s.height << "x" << s.width);
+    s.int8 = true;
+    std::vector<std::int8_t> x(std::size_t{s.batch} * s.channels * s.height * s.width);
+    for (std::int8_t& v : x) v = static_cast<std::int8_t>(rng.uniform(0, 255) - 128);
+    const PoolPlan plan = plan_pool(config, s, 0x40);
+    FunctionalModel model(config, 0);
+    const PoolInt8Run run = execute_pool_int8(plan, model, x);
+    ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error) << ": "
+                                 << model.error_detail();
+    const std::vector<std::int8_t> want = reference_pool_int8(s, x);
+    EXPECT_EQ(run.out, want);
+    EXPECT_EQ(model.uninitialized_reads(), 0u);
+    PoolSpec as_float = s;
+    as_float.int8 = false;
+    std::vector<num::fp32_t> values;
+    for (const std::int8_t v : x) values.push_back(oracle::as_bits(static_cast<float>(v)));
+    const std::vector<num::fp32_t> maxima = reference_pool(as_float, values);
+    ASSERT_EQ(maxima.size(), want.size());
+    for (std::size_t e = 0; e < want.size(); ++e) {
+      EXPECT_EQ(oracle::as_bits(static_cast<float>(want[e])), maxima[e]) << "output " << e;
+    }
+  }
+}
+
 TEST(Pool, RefusesWhatItCannotRun) {
   const HardwareConfig config = test::small_vector_core(256);
   const PoolSpec good = spec_of(true, 1, 4, 4, 4, 2, 2, 0);
@@ -281,9 +316,6 @@ TEST(Pool, RefusesWhatItCannotRun) {
   int8.int8 = true;
   EXPECT_NO_THROW(plan_pool(int8, mean8));
   EXPECT_THROW(plan_pool(config, mean8), std::invalid_argument);
-  bad = mean8;
-  bad.max = true;
-  EXPECT_THROW(plan_pool(int8, bad), std::invalid_argument);
   bad = mean8;
   bad.mean.requant.zero_point = 300;
   EXPECT_THROW(plan_pool(int8, bad), std::invalid_argument);

@@ -672,7 +672,7 @@ WindowCount count_window(const Window& win, std::int64_t h, std::int64_t w, std:
 // A pool of `win`'s windows on the vector unit (ops::pool_on_core): windows without dilation
 // whose every window has a value inside the image, an average only where every window divides by
 // the same count. A max pool of int8 or uint8 values (a QDQ model's, its DequantizeLinear and
-// QuantizeLinear fused away) takes them as fp32, where each is exact, and so is their maximum.
+// QuantizeLinear fused away) runs as int8 pooling.
 std::optional<Tensor> windows_on_core(Context& context, const Tensor& x, const Window& win,
                                       bool max, bool count_pad) {
   if (!context.accelerator || context.accelerator->config().vector_lanes == 0 ||
@@ -707,12 +707,17 @@ std::optional<Tensor> windows_on_core(Context& context, const Tensor& x, const W
   spec.count = max ? 1 : dim(count);
   const Shape out_shape = spatial_out(x.shape, x.shape[1], win);
   if (!x.is_float()) {
-    const std::vector<float> values(x.ints.begin(), x.ints.end());
-    std::optional<std::vector<float>> y = ops::pool_on_core(context, spec, values);
+    // uint8 moved down by 128 and back: the order, and so the maximum, stays.
+    const int shift = x.dtype == DType::UInt8 ? 128 : 0;
+    std::vector<std::int8_t> values(x.size());
+    std::transform(x.ints.begin(), x.ints.end(), values.begin(),
+                   [&](std::int64_t v) { return static_cast<std::int8_t>(v - shift); });
+    spec.int8 = true;
+    std::optional<std::vector<std::int8_t>> y = ops::pool_int8_on_core(context, spec, values);
     if (!y) return std::nullopt;
     Tensor q(x.dtype, out_shape);
     std::transform(y->begin(), y->end(), q.ints.begin(),
-                   [](float v) { return static_cast<std::int64_t>(v); });
+                   [&](std::int8_t v) { return std::int64_t{v} + shift; });
     return q;
   }
   std::optional<std::vector<float>> y = ops::pool_on_core(context, spec, x.floats);

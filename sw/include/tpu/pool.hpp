@@ -12,9 +12,10 @@
 // kernel row and kernel column one ELTWISE folds that tap into the output pixels whose windows
 // have it inside the image (a window row as wide as the image, unpadded, folds its taps in one
 // ELTWISE), an average's sums are multiplied by the reciprocal, and the output rows are written.
-// An int8 average folds int32 sums of the values (written as int32 accumulator rows), moves them
-// up (ELTWISE I32 ROW mul) and requantises them into the unified buffer (ACTIVATE REQ), whence
-// int8 rows are written.
+// int8 pooling reads the pixels as int8 rows into the unified buffer and folds them into int32
+// accumulator rows (ELTWISE UB I32); an average's sums are moved up (ELTWISE I32 ROW mul) and
+// requantised into the unified buffer (ACTIVATE REQ), a maximum's values requantised as they
+// are, and int8 rows are written.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +38,9 @@ struct PoolSpec {
   // An average's divisor: the same for every window (the caller leaves windows whose counts
   // differ, padding not counted, to the host).
   std::uint32_t count = 1;
-  // An int8 average (Q-MEAN of docs/numerics.md, num::quant_mean_params; a core with the int8
-  // datapath): each window's int32 sum of its int8 values, moved up by 2^mean.up and requantised.
+  // int8 values (a core with the int8 datapath): a maximum, or an average (Q-MEAN of
+  // docs/numerics.md, num::quant_mean_params): each window's int32 sum of its int8 values, moved
+  // up by 2^mean.up and requantised.
   bool int8 = false;
   num::QuantMeanParams mean;
 };
@@ -48,7 +50,8 @@ struct PoolPlan {
   HardwareConfig config;
   std::uint32_t tiles = 0;       // accumulator rows a pixel takes, ceil(C / D)
   std::uint32_t row_stride = 0;  // host bytes between accumulator rows
-  std::uint32_t out_stride = 0;  // host bytes between output rows (int8: int8 rows of D bytes)
+  // Host bytes between input rows and between output rows (int8: int8 rows of D bytes).
+  std::uint32_t in_stride = 0, out_stride = 0;
   std::uint32_t bands = 0;       // passes through the accumulators
   // Host memory: the seed row (and an average's reciprocal row), the input's pixels (NHWC), the
   // output's, the program.
@@ -80,7 +83,7 @@ PoolRun execute_pool(const PoolPlan& plan, Backend& backend, const std::vector<n
 // The bits the plan's program gives, computed on the host window by window (N-POOL).
 std::vector<num::fp32_t> reference_pool(const PoolSpec& spec, const std::vector<num::fp32_t>& x);
 
-// The int8 average (spec.int8): x and the output int8, NCHW.
+// int8 pooling (spec.int8): x and the output int8, NCHW.
 void write_pool_int8_input(const PoolPlan& plan, HostMemory& memory,
                            const std::vector<std::int8_t>& x);
 std::vector<std::int8_t> read_pool_int8_output(const PoolPlan& plan, const HostMemory& memory);
@@ -90,7 +93,7 @@ struct PoolInt8Run {
 };
 PoolInt8Run execute_pool_int8(const PoolPlan& plan, Backend& backend,
                               const std::vector<std::int8_t>& x);
-// Q-MEAN window by window (num::mean_int8 of each window's sum).
+// Window by window: the largest value, or Q-MEAN (num::mean_int8 of the window's sum).
 std::vector<std::int8_t> reference_pool_int8(const PoolSpec& spec,
                                              const std::vector<std::int8_t>& x);
 
