@@ -535,6 +535,31 @@ TEST_P(CoreBasic, Int8AddGivesTheReferenceBitsInTheModelsCycles) {
   expect_model_cycles(config, plan.program, run.result, "int8 add", 0.05);
 }
 
+// ACTIVATE REQ F32 (a rescaling into int32 accumulator rows) with a zero point or a clamp bound:
+// ILLEGAL_FIELD at that instruction on the RTL and the functional model, on a core with the int8
+// datapath; without one, REQ itself is.
+TEST_P(CoreBasic, RescalingRefusesAZeroPointOrAClamp) {
+  const HardwareConfig config = config_named(GetParam());
+  CoreHarness h(config);
+  const std::string prelude = fmt::format("read_host acc rows=4 host_addr=0x1000 host_stride={}\n",
+                                          std::max(4 * config.dim, config.bus_bytes));
+  for (const char* fields : {"", " zero_point=1", " clamp_lo=-128", " clamp_hi=127"}) {
+    SCOPED_TRACE(fields);
+    const BothResults r =
+        h.run(isa::assemble(prelude + "activate bias req f32 rows=1 addr_a=0 addr_b=0 bias_addr=1" +
+                            fields + "\nhalt\n"));
+    if (config.int8 && *fields == '\0') {
+      EXPECT_TRUE(r.rtl.ok()) << regs::error_name(r.rtl.error);
+      EXPECT_TRUE(r.model.ok()) << regs::error_name(r.model.error);
+      continue;
+    }
+    EXPECT_EQ(r.rtl.error, regs::Error::IllegalField) << regs::error_name(r.rtl.error);
+    EXPECT_EQ(r.rtl.error_pc, 1u);
+    EXPECT_EQ(r.model.error, regs::Error::IllegalField) << regs::error_name(r.model.error);
+    EXPECT_EQ(r.model.error_pc, 1u);
+  }
+}
+
 // int8 pooling (plan_pool with int8) on the RTL: a global mean (Q-MEAN) over images whose
 // channels take two tiles, a 2x2 average and ResNet's 3x3 maximum, reference_pool_int8's bits,
 // the cycle model close to the cycles it takes; refused with one line without the vector unit or
