@@ -171,6 +171,27 @@ TEST(Pool, SpecialValuesFoldAsTheContractSays) {
   EXPECT_EQ(run_on_model(config, s, windows[2]).out[0], 0u);
 }
 
+// Random int8 images for an int8 pooling, its program's run on the functional model (which must
+// halt and read only rows it wrote) and reference_pool_int8's values, which it must give.
+struct Int8Outcome {
+  std::vector<std::int8_t> x, want;
+};
+Int8Outcome run_int8_on_model(const HardwareConfig& config, const PoolSpec& s,
+                              oracle::OperandRng& rng) {
+  Int8Outcome o;
+  o.x.resize(std::size_t{s.batch} * s.channels * s.height * s.width);
+  for (std::int8_t& v : o.x) v = static_cast<std::int8_t>(rng.uniform(0, 255) - 128);
+  const PoolPlan plan = plan_pool(config, s, 0x40);
+  FunctionalModel model(config, 0);
+  const PoolInt8Run run = execute_pool_int8(plan, model, o.x);
+  EXPECT_TRUE(run.result.ok()) << regs::error_name(run.result.error) << ": "
+                               << model.error_detail();
+  o.want = reference_pool_int8(s, o.x);
+  EXPECT_EQ(run.out, o.want);
+  EXPECT_EQ(model.uninitialized_reads(), 0u);
+  return o;
+}
+
 // The int8 average (Q-MEAN): the program on the functional model gives reference_pool_int8's
 // bits, which are the exact oracle's Q-REQ of each window's sum moved up (the zero points' share
 // in the bias), and an unclamped result lies within half a step and a sliver of the real mean.
@@ -203,16 +224,7 @@ TEST(Pool, Int8AverageGivesQMeansBits) {
     s.mean =
         num::quant_mean_params(x_scale, c.x_zero_point, y_scale, c.y_zero_point, s.count, c.act);
     const num::RequantParams& q = s.mean.requant;
-    std::vector<std::int8_t> x(std::size_t{s.batch} * s.channels * s.height * s.width);
-    for (std::int8_t& v : x) v = static_cast<std::int8_t>(rng.uniform(0, 255) - 128);
-    const PoolPlan plan = plan_pool(config, s, 0x40);
-    FunctionalModel model(config, 0);
-    const PoolInt8Run run = execute_pool_int8(plan, model, x);
-    ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error) << ": "
-                                 << model.error_detail();
-    const std::vector<std::int8_t> want = reference_pool_int8(s, x);
-    EXPECT_EQ(run.out, want);
-    EXPECT_EQ(model.uninitialized_reads(), 0u);
+    const auto [x, want] = run_int8_on_model(config, s, rng);
     // Each window's sum, the oracle's Q-REQ of it, and the real mean (padding counted as the
     // input zero point, as the count says).
     const std::size_t plane = std::size_t{s.height} * s.width;
@@ -257,16 +269,7 @@ TEST(Pool, Int8MaxGivesTheLargestValues) {
     SCOPED_TRACE(::testing::Message()
                  << s.kernel_h << "x" << s.kernel_w << " over " << s.height << "x" << s.width);
     s.int8 = true;
-    std::vector<std::int8_t> x(std::size_t{s.batch} * s.channels * s.height * s.width);
-    for (std::int8_t& v : x) v = static_cast<std::int8_t>(rng.uniform(0, 255) - 128);
-    const PoolPlan plan = plan_pool(config, s, 0x40);
-    FunctionalModel model(config, 0);
-    const PoolInt8Run run = execute_pool_int8(plan, model, x);
-    ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error) << ": "
-                                 << model.error_detail();
-    const std::vector<std::int8_t> want = reference_pool_int8(s, x);
-    EXPECT_EQ(run.out, want);
-    EXPECT_EQ(model.uninitialized_reads(), 0u);
+    const auto [x, want] = run_int8_on_model(config, s, rng);
     PoolSpec as_float = s;
     as_float.int8 = false;
     std::vector<num::fp32_t> values;
