@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -69,13 +70,39 @@ inline std::vector<num::fp32_t> read(const HostMemory& memory, std::uint64_t add
   return values;
 }
 
-// READ_HOST of `count` iterations of `rows` fp32 rows from `host_addr` (rows `stride` bytes
-// apart, iterations `host_step`), into consecutive accumulator rows from `first`.
+// What load() and store() move: fp32 (or int32) accumulator rows, or int8 rows of the unified
+// buffer (READ_HOST I8 and WRITE_HOST I8: D bytes a host row).
+enum class Rows { Acc, UbInt8 };
+
+// Accumulator rows from `addr`, `stride` bytes apart, row r holding values[r] in each of its
+// `dim` lanes (fp32 bits, or int32 values as their bits): a program's constants.
+inline void write_constants(HostMemory& memory, std::uint64_t addr, std::uint32_t dim,
+                            std::uint32_t stride, const std::vector<num::fp32_t>& values) {
+  for (std::size_t r = 0; r < values.size(); ++r) {
+    memory.write_array(addr + r * stride, std::vector<num::fp32_t>(dim, values[r]));
+  }
+}
+
+// The most rows a block takes, of `tiles` accumulator rows each, when the result has `rows`:
+// more blocks overlap more of the first block's loads and the last one's store with the rest,
+// fewer cost fewer instructions. Of a quarter, a sixteenth, sqrt, 2 sqrt and 4 sqrt of the
+// result's accumulator rows a block (each at least 16), 2 sqrt ran fastest on the 16x16 core's
+// RTL when its vector unit took a row at a time (commit 4052004;
+// CoreBasic.ElementwiseGivesTheReferenceBitsInTheModelsCycles prints the cycles).
+inline std::uint64_t block_cap(std::uint64_t rows, std::uint64_t tiles) {
+  const auto acc_rows = static_cast<double>(rows * tiles);
+  const auto cap = std::max<std::uint64_t>(16, static_cast<std::uint64_t>(2 * std::sqrt(acc_rows)));
+  return std::max<std::uint64_t>(1, cap / tiles);
+}
+
+// READ_HOST of `count` iterations of `rows` rows from `host_addr` (rows `stride` bytes apart,
+// iterations `host_step`), into consecutive rows from `first`.
 inline void load(isa::ProgramBuilder& p, std::uint32_t first, std::uint32_t rows,
                  std::uint64_t host_addr, std::uint32_t stride, std::uint32_t count = 1,
-                 std::uint32_t host_step = 0) {
+                 std::uint32_t host_step = 0, Rows kind = Rows::Acc) {
   isa::ReadHostArgs load;
-  load.acc = true;
+  load.acc = kind == Rows::Acc;
+  load.i8 = kind == Rows::UbInt8;
   load.count = count;
   load.rows = rows;
   load.addr_b = first;
@@ -86,12 +113,13 @@ inline void load(isa::ProgramBuilder& p, std::uint32_t first, std::uint32_t rows
   p.read_host(load);
 }
 
-// WRITE_HOST of consecutive accumulator rows from `first` likewise.
+// WRITE_HOST of consecutive rows from `first` likewise.
 inline void store(isa::ProgramBuilder& p, std::uint32_t first, std::uint32_t rows,
                   std::uint64_t host_addr, std::uint32_t stride, std::uint32_t count = 1,
-                  std::uint32_t host_step = 0) {
+                  std::uint32_t host_step = 0, Rows kind = Rows::Acc) {
   isa::WriteHostArgs store;
-  store.acc = true;
+  store.acc = kind == Rows::Acc;
+  store.i8 = kind == Rows::UbInt8;
   store.count = count;
   store.rows = rows;
   store.addr_a = first;

@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 
 #include "acc_rows.hpp"
@@ -73,18 +72,6 @@ void check_spec(const HardwareConfig& config, const ElementwiseSpec& spec) {
 // the function and store of the block before, use the other, so that the vector unit (the last
 // to be served at a bank's ports, docs/core.md) never waits for them.
 constexpr std::uint32_t kRegionsPerBank = 2;
-
-// The most rows a block takes, of `tiles` accumulator rows each, when the result has `rows`:
-// more blocks overlap more of the first block's loads and the last one's store with the rest,
-// fewer cost fewer instructions. Of a quarter, a sixteenth, sqrt, 2 sqrt and 4 sqrt of the
-// result's accumulator rows a block (each at least 16), 2 sqrt ran fastest on the 16x16 core's
-// RTL when its vector unit took a row at a time (commit 4052004;
-// CoreBasic.ElementwiseGivesTheReferenceBitsInTheModelsCycles prints the cycles).
-std::uint64_t block_cap(std::uint64_t rows, std::uint64_t tiles) {
-  const auto acc_rows = static_cast<double>(rows * tiles);
-  const auto cap = std::max<std::uint64_t>(16, static_cast<std::uint64_t>(2 * std::sqrt(acc_rows)));
-  return std::max<std::uint64_t>(1, cap / tiles);
-}
 
 // The operands whose rows pass through the accumulators in blocks (those that do not repeat).
 std::uint32_t full_operands(const ElementwiseSpec& spec) {
@@ -176,7 +163,7 @@ ElementwisePlan plan_elementwise(const HardwareConfig& config, const Elementwise
   const std::uint64_t region_rows = (bank_rows - period_rows) / kRegionsPerBank;
   plan.block_rows = static_cast<std::uint32_t>(
       std::min<std::uint64_t>({plan.rows, region_rows / per_row, kMaxRowsField / plan.tiles,
-                               block_cap(plan.rows, plan.tiles)}));
+                               acc_rows::block_cap(plan.rows, plan.tiles)}));
 
   const std::uint64_t period_addr = (base + 63) / 64 * 64;
   const std::uint64_t data_bytes = layout.bytes(plan.rows);

@@ -273,36 +273,12 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
     const std::uint32_t stride = load ? plan.in_stride : plan.out_stride;
     const std::uint64_t host = base_addr + (first_pixel * tiles + band.tile) * stride;
     const auto step = static_cast<std::uint32_t>(tiles * stride);
-    if (!spec.int8) {
-      if (load) {
-        acc_rows::load(p, acc, rows, host, stride, static_cast<std::uint32_t>(pixels), step);
-      } else {
-        acc_rows::store(p, acc, rows, host, stride, static_cast<std::uint32_t>(pixels), step);
-      }
-    } else if (load) {
-      // int8 pixels into the unified buffer's rows of the same numbers.
-      isa::ReadHostArgs read;
-      read.i8 = true;
-      read.count = static_cast<std::uint32_t>(pixels);
-      read.rows = rows;
-      read.addr_b = acc;
-      read.step_b = pixels > 1 ? rows : 0;
-      read.host_addr = static_cast<std::uint32_t>(host);
-      read.host_stride = stride;
-      read.host_step = pixels > 1 ? step : 0;
-      p.read_host(read);
+    // int8 pixels pass through the unified buffer's rows of the same numbers.
+    const acc_rows::Rows kind = spec.int8 ? acc_rows::Rows::UbInt8 : acc_rows::Rows::Acc;
+    if (load) {
+      acc_rows::load(p, acc, rows, host, stride, static_cast<std::uint32_t>(pixels), step, kind);
     } else {
-      // The requantised int8 rows, in the unified buffer's rows of the same numbers.
-      isa::WriteHostArgs store;
-      store.i8 = true;
-      store.count = static_cast<std::uint32_t>(pixels);
-      store.rows = rows;
-      store.addr_a = acc;
-      store.step_a = pixels > 1 ? rows : 0;
-      store.host_addr = static_cast<std::uint32_t>(host);
-      store.host_stride = stride;
-      store.host_step = pixels > 1 ? step : 0;
-      p.write_host(store);
+      acc_rows::store(p, acc, rows, host, stride, static_cast<std::uint32_t>(pixels), step, kind);
     }
   };
   const auto band_in_rows = [&](const Band& band) {
@@ -388,11 +364,7 @@ void write_pool_constants(const PoolPlan& plan, HostMemory& memory,
                     s.channels, s.height, s.width));
   }
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
-  const std::uint32_t d = plan.config.dim;
-  const acc_rows::Layout row{d, d, 1, plan.row_stride};
-  std::vector<num::fp32_t> lanes;
-  for (const num::fp32_t value : constants) lanes.insert(lanes.end(), d, value);
-  acc_rows::write(memory, plan.const_addr, row, lanes.data(), lanes.size(), 0);
+  acc_rows::write_constants(memory, plan.const_addr, plan.config.dim, plan.row_stride, constants);
   memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
 }
 

@@ -3,8 +3,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
+
+#include "acc_rows.hpp"
 
 namespace tpu {
 namespace {
@@ -36,14 +37,9 @@ void check_spec(const HardwareConfig& config, const QuantAddSpec& spec) {
   static_cast<void>(num::add_int8(0, 0, spec.params));
 }
 
-// A Q-REQ block of three accumulator rows: the bias, the multiplier and the shift in every lane.
-void write_block(HostMemory& memory, std::uint64_t addr, const QuantAddPlan& plan,
-                 std::int32_t bias, num::QuantizedMultiplier m) {
-  for (const std::int32_t value : {bias, m.multiplier, static_cast<std::int32_t>(m.shift)}) {
-    memory.write_array(
-        addr, std::vector<std::uint32_t>(plan.config.dim, static_cast<std::uint32_t>(value)));
-    addr += plan.acc_stride;
-  }
+// The bits of an int32 lane.
+std::uint32_t bits(std::int32_t value) {
+  return static_cast<std::uint32_t>(value);
 }
 
 }  // namespace
@@ -70,14 +66,12 @@ QuantAddPlan plan_quant_add(const HardwareConfig& config, const QuantAddSpec& sp
   plan.row_stride = d;
   plan.acc_stride = std::max(4 * d, config.bus_bytes);
   // A block's a and b rows, and y's, in each half of the unified buffer; its two rescaled
-  // operands in one accumulator bank, above the constants in bank 0. Blocks of about twice the
-  // square root of the rows (at least 16), as the float elementwise operators take them: more
-  // blocks overlap more of the first block's load and the last one's store with the rest.
+  // operands in one accumulator bank, above the constants in bank 0; blocks of the float
+  // elementwise operators' size.
   const std::uint64_t bank_rows = config.acc_depth / 2;
-  const std::uint64_t cap = std::max<std::uint64_t>(
-      16, static_cast<std::uint64_t>(2 * std::sqrt(static_cast<double>(plan.rows))));
-  const std::uint64_t block = std::min<std::uint64_t>(
-      {plan.rows, (bank_rows - kConstRows) / 2, config.ub_depth / 6, kMaxRowsField, cap});
+  const std::uint64_t block =
+      std::min<std::uint64_t>({plan.rows, (bank_rows - kConstRows) / 2, config.ub_depth / 6,
+                               kMaxRowsField, acc_rows::block_cap(plan.rows, 1)});
   if (block == 0) {
     throw std::invalid_argument(
         fmt::format("an int8 addition takes {} rows of an accumulator bank and 6 of the unified "
@@ -105,13 +99,7 @@ QuantAddPlan plan_quant_add(const HardwareConfig& config, const QuantAddSpec& sp
   plan.prog_addr = static_cast<std::uint32_t>(prog_addr);
 
   isa::ProgramBuilder p(config);
-  isa::ReadHostArgs constants;
-  constants.acc = true;
-  constants.rows = kConstRows;
-  constants.addr_b = 0;
-  constants.host_addr = plan.const_addr;
-  constants.host_stride = plan.acc_stride;
-  p.read_host(constants);
+  acc_rows::load(p, 0, kConstRows, plan.const_addr, plan.acc_stride);
 
   const std::uint32_t ub_half = config.ub_depth / 2;
   // Block k's rows, and where they lie: the unified buffer's and an accumulator bank's half k
@@ -134,16 +122,10 @@ QuantAddPlan plan_quant_add(const HardwareConfig& config, const QuantAddSpec& sp
   };
   // The block's a and b rows into the unified buffer.
   const auto load_block = [&](const Place& at) {
-    for (const auto& [host, ub_row] :
-         {std::pair{plan.a_addr, at.ub_a}, std::pair{plan.b_addr, at.ub_b}}) {
-      isa::ReadHostArgs in;
-      in.i8 = true;
-      in.rows = at.rows;
-      in.addr_b = ub_row;
-      in.host_addr = static_cast<std::uint32_t>(host + at.offset);
-      in.host_stride = plan.row_stride;
-      p.read_host(in);
-    }
+    acc_rows::load(p, at.ub_a, at.rows, plan.a_addr + at.offset, plan.row_stride, 1, 0,
+                   acc_rows::Rows::UbInt8);
+    acc_rows::load(p, at.ub_b, at.rows, plan.b_addr + at.offset, plan.row_stride, 1, 0,
+                   acc_rows::Rows::UbInt8);
   };
   // Each widened into accumulator rows and moved up: q 2^19 where the input's multiplier
   // halves, else (q 2^20 + the block's bias) rescaled, Q-REQ's y without the zero point and the
@@ -192,13 +174,8 @@ QuantAddPlan plan_quant_add(const HardwareConfig& config, const QuantAddSpec& sp
     out.clamp_lo = spec.params.lo;
     out.clamp_hi = spec.params.hi;
     p.activate(out);
-    isa::WriteHostArgs store;
-    store.i8 = true;
-    store.rows = at.rows;
-    store.addr_a = at.ub_y;
-    store.host_addr = static_cast<std::uint32_t>(plan.out_addr + at.offset);
-    store.host_stride = plan.row_stride;
-    p.write_host(store);
+    acc_rows::store(p, at.ub_y, at.rows, plan.out_addr + at.offset, plan.row_stride, 1, 0,
+                    acc_rows::Rows::UbInt8);
   };
   // The units take their instructions in program order: block k + 1's loads go ahead of block
   // k's sum, and its rescaling ahead of block k's requantisation, so that the activation unit
@@ -226,24 +203,29 @@ void write_quant_add_inputs(const QuantAddPlan& plan, HostMemory& memory,
   }
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
   const num::QuantAddParams& q = plan.spec.params;
-  const auto row = [&](std::uint32_t r) { return plan.const_addr + r * plan.acc_stride; };
-  for (const std::uint32_t r : {kShiftRow, kHalfShiftRow}) {
-    memory.write_array(row(r),
-                       std::vector<std::uint32_t>(plan.config.dim, 1u << (num::kAddLeftShift - r)));
-  }
-  // The zero point's share, -z 2^20, in the bias: (q - z) 2^20 exactly, as TensorFlow Lite's;
-  // an input whose multiplier halves leaves -z 2^19 to the output's bias.
+  // 2^20 and 2^19; each input's block with the zero point's share, -z 2^20, in its bias: (q - z)
+  // 2^20 exactly, as TensorFlow Lite's; an input whose multiplier halves leaves its block unused
+  // (zeros) and -z 2^19 to the output's bias.
+  std::vector<num::fp32_t> constants(kConstRows, 0);
+  constants[kShiftRow] = 1u << num::kAddLeftShift;
+  constants[kHalfShiftRow] = 1u << (num::kAddLeftShift - 1);
   std::int32_t out_bias = 0;
-  const auto input_block = [&](std::uint32_t r, int zero_point, num::QuantizedMultiplier m) {
+  const auto block = [&](std::uint32_t first, std::int32_t bias, num::QuantizedMultiplier m) {
+    constants[first] = bits(bias);
+    constants[first + 1] = bits(m.multiplier);
+    constants[first + 2] = bits(m.shift);
+  };
+  const auto input_block = [&](std::uint32_t first, int zero_point, num::QuantizedMultiplier m) {
     if (halves(m)) {
       out_bias -= zero_point * (1 << (num::kAddLeftShift - 1));
     } else {
-      write_block(memory, row(r), plan, -zero_point * (1 << num::kAddLeftShift), m);
+      block(first, -zero_point * (1 << num::kAddLeftShift), m);
     }
   };
   input_block(kABlock, q.a_zero_point, q.a);
   input_block(kBBlock, q.b_zero_point, q.b);
-  write_block(memory, row(kOutBlock), plan, out_bias, q.out);
+  block(kOutBlock, out_bias, q.out);
+  acc_rows::write_constants(memory, plan.const_addr, plan.config.dim, plan.acc_stride, constants);
   const auto operand = [&](const std::vector<std::int8_t>& values, std::uint32_t addr) {
     std::vector<std::int8_t> rows(plan.rows * plan.row_stride, 0);
     std::copy(values.begin(), values.end(), rows.begin());

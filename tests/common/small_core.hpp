@@ -27,4 +27,12 @@ inline HardwareConfig small_vector_core(unsigned acc_depth = 64) {
   return c;
 }
 
+// The same with the int8 datapath too: the int8 vector programs' tests (depthwise convolution,
+// addition, pooling).
+inline HardwareConfig small_int8_vector_core(unsigned acc_depth = 64) {
+  HardwareConfig c = small_vector_core(acc_depth);
+  c.int8 = true;
+  return c;
+}
+
 }  // namespace tpu::test

@@ -212,12 +212,6 @@ TEST(Depthwise, SpecialValuesAndZerosFoldAsTheMatrixUnitDoes) {
   EXPECT_EQ(run_on_model(config, s, images[3], w_negative, {}).out[0], num::kCanonicalNanFp32);
 }
 
-HardwareConfig small_int8_vector_core() {
-  HardwareConfig c = test::small_vector_core(256);
-  c.int8 = true;
-  return c;
-}
-
 // The int8 datapath's bits for the same convolution: per channel, the reference int8 GEMM
 // (Q-MAC) of its im2col rows (the input zero point in the padding) and its filter, the bias
 // folded with the input zero point (Q-ZP), then Q-REQ.
@@ -254,7 +248,7 @@ std::vector<std::int8_t> int8_product_bits(const DepthwiseSpec& s,
 
 TEST(Depthwise, Int8GivesTheInt8ProductsBits) {
   oracle::OperandRng rng(test::test_seed() + 1);
-  const HardwareConfig config = small_int8_vector_core();
+  const HardwareConfig config = test::small_int8_vector_core(256);
   DepthwiseSpec relu6 = spec_of(2, 6, 5, 5, 3, 1, 1);
   relu6.int8 = true;
   relu6.bias = true;
@@ -302,7 +296,7 @@ TEST(Depthwise, Int8GivesTheInt8ProductsBits) {
 // wait in the unified buffer until the band after the next is loaded, and the reference's bits.
 TEST(Depthwise, BandsOfEverySizeKeepTheirResults) {
   oracle::OperandRng rng(test::test_seed() + 2);
-  const HardwareConfig config = small_int8_vector_core();
+  const HardwareConfig config = test::small_int8_vector_core(256);
   std::size_t bands_seen = 0;
   for (const std::uint32_t batch : {1u, 2u, 3u, 5u, 6u}) {
     for (const std::uint32_t channels : {4u, 13u, 20u}) {
@@ -353,10 +347,10 @@ TEST(Depthwise, RefusesWhatItCannotRun) {
   bad.int8 = true;  // a core without the int8 datapath
   EXPECT_THROW(plan_depthwise(config, bad), std::invalid_argument);
   bad.input_zero_point = 128;
-  EXPECT_THROW(plan_depthwise(small_int8_vector_core(), bad), std::invalid_argument);
+  EXPECT_THROW(plan_depthwise(test::small_int8_vector_core(256), bad), std::invalid_argument);
   bad.input_zero_point = 0;
   bad.func = isa::Func::Relu;  // int8's activation is the clamp
-  EXPECT_THROW(plan_depthwise(small_int8_vector_core(), bad), std::invalid_argument);
+  EXPECT_THROW(plan_depthwise(test::small_int8_vector_core(256), bad), std::invalid_argument);
   // 9x9 filters of 64 channels: 1,297 rows of filters for 128 a bank.
   bad = spec_of(1, 64, 9, 9, 9, 1, 4);
   EXPECT_THROW(plan_depthwise(config, bad), std::invalid_argument);

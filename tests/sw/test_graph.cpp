@@ -357,9 +357,7 @@ TEST(Graph, QuantisedAddsAndMaxPoolsFuseAndRunOnTheVectorUnit) {
     inside += want[e] > -20;
   }
   EXPECT_GT(inside, want.size() / 4);  // not all clamped by the relu
-  HardwareConfig int8_vector = test::small_vector_core();
-  int8_vector.int8 = true;
-  FunctionalModel on_vector(int8_vector, 0), without_vector(small_core(), 0);
+  FunctionalModel on_vector(test::small_int8_vector_core(), 0), without_vector(small_core(), 0);
   for (Backend* accelerator : {static_cast<Backend*>(nullptr), static_cast<Backend*>(&on_vector),
                                static_cast<Backend*>(&without_vector)}) {
     std::vector<OpRun> runs;
@@ -474,9 +472,8 @@ TEST(Graph, QuantisedMeansFuseAndRunOnTheVectorUnit) {
     for (std::size_t e = 0; e < want.size(); ++e) {
       EXPECT_LE(std::abs(want[e] - reference[0].ints[e]), 1) << "output " << e;
     }
-    HardwareConfig int8_vector = test::small_vector_core();
-    int8_vector.int8 = true;
-    FunctionalModel on_vector(int8_vector, 0), without_int8(test::small_vector_core(), 0);
+    FunctionalModel on_vector(test::small_int8_vector_core(), 0),
+        without_int8(test::small_vector_core(), 0);
     for (Backend* accelerator : {static_cast<Backend*>(nullptr), static_cast<Backend*>(&on_vector),
                                  static_cast<Backend*>(&without_int8)}) {
       std::vector<OpRun> runs;

@@ -197,8 +197,7 @@ Int8Outcome run_int8_on_model(const HardwareConfig& config, const PoolSpec& s,
 // in the bias), and an unclamped result lies within half a step and a sliver of the real mean.
 TEST(Pool, Int8AverageGivesQMeansBits) {
   oracle::OperandRng rng(test::test_seed() + 2);
-  HardwareConfig config = test::small_vector_core(256);
-  config.int8 = true;
+  const HardwareConfig config = test::small_int8_vector_core(256);
   PoolSpec wide_mean = spec_of(false, 2, 10, 8, 8, 8, 1, 0);  // a channel tile a band
   wide_mean.count = 64;
   struct Case {
@@ -260,8 +259,7 @@ TEST(Pool, Int8AverageGivesQMeansBits) {
 // are the float pooling's maxima of the same values (exact in fp32), padding not counted.
 TEST(Pool, Int8MaxGivesTheLargestValues) {
   oracle::OperandRng rng(test::test_seed() + 4);
-  HardwareConfig config = test::small_vector_core(256);
-  config.int8 = true;
+  const HardwareConfig config = test::small_int8_vector_core(256);
   PoolSpec global = spec_of(true, 2, 10, 8, 8, 8, 1, 0);  // a channel tile a band
   const PoolSpec cases[] = {spec_of(true, 2, 6, 8, 8, 3, 2, 1), spec_of(true, 3, 4, 6, 6, 2, 2, 0),
                             global};
@@ -309,14 +307,13 @@ TEST(Pool, RefusesWhatItCannotRun) {
   const PoolPlan plan = plan_pool(config, good);
   HostMemory memory;
   EXPECT_THROW(write_pool_input(plan, memory, std::vector<num::fp32_t>(63)), std::invalid_argument);
-  // int8: an average only, on a core with the int8 datapath, with parameters in Q-REQ's ranges.
+  // int8: on a core with the int8 datapath, an average's parameters in Q-REQ's ranges.
   PoolSpec mean8 = good;
   mean8.max = false;
   mean8.count = 4;
   mean8.int8 = true;
   mean8.mean = num::quant_mean_params(0.1, 0, 0.1, 0, 4, num::QuantActivation::kNone);
-  HardwareConfig int8 = config;
-  int8.int8 = true;
+  const HardwareConfig int8 = test::small_int8_vector_core(256);
   EXPECT_NO_THROW(plan_pool(int8, mean8));
   EXPECT_THROW(plan_pool(config, mean8), std::invalid_argument);
   bad = mean8;

@@ -19,12 +19,6 @@
 namespace tpu {
 namespace {
 
-HardwareConfig small_int8_vector_core() {
-  HardwareConfig c = test::small_vector_core();
-  c.int8 = true;
-  return c;
-}
-
 struct Outcome {
   std::vector<std::int8_t> out;
   std::uint64_t uninitialized_reads = 0;
@@ -50,7 +44,7 @@ std::vector<std::int8_t> random_int8(oracle::OperandRng& rng, std::size_t count)
 }
 
 TEST(QuantAdd, EveryPairGivesTheReferenceBits) {
-  const HardwareConfig config = small_int8_vector_core();
+  const HardwareConfig config = test::small_int8_vector_core();
   std::vector<std::int8_t> a, b;
   for (int x = -128; x <= 127; ++x) {
     for (int y = -128; y <= 127; ++y) {
@@ -90,10 +84,10 @@ TEST(QuantAdd, EveryPairGivesTheReferenceBits) {
 // Sizes from 1 value to several blocks, rows left part empty, on a 4x4 and an 8x8 core.
 TEST(QuantAdd, SizesThatLeaveRowsPartEmpty) {
   oracle::OperandRng rng(test::test_seed() + 3);
-  HardwareConfig wide = small_int8_vector_core();
+  HardwareConfig wide = test::small_int8_vector_core();
   wide.dim = 8;
   wide.vector_lanes = 4;
-  for (const HardwareConfig& config : {small_int8_vector_core(), wide}) {
+  for (const HardwareConfig& config : {test::small_int8_vector_core(), wide}) {
     for (const std::uint64_t size : {1u, 3u, 4u, 5u, 63u, 64u, 65u, 1000u}) {
       SCOPED_TRACE(::testing::Message()
                    << size << " values on " << config.dim << "x" << config.dim);
@@ -112,19 +106,19 @@ TEST(QuantAdd, RefusesWhatItCannotRun) {
   QuantAddSpec spec;
   spec.size = 10;
   spec.params = num::quant_add_params(0.1, 0, 0.1, 0, 0.1, 0, num::QuantActivation::kNone);
-  EXPECT_NO_THROW(plan_quant_add(small_int8_vector_core(), spec));
+  EXPECT_NO_THROW(plan_quant_add(test::small_int8_vector_core(), spec));
   EXPECT_THROW(plan_quant_add(test::small_vector_core(), spec), std::invalid_argument);  // no int8
   HardwareConfig no_vector = test::small_core();
   no_vector.int8 = true;
   EXPECT_THROW(plan_quant_add(no_vector, spec), std::invalid_argument);
   QuantAddSpec empty = spec;
   empty.size = 0;
-  EXPECT_THROW(plan_quant_add(small_int8_vector_core(), empty), std::invalid_argument);
+  EXPECT_THROW(plan_quant_add(test::small_int8_vector_core(), empty), std::invalid_argument);
   QuantAddSpec bad = spec;
   bad.params.zero_point = 200;
-  EXPECT_THROW(plan_quant_add(small_int8_vector_core(), bad), std::invalid_argument);
-  const QuantAddPlan plan = plan_quant_add(small_int8_vector_core(), spec);
-  FunctionalModel model(small_int8_vector_core(), 0);
+  EXPECT_THROW(plan_quant_add(test::small_int8_vector_core(), bad), std::invalid_argument);
+  const QuantAddPlan plan = plan_quant_add(test::small_int8_vector_core(), spec);
+  FunctionalModel model(test::small_int8_vector_core(), 0);
   EXPECT_THROW(
       execute_quant_add(plan, model, std::vector<std::int8_t>(9), std::vector<std::int8_t>(10)),
       std::invalid_argument);

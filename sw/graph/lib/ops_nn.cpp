@@ -926,6 +926,25 @@ std::vector<Tensor> layer_norm(Context& context, const Node& node, const Inputs&
 // became an input (13 for ReduceSum, 18 for the others).
 enum class Reduce { Mean, Sum, Max, Min };
 
+// A reduction's shapes: x's with the reduced axes 1 (`kept`), the output's (`out`: without them
+// unless kept), and whether it is over an image's pixels (rank 3 or 4, every axis after the
+// channels): a global pool, which the vector unit takes.
+struct Reduction {
+  Shape kept, out;
+  bool spatial = false;
+};
+Reduction reduction_of(const Shape& x, const std::vector<bool>& reduced, bool keep) {
+  Reduction r;
+  r.kept = x;
+  for (std::size_t d = 0; d < x.size(); ++d) {
+    if (reduced[d]) r.kept[d] = 1;
+    if (!reduced[d] || keep) r.out.push_back(r.kept[d]);
+  }
+  r.spatial = (x.size() == 3 || x.size() == 4) && !reduced[0] && !reduced[1] &&
+              std::all_of(reduced.begin() + 2, reduced.end(), [](bool d) { return d; });
+  return r;
+}
+
 std::vector<Tensor> reduce(Context& context, const Node& node, const Inputs& in, Reduce kind) {
   const Tensor& x = need_float(node, in, 0);
   const int input_from = kind == Reduce::Sum ? 13 : 18;
@@ -937,16 +956,12 @@ std::vector<Tensor> reduce(Context& context, const Node& node, const Inputs& in,
   if (axes.empty() && node.int_attr("noop_with_empty_axes", 0) != 0) return outputs(x);
   std::vector<bool> reduced(x.rank(), axes.empty());
   for (const std::int64_t a : axes) reduced[axis_index(node, a, x.rank())] = true;
-  Shape kept_shape = x.shape, out;
-  for (std::size_t d = 0; d < x.rank(); ++d) {
-    if (reduced[d]) kept_shape[d] = 1;
-    if (!reduced[d] || keep) out.push_back(kept_shape[d]);
-  }
+  const Reduction shapes = reduction_of(x.shape, reduced, keep);
+  const Shape& kept_shape = shapes.kept;
+  const Shape& out = shapes.out;
   // A mean or maximum over an image's pixels (PyTorch's adaptive pooling to 1 x 1 exports
   // as one): a global pool, on the vector unit where it can.
-  const bool spatial = (x.rank() == 3 || x.rank() == 4) && !reduced[0] && !reduced[1] &&
-                       std::all_of(reduced.begin() + 2, reduced.end(), [](bool r) { return r; });
-  if (spatial && (kind == Reduce::Mean || kind == Reduce::Max)) {
+  if (shapes.spatial && (kind == Reduce::Mean || kind == Reduce::Max)) {
     if (std::optional<Tensor> y =
             windows_on_core(context, x, whole_image(x.shape), kind == Reduce::Max, false)) {
       y->shape = out;
@@ -990,12 +1005,10 @@ std::vector<Tensor> quant_mean(Context& context, const Node& node, const Inputs&
     if (axes.empty()) fail(node, "no axes");
     for (const std::int64_t a : axes) reduced[axis_index(node, a, shape.size())] = true;
   }
-  const bool keep = global || node.int_attr("keepdims", 1) != 0;
-  Shape kept_shape = shape, out;
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (reduced[d]) kept_shape[d] = 1;
-    if (!reduced[d] || keep) out.push_back(kept_shape[d]);
-  }
+  const Reduction shapes =
+      reduction_of(shape, reduced, global || node.int_attr("keepdims", 1) != 0);
+  const Shape& kept_shape = shapes.kept;
+  const Shape& out = shapes.out;
   const std::size_t outputs_count = element_count(kept_shape);
   const std::size_t count = outputs_count ? x.values.size() / outputs_count : 0;
   if (count == 0) fail(node, "a mean of no values");
@@ -1006,9 +1019,7 @@ std::vector<Tensor> quant_mean(Context& context, const Node& node, const Inputs&
   } catch (const std::invalid_argument& e) {
     fail(node, e.what());
   }
-  const bool spatial = (shape.size() == 3 || shape.size() == 4) && !reduced[0] && !reduced[1] &&
-                       std::all_of(reduced.begin() + 2, reduced.end(), [](bool d) { return d; });
-  if (spatial && shape[0] > 0 && shape[1] > 0) {
+  if (shapes.spatial && shape[0] > 0 && shape[1] > 0) {
     const Window whole = whole_image(shape);
     const auto dim = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
     PoolSpec spec;
