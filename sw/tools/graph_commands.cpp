@@ -2,6 +2,7 @@
 // file as its graph (tpu/graph/network_graph.hpp), and run by
 // the graph executor, its matrix products on the chosen backend; tpu compile: the graph compiled
 // for one core and batch size into a file (tpu/graph/compiled.hpp) that tpu infer runs too.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -70,12 +71,28 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
     std::uint64_t bytes = 0;
     std::uint64_t weights = 0, host = 0;
     double estimated = 0, estimated_vector = 0;
-    bool accelerator = false, counted = false;
+    bool counted = false;
   };
-  std::map<std::string, Row> rows;
+  // Rows by operator and where it ran: the core, the host, or nowhere (a view or shape
+  // arithmetic, graph::NodeWork).
+  const auto where = [](const graph::OpRun& r) {
+    switch (r.work) {
+      case graph::NodeWork::View:
+        return "view";
+      case graph::NodeWork::ShapeArithmetic:
+        return "shape";
+      case graph::NodeWork::Values:
+        break;
+    }
+    return r.on_accelerator ? "core" : "host";
+  };
+  std::map<std::pair<std::string, std::string>, Row> rows;
   Row total;
+  std::uint64_t host_steps = 0, nowhere = 0;
   for (const graph::OpRun& r : runs) {
-    for (Row* row : {&rows[r.op], &total}) {
+    host_steps += r.work == graph::NodeWork::Values && !r.on_accelerator ? 1 : 0;
+    nowhere += r.work == graph::NodeWork::Values ? 0 : 1;
+    for (Row* row : {&rows[{r.op, where(r)}], &total}) {
       ++row->nodes;
       row->macs += r.macs;
       row->vector_macs += r.vector_macs;
@@ -90,7 +107,6 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
       row->weights += r.weight_bytes;
       row->host += r.host_bytes;
       row->estimated += r.estimated_cycles;
-      row->accelerator = row->accelerator || r.on_accelerator;
       row->counted = row->counted || r.counted;
     }
   }
@@ -106,25 +122,24 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
                                              (static_cast<double>(row.cycles) * cells))
                : std::string("-");
   };
-  const auto estimate = [&](const Row& row) {
-    return row.accelerator ? fmt::format("{:.0f}", row.estimated) : std::string("-");
+  const auto estimate = [&](const Row& row, const std::string& place) {
+    return place == "core" ? fmt::format("{:.0f}", row.estimated) : std::string("-");
   };
   fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>12} {:>8} {:>12} {:>10} {:>12}\n",
              "operator", "nodes", "where", "MACs", "products", "est. cycles", "cycles", "MXU use",
              "bus bytes", "weights", "host bytes");
-  for (const auto& [op, row] : rows) {
+  for (const auto& [key, row] : rows) {
+    const auto& [op, place] = key;
     fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>12} {:>8} {:>12} {:>10} {:>12}\n", op,
-               row.nodes, row.accelerator ? "core" : "host", row.macs, row.products, estimate(row),
+               row.nodes, place, row.macs, row.products, estimate(row, place),
                counted(row, row.cycles), utilisation(row), counted(row, row.bytes), row.weights,
                row.host);
   }
-  std::uint64_t host_steps = 0;
-  for (const graph::OpRun& r : runs) host_steps += r.on_accelerator ? 0 : 1;
   const std::uint64_t per = std::max<std::uint64_t>(inputs, 1);
   fmt::print(
-      "total: {} nodes run, {} host step{}, {} products on the core in {} program run{}; {} MACs "
-      "({} per input)",
-      total.nodes, host_steps, host_steps == 1 ? "" : "s", total.products, total.programs,
+      "total: {} nodes run, {} host step{} ({} views and shape arithmetic, no work), {} products "
+      "on the core in {} program run{}; {} MACs ({} per input)",
+      total.nodes, host_steps, host_steps == 1 ? "" : "s", nowhere, total.products, total.programs,
       total.programs == 1 ? "" : "s", total.macs, total.macs / per);
   // The vector unit's busy cycles as a share of all.
   const auto share = [](double part, double whole) {
@@ -483,15 +498,19 @@ int run_compile(const CompileOptions& options) {
              seconds_since(start));
   const std::size_t products_on_core = on_core.size();
   on_core.insert(compiled.vector_nodes.begin(), compiled.vector_nodes.end());
-  const std::size_t host_steps = compiled.graph.nodes.size() - on_core.size();
+  const std::vector<graph::NodeWork> work = graph::node_work(compiled.graph);
+  const auto views =
+      static_cast<std::size_t>(std::count(work.begin(), work.end(), graph::NodeWork::View));
+  const std::size_t host_steps = compiled.graph.nodes.size() - on_core.size() - views;
   const std::string vector_nodes =
       compiled.vector_nodes.empty()
           ? std::string()
           : fmt::format(", {} on its vector unit", compiled.vector_nodes.size());
-  fmt::print("  {} nodes: {} with their products on the core ({} GEMM{}){}, {} host step{}\n",
-             compiled.graph.nodes.size(), products_on_core, compiled.gemms.size(),
-             compiled.gemms.size() == 1 ? "" : "s", vector_nodes, host_steps,
-             host_steps == 1 ? "" : "s");
+  fmt::print(
+      "  {} nodes: {} with their products on the core ({} GEMM{}){}, {} view{}, {} host step{}\n",
+      compiled.graph.nodes.size(), products_on_core, compiled.gemms.size(),
+      compiled.gemms.size() == 1 ? "" : "s", vector_nodes, views, views == 1 ? "" : "s", host_steps,
+      host_steps == 1 ? "" : "s");
   fmt::print("  {} program{} a run: {} result{} kept in the core's memory for the next product\n",
              programs, programs == 1 ? "" : "s", chained, chained == 1 ? "" : "s");
   fmt::print(

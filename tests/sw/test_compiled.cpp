@@ -389,6 +389,34 @@ TEST(CompiledModel, ItsBatchAndCoreAreFixed) {
   }
 }
 
+// The shape arithmetic that the compiled batch fixes is folded into constants: the compiled
+// graph keeps the Reshape, which reads them, and the work.
+TEST(CompiledModel, ShapeArithmeticFolds) {
+  Graph graph;
+  graph.opset = 17;
+  graph.inputs = {{"x", DType::Float32, {-1, 2, 3}}};
+  graph.outputs = {{"y", DType::Float32, {}}};
+  graph.constants["zero"] = Tensor::of_ints({1}, {0});
+  graph.constants["rest"] = Tensor::of_ints({1}, {-1});
+  graph.constants["w"] = Values().tensor({6, 4});
+  Node gather = node("gather", "Gather", {"shape", "zero"}, {"batch"});
+  gather.attributes["axis"] = Attribute::of_int(0);
+  Node concat = node("concat", "Concat", {"batch", "rest"}, {"flat_shape"});
+  concat.attributes["axis"] = Attribute::of_int(0);
+  graph.nodes = {node("shape", "Shape", {"x"}, {"shape"}), gather, concat,
+                 node("flatten", "Reshape", {"x", "flat_shape"}, {"flat"}),
+                 node("product", "MatMul", {"flat", "w"}, {"y"})};
+  const CompiledModel model = compile(graph, int8_core(), 3);
+  ASSERT_EQ(model.graph.nodes.size(), 2u);
+  EXPECT_EQ(model.graph.nodes[0].op, "Reshape");
+  EXPECT_EQ(model.graph.constants.at("flat_shape").ints, (std::vector<std::int64_t>{3, -1}));
+  const Tensor x = Values().tensor({3, 2, 3});
+  FunctionalModel core(int8_core(), 0);
+  Session session(model, core);
+  FunctionalModel uncompiled_core(int8_core(), 0);
+  EXPECT_TRUE(same_bits(session.run({x})[0], run(graph, {x}, &uncompiled_core)[0]));
+}
+
 // The file gives back the graph as it was (attributes of every kind, constants of every type,
 // the fused epilogue) and each GEMM's plan.
 TEST(CompiledModel, TheFileKeepsEveryPart) {

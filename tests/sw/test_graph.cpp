@@ -971,6 +971,43 @@ TEST(Graph, ConstantSubgraphsFold) {
   EXPECT_EQ(g.constants.at("wt").shape, (Shape{3, 2}));
 }
 
+// x [N, 2, 3] flattened as an exporter writes it: Reshape(x, Concat(Gather(Shape(x), 0), [-1])).
+// The shape arithmetic and the Reshape are no work; the Relu after them is.
+Graph flatten_by_shape_graph() {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, 2, 3}}};
+  g.outputs = {{"y", DType::Float32, {}}};
+  g.constants["zero"] = Tensor::of_ints({1}, {0});
+  g.constants["rest"] = Tensor::of_ints({1}, {-1});
+  Node gather = node("Gather", {"shape", "zero"}, {"batch"});
+  gather.attributes["axis"] = Attribute::of_int(0);
+  Node concat = node("Concat", {"batch", "rest"}, {"flat_shape"});
+  concat.attributes["axis"] = Attribute::of_int(0);
+  g.nodes = {node("Shape", {"x"}, {"shape"}), gather, concat,
+             node("Reshape", {"x", "flat_shape"}, {"flat"}), node("Relu", {"flat"}, {"y"})};
+  return g;
+}
+
+TEST(Graph, ViewsAndShapeArithmeticAreNoWork) {
+  const Graph g = flatten_by_shape_graph();
+  EXPECT_EQ(node_work(g),
+            (std::vector<NodeWork>{NodeWork::ShapeArithmetic, NodeWork::ShapeArithmetic,
+                                   NodeWork::ShapeArithmetic, NodeWork::View, NodeWork::Values}));
+  std::vector<OpRun> runs;
+  const Tensor x = Tensor::of_floats({2, 2, 3}, {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12});
+  const Tensor y = run(g, {x}, nullptr, &runs)[0];
+  EXPECT_EQ(y.shape, (Shape{2, 6}));
+  EXPECT_EQ(y.floats, (std::vector<float>{1, 0, 3, 0, 5, 0, 7, 0, 9, 0, 11, 0}));
+  ASSERT_EQ(runs.size(), 5u);
+  EXPECT_EQ(runs[3].work, NodeWork::View);
+  EXPECT_EQ(runs[4].work, NodeWork::Values);
+  // A Gather of the input's values is work, whatever it reads beside them.
+  Graph data = g;
+  data.nodes[1].inputs[0] = "x";
+  EXPECT_EQ(node_work(data)[1], NodeWork::Values);
+}
+
 TEST(Graph, BroadcastingFollowsNumPy) {
   Graph g;
   g.opset = 17;

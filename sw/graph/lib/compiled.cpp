@@ -142,13 +142,28 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
   // The trace: the graph on zeros, its products planned over the weights as they are placed.
   FunctionalModel trace_core(config, 0);
   std::vector<ops::TracedGemm> traced;
+  std::map<std::string, Tensor> shape_values;
   {
     Session trace(model.graph, &trace_core);
-    trace.record(traced, model.vector_nodes);
+    trace.record(traced, model.vector_nodes, shape_values);
     std::vector<Tensor> zeros;
     for (const ValueInfo& input : model.graph.inputs) zeros.emplace_back(input.dtype, input.shape);
     trace.run(zeros);
   }
+  // The shape arithmetic, fixed by the batch, becomes the constants it computed.
+  const std::vector<NodeWork> work = node_work(model.graph);
+  std::vector<Node> kept;
+  for (std::size_t n = 0; n < model.graph.nodes.size(); ++n) {
+    if (work[n] != NodeWork::ShapeArithmetic) {
+      kept.push_back(std::move(model.graph.nodes[n]));
+      continue;
+    }
+    for (const std::string& name : model.graph.nodes[n].outputs) {
+      const auto value = shape_values.find(name);
+      if (value != shape_values.end()) model.graph.constants[name] = std::move(value->second);
+    }
+  }
+  model.graph.nodes = std::move(kept);
   const std::vector<bool> chained = chain_links(model.graph, traced);
   const std::vector<bool> grouped = group_links(config, traced);
   // Each GEMM runs in the next one's program where either links them.

@@ -72,6 +72,33 @@ std::size_t fold_constants(Graph& graph) {
   return folded;
 }
 
+std::vector<NodeWork> node_work(const Graph& graph) {
+  static const std::set<std::string> views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                              "Identity"};
+  std::set<std::string> shape_values;
+  std::vector<NodeWork> work;
+  work.reserve(graph.nodes.size());
+  for (const Node& node : graph.nodes) {
+    bool from_shapes = node.op == "Shape" || node.op == "Size";
+    if (!from_shapes) {
+      bool reads = false, only_shapes = true;
+      for (const std::string& name : node.inputs) {
+        if (name.empty()) continue;
+        reads = true;
+        only_shapes = only_shapes && (graph.constants.count(name) || shape_values.count(name));
+      }
+      from_shapes = reads && only_shapes;
+    }
+    if (from_shapes) {
+      for (const std::string& name : node.outputs) shape_values.insert(name);
+      work.push_back(NodeWork::ShapeArithmetic);
+    } else {
+      work.push_back(views.count(node.op) ? NodeWork::View : NodeWork::Values);
+    }
+  }
+  return work;
+}
+
 namespace {
 
 // The activation `node` computes when it is one a product's epilogue can take: Relu and Clip to
@@ -680,11 +707,14 @@ struct Session::State {
   const CompiledModel* compiled = nullptr;
   bool image_written = false;
   ops::GemmSchedule schedule;
+  std::vector<NodeWork> work;
+  std::map<std::string, Tensor>* shape_values = nullptr;  // compile()'s trace takes them
 };
 
 Session::Session(const Graph& graph, Backend* accelerator)
     : graph_(graph), accelerator_(accelerator), state_(std::make_unique<State>()) {
   for (const auto& [name, tensor] : graph.constants) state_->constants.insert(&tensor);
+  state_->work = node_work(graph);
 }
 
 Session::Session(const CompiledModel& model, Backend& accelerator)
@@ -700,9 +730,11 @@ Session::Session(const CompiledModel& model, Backend& accelerator)
 
 Session::~Session() = default;
 
-void Session::record(std::vector<ops::TracedGemm>& gemms, std::vector<std::string>& vector_nodes) {
+void Session::record(std::vector<ops::TracedGemm>& gemms, std::vector<std::string>& vector_nodes,
+                     std::map<std::string, Tensor>& shape_values) {
   state_->schedule.recording = &gemms;
   state_->schedule.vector_nodes = &vector_nodes;
+  state_->shape_values = &shape_values;
 }
 
 std::uint64_t Session::resident_bytes() const {
@@ -762,12 +794,16 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, std::vector<
     OpRun figures;
     figures.node = node.label();
     figures.op = node.op;
+    figures.work = state_->work[n];
     context.run = &figures;
     context.node = &node;
     std::vector<Tensor> outputs = evaluate(node, node_inputs, context);
     if (runs) runs->push_back(figures);
     for (std::size_t i = 0; i < node.outputs.size(); ++i) {
       const std::string& name = node.outputs[i];
+      if (state_->shape_values && figures.work == NodeWork::ShapeArithmetic && !name.empty()) {
+        (*state_->shape_values)[name] = outputs[i];
+      }
       if (name.empty() || !last_use.count(name)) continue;  // not wanted, or read by nothing
       Tensor& stored = computed[name] = std::move(outputs[i]);
       values[name] = &stored;

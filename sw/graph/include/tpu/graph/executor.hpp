@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,21 @@ std::string check_supported(const Graph& graph);
 // Evaluates every node whose inputs are all constants once, into the graph's constants, and
 // removes it (the weights' and the exporters' shape arithmetic); returns how many it folded.
 std::size_t fold_constants(Graph& graph);
+
+// What a node does with the values of a run's activations, as the graph alone tells it.
+enum class NodeWork : std::uint8_t {
+  Values,  // computes on them or moves them: on the core, or a host step
+  // Nothing: its output is its input's bytes under another shape (Reshape, Flatten, Squeeze,
+  // Unsqueeze, Identity), tensors being laid out row-major on the host and in the core's memory.
+  View,
+  // Nothing: its outputs follow from its inputs' shapes and the constants alone (Shape and Size,
+  // and the arithmetic on their results that exporters emit), the same for every run of inputs
+  // of one shape; compile() folds them into constants.
+  ShapeArithmetic,
+};
+
+// Each node's work, in the graph's order.
+std::vector<NodeWork> node_work(const Graph& graph);
 
 // Moves into the matrix products' epilogues what follows them: first each Add of a 1-D constant
 // of B's columns that is the only reader of a MatMul with constant B (a Linear layer as PyTorch
@@ -62,12 +78,14 @@ std::size_t round_results(Graph& graph);
 // fold_constants, which would fold the weights' DequantizeLinear into float weights.
 std::size_t fuse_quantized_products(Graph& graph);
 
-// Per operator of one run: where it ran, the multiply-accumulates it took and, on a backend
+// Per operator of one run: its work, where it ran (a view or shape arithmetic on the host, doing
+// nothing a core would: no host step), the multiply-accumulates it took and, on a backend
 // with performance counters (the RTL), the cycles and the bytes its products moved over the
 // host bus.
 struct OpRun {
   std::string node;  // its label
   std::string op;
+  NodeWork work = NodeWork::Values;
   bool on_accelerator = false;
   std::uint64_t macs = 0;      // products of two operands (matrix products, convolutions)
   std::uint64_t vector_macs = 0;  // of those, the vector unit's (depthwise convolutions)
@@ -125,9 +143,11 @@ class Session {
 
  private:
   friend CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::size_t batch);
-  // compile()'s trace: the products' GEMMs planned into `gemms`, not run, and the nodes the
-  // vector unit will run into `vector_nodes`.
-  void record(std::vector<ops::TracedGemm>& gemms, std::vector<std::string>& vector_nodes);
+  // compile()'s trace: the products' GEMMs planned into `gemms`, not run, the nodes the vector
+  // unit will run into `vector_nodes`, and the outputs of the nodes of NodeWork::ShapeArithmetic
+  // into `shape_values`.
+  void record(std::vector<ops::TracedGemm>& gemms, std::vector<std::string>& vector_nodes,
+              std::map<std::string, Tensor>& shape_values);
   struct State;
   const Graph& graph_;
   Backend* accelerator_;
