@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs tb/exhaustive over all 2^32 multiplier inputs, all 2^32 rounder inputs and
 # all 2^32 fp32 inputs of the activation unit's sigmoid, tanh, gelu, exp,
-# reciprocal and reciprocal square root, in
+# reciprocal and reciprocal square root, and all 2^32 inputs of the vector
+# unit's conversions (fp32 to int32, int32 to fp32), in
 # parallel shards, and fails if any shard found a mismatch. For the activation
 # functions it also prints the worst error over all shards.
 # Usage: scripts/verify_exhaustive.sh <path to exhaustive binary> [shards]
@@ -20,7 +21,7 @@ logdir=$(dirname "$bin")/../exhaustive-logs
 mkdir -p "$logdir"
 start=$(date +%s)
 status=0
-for unit in mul round act; do
+for unit in mul round act convert; do
   rm -f "$logdir/$unit"-*.log
   pids=()
   for ((s = 0; s < shards; s++)); do

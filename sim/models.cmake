@@ -135,6 +135,8 @@ endforeach()
 # The array core's activation function unit, and with a register after each multiplier as the
 # FPGA builds have it.
 tpu_model(unit act_func TOP tpu_act_func LIST rtl/core/core.f)
+# One lane of the vector unit (its conversions checked over every input by make verify-exhaustive).
+tpu_model(unit vector_lane TOP tpu_vector_lane LIST rtl/core/core.f)
 tpu_model(unit act_func_split TOP tpu_act_func LIST rtl/core/core.f SplitStages=1'b1)
 # ... and without exp, reciprocal and reciprocal square root, as a core without a vector unit has it.
 tpu_model(unit act_func_base TOP tpu_act_func LIST rtl/core/core.f VectorFunctions=1'b0)

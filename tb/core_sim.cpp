@@ -30,6 +30,7 @@
 #include "tpu/pool.hpp"
 #include "tpu/program.hpp"
 #include "tpu/quant_add.hpp"
+#include "tpu/quant_convert.hpp"
 #include "tpu/softmax.hpp"
 
 namespace {
@@ -262,9 +263,11 @@ Job vector_job(const HardwareConfig& config, oracle::OperandRng& rng, bool int32
   std::vector<num::fp32_t> a_widened(a_ub.size());  // A's bf16 values as the lanes read them
   std::transform(a_ub.begin(), a_ub.end(), a_widened.begin(), num::bf16_to_fp32);
   std::vector<num::fp32_t> want;
-  std::uint32_t out_row = 2 * rows;
   for (std::size_t f = 0; f < forms.size(); ++f) {
     const Form& form = forms[f];
+    // Two result regions in turn after A and B: every form's rows within the smallest core's
+    // accumulators, each region written again once its rows are stored.
+    const std::uint32_t out_row = (2 + static_cast<std::uint32_t>(f % 2)) * rows;
     isa::EltwiseArgs e;
     e.op = form.op;
     e.int32 = int32;
@@ -285,7 +288,6 @@ Job vector_job(const HardwareConfig& config, oracle::OperandRng& rng, bool int32
     store.host_addr = static_cast<std::uint32_t>(out_addr + f * rows * row_bytes);
     store.host_stride = row_bytes;
     p.write_host(store);
-    out_row += rows;
   }
   p.halt();
 
@@ -473,6 +475,56 @@ Job int8_add_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   return job;
 }
 
+// QuantizeLinear on the core (plan_quant_convert, Q-QUANT): 5.5 array rows of values across the
+// int8 range and past it, against reference_quantize (checked against the host's product and
+// rounding in tests/sw/test_quant_convert.cpp).
+Job quantize_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+  tpu::QuantConvertSpec spec;
+  spec.size = 11 * config.dim / 2;
+  spec.scale = 0.04f;
+  spec.zero_point = -9;
+  const tpu::QuantConvertPlan plan = tpu::plan_quant_convert(config, spec);
+  std::vector<num::fp32_t> x(spec.size);
+  for (num::fp32_t& v : x) {
+    v = oracle::as_bits((static_cast<float>(rng.uniform(0, 1200)) - 600.0f) / 64.0f);
+  }
+  Job job = vector_plan_job(config, plan);
+  job.write_inputs = [plan, x](tpu::HostMemory& memory) {
+    tpu::write_quant_convert_input(plan, memory, x);
+  };
+  job.results = [plan](const tpu::HostMemory& memory) {
+    return int8_patterns(tpu::read_quantize_output(plan, memory));
+  };
+  job.want = int8_patterns(tpu::reference_quantize(spec, x));
+  job.shape = fmt::format("{}", spec.size);
+  job.options = "quantize";
+  return job;
+}
+
+// DequantizeLinear on the core (Q-DEQUANT): every int8 value and more, against
+// reference_dequantize.
+Job dequantize_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+  tpu::QuantConvertSpec spec;
+  spec.direction = tpu::QuantDirection::Dequantize;
+  spec.size = std::max<std::uint64_t>(256, 11 * config.dim / 2);
+  spec.scale = 0.3f / 7;
+  spec.zero_point = static_cast<int>(rng.uniform(0, 255)) - 128;
+  const tpu::QuantConvertPlan plan = tpu::plan_quant_convert(config, spec);
+  std::vector<std::int8_t> q(spec.size);
+  for (std::size_t n = 0; n < q.size(); ++n) q[n] = static_cast<std::int8_t>(n);
+  Job job = vector_plan_job(config, plan);
+  job.write_inputs = [plan, q](tpu::HostMemory& memory) {
+    tpu::write_quant_convert_input(plan, memory, q);
+  };
+  job.results = [plan](const tpu::HostMemory& memory) {
+    return tpu::read_dequantize_output(plan, memory);
+  };
+  job.want = tpu::reference_dequantize(spec, q);
+  job.shape = fmt::format("{}", spec.size);
+  job.options = "dequantize";
+  return job;
+}
+
 // The int8 average (plan_pool with int8, Q-MEAN): a QDQ model's global mean before its
 // classifier, over two images whose channels take one and a half rows of the array, against
 // reference_pool_int8 (checked against the exact oracle in tests/sw/test_pool.cpp).
@@ -642,6 +694,8 @@ std::vector<Case> cases(unsigned random_cases) {
   list.push_back({"int8-depthwise", int8_depthwise_job, true});
   list.push_back({"int8-add", int8_add_job, true});
   list.push_back({"int8-mean", int8_mean_job, true});
+  list.push_back({"quantize", quantize_job, true});
+  list.push_back({"dequantize", dequantize_job, true});
   list.push_back({"layernorm", layernorm_job, true});
   return list;
 }

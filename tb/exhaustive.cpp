@@ -3,7 +3,9 @@
 // reference model, each compared with the host-FPU oracle; and every one of the
 // 2^32 fp32 inputs of sigmoid, tanh, gelu, exp, reciprocal and reciprocal
 // square root, through the RTL and the reference model (bit for bit), with the
-// reference model's error measured against the double-precision oracle. One
+// reference model's error measured against the double-precision oracle; and every one of the
+// 2^32 inputs of the vector unit's conversions, fp32 to int32 and int32 to fp32 (ELTWISE quant and
+// dequant by 1.0), through the RTL's lane and the reference model, against the host's. One
 // process takes one shard of the input space so that shards can run in parallel.
 #include <fmt/core.h>
 
@@ -16,8 +18,10 @@
 #include "Vact_func_tpu_pkg.h"
 #include "Vbf16_mul_s0.h"
 #include "Vfp32_to_bf16_s0.h"
+#include "Vvector_lane.h"
 #include "harness/unit_model.hpp"
 #include "oracle/activation.hpp"
+#include "oracle/eltwise.hpp"
 #include "oracle/host_float.hpp"
 #include "tpu/numerics/activation.hpp"
 #include "tpu/numerics/float.hpp"
@@ -148,12 +152,12 @@ class ActError {
 int main(int argc, char** argv) {
   CLI::App app{
       "Exhaustive check of the bf16 multiplier, the fp32 -> bf16 rounder and the approximated "
-      "functions of the activation function unit"};
+      "functions of the activation function unit, and the vector unit's conversions"};
   std::string unit;
   unsigned shard = 0, shards = 1;
-  app.add_option("--unit", unit, "mul, round or act")
+  app.add_option("--unit", unit, "mul, round, act or convert")
       ->required()
-      ->check(CLI::IsMember({"mul", "round", "act"}));
+      ->check(CLI::IsMember({"mul", "round", "act", "convert"}));
   app.add_option("--shards", shards, "number of shards")->check(CLI::Range(1u, 65536u));
   app.add_option("--shard", shard, "this process's shard, 0-based");
   CLI11_PARSE(app, argc, argv);
@@ -178,6 +182,27 @@ int main(int argc, char** argv) {
       rtl->value_i = input;
       rtl->eval();
       t.compare(input, rtl->value_o, num::fp32_to_bf16(input), oracle::fp32_to_bf16(input));
+    });
+  } else if (unit == "convert") {
+    // x as an fp32 quantised by 1.0 (its value rounded to an int32), and as an int32
+    // dequantised by 1.0 (rounded to fp32, the product exact): two results an input.
+    tpu::harness::UnitModel<Vvector_lane> rtl;
+    constexpr num::fp32_t kOne = 0x3F800000u;
+    const auto lane = [&](tpu::isa::VectorOp op, bool int32, std::uint32_t x) {
+      rtl->op_i = static_cast<std::uint8_t>(op);
+      rtl->int32_i = int32;
+      rtl->a_i = x;
+      rtl->b_i = kOne;
+      rtl->eval();
+      return rtl->result_o;
+    };
+    tally = sweep("convert", shard, shards, [&](Tally& t, std::uint32_t input) {
+      const auto as_int = static_cast<std::int32_t>(input);
+      t.compare(input, lane(tpu::isa::VectorOp::Quant, false, input),
+                static_cast<std::uint32_t>(num::fp32_to_int32(num::mul_fp32(input, kOne))),
+                oracle::eltwise_lane(tpu::isa::VectorOp::Quant, false, input, kOne));
+      t.compare(input, lane(tpu::isa::VectorOp::Dequant, true, input), num::int32_to_fp32(as_int),
+                oracle::eltwise_lane(tpu::isa::VectorOp::Dequant, true, input, kOne));
     });
   } else {
     // The RTL must equal the reference model bit for bit; the reference model

@@ -304,4 +304,50 @@ package tpu_fp_pkg;
     if (nan) fp32_max_min = tpu_pkg::Fp32CanonicalNan;
   endfunction
 
+  // int32 to fp32 (ELTWISE quant and dequant with I32, N-VEC): the two's complement value
+  // rounded to 24 significant bits, nearest even; exact below 2^24 in magnitude.
+  function automatic logic [31:0] fp32_from_int32(input logic [31:0] x);
+    logic [31:0] magnitude;
+    logic [30:0] normalised;  // the bits below the leading one, from bit 30 down
+    logic [4:0]  lead;  // the leading one's position
+    logic        guard, sticky, round_up;
+    logic [23:0] rounded;  // the kept fraction (below the leading one) rounded, its carry on top
+    logic [7:0]  exponent;
+    magnitude = x[31] ? 32'(-x) : x;  // 2^31 for -2^31: unsigned
+    lead = '0;
+    for (int b = 0; b < 32; b++) begin
+      if (magnitude[b]) lead = 5'(b);
+    end
+    normalised = 31'(magnitude << (5'd31 - lead));  // the leading one shifted out at bit 31
+    guard    = normalised[7];
+    sticky   = normalised[6:0] != 7'h0;
+    round_up = guard && (sticky || normalised[8]);
+    rounded  = {1'b0, normalised[30:8]} + {23'h0, round_up};
+    exponent = 8'd127 + {3'b000, lead} + {7'h0, rounded[23]};
+    fp32_from_int32 = magnitude == 32'h0 ? 32'h0 : {x[31], exponent, rounded[22:0]};
+  endfunction
+
+  // fp32 to int32 (ELTWISE quant, N-VEC): after N-IN, rounded to an integer, ties to even; past
+  // the int32 range (infinities included) its nearest end, NaN 0.
+  function automatic logic [31:0] fp32_to_int32(input logic [31:0] x);
+    logic        nan;
+    logic [8:0]  shift;      // of the significand right, from 2^23 ones to units
+    logic [63:0] fixed;      // |x| with 32 fraction bits, where |x| < 2^23
+    logic [31:0] magnitude;  // |x| rounded, below 2^31
+    logic        round_up;
+    nan   = x[30:23] == 8'hFF && x[22:0] != 23'h0;
+    shift = 9'd150 - {1'b0, x[30:23]};
+    fixed = {8'h0, 1'b1, x[22:0], 32'h0} >> (shift > 9'd63 ? 9'd63 : shift);
+    round_up  = fixed[31] && (fixed[30:0] != 31'h0 || fixed[32]);
+    magnitude = x[30:23] >= 8'd150 ? {1'b0, 1'b1, x[22:0], 7'h0} >> (8'd157 - x[30:23])
+                                   : fixed[63:32] + {31'h0, round_up};
+    if (nan || x[30:23] < 8'd126) begin
+      fp32_to_int32 = 32'h0;  // NaN, and magnitudes below 1/2 (a subnormal is its zero)
+    end else if (x[30:23] >= 8'd158) begin
+      fp32_to_int32 = x[31] ? 32'h8000_0000 : 32'h7FFF_FFFF;
+    end else begin
+      fp32_to_int32 = x[31] ? 32'(-magnitude) : magnitude;
+    end
+  endfunction
+
 endpackage

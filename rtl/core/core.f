@@ -19,5 +19,6 @@ tpu_matmul_unit.sv
 tpu_act_unit.sv
 tpu_store_unit.sv
 tpu_collective_unit.sv
+tpu_vector_lane.sv
 tpu_vector_unit.sv
 tpu_array_core.sv

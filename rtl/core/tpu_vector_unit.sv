@@ -243,9 +243,16 @@ module tpu_vector_unit #(
       group_a[31:0] = (lane_q == '0) ? x_b[31:0] : fold_q;
       group_b[31:0] = x_a[lane_q*32 +: 32];
     end
-    for (int unsigned l = 0; l < Lanes; l++) begin
-      group_result[l*32 +: 32] = vector_lane(vop, int32, group_a[l*32 +: 32], group_b[l*32 +: 32]);
-    end
+  end
+
+  for (genvar l = 0; l < Lanes; l++) begin : g_lane
+    tpu_vector_lane u_lane (
+      .op_i    (vop),
+      .int32_i (int32),
+      .a_i     (group_a[l*32 +: 32]),
+      .b_i     (group_b[l*32 +: 32]),
+      .result_o(group_result[l*32 +: 32])
+    );
   end
 
   // A step of the lanes this cycle, and whether it finishes the entry's row. Only the steps that
@@ -425,26 +432,6 @@ module tpu_vector_unit #(
       e_dst_q        <= e_dst_d;
     end
   end
-
-  // One lane of N-VEC: fp32 by tpu_fp_pkg, or int32 (wrapping, signed max and min).
-  function automatic logic [31:0] vector_lane(input logic [3:0] op, input logic is_int,
-                                               input logic [31:0] a, input logic [31:0] b);
-    logic [31:0] addend, fp_sum, int_max, int_min, int_product;
-    // One adder for add and sub: sub adds B with its sign flipped.
-    addend      = {b[31] ^ (op == tpu_isa_pkg::VopSub), b[30:0]};
-    fp_sum      = tpu_fp_pkg::add_round(tpu_fp_pkg::add_normalise(tpu_fp_pkg::add_align(
-                      tpu_fp_pkg::add_order(a, addend))));
-    int_product = a * b;
-    int_max     = $signed(a) >= $signed(b) ? a : b;
-    int_min     = $signed(a) >= $signed(b) ? b : a;
-    unique case (op)
-      tpu_isa_pkg::VopAdd: vector_lane = is_int ? a + b : fp_sum;
-      tpu_isa_pkg::VopSub: vector_lane = is_int ? a - b : fp_sum;
-      tpu_isa_pkg::VopMul: vector_lane = is_int ? int_product : tpu_fp_pkg::fp32_mul(a, b);
-      tpu_isa_pkg::VopMax: vector_lane = is_int ? int_max : tpu_fp_pkg::fp32_max_min(a, b, 1'b1);
-      default:             vector_lane = is_int ? int_min : tpu_fp_pkg::fp32_max_min(a, b, 1'b0);
-    endcase
-  endfunction
 
   assign busy_o = head_valid;
   assign idle_o = queue_empty;

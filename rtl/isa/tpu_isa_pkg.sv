@@ -149,7 +149,14 @@ package tpu_isa_pkg;
   localparam logic [3:0] VopMax = 4'd3;
   // min: the smaller of A and B (NaN if either is; min(-0, +0) = -0)
   localparam logic [3:0] VopMin = 4'd4;
-  localparam int unsigned VopCount = 5;
+  // quant: int32: the fp32 product of A and B as mul gives it (A an int32 with I32 first rounded to
+  // fp32, B fp32), rounded to an integer, ties to even; past the int32 range its nearest end, NaN 0
+  // (a quantisation, B the scale's reciprocal)
+  localparam logic [3:0] VopQuant = 4'd5;
+  // dequant: fp32: the product of A and B as mul gives it, A an int32 with I32 first rounded to
+  // fp32, B fp32 (a dequantisation, B the scale)
+  localparam logic [3:0] VopDequant = 4'd6;
+  localparam int unsigned VopCount = 7;
 
   // Fields: lowest bit in the flat instruction, and width.
   // opcode (w0[7:0]): operation

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "tpu/backend.hpp"
@@ -80,6 +82,16 @@ inline void write_constants(HostMemory& memory, std::uint64_t addr, std::uint32_
                             std::uint32_t stride, const std::vector<num::fp32_t>& values) {
   for (std::size_t r = 0; r < values.size(); ++r) {
     memory.write_array(addr + r * stride, std::vector<num::fp32_t>(dim, values[r]));
+  }
+}
+
+// Throws std::invalid_argument with one line where `config` lacks a vector unit or the int8
+// datapath, which `what` (say "an int8 addition") needs.
+inline void require_int8_vector_unit(const HardwareConfig& config, const std::string& what) {
+  if (config.vector_lanes == 0 || !config.int8) {
+    throw std::invalid_argument(what + " on the core needs a vector unit and the int8 datapath; " +
+                                config.name() + " lacks " +
+                                (config.vector_lanes == 0 ? "the vector unit" : "the latter"));
   }
 }
 

@@ -413,6 +413,11 @@ num::fp32_t eltwise_lane(isa::VectorOp op, bool int32, num::fp32_t a, num::fp32_
       return int32 ? (sa >= sb ? a : b) : num::max_fp32(a, b);
     case isa::VectorOp::Min:
       return int32 ? (sa >= sb ? b : a) : num::min_fp32(a, b);
+    case isa::VectorOp::Quant:
+      return static_cast<num::fp32_t>(
+          num::fp32_to_int32(num::mul_fp32(int32 ? num::int32_to_fp32(sa) : a, b)));
+    case isa::VectorOp::Dequant:
+      return num::mul_fp32(int32 ? num::int32_to_fp32(sa) : a, b);
   }
   throw std::logic_error("eltwise: an operation the checks refuse");
 }

@@ -332,10 +332,12 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
 
 namespace {
 
-// NCHW values to pixels of C values (NHWC), or back (`to_nchw`), for images of `plane` pixels.
+// The caller's values (NCHW) to pixels of C values (NHWC), or back (`to_nchw`), for images of
+// `plane` pixels; as they are where the caller's are NHWC already (channels_last).
 template <typename T>
 std::vector<T> transpose_pixels(const PoolSpec& s, std::uint64_t plane, const std::vector<T>& x,
                                 bool to_nchw) {
+  if (s.channels_last) return x;
   std::vector<T> y(x.size());
   for (std::uint64_t n = 0; n < s.batch; ++n) {
     for (std::uint64_t c = 0; c < s.channels; ++c) {
@@ -457,6 +459,11 @@ namespace {
 template <typename T, typename Acc, typename Fold, typename Finish>
 auto fold_windows(const PoolSpec& s, const std::vector<T>& x, Acc seed, Fold fold, Finish finish) {
   const std::uint64_t plane = std::uint64_t{s.height} * s.width;
+  // Value `pixel` of image n x C + c in the caller's layout.
+  const auto at = [&](std::uint64_t image, std::uint64_t pixel) {
+    return s.channels_last ? (image / s.channels * plane + pixel) * s.channels + image % s.channels
+                           : image * plane + pixel;
+  };
   std::vector<decltype(finish(seed))> y;
   y.reserve(std::uint64_t{s.batch} * s.channels * s.out_h * s.out_w);
   for (std::uint64_t image = 0; image < std::uint64_t{s.batch} * s.channels; ++image) {
@@ -469,14 +476,17 @@ auto fold_windows(const PoolSpec& s, const std::vector<T>& x, Acc seed, Fold fol
           for (std::int64_t kx = 0; kx < std::int64_t{s.kernel_w}; ++kx) {
             const std::int64_t ix = ox * s.stride_w - s.pad_left + kx;
             if (ix < 0 || ix >= std::int64_t{s.width}) continue;
-            acc = fold(acc, x[image * plane + static_cast<std::uint64_t>(iy * s.width + ix)]);
+            acc = fold(acc, x[at(image, static_cast<std::uint64_t>(iy * s.width + ix))]);
           }
         }
         y.push_back(finish(acc));
       }
     }
   }
-  return y;
+  if (!s.channels_last) return y;
+  PoolSpec nchw = s;
+  nchw.channels_last = false;
+  return transpose_pixels(nchw, std::uint64_t{s.out_h} * s.out_w, y, false);
 }
 
 }  // namespace

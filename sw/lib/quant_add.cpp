@@ -27,11 +27,7 @@ bool halves(num::QuantizedMultiplier m) {
 }
 
 void check_spec(const HardwareConfig& config, const QuantAddSpec& spec) {
-  if (config.vector_lanes == 0 || !config.int8) {
-    throw std::invalid_argument(
-        "an int8 addition on the core needs a vector unit and the int8 datapath; " + config.name() +
-        " lacks " + (config.vector_lanes == 0 ? "the vector unit" : "the latter"));
-  }
+  acc_rows::require_int8_vector_unit(config, "an int8 addition");
   if (spec.size == 0) throw std::invalid_argument("an int8 addition of empty operands");
   // add_int8 checks every range once: the program's rows hold what it takes.
   static_cast<void>(num::add_int8(0, 0, spec.params));

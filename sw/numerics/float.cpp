@@ -1,5 +1,7 @@
 #include "tpu/numerics/float.hpp"
 
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -256,6 +258,36 @@ fp32_t mul_fp32(fp32_t x, fp32_t y) {
   };
   return round_product(sign != 0, unit(x), unit(y),
                        biased_exponent_fp32(x) + biased_exponent_fp32(y) - 2 * kExponentBias);
+}
+
+fp32_t int32_to_fp32(std::int32_t x) {
+  if (x == 0) return 0;
+  // The magnitude as an exact value, 2^31 for INT32_MIN included.
+  const auto magnitude = static_cast<std::uint64_t>(std::abs(static_cast<std::int64_t>(x)));
+  const Exact value{x < 0, 0, magnitude};
+  return round_and_pack(value);  // below 2^32: never overflows, never flushes
+}
+
+std::int32_t fp32_to_int32(fp32_t x) {
+  x = canon_in_fp32(x);
+  if (is_nan_fp32(x) || is_zero_fp32(x)) return 0;
+  const bool negative = (x & kFp32SignMask) != 0;
+  const int exponent = biased_exponent_fp32(x) - kExponentBias;  // |x| in [2^e, 2^(e+1))
+  if (exponent >= 31) return negative ? INT32_MIN : INT32_MAX;   // -2^31 itself included
+  if (exponent < -1) return 0;                                   // |x| < 1/2
+  const Exact value = decode_normal_fp32(x);
+  std::uint64_t magnitude = 0;
+  if (value.exponent >= 0) {
+    magnitude = value.significand << value.exponent;
+  } else {
+    const int dropped = -value.exponent;
+    const std::uint64_t kept = value.significand >> dropped;
+    const std::uint64_t remainder = value.significand & ((std::uint64_t{1} << dropped) - 1);
+    const std::uint64_t half = std::uint64_t{1} << (dropped - 1);
+    magnitude = kept + (remainder > half || (remainder == half && (kept & 1) != 0) ? 1 : 0);
+  }
+  return static_cast<std::int32_t>(negative ? -static_cast<std::int64_t>(magnitude)
+                                            : static_cast<std::int64_t>(magnitude));
 }
 
 namespace {

@@ -263,6 +263,30 @@ std::int8_t mean_int8(std::int32_t sum, const QuantMeanParams& p) {
   return requantize(from_bits(to_bits(sum) << p.up), p.requant);
 }
 
+QuantizeParams quantize_params(float scale, int zero_point) {
+  check_zero_point(zero_point, "quantize_params");
+  const float reciprocal = 1.0f / scale;
+  if (!(scale > 0) || !std::isnormal(reciprocal)) {
+    throw std::invalid_argument("quantize_params: a scale of " + std::to_string(scale) +
+                                ", not positive with a normal fp32 reciprocal");
+  }
+  QuantizeParams p;
+  p.reciprocal = float_to_fp32(reciprocal);
+  p.zero_point = zero_point;
+  return p;
+}
+
+std::int8_t quantize_int8(fp32_t x, const QuantizeParams& p) {
+  check_zero_point(p.zero_point, "quantize_int8");
+  const std::int64_t q = std::int64_t{fp32_to_int32(mul_fp32(x, p.reciprocal))} + p.zero_point;
+  return static_cast<std::int8_t>(std::clamp<std::int64_t>(q, p.lo, p.hi));
+}
+
+fp32_t dequantize_int8(std::int8_t q, int zero_point, fp32_t scale) {
+  check_zero_point(zero_point, "dequantize_int8");
+  return mul_fp32(int32_to_fp32(q - zero_point), scale);
+}
+
 std::int8_t add_int8(std::int8_t a, std::int8_t b, const QuantAddParams& p) {
   check_zero_point(p.a_zero_point, "add_int8");
   check_zero_point(p.b_zero_point, "add_int8");

@@ -137,10 +137,10 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
   }
   const std::uint64_t per = std::max<std::uint64_t>(inputs, 1);
   fmt::print(
-      "total: {} nodes run, {} host step{} ({} views and shape arithmetic, no work), {} products "
-      "on the core in {} program run{}; {} MACs ({} per input)",
-      total.nodes, host_steps, host_steps == 1 ? "" : "s", nowhere, total.products, total.programs,
-      total.programs == 1 ? "" : "s", total.macs, total.macs / per);
+      "total: {} nodes run, {} host step{}, {} node{} with no work (views, shape arithmetic), {} "
+      "products on the core in {} program run{}; {} MACs ({} per input)",
+      total.nodes, host_steps, host_steps == 1 ? "" : "s", nowhere, nowhere == 1 ? "" : "s",
+      total.products, total.programs, total.programs == 1 ? "" : "s", total.macs, total.macs / per);
   // The vector unit's busy cycles as a share of all.
   const auto share = [](double part, double whole) {
     return whole > 0 ? 100.0 * part / whole : 0.0;

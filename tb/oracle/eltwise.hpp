@@ -20,6 +20,21 @@
 
 namespace tpu::oracle {
 
+// The host's conversions: an int32 to the nearest float (the FPU's rounding, nearest even), and
+// a float to the nearest integer, ties to even (std::nearbyint), saturated; NaN 0 and a
+// subnormal its zero (N-IN).
+inline fp32_t from_int32(std::int32_t x) {
+  return as_bits(static_cast<float>(x));
+}
+inline std::int32_t to_int32(fp32_t x) {
+  const float f = as_float(x);
+  if (std::isnan(f) || std::fpclassify(f) == FP_SUBNORMAL) return 0;
+  const double r = std::nearbyint(static_cast<double>(f));
+  if (r >= 2147483647.0) return INT32_MAX;
+  if (r <= -2147483648.0) return INT32_MIN;
+  return static_cast<std::int32_t>(r);
+}
+
 inline fp32_t eltwise_lane(isa::VectorOp op, bool int32, fp32_t a, fp32_t b) {
   const auto sa = static_cast<std::int32_t>(a), sb = static_cast<std::int32_t>(b);
   switch (op) {
@@ -33,6 +48,10 @@ inline fp32_t eltwise_lane(isa::VectorOp op, bool int32, fp32_t a, fp32_t b) {
       return int32 ? (sa > sb ? a : b) : max_min_fp32(a, b, true);
     case isa::VectorOp::Min:
       return int32 ? (sa < sb ? a : b) : max_min_fp32(a, b, false);
+    case isa::VectorOp::Quant:
+      return static_cast<fp32_t>(to_int32(mul_fp32(int32 ? from_int32(sa) : a, b)));
+    case isa::VectorOp::Dequant:
+      return mul_fp32(int32 ? from_int32(sa) : a, b);
   }
   return 0;
 }

@@ -220,8 +220,8 @@ def stats_totals(stdout):
     """The totals of `tpu infer --stats`: host steps, MACs, the cycle model's cycles, MXU use and
     vector unit busy share, the weight bytes written once and the other bytes per input."""
     import re
-    total = re.search(r"total: \d+ nodes run, (\d+) host steps? \(\d+ views and shape "
-                      r"arithmetic, no work\), (\d+) products on the core in "
+    total = re.search(r"total: \d+ nodes run, (\d+) host steps?, \d+ nodes? with no work "
+                      r"\(views, shape arithmetic\), (\d+) products on the core in "
                       r"\d+ program runs?; \d+ MACs \((\d+) per input\); the cycle model: \d+ "
                       r"cycles \((\d+) per input\), "
                       r"MXU use ([\d.]+) %, vector unit busy ([\d.]+) %", stdout)

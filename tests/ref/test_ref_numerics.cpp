@@ -167,6 +167,45 @@ TEST(Widening, BitCastsKeepBits) {
 // ---------------------------------------------------------------------------------------------
 // N-MUL, directed
 
+// N-VEC's conversions against the host's: an int32 rounded to float by the FPU (nearest even),
+// a float rounded to an integer by nearbyint (ties to even), saturated, NaN 0, a subnormal its
+// zero; every int32 around each power of two and a million random bit patterns each way (make
+// verify-exhaustive takes all 2^32).
+TEST(Conversions, MatchTheHosts) {
+  const auto to_int = [](tpu::num::fp32_t bits) -> std::int32_t {
+    const float f = tpu::oracle::as_float(bits);
+    if (std::isnan(f) || std::fpclassify(f) == FP_SUBNORMAL) return 0;
+    const double r = std::nearbyint(static_cast<double>(f));
+    return r >= 2147483647.0    ? INT32_MAX
+           : r <= -2147483648.0 ? INT32_MIN
+                                : static_cast<std::int32_t>(r);
+  };
+  std::vector<std::uint32_t> inputs;
+  for (int bit = 0; bit < 32; ++bit) {
+    for (std::uint32_t delta = 0; delta < 5; ++delta) {
+      for (const std::uint32_t v : {(1u << bit) + delta, (1u << bit) - delta}) {
+        inputs.push_back(v);
+        inputs.push_back(0u - v);
+      }
+    }
+  }
+  for (const float f : {0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 0.49999997f, 8388607.5f, 2147483520.0f,
+                        2147483648.0f, -2147483648.0f, -2147483904.0f}) {
+    inputs.push_back(tpu::oracle::as_bits(f));
+  }
+  tpu::oracle::OperandRng rng(tpu::test::test_seed());
+  for (int i = 0; i < 1000000; ++i) inputs.push_back(rng.fp32());
+  for (const std::uint32_t x : inputs) {
+    const auto as_int = static_cast<std::int32_t>(x);
+    ASSERT_EQ(tpu::num::int32_to_fp32(as_int), tpu::oracle::as_bits(static_cast<float>(as_int)))
+        << as_int;
+    ASSERT_EQ(tpu::num::fp32_to_int32(x), to_int(x)) << std::hex << x;
+  }
+  EXPECT_EQ(tpu::num::fp32_to_int32(tpu::oracle::as_bits(2.5f)), 2);
+  EXPECT_EQ(tpu::num::fp32_to_int32(tpu::oracle::as_bits(-3.5f)), -4);
+  EXPECT_EQ(tpu::num::int32_to_fp32(16777217), tpu::oracle::as_bits(16777216.0f));
+}
+
 TEST(MulDirected, ZeroProductsAreSignedZeros) {
   EXPECT_TRUE(SameBits(num::mul_bf16(0x0000, 0x3F80), 0x00000000u));
   EXPECT_TRUE(SameBits(num::mul_bf16(0x8000, 0x3F80), 0x80000000u));

@@ -147,7 +147,7 @@ TEST(Assembler, VectorOperationMnemonics) {
     EXPECT_EQ(disassemble(in), std::string("eltwise vop=") + op.mnemonic + " count=1");
   }
   expect_error("eltwise vop=div",
-               "line 1: unknown vector operation 'div' (add, sub, mul, max, min)");
+               "line 1: unknown vector operation 'div' (add, sub, mul, max, min, quant, dequant)");
 }
 
 TEST(Assembler, AlphaHexPatternOrDecimalRoundedByNOut) {

@@ -70,6 +70,15 @@ TEST(Graph, RunsOnTheHostAndFreesNothingItReturns) {
 
 using test::small_core;
 
+// The backends an operator of the int8 vector unit is checked on: the host (null), a core with
+// the vector unit and the int8 datapath (`on_vector`), and `lacking`, a core without one of them.
+struct Int8VectorBackends {
+  explicit Int8VectorBackends(const HardwareConfig& lacking_config)
+      : on_vector(test::small_int8_vector_core(), 0), lacking(lacking_config, 0) {}
+  std::vector<Backend*> all() { return {nullptr, &on_vector, &lacking}; }
+  FunctionalModel on_vector, lacking;
+};
+
 // A session writes a product's constant B into the core's memory on its first run only; a B
 // computed from the inputs is written every time. Each run gives what a fresh run gives.
 TEST(Graph, ASessionWritesWeightsOnce) {
@@ -357,16 +366,15 @@ TEST(Graph, QuantisedAddsAndMaxPoolsFuseAndRunOnTheVectorUnit) {
     inside += want[e] > -20;
   }
   EXPECT_GT(inside, want.size() / 4);  // not all clamped by the relu
-  FunctionalModel on_vector(test::small_int8_vector_core(), 0), without_vector(small_core(), 0);
-  for (Backend* accelerator : {static_cast<Backend*>(nullptr), static_cast<Backend*>(&on_vector),
-                               static_cast<Backend*>(&without_vector)}) {
+  Int8VectorBackends backends(small_core());
+  for (Backend* accelerator : backends.all()) {
     std::vector<OpRun> runs;
     const std::vector<Tensor> y = run(g, inputs, accelerator, &runs);
     EXPECT_EQ(y[0].dtype, DType::Int8);
     EXPECT_EQ(y[0].shape, (Shape{1, 2, 2, 2}));
     EXPECT_EQ(y[0].ints, want);
-    EXPECT_EQ(runs[0].on_accelerator, accelerator == &on_vector);
-    EXPECT_EQ(runs[1].on_accelerator, accelerator == &on_vector);
+    EXPECT_EQ(runs[0].on_accelerator, accelerator == &backends.on_vector);
+    EXPECT_EQ(runs[1].on_accelerator, accelerator == &backends.on_vector);
   }
 }
 
@@ -472,17 +480,115 @@ TEST(Graph, QuantisedMeansFuseAndRunOnTheVectorUnit) {
     for (std::size_t e = 0; e < want.size(); ++e) {
       EXPECT_LE(std::abs(want[e] - reference[0].ints[e]), 1) << "output " << e;
     }
-    FunctionalModel on_vector(test::small_int8_vector_core(), 0),
-        without_int8(test::small_vector_core(), 0);
-    for (Backend* accelerator : {static_cast<Backend*>(nullptr), static_cast<Backend*>(&on_vector),
-                                 static_cast<Backend*>(&without_int8)}) {
+    Int8VectorBackends backends(test::small_vector_core());
+    for (Backend* accelerator : backends.all()) {
       std::vector<OpRun> runs;
       const std::vector<Tensor> y = run(g, inputs, accelerator, &runs);
       EXPECT_EQ(y[0].dtype, DType::UInt8);
       EXPECT_EQ(y[0].shape, (Shape{2, 3}));
       EXPECT_EQ(y[0].ints, want);
-      EXPECT_EQ(runs[0].on_accelerator, accelerator == &on_vector);
+      EXPECT_EQ(runs[0].on_accelerator, accelerator == &backends.on_vector);
     }
+  }
+}
+
+// A QuantizeLinear to uint8 and a DequantizeLinear back (a QDQ model's input and output): on
+// the vector unit of a core with the int8 datapath, with Q-QUANT's and Q-DEQUANT's bits
+// (num::quantize_int8, num::dequantize_int8); elsewhere on the host, onnxruntime's quotient,
+// within a step of them; scales per channel on the host everywhere.
+TEST(Graph, QuantisationAndDequantisationRunOnTheVectorUnit) {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {2, 40}}};
+  g.outputs = {{"q", DType::UInt8, {}}, {"y", DType::Float32, {}}};
+  g.constants["s"] = Tensor::of_floats({}, {0.1f / 3});
+  g.constants["z"] = Tensor::of_ints({}, {131}, DType::UInt8);
+  g.nodes = {node("QuantizeLinear", {"x", "s", "z"}, {"q"}),
+             node("DequantizeLinear", {"q", "s", "z"}, {"y"})};
+  g.nodes[1].name = "dq";
+  std::vector<float> x(80);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = (static_cast<float>(i) - 40) * 0.1f / 6 * (i % 3 == 0 ? 20.0f : 1.0f);
+  }
+  const std::vector<Tensor> inputs = {Tensor::of_floats({2, 40}, x)};
+  const num::QuantizeParams params = num::quantize_params(0.1f / 3, 131 - 128);
+  std::vector<std::int64_t> want_q;
+  std::vector<float> want_y;
+  for (const float v : x) {
+    const std::int8_t q = num::quantize_int8(num::float_to_fp32(v), params);
+    want_q.push_back(q + 128);
+    want_y.push_back(num::fp32_to_float(num::dequantize_int8(q, 3, num::float_to_fp32(0.1f / 3))));
+  }
+  Int8VectorBackends backends(test::small_vector_core());
+  for (Backend* accelerator : backends.all()) {
+    std::vector<OpRun> runs;
+    const std::vector<Tensor> y = run(g, inputs, accelerator, &runs);
+    ASSERT_EQ(y[0].dtype, DType::UInt8);
+    EXPECT_EQ(runs[0].on_accelerator, accelerator == &backends.on_vector);
+    EXPECT_EQ(runs[1].on_accelerator, accelerator == &backends.on_vector);
+    for (std::size_t e = 0; e < x.size(); ++e) {
+      if (accelerator == &backends.on_vector) {
+        EXPECT_EQ(y[0].ints[e], want_q[e]) << e;
+      } else {
+        EXPECT_LE(std::abs(y[0].ints[e] - want_q[e]), 1) << e;
+      }
+      // (q - z) s from each backend's own q: the same product on the host and the core.
+      EXPECT_EQ(y[1].floats[e], static_cast<float>(y[0].ints[e] - 131) * (0.1f / 3)) << e;
+    }
+  }
+  g.constants["s"] = Tensor::of_floats({2}, {0.1f, 0.2f});
+  g.constants["z"] = Tensor::of_ints({2}, {0, 0}, DType::UInt8);
+  g.nodes[0].attributes["axis"] = Attribute::of_int(0);
+  g.nodes[1].attributes["axis"] = Attribute::of_int(0);
+  std::vector<OpRun> runs;
+  run(g, inputs, &backends.on_vector, &runs);
+  EXPECT_FALSE(runs[0].on_accelerator);
+  EXPECT_FALSE(runs[1].on_accelerator);
+}
+
+// A ReduceMean and a ReduceMax over a middle axis (a transformer's tokens, [batch, tokens,
+// features] to [batch, features]) run on the vector unit as pools of channels-last images:
+// N-POOL's bits, the tokens folded in order (reference_pool), within a sliver of the host's mean;
+// the maximum exactly. Over axes that are not one block, on the host.
+TEST(Graph, ReductionsOverTheTokensRunOnTheVectorUnit) {
+  std::vector<float> x(2 * 5 * 3);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 23) / 8 - 1.25f;
+  const std::vector<Tensor> inputs = {Tensor::of_floats({2, 5, 3}, x)};
+  for (const bool mean : {true, false}) {
+    SCOPED_TRACE(mean ? "ReduceMean" : "ReduceMax");
+    Graph g;
+    g.opset = 18;
+    g.inputs = {{"x", DType::Float32, {2, 5, 3}}};
+    g.outputs = {{"y", DType::Float32, {}}};
+    g.constants["axes"] = Tensor::of_ints({1}, {1});
+    g.nodes = {node(mean ? "ReduceMean" : "ReduceMax", {"x", "axes"}, {"y"})};
+    g.nodes[0].attributes["keepdims"] = Attribute::of_int(0);
+    FunctionalModel on_vector(test::small_vector_core(), 0);
+    std::vector<OpRun> runs;
+    const Tensor y = run(g, inputs, &on_vector, &runs)[0];
+    EXPECT_TRUE(runs[0].on_accelerator);
+    ASSERT_EQ(y.shape, (Shape{2, 3}));
+    const Tensor host = run(g, inputs, nullptr)[0];
+    PoolSpec spec;
+    spec.max = !mean;
+    spec.batch = 2;
+    spec.channels = 3;
+    spec.height = spec.kernel_h = 5;
+    spec.width = spec.kernel_w = spec.out_h = spec.out_w = 1;
+    spec.count = mean ? 5 : 1;
+    spec.channels_last = true;
+    std::vector<num::fp32_t> bits;
+    for (const float v : x) bits.push_back(num::float_to_fp32(v));
+    const std::vector<num::fp32_t> want = reference_pool(spec, bits);
+    ASSERT_EQ(want.size(), 6u);
+    for (std::size_t e = 0; e < 6; ++e) {
+      EXPECT_EQ(num::float_to_fp32(y.floats[e]), want[e]) << e;
+      EXPECT_NEAR(y.floats[e], host.floats[e], 1e-6) << e;
+    }
+    g.constants["axes"] = Tensor::of_ints({2}, {0, 2});  // not one block of axes
+    runs.clear();
+    run(g, inputs, &on_vector, &runs);
+    EXPECT_FALSE(runs[0].on_accelerator);
   }
 }
 

@@ -580,8 +580,8 @@ TEST_F(ModelTest, EltwiseChecks) {
       run("read_host acc rows=2 host_addr=0 host_stride=16\n"
           "read_host acc rows=1 addr_b=63 host_addr=0\n"
           "eltwise row vop=add rows=2 bias_addr=63\nhalt"));
-  // vop 5 is no operation.
-  expect_error(run(".word 0x00050009 0x00010001 0 0 0 0 0 0\nhalt"), Error::IllegalField, 0);
+  // vop 7 is no operation.
+  expect_error(run(".word 0x00070009 0x00010001 0 0 0 0 0 0\nhalt"), Error::IllegalField, 0);
   HardwareConfig without = model_config();
   without.vector_lanes = 0;
   FunctionalModel model(without, kHostBytes);

@@ -280,6 +280,55 @@ TEST(Pool, Int8MaxGivesTheLargestValues) {
   }
 }
 
+// The caller's tensors channels last (a sequence's tokens, each a row of channels): the same
+// windows over the same values as the NCHW pool of their transposition, float and int8, each
+// result where NHWC puts it.
+TEST(Pool, ChannelsLastPoolsTheSameWindows) {
+  oracle::OperandRng rng(test::test_seed() + 5);
+  const HardwareConfig config = test::small_int8_vector_core(256);
+  for (PoolSpec s : {spec_of(false, 2, 6, 7, 1, 7, 1, 0), spec_of(true, 3, 5, 4, 4, 2, 2, 0)}) {
+    SCOPED_TRACE(s.max ? "max 2x2" : "mean over 7 tokens");
+    if (s.width == 1) {  // the tokens: a window of the whole sequence
+      s.kernel_w = 1;
+      s.out_h = s.out_w = 1;
+      s.count = 7;
+    }
+    const std::size_t plane = std::size_t{s.height} * s.width;
+    const std::size_t out_plane = std::size_t{s.out_h} * s.out_w;
+    const std::vector<num::fp32_t> nchw = activations(rng, s.batch * s.channels * plane);
+    // NHWC: value (n, c, q) at (n plane + q) C + c.
+    const auto to_nhwc = [&](const std::vector<num::fp32_t>& v, std::size_t pixels) {
+      std::vector<num::fp32_t> t(v.size());
+      for (std::size_t n = 0; n < s.batch; ++n)
+        for (std::size_t c = 0; c < s.channels; ++c)
+          for (std::size_t q = 0; q < pixels; ++q)
+            t[(n * pixels + q) * s.channels + c] = v[(n * s.channels + c) * pixels + q];
+      return t;
+    };
+    PoolSpec last = s;
+    last.channels_last = true;
+    const Outcome outcome = run_on_model(config, last, to_nhwc(nchw, plane));
+    EXPECT_EQ(outcome.out, reference_pool(last, to_nhwc(nchw, plane)));
+    EXPECT_EQ(outcome.out, to_nhwc(reference_pool(s, nchw), out_plane));
+    EXPECT_EQ(outcome.uninitialized_reads, 0u);
+    if (!s.max) continue;
+    last.int8 = true;
+    std::vector<std::int8_t> x(nchw.size());
+    for (std::int8_t& v : x) v = static_cast<std::int8_t>(rng.uniform(0, 255) - 128);
+    const PoolPlan plan = plan_pool(config, last, 0x40);
+    FunctionalModel model(config, 0);
+    const PoolInt8Run run = execute_pool_int8(plan, model, x);
+    ASSERT_TRUE(run.result.ok()) << model.error_detail();
+    EXPECT_EQ(run.out, reference_pool_int8(last, x));
+    std::vector<num::fp32_t> x_nhwc_bits, y_bits;
+    for (const std::int8_t v : x) x_nhwc_bits.push_back(oracle::as_bits(static_cast<float>(v)));
+    for (const std::int8_t v : run.out) y_bits.push_back(oracle::as_bits(static_cast<float>(v)));
+    PoolSpec as_float = last;
+    as_float.int8 = false;
+    EXPECT_EQ(y_bits, reference_pool(as_float, x_nhwc_bits));
+  }
+}
+
 TEST(Pool, RefusesWhatItCannotRun) {
   const HardwareConfig config = test::small_vector_core(256);
   const PoolSpec good = spec_of(true, 1, 4, 4, 4, 2, 2, 0);

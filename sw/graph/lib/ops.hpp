@@ -22,6 +22,7 @@
 #include "tpu/numerics/quant.hpp"
 #include "tpu/pool.hpp"
 #include "tpu/quant_add.hpp"
+#include "tpu/quant_convert.hpp"
 
 namespace tpu::graph::ops {
 
@@ -293,6 +294,16 @@ std::optional<std::vector<std::int8_t>> quant_add_on_core(Context& context,
                                                           const QuantAddSpec& spec,
                                                           const std::vector<std::int8_t>& a,
                                                           const std::vector<std::int8_t>& b);
+
+// QuantizeLinear of fp32 values to int8 (Q-QUANT) and DequantizeLinear of int8 values to fp32
+// (Q-DEQUANT) on the accelerator's vector unit (tpu/quant_convert.hpp), counted as
+// elementwise_on_core counts; nothing where it cannot (no vector unit or int8 datapath, a scale
+// whose reciprocal is no normal fp32): the caller converts on the host, onnxruntime's way.
+std::optional<std::vector<std::int8_t>> quantize_on_core(Context& context,
+                                                         const QuantConvertSpec& spec,
+                                                         const std::vector<float>& x);
+std::optional<std::vector<float>> dequantize_on_core(Context& context, const QuantConvertSpec& spec,
+                                                     const std::vector<std::int8_t>& q);
 
 // An int8 product's Q-REQ multipliers, one per column: x_scale * w_scale(j) / y_scale by Q-SCALE
 // (w_scales one, or one per column of n).

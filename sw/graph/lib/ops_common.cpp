@@ -594,6 +594,34 @@ std::optional<std::vector<std::int8_t>> quant_add_on_core(Context& context,
       [&] { return reference_quant_add(spec, a, b); });
 }
 
+std::optional<std::vector<std::int8_t>> quantize_on_core(Context& context,
+                                                         const QuantConvertSpec& spec,
+                                                         const std::vector<float>& x) {
+  const std::vector<num::fp32_t> bits = bits_of(x);
+  return run_on_vector_unit(
+      context,
+      [&](std::uint64_t base) {
+        return plan_quant_convert(context.accelerator->config(), spec, base);
+      },
+      [&](const QuantConvertPlan& plan, Backend& backend) {
+        return execute_quantize(plan, backend, bits);
+      },
+      [&] { return reference_quantize(spec, bits); });
+}
+
+std::optional<std::vector<float>> dequantize_on_core(Context& context, const QuantConvertSpec& spec,
+                                                     const std::vector<std::int8_t>& q) {
+  return on_vector_unit(
+      context,
+      [&](std::uint64_t base) {
+        return plan_quant_convert(context.accelerator->config(), spec, base);
+      },
+      [&](const QuantConvertPlan& plan, Backend& backend) {
+        return execute_dequantize(plan, backend, q);
+      },
+      [&] { return reference_dequantize(spec, q); });
+}
+
 std::optional<std::vector<std::int32_t>> depthwise_int8_on_core(
     Context& context, const DepthwiseSpec& spec, const std::vector<std::int8_t>& x,
     const std::vector<std::int8_t>& w, const std::vector<std::int32_t>& bias,

@@ -945,6 +945,37 @@ Reduction reduction_of(const Shape& x, const std::vector<bool>& reduced, bool ke
   return r;
 }
 
+// A reduction over one block of axes with others after it, x as [outer, R, inner]: each of the
+// outer x inner results folds R values `inner` apart, as a global pool folds the pixels of
+// images of R pixels with their `inner` channels last (a transformer's mean over its tokens).
+std::optional<PoolSpec> middle_reduction(const Shape& x, const std::vector<bool>& reduced) {
+  const auto first = std::find(reduced.begin(), reduced.end(), true);
+  const auto end = std::find(first, reduced.end(), false);
+  if (first == reduced.end() || end == reduced.end() ||
+      std::find(end, reduced.end(), true) != reduced.end()) {
+    return std::nullopt;  // none, at the end (the spatial pools' case), or not one block
+  }
+  const auto span = [&](std::vector<bool>::const_iterator from,
+                        std::vector<bool>::const_iterator to) {
+    return element_count(
+        Shape(x.begin() + (from - reduced.begin()), x.begin() + (to - reduced.begin())));
+  };
+  const std::size_t outer = span(reduced.begin(), first), count = span(first, end),
+                    inner = span(end, reduced.end());
+  if (outer == 0 || count == 0 || inner == 0 || outer > UINT32_MAX || count > UINT32_MAX ||
+      inner > UINT32_MAX) {
+    return std::nullopt;
+  }
+  PoolSpec spec;
+  spec.batch = static_cast<std::uint32_t>(outer);
+  spec.channels = static_cast<std::uint32_t>(inner);
+  spec.height = spec.kernel_h = static_cast<std::uint32_t>(count);
+  spec.width = spec.kernel_w = spec.out_h = spec.out_w = 1;
+  spec.count = static_cast<std::uint32_t>(count);
+  spec.channels_last = true;
+  return spec;
+}
+
 std::vector<Tensor> reduce(Context& context, const Node& node, const Inputs& in, Reduce kind) {
   const Tensor& x = need_float(node, in, 0);
   const int input_from = kind == Reduce::Sum ? 13 : 18;
@@ -966,6 +997,14 @@ std::vector<Tensor> reduce(Context& context, const Node& node, const Inputs& in,
             windows_on_core(context, x, whole_image(x.shape), kind == Reduce::Max, false)) {
       y->shape = out;
       return outputs(std::move(*y));
+    }
+  }
+  std::optional<PoolSpec> middle = middle_reduction(x.shape, reduced);
+  if (middle && (kind == Reduce::Mean || kind == Reduce::Max)) {
+    middle->max = kind == Reduce::Max;
+    if (middle->max) middle->count = 1;
+    if (std::optional<std::vector<float>> y = pool_on_core(context, *middle, x.floats)) {
+      return outputs(Tensor::of_floats(out, std::move(*y)));
     }
   }
   const std::vector<std::size_t> to = broadcast_offsets(kept_shape, x.shape);
@@ -1033,6 +1072,14 @@ std::vector<Tensor> quant_mean(Context& context, const Node& node, const Inputs&
     spec.int8 = true;
     spec.mean = params;
     if (std::optional<std::vector<std::int8_t>> y = pool_int8_on_core(context, spec, x.values)) {
+      return outputs(quant_tensor(r, out, std::vector<std::int32_t>(y->begin(), y->end())));
+    }
+  }
+  if (std::optional<PoolSpec> middle = middle_reduction(shape, reduced)) {
+    middle->max = false;
+    middle->int8 = true;
+    middle->mean = params;
+    if (std::optional<std::vector<std::int8_t>> y = pool_int8_on_core(context, *middle, x.values)) {
       return outputs(quant_tensor(r, out, std::vector<std::int32_t>(y->begin(), y->end())));
     }
   }

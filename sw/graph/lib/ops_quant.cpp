@@ -2,6 +2,7 @@
 // and the operands of the quantised products (ops_nn.cpp).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -48,9 +49,24 @@ Quantisation quantisation(Context& context, const Node& node, const Inputs& in, 
   return q;
 }
 
+// The conversion of a QuantizeLinear or DequantizeLinear between x and int8 (uint8 as int8, moved
+// down by 128) that the vector unit can take: one scale and zero point for the tensor.
+std::optional<QuantConvertSpec> core_conversion(const Quantisation& q, QuantDirection direction,
+                                                DType type, std::size_t size) {
+  if (q.scales.size() != 1 || size == 0) return std::nullopt;
+  QuantConvertSpec spec;
+  spec.direction = direction;
+  spec.size = size;
+  spec.scale = q.scales[0];
+  spec.zero_point = static_cast<int>(q.zero_points[0]) - (type == DType::UInt8 ? 128 : 0);
+  return spec;
+}
+
 // y = saturate(round_half_even(x / scale) + zero point), x / scale in fp32, as onnxruntime
 // computes it (its MLAS kernels: divide, clamp, convert with rounding to nearest even); NaN
-// quantises to the zero point.
+// quantises to the zero point. On a core's vector unit, with one scale for the tensor, Q-QUANT
+// instead: x times the scale's reciprocal, which differs from the quotient by a step now and
+// then (docs/numerics.md).
 std::vector<Tensor> quantize_linear(Context& context, const Node& node, const Inputs& in) {
   const Tensor& x = need_float(node, in, 0);
   const Quantisation q = quantisation(context, node, in, x);
@@ -61,9 +77,16 @@ std::vector<Tensor> quantize_linear(Context& context, const Node& node, const In
     type = output_dtype == 3 ? DType::Int8 : output_dtype == 2 ? DType::UInt8 : DType::Bool;
   }
   if (!quantised_type(type)) fail(node, "quantisation to a type other than int8 and uint8");
+  Tensor y(type, x.shape);
+  const std::optional<QuantConvertSpec> spec =
+      core_conversion(q, QuantDirection::Quantize, type, x.size());
+  if (const auto on_core = spec ? quantize_on_core(context, *spec, x.floats) : std::nullopt) {
+    const int shift = type == DType::UInt8 ? 128 : 0;
+    for (std::size_t e = 0; e < x.size(); ++e) y.ints[e] = (*on_core)[e] + shift;
+    return outputs(std::move(y));
+  }
   const float lo = type == DType::Int8 ? -128.0f : 0.0f;
   const float hi = type == DType::Int8 ? 127.0f : 255.0f;
-  Tensor y(type, x.shape);
   for (std::size_t e = 0; e < x.size(); ++e) {
     const std::size_t c = (e / q.inner) % q.scales.size();
     const auto zero_point = static_cast<float>(q.zero_points[c]);
@@ -77,7 +100,9 @@ std::vector<Tensor> quantize_linear(Context& context, const Node& node, const In
   return outputs(std::move(y));
 }
 
-// y = (x - zero point) * scale in fp32, as onnxruntime computes it.
+// y = (x - zero point) * scale in fp32, as onnxruntime computes it; on a core's vector unit, int8
+// or uint8 with one scale for the tensor, Q-DEQUANT, the same bits but for a product below
+// 2^-126, which it flushes.
 std::vector<Tensor> dequantize_linear(Context& context, const Node& node, const Inputs& in) {
   const Tensor& x = need(node, in, 0);
   if (!quantised_type(x.dtype) && x.dtype != DType::Int32) {
@@ -88,6 +113,20 @@ std::vector<Tensor> dequantize_linear(Context& context, const Node& node, const 
     fail(node, "a zero point of another type than the input");
   }
   Tensor y(DType::Float32, x.shape);
+  const std::optional<QuantConvertSpec> spec =
+      quantised_type(x.dtype) ? core_conversion(q, QuantDirection::Dequantize, x.dtype, x.size())
+                              : std::nullopt;
+  if (spec) {
+    const int shift = x.dtype == DType::UInt8 ? 128 : 0;
+    std::vector<std::int8_t> values(x.size());
+    for (std::size_t e = 0; e < x.size(); ++e) {
+      values[e] = static_cast<std::int8_t>(x.ints[e] - shift);
+    }
+    if (auto on_core = dequantize_on_core(context, *spec, values)) {
+      y.floats = std::move(*on_core);
+      return outputs(std::move(y));
+    }
+  }
   for (std::size_t e = 0; e < x.size(); ++e) {
     const std::size_t c = (e / q.inner) % q.scales.size();
     y.floats[e] = static_cast<float>(x.ints[e] - q.zero_points[c]) * q.scales[c];

@@ -104,8 +104,10 @@ enum class VectorOp : std::uint8_t {
   Mul = 2,
   Max = 3,
   Min = 4,
+  Quant = 5,
+  Dequant = 6,
 };
-inline constexpr unsigned kVectorOpCount = 5;
+inline constexpr unsigned kVectorOpCount = 7;
 
 // An instruction field: bits lsb .. lsb+width-1 of word `word`.
 struct FieldSpec {
@@ -539,6 +541,13 @@ inline constexpr std::array<VectorOpInfo, kVectorOpCount> kVectorOpTable{{
      "int32)"},
     {VectorOp::Max, "max", "the larger of A and B (NaN if either is; max(-0, +0) = +0)"},
     {VectorOp::Min, "min", "the smaller of A and B (NaN if either is; min(-0, +0) = -0)"},
+    {VectorOp::Quant, "quant",
+     "int32: the fp32 product of A and B as mul gives it (A an int32 with I32 first rounded to "
+     "fp32, B fp32), rounded to an integer, ties to even; past the int32 range its nearest end, "
+     "NaN 0 (a quantisation, B the scale's reciprocal)"},
+    {VectorOp::Dequant, "dequant",
+     "fp32: the product of A and B as mul gives it, A an int32 with I32 first rounded to fp32, B "
+     "fp32 (a dequantisation, B the scale)"},
 }};
 
 }  // namespace tpu::isa

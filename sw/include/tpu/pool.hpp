@@ -5,7 +5,8 @@
 //
 // Layout: channels in lanes, as a matrix product leaves its results (NHWC): each pixel of an
 // image is ceil(C / D) accumulator rows (lanes past C hold +0). The host writes the input in that
-// layout and reads the output back from it (the caller's tensors are NCHW). The program passes
+// layout and reads the output back from it (the caller's tensors are NCHW, or NHWC with
+// channels_last). The program passes
 // the images through the accumulators in bands (whole images, or the output rows of one image
 // whose input rows fit), two bands in flight in the two banks: each band's input rows are read,
 // its output rows set to the fold's seed (-inf for max, -0 for a sum), then for each output row,
@@ -43,6 +44,9 @@ struct PoolSpec {
   // up by 2^mean.up and requantised.
   bool int8 = false;
   num::QuantMeanParams mean;
+  // The caller's tensors are NHWC (channels last, as the rows of a sequence's tokens are), not
+  // NCHW: the host writes and reads them as they are.
+  bool channels_last = false;
 };
 
 struct PoolPlan {
@@ -69,9 +73,10 @@ struct PoolPlan {
 // whose input rows do not fit half the accumulators, or tensors beyond 32-bit host addresses.
 PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint64_t base = 0);
 
-// x: the input, batch x channels x height x width fp32 values (NCHW). Grows the memory.
+// x: the input, batch x channels x height x width fp32 values (NCHW; NHWC with channels_last).
+// Grows the memory.
 void write_pool_input(const PoolPlan& plan, HostMemory& memory, const std::vector<num::fp32_t>& x);
-// The output, batch x channels x out_h x out_w (NCHW).
+// The output, batch x channels x out_h x out_w (NCHW; NHWC with channels_last).
 std::vector<num::fp32_t> read_pool_output(const PoolPlan& plan, const HostMemory& memory);
 
 struct PoolRun {

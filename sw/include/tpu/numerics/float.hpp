@@ -39,6 +39,12 @@ fp32_t mul_fp32(fp32_t x, fp32_t y);
 fp32_t max_fp32(fp32_t x, fp32_t y);
 fp32_t min_fp32(fp32_t x, fp32_t y);
 
+// N-VEC's conversions (ELTWISE quant and dequant): an int32 rounded to fp32, nearest even (exact
+// below 2^24 in magnitude); an fp32 after N-IN rounded to an int32, ties to even, past the int32
+// range (infinities included) its nearest end, NaN 0.
+fp32_t int32_to_fp32(std::int32_t x);
+std::int32_t fp32_to_int32(fp32_t x);
+
 // N-MAC: unfused multiply-add, add_fp32(s, mul_bf16(a, w)).
 fp32_t mac(fp32_t s, bf16_t a, bf16_t w);
 

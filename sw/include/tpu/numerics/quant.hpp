@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "tpu/numerics/float.hpp"
 #include "tpu/numerics/gemm.hpp"
 
 namespace tpu::num {
@@ -128,5 +129,28 @@ QuantMeanParams quant_mean_params(double x_scale, int x_zero_point, double y_sca
 
 // Q-MEAN of a window whose int8 values sum to `sum` (wrapping, as ELTWISE I32's adds).
 std::int8_t mean_int8(std::int32_t sum, const QuantMeanParams& p);
+
+// Q-QUANT: QuantizeLinear to int8 on the core. q = clamp(fp32_to_int32(mul_fp32(x, r)) + zo,
+// lo, hi), the sum exact, r being 1 / scale rounded to fp32. The core takes the product and its
+// rounding in ELTWISE quant, and the rest in Q-REQ with no bias and kQuantizeTail, which leaves
+// a value below 2^30 in magnitude as it is and moves a larger one by at most 1, never across
+// the clamp. onnxruntime divides by the scale instead: x / scale and x · r differ by an ulp now
+// and then, which moves q by one where the quotient lies within an ulp of a half.
+struct QuantizeParams {
+  fp32_t reciprocal = 0;
+  int zero_point = 0;       // in [-128, 127]
+  int lo = -128, hi = 127;  // the clamp
+};
+inline constexpr QuantizedMultiplier kQuantizeTail{0x7FFFFFFF, 0};
+
+// For a scale that is positive and finite, with a reciprocal that is a normal fp32, and a zero
+// point in [-128, 127]; throws std::invalid_argument otherwise.
+QuantizeParams quantize_params(float scale, int zero_point);
+std::int8_t quantize_int8(fp32_t x, const QuantizeParams& p);
+
+// Q-DEQUANT: DequantizeLinear of int8 on the core, y = mul_fp32(int32_to_fp32(q - zero_point),
+// scale): onnxruntime's fp32 (q - zero_point) · scale, but for the flush of a product below
+// 2^-126 (N-VEC's mul).
+fp32_t dequantize_int8(std::int8_t q, int zero_point, fp32_t scale);
 
 }  // namespace tpu::num
