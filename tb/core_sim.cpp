@@ -26,6 +26,7 @@
 #include "tpu/elementwise.hpp"
 #include "tpu/layernorm.hpp"
 #include "tpu/model.hpp"
+#include "tpu/move.hpp"
 #include "tpu/numerics/quant.hpp"
 #include "tpu/pool.hpp"
 #include "tpu/program.hpp"
@@ -525,6 +526,29 @@ Job dequantize_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   return job;
 }
 
+// A move of values (plan_move): a transformer's heads transposed, [tokens, heads, 2 rows] to
+// [heads, tokens, 2 rows], against reference_move (the runs as the spec names them).
+Job move_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+  tpu::MoveSpec spec;
+  spec.run = 2 * config.dim;
+  spec.source_runs = 7 * 3;
+  for (std::uint64_t head = 0; head < 3; ++head) {
+    for (std::uint64_t token = 0; token < 7; ++token) spec.from.push_back(token * 3 + head);
+  }
+  const tpu::MovePlan plan = tpu::plan_move(config, spec);
+  std::vector<std::uint32_t> x(spec.source_runs * spec.run);
+  for (std::uint32_t& v : x) v = rng.fp32();
+  Job job = vector_plan_job(config, plan);
+  job.write_inputs = [plan, x](tpu::HostMemory& memory) { tpu::write_move_input(plan, memory, x); };
+  job.results = [plan](const tpu::HostMemory& memory) {
+    return tpu::read_move_output(plan, memory);
+  };
+  job.want = tpu::reference_move(spec, x);
+  job.shape = fmt::format("{}x{}", spec.from.size(), spec.run);
+  job.options = "transpose";
+  return job;
+}
+
 // The int8 average (plan_pool with int8, Q-MEAN): a QDQ model's global mean before its
 // classifier, over two images whose channels take one and a half rows of the array, against
 // reference_pool_int8 (checked against the exact oracle in tests/sw/test_pool.cpp).
@@ -694,6 +718,7 @@ std::vector<Case> cases(unsigned random_cases) {
   list.push_back({"int8-depthwise", int8_depthwise_job, true});
   list.push_back({"int8-add", int8_add_job, true});
   list.push_back({"int8-mean", int8_mean_job, true});
+  list.push_back({"move", move_job, false});  // READ_HOST and WRITE_HOST only: every core
   list.push_back({"quantize", quantize_job, true});
   list.push_back({"dequantize", dequantize_job, true});
   list.push_back({"layernorm", layernorm_job, true});

@@ -26,10 +26,11 @@ constexpr double kSeedTurnaround = 3;    // a result row's write, then its read 
 // response to DONE; the decode of each instruction after the first (docs/core.md, "Issue").
 constexpr double kSerialStartAndEnd = 44;
 constexpr double kDecodeCycles = 8;
-// READ_HOST and WRITE_HOST iterations of few beats: `tpu run --stats` on the RTL of 64 iterations
-// of one row each against one of 64 rows gives 7.4 cycles an iteration for a read of one beat
-// (4x4_m1a1), 8.8 for one of four (16x16), and 2 for a write of one beat.
-constexpr double kReadIterationCycles = 7.5;
+// READ_HOST and WRITE_HOST iterations of few beats. A read's iteration takes 7 cycles and half
+// its beats, or its beats where they are more: `tpu run --stats` on the RTL (16x16 and 4x4_m1a1,
+// fp32 and int8 rows) of 32 iterations against 8 gives 7.5 cycles an iteration of one beat, 8 of
+// two, 9 of four, 11 of eight, 13 of twelve and 16 of sixteen. A write's takes at least 2.
+constexpr double kReadIterationCycles = 7;
 constexpr double kWriteIterationCycles = 2;
 // ACTIVATE between iterations: the pipeline drains before the next iteration's bias row is read.
 // 32 iterations of one row against one of 32 rows on the RTL, 16x16 and 4x4_m1a1 alike: 10 cycles
@@ -202,11 +203,13 @@ double estimate_vector_program_cycles(const HardwareConfig& c,
     double cycles = 0;
     switch (in.opcode()) {
       case isa::Opcode::ReadHost:
-        // Each iteration is a command of its own to the read engine: at least
-        // kReadIterationCycles apart.
-        cycles = timing.read_latency +
-                 in.count() * std::max<double>(in.rows() * row_beats,
-                                               in.count() > 1 ? kReadIterationCycles : 0);
+        // Each iteration is a command of its own to the read engine: kReadIterationCycles and
+        // half its beats apart, or its beats.
+        cycles =
+            timing.read_latency +
+            in.count() * std::max<double>(
+                             in.rows() * row_beats,
+                             in.count() > 1 ? kReadIterationCycles + in.rows() * row_beats / 2 : 0);
         break;
       case isa::Opcode::WriteHost:
         unit = kStore;

@@ -503,9 +503,9 @@ int run_compile(const CompileOptions& options) {
       static_cast<std::size_t>(std::count(work.begin(), work.end(), graph::NodeWork::View));
   const std::size_t host_steps = compiled.graph.nodes.size() - on_core.size() - views;
   const std::string vector_nodes =
-      compiled.vector_nodes.empty()
-          ? std::string()
-          : fmt::format(", {} on its vector unit", compiled.vector_nodes.size());
+      compiled.vector_nodes.empty() ? std::string()
+                                    : fmt::format(", {} more on the core (its vector unit, moves)",
+                                                  compiled.vector_nodes.size());
   fmt::print(
       "  {} nodes: {} with their products on the core ({} GEMM{}){}, {} view{}, {} host step{}\n",
       compiled.graph.nodes.size(), products_on_core, compiled.gemms.size(),

@@ -19,6 +19,7 @@
 #include "tpu/depthwise.hpp"
 #include "tpu/elementwise.hpp"
 #include "tpu/layernorm.hpp"
+#include "tpu/move.hpp"
 #include "tpu/numerics/gemm.hpp"
 #include "tpu/pool.hpp"
 #include "tpu/quant_add.hpp"
@@ -572,6 +573,51 @@ TEST_P(CoreBasic, QuantisingAndDequantisingGiveTheReferenceBits) {
   ASSERT_TRUE(dequantised.result.ok()) << regs::error_name(dequantised.result.error);
   EXPECT_EQ(dequantised.out, reference_dequantize(spec, q));
   expect_model_cycles(config, dequantise.program, dequantised.result, "dequantize", 0.06);
+}
+
+// Moves of values (plan_move: a transposition of leading axes, as a transformer's heads take
+// it) on the RTL, on every core: the runs bit for bit, fp32 bits and int8 values; int8 refused
+// with one line on a core without the int8 datapath; on the cores with a vector unit (those the
+// graph moves values on), the cycle model close to the cycles it takes (its READ_HOST iterations
+// of a few beats each).
+TEST_P(CoreBasic, MovesGiveTheRunsBitForBit) {
+  const HardwareConfig config = config_named(GetParam());
+  oracle::OperandRng rng(test::test_seed() + 16);
+  for (const bool int8 : {false, true}) {
+    SCOPED_TRACE(int8 ? "int8" : "fp32");
+    MoveSpec spec;
+    spec.int8 = int8;
+    spec.run = 2 * config.dim;
+    spec.source_runs = 6 * 11;
+    for (std::uint64_t j = 0; j < 11; ++j) {
+      for (std::uint64_t i = 0; i < 6; ++i) spec.from.push_back(i * 11 + j);
+    }
+    if (int8 && !config.int8) {
+      EXPECT_THROW(plan_move(config, spec), std::invalid_argument);
+      continue;
+    }
+    const MovePlan plan = plan_move(config, spec, 0x1000);
+    sim::RtlBackend rtl(config);
+    if (int8) {
+      std::vector<std::int8_t> x(spec.source_runs * spec.run);
+      for (std::int8_t& v : x) v = static_cast<std::int8_t>(rng.uniform(0, 255) - 128);
+      const MoveRun<std::int8_t> run = execute_move(plan, rtl, x);
+      ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
+      EXPECT_EQ(run.out, reference_move(spec, x));
+      if (config.vector_lanes > 0) {
+        expect_model_cycles(config, plan.program, run.result, "int8 move", 0.05);
+      }
+    } else {
+      std::vector<std::uint32_t> x(spec.source_runs * spec.run);
+      for (std::uint32_t& v : x) v = rng.fp32();
+      const MoveRun<std::uint32_t> run = execute_move(plan, rtl, x);
+      ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
+      EXPECT_EQ(run.out, reference_move(spec, x));
+      if (config.vector_lanes > 0) {
+        expect_model_cycles(config, plan.program, run.result, "move", 0.05);
+      }
+    }
+  }
 }
 
 // ACTIVATE REQ F32 (a rescaling into int32 accumulator rows) with a zero point or a clamp bound:

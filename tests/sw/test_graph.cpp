@@ -1148,6 +1148,58 @@ TEST(Graph, TransposeAndSliceMoveElements) {
   EXPECT_EQ(y[1].floats, (std::vector<float>{2, 0, 5, 3}));  // columns 2 and 0, backwards
 }
 
+// Moves of values whose trailing axes stay in place (a Transpose of the leading ones, a Gather,
+// Slice, Expand or Tile before them) run on a vector-unit core's DMA (tpu/move.hpp) where they
+// move whole array rows: the host's values, fp32 bits and int8 alike. A Transpose of the last
+// axis, or runs that are not whole rows, stay on the host.
+TEST(Graph, MovesOfWholeRowsRunOnTheCore) {
+  const HardwareConfig config = test::small_int8_vector_core();  // rows of 4 values
+  FunctionalModel core(config, 0);
+  const auto check = [&](Graph g, const std::vector<Tensor>& inputs, bool on_core) {
+    std::vector<OpRun> runs;
+    const std::vector<Tensor> y = run(g, inputs, &core, &runs);
+    const std::vector<Tensor> host = run(g, inputs, nullptr);
+    EXPECT_EQ(runs[0].on_accelerator, on_core) << g.nodes[0].op;
+    EXPECT_EQ(y[0].shape, host[0].shape);
+    EXPECT_EQ(y[0].floats, host[0].floats);
+    EXPECT_EQ(y[0].ints, host[0].ints);
+  };
+  std::vector<float> values(3 * 5 * 8);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.25f - 7;
+  const Tensor x = Tensor::of_floats({3, 5, 8}, values);
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {3, 5, 8}}};
+  g.outputs = {{"y", DType::Float32, {}}};
+  g.nodes = {node("Transpose", {"x"}, {"y"})};
+  g.nodes[0].attributes["perm"] = Attribute::of_ints({1, 0, 2});
+  check(g, {x}, true);
+  g.nodes[0].attributes["perm"] = Attribute::of_ints({0, 2, 1});  // the last axis moves
+  check(g, {x}, false);
+  g.constants["i"] = Tensor::of_ints({2}, {4, 1});
+  g.nodes = {node("Gather", {"x", "i"}, {"y"})};
+  g.nodes[0].attributes["axis"] = Attribute::of_int(1);
+  check(g, {x}, true);
+  g.constants["starts"] = Tensor::of_ints({2}, {1, 4});
+  g.constants["ends"] = Tensor::of_ints({2}, {3, 8});
+  g.constants["axes"] = Tensor::of_ints({2}, {0, 2});
+  g.nodes = {node("Slice", {"x", "starts", "ends", "axes"}, {"y"})};
+  check(g, {x}, true);  // runs of the last axis's second half
+  g.constants["starts"] = Tensor::of_ints({2}, {1, 2});
+  check(g, {x}, false);  // runs of 6: not whole rows
+  g.constants["shape"] = Tensor::of_ints({4}, {2, 3, 5, 8});
+  g.nodes = {node("Expand", {"x", "shape"}, {"y"})};
+  check(g, {x}, true);
+  // int8 values, through the unified buffer.
+  std::vector<std::int64_t> ints(values.size());
+  for (std::size_t i = 0; i < ints.size(); ++i) ints[i] = static_cast<std::int64_t>(i % 256) - 128;
+  g.inputs[0].dtype = DType::Int8;
+  g.outputs[0].dtype = DType::Int8;
+  g.nodes = {node("Transpose", {"x"}, {"y"})};
+  g.nodes[0].attributes["perm"] = Attribute::of_ints({1, 0, 2});
+  check(g, {Tensor::of_ints({3, 5, 8}, ints, DType::Int8)}, true);
+}
+
 TEST(Graph, UnknownOperatorsAreNamed) {
   Graph g = small_graph();
   g.nodes[0].op = "NonZero";

@@ -622,6 +622,102 @@ std::optional<std::vector<float>> dequantize_on_core(Context& context, const Qua
       [&] { return reference_dequantize(spec, q); });
 }
 
+namespace {
+
+// The longest run among the output's trailing blocks (its last dimension, that times the one
+// before, ...) that is a whole number of array rows of `d` values, at most `most` values, and
+// divides x's values, along which `at` reads x in order from the start of one of x's runs of that
+// length; 0 where none. A block that is no run leaves none longer.
+std::uint64_t run_length(std::size_t x_size, const Shape& out, const std::vector<std::size_t>& at,
+                         std::uint32_t d, std::uint64_t most) {
+  std::uint64_t longest = 0, block = 1;
+  for (std::size_t k = out.size(); k-- > 0;) {
+    block *= static_cast<std::uint64_t>(out[k]);
+    if (block == 0) return 0;
+    bool runs = true;
+    for (std::size_t e = 0; e < at.size() && runs; ++e) {
+      const std::size_t first = at[e - e % block];
+      runs = at[e] < x_size && first % block == 0 && at[e] == first + e % block;
+    }
+    if (!runs) break;
+    if (block % d == 0 && block <= most && x_size % block == 0) longest = block;
+  }
+  return longest;
+}
+
+}  // namespace
+
+std::optional<Tensor> move_on_core(Context& context, const Tensor& x, const Shape& out,
+                                   const std::vector<std::size_t>& at) {
+  if (!context.accelerator || at.empty()) return std::nullopt;
+  const HardwareConfig& config = context.accelerator->config();
+  const bool int8 = x.dtype == DType::Int8 || x.dtype == DType::UInt8;
+  if (config.vector_lanes == 0 || (int8 && !config.int8) ||
+      !(int8 || x.dtype == DType::Float32 || x.dtype == DType::Int32)) {
+    return std::nullopt;
+  }
+  MoveSpec spec;
+  spec.int8 = int8;
+  // A run within half the memory the values pass through (plan_move's blocks).
+  const std::uint64_t most =
+      std::uint64_t{int8 ? config.ub_depth : config.acc_depth} / 2 * config.dim;
+  spec.run = run_length(x.size(), out, at, config.dim, most);
+  if (spec.run == 0) return std::nullopt;
+  // Only the runs the output reads go to the core (a Gather of one of q, k and v: a third), in
+  // x's order.
+  std::vector<std::uint64_t> used;
+  for (std::size_t e = 0; e < at.size(); e += spec.run) used.push_back(at[e] / spec.run);
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  spec.source_runs = used.size();
+  for (std::size_t e = 0; e < at.size(); e += spec.run) {
+    spec.from.push_back(static_cast<std::uint64_t>(
+        std::lower_bound(used.begin(), used.end(), at[e] / spec.run) - used.begin()));
+  }
+  // The used runs' values, one after the other.
+  const auto sources = [&](auto value_of) {
+    std::vector<decltype(value_of(std::size_t{0}))> values;
+    values.reserve(used.size() * spec.run);
+    for (const std::uint64_t run : used) {
+      for (std::uint64_t k = 0; k < spec.run; ++k) values.push_back(value_of(run * spec.run + k));
+    }
+    return values;
+  };
+  const auto plan_at = [&](std::uint64_t base) { return plan_move(config, spec, base); };
+  Tensor y(x.dtype, out);
+  if (int8) {
+    // uint8 moved down by 128 and back: the same bits a value, moved.
+    const int shift = x.dtype == DType::UInt8 ? 128 : 0;
+    const std::vector<std::int8_t> values =
+        sources([&](std::size_t e) { return static_cast<std::int8_t>(x.ints[e] - shift); });
+    const auto moved = run_on_vector_unit(
+        context, plan_at,
+        [&](const MovePlan& plan, Backend& backend) { return execute_move(plan, backend, values); },
+        [&] { return reference_move(spec, values); });
+    if (!moved) return std::nullopt;
+    for (std::size_t e = 0; e < moved->size(); ++e) y.ints[e] = (*moved)[e] + shift;
+    return y;
+  }
+  const std::vector<std::uint32_t> values = sources([&](std::size_t e) {
+    std::uint32_t bits = static_cast<std::uint32_t>(x.is_float() ? 0 : x.ints[e]);
+    if (x.is_float()) std::memcpy(&bits, &x.floats[e], sizeof bits);
+    return bits;
+  });
+  const auto moved = run_on_vector_unit(
+      context, plan_at,
+      [&](const MovePlan& plan, Backend& backend) { return execute_move(plan, backend, values); },
+      [&] { return reference_move(spec, values); });
+  if (!moved) return std::nullopt;
+  if (y.is_float()) {
+    std::memcpy(y.floats.data(), moved->data(), moved->size() * sizeof(float));
+  } else {
+    for (std::size_t e = 0; e < moved->size(); ++e) {
+      y.ints[e] = static_cast<std::int32_t>((*moved)[e]);
+    }
+  }
+  return y;
+}
+
 std::optional<std::vector<std::int32_t>> depthwise_int8_on_core(
     Context& context, const DepthwiseSpec& spec, const std::vector<std::int8_t>& x,
     const std::vector<std::int8_t>& w, const std::vector<std::int32_t>& bias,

@@ -13,25 +13,47 @@ namespace {
 
 constexpr std::size_t kFill = std::numeric_limits<std::size_t>::max();
 
-// y[e] = x[offset(index of e)] for every element e of the output shape, kFill giving `fill`.
+// The offsets of x's elements that make the output: element e of `out` is x's element
+// offset_of(index of e), kFill for none.
 template <typename OffsetOf>
-Tensor remap(const Tensor& x, const Shape& out, OffsetOf offset_of, double fill = 0) {
-  Tensor y(x.dtype, out);
+std::vector<std::size_t> offsets_of(const Shape& out, OffsetOf offset_of) {
+  std::vector<std::size_t> at(element_count(out));
   Shape index(out.size(), 0);
-  const std::size_t count = y.size();
-  for (std::size_t e = 0; e < count; ++e) {
-    const std::size_t at = offset_of(index);
-    if (y.is_float()) {
-      y.floats[e] = at == kFill ? static_cast<float>(fill) : x.floats[at];
-    } else {
-      y.ints[e] = at == kFill ? static_cast<std::int64_t>(fill) : x.ints[at];
-    }
+  for (std::size_t& offset : at) {
+    offset = offset_of(index);
     for (std::size_t d = out.size(); d-- > 0;) {
       if (++index[d] < out[d]) break;
       index[d] = 0;
     }
   }
+  return at;
+}
+
+// y[e] = x[at[e]] for every element e of the output shape, kFill giving `fill`.
+Tensor gathered(const Tensor& x, const Shape& out, const std::vector<std::size_t>& at,
+                double fill = 0) {
+  Tensor y(x.dtype, out);
+  for (std::size_t e = 0; e < at.size(); ++e) {
+    if (y.is_float()) {
+      y.floats[e] = at[e] == kFill ? static_cast<float>(fill) : x.floats[at[e]];
+    } else {
+      y.ints[e] = at[e] == kFill ? static_cast<std::int64_t>(fill) : x.ints[at[e]];
+    }
+  }
   return y;
+}
+
+template <typename OffsetOf>
+Tensor remap(const Tensor& x, const Shape& out, OffsetOf offset_of, double fill = 0) {
+  return gathered(x, out, offsets_of(out, offset_of), fill);
+}
+
+// remap's values moved on the core's DMA where move_on_core takes them, else on the host.
+template <typename OffsetOf>
+Tensor moved(Context& context, const Tensor& x, const Shape& out, OffsetOf offset_of) {
+  const std::vector<std::size_t> at = offsets_of(out, offset_of);
+  if (std::optional<Tensor> y = move_on_core(context, x, out, at)) return std::move(*y);
+  return gathered(x, out, at);
 }
 
 Tensor reshaped(Tensor x, Shape shape) {
@@ -150,7 +172,7 @@ std::vector<Tensor> unsqueeze(Context& context, const Node& node, const Inputs& 
   return outputs(reshaped(x, shape));
 }
 
-std::vector<Tensor> transpose(Context&, const Node& node, const Inputs& in) {
+std::vector<Tensor> transpose(Context& context, const Node& node, const Inputs& in) {
   const Tensor& x = need(node, in, 0);
   std::vector<std::int64_t> perm = node.ints_attr("perm");
   if (perm.empty()) {
@@ -168,7 +190,7 @@ std::vector<Tensor> transpose(Context&, const Node& node, const Inputs& in) {
   Shape out;
   for (const std::size_t d : axes) out.push_back(x.shape[d]);
   const std::vector<std::size_t> strides = strides_of(x.shape);
-  return outputs(remap(x, out, [&](const Shape& index) {
+  return outputs(moved(context, x, out, [&](const Shape& index) {
     std::size_t at = 0;
     for (std::size_t d = 0; d < axes.size(); ++d) {
       at += static_cast<std::size_t>(index[d]) * strides[axes[d]];
@@ -310,7 +332,7 @@ std::vector<Tensor> slice(Context& context, const Node& node, const Inputs& in) 
     step[d] = s;
   }
   const std::vector<std::size_t> strides = strides_of(x.shape);
-  return outputs(remap(x, out, [&](const Shape& index) {
+  return outputs(moved(context, x, out, [&](const Shape& index) {
     std::size_t at = 0;
     for (std::size_t d = 0; d < index.size(); ++d) {
       at += static_cast<std::size_t>(first[d] + index[d] * step[d]) * strides[d];
@@ -319,7 +341,7 @@ std::vector<Tensor> slice(Context& context, const Node& node, const Inputs& in) 
   }));
 }
 
-std::vector<Tensor> gather(Context&, const Node& node, const Inputs& in) {
+std::vector<Tensor> gather(Context& context, const Node& node, const Inputs& in) {
   const Tensor& x = need(node, in, 0);
   const Tensor& indices = need(node, in, 1);
   if (indices.is_float()) fail(node, "float indices");
@@ -338,7 +360,7 @@ std::vector<Tensor> gather(Context&, const Node& node, const Inputs& in) {
   const std::vector<std::size_t> strides = strides_of(x.shape);
   const std::vector<std::size_t> index_strides = strides_of(indices.shape);
   const std::size_t k = indices.rank();
-  return outputs(remap(x, out, [&](const Shape& index) {
+  return outputs(moved(context, x, out, [&](const Shape& index) {
     std::size_t at = 0, which = 0;
     for (std::size_t d = 0; d < axis; ++d) at += static_cast<std::size_t>(index[d]) * strides[d];
     for (std::size_t j = 0; j < k; ++j) {
@@ -352,15 +374,15 @@ std::vector<Tensor> gather(Context&, const Node& node, const Inputs& in) {
   }));
 }
 
-std::vector<Tensor> expand(Context&, const Node& node, const Inputs& in) {
+std::vector<Tensor> expand(Context& context, const Node& node, const Inputs& in) {
   const Tensor& x = need(node, in, 0);
   const Shape out = broadcast_shapes(node, {x.shape, int_values(need(node, in, 1))});
   const std::vector<std::size_t> at = broadcast_offsets(x.shape, out);
   std::size_t e = 0;
-  return outputs(remap(x, out, [&](const Shape&) { return at[e++]; }));
+  return outputs(moved(context, x, out, [&](const Shape&) { return at[e++]; }));
 }
 
-std::vector<Tensor> tile(Context&, const Node& node, const Inputs& in) {
+std::vector<Tensor> tile(Context& context, const Node& node, const Inputs& in) {
   const Tensor& x = need(node, in, 0);
   const std::vector<std::int64_t> repeats = int_values(need(node, in, 1));
   if (repeats.size() != x.rank()) fail(node, "repeats of another rank");
@@ -370,7 +392,7 @@ std::vector<Tensor> tile(Context&, const Node& node, const Inputs& in) {
     out[d] *= repeats[d];
   }
   const std::vector<std::size_t> strides = strides_of(x.shape);
-  return outputs(remap(x, out, [&](const Shape& index) {
+  return outputs(moved(context, x, out, [&](const Shape& index) {
     std::size_t at = 0;
     for (std::size_t d = 0; d < index.size(); ++d) {
       at += static_cast<std::size_t>(index[d] % x.shape[d]) * strides[d];

@@ -49,8 +49,9 @@ struct CompiledModel {
   std::vector<std::uint8_t> image;  // host memory from address 0: weights, then programs
   std::uint64_t scratch_bytes = 0;  // above the image: the most one GEMM's operands take
   std::vector<CompiledGemm> gemms;  // in the order the graph runs them
-  // The nodes that run on the core's vector unit (a softmax: plan_softmax), their programs
-  // planned as the model runs, above the image and the products' operands.
+  // The other nodes that run on the core: the vector unit's (a softmax: plan_softmax) and the
+  // moves of values (plan_move), their programs planned as the model runs, above the image and
+  // the products' operands.
   std::vector<std::string> vector_nodes;
 };
 
