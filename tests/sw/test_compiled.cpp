@@ -390,7 +390,8 @@ TEST(CompiledModel, ItsBatchAndCoreAreFixed) {
 }
 
 // The shape arithmetic that the compiled batch fixes is folded into constants: the compiled
-// graph keeps the Reshape, which reads them, and the work.
+// graph keeps the Reshape, which reads them, and the work; a Transpose that the batch's shapes
+// make a view (it moves an axis of one element) becomes a Reshape.
 TEST(CompiledModel, ShapeArithmeticFolds) {
   Graph graph;
   graph.opset = 17;
@@ -403,18 +404,31 @@ TEST(CompiledModel, ShapeArithmeticFolds) {
   gather.attributes["axis"] = Attribute::of_int(0);
   Node concat = node("concat", "Concat", {"batch", "rest"}, {"flat_shape"});
   concat.attributes["axis"] = Attribute::of_int(0);
-  graph.nodes = {node("shape", "Shape", {"x"}, {"shape"}), gather, concat,
+  Node unit = node("unit", "Transpose", {"x1"}, {"rows"});
+  unit.attributes["perm"] = Attribute::of_ints({0, 2, 1});  // [3, 1, 6] to [3, 6, 1]
+  graph.constants["one"] = Tensor::of_ints({3}, {-1, 1, 6});
+  graph.nodes = {node("shape", "Shape", {"x"}, {"shape"}),
+                 gather,
+                 concat,
                  node("flatten", "Reshape", {"x", "flat_shape"}, {"flat"}),
-                 node("product", "MatMul", {"flat", "w"}, {"y"})};
+                 node("product", "MatMul", {"flat", "w"}, {"y"}),
+                 node("as_row", "Reshape", {"x", "one"}, {"x1"}),
+                 unit};
+  graph.outputs.push_back({"rows", DType::Float32, {}});
   const CompiledModel model = compile(graph, int8_core(), 3);
-  ASSERT_EQ(model.graph.nodes.size(), 2u);
+  ASSERT_EQ(model.graph.nodes.size(), 4u);
   EXPECT_EQ(model.graph.nodes[0].op, "Reshape");
   EXPECT_EQ(model.graph.constants.at("flat_shape").ints, (std::vector<std::int64_t>{3, -1}));
+  EXPECT_EQ(model.graph.nodes[3].op, "Reshape");  // the Transpose of an axis of one element
+  EXPECT_EQ(model.graph.constants.at("unit::shape").ints, (std::vector<std::int64_t>{3, 6, 1}));
   const Tensor x = Values().tensor({3, 2, 3});
   FunctionalModel core(int8_core(), 0);
   Session session(model, core);
   FunctionalModel uncompiled_core(int8_core(), 0);
-  EXPECT_TRUE(same_bits(session.run({x})[0], run(graph, {x}, &uncompiled_core)[0]));
+  const std::vector<Tensor> compiled_y = session.run({x}), y = run(graph, {x}, &uncompiled_core);
+  EXPECT_TRUE(same_bits(compiled_y[0], y[0]));
+  EXPECT_EQ(compiled_y[1].shape, (Shape{3, 6, 1}));
+  EXPECT_TRUE(same_bits(compiled_y[1], y[1]));
 }
 
 // The file gives back the graph as it was (attributes of every kind, constants of every type,

@@ -1176,6 +1176,17 @@ TEST(Graph, MovesOfWholeRowsRunOnTheCore) {
   check(g, {x}, true);
   g.nodes[0].attributes["perm"] = Attribute::of_ints({0, 2, 1});  // the last axis moves
   check(g, {x}, false);
+  // Moving an axis of one element moves no value: a view, run nowhere.
+  g.inputs[0].shape = {3, 1, 5, 8};
+  g.nodes[0].attributes["perm"] = Attribute::of_ints({0, 2, 1, 3});
+  std::vector<OpRun> runs;
+  const Tensor x4 = Tensor::of_floats({3, 1, 5, 8}, values);
+  const Tensor viewed = run(g, {x4}, &core, &runs)[0];
+  EXPECT_EQ(runs[0].work, NodeWork::View);
+  EXPECT_FALSE(runs[0].on_accelerator);
+  EXPECT_EQ(viewed.shape, (Shape{3, 5, 1, 8}));
+  EXPECT_EQ(viewed.floats, values);
+  g.inputs[0].shape = {3, 5, 8};
   g.constants["i"] = Tensor::of_ints({2}, {4, 1});
   g.nodes = {node("Gather", {"x", "i"}, {"y"})};
   g.nodes[0].attributes["axis"] = Attribute::of_int(1);

@@ -143,9 +143,10 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
   FunctionalModel trace_core(config, 0);
   std::vector<ops::TracedGemm> traced;
   std::map<std::string, Tensor> shape_values;
+  std::map<std::string, Shape> view_shapes;
   {
     Session trace(model.graph, &trace_core);
-    trace.record(traced, model.vector_nodes, shape_values);
+    trace.record(traced, model.vector_nodes, shape_values, view_shapes);
     std::vector<Tensor> zeros;
     for (const ValueInfo& input : model.graph.inputs) zeros.emplace_back(input.dtype, input.shape);
     trace.run(zeros);
@@ -164,6 +165,19 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
     }
   }
   model.graph.nodes = std::move(kept);
+  // The nodes the batch's shapes make views become Reshapes to their shapes (allowzero: a
+  // dimension of 0 is one), as of opset 14, which has allowzero.
+  for (Node& node : model.graph.nodes) {
+    const auto view = view_shapes.find(node.name);
+    if (view == view_shapes.end() || model.graph.opset < 14) continue;
+    const std::string shape = node.name + "::shape";
+    model.graph.constants[shape] =
+        Tensor::of_ints({static_cast<std::int64_t>(view->second.size())},
+                        std::vector<std::int64_t>(view->second.begin(), view->second.end()));
+    node.op = "Reshape";
+    node.inputs = {node.inputs[0], shape};
+    node.attributes = {{"allowzero", Attribute::of_int(1)}};
+  }
   const std::vector<bool> chained = chain_links(model.graph, traced);
   const std::vector<bool> grouped = group_links(config, traced);
   // Each GEMM runs in the next one's program where either links them.

@@ -709,6 +709,7 @@ struct Session::State {
   ops::GemmSchedule schedule;
   std::vector<NodeWork> work;
   std::map<std::string, Tensor>* shape_values = nullptr;  // compile()'s trace takes them
+  std::map<std::string, Shape>* view_shapes = nullptr;    // and these
 };
 
 Session::Session(const Graph& graph, Backend* accelerator)
@@ -731,10 +732,12 @@ Session::Session(const CompiledModel& model, Backend& accelerator)
 Session::~Session() = default;
 
 void Session::record(std::vector<ops::TracedGemm>& gemms, std::vector<std::string>& vector_nodes,
-                     std::map<std::string, Tensor>& shape_values) {
+                     std::map<std::string, Tensor>& shape_values,
+                     std::map<std::string, Shape>& view_shapes) {
   state_->schedule.recording = &gemms;
   state_->schedule.vector_nodes = &vector_nodes;
   state_->shape_values = &shape_values;
+  state_->view_shapes = &view_shapes;
 }
 
 std::uint64_t Session::resident_bytes() const {
@@ -797,8 +800,15 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, std::vector<
     figures.work = state_->work[n];
     context.run = &figures;
     context.node = &node;
+    // Shape arithmetic computes on shapes and constants: on the host, whatever its values' type
+    // (a compiled model has it as constants).
+    context.accelerator = figures.work == NodeWork::ShapeArithmetic ? nullptr : accelerator_;
     std::vector<Tensor> outputs = evaluate(node, node_inputs, context);
     if (runs) runs->push_back(figures);
+    if (state_->view_shapes && figures.work == NodeWork::View &&
+        state_->work[n] != NodeWork::View && !outputs.empty()) {
+      (*state_->view_shapes)[node.name] = outputs[0].shape;
+    }
     for (std::size_t i = 0; i < node.outputs.size(); ++i) {
       const std::string& name = node.outputs[i];
       if (state_->shape_values && figures.work == NodeWork::ShapeArithmetic && !name.empty()) {

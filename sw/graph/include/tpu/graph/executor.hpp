@@ -37,6 +37,8 @@ enum class NodeWork : std::uint8_t {
   Values,  // computes on them or moves them: on the core, or a host step
   // Nothing: its output is its input's bytes under another shape (Reshape, Flatten, Squeeze,
   // Unsqueeze, Identity), tensors being laid out row-major on the host and in the core's memory.
+  // A Transpose that moves only axes of one element is one too, which its run tells (OpRun::work)
+  // and compile() makes a Reshape.
   View,
   // Nothing: its outputs follow from its inputs' shapes and the constants alone (Shape and Size,
   // and the arithmetic on their results that exporters emit), the same for every run of inputs
@@ -144,10 +146,12 @@ class Session {
  private:
   friend CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::size_t batch);
   // compile()'s trace: the products' GEMMs planned into `gemms`, not run, the nodes the vector
-  // unit will run into `vector_nodes`, and the outputs of the nodes of NodeWork::ShapeArithmetic
-  // into `shape_values`.
+  // unit will run into `vector_nodes`, the outputs of the nodes of NodeWork::ShapeArithmetic
+  // into `shape_values`, and the output shapes of the nodes that its shapes make views (a
+  // Transpose of axes of one element) into `view_shapes`, by node name.
   void record(std::vector<ops::TracedGemm>& gemms, std::vector<std::string>& vector_nodes,
-              std::map<std::string, Tensor>& shape_values);
+              std::map<std::string, Tensor>& shape_values,
+              std::map<std::string, Shape>& view_shapes);
   struct State;
   const Graph& graph_;
   Backend* accelerator_;
