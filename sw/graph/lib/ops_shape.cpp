@@ -1,6 +1,7 @@
 // Operators that move elements without arithmetic: shapes, reshapes, transposes, slices,
 // gathers, concatenation and splits, padding, broadcasting, and the constants exporters build
-// shapes from.
+// shapes from. Transposes, slices, gathers, broadcasts and tiles move their values on the core's
+// DMA where they move whole array rows (move_on_core), on the host otherwise.
 #include <algorithm>
 #include <cmath>
 #include <limits>
