@@ -1149,8 +1149,8 @@ TEST(Graph, TransposeAndSliceMoveElements) {
 }
 
 // Moves of values whose trailing axes stay in place (a Transpose of the leading ones, a Gather,
-// Slice, Expand or Tile before them) run on a vector-unit core's DMA (tpu/move.hpp) where they
-// move whole array rows: the host's values, fp32 bits and int8 alike. A Transpose of the last
+// Slice, Concat, Expand or Tile before them) run on a vector-unit core's DMA (tpu/move.hpp) where
+// they move whole array rows: the host's values, fp32 bits and int8 alike. A Transpose of the last
 // axis, or runs that are not whole rows, stay on the host.
 TEST(Graph, MovesOfWholeRowsRunOnTheCore) {
   const HardwareConfig config = test::small_int8_vector_core();  // rows of 4 values
@@ -1201,6 +1201,17 @@ TEST(Graph, MovesOfWholeRowsRunOnTheCore) {
   g.constants["shape"] = Tensor::of_ints({4}, {2, 3, 5, 8});
   g.nodes = {node("Expand", {"x", "shape"}, {"y"})};
   check(g, {x}, true);
+  // A Concat of x and a constant along the middle axis: blocks of rows from each.
+  std::vector<float> more(3 * 2 * 8);
+  for (std::size_t i = 0; i < more.size(); ++i) more[i] = 100.0f + static_cast<float>(i);
+  g.constants["more"] = Tensor::of_floats({3, 2, 8}, more);
+  g.nodes = {node("Concat", {"x", "more"}, {"y"})};
+  g.nodes[0].attributes["axis"] = Attribute::of_int(1);
+  check(g, {x}, true);
+  g.nodes[0].attributes["axis"] = Attribute::of_int(2);  // along the last axis: runs of 8 then 8
+  g.constants["more"] =
+      Tensor::of_floats({3, 5, 2}, std::vector<float>(more.begin(), more.begin() + 30));
+  check(g, {x}, false);
   // int8 values, through the unified buffer.
   std::vector<std::int64_t> ints(values.size());
   for (std::size_t i = 0; i < ints.size(); ++i) ints[i] = static_cast<std::int64_t>(i % 256) - 128;

@@ -307,10 +307,11 @@ std::optional<std::vector<float>> dequantize_on_core(Context& context, const Qua
                                                      const std::vector<std::int8_t>& q);
 
 // x's values moved into a tensor of shape `out` (element e x's element at[e]: a Transpose, Gather,
-// Slice, Expand or Tile) on the accelerator's DMA (tpu/move.hpp) where they make runs of whole
-// array rows, counted as elementwise_on_core counts: fp32 and int32 values, int8 and uint8 ones
-// on a core with the int8 datapath, on a core with a vector unit (a core that runs a network's
-// other operators). Nothing elsewhere: the caller moves them on the host, the same values.
+// Slice, Concat (x the inputs one after another), Expand or Tile) on the accelerator's DMA
+// (tpu/move.hpp) where they make runs of whole array rows, counted as elementwise_on_core counts:
+// fp32 and int32 values, int8 and uint8 ones on a core with the int8 datapath, on a core with a
+// vector unit (a core that runs a network's other operators). Nothing elsewhere: the caller moves
+// them on the host, the same values.
 std::optional<Tensor> move_on_core(Context& context, const Tensor& x, const Shape& out,
                                    const std::vector<std::size_t>& at);
 

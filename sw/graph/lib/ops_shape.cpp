@@ -1,7 +1,7 @@
 // Operators that move elements without arithmetic: shapes, reshapes, transposes, slices,
 // gathers, concatenation and splits, padding, broadcasting, and the constants exporters build
-// shapes from. Transposes, slices, gathers, broadcasts and tiles move their values on the core's
-// DMA where they move whole array rows (move_on_core), on the host otherwise.
+// shapes from. Transposes, slices, gathers, concatenations, broadcasts and tiles move their values
+// on the core's DMA where they move whole array rows (move_on_core), on the host otherwise.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -210,7 +210,7 @@ std::vector<Tensor> transpose(Context& context, const Node& node, const Inputs& 
   }));
 }
 
-std::vector<Tensor> concat(Context&, const Node& node, const Inputs& in) {
+std::vector<Tensor> concat(Context& context, const Node& node, const Inputs& in) {
   const Tensor& first = need(node, in, 0);
   const std::size_t axis = axis_index(node, node.int_attr("axis", 0), first.rank());
   Shape out = first.shape;
@@ -227,11 +227,37 @@ std::vector<Tensor> concat(Context&, const Node& node, const Inputs& in) {
                      " differ outside axis " + std::to_string(axis));
     out[axis] += t.shape[axis];
   }
-  Tensor y(first.dtype, out);
   const std::size_t outer = element_count(Shape(out.begin(), out.begin() + axis));
   const std::size_t inner = element_count(Shape(out.begin() + axis + 1, out.end()));
-  std::size_t offset = 0;  // along the axis
   const auto total = static_cast<std::size_t>(out[axis]);
+  // On the core's DMA where the inputs' blocks are whole array rows (move_on_core): its source the
+  // inputs one after another, each output block read from its input's.
+  if (context.accelerator && (first.is_float() || first.dtype == DType::Int32 ||
+                              first.dtype == DType::Int8 || first.dtype == DType::UInt8)) {
+    Tensor sources(first.dtype, {static_cast<std::int64_t>(element_count(out))});
+    std::vector<std::size_t> at(sources.size());
+    std::size_t base = 0, offset = 0;  // of the input in the sources, along the axis
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const Tensor& t = *in[i];
+      if (t.is_float()) {
+        std::copy(t.floats.begin(), t.floats.end(), sources.floats.begin() + base);
+      } else {
+        std::copy(t.ints.begin(), t.ints.end(), sources.ints.begin() + base);
+      }
+      const std::size_t run = static_cast<std::size_t>(t.shape[axis]) * inner;
+      for (std::size_t o = 0; o < outer; ++o) {
+        for (std::size_t j = 0; j < run; ++j)
+          at[(o * total + offset) * inner + j] = base + o * run + j;
+      }
+      base += t.size();
+      offset += static_cast<std::size_t>(t.shape[axis]);
+    }
+    if (std::optional<Tensor> y = move_on_core(context, sources, out, at)) {
+      return outputs(std::move(*y));
+    }
+  }
+  Tensor y(first.dtype, out);
+  std::size_t offset = 0;  // along the axis
   for (std::size_t i = 0; i < in.size(); ++i) {
     const Tensor& t = *in[i];
     const std::size_t run = static_cast<std::size_t>(t.shape[axis]) * inner;

@@ -6,8 +6,8 @@
 // the reference model without one. On a core with a vector unit, the softmaxes, elementwise
 // operators, pools and means, layer norms, depthwise convolutions, int8 additions, quantisations
 // and dequantisations run there too, each its own program, and the moves of whole array rows
-// (Transpose, Gather, Slice, Expand, Tile) on its DMA. Views and shape arithmetic do no work
-// (node_work). Every other operator is a host step in fp32 (or int64 for shape arithmetic and
+// (Transpose, Gather, Slice, Concat, Expand, Tile) on its DMA. Views and shape arithmetic do no
+// work (node_work). Every other operator is a host step in fp32 (or int64 for shape arithmetic and
 // quantised values), as ONNX defines it.
 #pragma once
 
