@@ -85,6 +85,15 @@ inline void write_constants(HostMemory& memory, std::uint64_t addr, std::uint32_
   }
 }
 
+// The most a count or rows field holds (16 bits).
+inline constexpr std::uint64_t kMaxRowsField = 65535;
+
+// Where a region of a program's host memory starts: the next multiple of 64 bytes from `addr`
+// (a burst's alignment on every bus the cores have).
+inline std::uint64_t region_start(std::uint64_t addr) {
+  return (addr + 63) / 64 * 64;
+}
+
 // Throws std::invalid_argument with one line where `config` lacks a vector unit or the int8
 // datapath, which `what` (say "an int8 addition") needs.
 inline void require_int8_vector_unit(const HardwareConfig& config, const std::string& what) {

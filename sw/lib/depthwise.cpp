@@ -249,15 +249,15 @@ DepthwisePlan plan_depthwise(const HardwareConfig& config, const DepthwiseSpec& 
   }
   plan.bands = static_cast<std::uint32_t>(bands.size());
 
-  const std::uint64_t pad_addr = (base + 63) / 64 * 64;
-  const std::uint64_t filter_addr = (pad_addr + plan.ub_stride + 63) / 64 * 64;
+  const std::uint64_t pad_addr = acc_rows::region_start(base);
+  const std::uint64_t filter_addr = acc_rows::region_start(pad_addr + plan.ub_stride);
   const std::uint64_t in_addr = filter_addr + const_rows * plan.acc_stride;
   const std::uint64_t pixels_in = std::uint64_t{s.batch} * s.height * s.width;
   const std::uint64_t pixels_out = std::uint64_t{s.batch} * s.out_h * s.out_w;
-  const std::uint64_t out_addr = (in_addr + pixels_in * tiles * plan.ub_stride + 63) / 64 * 64;
-  const std::uint64_t prog_addr =
-      (out_addr + pixels_out * tiles * (ub_results ? plan.ub_stride : plan.acc_stride) + 63) / 64 *
-      64;
+  const std::uint64_t out_addr =
+      acc_rows::region_start(in_addr + pixels_in * tiles * plan.ub_stride);
+  const std::uint64_t prog_addr = acc_rows::region_start(
+      out_addr + pixels_out * tiles * (ub_results ? plan.ub_stride : plan.acc_stride));
   if (prog_addr > 0xFFFFFFFFull) {
     throw std::invalid_argument(
         "the depthwise convolution's tensors exceed the core's 32-bit host addresses");

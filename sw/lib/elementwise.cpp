@@ -13,8 +13,6 @@
 namespace tpu {
 namespace {
 
-constexpr std::uint64_t kMaxRowsField = 65535;  // count and rows are 16-bit fields
-
 bool repeats(std::uint64_t period, std::uint64_t size) {
   return period != 0 && period < size;
 }
@@ -161,16 +159,16 @@ ElementwisePlan plan_elementwise(const HardwareConfig& config, const Elementwise
   // Four regions of blocks, so that a block's loads and store overlap the vector unit's work
   // on the one between them.
   const std::uint64_t region_rows = (bank_rows - period_rows) / kRegionsPerBank;
-  plan.block_rows = static_cast<std::uint32_t>(
-      std::min<std::uint64_t>({plan.rows, region_rows / per_row, kMaxRowsField / plan.tiles,
-                               acc_rows::block_cap(plan.rows, plan.tiles)}));
+  plan.block_rows = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+      {plan.rows, region_rows / per_row, acc_rows::kMaxRowsField / plan.tiles,
+       acc_rows::block_cap(plan.rows, plan.tiles)}));
 
-  const std::uint64_t period_addr = (base + 63) / 64 * 64;
+  const std::uint64_t period_addr = acc_rows::region_start(base);
   const std::uint64_t data_bytes = layout.bytes(plan.rows);
   const std::uint64_t a_addr = period_addr + layout.bytes(period_rows != 0 ? 1 : 0);
   const std::uint64_t b_addr = a_addr + (a_full ? data_bytes : 0);
   const std::uint64_t out_addr = b_addr + (b_full ? data_bytes : 0);
-  const std::uint64_t prog_addr = (out_addr + data_bytes + 63) / 64 * 64;
+  const std::uint64_t prog_addr = acc_rows::region_start(out_addr + data_bytes);
   // At most five instructions a block, the period's load and HALT.
   const std::uint64_t blocks = (plan.rows + plan.block_rows - 1) / plan.block_rows;
   if (prog_addr + (2 + 5 * blocks) * isa::kInstrBytes > 0xFFFFFFFFull) {

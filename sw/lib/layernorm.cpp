@@ -82,10 +82,10 @@ LayerNormPlan plan_layernorm(const HardwareConfig& config, const LayerNormSpec& 
   plan.block_rows = static_cast<std::uint32_t>(
       std::min<std::uint64_t>(spec.rows, (config.acc_depth - plan.const_rows) / per_row));
 
-  const std::uint64_t const_addr = (base + 63) / 64 * 64;
+  const std::uint64_t const_addr = acc_rows::region_start(base);
   const std::uint64_t data_bytes = layout.bytes(spec.rows);
   const std::uint64_t in_addr = const_addr + std::uint64_t{plan.const_rows} * plan.row_stride;
-  const std::uint64_t prog_addr = (in_addr + 2 * data_bytes + 63) / 64 * 64;
+  const std::uint64_t prog_addr = acc_rows::region_start(in_addr + 2 * data_bytes);
   const std::uint64_t blocks = (spec.rows + plan.block_rows - 1) / plan.block_rows;
   if (prog_addr + (2 + blocks * (18 + 2ull * t)) * isa::kInstrBytes > 0xFFFFFFFFull) {
     throw std::invalid_argument(

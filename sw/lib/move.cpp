@@ -10,12 +10,6 @@
 namespace tpu {
 namespace {
 
-constexpr std::uint64_t kMaxRowsField = 65535;  // count and rows are 16-bit fields
-
-std::uint64_t align(std::uint64_t addr) {
-  return (addr + 63) / 64 * 64;
-}
-
 // A run's rows, the output's and the sources'.
 std::uint64_t run_rows(const MovePlan& plan) {
   return plan.spec.run / plan.config.dim;
@@ -63,7 +57,7 @@ MovePlan plan_move(const HardwareConfig& config, const MoveSpec& spec, std::uint
   // number of runs each.
   const std::uint64_t half = (spec.int8 ? config.ub_depth : config.acc_depth) / 2;
   const std::uint64_t out_rows = spec.from.size() * rows_a_run;
-  const std::uint64_t room = std::min<std::uint64_t>(half, kMaxRowsField);
+  const std::uint64_t room = std::min<std::uint64_t>(half, acc_rows::kMaxRowsField);
   const std::uint64_t block_runs =
       std::max<std::uint64_t>(1, std::min(room, acc_rows::block_cap(out_rows, 1)) / rows_a_run);
   if (rows_a_run > room) {
@@ -73,9 +67,9 @@ MovePlan plan_move(const HardwareConfig& config, const MoveSpec& spec, std::uint
   }
   plan.block_rows = static_cast<std::uint32_t>(block_runs * rows_a_run);
   const std::uint64_t run_bytes = rows_a_run * plan.row_stride;
-  const std::uint64_t in_addr = align(base);
-  const std::uint64_t out_addr = align(in_addr + spec.source_runs * run_bytes);
-  const std::uint64_t prog_addr = align(out_addr + spec.from.size() * run_bytes);
+  const std::uint64_t in_addr = acc_rows::region_start(base);
+  const std::uint64_t out_addr = acc_rows::region_start(in_addr + spec.source_runs * run_bytes);
+  const std::uint64_t prog_addr = acc_rows::region_start(out_addr + spec.from.size() * run_bytes);
   if (prog_addr > 0xFFFFFFFFull || run_bytes * spec.source_runs > 0xFFFFFFFFull) {
     throw std::invalid_argument("the move's tensors exceed the core's 32-bit host addresses");
   }
@@ -94,7 +88,7 @@ MovePlan plan_move(const HardwareConfig& config, const MoveSpec& spec, std::uint
       const std::uint64_t step =
           r + 1 < end && spec.from[r + 1] >= spec.from[r] ? spec.from[r + 1] - spec.from[r] : 0;
       std::uint64_t count = 1;
-      while (r + count < end && count < kMaxRowsField &&
+      while (r + count < end && count < acc_rows::kMaxRowsField &&
              spec.from[r + count] == spec.from[r] + count * step &&
              step * run_bytes <= 0xFFFFFFFFull) {
         ++count;

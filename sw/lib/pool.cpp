@@ -234,14 +234,13 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
   const std::vector<Band> bands = bands_of(spec, plan.tiles, region);
   plan.bands = static_cast<std::uint32_t>(bands.size());
 
-  const std::uint64_t const_addr = (base + 63) / 64 * 64;
+  const std::uint64_t const_addr = acc_rows::region_start(base);
   const std::uint64_t in_addr = const_addr + layout.bytes(constants);
   const std::uint64_t out_addr =
       in_addr + std::uint64_t{spec.batch} * spec.height * spec.width * plan.tiles * plan.in_stride;
   const std::uint64_t prog_addr =
-      (out_addr +
-       std::uint64_t{spec.batch} * spec.out_h * spec.out_w * plan.tiles * plan.out_stride + 63) /
-      64 * 64;
+      acc_rows::region_start(out_addr + std::uint64_t{spec.batch} * spec.out_h * spec.out_w *
+                                            plan.tiles * plan.out_stride);
   if (prog_addr > 0xFFFFFFFFull) {
     throw std::invalid_argument("the pooling's tensors exceed the core's 32-bit host addresses");
   }

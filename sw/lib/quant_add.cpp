@@ -10,8 +10,6 @@
 namespace tpu {
 namespace {
 
-constexpr std::uint64_t kMaxRowsField = 65535;  // count and rows are 16-bit fields
-
 // Accumulator rows of the constants: 2^20 and 2^19, then the Q-REQ blocks of a, b and the
 // output.
 constexpr std::uint32_t kShiftRow = 0, kHalfShiftRow = 1;
@@ -67,7 +65,7 @@ QuantAddPlan plan_quant_add(const HardwareConfig& config, const QuantAddSpec& sp
   const std::uint64_t bank_rows = config.acc_depth / 2;
   const std::uint64_t block =
       std::min<std::uint64_t>({plan.rows, (bank_rows - kConstRows) / 2, config.ub_depth / 6,
-                               kMaxRowsField, acc_rows::block_cap(plan.rows, 1)});
+                               acc_rows::kMaxRowsField, acc_rows::block_cap(plan.rows, 1)});
   if (block == 0) {
     throw std::invalid_argument(
         fmt::format("an int8 addition takes {} rows of an accumulator bank and 6 of the unified "
@@ -76,12 +74,12 @@ QuantAddPlan plan_quant_add(const HardwareConfig& config, const QuantAddSpec& sp
   }
   plan.block_rows = static_cast<std::uint32_t>(block);
 
-  const std::uint64_t const_addr = (base + 63) / 64 * 64;
+  const std::uint64_t const_addr = acc_rows::region_start(base);
   const std::uint64_t data_bytes = plan.rows * plan.row_stride;
-  const std::uint64_t a_addr = (const_addr + kConstRows * plan.acc_stride + 63) / 64 * 64;
-  const std::uint64_t b_addr = (a_addr + data_bytes + 63) / 64 * 64;
-  const std::uint64_t out_addr = (b_addr + data_bytes + 63) / 64 * 64;
-  const std::uint64_t prog_addr = (out_addr + data_bytes + 63) / 64 * 64;
+  const std::uint64_t a_addr = acc_rows::region_start(const_addr + kConstRows * plan.acc_stride);
+  const std::uint64_t b_addr = acc_rows::region_start(a_addr + data_bytes);
+  const std::uint64_t out_addr = acc_rows::region_start(b_addr + data_bytes);
+  const std::uint64_t prog_addr = acc_rows::region_start(out_addr + data_bytes);
   const std::uint64_t blocks = (plan.rows + block - 1) / block;
   // Ten instructions a block, the constants' load and HALT.
   if (prog_addr + (2 + 10 * blocks) * isa::kInstrBytes > 0xFFFFFFFFull) {

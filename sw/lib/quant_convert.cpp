@@ -10,8 +10,6 @@
 namespace tpu {
 namespace {
 
-constexpr std::uint64_t kMaxRowsField = 65535;  // count and rows are 16-bit fields
-
 // Accumulator rows of the constants: the scale (or its reciprocal), the zero point, then Q-REQ's
 // block of the quantisation's tail.
 constexpr std::uint32_t kScaleRow = 0, kZeroRow = 1, kTailBlock = 2;
@@ -58,7 +56,7 @@ QuantConvertPlan plan_quant_convert(const HardwareConfig& config, const QuantCon
   const std::uint64_t bank_rows = config.acc_depth / 2;
   const std::uint64_t block = std::min<std::uint64_t>(
       {plan.rows, bank_rows - std::min<std::uint64_t>(bank_rows, kConstRows), config.ub_depth / 2,
-       kMaxRowsField, acc_rows::block_cap(plan.rows, 1)});
+       acc_rows::kMaxRowsField, acc_rows::block_cap(plan.rows, 1)});
   if (block == 0) {
     throw std::invalid_argument(fmt::format("{} takes {} rows of an accumulator bank; {} has {}",
                                             what, kConstRows + 1, config.name(), bank_rows));
@@ -66,11 +64,10 @@ QuantConvertPlan plan_quant_convert(const HardwareConfig& config, const QuantCon
   plan.block_rows = static_cast<std::uint32_t>(block);
   const std::uint32_t in_stride = quantising(spec) ? plan.acc_stride : plan.int8_stride;
   const std::uint32_t out_stride = quantising(spec) ? plan.int8_stride : plan.acc_stride;
-  const auto align = [](std::uint64_t addr) { return (addr + 63) / 64 * 64; };
-  const std::uint64_t const_addr = align(base);
-  const std::uint64_t in_addr = align(const_addr + kConstRows * plan.acc_stride);
-  const std::uint64_t out_addr = align(in_addr + plan.rows * in_stride);
-  const std::uint64_t prog_addr = align(out_addr + plan.rows * out_stride);
+  const std::uint64_t const_addr = acc_rows::region_start(base);
+  const std::uint64_t in_addr = acc_rows::region_start(const_addr + kConstRows * plan.acc_stride);
+  const std::uint64_t out_addr = acc_rows::region_start(in_addr + plan.rows * in_stride);
+  const std::uint64_t prog_addr = acc_rows::region_start(out_addr + plan.rows * out_stride);
   const std::uint64_t blocks = (plan.rows + block - 1) / block;
   // Four instructions a block, the constants' load and HALT.
   if (prog_addr + (2 + 4 * blocks) * isa::kInstrBytes > 0xFFFFFFFFull) {

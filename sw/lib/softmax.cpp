@@ -59,10 +59,10 @@ SoftmaxPlan plan_softmax(const HardwareConfig& config, std::uint32_t rows, std::
   plan.block_rows = std::min(rows, (config.acc_depth - kFirstBlockRow) / per_row);
   plan.row_stride = layout.stride;
 
-  const std::uint64_t seed_addr = (base + 63) / 64 * 64;
+  const std::uint64_t seed_addr = acc_rows::region_start(base);
   const std::uint64_t seed_bytes = 2ull * plan.row_stride;
   const std::uint64_t data_bytes = std::uint64_t{rows} * plan.tiles * plan.row_stride;
-  const std::uint64_t prog_addr = (seed_addr + seed_bytes + 2 * data_bytes + 63) / 64 * 64;
+  const std::uint64_t prog_addr = acc_rows::region_start(seed_addr + seed_bytes + 2 * data_bytes);
   // The program's instructions (at most 9 + 2 (tiles - 1) a block) end below 2^32 too.
   const std::uint64_t blocks = (rows + plan.block_rows - 1) / plan.block_rows;
   if (prog_addr + (2 + blocks * (9 + 2ull * plan.tiles)) * isa::kInstrBytes > 0xFFFFFFFFull) {
