@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -168,6 +169,49 @@ TEST(Graph, ActivationsFuseIntoTheProducts) {
 // model's GEMM with the bias and the contract's approximation of the function (N-ACT). A bias
 // that is not 1-D, and a Gelu of the tanh form, stay host steps; a MatMul of three inputs in a
 // file is refused.
+// The GELU PyTorch exports before opset 20, x * (1 + erf(x / sqrt(2))) * 0.5, or with x * 0.5
+// first and x times 1 / sqrt(2), becomes one Gelu: the erf form's values on the host, within an
+// ulp or two of the decomposed arithmetic; with another constant it stays as it is.
+TEST(Graph, DecomposedGeluFuses) {
+  for (const bool half_first : {false, true}) {
+    SCOPED_TRACE(half_first ? "x * 0.5 first" : "times 0.5 last");
+    Graph g;
+    g.opset = 17;
+    g.inputs = {{"x", DType::Float32, {2, 4}}};
+    g.outputs = {{"y", DType::Float32, {}}};
+    g.constants["root2"] = Tensor::of_floats({}, {1.41421354f});
+    g.constants["inv_root2"] = Tensor::of_floats({}, {0.707106769f});
+    g.constants["one"] = Tensor::of_floats({}, {1.0f});
+    g.constants["half"] = Tensor::of_floats({}, {0.5f});
+    g.nodes = {
+        half_first ? node("Mul", {"inv_root2", "x"}, {"d"}) : node("Div", {"x", "root2"}, {"d"}),
+        node("Erf", {"d"}, {"e"}), node("Add", {"e", "one"}, {"a"})};
+    if (half_first) {
+      g.nodes.push_back(node("Mul", {"x", "half"}, {"h"}));
+      g.nodes.push_back(node("Mul", {"h", "a"}, {"y"}));
+    } else {
+      g.nodes.push_back(node("Mul", {"x", "a"}, {"m"}));
+      g.nodes.push_back(node("Mul", {"m", "half"}, {"y"}));
+    }
+    for (std::size_t n = 0; n < g.nodes.size(); ++n) g.nodes[n].name = "n" + std::to_string(n);
+    const Graph decomposed = g;
+    EXPECT_EQ(fuse_gelu(g), 1u);
+    ASSERT_EQ(g.nodes.size(), 1u);
+    EXPECT_EQ(g.nodes[0].op, "Gelu");
+    EXPECT_EQ(g.nodes[0].inputs, (std::vector<std::string>{"x"}));
+    EXPECT_EQ(g.nodes[0].outputs, (std::vector<std::string>{"y"}));
+    const Tensor x = Tensor::of_floats({2, 4}, {-3, -1, -0.5f, 0, 0.25f, 1, 2.5f, 4});
+    const Tensor fused_y = run(g, {x}, nullptr)[0], decomposed_y = run(decomposed, {x}, nullptr)[0];
+    for (std::size_t e = 0; e < 8; ++e) {
+      EXPECT_NEAR(fused_y.floats[e], decomposed_y.floats[e], 4e-7 * (1 + std::fabs(x.floats[e])));
+    }
+    Graph other = decomposed;
+    other.constants["half"] = Tensor::of_floats({}, {0.6f});
+    EXPECT_EQ(fuse_gelu(other), 0u);
+    EXPECT_EQ(other.nodes.size(), 5u);
+  }
+}
+
 TEST(Graph, BiasesAndApproximatedFunctionsFuseIntoMatMuls) {
   Graph g;
   g.opset = 20;

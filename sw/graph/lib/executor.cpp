@@ -226,6 +226,95 @@ std::size_t fuse_matmul_biases(Graph& graph) {
 
 }  // namespace
 
+namespace {
+
+// The value of a one-element float constant, or nothing.
+std::optional<float> scalar_constant(const Graph& graph, const std::string& name) {
+  const auto it = graph.constants.find(name);
+  if (it == graph.constants.end() || !it->second.is_float() || it->second.size() != 1) {
+    return std::nullopt;
+  }
+  return it->second.floats[0];
+}
+
+bool near(std::optional<float> value, double want) {
+  return value && std::fabs(*value - want) <= 1e-6 * std::fabs(want);
+}
+
+// The input of the binary `node` (op `op`) that is not `other`, where the other is; "" elsewhere.
+std::string other_input(const Node& node, const char* op, const std::string& other) {
+  if (node.op != op || node.inputs.size() != 2) return {};
+  if (node.inputs[0] == other) return node.inputs[1];
+  if (node.inputs[1] == other) return node.inputs[0];
+  return {};
+}
+
+}  // namespace
+
+std::size_t fuse_gelu(Graph& graph) {
+  const Uses uses(graph);
+  std::vector<bool> removed(graph.nodes.size(), false);
+  std::size_t fused = 0;
+  const auto only_reader = [&](const std::string& name) -> Node* {
+    const std::optional<std::size_t> n = uses.only_reader(name);
+    return n ? &graph.nodes[*n] : nullptr;
+  };
+  for (std::size_t e = 0; e < graph.nodes.size(); ++e) {
+    const Node& erf = graph.nodes[e];
+    if (erf.op != "Erf" || erf.inputs.size() != 1 || erf.outputs.size() != 1) continue;
+    // x / sqrt(2), or x times 1 / sqrt(2), read by the Erf alone.
+    const auto scaled = uses.producer.find(erf.inputs[0]);
+    if (scaled == uses.producer.end() || uses.count(erf.inputs[0]) != 1) continue;
+    const Node& scale = graph.nodes[scaled->second];
+    std::string x;
+    if (scale.op == "Div" && scale.inputs.size() == 2 &&
+        near(scalar_constant(graph, scale.inputs[1]), std::sqrt(2.0))) {
+      x = scale.inputs[0];
+    } else if (scale.op == "Mul" && scale.inputs.size() == 2) {
+      for (int i : {0, 1}) {
+        if (near(scalar_constant(graph, scale.inputs[i]), std::sqrt(0.5))) x = scale.inputs[1 - i];
+      }
+    }
+    Node* plus_one = only_reader(erf.outputs[0]);
+    if (x.empty() || !plus_one || plus_one->outputs.size() != 1 ||
+        !near(scalar_constant(graph, other_input(*plus_one, "Add", erf.outputs[0])), 1.0)) {
+      continue;
+    }
+    // Then times x and times 0.5, in either order.
+    Node* first = only_reader(plus_one->outputs[0]);
+    if (!first || first->outputs.size() != 1) continue;
+    const std::string factor = other_input(*first, "Mul", plus_one->outputs[0]);
+    Node* last = nullptr;
+    Node* half = nullptr;  // x times 0.5, where it comes first
+    if (factor == x) {
+      last = only_reader(first->outputs[0]);
+      if (!last ||
+          !near(scalar_constant(graph, other_input(*last, "Mul", first->outputs[0])), 0.5)) {
+        continue;
+      }
+    } else {
+      const auto made = uses.producer.find(factor);
+      if (factor.empty() || made == uses.producer.end() || uses.count(factor) != 1) continue;
+      half = &graph.nodes[made->second];
+      if (!near(scalar_constant(graph, other_input(*half, "Mul", x)), 0.5)) continue;
+      last = first;
+    }
+    for (const Node* node : {&scale, &erf, static_cast<const Node*>(plus_one),
+                             static_cast<const Node*>(last == first ? half : first)}) {
+      removed[static_cast<std::size_t>(node - graph.nodes.data())] = true;
+    }
+    Node gelu;
+    gelu.op = "Gelu";
+    gelu.name = last->name;
+    gelu.inputs = {x};
+    gelu.outputs = last->outputs;
+    *last = std::move(gelu);
+    ++fused;
+  }
+  remove_nodes(graph, removed);
+  return fused;
+}
+
 std::size_t fuse_epilogues(Graph& graph) {
   std::size_t fused = fuse_matmul_biases(graph);
   const Uses uses(graph);

@@ -41,6 +41,7 @@ class Loader {
     if (!unsupported.empty()) fail(unsupported);
     guarded([&] { return graph::fuse_quantized_products(graph_); });
     guarded([&] { return graph::fold_constants(graph_); });
+    guarded([&] { return graph::fuse_gelu(graph_); });
     guarded([&] { return graph::fuse_epilogues(graph_); });
     guarded([&] { return graph::round_results(graph_); });
     return std::move(graph_);

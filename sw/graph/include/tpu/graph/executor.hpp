@@ -53,6 +53,14 @@ enum class NodeWork : std::uint8_t {
 // Each node's work, in the graph's order.
 std::vector<NodeWork> node_work(const Graph& graph);
 
+// Turns each GELU that an exporter decomposed (PyTorch before opset 20: x / sqrt(2), Erf, + 1,
+// times x, times 0.5, or x times 0.5 first; x times 1 / sqrt(2) for the division) into one Gelu
+// node (its erf form), whose every intermediate value had no other reader: on the core the
+// contract's GELU (N-ACT, within a bf16 ulp), a product's epilogue after fuse_epilogues; on the
+// host the same function in fp32. Returns how many it fused. Run after fold_constants (the
+// scalars must be constants), before fuse_epilogues.
+std::size_t fuse_gelu(Graph& graph);
+
 // Moves into the matrix products' epilogues what follows them: first each Add of a 1-D constant
 // of B's columns that is the only reader of a MatMul with constant B (a Linear layer as PyTorch
 // exports it on more than two dimensions) becomes the MatMul's bias, its third input; then each
