@@ -1,7 +1,8 @@
-// What the vector unit's programs (softmax.cpp, elementwise.cpp, pool.cpp, layernorm.cpp) share:
-// values laid out as rows of fp32 accumulator rows in host memory, the instructions that move
-// those rows between the host and the accumulators, reduce them or apply a function or a
-// constant row to them in place, and the host's view of those reductions.
+// What the vector unit's programs (softmax, elementwise, pool, layernorm, depthwise, quant_add,
+// quant_convert) and the DMA's moves (move) share: values laid out in host memory as fp32
+// accumulator rows or int8 rows, the instructions that move those rows between the host and the
+// core's memories, reduce them or apply a function or a constant row to them in place, the
+// host's view of those reductions, and where a program's regions of host memory start.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tpu/backend.hpp"
@@ -29,16 +31,23 @@ struct Layout {
     return {config.dim, length, (length + config.dim - 1) / config.dim,
             std::max(4 * config.dim, config.bus_bytes)};
   }
+  // Rows of `length` int8 values, D bytes a tile (READ_HOST I8, WRITE_HOST I8).
+  static Layout int8(const HardwareConfig& config, std::uint32_t length) {
+    return {config.dim, length, (length + config.dim - 1) / config.dim, config.dim};
+  }
   std::uint64_t rows_for(std::uint64_t values) const { return (values + length - 1) / length; }
   // Host bytes of `rows` rows.
   std::uint64_t bytes(std::uint64_t rows) const { return rows * tiles * stride; }
 };
 
 // values[0 .. count) as consecutive rows from `addr`: value n in row n / length, lane n mod
-// length of it; the lanes past a row's length, and past the last value, hold `pad`.
-inline void write(HostMemory& memory, std::uint64_t addr, const Layout& layout,
-                  const num::fp32_t* values, std::uint64_t count, num::fp32_t pad) {
-  std::vector<num::fp32_t> lanes(layout.dim);
+// length of it; the lanes past a row's length, and past the last value, hold `pad`. fp32 (or
+// int32) accumulator rows, or int8 rows of D bytes (Layout::int8); `pad` is of T (not deduced
+// from it: a 0 will do).
+template <typename T>
+void write(HostMemory& memory, std::uint64_t addr, const Layout& layout, const T* values,
+           std::uint64_t count, typename std::common_type<T>::type pad) {
+  std::vector<T> lanes(layout.dim);
   const std::uint64_t rows = layout.rows_for(count);
   for (std::uint64_t m = 0; m < rows; ++m) {
     for (std::uint32_t t = 0; t < layout.tiles; ++t) {
@@ -53,15 +62,16 @@ inline void write(HostMemory& memory, std::uint64_t addr, const Layout& layout,
 }
 
 // The first `count` values of the rows from `addr`, as write() laid them out.
-inline std::vector<num::fp32_t> read(const HostMemory& memory, std::uint64_t addr,
-                                     const Layout& layout, std::uint64_t count) {
-  std::vector<num::fp32_t> values;
+template <typename T = num::fp32_t>
+std::vector<T> read(const HostMemory& memory, std::uint64_t addr, const Layout& layout,
+                    std::uint64_t count) {
+  std::vector<T> values;
   values.reserve(count);
   const std::uint64_t rows = layout.rows_for(count);
   for (std::uint64_t m = 0; m < rows; ++m) {
     for (std::uint32_t t = 0; t < layout.tiles; ++t) {
       const auto lanes =
-          memory.read_array<num::fp32_t>(addr + (m * layout.tiles + t) * layout.stride, layout.dim);
+          memory.read_array<T>(addr + (m * layout.tiles + t) * layout.stride, layout.dim);
       const std::uint64_t first = m * layout.length + std::uint64_t{t} * layout.dim;
       const std::uint64_t in_row =
           std::min<std::uint64_t>(layout.dim, layout.length - t * layout.dim);

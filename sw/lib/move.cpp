@@ -111,7 +111,13 @@ MovePlan plan_move(const HardwareConfig& config, const MoveSpec& spec, std::uint
 
 namespace {
 
-// The sources' rows (D values from each row's start) and the program.
+// Rows of D values: fp32 (any 32-bit values) or int8.
+acc_rows::Layout rows_of(const MovePlan& plan) {
+  return plan.spec.int8 ? acc_rows::Layout::int8(plan.config, plan.config.dim)
+                        : acc_rows::Layout::of(plan.config, plan.config.dim);
+}
+
+// The sources' rows and the program.
 template <typename Value>
 void write_input(const MovePlan& plan, HostMemory& memory, const std::vector<Value>& x) {
   const std::uint64_t values = plan.spec.source_runs * plan.spec.run;
@@ -120,26 +126,14 @@ void write_input(const MovePlan& plan, HostMemory& memory, const std::vector<Val
         fmt::format("a move's sources of {} values, the plan's {}", x.size(), values));
   }
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
-  const std::uint32_t d = plan.config.dim;
-  std::vector<Value> row(plan.row_stride / sizeof(Value), Value{0});
-  for (std::uint64_t r = 0; r < values / d; ++r) {
-    std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(r * d), d, row.begin());
-    memory.write_array(plan.in_addr + r * plan.row_stride, row);
-  }
+  acc_rows::write(memory, plan.in_addr, rows_of(plan), x.data(), x.size(), Value{0});
   memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
 }
 
 template <typename Value>
 std::vector<Value> read_output(const MovePlan& plan, const HostMemory& memory) {
-  const std::uint32_t d = plan.config.dim;
-  const std::uint64_t rows = plan.spec.from.size() * run_rows(plan);
-  std::vector<Value> y;
-  y.reserve(rows * d);
-  for (std::uint64_t r = 0; r < rows; ++r) {
-    const std::vector<Value> row = memory.read_array<Value>(plan.out_addr + r * plan.row_stride, d);
-    y.insert(y.end(), row.begin(), row.end());
-  }
-  return y;
+  return acc_rows::read<Value>(memory, plan.out_addr, rows_of(plan),
+                               plan.spec.from.size() * plan.spec.run);
 }
 
 void check_kind(const MovePlan& plan, bool int8) {

@@ -407,29 +407,16 @@ void write_pool_int8_input(const PoolPlan& plan, HostMemory& memory,
   // Pixels of C int8 values, each a row of D bytes a tile (lanes past C hold 0).
   const std::uint64_t plane = std::uint64_t{s.height} * s.width;
   const std::vector<std::int8_t> pixels = transpose_pixels(s, plane, x, false);
-  const std::uint32_t d = plan.config.dim;
-  std::vector<std::int8_t> rows(std::uint64_t{s.batch} * plane * plan.tiles * d, 0);
-  for (std::uint64_t q = 0; q < std::uint64_t{s.batch} * plane; ++q) {
-    std::copy_n(pixels.begin() + static_cast<std::ptrdiff_t>(q * s.channels), s.channels,
-                rows.begin() + static_cast<std::ptrdiff_t>(q * plan.tiles * d));
-  }
-  memory.write_array(plan.in_addr, rows);
+  acc_rows::write(memory, plan.in_addr, acc_rows::Layout::int8(plan.config, s.channels),
+                  pixels.data(), pixels.size(), std::int8_t{0});
 }
 
 std::vector<std::int8_t> read_pool_int8_output(const PoolPlan& plan, const HostMemory& memory) {
   const PoolSpec& s = plan.spec;
   const std::uint64_t plane = std::uint64_t{s.out_h} * s.out_w;
-  const std::uint32_t d = plan.config.dim;
-  std::vector<std::int8_t> pixels;
-  pixels.reserve(std::uint64_t{s.batch} * plane * s.channels);
-  for (std::uint64_t q = 0; q < std::uint64_t{s.batch} * plane; ++q) {
-    for (std::uint32_t t = 0; t < plan.tiles; ++t) {
-      const std::vector<std::int8_t> row =
-          memory.read_array<std::int8_t>(plan.out_addr + (q * plan.tiles + t) * plan.out_stride, d);
-      pixels.insert(pixels.end(), row.begin(),
-                    row.begin() + std::min<std::uint32_t>(d, s.channels - t * d));
-    }
-  }
+  const std::vector<std::int8_t> pixels = acc_rows::read<std::int8_t>(
+      memory, plan.out_addr, acc_rows::Layout::int8(plan.config, s.channels),
+      std::uint64_t{s.batch} * plane * s.channels);
   return transpose_pixels(s, plane, pixels, true);
 }
 

@@ -221,9 +221,8 @@ void write_quant_add_inputs(const QuantAddPlan& plan, HostMemory& memory,
   block(kOutBlock, out_bias, q.out);
   acc_rows::write_constants(memory, plan.const_addr, plan.config.dim, plan.acc_stride, constants);
   const auto operand = [&](const std::vector<std::int8_t>& values, std::uint32_t addr) {
-    std::vector<std::int8_t> rows(plan.rows * plan.row_stride, 0);
-    std::copy(values.begin(), values.end(), rows.begin());
-    memory.write_array(addr, rows);
+    acc_rows::write(memory, addr, acc_rows::Layout::int8(plan.config, plan.config.dim),
+                    values.data(), values.size(), std::int8_t{0});
   };
   operand(a, plan.a_addr);
   operand(b, plan.b_addr);

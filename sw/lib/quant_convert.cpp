@@ -159,7 +159,13 @@ void check_direction(const QuantConvertPlan& plan, QuantDirection direction) {
   }
 }
 
-// The constants, the input's rows (D values from each row's start) and the program.
+// Rows of D fp32 values, or int8 ones.
+acc_rows::Layout rows_of(const QuantConvertPlan& plan, bool fp32) {
+  return fp32 ? acc_rows::Layout::of(plan.config, plan.config.dim)
+              : acc_rows::Layout::int8(plan.config, plan.config.dim);
+}
+
+// The constants, the input's rows and the program.
 template <typename Value>
 void write_input(const QuantConvertPlan& plan, HostMemory& memory,
                  const std::vector<Value>& values) {
@@ -172,30 +178,15 @@ void write_input(const QuantConvertPlan& plan, HostMemory& memory,
   acc_rows::write_constants(memory, plan.const_addr, plan.config.dim, plan.acc_stride,
                             {scale_row_value(plan.spec), bits(plan.spec.zero_point), 0,
                              bits(num::kQuantizeTail.multiplier), bits(num::kQuantizeTail.shift)});
-  const std::uint32_t d = plan.config.dim;
-  const std::uint32_t stride = quantising(plan.spec) ? plan.acc_stride : plan.int8_stride;
-  for (std::uint64_t r = 0; r < plan.rows; ++r) {
-    std::vector<Value> row(stride / sizeof(Value), Value{0});
-    const std::uint64_t first = r * d, count = std::min<std::uint64_t>(d, plan.spec.size - first);
-    std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(first), count, row.begin());
-    memory.write_array(plan.in_addr + r * stride, row);
-  }
+  acc_rows::write(memory, plan.in_addr, rows_of(plan, quantising(plan.spec)), values.data(),
+                  values.size(), Value{0});
   memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
 }
 
-// The output's values, D from the start of each row.
 template <typename Value>
 std::vector<Value> read_output(const QuantConvertPlan& plan, const HostMemory& memory) {
-  const std::uint32_t d = plan.config.dim;
-  const std::uint32_t stride = quantising(plan.spec) ? plan.int8_stride : plan.acc_stride;
-  std::vector<Value> values;
-  values.reserve(plan.spec.size);
-  for (std::uint64_t r = 0; r < plan.rows; ++r) {
-    const std::uint64_t count = std::min<std::uint64_t>(d, plan.spec.size - r * d);
-    const std::vector<Value> row = memory.read_array<Value>(plan.out_addr + r * stride, count);
-    values.insert(values.end(), row.begin(), row.end());
-  }
-  return values;
+  return acc_rows::read<Value>(memory, plan.out_addr, rows_of(plan, !quantising(plan.spec)),
+                               plan.spec.size);
 }
 
 }  // namespace
