@@ -156,8 +156,8 @@ define yosys_synth
 endef
 
 # Generic Yosys synthesis of the matrix unit, without and with every pipeline register, with
-# both modes and int8 only, of the inter-chip collective unit and of the vector unit, which no
-# board build has (synth-units); of small array cores (bf16; int8 only) and of the sequential core
+# both modes and int8 only, of the inter-chip collective unit, of the vector unit and of the weight
+# unit with its transposer, which no board build has (synth-units); of small array cores (bf16; int8 only) and of the sequential core
 # (synth-cores); any Yosys warning fails.
 # The boards' builds synthesise those three cores again, failing on a warning too, so CI runs
 # synth-units beside them.
@@ -178,6 +178,9 @@ synth-units: $(FPGA_TOOLS)
 	@# default one ran over ten minutes (Dim 2, one lane) before it was stopped.
 	$(call yosys_synth,vector,$(TOP_FILES),tpu_vector_unit,-set Dim 4 -set Lanes 2 -set AccDepth 64 \
 	  -set UbDepth 64 -set QueueDepth 2,tpu_vector_unit 4 lanes two at a time,+strash;map)
+	@# The weight unit as a core with a vector unit has it: READ_WEIGHTS T's transposer.
+	$(call yosys_synth,weight_transpose,$(TOP_FILES),tpu_weight_unit,-set Dim 4 -set QueueDepth 2 \
+	  -set BufBeats 8 -set Transpose 1,tpu_weight_unit 4x4 with its transposer)
 
 synth-cores: $(FPGA_TOOLS)
 	$(call yosys_synth,core,$(TOP_FILES),tpu_top,-set Dim 2 -set UbDepth 64 -set AccDepth 64 \

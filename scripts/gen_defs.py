@@ -103,6 +103,7 @@ class Flag:
     bit: int
     doc: str
     int8: bool = False  # selects the int8 datapath: ILLEGAL_FIELD in a core built without it
+    vector: bool = False  # needs the vector unit's core: ILLEGAL_FIELD in a core built without it
 
 
 @dataclass(frozen=True)
@@ -423,11 +424,12 @@ def parse_opcode(name, entry, fields, functions, where):
     for flag_name, flag_entry in spec["flags"].items():
         flag_where = f"{where}.flags.{flag_name}"
         check_name(flag_name, UPPER_NAME, flag_where)
-        flag_spec = checked(flag_entry, flag_where, {"bit": int, "doc": str}, {"int8": bool})
+        flag_spec = checked(flag_entry, flag_where, {"bit": int, "doc": str},
+                            {"int8": bool, "vector": bool})
         check_range(flag_spec["bit"], 0, fields["flags"].width - 1, flag_where, "bit")
         check_doc(flag_spec["doc"], flag_where)
         flags.append(Flag(flag_name, flag_spec["bit"], flag_spec["doc"],
-                          flag_spec.get("int8", False)))
+                          flag_spec.get("int8", False), flag_spec.get("vector", False)))
     flags.sort(key=lambda flag: flag.bit)
     check_unique([(flag.name, flag.bit) for flag in flags], "bit", f"{where}.flags")
 
@@ -996,6 +998,10 @@ def sv_decoder(isa, source):
         errors.append("(!Int8 && kind_o.int8)")
     if kind["float_dp"]:
         errors.append("(!Float && kind_o.float_dp)")
+    vector_flags = [when(op, flag) for op in ops for flag in op.flags if flag.vector]
+    if vector_flags:
+        errors.append(f"(!Vector && {vector_flags[0]})" if len(vector_flags) == 1 else
+                      f"(!Vector && ({sv_any(vector_flags)}))")
 
     lines = generated_header(source) + [
         "//",
@@ -1308,6 +1314,7 @@ def cpp_isa_header(isa, source):
               f"{CPP_INDENT}const char* mnemonic;",
               f"{CPP_INDENT}const char* doc;",
               f"{CPP_INDENT}bool int8;  // selects the int8 datapath, which a core may lack",
+              f"{CPP_INDENT}bool vector;  // needs a core with a vector unit",
               "};",
               "",
               f"using {name('UsedBits')} = std::array<std::uint32_t, kInstrWords>;",
@@ -1423,7 +1430,8 @@ def cpp_isa_header(isa, source):
             for flag in opcode.flags:
                 lines += cpp_table_row([str(flag.bit), cpp_string(flag.name),
                                         cpp_string(flag.name.lower())], flag.doc,
-                                       ["true" if flag.int8 else "false"])
+                                       ["true" if flag.int8 else "false",
+                                        "true" if flag.vector else "false"])
             lines.append("};")
             flags_list = f"{{{prefix}Flags, {len(opcode.flags)}}}"
         used = isa.used_bits(opcode)
@@ -1771,6 +1779,9 @@ def doc_rules(opcode):
     int8_flags = [flag.name for flag in opcode.flags if flag.int8]
     if int8_flags:
         rules.append(f"{code_list(int8_flags)} only in a core with the int8 datapath")
+    vector_flags = [flag.name for flag in opcode.flags if flag.vector]
+    if vector_flags:
+        rules.append(f"{code_list(vector_flags)} only in a core with a vector unit")
     if opcode.float_unless:
         rules.append(f"`{opcode.float_unless.name}` in an int8-only core")
     return "; ".join(rules) or "—"

@@ -162,12 +162,15 @@ Job gemm_job(const HardwareConfig& config, const GemmSpec& spec, const Operands&
   job.memory_bytes = gemm.memory_bytes;
   // The same inputs into either backend's memory, and its results, in either mode, as the
   // 32-bit patterns the reference gives.
-  job.write_inputs = [gemm, spec, o](tpu::HostMemory& memory) {
+  // B given transposed (READ_WEIGHTS T) goes in as its transpose's rows.
+  const num::MatrixI8 b8 = spec.b_transposed ? num::transposed(o.b8) : o.b8;
+  const num::MatrixBf16 b = spec.b_transposed ? num::transposed(o.b) : o.b;
+  job.write_inputs = [gemm, spec, o, b8, b](tpu::HostMemory& memory) {
     if (spec.int8()) {
-      tpu::write_gemm_inputs(gemm, memory, o.a8, o.b8, spec.has_c ? &o.c32 : nullptr,
+      tpu::write_gemm_inputs(gemm, memory, o.a8, b8, spec.has_c ? &o.c32 : nullptr,
                              spec.out == OutType::Int8 ? &o.requant : nullptr);
     } else {
-      tpu::write_gemm_inputs(gemm, memory, o.a, o.b, spec.has_c ? &o.c : nullptr,
+      tpu::write_gemm_inputs(gemm, memory, o.a, b, spec.has_c ? &o.c : nullptr,
                              spec.has_bias ? &o.bias : nullptr);
     }
   };
@@ -719,6 +722,31 @@ std::vector<Case> cases(unsigned random_cases) {
   list.push_back({"int8-add", int8_add_job, true});
   list.push_back({"int8-mean", int8_mean_job, true});
   list.push_back({"move", move_job, false});  // READ_HOST and WRITE_HOST only: every core
+  // B given as its transpose's rows (READ_WEIGHTS T, attention's K): K over several weight
+  // FIFOs' worth of tiles, ending in a partial tile; bf16 with a bias, and int8 requantised.
+  list.push_back(gemm_case(
+      "weights-t",
+      [](const HardwareConfig& c, oracle::OperandRng& rng) {
+        GemmSpec s = shape(c.dim + 3, 2 * (c.weight_tiles + 1) * c.dim + 5, c.dim + 2);
+        s.b_transposed = true;
+        s.has_bias = true;
+        s.out = OutType::Bf16;
+        return std::pair{s, operands_for(rng, s, 5)};
+      },
+      true));
+  list.push_back(gemm_case(
+      "int8-weights-t",
+      [](const HardwareConfig& c, oracle::OperandRng& rng) {
+        GemmSpec s = shape(c.dim + 3, (c.weight_tiles + 1) * c.dim + 5, c.dim + 2);
+        s.b_transposed = true;
+        s.in = tpu::InType::Int8;
+        s.out = OutType::Int8;
+        s.input_zero_point = 3;
+        Operands o = int8_operands(rng, s);
+        random_requant(rng, s.n, o.requant);
+        return std::pair{s, o};
+      },
+      true));
   list.push_back({"quantize", quantize_job, true});
   list.push_back({"dequantize", dequantize_job, true});
   list.push_back({"layernorm", layernorm_job, true});
@@ -726,14 +754,15 @@ std::vector<Case> cases(unsigned random_cases) {
 }
 
 std::string options_of(const GemmSpec& s) {
+  const std::string transposed = s.b_transposed ? " B^T" : "";
   if (s.int8()) {
     std::string o = s.out == OutType::Int8 ? "int8 req" : "int32";
     if (s.has_c) o += " +C";
     if (s.input_zero_point != 0) o += " za";
     if (s.out == OutType::Int8 && s.clamp_lo != -128) o += " relu";
-    return o;
+    return o + transposed;
   }
-  std::string o = s.out == OutType::Bf16 ? "bf16" : "fp32";
+  std::string o = (s.out == OutType::Bf16 ? "bf16" : "fp32") + transposed;
   if (s.has_c) o += " +C";
   if (s.has_bias) o += " +bias";
   if (s.act != tpu::isa::Func::None) {

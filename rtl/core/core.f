@@ -14,6 +14,7 @@ tpu_issue.sv
 tpu_act_func.sv
 tpu_requant.sv
 tpu_load_unit.sv
+tpu_tile_transpose.sv
 tpu_weight_unit.sv
 tpu_matmul_unit.sv
 tpu_act_unit.sv

@@ -373,7 +373,7 @@ module tpu_array_core #(
 
   tpu_weight_unit #(
     .Dim(Dim), .BusBytes(BusBytes), .WeightTiles(WeightTiles), .QueueDepth(QueueDepth),
-    .BufBeats(ReadBufBeats), .Int8(Int8)
+    .BufBeats(ReadBufBeats), .Int8(Int8), .Transpose(Vector)
   ) u_weight (
     .clk_i, .rst_ni(core_rst_n[RstWeight]),
     .abort_i     (abort_weight),

@@ -4,7 +4,12 @@
 // `rows` rows per tile and fills the rest of the tile with +0. The FIFO holds
 // WeightTiles tiles, and the array's second weight buffer one more, so tiles
 // load while the array computes with earlier ones. An operation is complete
-// once its last tile is in the FIFO.
+// once its last tile is in the FIFO. With Transpose, READ_WEIGHTS T passes its
+// tiles through tpu_tile_transpose, so that the rows read become the tiles'
+// columns; the other operations' rows go straight into the FIFO, which the
+// transposer never holds a tile of between operations.
+`include "tpu_assert.svh"
+
 module tpu_weight_unit #(
   parameter int unsigned Dim         = 16,
   parameter int unsigned BusBytes    = 16,
@@ -12,6 +17,7 @@ module tpu_weight_unit #(
   parameter int unsigned QueueDepth  = 4,
   parameter int unsigned BufBeats    = 32,
   parameter bit          Int8        = 1'b0,
+  parameter bit          Transpose   = 1'b0,  // READ_WEIGHTS T (a core with a vector unit)
   localparam int unsigned QOffWidth  = (QueueDepth > 1) ? $clog2(QueueDepth) : 1
 ) (
   input  logic                        clk_i,
@@ -104,14 +110,20 @@ module tpu_weight_unit #(
   );
 
   // ---------------------------------------------------------------------------
-  // Tile rows into the FIFO: `rows` rows from memory, then +0 rows.
+  // Tile rows: `rows` rows from memory, then +0 rows, into the FIFO (or, with
+  // T, into the transposer, whose columns go into the FIFO).
   // ---------------------------------------------------------------------------
   logic              row_valid, row_ready, unused_row_last, unused_row_error, reader_idle;
-  logic [Dim*16-1:0] row_data, row_lanes, fifo_in_data;
-  logic              fifo_in_valid, fifo_in_ready, from_memory, int8_rows;
+  logic [Dim*16-1:0] row_data, row_lanes, fifo_in_data, source_data, columns_data;
+  logic              fifo_in_valid, fifo_in_ready, from_memory, int8_rows, transposed;
+  logic              source_valid, source_ready, source_ready_transposed;
+  logic              columns_valid, columns_ready, transposer_empty;
 
-  assign int8_rows = Int8 && head.flags[tpu_isa_pkg::ReadWeightsFlagI8];
-  logic [15:0]       tile_row_d, tile_row_q, tile_d, tile_q;
+  assign int8_rows  = Int8 && head.flags[tpu_isa_pkg::ReadWeightsFlagI8];
+  assign transposed = Transpose && head.flags[tpu_isa_pkg::ReadWeightsFlagT];
+  // Rows into the tile at the source (source_row) and into the FIFO (tile_row): the same
+  // but with T, where the transposer holds a tile between them.
+  logic [15:0]       source_row_d, source_row_q, tile_row_d, tile_row_q, tile_d, tile_q;
   logic [$clog2(FifoRows+1)-1:0] unused_fifo_count;
 
   tpu_axi_reader #(
@@ -143,10 +155,44 @@ module tpu_weight_unit #(
     .lanes_o(row_lanes)
   );
 
-  assign from_memory   = tile_row_q < cmd_rows;
-  assign fifo_in_valid = head_valid && !op_start && (from_memory ? row_valid : 1'b1) && !abort_i;
-  assign fifo_in_data  = from_memory ? row_lanes : '0;
-  assign row_ready     = from_memory && fifo_in_valid && fifo_in_ready;
+  assign from_memory  = source_row_q < cmd_rows;
+  assign source_valid = head_valid && !op_start && (from_memory ? row_valid : 1'b1) && !abort_i;
+  assign source_data  = from_memory ? row_lanes : '0;
+  assign row_ready    = from_memory && source_valid && source_ready;
+
+  if (Transpose) begin : g_transpose
+    tpu_tile_transpose #(.Dim(Dim)) u_transpose (
+      .clk_i, .rst_ni, .abort_i,
+      .in_valid_i (source_valid && transposed),
+      .in_ready_o (source_ready_transposed),
+      .in_data_i  (source_data),
+      .out_valid_o(columns_valid),
+      .out_ready_i(columns_ready),
+      .out_data_o (columns_data),
+      .empty_o    (transposer_empty)
+    );
+  end else begin : g_no_transpose
+    assign source_ready_transposed = 1'b0;
+    assign columns_valid           = 1'b0;
+    assign columns_data            = '0;
+    assign transposer_empty        = 1'b1;
+    logic unused_transpose;
+    assign unused_transpose = columns_ready;
+  end
+
+  assign source_ready  = transposed ? source_ready_transposed : fifo_in_ready;
+  assign fifo_in_valid = transposed ? columns_valid : source_valid;
+  assign fifo_in_data  = transposed ? columns_data : source_data;
+  assign columns_ready = transposed && fifo_in_ready;
+
+  always_comb begin
+    source_row_d = source_row_q;
+    if (op_start) begin
+      source_row_d = '0;
+    end else if (source_valid && source_ready) begin
+      source_row_d = source_row_q == LastTileRow ? '0 : source_row_q + 1'b1;
+    end
+  end
 
   always_comb begin
     tile_row_d = tile_row_q;
@@ -167,11 +213,13 @@ module tpu_weight_unit #(
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      tile_row_q  <= '0;
-      tile_q      <= '0;
+      source_row_q <= '0;
+      tile_row_q   <= '0;
+      tile_q       <= '0;
     end else begin
-      tile_row_q  <= tile_row_d;
-      tile_q      <= tile_d;
+      source_row_q <= source_row_d;
+      tile_row_q   <= tile_row_d;
+      tile_q       <= tile_d;
     end
   end
 
@@ -189,5 +237,12 @@ module tpu_weight_unit #(
   assign fifo_empty_o = !wgt_valid_o;
   assign pc_o         = head.pc;
   assign idle_o       = queue_empty && reader_idle;
+
+  // An operation starts with no tile of the one before in the transposer (tiles are whole),
+  // and the FIFO's rows of a tile are as many as the source's.
+  `TPU_ASSERT(a_transposer_empty_at_start, !op_start || transposer_empty,
+              "an operation starts with rows of another in the transposer")
+  `TPU_ASSERT(a_rows_in_step, !head_valid || transposed || source_row_q == tile_row_q,
+              "rows into the FIFO and from the source apart without T")
 
 endmodule

@@ -136,6 +136,7 @@ module tpu_decode #(
       (kind_o.allreduce && fields_o.total == '0) ||
       (kind_o.eltwise && fields_o.vop >= 4'(tpu_isa_pkg::VopCount)) ||
       (!Int8 && kind_o.int8) ||
-      (!Float && kind_o.float_dp);
+      (!Float && kind_o.float_dp) ||
+      (!Vector && (kind_o.read_weights && fields_o.flags[tpu_isa_pkg::ReadWeightsFlagT]));
 
 endmodule

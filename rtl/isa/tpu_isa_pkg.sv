@@ -14,7 +14,7 @@ package tpu_isa_pkg;
   localparam logic [7:0] OpReadHost = 8'h01;
   // read_weights: Pushes `count` weight tiles into the weight FIFO. Each tile is `rows` rows of
   // array-size bf16 (or, with I8, int8) weights read from host memory; rows `rows` .. size-1 of the
-  // tile are +0.
+  // tile are +0. With T the rows read are the tile's columns.
   localparam logic [7:0] OpReadWeights = 8'h02;
   // matmul: Streams unified-buffer rows through the systolic array against one weight tile per
   // iteration and writes fp32 rows (int32 with I8) to the accumulators.
@@ -57,7 +57,11 @@ package tpu_isa_pkg;
   localparam logic [7:0] ReadHostFlagsMask = 8'h03;
   // READ_WEIGHTS.I8: host rows are int8, one byte a weight, each sign-extended into a 16-bit lane
   localparam int unsigned ReadWeightsFlagI8 = 0;
-  localparam logic [7:0] ReadWeightsFlagsMask = 8'h01;
+  // READ_WEIGHTS.T: transposed: host row r is the tile's column r (rows `rows` .. size-1 of the
+  // host side, the tile's columns, are +0): a matrix stored as its transpose's rows, as a product
+  // leaves them, goes into the array as weights (attention's K^T)
+  localparam int unsigned ReadWeightsFlagT = 1;
+  localparam logic [7:0] ReadWeightsFlagsMask = 8'h03;
   // MATMUL.ACC0: iteration 0 starts from the accumulator rows it writes (accumulate); without it,
   // from +0 (overwrite)
   localparam int unsigned MatmulFlagAcc0 = 0;
@@ -241,7 +245,7 @@ package tpu_isa_pkg;
   localparam logic [255:0] ReadHostUsedBits =
       256'h00000000_FFFFFFFF_FFFFFFFF_FFFFFFFF_FFFF0000_FFFF0000_FFFFFFFF_000003FF;
   localparam logic [255:0] ReadWeightsUsedBits =
-      256'h00000000_FFFFFFFF_FFFFFFFF_FFFFFFFF_00000000_00000000_FFFFFFFF_000001FF;
+      256'h00000000_FFFFFFFF_FFFFFFFF_FFFFFFFF_00000000_00000000_FFFFFFFF_000003FF;
   localparam logic [255:0] MatmulUsedBits =
       256'h01FF01FF_FFFFFFFF_FFFFFFFF_FFFFFFFF_FFFFFFFF_FFFFFFFF_FFFFFFFF_00000FFF;
   localparam logic [255:0] ActivateUsedBits =

@@ -170,6 +170,10 @@ class GemmEmitter {
     mm.host_stride = d_ * esize_;
     mm.host_step = tile_bytes;
     mm.n_valid = std::min(d_, spec_.n - col0);
+    if (spec_.b_transposed) {
+      transposed_k_loop(mm, col0);
+      return;
+    }
     if (plan_.conv.empty()) {
       k_loop(mm, spec_.k, nt * k_tiles_ * tile_bytes);
       return;
@@ -212,6 +216,43 @@ class GemmEmitter {
       mm.addr_a += whole * mm.step_a;
       mm.host_addr += whole * d_ * d_ * esize_;
       builder_.matmul(mm);
+    }
+  }
+
+  // The K loop of B given transposed (write_b): READ_WEIGHTS T takes, of the rows of B's
+  // transpose from col0 (this tile's columns), D values each a tile, as many tiles as the weight
+  // FIFO and the array's second buffer hold; MATMULs claim them, the partial last tile
+  // (k_valid < D) in one of its own, which adds onto the first.
+  void transposed_k_loop(isa::MatmulArgs mm, std::uint32_t col0) {
+    const std::uint32_t capacity = plan_.config.weight_tiles + 1, rest = spec_.k % d_;
+    const std::uint32_t first_a = mm.addr_a;
+    const bool seeded = mm.acc0;
+    mm.fetch = false;
+    mm.host_stride = 0;
+    mm.host_step = 0;
+    isa::ReadWeightsArgs w;
+    w.i8 = spec_.int8();
+    w.transposed = true;
+    w.rows = *mm.n_valid;
+    w.host_stride = plan_.k_pad * esize_;
+    w.host_step = d_ * esize_;
+    for (std::uint32_t kt = 0; kt < k_tiles_;) {
+      const std::uint32_t count = std::min(capacity, k_tiles_ - kt);
+      w.count = count;
+      w.host_addr = plan_.b_addr + (col0 * plan_.k_pad + kt * d_) * esize_;
+      builder_.read_weights(w);
+      const std::uint32_t end = kt + count;
+      const std::uint32_t whole = end == k_tiles_ && rest > 0 ? count - 1 : count;
+      const auto claim = [&](std::uint32_t tiles, std::uint32_t k_valid) {
+        mm.count = tiles;
+        mm.k_valid = k_valid;
+        mm.addr_a = first_a + kt * mm.step_a;
+        mm.acc0 = seeded || kt > 0;
+        builder_.matmul(mm);
+        kt += tiles;
+      };
+      if (whole > 0) claim(whole, d_);
+      if (whole < count) claim(1, rest);
     }
   }
 
@@ -303,6 +344,10 @@ void check_spec(const HardwareConfig& config, const GemmSpec& spec) {
            " needs a core with a vector unit; " + config.name() + " has none");
     }
   }
+  if (spec.b_transposed && config.vector_lanes == 0) {
+    fail("B given transposed (READ_WEIGHTS T) needs a core with a vector unit; " + config.name() +
+         " has none");
+  }
 }
 
 void check_matrix(const char* name, std::size_t rows, std::size_t cols, std::size_t want_rows,
@@ -320,7 +365,11 @@ void check_operands(const GemmPlan& plan, const num::Matrix<In>& a, const num::M
                     const num::Matrix<Acc>* c) {
   const GemmSpec& s = plan.spec;
   check_matrix("A", a.rows, a.cols, s.m, s.k, a.data.size());
-  check_matrix("B", b.rows, b.cols, s.k, s.n, b.data.size());
+  if (s.b_transposed) {
+    check_matrix("B's transpose", b.rows, b.cols, s.n, s.k, b.data.size());
+  } else {
+    check_matrix("B", b.rows, b.cols, s.k, s.n, b.data.size());
+  }
   if (s.has_c != (c != nullptr)) throw std::invalid_argument("C given or missing against the plan");
   if (c) check_matrix("C", c->rows, c->cols, s.m, s.n, c->data.size());
 }
@@ -367,6 +416,18 @@ void write_tiles(HostMemory& memory, std::uint64_t addr, const num::Matrix<T>& m
     }
   }
   memory.write_array(addr, tiles);
+}
+
+// B as the plan reads it: tile by tile, or with b_transposed the rows of B's transpose as they
+// come, each padded to k_pad values (READ_WEIGHTS T takes D values of D of them a tile).
+template <typename T>
+void write_b(const GemmPlan& plan, HostMemory& memory, const num::Matrix<T>& b) {
+  if (plan.spec.b_transposed) {
+    write_rows(memory, plan.b_addr, b, plan.k_pad);
+    return;
+  }
+  write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
+              plan.n_pad / plan.config.dim);
 }
 
 // Writes the inputs, runs the plan's program and, when the core reached HALT, reads the result.
@@ -541,8 +602,13 @@ void place_and_emit(GemmPlan& plan, const GemmPlacement& placement) {
   // loads (one per phase), per pair up to three loads, two MATMULs per tap, ACTIVATE, WRITE_HOST.
   const std::uint64_t taps = plan.conv.empty() ? 1 : plan.conv.taps();
   const std::uint64_t loads = plan.conv.empty() ? 1 : plan.conv.phases();
+  // B given transposed: a READ_WEIGHTS and up to two MATMULs per weight FIFO's worth of tiles.
+  const std::uint64_t transposed_loads =
+      spec.b_transposed ? 3 * ceil_div(plan.k_pad / plan.config.dim, plan.config.weight_tiles + 1)
+                        : 0;
   const std::uint64_t program_bound =
-      (std::uint64_t{m_blocks} * n_tiles * (5 + 2 * taps) + m_blocks * loads + 2) *
+      (std::uint64_t{m_blocks} * n_tiles * (5 + 2 * taps + transposed_loads) + m_blocks * loads +
+       2) *
       isa::kInstrBytes;
   if (top + program_bound > (std::uint64_t{1} << 32)) {
     throw std::invalid_argument("the operands of a " + std::to_string(spec.m) + " x " +
@@ -634,6 +700,7 @@ GemmPlan plan_conv(const HardwareConfig& config, GemmSpec spec, const ConvGeomet
   spec.m = static_cast<std::uint32_t>(g.wide_rows());
   spec.k = g.taps() * ceil_div(g.channels, config.dim) * config.dim;
   if (spec.has_c) throw std::invalid_argument("a convolution starts from +0, not from C");
+  if (spec.b_transposed) throw std::invalid_argument("a convolution's B is its filters' tiles");
   GemmPlan plan = padded_plan(config, spec);
   plan.conv = g;
   const std::uint32_t c_tiles = ceil_div(g.channels, config.dim);
@@ -741,10 +808,7 @@ void check_columns_of(const GemmPlan& plan, const RequantColumns* requant) {
 // bias and the program (unless resident).
 void write_operands(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& b,
                     const num::MatrixFp32* c, const std::vector<num::fp32_t>* bias) {
-  if (!plan.weights_resident) {
-    write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
-                plan.n_pad / plan.config.dim);
-  }
+  if (!plan.weights_resident) write_b(plan, memory, b);
   if (c) write_rows(memory, plan.c_addr, *c, plan.n_pad);
   if (bias) write_row(memory, plan.bias_addr, *bias, plan.n_pad);
   if (!plan.program_resident) {
@@ -756,14 +820,11 @@ void write_operands(const GemmPlan& plan, HostMemory& memory, const num::MatrixI
                     const num::MatrixI32* c, const RequantColumns* requant) {
   const GemmSpec& s = plan.spec;
   const bool requantize = s.out == OutType::Int8;
-  if (!plan.weights_resident) {
-    write_tiles(memory, plan.b_addr, b, plan.config.dim, plan.k_pad / plan.config.dim,
-                plan.n_pad / plan.config.dim);
-  }
+  if (!plan.weights_resident) write_b(plan, memory, b);
   // Q-ZP: -za * colsum(B), modulo 2^32, folded into the bias of Q-REQ or the seed of the sums.
   const std::vector<std::int32_t> zeros(s.n, 0);
-  const std::vector<std::int32_t> fold =
-      num::fold_input_zero_point(requant ? requant->bias : zeros, s.input_zero_point, b);
+  const std::vector<std::int32_t> fold = num::fold_input_zero_point(
+      requant ? requant->bias : zeros, s.input_zero_point, s.b_transposed ? num::transposed(b) : b);
   if (c) {
     num::MatrixI32 seed = *c;
     if (!requantize) {

@@ -71,8 +71,12 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
   // the za correction row read once per accumulator row).
   const double column_rows = !s.int8() ? 1 : s.out == OutType::Int8 ? 3 : 0;
   const bool seeded = s.has_c || plan.has_seed_row();
-  // Weight rows per (M block, N tile): whole tiles, then the k_valid rows of the last.
-  const double weight_beats = taps * loop_k * ub_row_beats;
+  // Weight rows per (M block, N tile): whole tiles, then the k_valid rows of the last; with B
+  // given transposed, the tile's columns of each tile.
+  const double weight_beats =
+      taps * (s.b_transposed ? k_tiles * std::min<double>(d, s.n) : loop_k) * ub_row_beats;
+  // READ_WEIGHTS T's transposer takes a tile's rows, then gives its columns: 2 Dim cycles.
+  const double tile_supply = s.b_transposed ? 2 * d : 0;
   const double matmuls =
       taps / (conv.empty() ? 1 : plan.taps_per_matmul()) * (partial_k && loop_k > c.dim ? 2 : 1);
   // The array's pipeline, Dim + MulStages + Dim x (AddStages + 1) cycles
@@ -100,7 +104,7 @@ CycleEstimate estimate_cycles(const GemmPlan& plan, const MemoryTiming& timing) 
     // in a bf16 K loop an iteration's seed rows wait for the previous
     // iteration's results to leave the array's pipeline (docs/core.md); int8
     // results add to their rows on the way out instead, so nothing waits.
-    const double first = std::max(rows, tile_period);
+    const double first = std::max({rows, tile_period, tile_supply});
     const double chained = s.int8() ? first : std::max(first, pipeline + kSeedTurnaround);
     // A convolution's taps are MATMULs of their own: each fetches its first tile only once it
     // issues, after the one before, so the array waits the read latency, and the tile's load

@@ -115,12 +115,20 @@ std::string field_problem(const Instruction& in, const OpcodeInfo& info,
       return rule.text;
     }
   }
-  // The decoder's datapath rules: an int8 flag needs the int8 datapath, and an opcode without its
-  // float_unless flag needs the float one.
+  // The decoder's datapath rules: an int8 flag needs the int8 datapath, a vector flag the vector
+  // unit, and an opcode without its float_unless flag needs the float one.
   if (!config.int8) {
     for (const FlagSpec& flag : info.flags) {
       if (flag.int8 && in.flag(flag.bit)) {
         return fmt::format("{} {} needs a core with the int8 datapath; {} has none", info.mnemonic,
+                           flag.mnemonic, config.name());
+      }
+    }
+  }
+  if (config.vector_lanes == 0) {
+    for (const FlagSpec& flag : info.flags) {
+      if (flag.vector && in.flag(flag.bit)) {
+        return fmt::format("{} {} needs a core with a vector unit; {} has none", info.mnemonic,
                            flag.mnemonic, config.name());
       }
     }

@@ -287,12 +287,16 @@ void FunctionalModel::read_host(const Instruction& in) {
 }
 
 FunctionalModel::Tile FunctionalModel::load_tile(std::uint64_t host_addr, std::uint32_t stride,
-                                                 std::uint32_t rows, bool int8) const {
-  Tile tile(dim_ * dim_, 0);  // rows k >= `rows` stay +0
-  for (std::size_t k = 0; k < rows; ++k) {
-    const std::uint8_t* src = memory_.data() + host_addr + k * stride;
-    for (std::size_t j = 0; j < dim_; ++j) {
-      tile[j * dim_ + k] = int8 ? widen_int8(src[j]) : load_le16(src + 2 * j);
+                                                 std::uint32_t rows, bool int8,
+                                                 bool transposed) const {
+  // Host row r is the tile's row r, or with `transposed` its column r; rows (columns) past
+  // `rows` stay +0.
+  Tile tile(dim_ * dim_, 0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::uint8_t* src = memory_.data() + host_addr + r * stride;
+    for (std::size_t e = 0; e < dim_; ++e) {
+      const std::size_t k = transposed ? e : r, j = transposed ? r : e;
+      tile[j * dim_ + k] = int8 ? widen_int8(src[e]) : load_le16(src + 2 * e);
     }
   }
   return tile;
@@ -300,8 +304,10 @@ FunctionalModel::Tile FunctionalModel::load_tile(std::uint64_t host_addr, std::u
 
 void FunctionalModel::read_weights(const Instruction& in) {
   const bool int8 = in.flag(isa::kReadWeightsFlagI8);
+  const bool transposed = in.flag(isa::kReadWeightsFlagT);
   for (std::uint64_t i = 0; i < in.count(); ++i) {
-    weight_fifo_.push_back(load_tile(host_address(in, i, 0), in.host_stride(), in.rows(), int8));
+    weight_fifo_.push_back(
+        load_tile(host_address(in, i, 0), in.host_stride(), in.rows(), int8, transposed));
   }
 }
 
@@ -315,7 +321,7 @@ void FunctionalModel::matmul(const Instruction& in) {
   for (std::uint64_t i = 0; i < in.count(); ++i) {
     Tile tile;
     if (fetch) {
-      tile = load_tile(host_address(in, i, 0), in.host_stride(), in.k_valid(), int8);
+      tile = load_tile(host_address(in, i, 0), in.host_stride(), in.k_valid(), int8, false);
     } else {
       tile = std::move(weight_fifo_.front());
       weight_fifo_.pop_front();

@@ -44,6 +44,7 @@ ProgramBuilder& ProgramBuilder::read_host(const ReadHostArgs& args) {
 ProgramBuilder& ProgramBuilder::read_weights(const ReadWeightsArgs& args) {
   return append(build(Opcode::ReadWeights, size(), [&](Instruction& in) {
     in.set_flag(kReadWeightsFlagI8, args.i8)
+        .set_flag(kReadWeightsFlagT, args.transposed)
         .set_count(args.count)
         .set_rows(args.rows)
         .set_host_addr(args.host_addr)

@@ -580,7 +580,8 @@ const char* int8_text(const HardwareConfig& c) {
   return !c.int8 ? "-" : c.float_datapath ? "yes" : "only";
 }
 
-// The vector column of `tpu info`: the vector unit's lanes (ELTWISE), or - for none.
+// The vector column of `tpu info`: the vector unit's lanes (ELTWISE; READ_WEIGHTS T too), or -
+// for none.
 std::string vector_text(const HardwareConfig& c) {
   return c.vector_lanes ? std::to_string(c.vector_lanes) : "-";
 }
@@ -627,7 +628,7 @@ int run_info(const InfoOptions& options) {
   const std::string& only = options.array;
   // rtl: whether this build has the core's Verilator model (--backend rtl); every core runs on
   // the functional model.
-  // vector: the vector unit's lanes (ELTWISE), - for none.
+  // vector: the vector unit's lanes (ELTWISE; READ_WEIGHTS T too), - for none.
   fmt::print("{:<13} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>10} {:>4} {:>5} {:>6}\n",
              "array", "dim", "mul_stages", "add_stages", "act_lanes", "UB rows", "ACC rows",
              "bus bytes", "weight tiles", "link_lanes", "rtl", "int8", "vector");

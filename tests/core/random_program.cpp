@@ -208,6 +208,7 @@ class Generator {
     a.count = pick(1, capacity - unclaimed_);
     a.rows = pick(1, config_.dim);
     a.i8 = int8_coin();
+    a.transposed = config_.vector_lanes > 0 && coin(40);
     const HostSpan h = readable(a.count, a.rows, ub_host_bytes(a.i8));
     a.host_addr = h.addr;
     a.host_stride = h.stride;

@@ -121,6 +121,22 @@ INSTANTIATE_TEST_SUITE_P(
                   kMemory - 64, true}),
     [](const ::testing::TestParamInfo<ErrorCase>& p) { return p.param.name; });
 
+// READ_WEIGHTS T (transposed tiles) needs the vector unit's core: the cores without one stop at
+// it with ILLEGAL_FIELD, as the model does; the 4x4_m1a1 core, which has one, runs it.
+TEST(CoreErrorsVector, TransposedWeightsNeedAVectorUnit) {
+  const std::string transposed = "read_weights t rows=4 host_addr=0x8000 host_stride=8";
+  for (const char* config : {"8x8_bus4", "4x4_seq"}) {
+    SCOPED_TRACE(config);
+    stops_precisely_and_recovers(
+        config, ErrorCase{"TransposedWeights", around(transposed), regs::Error::IllegalField, 2});
+  }
+  CoreHarness h(config_named("4x4_m1a1"), {}, kMemory);
+  const BothResults r = h.run(isa::assemble(std::string(kPrelude) + transposed +
+                                            "\nmatmul rows=4 addr_b=8 k_valid=4 n_valid=4\nhalt\n"),
+                              0x4000);
+  EXPECT_TRUE(r.rtl.ok()) << regs::error_name(r.rtl.error);
+}
+
 // The fetch-ahead reads past HALT, but an error there is no error.
 TEST(CoreErrorsFetch, ErrorsPastHaltAreIgnored) {
   for (const char* config : {"4x4_m1a1", "4x4_seq"}) {

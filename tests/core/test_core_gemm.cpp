@@ -163,6 +163,43 @@ auto run_on_both(const HardwareConfig& config, const GemmPlan& plan, Write write
   return read(h.rtl().memory());
 }
 
+// B given as its transpose's rows (GemmSpec::b_transposed, attention's K), which READ_WEIGHTS T
+// transposes into the weight tiles on a core with a vector unit: the bits of B laid out by the
+// host, on the RTL and the model; K up to four times the weight FIFO's tiles, partial tiles of
+// K and N. A core without a vector unit refuses the plan.
+TEST_P(CoreGemm, BGivenTransposed) {
+  const HardwareConfig config = config_named(GetParam());
+  GemmSpec s;
+  s.b_transposed = true;
+  if (config.vector_lanes == 0) {
+    EXPECT_THROW(plan_gemm(config, s), std::invalid_argument);
+    return;
+  }
+  oracle::OperandRng rng(test::test_seed() + 7);
+  const unsigned d = config.dim;
+  for (int t = 0; t < (d >= 16 ? 3 : 8); ++t) {
+    s.m = static_cast<std::uint32_t>(rng.uniform(1, 3 * d));
+    s.k = static_cast<std::uint32_t>(rng.uniform(1, 4 * (config.weight_tiles + 1) * d));
+    s.n = static_cast<std::uint32_t>(rng.uniform(1, 2 * d));
+    s.has_bias = rng.uniform(0, 1);
+    s.out = rng.uniform(0, 1) ? OutType::Bf16 : OutType::Fp32;
+    SCOPED_TRACE(describe(s));
+    const Operands o = random_operands(rng, s, 5);
+    const num::MatrixBf16 bt = num::transposed(o.b);
+    const GemmPlan plan = plan_gemm(config, s);
+    const num::MatrixFp32 got = run_on_both(
+        config, plan,
+        [&](HostMemory& memory) {
+          write_gemm_inputs(plan, memory, o.a, bt, nullptr, o.bias_for(s));
+        },
+        [&](const HostMemory& memory) { return read_gemm_output(plan, memory); });
+    GemmSpec laid_out = s;
+    laid_out.b_transposed = false;
+    EXPECT_EQ(got.data, reference_gemm(laid_out, o.a, o.b, nullptr, o.bias_for(s)).data);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 // Random convolutions of a type (test::random_bf16_conv or random_int8_conv) on this core's RTL
 // and model against their im2col products; images too wide for the core are left out.
 template <typename MakeCase>

@@ -1192,6 +1192,92 @@ TEST(Graph, TransposeAndSliceMoveElements) {
   EXPECT_EQ(y[1].floats, (std::vector<float>{2, 0, 5, 3}));  // columns 2 and 0, backwards
 }
 
+// Attention's K^T (a Transpose of the last two axes, then a Reshape and a scale on the way to a
+// MatMul's B) moves nothing on a core with a vector unit: READ_WEIGHTS T takes K's rows as the
+// columns of B's tiles, the same bits as B laid out by the host and given as an input. K of 13
+// values a token spans more tiles than the weight FIFO holds, and ends in a partial one. The
+// scale may be a constant or come from the shape arithmetic (PyTorch's opset-17 export).
+TEST(Graph, AttentionsTransposeOfKIsAView) {
+  const auto values = [](std::size_t count, float scale) {
+    std::vector<float> v(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      v[i] = scale * static_cast<float>((i * 37) % 23) - 5.0f * scale;
+    }
+    return v;
+  };
+  const Tensor q = Tensor::of_floats({2, 6, 13}, values(2 * 6 * 13, 0.25f));
+  const Tensor k = Tensor::of_floats({2, 6, 13}, values(2 * 6 * 13, -0.125f));
+  Tensor kt(DType::Float32, {2, 13, 6});
+  for (std::size_t h = 0; h < 2; ++h) {
+    for (std::size_t t = 0; t < 6; ++t) {
+      for (std::size_t d = 0; d < 13; ++d) {
+        kt.floats[(h * 13 + d) * 6 + t] = k.floats[(h * 6 + t) * 13 + d];
+      }
+    }
+  }
+  const auto attention = [](bool transpose, const Shape& kt_shape, bool shape_scale = false) {
+    Graph g;
+    g.opset = 17;
+    g.inputs = {{"q", DType::Float32, {2, 6, 13}},
+                {"k", DType::Float32, transpose ? Shape{2, 6, 13} : Shape{2, 13, 6}}};
+    g.outputs = {{"y", DType::Float32, {}}};
+    g.constants["kt_shape"] = Tensor::of_ints({static_cast<std::int64_t>(kt_shape.size())},
+                                              std::vector<std::int64_t>(kt_shape));
+    g.constants["q_shape"] = Tensor::of_ints({4}, {1, 2, 6, 13});
+    g.constants["scale"] = Tensor::of_floats({1}, {0.5f});
+    Node t = node("Transpose", {"k"}, {"kt"});
+    t.attributes["perm"] = Attribute::of_ints({0, 2, 1});
+    if (transpose) g.nodes.push_back(t);
+    g.nodes.push_back(node("Reshape", {transpose ? "kt" : "k", "kt_shape"}, {"r"}));
+    if (shape_scale) {
+      // The head's size, 13, from q's shape.
+      g.constants["last"] = Tensor::of_ints({}, {2});
+      Node cast = node("Cast", {"head"}, {"head_float"});
+      cast.attributes["to"] = Attribute::of_int(1);
+      g.nodes.push_back(node("Shape", {"q"}, {"q_dims"}));
+      g.nodes.push_back(node("Gather", {"q_dims", "last"}, {"head"}));
+      g.nodes.push_back(cast);
+    }
+    g.nodes.push_back(node("Mul", {"r", shape_scale ? "head_float" : "scale"}, {"s"}));
+    g.nodes.push_back(node("Reshape", {"q", "q_shape"}, {"q4"}));
+    g.nodes.push_back(node("MatMul", {"q4", "s"}, {"y"}));
+    return g;
+  };
+  const Graph fused = attention(true, {1, 2, 13, 6}), given = attention(false, {1, 2, 13, 6});
+  EXPECT_EQ(transposed_operands(fused), (std::vector<bool>{true, false, false, false, false}));
+  EXPECT_EQ(transposed_operands(given), std::vector<bool>(4, false));
+
+  FunctionalModel core(test::small_vector_core(), 0);
+  std::vector<OpRun> runs;
+  const Tensor y = run(fused, {q, k}, &core, &runs)[0];
+  const Tensor expected = run(given, {q, kt}, &core)[0];
+  ASSERT_EQ(y.shape, (Shape{1, 2, 6, 6}));
+  EXPECT_EQ(y.floats, expected.floats);
+  EXPECT_FALSE(y.stored_transposed);
+  EXPECT_EQ(runs[0].work, NodeWork::View);
+  for (const OpRun& r : runs) {
+    EXPECT_TRUE(r.work != NodeWork::Values || r.on_accelerator) << r.node << " is a host step";
+  }
+  // A core without a vector unit moves K^T on the host, to the same bits.
+  FunctionalModel plain(test::small_core(), 0);
+  EXPECT_EQ(run(fused, {q, k}, &plain)[0].floats, expected.floats);
+  const Graph scaled = attention(true, {1, 2, 13, 6}, true);
+  EXPECT_TRUE(transposed_operands(scaled)[0]);
+  runs.clear();
+  EXPECT_EQ(run(scaled, {q, k}, &core, &runs)[0].floats,
+            run(attention(false, {1, 2, 13, 6}, true), {q, kt}, &core)[0].floats);
+  EXPECT_EQ(runs[0].work, NodeWork::View);
+
+  // A Reshape that mixes the last two axes gets them laid out by the host (a host step), and
+  // the product its B as it is.
+  const Graph mixed = attention(true, {1, 13, 12}), mixed_given = attention(false, {1, 13, 12});
+  runs.clear();
+  const Tensor y_mixed = run(mixed, {q, k}, &core, &runs)[0];
+  EXPECT_EQ(y_mixed.floats, run(mixed_given, {q, kt}, &core)[0].floats);
+  EXPECT_EQ(runs[1].work, NodeWork::Values);
+  EXPECT_FALSE(runs[1].on_accelerator);
+}
+
 // Moves of values whose trailing axes stay in place (a Transpose of the leading ones, a Gather,
 // Slice, Concat, Expand or Tile before them) run on a vector-unit core's DMA (tpu/move.hpp) where
 // they move whole array rows: the host's values, fp32 bits and int8 alike. A Transpose of the last

@@ -278,6 +278,18 @@ TEST(IsaCheck, ActivateFunctionsOfTheCore) {
   EXPECT_EQ(func_count(small_config()), 7u);
 }
 
+// READ_WEIGHTS T (transposed tiles) only in a core with a vector unit.
+TEST(IsaCheck, TransposedWeightsNeedAVectorUnit) {
+  const Instruction transposed = read_weights().set_flag(kReadWeightsFlagT);
+  EXPECT_EQ(check_small(transposed), Error::IllegalField);
+  EXPECT_EQ(
+      diagnose(transposed, small_config()).reason,
+      "read_weights t needs a core with a vector unit; " + small_config().name() + " has none");
+  HardwareConfig vector = small_config();
+  vector.vector_lanes = 4;
+  EXPECT_EQ(check(transposed, vector), Error::None);
+}
+
 TEST(IsaCheck, AlphaOnlyForLeaky) {
   EXPECT_EQ(check_small(activate().set_func(Func::Leaky).set_alpha(0x3C23)), Error::None);
   EXPECT_EQ(check_small(activate().set_func(Func::Leaky)), Error::None);

@@ -545,7 +545,8 @@ Json spec_json(const GemmSpec& s) {
           {"input_zero_point", s.input_zero_point},
           {"output_zero_point", s.output_zero_point},
           {"clamp_lo", s.clamp_lo},
-          {"clamp_hi", s.clamp_hi}};
+          {"clamp_hi", s.clamp_hi},
+          {"b_transposed", s.b_transposed}};
 }
 
 GemmSpec spec_from(const Json& json) {
@@ -568,6 +569,7 @@ GemmSpec spec_from(const Json& json) {
   s.output_zero_point = json.at("output_zero_point").get<int>();
   s.clamp_lo = json.at("clamp_lo").get<int>();
   s.clamp_hi = json.at("clamp_hi").get<int>();
+  s.b_transposed = json.value("b_transposed", false);
   return s;
 }
 

@@ -101,6 +101,132 @@ std::vector<NodeWork> node_work(const Graph& graph) {
 
 namespace {
 
+// A Transpose of the last two axes alone, by its explicit perm.
+bool swaps_last_two_axes(const Node& node) {
+  if (node.op != "Transpose") return false;
+  const std::vector<std::int64_t> perm = node.ints_attr("perm");
+  const std::size_t rank = perm.size();
+  if (rank < 2) return false;
+  for (std::size_t d = 0; d + 2 < rank; ++d) {
+    if (perm[d] != static_cast<std::int64_t>(d)) return false;
+  }
+  return perm[rank - 2] == static_cast<std::int64_t>(rank - 1) &&
+         perm[rank - 1] == static_cast<std::int64_t>(rank - 2);
+}
+
+// A constant of one element.
+bool one_value(const Graph& graph, const std::string& name) {
+  const auto it = graph.constants.find(name);
+  return it != graph.constants.end() && it->second.size() == 1;
+}
+
+// A product whose input `input` is its B: MatMul's 1, QLinearMatMul's 3.
+bool is_b_of_product(const Node& node, std::size_t input) {
+  return (node.op == "MatMul" && input == 1) || (node.op == "QLinearMatMul" && input == 3);
+}
+
+// The values a Mul or Div may scale a tensor stored transposed by: the constants of one element
+// and what the shape arithmetic computes (a scale from a head's size, as PyTorch's opset-17
+// export has it), whose size the executor checks as it runs.
+std::set<std::string> scale_values(const Graph& graph) {
+  std::set<std::string> scales;
+  for (const auto& [name, tensor] : graph.constants) {
+    if (tensor.size() == 1) scales.insert(name);
+  }
+  const std::vector<NodeWork> work = node_work(graph);
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (work[n] != NodeWork::ShapeArithmetic) continue;
+    for (const std::string& name : graph.nodes[n].outputs) scales.insert(name);
+  }
+  return scales;
+}
+
+// The input of a Mul or Div that scales the other (its input `input`), or none.
+std::optional<std::size_t> scale_of(const Node& node, std::size_t input) {
+  if (node.inputs.size() != 2) return std::nullopt;
+  if (node.op == "Mul") return 1 - input;
+  if (node.op == "Div" && input == 0) return 1;
+  return std::nullopt;
+}
+
+// Whether `node` takes its input `input` stored transposed (Tensor::stored_transposed) as it
+// lies: a MatMul or QLinearMatMul as its B; a Reshape as its data, a Mul or Div (what is
+// divided) by one of `scales`, and a QuantizeLinear or DequantizeLinear per tensor, which then
+// give their results stored so.
+bool takes_stored_transposed(const Graph& graph, const Node& node, std::size_t input,
+                             const std::set<std::string>& scales) {
+  if (node.op == "MatMul" || node.op == "QLinearMatMul") return is_b_of_product(node, input);
+  if (node.op == "Reshape") return input == 0;
+  if (node.op == "QuantizeLinear" || node.op == "DequantizeLinear") {
+    return input == 0 && one_value(graph, node.input(1)) &&
+           (node.input(2).empty() || one_value(graph, node.input(2)));
+  }
+  const std::optional<std::size_t> scale = scale_of(node, input);
+  return scale && scales.count(node.inputs[*scale]);
+}
+
+}  // namespace
+
+std::vector<bool> transposed_operands(const Graph& graph) {
+  // Each tensor's readers (node, input) and the graph's outputs.
+  std::map<std::string, std::vector<std::pair<std::size_t, std::size_t>>> readers;
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    const std::vector<std::string>& inputs = graph.nodes[n].inputs;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (!inputs[i].empty()) readers[inputs[i]].emplace_back(n, i);
+    }
+  }
+  std::set<std::string> graph_outputs;
+  for (const ValueInfo& output : graph.outputs) graph_outputs.insert(output.name);
+  const std::set<std::string> scales = scale_values(graph);
+  std::vector<bool> found(graph.nodes.size(), false);
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (!swaps_last_two_axes(graph.nodes[n]) || graph.nodes[n].outputs.size() != 1) continue;
+    std::string value = graph.nodes[n].outputs[0];
+    while (true) {
+      const auto it = readers.find(value);
+      if (it == readers.end() || it->second.size() != 1 || graph_outputs.count(value)) break;
+      const auto [reader, input] = it->second[0];
+      const Node& next = graph.nodes[reader];
+      if (!takes_stored_transposed(graph, next, input, scales) || next.outputs.empty()) break;
+      if (is_b_of_product(next, input)) {
+        found[n] = true;
+        break;
+      }
+      value = next.outputs[0];
+    }
+  }
+  return found;
+}
+
+namespace {
+
+// Values stored as each matrix's transpose (cols x rows), laid out rows x cols.
+template <typename T>
+void lay_out(const std::vector<T>& stored, std::vector<T>& values, std::size_t rows,
+             std::size_t cols) {
+  const std::size_t matrix = rows * cols;
+  for (std::size_t at = 0; matrix > 0 && at < stored.size(); at += matrix) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t c = 0; c < cols; ++c) values[at + r * cols + c] = stored[at + c * rows + r];
+    }
+  }
+}
+
+// A tensor stored transposed (Tensor::stored_transposed) laid out as its shape says.
+Tensor laid_out(const Tensor& x) {
+  Tensor y = x;
+  y.stored_transposed = false;
+  const auto rows = static_cast<std::size_t>(x.shape[x.rank() - 2]);
+  const auto cols = static_cast<std::size_t>(x.shape[x.rank() - 1]);
+  if (x.is_float()) {
+    lay_out(x.floats, y.floats, rows, cols);
+  } else {
+    lay_out(x.ints, y.ints, rows, cols);
+  }
+  return y;
+}
+
 // The activation `node` computes when it is one a product's epilogue can take: Relu and Clip to
 // [0, 6] exactly; Sigmoid, Tanh and Gelu (its erf form) as the core's approximations of them.
 Epilogue epilogue_of(const Graph& graph, const Node& node) {
@@ -797,6 +923,8 @@ struct Session::State {
   bool image_written = false;
   ops::GemmSchedule schedule;
   std::vector<NodeWork> work;
+  std::vector<bool> transposed_operands;
+  std::set<std::string> scales;                           // scale_values()
   std::map<std::string, Tensor>* shape_values = nullptr;  // compile()'s trace takes them
   std::map<std::string, Shape>* view_shapes = nullptr;    // and these
 };
@@ -805,6 +933,8 @@ Session::Session(const Graph& graph, Backend* accelerator)
     : graph_(graph), accelerator_(accelerator), state_(std::make_unique<State>()) {
   for (const auto& [name, tensor] : graph.constants) state_->constants.insert(&tensor);
   state_->work = node_work(graph);
+  state_->transposed_operands = transposed_operands(graph);
+  state_->scales = scale_values(graph);
 }
 
 Session::Session(const CompiledModel& model, Backend& accelerator)
@@ -883,6 +1013,21 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, std::vector<
       if (it == values.end()) ops::fail(node, "input \"" + name + "\" not computed");
       node_inputs.push_back(it->second);
     }
+    // Values stored transposed go as they lie only to the nodes that take them so; any other
+    // reader gets them laid out by the host.
+    std::vector<Tensor> laid_out_inputs;
+    laid_out_inputs.reserve(node_inputs.size() + 1);  // pointers into it stay valid
+    std::optional<std::size_t> passed_on;  // the input a Reshape, Mul or Div takes stored so
+    for (std::size_t i = 0; i < node_inputs.size(); ++i) {
+      if (!node_inputs[i] || !node_inputs[i]->stored_transposed) continue;
+      const std::optional<std::size_t> scale = scale_of(node, i);
+      if (takes_stored_transposed(graph, node, i, state_->scales) &&
+          (!scale || (node_inputs[*scale] && node_inputs[*scale]->size() == 1))) {
+        if (!is_b_of_product(node, i)) passed_on = i;
+        continue;
+      }
+      node_inputs[i] = &laid_out_inputs.emplace_back(laid_out(*node_inputs[i]));
+    }
     OpRun figures;
     figures.node = node.label();
     figures.op = node.op;
@@ -892,10 +1037,27 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, std::vector<
     // Shape arithmetic computes on shapes and constants: on the host, whatever its values' type
     // (a compiled model has it as constants).
     context.accelerator = figures.work == NodeWork::ShapeArithmetic ? nullptr : accelerator_;
+    context.operand_transpose =
+        state_->transposed_operands[n] && accelerator_ && accelerator_->config().vector_lanes > 0;
     std::vector<Tensor> outputs = evaluate(node, node_inputs, context);
+    if (passed_on && !outputs.empty()) {
+      // A Reshape keeps the values' layout where it keeps the last two axes; one that does not
+      // reads them laid out by the host (a host step).
+      const Shape& in = node_inputs[*passed_on]->shape;
+      const Shape& out = outputs[0].shape;
+      if (node.op == "Reshape" &&
+          (out.size() < 2 || out[out.size() - 2] != in[in.size() - 2] || out.back() != in.back())) {
+        node_inputs[*passed_on] = &laid_out_inputs.emplace_back(laid_out(*node_inputs[*passed_on]));
+        outputs = evaluate(node, node_inputs, context);
+        outputs[0].stored_transposed = false;
+        figures.work = NodeWork::Values;
+      } else {
+        outputs[0].stored_transposed = true;
+      }
+    }
     if (runs) runs->push_back(figures);
     if (state_->view_shapes && figures.work == NodeWork::View &&
-        state_->work[n] != NodeWork::View && !outputs.empty()) {
+        state_->work[n] != NodeWork::View && !outputs.empty() && !outputs[0].stored_transposed) {
       (*state_->view_shapes)[node.name] = outputs[0].shape;
     }
     for (std::size_t i = 0; i < node.outputs.size(); ++i) {

@@ -63,6 +63,9 @@ struct Context {
   const std::set<const Tensor*>* constants = nullptr;
   ResidentWeights* weights = nullptr;
   GemmSchedule* schedule = nullptr;  // compiling, or running a compiled model
+  // The running node is a Transpose of transposed_operands() and the core reads B transposed:
+  // it leaves its values where they are (Tensor::stored_transposed).
+  bool operand_transpose = false;
 };
 
 // A node's inputs: null for an optional input left out.
@@ -127,9 +130,11 @@ struct ProductEpilogue {
 // the MACs, and on the accelerator what the host wrote and read, in the context's figures. A K
 // larger than one GEMM takes on the core (max_gemm_k) runs as several, each adding its rows of
 // B onto the sums of the one before (C), in order of k: the contract's sums, bit for bit.
+// With `b_transposed`, b holds B's transpose (n x k), which a core with a vector unit reads as
+// it lies (READ_WEIGHTS T); the host lays it out for any other.
 std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
                            std::size_t k, std::size_t n, WeightOf weight = {},
-                           ProductEpilogue epilogue = {});
+                           ProductEpilogue epilogue = {}, bool b_transposed = false);
 
 // Softmax of `rows` rows of `length` values each, in place, on the accelerator where it has a
 // vector unit and the rows fit its accumulators (plan_softmax, N-SOFTMAX), counting what the
@@ -179,13 +184,15 @@ std::optional<std::vector<std::int32_t>> depthwise_int8_on_core(
 // The core's function for an activation (Epilogue::None: isa::Func::None).
 isa::Func core_function(Epilogue act);
 
-// One product of products(): A (m x k) times B (k x n), its weights' source and its epilogue.
+// One product of products(): A (m x k) times B (k x n), its weights' source and its epilogue;
+// with b_transposed, b holds B's transpose (n x k, Tensor::stored_transposed).
 struct ProductCall {
   const float* a = nullptr;
   const float* b = nullptr;
   std::size_t m = 0, k = 0, n = 0;
   WeightOf weight;
   ProductEpilogue epilogue;
+  bool b_transposed = false;
 };
 
 // Independent products, each as product() computes it, in order (a batched MatMul's matrices, a
@@ -219,13 +226,15 @@ struct QuantEpilogue {
   int clamp_lo = -128, clamp_hi = 127;
 };
 
-// One product of products_int8(): A (m x k) times B (k x n), its weights' source and epilogue.
+// One product of products_int8(): A (m x k) times B (k x n), its weights' source and epilogue;
+// b_transposed as ProductCall's.
 struct ProductCallInt8 {
   const std::int8_t* a = nullptr;
   const std::int8_t* b = nullptr;
   std::size_t m = 0, k = 0, n = 0;
   WeightOf weight;
   QuantEpilogue epilogue;
+  bool b_transposed = false;
 };
 
 // C = requantise(A (m x k) B (k x n)), row-major, the int8 values as int32 (or, without
@@ -234,7 +243,7 @@ struct ProductCallInt8 {
 // as product() does.
 std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
                                        std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
-                                       const QuantEpilogue& epilogue);
+                                       const QuantEpilogue& epilogue, bool b_transposed = false);
 // The same for an int8 convolution group (its padding the input zero point), as product_int8()
 // gives it for the im2col matrix; none also for weights with a zero point.
 std::optional<std::vector<std::int32_t>> conv_product_int8(

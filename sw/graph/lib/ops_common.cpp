@@ -276,7 +276,10 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
     spec.has_c = first > 0;
     const bool whole = count == k;
     const num::Matrix<In> a_part = whole ? num::Matrix<In>() : columns_of(a, first, count);
-    const num::Matrix<In> b_part = whole ? num::Matrix<In>() : rows_of(b, first, count);
+    // B's rows [first, first + count): its transpose's columns where it is given so.
+    const num::Matrix<In> b_part = whole               ? num::Matrix<In>()
+                                   : last.b_transposed ? columns_of(b, first, count)
+                                                       : rows_of(b, first, count);
     const num::Matrix<In>& a_used = whole ? a : a_part;
     const num::Matrix<In>& b_used = whole ? b : b_part;
     std::uint64_t weights_written = 0;
@@ -294,7 +297,7 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
         write_gemm_inputs(*plan, backend.memory(), a_used, b_used, spec.has_c ? &sums : nullptr,
                           final ? columns : nullptr);
         record_run(context, *plan, weights_written, RunResult{}, false, !gemm.result_kept);
-        sums = Sums(a.rows, b.cols);
+        sums = Sums(a.rows, last.n);
         continue;
       }
     } else {
@@ -305,7 +308,7 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
         // Compiling: the products are planned, not run; what follows them runs on zeros.
         context.schedule->recording->push_back(
             {{context.node->name, weights_written, false, false, planned}});
-        sums = Sums(a.rows, b.cols);
+        sums = Sums(a.rows, last.n);
         continue;
       }
     }
@@ -761,10 +764,16 @@ std::optional<std::vector<float>> conv_product(Context& context, const ConvGeome
 }
 
 std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
-                           std::size_t k, std::size_t n, WeightOf weight,
-                           ProductEpilogue epilogue) {
+                           std::size_t k, std::size_t n, WeightOf weight, ProductEpilogue epilogue,
+                           bool b_transposed) {
   count_product(context, m, k, n, context.accelerator != nullptr);
   if (m == 0 || n == 0) return {};
+  std::vector<float> laid_out;
+  if (b_transposed && (!context.accelerator || context.accelerator->config().vector_lanes == 0)) {
+    laid_out = nn::transpose(b, n, k);
+    b = laid_out.data();
+    b_transposed = false;
+  }
   if (k == 0 || !context.accelerator) {
     std::vector<float> c =
         k == 0 ? std::vector<float>(m * n, 0.0f)
@@ -776,10 +785,13 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
   std::vector<num::fp32_t> bias;
   GemmSpec spec = bf16_spec(n, epilogue, bias);
   spec.m = static_cast<std::uint32_t>(m);
+  spec.b_transposed = b_transposed;
   GemmSpec sums_only;
   sums_only.m = spec.m;
   sums_only.n = spec.n;
-  const num::MatrixBf16 a16 = nn::bf16_matrix(a, m, k), b16 = nn::bf16_matrix(b, k, n);
+  sums_only.b_transposed = b_transposed;
+  const num::MatrixBf16 a16 = nn::bf16_matrix(a, m, k),
+                        b16 = b_transposed ? nn::bf16_matrix(b, n, k) : nn::bf16_matrix(b, k, n);
   std::vector<TracedGemm>* traced = context.schedule ? context.schedule->recording : nullptr;
   const std::size_t first_traced = traced ? traced->size() : 0;
   const num::MatrixFp32 out = run_on_core<num::bf16_t, num::MatrixFp32>(
@@ -875,7 +887,8 @@ std::vector<std::vector<float>> products(Context& context, const std::vector<Pro
   return run_products<std::vector<float>>(
       context, calls,
       [&](const ProductCall& call) {
-        return product(context, call.a, call.b, call.m, call.k, call.n, call.weight, call.epilogue);
+        return product(context, call.a, call.b, call.m, call.k, call.n, call.weight, call.epilogue,
+                       call.b_transposed);
       },
       [](const ProductCall& call, const GemmPlan& plan, const HostMemory& memory) {
         const num::MatrixFp32 out = read_gemm_output(plan, memory);
@@ -891,7 +904,7 @@ std::vector<std::vector<std::int32_t>> products_int8(Context& context,
       context, calls,
       [&](const ProductCallInt8& call) {
         return product_int8(context, call.a, call.b, call.m, call.k, call.n, call.weight,
-                            call.epilogue);
+                            call.epilogue, call.b_transposed);
       },
       [](const ProductCallInt8& call, const GemmPlan& plan, const HostMemory& memory) {
         return int8_results(read_gemm_output_int(plan, memory), call);
@@ -951,18 +964,25 @@ std::optional<std::vector<std::int32_t>> conv_product_int8(
 
 std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
                                        std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
-                                       const QuantEpilogue& epilogue) {
+                                       const QuantEpilogue& epilogue, bool b_transposed) {
   // A core without the int8 datapath leaves the product to the host's reference model.
   Backend* accelerator = int8_accelerator(context);
   count_product(context, m, k, n, accelerator != nullptr);
   if (m == 0 || n == 0) return {};
+  std::vector<std::int8_t> laid_out;
+  if (b_transposed && (!accelerator || accelerator->config().vector_lanes == 0)) {
+    laid_out = nn::transpose(b, n, k);
+    b = laid_out.data();
+    b_transposed = false;
+  }
   const std::vector<num::RequantParams> columns = requant_params(epilogue, n);
   RequantColumns requant;
   GemmSpec spec = int8_spec(epilogue, n, columns, requant);
   spec.m = static_cast<std::uint32_t>(m);
   spec.k = static_cast<std::uint32_t>(k);
   const bool host_requant = spec.out == OutType::Int32;
-  num::MatrixI8 a8(m, k), b8(k, n);
+  spec.b_transposed = b_transposed;
+  num::MatrixI8 a8(m, k), b8 = b_transposed ? num::MatrixI8(n, k) : num::MatrixI8(k, n);
   std::copy(a, a + m * k, a8.data.begin());
   std::copy(b, b + k * n, b8.data.begin());
   const RequantColumns* on_core = host_requant ? nullptr : &requant;

@@ -101,10 +101,12 @@ std::vector<Tensor> matmul(Context& context, const Node& node, const Inputs& in)
   if (bias && bias->size() != shape.n) fail(node, "a bias of " + shape_text(bias->shape));
   Tensor y(DType::Float32, shape.out);
   matmul_products(shape, y.floats, [&](const std::vector<MatmulPart>& parts) {
-    return products(context,
-                    matmul_calls<ProductCall>(shape, parts, a.floats.data(), b.floats.data(), in[1],
-                                              ProductEpilogue{bias ? bias->floats.data() : nullptr,
-                                                              node.epilogue, node.bf16_result}));
+    std::vector<ProductCall> calls = matmul_calls<ProductCall>(
+        shape, parts, a.floats.data(), b.floats.data(), in[1],
+        ProductEpilogue{bias ? bias->floats.data() : nullptr, node.epilogue, node.bf16_result});
+    // B's matrices as their transposes' rows (attention's K, transposed_operands).
+    for (ProductCall& call : calls) call.b_transposed = b.stored_transposed;
+    return products(context, calls);
   });
   return outputs(std::move(y));
 }
@@ -560,9 +562,12 @@ std::vector<Tensor> qlinear_matmul(Context& context, const Node& node, const Inp
       requant_multipliers(node, a.scales[0], b.scales, r.scale, shape.n);
   std::vector<std::int32_t> y(element_count(shape.out));
   matmul_products(shape, y, [&](const std::vector<MatmulPart>& parts) {
-    return products_int8(context, matmul_calls<ProductCallInt8>(
-                                      shape, parts, a.values.data(), b.values.data(), in[3],
-                                      quant_epilogue(node, a, b, {}, multipliers, r, 0)));
+    std::vector<ProductCallInt8> calls =
+        matmul_calls<ProductCallInt8>(shape, parts, a.values.data(), b.values.data(), in[3],
+                                      quant_epilogue(node, a, b, {}, multipliers, r, 0));
+    // B's matrices as their transposes' rows (attention's K, transposed_operands).
+    for (ProductCallInt8& call : calls) call.b_transposed = in[3]->stored_transposed;
+    return products_int8(context, calls);
   });
   return outputs(quant_tensor(r, shape.out, y));
 }

@@ -175,6 +175,16 @@ std::vector<Tensor> unsqueeze(Context& context, const Node& node, const Inputs& 
 
 std::vector<Tensor> transpose(Context& context, const Node& node, const Inputs& in) {
   const Tensor& x = need(node, in, 0);
+  if (context.operand_transpose && x.rank() >= 2) {
+    // K^T for a MatMul on a core that reads B transposed (transposed_operands): the values
+    // stay as they lie, K's rows, which READ_WEIGHTS T takes as the columns of B's tiles.
+    Shape out = x.shape;
+    std::swap(out[out.size() - 2], out[out.size() - 1]);
+    Tensor y = reshaped(x, out);
+    y.stored_transposed = true;
+    if (context.run) context.run->work = NodeWork::View;
+    return outputs(std::move(y));
+  }
   std::vector<std::int64_t> perm = node.ints_attr("perm");
   if (perm.empty()) {
     for (std::size_t d = x.rank(); d-- > 0;) perm.push_back(static_cast<std::int64_t>(d));

@@ -72,6 +72,10 @@ struct GemmSpec {
   // clamp_lo = zo (num::clamp_bounds).
   int output_zero_point = 0;
   int clamp_lo = -128, clamp_hi = 127;
+  // B is given as its transpose's rows (N x K, as a product leaves K of attention), which
+  // READ_WEIGHTS T takes into the array as B's tiles: a core with a vector unit; not a
+  // convolution's.
+  bool b_transposed = false;
 
   bool int8() const { return in == InType::Int8; }
   bool operator==(const GemmSpec& other) const {
@@ -79,7 +83,7 @@ struct GemmSpec {
            has_bias == other.has_bias && act == other.act && alpha == other.alpha &&
            out == other.out && in == other.in && input_zero_point == other.input_zero_point &&
            output_zero_point == other.output_zero_point && clamp_lo == other.clamp_lo &&
-           clamp_hi == other.clamp_hi;
+           clamp_hi == other.clamp_hi && b_transposed == other.b_transposed;
   }
   bool operator!=(const GemmSpec& other) const { return !(*this == other); }
 };
@@ -288,7 +292,8 @@ num::MatrixFp32 run_gemm(Backend& backend, const GemmSpec& spec, const num::Matr
                          RunResult* result = nullptr);
 
 // The same computation by the reference model: num::gemm, then bias, the
-// function and the output rounding, element by element (docs/numerics.md).
+// function and the output rounding, element by element (docs/numerics.md). B is
+// B (K x N) whatever spec.b_transposed says: the layout is the core's concern.
 num::MatrixFp32 reference_gemm(const GemmSpec& spec, const num::MatrixBf16& a,
                                const num::MatrixBf16& b, const num::MatrixFp32* c,
                                const std::vector<num::fp32_t>* bias);

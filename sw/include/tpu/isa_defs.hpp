@@ -35,6 +35,10 @@ inline constexpr unsigned kReadHostFlagAcc = 0;
 inline constexpr unsigned kReadHostFlagI8 = 1;
 // READ_WEIGHTS.I8: host rows are int8, one byte a weight, each sign-extended into a 16-bit lane
 inline constexpr unsigned kReadWeightsFlagI8 = 0;
+// READ_WEIGHTS.T: transposed: host row r is the tile's column r (rows `rows` .. size-1 of the host
+// side, the tile's columns, are +0): a matrix stored as its transpose's rows, as a product leaves
+// them, goes into the array as weights (attention's K^T)
+inline constexpr unsigned kReadWeightsFlagT = 1;
 // MATMUL.ACC0: iteration 0 starts from the accumulator rows it writes (accumulate); without it,
 // from +0 (overwrite)
 inline constexpr unsigned kMatmulFlagAcc0 = 0;
@@ -181,6 +185,7 @@ struct FlagSpec {
   const char* mnemonic;
   const char* doc;
   bool int8;  // selects the int8 datapath, which a core may lack
+  bool vector;  // needs a core with a vector unit
 };
 
 using UsedBits = std::array<std::uint32_t, kInstrWords>;
@@ -280,11 +285,11 @@ inline constexpr const FieldSpec* kReadHostFields[] = {
 inline constexpr FlagSpec kReadHostFlags[] = {
     {0, "ACC", "acc",
      "the destination is the accumulator memory (fp32 or int32 rows), not the unified buffer",
-     false},
+     false, false},
     {1, "I8", "i8",
      "host rows are int8, one byte a lane, each sign-extended into a 16-bit lane of the unified "
      "buffer",
-     true},
+     true, false},
 };
 inline constexpr UsedBits kReadHostUsedBits{{
     0x000003FF, 0xFFFFFFFF, 0xFFFF0000, 0xFFFF0000,
@@ -300,10 +305,15 @@ inline constexpr const FieldSpec* kReadWeightsFields[] = {
 inline constexpr FlagSpec kReadWeightsFlags[] = {
     {0, "I8", "i8",
      "host rows are int8, one byte a weight, each sign-extended into a 16-bit lane",
-     true},
+     true, false},
+    {1, "T", "t",
+     "transposed: host row r is the tile's column r (rows `rows` .. size-1 of the host side, the "
+     "tile's columns, are +0): a matrix stored as its transpose's rows, as a product leaves "
+     "them, goes into the array as weights (attention's K^T)",
+     false, true},
 };
 inline constexpr UsedBits kReadWeightsUsedBits{{
-    0x000001FF, 0xFFFFFFFF, 0x00000000, 0x00000000,
+    0x000003FF, 0xFFFFFFFF, 0x00000000, 0x00000000,
     0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x00000000}};
 inline constexpr FieldLimit kReadWeightsLimits[] = {{&kRows, Limit::OneToDim}};
 inline constexpr OpcodeRules kReadWeightsRules{
@@ -317,19 +327,19 @@ inline constexpr FlagSpec kMatmulFlags[] = {
     {0, "ACC0", "acc0",
      "iteration 0 starts from the accumulator rows it writes (accumulate); without it, from +0 "
      "(overwrite)",
-     false},
+     false, false},
     {1, "ACCN", "accn",
      "iterations 1 .. count-1 start from the accumulator rows they write",
-     false},
+     false, false},
     {2, "FETCH", "fetch",
      "the instruction loads its own weight tiles (one per iteration) from host_addr, "
      "host_stride, host_step, k_valid rows each; without it, host fields must be zero and the "
      "tiles come from earlier READ_WEIGHTS",
-     false},
+     false, false},
     {3, "I8", "i8",
      "int8 mode (Q-MAC): the low bytes of the activation and weight lanes are int8, products are "
      "exact and sums wrap in int32; with FETCH the tiles are read as int8 rows",
-     true},
+     true, false},
 };
 inline constexpr UsedBits kMatmulUsedBits{{
     0x00000FFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF,
@@ -347,17 +357,17 @@ inline constexpr const FieldSpec* kActivateFields[] = {
     &kFunc, &kCount, &kRows, &kAddrA, &kAddrB, &kStepA, &kStepB, &kAlpha, &kBiasAddr, &kBiasStep,
     &kZeroPoint, &kClampLo, &kClampHi};
 inline constexpr FlagSpec kActivateFlags[] = {
-    {0, "BIAS", "bias", "add the fp32 bias row at bias_addr before the function", false},
+    {0, "BIAS", "bias", "add the fp32 bias row at bias_addr before the function", false, false},
     {1, "F32", "f32",
      "write fp32 rows to the accumulators instead of bf16 rows to the unified buffer",
-     false},
+     false, false},
     {2, "REQ", "req",
      "requantise int32 rows to int8 (Q-REQ): rows bias_addr, + 1 and + 2 hold each column's "
      "int32 bias, multiplier M and shift s; the results, clamped to clamp_lo .. clamp_hi, go to "
      "the unified buffer sign-extended into 16-bit lanes; with F32, the int32 y before the zero "
      "point and the clamp goes to the accumulators instead (a rescaling, as TensorFlow Lite's "
      "ADD takes of each input)",
-     true},
+     true, false},
 };
 inline constexpr UsedBits kActivateUsedBits{{
     0x000F07FF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF,
@@ -386,10 +396,10 @@ inline constexpr const FieldSpec* kWriteHostFields[] = {
 inline constexpr FlagSpec kWriteHostFlags[] = {
     {0, "ACC", "acc",
      "the source is the accumulator memory (fp32 or int32 rows), not the unified buffer",
-     false},
+     false, false},
     {1, "I8", "i8",
      "host rows are int8: the low byte of each unified-buffer lane, one byte a lane",
-     true},
+     true, false},
 };
 inline constexpr UsedBits kWriteHostUsedBits{{
     0x000003FF, 0xFFFFFFFF, 0x0000FFFF, 0x0000FFFF,
@@ -422,7 +432,7 @@ inline constexpr FlagSpec kAllreduceFlags[] = {
      "against (docs/pod.md): every chip's rows travel the ring to chip 0, which adds them in the "
      "order they arrive (its own, then chip N-1's, ..., chip 1's), and the sums travel back; not "
      "N-REDUCE's bits",
-     false},
+     false, false},
 };
 inline constexpr UsedBits kAllreduceUsedBits{{
     0x000001FF, 0xFFFFFFFF, 0x0000FFFF, 0x0000FFFF,
@@ -439,19 +449,19 @@ inline constexpr FlagSpec kEltwiseFlags[] = {
      "the second operand is one row per iteration, bias_addr + i * bias_step, applied to each of "
      "the iteration's rows (a broadcast row: a bias, a scale); without it, row r of iteration i "
      "pairs with row bias_addr + i * bias_step + r",
-     false},
+     false, false},
     {1, "I32", "i32",
      "int32 lanes (two's complement, sums and products wrapping, max and min signed) instead of "
      "fp32 (N-VEC)",
-     false},
+     false, false},
     {2, "LANES", "lanes",
      "a reduction along the row: every lane of the result is the left fold S = B[0], then S = "
      "op(S, A[j]) for j = 0 .. D-1 (the second operand's lane 0 is the seed)",
-     false},
+     false, false},
     {3, "UB", "ub",
      "the source rows A are unified-buffer rows: bf16 lanes widened to fp32 exactly, or with I32 "
      "the 16-bit lanes sign-extended (int8 values as READ_HOST I8 and ACTIVATE REQ leave them)",
-     false},
+     false, false},
 };
 inline constexpr UsedBits kEltwiseUsedBits{{
     0x000F0FFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF,
@@ -470,8 +480,8 @@ inline constexpr std::array<OpcodeInfo, 9> kOpcodeTable{{
     {Opcode::ReadWeights, "read_weights",
      "Pushes `count` weight tiles into the weight FIFO. Each tile is `rows` rows of array-size "
      "bf16 (or, with I8, int8) weights read from host memory; rows `rows` .. size-1 of the tile "
-     "are +0.",
-     {kReadWeightsFields, 5}, {kReadWeightsFlags, 1}, 0x01, kReadWeightsUsedBits, &kReadWeightsRules},
+     "are +0. With T the rows read are the tile's columns.",
+     {kReadWeightsFields, 5}, {kReadWeightsFlags, 2}, 0x03, kReadWeightsUsedBits, &kReadWeightsRules},
     {Opcode::Matmul, "matmul",
      "Streams unified-buffer rows through the systolic array against one weight tile per "
      "iteration and writes fp32 rows (int32 with I8) to the accumulators.",

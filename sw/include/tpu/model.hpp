@@ -83,9 +83,10 @@ class FunctionalModel final : public Backend {
   isa::CheckResult account_weights(const isa::Instruction& in) const;
   void execute(const isa::Instruction& in);
   void read_host(const isa::Instruction& in);
-  // bf16 rows of 2 * dim bytes, or int8 rows of dim bytes sign-extended into the lanes.
-  Tile load_tile(std::uint64_t host_addr, std::uint32_t stride, std::uint32_t rows,
-                 bool int8) const;
+  // bf16 rows of 2 * dim bytes, or int8 rows of dim bytes sign-extended into the lanes; with
+  // `transposed` (READ_WEIGHTS T) each the tile's column.
+  Tile load_tile(std::uint64_t host_addr, std::uint32_t stride, std::uint32_t rows, bool int8,
+                 bool transposed) const;
   void read_weights(const isa::Instruction& in);
   void matmul(const isa::Instruction& in);
   void activate(const isa::Instruction& in);

@@ -37,9 +37,10 @@ struct ReadHostArgs {
 };
 
 struct ReadWeightsArgs {
-  bool i8 = false;  // int8 host rows
+  bool i8 = false;          // int8 host rows
+  bool transposed = false;  // T: host rows are the tiles' columns (a core with a vector unit)
   std::uint32_t count = 1;
-  std::uint32_t rows = 1;  // weight rows per tile; the rest of the tile is +0
+  std::uint32_t rows = 1;  // weight rows (columns with T) per tile; the rest of the tile is +0
   std::uint32_t host_addr = 0;
   std::uint32_t host_stride = 0;
   std::uint32_t host_step = 0;

@@ -22,6 +22,16 @@ struct Matrix {
   const T& at(std::size_t r, std::size_t c) const { return data[r * cols + c]; }
 };
 
+// The matrix transposed (cols x rows).
+template <typename T>
+Matrix<T> transposed(const Matrix<T>& m) {
+  Matrix<T> t(m.cols, m.rows);
+  for (std::size_t r = 0; r < m.rows; ++r) {
+    for (std::size_t c = 0; c < m.cols; ++c) t.at(c, r) = m.at(r, c);
+  }
+  return t;
+}
+
 using MatrixBf16 = Matrix<bf16_t>;
 using MatrixFp32 = Matrix<fp32_t>;
 

@@ -53,6 +53,15 @@ enum class NodeWork : std::uint8_t {
 // Each node's work, in the graph's order.
 std::vector<NodeWork> node_work(const Graph& graph);
 
+// Per node, in the graph's order: whether it is a Transpose of the last two axes alone (an
+// explicit perm) whose result goes, through Reshapes, Mul or Div by a constant of one element and
+// QuantizeLinear or DequantizeLinear per tensor (each the only reader of what it reads, none a
+// graph output), only into a MatMul or QLinearMatMul as its B: attention's K^T. On a core with a
+// vector unit, whose READ_WEIGHTS T reads a product's B as its transpose's rows, such a Transpose
+// moves nothing (a view, Tensor::stored_transposed), and the MatMul's weight tiles are K's rows,
+// transposed on their way into the array.
+std::vector<bool> transposed_operands(const Graph& graph);
+
 // Turns each GELU that an exporter decomposed (PyTorch before opset 20: x / sqrt(2), Erf, + 1,
 // times x, times 0.5, or x times 0.5 first; x times 1 / sqrt(2) for the division) into one Gelu
 // node (its erf form), whose every intermediate value had no other reader: on the core the

@@ -28,6 +28,10 @@ struct Tensor {
   Shape shape;
   std::vector<float> floats;       // Float32
   std::vector<std::int64_t> ints;  // every other type
+  // Each matrix of the last two axes lies as its transpose's rows: a Transpose of those axes
+  // left the values where they were, for a MatMul that takes them as B on a core that reads B
+  // transposed (transposed_operands, executor.hpp). Only the executor sets it.
+  bool stored_transposed = false;
 
   Tensor() = default;
   // Zeros of the type and shape.
