@@ -56,7 +56,7 @@ LINT_SEQ    := $(LINT_CORE) "-GSequential=1'b1" -GBusBytes=4
 LINT_BOARD  := $(LINT) $(BOARD_FILES) --top-module tpu_board
 
 .PHONY: all deps build sw sim test lint synth wave wave-core wave-shots bench bench-suite bench-sim bench-core bench-pod \
-        bench-mxu bench-tpu demo synth-units synth-cores int8-accuracy onnx-fashion onnx-zoo zoo-table nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
+        bench-mxu bench-tpu bench-model demo synth-units synth-cores int8-accuracy onnx-fashion onnx-zoo zoo-table nets nets-host verify-exhaustive defs fpga-tools fpga prog fpga-table \
         fpga-breakdown formal formal-break clean
 
 all: build
@@ -295,6 +295,15 @@ int8-accuracy: build
 # must be within 0.5 points of scikit-learn's on the same 10,000 test images.
 onnx-fashion: build $(ONNX_TOOLS)
 	$(VENV)/bin/python scripts/onnx_fashion.py --tpu $(BUILD)/bin/tpu --out $(BUILD)/onnx-fashion
+
+# The functional model's GEMMs beside onnxruntime's CPU provider on the same inputs, one thread
+# and all: the portable fold and the fastest this CPU has (docs/perf/model.md). The build without
+# the RTL is enough.
+bench-model: deps $(ONNX_TOOLS)
+	cmake -S . -B $(SW_BUILD) -DCMAKE_BUILD_TYPE=Release -DTPU_RTL=OFF
+	cmake --build $(SW_BUILD) -j $(JOBS) --target tpu
+	$(VENV)/bin/python scripts/bench_model.py --tpu $(SW_BUILD)/bin/tpu \
+	  --work $(SW_BUILD)/bench-model --out $(PERF)
 
 # docs/networks.md's table of the zoo: each model and its QDQ form on the functional model, the
 # 16x16 core and TPU v2's 128x128, one input and 64 a run: the cycle model's cycles and MXU use,

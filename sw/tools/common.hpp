@@ -262,6 +262,7 @@ struct Execution {
   std::uint32_t baud = kDefaultBaud;
   std::string trace_path;
   bool stats = false;
+  bool time = false;
   // Which of the options the command line gave (filled in after parsing).
   bool array_given = false, baud_given = false;
 };
@@ -305,6 +306,10 @@ inline void add_execution_options(CLI::App& command, Execution& execution) {
   command.add_flag("--stats", execution.stats,
                    "print the cycle counters (rtl, serial), or the\n"
                    "instructions and MACs (model)");
+  command.add_flag("--time", execution.time,
+                   "model: print the run's wall-clock time on the host\n"
+                   "(GMAC/s, the fold path and threads: TPU_FOLD_PATH,\n"
+                   "TPU_MODEL_THREADS) and the tool's peak memory");
 }
 
 // After parsing: which options were given.
@@ -505,6 +510,17 @@ inline void print_rtl_stats(const tpu::Counters& counters, unsigned dim, std::ui
   }
 }
 
+// The most memory this process has held (VmHWM of /proc/self/status), in MiB; 0 where the
+// system does not say.
+inline double peak_memory_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  }
+  return 0.0;
+}
+
 inline void print_stats(const RunResult& result, const tpu::Backend& backend,
                         const std::vector<Instruction>& program, std::uint64_t ideal_macs) {
   if (result.counters) {
@@ -513,6 +529,21 @@ inline void print_stats(const RunResult& result, const tpu::Backend& backend,
   }
   fmt::print("instructions  {}\n", result.instructions);
   fmt::print("useful MACs   {}\n", useful_macs(program, result.instructions));
+}
+
+// --time: the functional model's run on the host (wall-clock, so it differs from run to run),
+// and the tool's peak memory; nothing for another backend.
+inline void print_model_time(const RunResult& result, const tpu::Backend& backend,
+                             const std::vector<Instruction>& program) {
+  const auto* model = dynamic_cast<const tpu::FunctionalModel*>(&backend);
+  if (model == nullptr) return;
+  const double macs = static_cast<double>(useful_macs(program, result.instructions));
+  fmt::print("run time      {:.4f} s on the host ({:.2f} GMAC/s; {} path, {} thread{})\n",
+             result.host_seconds, result.host_seconds > 0 ? macs / result.host_seconds / 1e9 : 0.0,
+             tpu::detail::fold_path_name(model->fold_path()), model->fold_threads(),
+             model->fold_threads() == 1 ? "" : "s");
+  fmt::print("peak memory   {:.0f} MiB (the tool's, operands and results included)\n",
+             peak_memory_mib());
 }
 
 inline int report_core_stop(const RunResult& result, const tpu::Backend& backend) {

@@ -159,6 +159,7 @@ int compile_and_run(const GemmOptions& options, const tpu::GemmSpec& spec, Execu
   if (options.execution.stats) {
     print_stats(run.result, *backend, plan.program, std::uint64_t{spec.m} * spec.k * spec.n);
   }
+  if (options.execution.time) print_model_time(run.result, *backend, plan.program);
   if (!run.result.ok()) return report_core_stop(run.result, *backend);
   write(run.out);
   return 0;
@@ -538,6 +539,7 @@ int run_program(const RunOptions& options) {
                                                : useful_macs(program, result.instructions);
     print_stats(result, *backend, program, macs);
   }
+  if (options.execution.time) print_model_time(result, *backend, program);
   if (!result.ok()) return report_core_stop(result, *backend);
   // Every output is read before any is written, so that nothing is written if one fails.
   std::vector<tpu::npy::Array> arrays;

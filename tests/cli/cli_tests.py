@@ -371,6 +371,39 @@ def gemm_stats_model(tpu):
           f"useful MACs is not M*K*N in:\n{out}")
 
 
+@also_without_rtl
+@case
+def gemm_time_model(tpu):
+    """--time: the model's run on the host, with the fold path and threads the environment chose
+    (TPU_FOLD_PATH, TPU_MODEL_THREADS); a path or a thread count it cannot take is one line, a
+    non-zero exit and no output."""
+    write_operands(random.Random(3), 9, 13, 6)
+    for path, threads in (("portable", "1"), (None, "2")):
+        if path:
+            os.environ["TPU_FOLD_PATH"] = path
+        os.environ["TPU_MODEL_THREADS"] = threads
+        try:
+            out = tpu("gemm", *OPERAND_ARGS, "--out", "out.npy", "--array", ARRAY, "--time",
+                      "--backend", "model").stdout
+        finally:
+            os.environ.pop("TPU_FOLD_PATH", None)
+            os.environ.pop("TPU_MODEL_THREADS", None)
+        found = re.search(r"^run time +[\d.]+ s on the host \([\d.]+ GMAC/s; (\w+) path, (\d+) "
+                          r"threads?\)$", out, re.M)
+        check(found is not None, f"no run time in:\n{out}")
+        check(path is None or found.group(1) == path, f"not the {path} path:\n{out}")
+        check(found.group(2) == threads, f"not {threads} threads:\n{out}")
+        check(re.search(r"^peak memory +\d+ MiB", out, re.M) is not None,
+              f"no peak memory in:\n{out}")
+    for name, value in (("TPU_FOLD_PATH", "sse9"), ("TPU_MODEL_THREADS", "0")):
+        os.environ[name] = value
+        try:
+            check_bad_input(tpu, ["gemm", *OPERAND_ARGS, "--out", "bad.npy", "--backend", "model"],
+                            f"{name}={value}", status=3)
+        finally:
+            os.environ.pop(name)
+
+
 @case
 def gemm_trace(tpu):
     write_operands(random.Random(4), 5, 7, 3)

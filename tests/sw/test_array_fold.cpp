@@ -1,9 +1,11 @@
-// The functional model's fast fold (host float with explicit N-IN, flush and
-// NaN rules) against the reference model's soft-float mac, bit for bit: the
-// structured operand set around every boundary, special values, and random
-// rows with cancellation.
+// The functional model's fast fold (host float: the portable path's explicit N-IN, flush and NaN
+// rules, the vector paths' flush-to-zero modes) against the reference model's soft-float mac,
+// bit for bit, on every path this CPU runs: operands around every boundary, special values and
+// seeds, and random rows with cancellation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <functional>
 
 #include "common/test_seed.hpp"
@@ -13,59 +15,161 @@
 namespace tpu {
 namespace {
 
-// The same fold with num::mac.
+// The same fold with num::mac over acts.size() values of k; weight (k, j) at tile[k * dim + j].
 std::vector<num::fp32_t> reference_fold(const std::vector<num::bf16_t>& acts,
-                                        const std::vector<num::bf16_t>& tile_by_column,
+                                        const std::vector<num::bf16_t>& tile,
                                         std::vector<num::fp32_t> sums, std::size_t dim) {
   for (std::size_t j = 0; j < dim; ++j) {
     num::fp32_t s = num::canon_in_fp32(sums[j]);
-    for (std::size_t k = 0; k < dim; ++k) s = num::mac(s, acts[k], tile_by_column[j * dim + k]);
+    for (std::size_t k = 0; k < acts.size(); ++k) s = num::mac(s, acts[k], tile[k * dim + j]);
     sums[j] = s;
   }
   return sums;
 }
 
-void check_rows(oracle::OperandRng& rng, std::size_t dim, int rows,
+// bf16 lanes as the fold takes them.
+std::vector<float> operands_of(const std::vector<num::bf16_t>& lanes) {
+  std::vector<float> out(lanes.size());
+  detail::fold_operands(lanes.data(), lanes.size(), out.data());
+  return out;
+}
+
+// `rows` rows folded on `path` against `tiles` tiles (a K loop of k_len = tiles x dim), each row
+// checked against the reference: the activations and weights from `bf16`, the seeds from `seed`;
+// every third row's lanes in pairs that cancel.
+void check_rows(detail::FoldPath path, std::size_t dim, std::size_t rows, std::size_t tiles,
                 const std::function<num::bf16_t()>& bf16,
                 const std::function<num::fp32_t()>& seed) {
-  for (int row = 0; row < rows; ++row) {
-    std::vector<num::bf16_t> acts(dim), tile(dim * dim);
-    std::vector<num::fp32_t> sums(dim);
-    for (auto& a : acts) a = bf16();
-    for (auto& w : tile) w = bf16();
-    for (auto& s : sums) s = seed();
-    if (row % 3 == 0) {
-      // Pairs that cancel: lane k + 1 repeats lane k against the negated weight.
-      for (std::size_t k = 0; k + 1 < dim; k += 2) {
-        acts[k + 1] = acts[k];
-        for (std::size_t j = 0; j < dim; ++j) {
-          tile[j * dim + k + 1] = static_cast<num::bf16_t>(tile[j * dim + k] ^ 0x8000);
+  const std::size_t k_len = tiles * dim;
+  std::vector<num::bf16_t> acts(rows * k_len), tile(k_len * dim);
+  std::vector<num::fp32_t> sums(rows * dim);
+  for (auto& a : acts) a = bf16();
+  for (auto& w : tile) w = bf16();
+  for (auto& s : sums) s = seed();
+  for (std::size_t row = 0; row < rows; row += 3) {
+    // Pairs that cancel: lane k + 1 repeats lane k against the negated weight.
+    for (std::size_t k = 0; k + 1 < k_len; k += 2)
+      acts[row * k_len + k + 1] = acts[row * k_len + k];
+  }
+  if (rows > 0) {
+    for (std::size_t k = 0; k + 1 < k_len; k += 4) {
+      for (std::size_t j = 0; j < dim; ++j) {
+        tile[(k + 1) * dim + j] = static_cast<num::bf16_t>(tile[k * dim + j] ^ 0x8000);
+      }
+    }
+  }
+  // As a K loop's unified-buffer rows lie: each tile's rows one after the other, the tiles' rows
+  // a few rows apart.
+  const std::size_t tile_stride = (rows + 3) * dim;
+  const std::vector<float> row_operands = operands_of(acts);
+  std::vector<float> laid_out(tiles * tile_stride, 0.0f);
+  for (std::size_t t = 0; t < tiles; ++t) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::copy_n(&row_operands[r * k_len + t * dim], dim, &laid_out[t * tile_stride + r * dim]);
+    }
+  }
+  std::vector<num::fp32_t> got = sums;
+  detail::fold_rows(path, {laid_out.data(), tile_stride}, operands_of(tile).data(), tiles,
+                    got.data(), rows, dim);
+  for (std::size_t row = 0; row < rows; ++row) {
+    const std::vector<num::bf16_t> row_acts(
+        acts.begin() + static_cast<std::ptrdiff_t>(row * k_len),
+        acts.begin() + static_cast<std::ptrdiff_t>((row + 1) * k_len));
+    const std::vector<num::fp32_t> seeds(
+        sums.begin() + static_cast<std::ptrdiff_t>(row * dim),
+        sums.begin() + static_cast<std::ptrdiff_t>((row + 1) * dim));
+    const std::vector<num::fp32_t> row_got(
+        got.begin() + static_cast<std::ptrdiff_t>(row * dim),
+        got.begin() + static_cast<std::ptrdiff_t>((row + 1) * dim));
+    ASSERT_EQ(row_got, reference_fold(row_acts, tile, seeds, dim))
+        << detail::fold_path_name(path) << ", dim " << dim << ", " << tiles << " tiles, row " << row
+        << " of " << rows;
+  }
+}
+
+// Every path this CPU runs (the vector ones forced, as TPU_FOLD_PATH can), every array size from
+// 1 to 256 (below a path's vector width it folds as the portable path does), row counts around
+// the kernels' blocks of four and eight, one tile and a K loop of three.
+TEST(ArrayFold, MixedOperandsMatchReferenceOnEveryPath) {
+  oracle::OperandRng rng(test::test_seed());
+  for (const detail::FoldPath path : detail::available_fold_paths()) {
+    for (std::size_t dim : {1u, 4u, 8u, 16u, 32u, 64u, 256u}) {
+      for (std::size_t rows : {1u, 3u, 4u, 7u, 9u, 64u}) {
+        for (std::size_t tiles : {1u, 3u}) {
+          check_rows(
+              path, dim, rows, tiles, [&] { return rng.bf16(); }, [&] { return rng.fp32(); });
         }
       }
     }
-    const auto want = reference_fold(acts, tile, sums, dim);
-    detail::fold_row(acts.data(), detail::prepare_tile(tile, dim), sums.data(), dim);
-    ASSERT_EQ(sums, want) << "row " << row;
-  }
-  (void)rng;
-}
-
-TEST(ArrayFold, MixedOperandsMatchReference) {
-  oracle::OperandRng rng(test::test_seed());
-  for (std::size_t dim : {1u, 4u, 16u, 32u}) {
-    check_rows(
-        rng, dim, 3000, [&] { return rng.bf16(); }, [&] { return rng.fp32(); });
   }
 }
 
-TEST(ArrayFold, FlushAndOverflowBoundariesMatchReference) {
+TEST(ArrayFold, FlushAndOverflowBoundariesMatchReferenceOnEveryPath) {
   oracle::OperandRng rng(test::test_seed() + 1);
-  // Exponents near the product's flush (sum 128) and overflow (sum 382) boundaries.
-  for (auto [lo, hi] :
-       {std::pair{1u, 70u}, std::pair{55u, 75u}, std::pair{185u, 200u}, std::pair{120u, 135u}}) {
-    check_rows(
-        rng, 16, 2000, [&] { return rng.bf16_with_exponent(lo, hi); }, [&] { return rng.fp32(); });
+  // Exponents near the product's flush (sum 128) and overflow (sum 382) boundaries; seeds of
+  // every kind (fp32(): subnormals and NaNs among them, exponents near 2^-126).
+  for (const detail::FoldPath path : detail::available_fold_paths()) {
+    for (auto [lo, hi] :
+         {std::pair{1u, 70u}, std::pair{55u, 75u}, std::pair{185u, 200u}, std::pair{120u, 135u}}) {
+      for (std::size_t dim : {8u, 16u, 32u}) {
+        check_rows(
+            path, dim, 250, 2, [&] { return rng.bf16_with_exponent(lo, hi); },
+            [&] { return rng.fp32(); });
+      }
+    }
   }
+}
+
+// Sums and products that are exactly representable as subnormals still flush: 1.5 x 2^-126 -
+// 2^-126 = 2^-127 (+0), -1.5 x 2^-126 + 2^-126 (-0, then only -0 products), 2^-64 x 2^-64 =
+// 2^-128 (a product: +0, so the seed 2^-126 stays), on every path.
+TEST(ArrayFold, ExactSubnormalResultsFlush) {
+  for (const detail::FoldPath path : detail::available_fold_paths()) {
+    constexpr std::size_t kDim = 16;
+    std::vector<num::bf16_t> tile(kDim * kDim, 0), acts(kDim, 0);
+    acts[0] = 0x3F80;                                         // 1
+    for (std::size_t j = 0; j < kDim; ++j) tile[j] = 0x8080;  // W[0][j] = -2^-126
+    std::vector<num::fp32_t> sums(kDim, 0x00C00000);          // 1.5 x 2^-126
+    std::vector<num::fp32_t> want(kDim, 0x00000000);
+    // Column 1: W[0][1] = 2^-126 onto -1.5 x 2^-126, its other weights -0: the -0 stays.
+    tile[1] = 0x0080;
+    for (std::size_t k = 1; k < kDim; ++k) tile[k * kDim + 1] = 0x8000;
+    sums[1] = 0x80C00000;
+    want[1] = 0x80000000;
+    // Column 2: 2^-64 x 2^-64 onto 2^-126.
+    acts[1] = 0x1F80;  // 2^-64
+    tile[2] = 0;
+    tile[kDim + 2] = 0x1F80;
+    sums[2] = 0x00800000;
+    want[2] = 0x00800000;
+    const std::vector<float> operands = operands_of(acts);
+    detail::fold_rows(path, {operands.data(), 0}, operands_of(tile).data(), 1, sums.data(), 1,
+                      kDim);
+    EXPECT_EQ(sums, want) << detail::fold_path_name(path);
+  }
+}
+
+// The host's own modes are the caller's again after a fold.
+TEST(ArrayFold, TheHostsModesAreRestored) {
+  const float tiny = 0x1p-140f;
+  for (const detail::FoldPath path : detail::available_fold_paths()) {
+    std::vector<float> acts(16, 1.0f);
+    std::vector<num::fp32_t> sums(16, 0);
+    detail::fold_rows(path, {acts.data(), 0}, std::vector<float>(256, 1.0f).data(), 1, sums.data(),
+                      1, 16);
+    volatile float x = tiny;
+    EXPECT_EQ(x * 2.0f, 0x1p-139f) << detail::fold_path_name(path);  // subnormal, not flushed
+  }
+}
+
+TEST(ArrayFold, APathCanBeChosen) {
+  EXPECT_EQ(detail::available_fold_paths().front(), detail::FoldPath::Portable);
+  ASSERT_EQ(setenv("TPU_FOLD_PATH", "portable", 1), 0);
+  EXPECT_EQ(detail::default_fold_path(), detail::FoldPath::Portable);
+  ASSERT_EQ(setenv("TPU_FOLD_PATH", "sse9", 1), 0);
+  EXPECT_THROW(detail::default_fold_path(), std::runtime_error);
+  ASSERT_EQ(unsetenv("TPU_FOLD_PATH"), 0);
+  EXPECT_EQ(detail::default_fold_path(), detail::available_fold_paths().back());
 }
 
 }  // namespace

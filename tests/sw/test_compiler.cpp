@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "common/gemm_operands.hpp"
 #include "common/small_core.hpp"
 #include "common/test_seed.hpp"
+#include "tpu/array_fold.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/model.hpp"
 
@@ -57,6 +60,40 @@ TEST(Compiler, ShapesAndOptionsMatchReference) {
     ASSERT_EQ(got.data, want.data);
     EXPECT_EQ(uninitialized, 0u) << "the program read memory it never wrote";
   }
+}
+
+// The functional model's products on every fold path this CPU runs and on one thread or two
+// (TPU_FOLD_PATH, TPU_MODEL_THREADS): the reference's bits each time. On the 128x128 core a
+// block of 1,024 rows of a 2,048 x 256 x 128 product is 2^25 multiply-adds a MATMUL, which two
+// threads share; the 16x16 core's K loop of 16 tiles folds as one; the specials and the seeds'
+// subnormals go through every path.
+TEST(Compiler, TheModelsFoldPathsAndThreadsGiveTheReferenceBits) {
+  oracle::OperandRng rng(test::test_seed() + 3);
+  for (const char* core : {"16x16", "128x128_bus64"}) {
+    const HardwareConfig& config = *find_core_config(core);
+    GemmSpec s;
+    s.m = 2048;
+    s.k = 256;
+    s.n = 128;
+    s.has_c = true;
+    s.has_bias = true;
+    const Operands o = test::random_gemm_operands(rng, s, 3, 3);
+    const num::MatrixFp32 want = reference_gemm(s, o.a, o.b, o.c_for(s), o.bias_for(s));
+    for (const detail::FoldPath path : detail::available_fold_paths()) {
+      for (const char* threads : {"1", "2"}) {
+        SCOPED_TRACE(std::string(core) + ", " + detail::fold_path_name(path) + ", " + threads +
+                     " thread(s)");
+        ASSERT_EQ(setenv("TPU_FOLD_PATH", detail::fold_path_name(path), 1), 0);
+        ASSERT_EQ(setenv("TPU_MODEL_THREADS", threads, 1), 0);
+        EXPECT_EQ(run_on_model(config, s, o).data, want.data);
+      }
+    }
+  }
+  ASSERT_EQ(unsetenv("TPU_FOLD_PATH"), 0);
+  ASSERT_EQ(unsetenv("TPU_MODEL_THREADS"), 0);
+  ASSERT_EQ(setenv("TPU_MODEL_THREADS", "0", 1), 0);
+  EXPECT_THROW(FunctionalModel(small_core(), 0), std::runtime_error);
+  ASSERT_EQ(unsetenv("TPU_MODEL_THREADS"), 0);
 }
 
 TEST(Compiler, ManyBlocksUseBothBanksAndTheirOwnRows) {

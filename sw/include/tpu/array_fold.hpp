@@ -1,32 +1,61 @@
-// The systolic array's arithmetic for the functional model, fast: one row of
-// activations folded against one weight tile, column by column, in N-ORDER
-// (S = mac(S, a_k, W[k][j]) for k = 0 .. D-1).
+// The systolic array's arithmetic for the functional model, fast: rows of activations folded
+// against weight tiles, column by column, in N-ORDER (S = mac(S, a_k, W[k][j]) for k = 0, 1, ...).
 //
-// It uses the host's binary32 multiply and add, which round to nearest even
-// like N-ADD; a bf16 x bf16 product is exact in binary32 (N-MUL). What the
-// contract adds is done explicitly: operands go through N-IN first (a
-// subnormal becomes a signed zero), every product and sum below 2^-126 is
-// flushed to a zero of its sign, and a NaN result becomes the canonical NaN
-// (a NaN, once there, stays NaN to the end of the fold). That is the same
-// arithmetic as the tests' host-float oracle (tb/oracle/host_float.hpp), which the
-// exhaustive and random tests hold against the reference model; and the
-// functional model's results are compared with the RTL's on every test.
+// It uses the host's binary32 multiply and add, which round to nearest even like N-ADD; a
+// bf16 x bf16 product is exact in binary32 (N-MUL). What the contract adds: operands go through
+// N-IN first (a subnormal becomes a signed zero), every product and sum below 2^-126 is flushed
+// to a zero of its sign, and a NaN result becomes the canonical NaN (a NaN, once there, stays
+// NaN to the end of the fold). The portable path does the flushes explicitly; the AVX2 and
+// AVX-512 paths set the host's flush-to-zero and denormals-are-zero modes for the fold alone
+// (restored after) and multiply and add eight or sixteen columns at a time, four or eight rows
+// at once, each column's sums still in the order of k. That is the same arithmetic as the tests'
+// host-float oracle (tb/oracle/host_float.hpp); every path is held against the reference model's
+// soft-float mac (tests/sw/test_array_fold.cpp), and the functional model's results against the
+// RTL's.
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "tpu/numerics/float.hpp"
 
 namespace tpu::detail {
 
-// A weight tile prepared for fold_row: D x D floats, weight (k, j) at
-// [k * D + j], after N-IN.
-std::vector<float> prepare_tile(const std::vector<num::bf16_t>& tile_by_column, std::size_t dim);
+// The code paths of fold_rows.
+enum class FoldPath { Portable, Avx2, Avx512 };
+const char* fold_path_name(FoldPath path);
 
-// `acts`: D bf16 lanes (lanes k >= k_valid already -0); `sums`: D fp32 bit
-// patterns, the seeds (+0 for none) in, the results out.
-void fold_row(const num::bf16_t* acts, const std::vector<float>& tile, num::fp32_t* sums,
-              std::size_t dim);
+// The paths this CPU runs, the portable one first.
+std::vector<FoldPath> available_fold_paths();
+
+// The fastest path this CPU runs, or the one the environment variable TPU_FOLD_PATH names
+// (portable, avx2, avx512): std::runtime_error with one line for another name or a path the CPU
+// lacks.
+FoldPath default_fold_path();
+
+// `count` bf16 lanes as the fold takes them, into `out`: N-IN (a subnormal is a zero of its
+// sign), widened.
+void fold_operands(const num::bf16_t* lanes, std::size_t count, float* out);
+
+// Where a fold's activations lie: row r's D values for tile t at first + t * tile_stride +
+// r * D (fold_operands' floats, lanes past the tile's k_valid -0). The rows of one tile lie one
+// after the other, as a MATMUL iteration's unified-buffer rows do; a K loop's tiles read rows
+// `step_a` apart.
+struct FoldActs {
+  const float* first = nullptr;
+  std::size_t tile_stride = 0;
+
+  FoldActs rows_from(std::size_t row, std::size_t dim) const {
+    return {first + row * dim, tile_stride};
+  }
+};
+
+// `rows` rows of activations folded against `tiles` weight tiles (D x D of fold_operands' floats
+// each, weight (k, j) of tile t at weights[(t * D + k) * D + j]: a K loop's tiles one after the
+// other) into `rows` rows of D sums (fp32 bit patterns: the seeds, +0 for none, in; the results
+// out), row r's at sums[r * D]: k in order, tile after tile.
+void fold_rows(FoldPath path, const FoldActs& acts, const float* weights, std::size_t tiles,
+               num::fp32_t* sums, std::size_t rows, std::size_t dim);
 
 }  // namespace tpu::detail

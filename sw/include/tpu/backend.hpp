@@ -58,6 +58,7 @@ struct RunResult {
   std::uint32_t error_pc = 0;        // instruction index, when error != None
   std::uint64_t instructions = 0;    // instructions completed
   std::optional<Counters> counters;  // cycle-level figures, where the backend has them
+  double host_seconds = 0;           // the host's wall-clock time for the run (the model's)
 
   bool ok() const { return done && error == regs::Error::None; }
 };

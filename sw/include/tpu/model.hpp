@@ -14,13 +14,16 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "tpu/array_fold.hpp"
 #include "tpu/backend.hpp"
 #include "tpu/host_memory.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/numerics/float.hpp"
+#include "tpu/worker_pool.hpp"
 
 namespace tpu {
 
@@ -30,7 +33,10 @@ num::fp32_t eltwise_lane(isa::VectorOp op, bool int32, num::fp32_t a, num::fp32_
 
 class FunctionalModel final : public Backend {
  public:
-  // Throws std::invalid_argument when isa::validate_config() rejects `config`.
+  // Throws std::invalid_argument when isa::validate_config() rejects `config`, and
+  // std::runtime_error for a TPU_FOLD_PATH this CPU does not run (detail::default_fold_path) or
+  // a TPU_MODEL_THREADS that is not a count (WorkerPool::host_threads). MATMUL's rows run on
+  // that many threads where they are many.
   FunctionalModel(const HardwareConfig& config, std::size_t host_bytes);
 
   std::string name() const override { return "model"; }
@@ -65,6 +71,10 @@ class FunctionalModel final : public Backend {
   void fail(regs::Error error, std::string detail);
   const RunResult& result() const { return result_; }
 
+  // How MATMUL's products and sums run on this host: the code path and the threads.
+  detail::FoldPath fold_path() const { return fold_path_; }
+  unsigned fold_threads() const { return fold_threads_; }
+
   // Why the last run stopped with an error, in one line; empty if it reached HALT.
   const std::string& error_detail() const { return error_detail_; }
 
@@ -76,7 +86,7 @@ class FunctionalModel final : public Backend {
   std::uint64_t uninitialized_reads() const { return uninitialized_reads_; }
 
  private:
-  // Transposed: weight (k, j) at [j * dim + k]. 16-bit lanes: bf16, or a sign-extended int8.
+  // Weight (k, j) at [k * dim + j]. 16-bit lanes: bf16, or a sign-extended int8.
   using Tile = std::vector<num::bf16_t>;
 
   // Step 7 of "Errors": the weight-tile accounting, before the instruction issues.
@@ -89,6 +99,13 @@ class FunctionalModel final : public Backend {
                  bool transposed) const;
   void read_weights(const isa::Instruction& in);
   void matmul(const isa::Instruction& in);
+  void matmul_int8(const isa::Instruction& in, const std::vector<Tile>& tiles);
+  // detail::fold_rows over `rows` rows, in blocks of rows on the pool's threads where they are
+  // many.
+  void fold_in_parallel(const detail::FoldActs& acts, const float* weights, std::uint64_t tiles,
+                        num::fp32_t* sums, std::uint64_t rows);
+  // A unified-buffer row has been written: its flag, and its values as the fold takes them.
+  void ub_row_written(std::uint64_t row);
   void activate(const isa::Instruction& in);
   void eltwise(const isa::Instruction& in);
   void requantize(const isa::Instruction& in);  // ACTIVATE with REQ
@@ -124,6 +141,12 @@ class FunctionalModel final : public Backend {
   std::vector<std::uint8_t> ub_written_;
   std::vector<std::uint8_t> acc_written_;
   std::deque<Tile> weight_fifo_;  // tiles READ_WEIGHTS loaded and no MATMUL has used (U)
+  detail::FoldPath fold_path_;    // how MATMUL's products and sums run on this host
+  std::vector<float> ub_fold_;    // the unified buffer as the fold takes it (fold_operands)
+  std::vector<float> fold_acts_;  // MATMUL's activation rows with k_valid < D
+  std::vector<float> fold_tiles_;     // MATMUL's weight tiles as the fold takes them
+  unsigned fold_threads_;             // threads for MATMUL's rows
+  std::unique_ptr<WorkerPool> pool_;  // made by the first MATMUL that uses more than one
   std::uint64_t uninitialized_reads_ = 0;
   std::string error_detail_;
   unsigned pod_id_ = 0;

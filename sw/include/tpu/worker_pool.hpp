@@ -1,0 +1,48 @@
+// A fixed set of threads that runs the tasks of one job at a time: the functional model's
+// products, row blocks on every core of the host (docs/perf/model.md).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tpu {
+
+class WorkerPool {
+ public:
+  // `threads` in all, the caller of run() among them (1: no thread of its own).
+  explicit WorkerPool(unsigned threads);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
+
+  // Runs task(0) .. task(count - 1), on the pool's threads and the caller's, and returns once
+  // all have; rethrows the first exception a task threw.
+  void run(std::size_t count, const std::function<void(std::size_t)>& task);
+
+  // The threads a pool of the host takes: TPU_MODEL_THREADS where set (1 or more), else the
+  // host's cores. std::runtime_error with one line for a value that is not a count.
+  static unsigned host_threads();
+
+ private:
+  void work();
+  void take_tasks();  // runs tasks of the current job until none is left
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(std::size_t)>* task_ = nullptr;
+  std::size_t count_ = 0, next_ = 0, finished_ = 0;
+  std::uint64_t job_ = 0;  // bumped for each run(): a worker takes part in each job once
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace tpu
