@@ -297,13 +297,14 @@ onnx-fashion: build $(ONNX_TOOLS)
 	$(VENV)/bin/python scripts/onnx_fashion.py --tpu $(BUILD)/bin/tpu --out $(BUILD)/onnx-fashion
 
 # The functional model's GEMMs beside onnxruntime's CPU provider on the same inputs, one thread
-# and all: the portable fold and the fastest this CPU has (docs/perf/model.md). The build without
-# the RTL is enough.
+# and all: the portable fold and the fastest this CPU has (docs/perf/model.md, model.png). The
+# build without the RTL is enough.
 bench-model: deps $(ONNX_TOOLS)
 	cmake -S . -B $(SW_BUILD) -DCMAKE_BUILD_TYPE=Release -DTPU_RTL=OFF
 	cmake --build $(SW_BUILD) -j $(JOBS) --target tpu
 	$(VENV)/bin/python scripts/bench_model.py --tpu $(SW_BUILD)/bin/tpu \
 	  --work $(SW_BUILD)/bench-model --out $(PERF)
+	$(PYTHON) scripts/plot_model_bench.py $(PERF)/model.json $(PERF)
 
 # docs/networks.md's table of the zoo: each model and its QDQ form on the functional model, the
 # 16x16 core and TPU v2's 128x128, one input and 64 a run: the cycle model's cycles and MXU use,

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The plot of make bench-model's records (scripts/bench_model.py).
+
+    plot_model_bench.py MODEL_JSON OUT_DIR
+
+writes model.png: per GEMM, the functional model's GMAC/s (portable fold, fastest path on one
+thread and on all, on the 16x16 and the 128x128 core's programs) beside onnxruntime's on one
+thread and all, on a log scale.
+"""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        sys.exit(2)
+    with open(sys.argv[1]) as f:
+        rows = json.load(f)
+    shapes = []
+    for r in rows:
+        shape = f"{r['m']} x {r['k']} x {r['n']}"
+        if shape not in shapes:
+            shapes.append(shape)
+    threads = sorted({r["threads"] for r in rows})
+    # The bars of each GEMM: the model's runs in the records' order, then onnxruntime's.
+    series = []
+    for r in rows:
+        label = f"model {r['core']}, {r['path']}, {r['threads']} thr."
+        if label not in series:
+            series.append(label)
+    series += [f"onnxruntime, {t} thr." for t in threads]
+    values = {label: [0.0] * len(shapes) for label in series}
+    for r in rows:
+        s = shapes.index(f"{r['m']} x {r['k']} x {r['n']}")
+        values[f"model {r['core']}, {r['path']}, {r['threads']} thr."][s] = r["model_gmacs"]
+        values[f"onnxruntime, {r['threads']} thr."][s] = r["ort_gmacs"]
+
+    fig, ax = plt.subplots(figsize=(14, 5))
+    width = 0.8 / len(series)
+    cmap = plt.get_cmap("tab20")
+    for i, label in enumerate(series):
+        xs = [s + (i - (len(series) - 1) / 2) * width for s in range(len(shapes))]
+        color = "black" if label.startswith("onnxruntime") else cmap(i)
+        ax.bar(xs, values[label], width, label=label, color=color,
+               alpha=0.5 if label.startswith("onnxruntime") and "1 thr" in label else 1.0)
+    ax.set_xticks(range(len(shapes)))
+    ax.set_xticklabels([f"GEMM {s}" for s in shapes])
+    ax.set_yscale("log")
+    ax.set_ylabel("GMAC/s (log scale)")
+    ax.set_title("The functional model's products (bit-exact bf16 x bf16 -> fp32) beside "
+                 "onnxruntime's fp32 MatMul, same inputs, same machine", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.grid(axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    out = os.path.join(sys.argv[2], "model.png")
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
