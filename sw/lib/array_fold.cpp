@@ -33,8 +33,8 @@ float flush(float x) {
 }
 
 // One row, the flushes explicit: the portable path.
-void fold_row(const FoldActs& acts, const float* weights, std::size_t tiles, num::fp32_t* sums,
-              std::size_t dim) {
+void fold_row(const FoldActs<float>& acts, const float* weights, std::size_t tiles,
+              num::fp32_t* sums, std::size_t dim) {
   // Up to 256 columns (the largest array): sums live in floats meanwhile.
   float s[256];
   for (std::size_t j = 0; j < dim; ++j) s[j] = bits_to_float(num::canon_in_fp32(sums[j]));
@@ -51,6 +51,20 @@ void fold_row(const FoldActs& acts, const float* weights, std::size_t tiles, num
   }
   for (std::size_t j = 0; j < dim; ++j) {
     sums[j] = std::isnan(s[j]) ? num::kCanonicalNanFp32 : float_to_bits(s[j]);
+  }
+}
+
+// One int8 row: exact products, sums wrapping modulo 2^32.
+void fold_row_int8(const FoldActs<std::int32_t>& acts, const std::int32_t* weights,
+                   std::size_t tiles, num::fp32_t* sums, std::size_t dim) {
+  for (std::size_t t = 0; t < tiles; ++t) {
+    const std::int32_t* a_t = acts.first + t * acts.tile_stride;
+    for (std::size_t k = 0; k < dim; ++k) {
+      const auto a = static_cast<std::uint32_t>(a_t[k]);
+      if (a == 0) continue;
+      const std::int32_t* w = &weights[(t * dim + k) * dim];
+      for (std::size_t j = 0; j < dim; ++j) sums[j] += a * static_cast<std::uint32_t>(w[j]);
+    }
   }
 }
 
@@ -75,7 +89,7 @@ class FlushToZero {
 // from `col`, the sums in registers across the whole fold. Products and sums are separate
 // instructions (no FMA: N-MAC is unfused), the order of each column's sums that of k.
 template <int Rows, int Vectors>
-__attribute__((target("avx2"))) void avx2_block(const FoldActs& acts, const float* weights,
+__attribute__((target("avx2"))) void avx2_block(const FoldActs<float>& acts, const float* weights,
                                                 std::size_t tiles, num::fp32_t* sums,
                                                 std::size_t dim, std::size_t col) {
   __m256 s[Rows][Vectors];
@@ -109,9 +123,10 @@ __attribute__((target("avx2"))) void avx2_block(const FoldActs& acts, const floa
 }
 
 template <int Rows, int Vectors>
-__attribute__((target("avx512f"))) void avx512_block(const FoldActs& acts, const float* weights,
-                                                     std::size_t tiles, num::fp32_t* sums,
-                                                     std::size_t dim, std::size_t col) {
+__attribute__((target("avx512f"))) void avx512_block(const FoldActs<float>& acts,
+                                                     const float* weights, std::size_t tiles,
+                                                     num::fp32_t* sums, std::size_t dim,
+                                                     std::size_t col) {
   __m512 s[Rows][Vectors];
   for (int r = 0; r < Rows; ++r) {
     for (int v = 0; v < Vectors; ++v) s[r][v] = _mm512_loadu_ps(sums + r * dim + col + 16 * v);
@@ -140,16 +155,85 @@ __attribute__((target("avx512f"))) void avx512_block(const FoldActs& acts, const
   }
 }
 
+// The int8 kernels: the same blocks, int32 lanes, products and sums wrapping.
+template <int Rows, int Vectors>
+__attribute__((target("avx2"))) void avx2_int8_block(const FoldActs<std::int32_t>& acts,
+                                                     const std::int32_t* weights, std::size_t tiles,
+                                                     num::fp32_t* sums, std::size_t dim,
+                                                     std::size_t col) {
+  __m256i s[Rows][Vectors];
+  for (int r = 0; r < Rows; ++r) {
+    for (int v = 0; v < Vectors; ++v) {
+      s[r][v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums + r * dim + col + 8 * v));
+    }
+  }
+  for (std::size_t t = 0; t < tiles; ++t) {
+    const std::int32_t* a_t = acts.first + t * acts.tile_stride;
+    const std::int32_t* w_t = weights + t * dim * dim + col;
+    for (std::size_t k = 0; k < dim; ++k) {
+      __m256i w[Vectors];
+      for (int v = 0; v < Vectors; ++v) {
+        w[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w_t + k * dim + 8 * v));
+      }
+      for (int r = 0; r < Rows; ++r) {
+        const __m256i a = _mm256_set1_epi32(a_t[r * dim + k]);
+        for (int v = 0; v < Vectors; ++v) {
+          s[r][v] = _mm256_add_epi32(s[r][v], _mm256_mullo_epi32(a, w[v]));
+        }
+      }
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    for (int v = 0; v < Vectors; ++v) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums + r * dim + col + 8 * v), s[r][v]);
+    }
+  }
+}
+
+template <int Rows, int Vectors>
+__attribute__((target("avx512f"))) void avx512_int8_block(const FoldActs<std::int32_t>& acts,
+                                                          const std::int32_t* weights,
+                                                          std::size_t tiles, num::fp32_t* sums,
+                                                          std::size_t dim, std::size_t col) {
+  __m512i s[Rows][Vectors];
+  for (int r = 0; r < Rows; ++r) {
+    for (int v = 0; v < Vectors; ++v) {
+      s[r][v] = _mm512_loadu_si512(sums + r * dim + col + 16 * v);
+    }
+  }
+  for (std::size_t t = 0; t < tiles; ++t) {
+    const std::int32_t* a_t = acts.first + t * acts.tile_stride;
+    const std::int32_t* w_t = weights + t * dim * dim + col;
+    for (std::size_t k = 0; k < dim; ++k) {
+      __m512i w[Vectors];
+      for (int v = 0; v < Vectors; ++v) w[v] = _mm512_loadu_si512(w_t + k * dim + 16 * v);
+      for (int r = 0; r < Rows; ++r) {
+        const __m512i a = _mm512_set1_epi32(a_t[r * dim + k]);
+        for (int v = 0; v < Vectors; ++v) {
+          s[r][v] = _mm512_add_epi32(s[r][v], _mm512_mullo_epi32(a, w[v]));
+        }
+      }
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    for (int v = 0; v < Vectors; ++v) _mm512_storeu_si512(sums + r * dim + col + 16 * v, s[r][v]);
+  }
+}
+
+// No modes for integer sums.
+struct NoModes {};
+
 // The rows in blocks of four (eight where the array is one vector wide, so that eight sums are
 // in flight either way, then one at a time), the columns in blocks of two vectors of `width`
-// floats (one where the array is one vector wide): Block<Rows, Vectors>(acts, weights, tiles,
-// sums, dim, col).
-template <std::size_t Width, typename Block4x2, typename Block8x1, typename Block1x2,
-          typename Block1x1>
-void vector_fold(const FoldActs& acts, const float* weights, std::size_t tiles, num::fp32_t* sums,
+// values (one where the array is one vector wide): Block<Rows, Vectors>(acts, weights, tiles,
+// sums, dim, col), with the host's modes Modes set meanwhile.
+template <std::size_t Width, typename Modes, typename T, typename Block4x2, typename Block8x1,
+          typename Block1x2, typename Block1x1>
+void vector_fold(const FoldActs<T>& acts, const T* weights, std::size_t tiles, num::fp32_t* sums,
                  std::size_t rows, std::size_t dim, Block4x2 b42, Block8x1 b81, Block1x2 b12,
                  Block1x1 b11) {
-  const FlushToZero modes;
+  const Modes modes;
+  (void)modes;
   const bool two = dim >= 2 * Width;
   const std::size_t block = two ? 4 : 8;
   std::size_t r = 0;
@@ -229,18 +313,18 @@ void fold_operands(const num::bf16_t* lanes, std::size_t count, float* out) {
   }
 }
 
-void fold_rows(FoldPath path, const FoldActs& acts, const float* weights, std::size_t tiles,
+void fold_rows(FoldPath path, const FoldActs<float>& acts, const float* weights, std::size_t tiles,
                num::fp32_t* sums, std::size_t rows, std::size_t dim) {
 #ifdef TPU_FOLD_X86
   // A path runs arrays at least one of its vectors wide; a smaller one, the portable path.
   if (path == FoldPath::Avx512 && dim >= 16) {
-    vector_fold<16>(acts, weights, tiles, sums, rows, dim, avx512_block<4, 2>, avx512_block<8, 1>,
-                    avx512_block<1, 2>, avx512_block<1, 1>);
+    vector_fold<16, FlushToZero>(acts, weights, tiles, sums, rows, dim, avx512_block<4, 2>,
+                                 avx512_block<8, 1>, avx512_block<1, 2>, avx512_block<1, 1>);
     return;
   }
   if (path != FoldPath::Portable && dim >= 8) {
-    vector_fold<8>(acts, weights, tiles, sums, rows, dim, avx2_block<4, 2>, avx2_block<8, 1>,
-                   avx2_block<1, 2>, avx2_block<1, 1>);
+    vector_fold<8, FlushToZero>(acts, weights, tiles, sums, rows, dim, avx2_block<4, 2>,
+                                avx2_block<8, 1>, avx2_block<1, 2>, avx2_block<1, 1>);
     return;
   }
 #else
@@ -248,6 +332,28 @@ void fold_rows(FoldPath path, const FoldActs& acts, const float* weights, std::s
 #endif
   for (std::size_t r = 0; r < rows; ++r) {
     fold_row(acts.rows_from(r, dim), weights, tiles, sums + r * dim, dim);
+  }
+}
+
+void fold_rows_int8(FoldPath path, const FoldActs<std::int32_t>& acts, const std::int32_t* weights,
+                    std::size_t tiles, num::fp32_t* sums, std::size_t rows, std::size_t dim) {
+#ifdef TPU_FOLD_X86
+  if (path == FoldPath::Avx512 && dim >= 16) {
+    vector_fold<16, NoModes>(acts, weights, tiles, sums, rows, dim, avx512_int8_block<4, 2>,
+                             avx512_int8_block<8, 1>, avx512_int8_block<1, 2>,
+                             avx512_int8_block<1, 1>);
+    return;
+  }
+  if (path != FoldPath::Portable && dim >= 8) {
+    vector_fold<8, NoModes>(acts, weights, tiles, sums, rows, dim, avx2_int8_block<4, 2>,
+                            avx2_int8_block<8, 1>, avx2_int8_block<1, 2>, avx2_int8_block<1, 1>);
+    return;
+  }
+#else
+  (void)path;
+#endif
+  for (std::size_t r = 0; r < rows; ++r) {
+    fold_row_int8(acts.rows_from(r, dim), weights, tiles, sums + r * dim, dim);
   }
 }
 

@@ -84,6 +84,7 @@ FunctionalModel::FunctionalModel(const HardwareConfig& config, std::size_t host_
   isa::validate_config(config_);
   ub_.assign(std::size_t{config_.ub_depth} * dim_, 0);
   ub_fold_.assign(ub_.size(), 0.0f);
+  if (config_.int8) ub_int8_.assign(ub_.size(), 0);
   acc_.assign(std::size_t{config_.acc_depth} * dim_, 0);
   ub_written_.assign(config_.ub_depth, 0);
   acc_written_.assign(config_.acc_depth, 0);
@@ -323,9 +324,7 @@ void FunctionalModel::read_weights(const Instruction& in) {
 void FunctionalModel::matmul(const Instruction& in) {
   const bool fetch = in.flag(isa::kMatmulFlagFetch);
   const bool int8 = in.flag(isa::kMatmulFlagI8);
-  const std::size_t k_valid = in.k_valid();
   const std::uint64_t count = in.count(), row_count = in.rows();
-  const std::uint64_t step_a = in.step_a(), step_b = in.step_b();
   std::vector<Tile> tiles(count);
   for (std::uint64_t i = 0; i < count; ++i) {
     if (fetch) {
@@ -335,11 +334,11 @@ void FunctionalModel::matmul(const Instruction& in) {
       weight_fifo_.pop_front();
     }
   }
-  // The rows each iteration reads and writes, in order; the seeds of those that start from +0.
+  // The rows each iteration reads and writes, in order.
   for (std::uint64_t i = 0; i < count; ++i) {
     const bool accumulate = in.flag(i == 0 ? isa::kMatmulFlagAcc0 : isa::kMatmulFlagAccn);
-    const std::uint64_t a_first = in.addr_a() + i * step_a;
-    const std::uint64_t b_first = in.addr_b() + i * step_b;
+    const std::uint64_t a_first = in.addr_a() + i * in.step_a();
+    const std::uint64_t b_first = in.addr_b() + i * in.step_b();
     for (std::uint64_t r = 0; r < row_count; ++r) {
       note_read(ub_written_, a_first + r);
       if (accumulate) note_read(acc_written_, b_first + r);
@@ -347,96 +346,95 @@ void FunctionalModel::matmul(const Instruction& in) {
     }
   }
   if (int8) {
-    matmul_int8(in, tiles);
+    // Q-MAC on the low bytes of the activation and weight lanes, whatever loaded the tile; lanes
+    // k >= k_valid carry -0, whose low byte is the int8 0.
+    fold_matmul<std::int32_t>(
+        in, tiles, ub_int8_, 0,
+        [](const num::bf16_t* lanes, std::size_t n, std::int32_t* out) {
+          for (std::size_t e = 0; e < n; ++e) out[e] = isa::int8_value(lanes[e]);
+        },
+        [this](const detail::FoldActs<std::int32_t>& acts, const std::int32_t* weights,
+               std::uint64_t tiles_now, num::fp32_t* sums, std::uint64_t rows) {
+          detail::fold_rows_int8(fold_path_, acts, weights, tiles_now, sums, rows, dim_);
+        });
     return;
   }
+  fold_matmul<float>(in, tiles, ub_fold_, -0.0f, detail::fold_operands,
+                     [this](const detail::FoldActs<float>& acts, const float* weights,
+                            std::uint64_t tiles_now, num::fp32_t* sums, std::uint64_t rows) {
+                       detail::fold_rows(fold_path_, acts, weights, tiles_now, sums, rows, dim_);
+                     });
+}
+
+template <typename T, typename Convert, typename Fold>
+void FunctionalModel::fold_matmul(const Instruction& in, const std::vector<Tile>& tiles,
+                                  const std::vector<T>& shadow, T past_k_valid, Convert convert,
+                                  Fold fold) {
+  const std::size_t k_valid = in.k_valid();
+  const std::uint64_t count = in.count(), row_count = in.rows();
+  const std::uint64_t step_a = in.step_a(), step_b = in.step_b();
   // Iterations that go on from the sums the one before wrote (ACCN onto the same rows: a K loop)
   // fold as one, tile after tile, the sums in the fold's registers throughout, in the same order
   // of k; at most kMaxTiles at once. The activations are the unified buffer's rows as the fold
-  // takes them (ub_fold_), or, where lanes k >= k_valid carry -0, a copy.
+  // takes them (`shadow`), or, where lanes k >= k_valid carry `past_k_valid`, a copy.
   constexpr std::uint64_t kMaxTiles = 256;
   const bool k_loop = step_b == 0 && in.flag(isa::kMatmulFlagAccn);
   const std::uint64_t group = k_loop ? kMaxTiles : 1;
+  std::vector<T> weights, copy;
   for (std::uint64_t i0 = 0; i0 < count; i0 += group) {
     const std::uint64_t tiles_now = std::min(group, count - i0);
     const std::uint64_t a_first = in.addr_a() + i0 * step_a;
     const std::uint64_t b_first = in.addr_b() + i0 * step_b;
     if (!in.flag(i0 == 0 ? isa::kMatmulFlagAcc0 : isa::kMatmulFlagAccn)) {
-      std::fill(acc(b_first), acc(b_first) + row_count * dim_, 0u);  // the seeds +0
+      std::fill(acc(b_first), acc(b_first) + row_count * dim_, 0u);  // the seeds +0 (int8: 0)
     }
-    fold_tiles_.resize(tiles_now * dim_ * dim_);
+    weights.resize(tiles_now * dim_ * dim_);
     for (std::uint64_t t = 0; t < tiles_now; ++t) {
-      detail::fold_operands(tiles[i0 + t].data(), dim_ * dim_, &fold_tiles_[t * dim_ * dim_]);
+      convert(tiles[i0 + t].data(), dim_ * dim_, &weights[t * dim_ * dim_]);
     }
-    detail::FoldActs acts{ub_fold_.data() + a_first * dim_, step_a * dim_};
+    detail::FoldActs<T> acts{shadow.data() + a_first * dim_, step_a * dim_};
     if (k_valid < dim_) {
-      fold_acts_.resize(tiles_now * row_count * dim_);
+      copy.resize(tiles_now * row_count * dim_);
       for (std::uint64_t t = 0; t < tiles_now; ++t) {
         for (std::uint64_t r = 0; r < row_count; ++r) {
-          const float* from = acts.first + t * acts.tile_stride + r * dim_;
-          float* to = fold_acts_.data() + (t * row_count + r) * dim_;
+          const T* from = acts.first + t * acts.tile_stride + r * dim_;
+          T* to = copy.data() + (t * row_count + r) * dim_;
           std::copy(from, from + k_valid, to);
-          std::fill(to + k_valid, to + dim_, -0.0f);
+          std::fill(to + k_valid, to + dim_, past_k_valid);
         }
       }
-      acts = {fold_acts_.data(), row_count * dim_};
+      acts = {copy.data(), row_count * dim_};
     }
-    fold_in_parallel(acts, fold_tiles_.data(), tiles_now, acc(b_first), row_count);
-  }
-}
-
-void FunctionalModel::matmul_int8(const Instruction& in, const std::vector<Tile>& tiles) {
-  const std::size_t k_valid = in.k_valid();
-  // Lanes k >= k_valid carry -0, whose low byte is the int8 0.
-  std::vector<num::bf16_t> lanes(dim_, kNegativeZero);
-  std::vector<std::int32_t> weights8(dim_ * dim_);  // weight (k, j) at [k * dim + j]
-  for (std::uint64_t i = 0; i < tiles.size(); ++i) {
-    // Q-MAC on the low bytes of the weight lanes, whatever loaded the tile.
-    for (std::size_t e = 0; e < dim_ * dim_; ++e) weights8[e] = isa::int8_value(tiles[i][e]);
-    const bool accumulate = in.flag(i == 0 ? isa::kMatmulFlagAcc0 : isa::kMatmulFlagAccn);
-    const std::uint64_t a_first = in.addr_a() + i * in.step_a();
-    const std::uint64_t b_first = in.addr_b() + i * in.step_b();
-    if (!accumulate) std::fill(acc(b_first), acc(b_first) + in.rows() * dim_, 0u);  // seeds 0
-    for (std::uint64_t r = 0; r < in.rows(); ++r) {
-      std::copy(ub(a_first + r), ub(a_first + r) + k_valid, lanes.begin());
-      num::fp32_t* out = acc(b_first + r);
-      // Exact products, sums wrapping modulo 2^32 (the order does not matter).
-      for (std::size_t k = 0; k < dim_; ++k) {
-        const std::int32_t a = isa::int8_value(lanes[k]);
-        if (a == 0) continue;
-        const std::int32_t* w = &weights8[k * dim_];
-        for (std::size_t j = 0; j < dim_; ++j) out[j] += static_cast<std::uint32_t>(a * w[j]);
-      }
+    // Rows split over the pool's threads where a block holds at least 2^23 multiply-adds (about
+    // 0.1 ms: a 512^3 GEMM on the 128x128 core, 2^22 a MATMUL iteration, ran 1.8 times slower on
+    // two threads of 2^21 each than on one), in multiples of the kernels' eight rows.
+    const std::uint64_t macs_a_row = tiles_now * dim_ * dim_;
+    const std::uint64_t min_rows = ((std::uint64_t{1} << 23) / macs_a_row + 7) / 8 * 8;
+    const std::uint64_t tasks =
+        std::min<std::uint64_t>(fold_threads_, std::max<std::uint64_t>(1, row_count / min_rows));
+    num::fp32_t* sums = acc(b_first);
+    if (tasks <= 1) {
+      fold(acts, weights.data(), tiles_now, sums, row_count);
+      continue;
     }
+    if (!pool_) pool_ = std::make_unique<WorkerPool>(fold_threads_);
+    const std::uint64_t per_task = (row_count / tasks + 7) / 8 * 8;
+    pool_->run(tasks, [&](std::size_t task) {
+      const std::uint64_t first = task * per_task;
+      if (first >= row_count) return;
+      fold(acts.rows_from(first, dim_), weights.data(), tiles_now, sums + first * dim_,
+           std::min(per_task, row_count - first));
+    });
   }
-}
-
-void FunctionalModel::fold_in_parallel(const detail::FoldActs& acts, const float* weights,
-                                       std::uint64_t tiles, num::fp32_t* sums, std::uint64_t rows) {
-  // A block of rows per task, of at least 2^23 multiply-adds (about 0.1 ms: a 512^3 GEMM on the
-  // 128x128 core, 2^22 a MATMUL iteration, ran 1.8 times slower on two threads of 2^21 each than
-  // on one), in multiples of the kernels' eight rows.
-  const std::uint64_t macs_a_row = tiles * dim_ * dim_;
-  const std::uint64_t min_rows = ((std::uint64_t{1} << 23) / macs_a_row + 7) / 8 * 8;
-  const std::uint64_t tasks =
-      std::min<std::uint64_t>(fold_threads_, std::max<std::uint64_t>(1, rows / min_rows));
-  if (tasks <= 1) {
-    detail::fold_rows(fold_path_, acts, weights, tiles, sums, rows, dim_);
-    return;
-  }
-  if (!pool_) pool_ = std::make_unique<WorkerPool>(fold_threads_);
-  const std::uint64_t per_task = (rows / tasks + 7) / 8 * 8;
-  pool_->run(tasks, [&](std::size_t t) {
-    const std::uint64_t first = t * per_task;
-    if (first >= rows) return;
-    detail::fold_rows(fold_path_, acts.rows_from(first, dim_), weights, tiles, sums + first * dim_,
-                      std::min(per_task, rows - first), dim_);
-  });
 }
 
 void FunctionalModel::ub_row_written(std::uint64_t row) {
   ub_written_[row] = 1;
-  detail::fold_operands(ub(row), dim_, &ub_fold_[row * dim_]);
+  const num::bf16_t* lanes = ub(row);
+  detail::fold_operands(lanes, dim_, &ub_fold_[row * dim_]);
+  if (!ub_int8_.empty()) {
+    for (std::size_t j = 0; j < dim_; ++j) ub_int8_[row * dim_ + j] = isa::int8_value(lanes[j]);
+  }
 }
 
 void FunctionalModel::activate(const Instruction& in) {

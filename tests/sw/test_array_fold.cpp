@@ -149,6 +149,45 @@ TEST(ArrayFold, ExactSubnormalResultsFlush) {
   }
 }
 
+// int8 (Q-MAC): the products of int8 values at both ends of their range, the sums wrapping, on
+// every path against int64 arithmetic modulo 2^32; K loops of one and three tiles.
+TEST(ArrayFold, Int8SumsWrapOnEveryPath) {
+  oracle::OperandRng rng(test::test_seed() + 2);
+  const auto int8 = [&] {
+    const std::uint64_t pick = rng.uniform(0, 9);
+    return pick == 0 ? -128 : pick == 1 ? 127 : static_cast<int>(rng.uniform(0, 255)) - 128;
+  };
+  for (const detail::FoldPath path : detail::available_fold_paths()) {
+    for (std::size_t dim : {1u, 4u, 8u, 16u, 64u}) {
+      for (std::size_t tiles : {1u, 3u}) {
+        const std::size_t rows = 13, tile_stride = (rows + 2) * dim;
+        std::vector<std::int32_t> acts(tiles * tile_stride), weights(tiles * dim * dim);
+        for (auto& a : acts) a = int8();
+        for (auto& w : weights) w = int8();
+        std::vector<num::fp32_t> sums(rows * dim);
+        for (auto& s : sums) s = static_cast<num::fp32_t>(rng.uniform(0, 0xFFFFFFFFu));
+        std::vector<num::fp32_t> want = sums;
+        for (std::size_t r = 0; r < rows; ++r) {
+          for (std::size_t j = 0; j < dim; ++j) {
+            std::int64_t sum = want[r * dim + j];
+            for (std::size_t t = 0; t < tiles; ++t) {
+              for (std::size_t k = 0; k < dim; ++k) {
+                sum += std::int64_t{acts[t * tile_stride + r * dim + k]} *
+                       weights[(t * dim + k) * dim + j];
+              }
+            }
+            want[r * dim + j] = static_cast<num::fp32_t>(static_cast<std::uint64_t>(sum));
+          }
+        }
+        detail::fold_rows_int8(path, {acts.data(), tile_stride}, weights.data(), tiles, sums.data(),
+                               rows, dim);
+        ASSERT_EQ(sums, want) << detail::fold_path_name(path) << ", dim " << dim << ", " << tiles
+                              << " tiles";
+      }
+    }
+  }
+}
+
 // The host's own modes are the caller's again after a fold.
 TEST(ArrayFold, TheHostsModesAreRestored) {
   const float tiny = 0x1p-140f;

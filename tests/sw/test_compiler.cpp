@@ -66,7 +66,7 @@ TEST(Compiler, ShapesAndOptionsMatchReference) {
 // (TPU_FOLD_PATH, TPU_MODEL_THREADS): the reference's bits each time. On the 128x128 core a
 // block of 1,024 rows of a 2,048 x 256 x 128 product is 2^25 multiply-adds a MATMUL, which two
 // threads share; the 16x16 core's K loop of 16 tiles folds as one; the specials and the seeds'
-// subnormals go through every path.
+// subnormals go through every path; and an int8 product's K loop.
 TEST(Compiler, TheModelsFoldPathsAndThreadsGiveTheReferenceBits) {
   oracle::OperandRng rng(test::test_seed() + 3);
   for (const char* core : {"16x16", "128x128_bus64"}) {
@@ -88,6 +88,28 @@ TEST(Compiler, TheModelsFoldPathsAndThreadsGiveTheReferenceBits) {
         EXPECT_EQ(run_on_model(config, s, o).data, want.data);
       }
     }
+  }
+  // int8 (Q-MAC, a zero point folded into the seeds): 128 tiles of K, a K loop, on each path.
+  GemmSpec s8;
+  s8.m = 64;
+  s8.k = 2048;
+  s8.n = 32;
+  s8.in = InType::Int8;
+  s8.out = OutType::Int32;
+  s8.input_zero_point = -7;
+  num::MatrixI8 a8(s8.m, s8.k), b8(s8.k, s8.n);
+  for (auto& v : a8.data) v = static_cast<std::int8_t>(rng.uniform(0, 255) - 128);
+  for (auto& v : b8.data) v = static_cast<std::int8_t>(rng.uniform(0, 255) - 128);
+  const HardwareConfig& config = *find_core_config("16x16");
+  const GemmPlan plan = plan_gemm(config, s8);
+  const num::MatrixI32 want8 = reference_gemm(s8, a8, b8, nullptr, nullptr);
+  for (const detail::FoldPath path : detail::available_fold_paths()) {
+    SCOPED_TRACE(std::string("int8, ") + detail::fold_path_name(path));
+    ASSERT_EQ(setenv("TPU_FOLD_PATH", detail::fold_path_name(path), 1), 0);
+    FunctionalModel model(config, plan.memory_bytes);
+    write_gemm_inputs(plan, model.memory(), a8, b8, nullptr, nullptr);
+    ASSERT_TRUE(model.run(plan.prog_addr, static_cast<std::uint32_t>(plan.program.size())).ok());
+    EXPECT_EQ(read_gemm_output_int(plan, model.memory()).data, want8.data);
   }
   ASSERT_EQ(unsetenv("TPU_FOLD_PATH"), 0);
   ASSERT_EQ(unsetenv("TPU_MODEL_THREADS"), 0);

@@ -11,10 +11,11 @@
 // at once, each column's sums still in the order of k. That is the same arithmetic as the tests'
 // host-float oracle (tb/oracle/host_float.hpp); every path is held against the reference model's
 // soft-float mac (tests/sw/test_array_fold.cpp), and the functional model's results against the
-// RTL's.
+// RTL's. int8 products (Q-MAC: exact, int32 sums wrapping) take the same paths in int32 lanes.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,11 +40,12 @@ FoldPath default_fold_path();
 void fold_operands(const num::bf16_t* lanes, std::size_t count, float* out);
 
 // Where a fold's activations lie: row r's D values for tile t at first + t * tile_stride +
-// r * D (fold_operands' floats, lanes past the tile's k_valid -0). The rows of one tile lie one
-// after the other, as a MATMUL iteration's unified-buffer rows do; a K loop's tiles read rows
-// `step_a` apart.
+// r * D (fold_operands' floats, lanes past the tile's k_valid -0; or int8 values as int32, lanes
+// past k_valid 0). The rows of one tile lie one after the other, as a MATMUL iteration's
+// unified-buffer rows do; a K loop's tiles read rows `step_a` apart.
+template <typename T>
 struct FoldActs {
-  const float* first = nullptr;
+  const T* first = nullptr;
   std::size_t tile_stride = 0;
 
   FoldActs rows_from(std::size_t row, std::size_t dim) const {
@@ -55,7 +57,12 @@ struct FoldActs {
 // each, weight (k, j) of tile t at weights[(t * D + k) * D + j]: a K loop's tiles one after the
 // other) into `rows` rows of D sums (fp32 bit patterns: the seeds, +0 for none, in; the results
 // out), row r's at sums[r * D]: k in order, tile after tile.
-void fold_rows(FoldPath path, const FoldActs& acts, const float* weights, std::size_t tiles,
+void fold_rows(FoldPath path, const FoldActs<float>& acts, const float* weights, std::size_t tiles,
                num::fp32_t* sums, std::size_t rows, std::size_t dim);
+
+// The same in int8 mode (Q-MAC): int8 activations and weights as int32, their products exact,
+// added onto the int32 sums (their bits) wrapping modulo 2^32, in whatever order.
+void fold_rows_int8(FoldPath path, const FoldActs<std::int32_t>& acts, const std::int32_t* weights,
+                    std::size_t tiles, num::fp32_t* sums, std::size_t rows, std::size_t dim);
 
 }  // namespace tpu::detail

@@ -99,12 +99,14 @@ class FunctionalModel final : public Backend {
                  bool transposed) const;
   void read_weights(const isa::Instruction& in);
   void matmul(const isa::Instruction& in);
-  void matmul_int8(const isa::Instruction& in, const std::vector<Tile>& tiles);
-  // detail::fold_rows over `rows` rows, in blocks of rows on the pool's threads where they are
-  // many.
-  void fold_in_parallel(const detail::FoldActs& acts, const float* weights, std::uint64_t tiles,
-                        num::fp32_t* sums, std::uint64_t rows);
-  // A unified-buffer row has been written: its flag, and its values as the fold takes them.
+  // MATMUL's products (`tiles` its weights) by `fold` (detail::fold_rows or fold_rows_int8),
+  // rows over the pool's threads where they are many, the activations from `shadow` (the unified
+  // buffer as the fold takes it; lanes k >= k_valid `past_k_valid`), `convert` making the
+  // fold's weights of a tile's lanes.
+  template <typename T, typename Convert, typename Fold>
+  void fold_matmul(const isa::Instruction& in, const std::vector<Tile>& tiles,
+                   const std::vector<T>& shadow, T past_k_valid, Convert convert, Fold fold);
+  // A unified-buffer row has been written: its flag, and its values as the folds take them.
   void ub_row_written(std::uint64_t row);
   void activate(const isa::Instruction& in);
   void eltwise(const isa::Instruction& in);
@@ -143,8 +145,7 @@ class FunctionalModel final : public Backend {
   std::deque<Tile> weight_fifo_;  // tiles READ_WEIGHTS loaded and no MATMUL has used (U)
   detail::FoldPath fold_path_;    // how MATMUL's products and sums run on this host
   std::vector<float> ub_fold_;    // the unified buffer as the fold takes it (fold_operands)
-  std::vector<float> fold_acts_;  // MATMUL's activation rows with k_valid < D
-  std::vector<float> fold_tiles_;     // MATMUL's weight tiles as the fold takes them
+  std::vector<std::int32_t> ub_int8_;  // ... and the int8 fold (the lanes' low bytes), with Int8
   unsigned fold_threads_;             // threads for MATMUL's rows
   std::unique_ptr<WorkerPool> pool_;  // made by the first MATMUL that uses more than one
   std::uint64_t uninitialized_reads_ = 0;
