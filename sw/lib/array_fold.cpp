@@ -251,6 +251,60 @@ void vector_fold(const FoldActs<T>& acts, const T* weights, std::size_t tiles, n
 
 #endif  // TPU_FOLD_X86
 
+// The kernels of a mode: its portable row and, on x86, each vector path's blocks and the host's
+// modes they need.
+struct FloatFold {
+  using Value = float;
+  static constexpr auto row = &fold_row;
+#ifdef TPU_FOLD_X86
+  using Modes = FlushToZero;
+  template <int Rows, int Vectors>
+  static constexpr auto avx2 = &avx2_block<Rows, Vectors>;
+  template <int Rows, int Vectors>
+  static constexpr auto avx512 = &avx512_block<Rows, Vectors>;
+#endif
+};
+
+struct Int8Fold {
+  using Value = std::int32_t;
+  static constexpr auto row = &fold_row_int8;
+#ifdef TPU_FOLD_X86
+  using Modes = NoModes;
+  template <int Rows, int Vectors>
+  static constexpr auto avx2 = &avx2_int8_block<Rows, Vectors>;
+  template <int Rows, int Vectors>
+  static constexpr auto avx512 = &avx512_int8_block<Rows, Vectors>;
+#endif
+};
+
+// fold_rows and fold_rows_int8 on the path: a vector path runs arrays at least one of its vectors
+// wide; a smaller one, the portable path.
+template <typename Mode>
+void fold_on(FoldPath path, const FoldActs<typename Mode::Value>& acts,
+             const typename Mode::Value* weights, std::size_t tiles, num::fp32_t* sums,
+             std::size_t rows, std::size_t dim) {
+#ifdef TPU_FOLD_X86
+  using Modes = typename Mode::Modes;
+  if (path == FoldPath::Avx512 && dim >= 16) {
+    vector_fold<16, Modes>(acts, weights, tiles, sums, rows, dim, Mode::template avx512<4, 2>,
+                           Mode::template avx512<8, 1>, Mode::template avx512<1, 2>,
+                           Mode::template avx512<1, 1>);
+    return;
+  }
+  if (path != FoldPath::Portable && dim >= 8) {
+    vector_fold<8, Modes>(acts, weights, tiles, sums, rows, dim, Mode::template avx2<4, 2>,
+                          Mode::template avx2<8, 1>, Mode::template avx2<1, 2>,
+                          Mode::template avx2<1, 1>);
+    return;
+  }
+#else
+  (void)path;
+#endif
+  for (std::size_t r = 0; r < rows; ++r) {
+    Mode::row(acts.rows_from(r, dim), weights, tiles, sums + r * dim, dim);
+  }
+}
+
 bool cpu_has(FoldPath path) {
 #ifdef TPU_FOLD_X86
   switch (path) {
@@ -315,46 +369,12 @@ void fold_operands(const num::bf16_t* lanes, std::size_t count, float* out) {
 
 void fold_rows(FoldPath path, const FoldActs<float>& acts, const float* weights, std::size_t tiles,
                num::fp32_t* sums, std::size_t rows, std::size_t dim) {
-#ifdef TPU_FOLD_X86
-  // A path runs arrays at least one of its vectors wide; a smaller one, the portable path.
-  if (path == FoldPath::Avx512 && dim >= 16) {
-    vector_fold<16, FlushToZero>(acts, weights, tiles, sums, rows, dim, avx512_block<4, 2>,
-                                 avx512_block<8, 1>, avx512_block<1, 2>, avx512_block<1, 1>);
-    return;
-  }
-  if (path != FoldPath::Portable && dim >= 8) {
-    vector_fold<8, FlushToZero>(acts, weights, tiles, sums, rows, dim, avx2_block<4, 2>,
-                                avx2_block<8, 1>, avx2_block<1, 2>, avx2_block<1, 1>);
-    return;
-  }
-#else
-  (void)path;
-#endif
-  for (std::size_t r = 0; r < rows; ++r) {
-    fold_row(acts.rows_from(r, dim), weights, tiles, sums + r * dim, dim);
-  }
+  fold_on<FloatFold>(path, acts, weights, tiles, sums, rows, dim);
 }
 
 void fold_rows_int8(FoldPath path, const FoldActs<std::int32_t>& acts, const std::int32_t* weights,
                     std::size_t tiles, num::fp32_t* sums, std::size_t rows, std::size_t dim) {
-#ifdef TPU_FOLD_X86
-  if (path == FoldPath::Avx512 && dim >= 16) {
-    vector_fold<16, NoModes>(acts, weights, tiles, sums, rows, dim, avx512_int8_block<4, 2>,
-                             avx512_int8_block<8, 1>, avx512_int8_block<1, 2>,
-                             avx512_int8_block<1, 1>);
-    return;
-  }
-  if (path != FoldPath::Portable && dim >= 8) {
-    vector_fold<8, NoModes>(acts, weights, tiles, sums, rows, dim, avx2_int8_block<4, 2>,
-                            avx2_int8_block<8, 1>, avx2_int8_block<1, 2>, avx2_int8_block<1, 1>);
-    return;
-  }
-#else
-  (void)path;
-#endif
-  for (std::size_t r = 0; r < rows; ++r) {
-    fold_row_int8(acts.rows_from(r, dim), weights, tiles, sums + r * dim, dim);
-  }
+  fold_on<Int8Fold>(path, acts, weights, tiles, sums, rows, dim);
 }
 
 }  // namespace tpu::detail
