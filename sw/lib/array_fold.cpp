@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -85,139 +86,84 @@ class FlushToZero {
   unsigned saved_;
 };
 
-// The vector kernels, one per instruction set: Rows rows at once, Vectors vectors of columns
-// from `col`, the sums in registers across the whole fold. Products and sums are separate
-// instructions (no FMA: N-MAC is unfused), the order of each column's sums that of k.
-template <int Rows, int Vectors>
-__attribute__((target("avx2"))) void avx2_block(const FoldActs<float>& acts, const float* weights,
+// The vector kernels: Rows rows at once, Vectors vectors of Bytes bytes of columns from `col`,
+// the sums in registers across the whole fold; written once in GCC's vector extensions, whose +
+// and * are the instruction set's lane by lane (separate instructions, no FMA under
+// -ffp-contract=off: N-MAC is unfused), each column's sums in the order of k. Lane is float, or
+// uint32_t for int8 products (exact in int32, sums wrapping); a float sum that is NaN is stored
+// as the canonical NaN. Inlined into one function per instruction set (avx2_block,
+// avx512_block), which the target attribute lets use it.
+template <typename Lane, int Bytes>
+struct VectorOf;  // Lane lanes in Bytes bytes: the attribute takes no dependent type
+template <>
+struct VectorOf<float, 32> {
+  typedef float type __attribute__((vector_size(32)));
+};
+template <>
+struct VectorOf<float, 64> {
+  typedef float type __attribute__((vector_size(64)));
+};
+template <>
+struct VectorOf<std::uint32_t, 32> {
+  typedef std::uint32_t type __attribute__((vector_size(32)));
+};
+template <>
+struct VectorOf<std::uint32_t, 64> {
+  typedef std::uint32_t type __attribute__((vector_size(64)));
+};
+
+template <typename Lane, int Bytes, int Rows, int Vectors, typename Value>
+[[gnu::always_inline]] inline void fold_block(const FoldActs<Value>& acts, const Value* weights,
+                                              std::size_t tiles, num::fp32_t* sums, std::size_t dim,
+                                              std::size_t col) {
+  using Vector = typename VectorOf<Lane, Bytes>::type;
+  using Bits = typename VectorOf<std::uint32_t, Bytes>::type;
+  constexpr std::size_t kLanes = Bytes / sizeof(Lane);
+  Vector s[Rows][Vectors];
+  for (int r = 0; r < Rows; ++r) {
+    for (int v = 0; v < Vectors; ++v)
+      std::memcpy(&s[r][v], sums + r * dim + col + kLanes * v, Bytes);
+  }
+  for (std::size_t t = 0; t < tiles; ++t) {
+    const Value* a_t = acts.first + t * acts.tile_stride;
+    const Value* w_t = weights + t * dim * dim + col;
+    for (std::size_t k = 0; k < dim; ++k) {
+      Vector w[Vectors];
+      for (int v = 0; v < Vectors; ++v) std::memcpy(&w[v], w_t + k * dim + kLanes * v, Bytes);
+      for (int r = 0; r < Rows; ++r) {
+        const auto a = static_cast<Lane>(a_t[r * dim + k]);
+        for (int v = 0; v < Vectors; ++v) s[r][v] = s[r][v] + a * w[v];
+      }
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    for (int v = 0; v < Vectors; ++v) {
+      Bits bits;
+      std::memcpy(&bits, &s[r][v], Bytes);
+      if constexpr (std::is_floating_point_v<Lane>) {
+        const auto nan_lanes = s[r][v] != s[r][v];  // all ones where the sum is NaN
+        Bits unordered;
+        std::memcpy(&unordered, &nan_lanes, Bytes);
+        bits = (bits & ~unordered) | (unordered & num::kCanonicalNanFp32);
+      }
+      std::memcpy(sums + r * dim + col + kLanes * v, &bits, Bytes);
+    }
+  }
+}
+
+template <typename Lane, int Rows, int Vectors, typename Value>
+__attribute__((target("avx2"))) void avx2_block(const FoldActs<Value>& acts, const Value* weights,
                                                 std::size_t tiles, num::fp32_t* sums,
                                                 std::size_t dim, std::size_t col) {
-  __m256 s[Rows][Vectors];
-  for (int r = 0; r < Rows; ++r) {
-    for (int v = 0; v < Vectors; ++v) {
-      s[r][v] = _mm256_loadu_ps(reinterpret_cast<const float*>(sums + r * dim + col + 8 * v));
-    }
-  }
-  for (std::size_t t = 0; t < tiles; ++t) {
-    const float* a_t = acts.first + t * acts.tile_stride;
-    const float* w_t = weights + t * dim * dim + col;
-    for (std::size_t k = 0; k < dim; ++k) {
-      __m256 w[Vectors];
-      for (int v = 0; v < Vectors; ++v) w[v] = _mm256_loadu_ps(w_t + k * dim + 8 * v);
-      for (int r = 0; r < Rows; ++r) {
-        const __m256 a = _mm256_broadcast_ss(a_t + r * dim + k);
-        for (int v = 0; v < Vectors; ++v) {
-          s[r][v] = _mm256_add_ps(s[r][v], _mm256_mul_ps(a, w[v]));
-        }
-      }
-    }
-  }
-  const __m256 nan = _mm256_castsi256_ps(_mm256_set1_epi32(num::kCanonicalNanFp32));
-  for (int r = 0; r < Rows; ++r) {
-    for (int v = 0; v < Vectors; ++v) {
-      const __m256 unordered = _mm256_cmp_ps(s[r][v], s[r][v], _CMP_UNORD_Q);
-      _mm256_storeu_ps(reinterpret_cast<float*>(sums + r * dim + col + 8 * v),
-                       _mm256_blendv_ps(s[r][v], nan, unordered));
-    }
-  }
+  fold_block<Lane, 32, Rows, Vectors>(acts, weights, tiles, sums, dim, col);
 }
 
-template <int Rows, int Vectors>
-__attribute__((target("avx512f"))) void avx512_block(const FoldActs<float>& acts,
-                                                     const float* weights, std::size_t tiles,
+template <typename Lane, int Rows, int Vectors, typename Value>
+__attribute__((target("avx512f"))) void avx512_block(const FoldActs<Value>& acts,
+                                                     const Value* weights, std::size_t tiles,
                                                      num::fp32_t* sums, std::size_t dim,
                                                      std::size_t col) {
-  __m512 s[Rows][Vectors];
-  for (int r = 0; r < Rows; ++r) {
-    for (int v = 0; v < Vectors; ++v) s[r][v] = _mm512_loadu_ps(sums + r * dim + col + 16 * v);
-  }
-  for (std::size_t t = 0; t < tiles; ++t) {
-    const float* a_t = acts.first + t * acts.tile_stride;
-    const float* w_t = weights + t * dim * dim + col;
-    for (std::size_t k = 0; k < dim; ++k) {
-      __m512 w[Vectors];
-      for (int v = 0; v < Vectors; ++v) w[v] = _mm512_loadu_ps(w_t + k * dim + 16 * v);
-      for (int r = 0; r < Rows; ++r) {
-        const __m512 a = _mm512_set1_ps(a_t[r * dim + k]);
-        for (int v = 0; v < Vectors; ++v) {
-          s[r][v] = _mm512_add_ps(s[r][v], _mm512_mul_ps(a, w[v]));
-        }
-      }
-    }
-  }
-  const __m512 nan = _mm512_castsi512_ps(_mm512_set1_epi32(num::kCanonicalNanFp32));
-  for (int r = 0; r < Rows; ++r) {
-    for (int v = 0; v < Vectors; ++v) {
-      const __mmask16 unordered = _mm512_cmp_ps_mask(s[r][v], s[r][v], _CMP_UNORD_Q);
-      _mm512_storeu_ps(sums + r * dim + col + 16 * v,
-                       _mm512_mask_blend_ps(unordered, s[r][v], nan));
-    }
-  }
-}
-
-// The int8 kernels: the same blocks, int32 lanes, products and sums wrapping.
-template <int Rows, int Vectors>
-__attribute__((target("avx2"))) void avx2_int8_block(const FoldActs<std::int32_t>& acts,
-                                                     const std::int32_t* weights, std::size_t tiles,
-                                                     num::fp32_t* sums, std::size_t dim,
-                                                     std::size_t col) {
-  __m256i s[Rows][Vectors];
-  for (int r = 0; r < Rows; ++r) {
-    for (int v = 0; v < Vectors; ++v) {
-      s[r][v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums + r * dim + col + 8 * v));
-    }
-  }
-  for (std::size_t t = 0; t < tiles; ++t) {
-    const std::int32_t* a_t = acts.first + t * acts.tile_stride;
-    const std::int32_t* w_t = weights + t * dim * dim + col;
-    for (std::size_t k = 0; k < dim; ++k) {
-      __m256i w[Vectors];
-      for (int v = 0; v < Vectors; ++v) {
-        w[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w_t + k * dim + 8 * v));
-      }
-      for (int r = 0; r < Rows; ++r) {
-        const __m256i a = _mm256_set1_epi32(a_t[r * dim + k]);
-        for (int v = 0; v < Vectors; ++v) {
-          s[r][v] = _mm256_add_epi32(s[r][v], _mm256_mullo_epi32(a, w[v]));
-        }
-      }
-    }
-  }
-  for (int r = 0; r < Rows; ++r) {
-    for (int v = 0; v < Vectors; ++v) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums + r * dim + col + 8 * v), s[r][v]);
-    }
-  }
-}
-
-template <int Rows, int Vectors>
-__attribute__((target("avx512f"))) void avx512_int8_block(const FoldActs<std::int32_t>& acts,
-                                                          const std::int32_t* weights,
-                                                          std::size_t tiles, num::fp32_t* sums,
-                                                          std::size_t dim, std::size_t col) {
-  __m512i s[Rows][Vectors];
-  for (int r = 0; r < Rows; ++r) {
-    for (int v = 0; v < Vectors; ++v) {
-      s[r][v] = _mm512_loadu_si512(sums + r * dim + col + 16 * v);
-    }
-  }
-  for (std::size_t t = 0; t < tiles; ++t) {
-    const std::int32_t* a_t = acts.first + t * acts.tile_stride;
-    const std::int32_t* w_t = weights + t * dim * dim + col;
-    for (std::size_t k = 0; k < dim; ++k) {
-      __m512i w[Vectors];
-      for (int v = 0; v < Vectors; ++v) w[v] = _mm512_loadu_si512(w_t + k * dim + 16 * v);
-      for (int r = 0; r < Rows; ++r) {
-        const __m512i a = _mm512_set1_epi32(a_t[r * dim + k]);
-        for (int v = 0; v < Vectors; ++v) {
-          s[r][v] = _mm512_add_epi32(s[r][v], _mm512_mullo_epi32(a, w[v]));
-        }
-      }
-    }
-  }
-  for (int r = 0; r < Rows; ++r) {
-    for (int v = 0; v < Vectors; ++v) _mm512_storeu_si512(sums + r * dim + col + 16 * v, s[r][v]);
-  }
+  fold_block<Lane, 64, Rows, Vectors>(acts, weights, tiles, sums, dim, col);
 }
 
 // No modes for integer sums.
@@ -259,9 +205,9 @@ struct FloatFold {
 #ifdef TPU_FOLD_X86
   using Modes = FlushToZero;
   template <int Rows, int Vectors>
-  static constexpr auto avx2 = &avx2_block<Rows, Vectors>;
+  static constexpr auto avx2 = &avx2_block<float, Rows, Vectors, float>;
   template <int Rows, int Vectors>
-  static constexpr auto avx512 = &avx512_block<Rows, Vectors>;
+  static constexpr auto avx512 = &avx512_block<float, Rows, Vectors, float>;
 #endif
 };
 
@@ -271,9 +217,9 @@ struct Int8Fold {
 #ifdef TPU_FOLD_X86
   using Modes = NoModes;
   template <int Rows, int Vectors>
-  static constexpr auto avx2 = &avx2_int8_block<Rows, Vectors>;
+  static constexpr auto avx2 = &avx2_block<std::uint32_t, Rows, Vectors, std::int32_t>;
   template <int Rows, int Vectors>
-  static constexpr auto avx512 = &avx512_int8_block<Rows, Vectors>;
+  static constexpr auto avx512 = &avx512_block<std::uint32_t, Rows, Vectors, std::int32_t>;
 #endif
 };
 

@@ -9,6 +9,7 @@
 
 #include "ops.hpp"
 #include "resident_weights.hpp"
+#include "tpu/nn.hpp"
 
 namespace tpu::graph {
 
@@ -207,9 +208,8 @@ void lay_out(const std::vector<T>& stored, std::vector<T>& values, std::size_t r
              std::size_t cols) {
   const std::size_t matrix = rows * cols;
   for (std::size_t at = 0; matrix > 0 && at < stored.size(); at += matrix) {
-    for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t c = 0; c < cols; ++c) values[at + r * cols + c] = stored[at + c * rows + r];
-    }
+    const std::vector<T> laid = nn::transpose(stored.data() + at, cols, rows);
+    std::copy(laid.begin(), laid.end(), values.begin() + static_cast<std::ptrdiff_t>(at));
   }
 }
 
