@@ -111,9 +111,56 @@ template <>
 struct VectorOf<std::uint32_t, 64> {
   typedef std::uint32_t type __attribute__((vector_size(64)));
 };
+template <>
+struct VectorOf<std::uint16_t, 16> {
+  typedef std::uint16_t type __attribute__((vector_size(16)));
+};
+template <>
+struct VectorOf<std::uint16_t, 32> {
+  typedef std::uint16_t type __attribute__((vector_size(32)));
+};
+template <>
+struct VectorOf<std::int8_t, 8> {
+  typedef std::int8_t type __attribute__((vector_size(8)));
+};
+template <>
+struct VectorOf<std::int8_t, 16> {
+  typedef std::int8_t type __attribute__((vector_size(16)));
+};
+template <>
+struct VectorOf<std::int32_t, 32> {
+  typedef std::int32_t type __attribute__((vector_size(32)));
+};
+template <>
+struct VectorOf<std::int32_t, 64> {
+  typedef std::int32_t type __attribute__((vector_size(64)));
+};
 
-template <typename Lane, int Bytes, int Rows, int Vectors, typename Value>
-[[gnu::always_inline]] inline void fold_block(const FoldActs<Value>& acts, const Value* weights,
+// v = Bytes / 4 weights from element `at` on: copied where they are the fold's values
+// already, widened from host memory's bf16 (the lanes' bits in the upper half) or int8 (sign-
+// extended).
+template <typename Lane, int Bytes, typename Weights>
+[[gnu::always_inline]] inline void load_weights(Weights weights, std::size_t at,
+                                                typename VectorOf<Lane, Bytes>::type& v) {
+  constexpr int kLanes = Bytes / 4;
+  if constexpr (std::is_same_v<Weights, HostBf16Weights>) {
+    typename VectorOf<std::uint16_t, 2 * kLanes>::type narrow;
+    std::memcpy(&narrow, weights.bytes + 2 * at, sizeof narrow);
+    const auto wide = __builtin_convertvector(narrow, typename VectorOf<std::uint32_t, Bytes>::type)
+                      << 16;
+    std::memcpy(&v, &wide, Bytes);
+  } else if constexpr (std::is_same_v<Weights, HostInt8Weights>) {
+    typename VectorOf<std::int8_t, kLanes>::type narrow;
+    std::memcpy(&narrow, weights.bytes + at, sizeof narrow);
+    const auto wide = __builtin_convertvector(narrow, typename VectorOf<std::int32_t, Bytes>::type);
+    std::memcpy(&v, &wide, Bytes);
+  } else {
+    std::memcpy(&v, weights + at, Bytes);
+  }
+}
+
+template <typename Lane, int Bytes, int Rows, int Vectors, typename Value, typename Weights>
+[[gnu::always_inline]] inline void fold_block(const FoldActs<Value>& acts, Weights weights,
                                               std::size_t tiles, num::fp32_t* sums, std::size_t dim,
                                               std::size_t col) {
   using Vector = typename VectorOf<Lane, Bytes>::type;
@@ -126,10 +173,12 @@ template <typename Lane, int Bytes, int Rows, int Vectors, typename Value>
   }
   for (std::size_t t = 0; t < tiles; ++t) {
     const Value* a_t = acts.first + t * acts.tile_stride;
-    const Value* w_t = weights + t * dim * dim + col;
+    const std::size_t w_t = t * dim * dim + col;
     for (std::size_t k = 0; k < dim; ++k) {
       Vector w[Vectors];
-      for (int v = 0; v < Vectors; ++v) std::memcpy(&w[v], w_t + k * dim + kLanes * v, Bytes);
+      for (int v = 0; v < Vectors; ++v) {
+        load_weights<Lane, Bytes>(weights, w_t + k * dim + kLanes * v, w[v]);
+      }
       for (int r = 0; r < Rows; ++r) {
         const auto a = static_cast<Lane>(a_t[r * dim + k]);
         for (int v = 0; v < Vectors; ++v) s[r][v] = s[r][v] + a * w[v];
@@ -151,41 +200,43 @@ template <typename Lane, int Bytes, int Rows, int Vectors, typename Value>
   }
 }
 
-template <typename Lane, int Rows, int Vectors, typename Value>
-__attribute__((target("avx2"))) void avx2_block(const FoldActs<Value>& acts, const Value* weights,
+template <typename Lane, int Rows, int Vectors, typename Value, typename Weights>
+__attribute__((target("avx2"))) void avx2_block(const FoldActs<Value>& acts, Weights weights,
                                                 std::size_t tiles, num::fp32_t* sums,
                                                 std::size_t dim, std::size_t col) {
   fold_block<Lane, 32, Rows, Vectors>(acts, weights, tiles, sums, dim, col);
 }
 
-template <typename Lane, int Rows, int Vectors, typename Value>
-__attribute__((target("avx512f"))) void avx512_block(const FoldActs<Value>& acts,
-                                                     const Value* weights, std::size_t tiles,
-                                                     num::fp32_t* sums, std::size_t dim,
-                                                     std::size_t col) {
+template <typename Lane, int Rows, int Vectors, typename Value, typename Weights>
+__attribute__((target("avx512f"))) void avx512_block(const FoldActs<Value>& acts, Weights weights,
+                                                     std::size_t tiles, num::fp32_t* sums,
+                                                     std::size_t dim, std::size_t col) {
   fold_block<Lane, 64, Rows, Vectors>(acts, weights, tiles, sums, dim, col);
 }
 
 // No modes for integer sums.
 struct NoModes {};
 
-// The rows in blocks of four (eight where the array is one vector wide, so that eight sums are
-// in flight either way, then one at a time), the columns in blocks of two vectors of `width`
-// values (one where the array is one vector wide): Block<Rows, Vectors>(acts, weights, tiles,
-// sums, dim, col), with the host's modes Modes set meanwhile.
-template <std::size_t Width, typename Modes, typename T, typename Block4x2, typename Block8x1,
-          typename Block1x2, typename Block1x1>
-void vector_fold(const FoldActs<T>& acts, const T* weights, std::size_t tiles, num::fp32_t* sums,
-                 std::size_t rows, std::size_t dim, Block4x2 b42, Block8x1 b81, Block1x2 b12,
+// The rows in blocks of TwoRows (OneRows where the array is one vector wide), then one at a
+// time; the columns in blocks of two vectors of `Width` values (one where the array is one
+// vector wide): Block<Rows, Vectors>(acts, weights, tiles, sums, dim, col), with the host's
+// modes Modes set meanwhile. The blocks hold as many sums in registers as the instruction set
+// has room for beside the weights: 8 with AVX2's 16 registers, 16 with AVX-512's 32, so that
+// each weight vector loaded (and widened from bf16 or int8) serves that many products.
+template <std::size_t Width, std::size_t TwoRows, std::size_t OneRows, typename Modes, typename T,
+          typename Weights, typename BlockTwo, typename BlockOne, typename Block1x2,
+          typename Block1x1>
+void vector_fold(const FoldActs<T>& acts, Weights weights, std::size_t tiles, num::fp32_t* sums,
+                 std::size_t rows, std::size_t dim, BlockTwo b_two, BlockOne b_one, Block1x2 b12,
                  Block1x1 b11) {
   const Modes modes;
   (void)modes;
   const bool two = dim >= 2 * Width;
-  const std::size_t block = two ? 4 : 8;
+  const std::size_t block = two ? TwoRows : OneRows;
   std::size_t r = 0;
   for (; r + block <= rows; r += block) {
     for (std::size_t col = 0; col < dim; col += two ? 2 * Width : Width) {
-      (two ? b42 : b81)(acts.rows_from(r, dim), weights, tiles, sums + r * dim, dim, col);
+      (two ? b_two : b_one)(acts.rows_from(r, dim), weights, tiles, sums + r * dim, dim, col);
     }
   }
   for (; r < rows; ++r) {
@@ -204,10 +255,10 @@ struct FloatFold {
   static constexpr auto row = &fold_row;
 #ifdef TPU_FOLD_X86
   using Modes = FlushToZero;
-  template <int Rows, int Vectors>
-  static constexpr auto avx2 = &avx2_block<float, Rows, Vectors, float>;
-  template <int Rows, int Vectors>
-  static constexpr auto avx512 = &avx512_block<float, Rows, Vectors, float>;
+  template <typename Weights, int Rows, int Vectors>
+  static constexpr auto avx2 = &avx2_block<float, Rows, Vectors, float, Weights>;
+  template <typename Weights, int Rows, int Vectors>
+  static constexpr auto avx512 = &avx512_block<float, Rows, Vectors, float, Weights>;
 #endif
 };
 
@@ -216,38 +267,60 @@ struct Int8Fold {
   static constexpr auto row = &fold_row_int8;
 #ifdef TPU_FOLD_X86
   using Modes = NoModes;
-  template <int Rows, int Vectors>
-  static constexpr auto avx2 = &avx2_block<std::uint32_t, Rows, Vectors, std::int32_t>;
-  template <int Rows, int Vectors>
-  static constexpr auto avx512 = &avx512_block<std::uint32_t, Rows, Vectors, std::int32_t>;
+  template <typename Weights, int Rows, int Vectors>
+  static constexpr auto avx2 = &avx2_block<std::uint32_t, Rows, Vectors, std::int32_t, Weights>;
+  template <typename Weights, int Rows, int Vectors>
+  static constexpr auto avx512 = &avx512_block<std::uint32_t, Rows, Vectors, std::int32_t, Weights>;
 #endif
 };
 
+// The portable path's weights: host memory's lanes widened into the fold's values first.
+std::vector<float> widened(HostBf16Weights weights, std::size_t count) {
+  std::vector<num::bf16_t> lanes(count);
+  for (std::size_t e = 0; e < count; ++e) {
+    lanes[e] = static_cast<num::bf16_t>(weights.bytes[2 * e] | (weights.bytes[2 * e + 1] << 8));
+  }
+  std::vector<float> values(count);
+  fold_operands(lanes.data(), count, values.data());
+  return values;
+}
+std::vector<std::int32_t> widened(HostInt8Weights weights, std::size_t count) {
+  std::vector<std::int32_t> values(count);
+  for (std::size_t e = 0; e < count; ++e) values[e] = static_cast<std::int8_t>(weights.bytes[e]);
+  return values;
+}
+
 // fold_rows and fold_rows_int8 on the path: a vector path runs arrays at least one of its vectors
 // wide; a smaller one, the portable path.
-template <typename Mode>
-void fold_on(FoldPath path, const FoldActs<typename Mode::Value>& acts,
-             const typename Mode::Value* weights, std::size_t tiles, num::fp32_t* sums,
-             std::size_t rows, std::size_t dim) {
+template <typename Mode, typename Weights>
+void fold_on(FoldPath path, const FoldActs<typename Mode::Value>& acts, Weights weights,
+             std::size_t tiles, num::fp32_t* sums, std::size_t rows, std::size_t dim) {
 #ifdef TPU_FOLD_X86
   using Modes = typename Mode::Modes;
   if (path == FoldPath::Avx512 && dim >= 16) {
-    vector_fold<16, Modes>(acts, weights, tiles, sums, rows, dim, Mode::template avx512<4, 2>,
-                           Mode::template avx512<8, 1>, Mode::template avx512<1, 2>,
-                           Mode::template avx512<1, 1>);
+    vector_fold<16, 8, 16, Modes>(
+        acts, weights, tiles, sums, rows, dim, Mode::template avx512<Weights, 8, 2>,
+        Mode::template avx512<Weights, 16, 1>, Mode::template avx512<Weights, 1, 2>,
+        Mode::template avx512<Weights, 1, 1>);
     return;
   }
   if (path != FoldPath::Portable && dim >= 8) {
-    vector_fold<8, Modes>(acts, weights, tiles, sums, rows, dim, Mode::template avx2<4, 2>,
-                          Mode::template avx2<8, 1>, Mode::template avx2<1, 2>,
-                          Mode::template avx2<1, 1>);
+    vector_fold<8, 4, 8, Modes>(
+        acts, weights, tiles, sums, rows, dim, Mode::template avx2<Weights, 4, 2>,
+        Mode::template avx2<Weights, 8, 1>, Mode::template avx2<Weights, 1, 2>,
+        Mode::template avx2<Weights, 1, 1>);
     return;
   }
 #else
   (void)path;
 #endif
-  for (std::size_t r = 0; r < rows; ++r) {
-    Mode::row(acts.rows_from(r, dim), weights, tiles, sums + r * dim, dim);
+  if constexpr (std::is_pointer_v<Weights>) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      Mode::row(acts.rows_from(r, dim), weights, tiles, sums + r * dim, dim);
+    }
+  } else {
+    fold_on<Mode>(FoldPath::Portable, acts, widened(weights, tiles * dim * dim).data(), tiles, sums,
+                  rows, dim);
   }
 }
 
@@ -304,6 +377,11 @@ FoldPath default_fold_path() {
                            ": not a path (portable, avx2, avx512)");
 }
 
+// Built for each vector instruction set, the best chosen when the program loads: it runs for
+// every unified-buffer row written and every weight tile a MATMUL takes.
+#if defined(TPU_FOLD_X86) && defined(__ELF__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 void fold_operands(const num::bf16_t* lanes, std::size_t count, float* out) {
   // Branch-free, so that the compiler vectorises it: the exponent's zero keeps the sign alone.
   for (std::size_t i = 0; i < count; ++i) {
@@ -319,6 +397,16 @@ void fold_rows(FoldPath path, const FoldActs<float>& acts, const float* weights,
 }
 
 void fold_rows_int8(FoldPath path, const FoldActs<std::int32_t>& acts, const std::int32_t* weights,
+                    std::size_t tiles, num::fp32_t* sums, std::size_t rows, std::size_t dim) {
+  fold_on<Int8Fold>(path, acts, weights, tiles, sums, rows, dim);
+}
+
+void fold_rows(FoldPath path, const FoldActs<float>& acts, HostBf16Weights weights,
+               std::size_t tiles, num::fp32_t* sums, std::size_t rows, std::size_t dim) {
+  fold_on<FloatFold>(path, acts, weights, tiles, sums, rows, dim);
+}
+
+void fold_rows_int8(FoldPath path, const FoldActs<std::int32_t>& acts, HostInt8Weights weights,
                     std::size_t tiles, num::fp32_t* sums, std::size_t rows, std::size_t dim) {
   fold_on<Int8Fold>(path, acts, weights, tiles, sums, rows, dim);
 }

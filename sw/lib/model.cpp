@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "tpu/array_fold.hpp"
@@ -23,19 +25,35 @@ using regs::Error;
 // -0: the padding activation of lanes k >= k_valid, the identity of N-ADD.
 constexpr num::bf16_t kNegativeZero = 0x8000;
 
-num::bf16_t load_le16(const std::uint8_t* p) {
-  return static_cast<num::bf16_t>(p[0] | (p[1] << 8));
+constexpr bool kLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
+// n lanes between host memory (little-endian) and the core's rows: a copy on a little-endian
+// host, which the row moves of every READ_HOST, WRITE_HOST and weight tile come down to.
+template <typename Lane>
+void load_lanes(const std::uint8_t* src, Lane* dst, std::size_t n) {
+  if constexpr (kLittleEndian) {
+    std::memcpy(dst, src, n * sizeof(Lane));
+  } else {
+    for (std::size_t e = 0; e < n; ++e) {
+      Lane value = 0;
+      for (unsigned b = 0; b < sizeof(Lane); ++b) {
+        value = static_cast<Lane>(value | (Lane{src[e * sizeof(Lane) + b]} << (8 * b)));
+      }
+      dst[e] = value;
+    }
+  }
 }
-num::fp32_t load_le32(const std::uint8_t* p) {
-  return num::fp32_t{p[0]} | (num::fp32_t{p[1]} << 8) | (num::fp32_t{p[2]} << 16) |
-         (num::fp32_t{p[3]} << 24);
-}
-void store_le16(std::uint8_t* p, num::bf16_t value) {
-  p[0] = static_cast<std::uint8_t>(value);
-  p[1] = static_cast<std::uint8_t>(value >> 8);
-}
-void store_le32(std::uint8_t* p, num::fp32_t value) {
-  for (unsigned b = 0; b < 4; ++b) p[b] = static_cast<std::uint8_t>(value >> (8 * b));
+template <typename Lane>
+void store_lanes(std::uint8_t* dst, const Lane* src, std::size_t n) {
+  if constexpr (kLittleEndian) {
+    std::memcpy(dst, src, n * sizeof(Lane));
+  } else {
+    for (std::size_t e = 0; e < n; ++e) {
+      for (unsigned b = 0; b < sizeof(Lane); ++b) {
+        dst[e * sizeof(Lane) + b] = static_cast<std::uint8_t>(src[e] >> (8 * b));
+      }
+    }
+  }
 }
 
 // An int8 in a 16-bit unified-buffer or weight lane: sign-extended (docs/isa.md, int8 mode).
@@ -69,9 +87,33 @@ std::int8_t requantize_lane(std::int32_t sum, std::int32_t bias, std::int32_t mu
 }
 
 // h(i, r) of docs/isa.md; HOST_RANGE has made sure it fits in 32 bits.
+// The least work of a MATMUL's task on a thread of its own: about 6 us on the vector paths, some
+// times what handing it to a waiting thread takes (WorkerPool); measured by make bench-model.
+constexpr std::uint64_t kMinTaskMacs = std::uint64_t{1} << 19;
+
 std::uint64_t host_address(const Instruction& in, std::uint64_t i, std::uint64_t r) {
   return in.host_addr() + i * in.host_step() + r * in.host_stride();
 }
+
+// The rows a READ_HOST or WRITE_HOST moves, its fields decoded once: iteration i's row r is
+// row(i, r) on chip and host(i, r) in host memory.
+struct RowMove {
+  RowMove(const Instruction& in, std::uint64_t chip_first, std::uint64_t chip_iteration_step)
+      : count(in.count()),
+        rows(in.rows()),
+        chip_addr(chip_first),
+        chip_step(chip_iteration_step),
+        host_addr(in.host_addr()),
+        host_step(in.host_step()),
+        host_stride(in.host_stride()) {}
+  std::uint64_t row(std::uint64_t i, std::uint64_t r) const {
+    return chip_addr + i * chip_step + r;
+  }
+  std::uint64_t host(std::uint64_t i, std::uint64_t r) const {
+    return host_addr + i * host_step + r * host_stride;
+  }
+  std::uint64_t count, rows, chip_addr, chip_step, host_addr, host_step, host_stride;
+};
 
 }  // namespace
 
@@ -82,6 +124,7 @@ FunctionalModel::FunctionalModel(const HardwareConfig& config, std::size_t host_
       fold_path_(detail::default_fold_path()),
       fold_threads_(WorkerPool::host_threads()) {
   isa::validate_config(config_);
+  if (fold_threads_ > 1) pool_ = std::make_unique<WorkerPool>(fold_threads_);
   ub_.assign(std::size_t{config_.ub_depth} * dim_, 0);
   ub_fold_.assign(ub_.size(), 0.0f);
   if (config_.int8) ub_int8_.assign(ub_.size(), 0);
@@ -277,18 +320,21 @@ void FunctionalModel::execute(const Instruction& in) {
 void FunctionalModel::read_host(const Instruction& in) {
   const bool to_acc = in.flag(isa::kReadHostFlagAcc);
   const bool int8 = in.flag(isa::kReadHostFlagI8);
-  for (std::uint64_t i = 0; i < in.count(); ++i) {
-    for (std::uint64_t r = 0; r < in.rows(); ++r) {
-      const std::uint64_t row = in.addr_b() + i * in.step_b() + r;
-      const std::uint8_t* src = memory_.data() + host_address(in, i, r);
+  const RowMove move(in, in.addr_b(), in.step_b());
+  for (std::uint64_t i = 0; i < move.count; ++i) {
+    for (std::uint64_t r = 0; r < move.rows; ++r) {
+      const std::uint64_t row = move.row(i, r);
+      const std::uint8_t* src = memory_.data() + move.host(i, r);
       if (to_acc) {
         num::fp32_t* dst = acc(row);
-        for (std::size_t j = 0; j < dim_; ++j) dst[j] = load_le32(src + 4 * j);
+        load_lanes(src, dst, dim_);
         acc_written_[row] = 1;
       } else {
         num::bf16_t* dst = ub(row);
-        for (std::size_t j = 0; j < dim_; ++j) {
-          dst[j] = int8 ? widen_int8(src[j]) : load_le16(src + 2 * j);
+        if (int8) {
+          for (std::size_t j = 0; j < dim_; ++j) dst[j] = widen_int8(src[j]);
+        } else {
+          load_lanes(src, dst, dim_);
         }
         ub_row_written(row);
       }
@@ -296,28 +342,37 @@ void FunctionalModel::read_host(const Instruction& in) {
   }
 }
 
-FunctionalModel::Tile FunctionalModel::load_tile(std::uint64_t host_addr, std::uint32_t stride,
-                                                 std::uint32_t rows, bool int8,
-                                                 bool transposed) const {
+void FunctionalModel::load_tile(std::uint64_t host_addr, std::uint32_t stride, std::uint32_t rows,
+                                bool int8, bool transposed, num::bf16_t* tile) const {
   // Host row r is the tile's row r, or with `transposed` its column r; rows (columns) past
-  // `rows` stay +0.
-  Tile tile(dim_ * dim_, 0);
+  // `rows` stay +0. The loops per kind, so that the plain one (every FETCH) vectorises.
+  std::fill(tile, tile + dim_ * dim_, num::bf16_t{0});
   for (std::size_t r = 0; r < rows; ++r) {
     const std::uint8_t* src = memory_.data() + host_addr + r * stride;
-    for (std::size_t e = 0; e < dim_; ++e) {
-      const std::size_t k = transposed ? e : r, j = transposed ? r : e;
-      tile[k * dim_ + j] = int8 ? widen_int8(src[e]) : load_le16(src + 2 * e);
+    if (transposed) {
+      for (std::size_t e = 0; e < dim_; ++e) {
+        num::bf16_t lane = 0;
+        if (int8) {
+          lane = widen_int8(src[e]);
+        } else {
+          load_lanes(src + 2 * e, &lane, 1);
+        }
+        tile[e * dim_ + r] = lane;
+      }
+    } else if (int8) {
+      for (std::size_t e = 0; e < dim_; ++e) tile[r * dim_ + e] = widen_int8(src[e]);
+    } else {
+      load_lanes(src, tile + r * dim_, dim_);
     }
   }
-  return tile;
 }
 
 void FunctionalModel::read_weights(const Instruction& in) {
   const bool int8 = in.flag(isa::kReadWeightsFlagI8);
   const bool transposed = in.flag(isa::kReadWeightsFlagT);
   for (std::uint64_t i = 0; i < in.count(); ++i) {
-    weight_fifo_.push_back(
-        load_tile(host_address(in, i, 0), in.host_stride(), in.rows(), int8, transposed));
+    Tile& tile = weight_fifo_.emplace_back(dim_ * dim_);
+    load_tile(host_address(in, i, 0), in.host_stride(), in.rows(), int8, transposed, tile.data());
   }
 }
 
@@ -325,25 +380,21 @@ void FunctionalModel::matmul(const Instruction& in) {
   const bool fetch = in.flag(isa::kMatmulFlagFetch);
   const bool int8 = in.flag(isa::kMatmulFlagI8);
   const std::uint64_t count = in.count(), row_count = in.rows();
-  std::vector<Tile> tiles(count);
-  for (std::uint64_t i = 0; i < count; ++i) {
-    if (fetch) {
-      tiles[i] = load_tile(host_address(in, i, 0), in.host_stride(), in.k_valid(), int8, false);
-    } else {
-      tiles[i] = std::move(weight_fifo_.front());
-      weight_fifo_.pop_front();
-    }
+  // Without FETCH the weights are the FIFO's next tiles; with it, read from host memory as the
+  // fold takes them (fold_matmul), with no tile kept.
+  std::vector<Tile> tiles(fetch ? 0 : count);
+  for (Tile& tile : tiles) {
+    tile = std::move(weight_fifo_.front());
+    weight_fifo_.pop_front();
   }
   // The rows each iteration reads and writes, in order.
   for (std::uint64_t i = 0; i < count; ++i) {
     const bool accumulate = in.flag(i == 0 ? isa::kMatmulFlagAcc0 : isa::kMatmulFlagAccn);
     const std::uint64_t a_first = in.addr_a() + i * in.step_a();
     const std::uint64_t b_first = in.addr_b() + i * in.step_b();
-    for (std::uint64_t r = 0; r < row_count; ++r) {
-      note_read(ub_written_, a_first + r);
-      if (accumulate) note_read(acc_written_, b_first + r);
-      acc_written_[b_first + r] = 1;
-    }
+    note_reads(ub_written_, a_first, row_count);
+    if (accumulate) note_reads(acc_written_, b_first, row_count);
+    std::fill_n(acc_written_.begin() + static_cast<std::ptrdiff_t>(b_first), row_count, 1);
   }
   if (int8) {
     // Q-MAC on the low bytes of the activation and weight lanes, whatever loaded the tile; lanes
@@ -353,16 +404,26 @@ void FunctionalModel::matmul(const Instruction& in) {
         [](const num::bf16_t* lanes, std::size_t n, std::int32_t* out) {
           for (std::size_t e = 0; e < n; ++e) out[e] = isa::int8_value(lanes[e]);
         },
-        [this](const detail::FoldActs<std::int32_t>& acts, const std::int32_t* weights,
-               std::uint64_t tiles_now, num::fp32_t* sums, std::uint64_t rows) {
-          detail::fold_rows_int8(fold_path_, acts, weights, tiles_now, sums, rows, dim_);
+        [this](const detail::FoldActs<std::int32_t>& acts, auto weights, std::uint64_t tiles_now,
+               num::fp32_t* sums, std::uint64_t rows) {
+          if constexpr (std::is_same_v<decltype(weights), std::uint8_t*>) {
+            detail::fold_rows_int8(fold_path_, acts, detail::HostInt8Weights{weights}, tiles_now,
+                                   sums, rows, dim_);
+          } else {
+            detail::fold_rows_int8(fold_path_, acts, weights, tiles_now, sums, rows, dim_);
+          }
         });
     return;
   }
   fold_matmul<float>(in, tiles, ub_fold_, -0.0f, detail::fold_operands,
-                     [this](const detail::FoldActs<float>& acts, const float* weights,
+                     [this](const detail::FoldActs<float>& acts, auto weights,
                             std::uint64_t tiles_now, num::fp32_t* sums, std::uint64_t rows) {
-                       detail::fold_rows(fold_path_, acts, weights, tiles_now, sums, rows, dim_);
+                       if constexpr (std::is_same_v<decltype(weights), std::uint8_t*>) {
+                         detail::fold_rows(fold_path_, acts, detail::HostBf16Weights{weights},
+                                           tiles_now, sums, rows, dim_);
+                       } else {
+                         detail::fold_rows(fold_path_, acts, weights, tiles_now, sums, rows, dim_);
+                       }
                      });
 }
 
@@ -381,6 +442,12 @@ void FunctionalModel::fold_matmul(const Instruction& in, const std::vector<Tile>
   const bool k_loop = step_b == 0 && in.flag(isa::kMatmulFlagAccn);
   const std::uint64_t group = k_loop ? kMaxTiles : 1;
   std::vector<T> weights, copy;
+  // A FETCH of whole tiles laid out one after the other (every GEMM's and convolution's): the
+  // fold reads them where they lie in host memory.
+  constexpr std::uint64_t kLaneBytes = std::is_same_v<T, float> ? 2 : 1;
+  const bool in_place = tiles.empty() && kLittleEndian && k_valid == dim_ &&
+                        in.host_stride() == kLaneBytes * dim_ &&
+                        in.host_step() == kLaneBytes * dim_ * dim_;
   for (std::uint64_t i0 = 0; i0 < count; i0 += group) {
     const std::uint64_t tiles_now = std::min(group, count - i0);
     const std::uint64_t a_first = in.addr_a() + i0 * step_a;
@@ -388,9 +455,17 @@ void FunctionalModel::fold_matmul(const Instruction& in, const std::vector<Tile>
     if (!in.flag(i0 == 0 ? isa::kMatmulFlagAcc0 : isa::kMatmulFlagAccn)) {
       std::fill(acc(b_first), acc(b_first) + row_count * dim_, 0u);  // the seeds +0 (int8: 0)
     }
-    weights.resize(tiles_now * dim_ * dim_);
-    for (std::uint64_t t = 0; t < tiles_now; ++t) {
-      convert(tiles[i0 + t].data(), dim_ * dim_, &weights[t * dim_ * dim_]);
+    if (!in_place) {
+      weights.resize(tiles_now * dim_ * dim_);
+      Tile fetched(tiles.empty() ? dim_ * dim_ : 0);
+      for (std::uint64_t t = 0; t < tiles_now; ++t) {
+        if (tiles.empty()) {
+          load_tile(host_address(in, i0 + t, 0), in.host_stride(), in.k_valid(),
+                    in.flag(isa::kMatmulFlagI8), false, fetched.data());
+        }
+        convert(tiles.empty() ? fetched.data() : tiles[i0 + t].data(), dim_ * dim_,
+                &weights[t * dim_ * dim_]);
+      }
     }
     detail::FoldActs<T> acts{shadow.data() + a_first * dim_, step_a * dim_};
     if (k_valid < dim_) {
@@ -405,25 +480,28 @@ void FunctionalModel::fold_matmul(const Instruction& in, const std::vector<Tile>
       }
       acts = {copy.data(), row_count * dim_};
     }
-    // Rows split over the pool's threads where a block holds at least 2^23 multiply-adds (about
-    // 0.1 ms: a 512^3 GEMM on the 128x128 core, 2^22 a MATMUL iteration, ran 1.8 times slower on
-    // two threads of 2^21 each than on one), in multiples of the kernels' eight rows.
-    const std::uint64_t macs_a_row = tiles_now * dim_ * dim_;
-    const std::uint64_t min_rows = ((std::uint64_t{1} << 23) / macs_a_row + 7) / 8 * 8;
-    const std::uint64_t tasks =
-        std::min<std::uint64_t>(fold_threads_, std::max<std::uint64_t>(1, row_count / min_rows));
+    // Rows split over the pool's threads, each task at least kMinTaskMacs multiply-adds and a
+    // multiple of the kernels' eight rows.
+    const std::uint64_t macs = row_count * tiles_now * dim_ * dim_;
+    const std::uint64_t tasks = std::min<std::uint64_t>(
+        {fold_threads_, std::max<std::uint64_t>(1, macs / kMinTaskMacs), (row_count + 7) / 8});
     num::fp32_t* sums = acc(b_first);
+    const auto fold_rows = [&](std::uint64_t first, std::uint64_t rows) {
+      if (in_place) {
+        fold(acts.rows_from(first, dim_), memory_.data() + host_address(in, i0, 0), tiles_now,
+             sums + first * dim_, rows);
+      } else {
+        fold(acts.rows_from(first, dim_), weights.data(), tiles_now, sums + first * dim_, rows);
+      }
+    };
     if (tasks <= 1) {
-      fold(acts, weights.data(), tiles_now, sums, row_count);
+      fold_rows(0, row_count);
       continue;
     }
-    if (!pool_) pool_ = std::make_unique<WorkerPool>(fold_threads_);
-    const std::uint64_t per_task = (row_count / tasks + 7) / 8 * 8;
+    const std::uint64_t per_task = ((row_count + tasks - 1) / tasks + 7) / 8 * 8;
     pool_->run(tasks, [&](std::size_t task) {
       const std::uint64_t first = task * per_task;
-      if (first >= row_count) return;
-      fold(acts.rows_from(first, dim_), weights.data(), tiles_now, sums + first * dim_,
-           std::min(per_task, row_count - first));
+      if (first < row_count) fold_rows(first, std::min(per_task, row_count - first));
     });
   }
 }
@@ -594,23 +672,22 @@ void FunctionalModel::requantize(const Instruction& in) {
 void FunctionalModel::write_host(const Instruction& in) {
   const bool from_acc = in.flag(isa::kWriteHostFlagAcc);
   const bool int8 = in.flag(isa::kWriteHostFlagI8);
-  for (std::uint64_t i = 0; i < in.count(); ++i) {
-    for (std::uint64_t r = 0; r < in.rows(); ++r) {
-      const std::uint64_t row = in.addr_a() + i * in.step_a() + r;
-      std::uint8_t* dst = memory_.data() + host_address(in, i, r);
+  const RowMove move(in, in.addr_a(), in.step_a());
+  for (std::uint64_t i = 0; i < move.count; ++i) {
+    for (std::uint64_t r = 0; r < move.rows; ++r) {
+      const std::uint64_t row = move.row(i, r);
+      std::uint8_t* dst = memory_.data() + move.host(i, r);
       if (from_acc) {
         note_read(acc_written_, row);
         const num::fp32_t* src = acc(row);
-        for (std::size_t j = 0; j < dim_; ++j) store_le32(dst + 4 * j, src[j]);
+        store_lanes(dst, src, dim_);
       } else {
         note_read(ub_written_, row);
         const num::bf16_t* src = ub(row);
-        for (std::size_t j = 0; j < dim_; ++j) {
-          if (int8) {
-            dst[j] = static_cast<std::uint8_t>(src[j]);  // the lane's low byte
-          } else {
-            store_le16(dst + 2 * j, src[j]);
-          }
+        if (int8) {
+          for (std::size_t j = 0; j < dim_; ++j) dst[j] = static_cast<std::uint8_t>(src[j]);
+        } else {
+          store_lanes(dst, src, dim_);
         }
       }
     }

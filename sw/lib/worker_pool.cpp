@@ -1,10 +1,23 @@
 #include "tpu/worker_pool.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
 
 namespace tpu {
+namespace {
+
+// How long an idle worker looks for the next job before it sleeps.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
 
 WorkerPool::WorkerPool(unsigned threads) {
   for (unsigned t = 1; t < threads; ++t) workers_.emplace_back([this] { work(); });
@@ -35,31 +48,40 @@ unsigned WorkerPool::host_threads() {
 }
 
 void WorkerPool::take_tasks() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (next_ < count_) {
-    const std::size_t index = next_++;
-    lock.unlock();
+  // A worker late from the job before may take an index of this one: run() set the task and
+  // the count before it reset next_, so the index is this job's and so is the task it runs.
+  for (std::size_t index = next_++; index < count_; index = next_++) {
     try {
       (*task_)(index);
     } catch (...) {
-      lock.lock();
+      const std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();
-      lock.unlock();
     }
-    lock.lock();
-    if (++finished_ == count_) done_.notify_all();
+    ++finished_;
   }
 }
 
 void WorkerPool::work() {
   std::uint64_t seen = 0;
   while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || job_ != seen; });
-      if (stopping_) return;
-      seen = job_;
+    const auto give_up = std::chrono::steady_clock::now() + kSpin;
+    for (unsigned spins = 0; job_ == seen && !stopping_; ++spins) {
+      // Mostly the processor's pause, which leaves the core to a sibling thread; now and then
+      // the clock, and the scheduler's turn to whatever else waits for this core.
+      if (spins % 64 == 63) {
+        if (std::chrono::steady_clock::now() >= give_up) break;
+        std::this_thread::yield();
+      }
+      pause();
     }
+    if (job_ == seen && !stopping_) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ++sleeping_;
+      wake_.wait(lock, [&] { return stopping_ || job_ != seen; });
+      --sleeping_;
+    }
+    if (stopping_) return;
+    seen = job_;
     take_tasks();
   }
 }
@@ -68,17 +90,23 @@ void WorkerPool::run(std::size_t count, const std::function<void(std::size_t)>& 
   if (count == 0) return;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
-    task_ = &task;
-    count_ = count;
-    next_ = finished_ = 0;
     error_ = nullptr;
-    ++job_;
   }
-  wake_.notify_all();
+  task_ = &task;
+  count_ = count;
+  finished_ = 0;
+  next_ = 0;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    ++job_;
+    if (sleeping_ > 0) wake_.notify_all();
+  }
   take_tasks();
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return finished_ == count_; });
-  task_ = nullptr;
+  for (unsigned spins = 0; finished_ < count; ++spins) {
+    if (spins % 64 == 63) std::this_thread::yield();
+    pause();
+  }
+  const std::lock_guard<std::mutex> lock(mutex_);
   count_ = 0;
   if (error_) std::rethrow_exception(error_);
 }

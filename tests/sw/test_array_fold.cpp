@@ -34,9 +34,20 @@ std::vector<float> operands_of(const std::vector<num::bf16_t>& lanes) {
   return out;
 }
 
+// The weights as host memory holds them: little-endian bf16 lanes, or int8 bytes.
+std::vector<std::uint8_t> host_bytes(const std::vector<num::bf16_t>& lanes) {
+  std::vector<std::uint8_t> bytes(2 * lanes.size());
+  for (std::size_t e = 0; e < lanes.size(); ++e) {
+    bytes[2 * e] = static_cast<std::uint8_t>(lanes[e]);
+    bytes[2 * e + 1] = static_cast<std::uint8_t>(lanes[e] >> 8);
+  }
+  return bytes;
+}
+
 // `rows` rows folded on `path` against `tiles` tiles (a K loop of k_len = tiles x dim), each row
-// checked against the reference: the activations and weights from `bf16`, the seeds from `seed`;
-// every third row's lanes in pairs that cancel.
+// checked against the reference, the weights given both as the fold's floats and as host memory's
+// bf16 lanes: the activations and weights from `bf16`, the seeds from `seed`; every third row's
+// lanes in pairs that cancel.
 void check_rows(detail::FoldPath path, std::size_t dim, std::size_t rows, std::size_t tiles,
                 const std::function<num::bf16_t()>& bf16,
                 const std::function<num::fp32_t()>& seed) {
@@ -68,9 +79,15 @@ void check_rows(detail::FoldPath path, std::size_t dim, std::size_t rows, std::s
       std::copy_n(&row_operands[r * k_len + t * dim], dim, &laid_out[t * tile_stride + r * dim]);
     }
   }
-  std::vector<num::fp32_t> got = sums;
+  std::vector<num::fp32_t> got = sums, got_in_place = sums;
   detail::fold_rows(path, {laid_out.data(), tile_stride}, operands_of(tile).data(), tiles,
                     got.data(), rows, dim);
+  const std::vector<std::uint8_t> in_host_memory = host_bytes(tile);
+  detail::fold_rows(path, {laid_out.data(), tile_stride},
+                    detail::HostBf16Weights{in_host_memory.data()}, tiles, got_in_place.data(),
+                    rows, dim);
+  ASSERT_EQ(got_in_place, got) << detail::fold_path_name(path) << ", dim " << dim << ", " << tiles
+                               << " tiles, " << rows << " rows: host memory's weights";
   for (std::size_t row = 0; row < rows; ++row) {
     const std::vector<num::bf16_t> row_acts(
         acts.begin() + static_cast<std::ptrdiff_t>(row * k_len),
@@ -89,12 +106,12 @@ void check_rows(detail::FoldPath path, std::size_t dim, std::size_t rows, std::s
 
 // Every path this CPU runs (the vector ones forced, as TPU_FOLD_PATH can), every array size from
 // 1 to 256 (below a path's vector width it folds as the portable path does), row counts around
-// the kernels' blocks of four and eight, one tile and a K loop of three.
+// the kernels' blocks of four, eight and sixteen, one tile and a K loop of three.
 TEST(ArrayFold, MixedOperandsMatchReferenceOnEveryPath) {
   oracle::OperandRng rng(test::test_seed());
   for (const detail::FoldPath path : detail::available_fold_paths()) {
     for (std::size_t dim : {1u, 4u, 8u, 16u, 32u, 64u, 256u}) {
-      for (std::size_t rows : {1u, 3u, 4u, 7u, 9u, 64u}) {
+      for (std::size_t rows : {1u, 3u, 4u, 7u, 9u, 15u, 16u, 17u, 64u}) {
         for (std::size_t tiles : {1u, 3u}) {
           check_rows(
               path, dim, rows, tiles, [&] { return rng.bf16(); }, [&] { return rng.fp32(); });
@@ -160,7 +177,7 @@ TEST(ArrayFold, Int8SumsWrapOnEveryPath) {
   for (const detail::FoldPath path : detail::available_fold_paths()) {
     for (std::size_t dim : {1u, 4u, 8u, 16u, 64u}) {
       for (std::size_t tiles : {1u, 3u}) {
-        const std::size_t rows = 13, tile_stride = (rows + 2) * dim;
+        const std::size_t rows = 21, tile_stride = (rows + 2) * dim;
         std::vector<std::int32_t> acts(tiles * tile_stride), weights(tiles * dim * dim);
         for (auto& a : acts) a = int8();
         for (auto& w : weights) w = int8();
@@ -179,10 +196,21 @@ TEST(ArrayFold, Int8SumsWrapOnEveryPath) {
             want[r * dim + j] = static_cast<num::fp32_t>(static_cast<std::uint64_t>(sum));
           }
         }
+        std::vector<num::fp32_t> in_place = sums;
         detail::fold_rows_int8(path, {acts.data(), tile_stride}, weights.data(), tiles, sums.data(),
                                rows, dim);
         ASSERT_EQ(sums, want) << detail::fold_path_name(path) << ", dim " << dim << ", " << tiles
                               << " tiles";
+        // The weights as host memory holds them: one byte each.
+        std::vector<std::uint8_t> bytes(weights.size());
+        for (std::size_t e = 0; e < bytes.size(); ++e) {
+          bytes[e] = static_cast<std::uint8_t>(weights[e]);
+        }
+        detail::fold_rows_int8(path, {acts.data(), tile_stride},
+                               detail::HostInt8Weights{bytes.data()}, tiles, in_place.data(), rows,
+                               dim);
+        ASSERT_EQ(in_place, want) << detail::fold_path_name(path) << ", dim " << dim << ", "
+                                  << tiles << " tiles: host memory's weights";
       }
     }
   }

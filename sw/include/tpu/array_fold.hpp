@@ -7,7 +7,7 @@
 // to a zero of its sign, and a NaN result becomes the canonical NaN (a NaN, once there, stays
 // NaN to the end of the fold). The portable path does the flushes explicitly; the AVX2 and
 // AVX-512 paths set the host's flush-to-zero and denormals-are-zero modes for the fold alone
-// (restored after) and multiply and add eight or sixteen columns at a time, four or eight rows
+// (restored after) and multiply and add eight or sixteen columns at a time, four to sixteen rows
 // at once, each column's sums still in the order of k. That is the same arithmetic as the tests'
 // host-float oracle (tb/oracle/host_float.hpp); every path is held against the reference model's
 // soft-float mac (tests/sw/test_array_fold.cpp), and the functional model's results against the
@@ -63,6 +63,21 @@ void fold_rows(FoldPath path, const FoldActs<float>& acts, const float* weights,
 // The same in int8 mode (Q-MAC): int8 activations and weights as int32, their products exact,
 // added onto the int32 sums (their bits) wrapping modulo 2^32, in whatever order.
 void fold_rows_int8(FoldPath path, const FoldActs<std::int32_t>& acts, const std::int32_t* weights,
+                    std::size_t tiles, num::fp32_t* sums, std::size_t rows, std::size_t dim);
+
+// Weights as host memory holds a FETCH MATMUL's tiles (one after the other, row after row, every
+// row whole): little-endian bf16 lanes, which the vector paths widen as they load them (their
+// denormals-are-zero mode is N-IN), or int8 bytes, which they sign-extend. No copy of the
+// weights is made but on the portable path.
+struct HostBf16Weights {
+  const std::uint8_t* bytes;
+};
+struct HostInt8Weights {
+  const std::uint8_t* bytes;
+};
+void fold_rows(FoldPath path, const FoldActs<float>& acts, HostBf16Weights weights,
+               std::size_t tiles, num::fp32_t* sums, std::size_t rows, std::size_t dim);
+void fold_rows_int8(FoldPath path, const FoldActs<std::int32_t>& acts, HostInt8Weights weights,
                     std::size_t tiles, num::fp32_t* sums, std::size_t rows, std::size_t dim);
 
 }  // namespace tpu::detail

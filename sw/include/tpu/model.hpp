@@ -12,7 +12,9 @@
 //   be fetched (BUS_READ, ERROR_PC its index).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <string>
@@ -94,15 +96,16 @@ class FunctionalModel final : public Backend {
   void execute(const isa::Instruction& in);
   void read_host(const isa::Instruction& in);
   // bf16 rows of 2 * dim bytes, or int8 rows of dim bytes sign-extended into the lanes; with
-  // `transposed` (READ_WEIGHTS T) each the tile's column.
-  Tile load_tile(std::uint64_t host_addr, std::uint32_t stride, std::uint32_t rows, bool int8,
-                 bool transposed) const;
+  // `transposed` (READ_WEIGHTS T) each the tile's column; into `tile` (D x D lanes).
+  void load_tile(std::uint64_t host_addr, std::uint32_t stride, std::uint32_t rows, bool int8,
+                 bool transposed, num::bf16_t* tile) const;
   void read_weights(const isa::Instruction& in);
   void matmul(const isa::Instruction& in);
-  // MATMUL's products (`tiles` its weights) by `fold` (detail::fold_rows or fold_rows_int8),
-  // rows over the pool's threads where they are many, the activations from `shadow` (the unified
-  // buffer as the fold takes it; lanes k >= k_valid `past_k_valid`), `convert` making the
-  // fold's weights of a tile's lanes.
+  // MATMUL's products (`tiles` its weights from the FIFO; none: it fetches them) by `fold`
+  // (detail::fold_rows or fold_rows_int8), rows over the pool's threads where they are many, the
+  // activations from `shadow` (the unified buffer as the fold takes it; lanes k >= k_valid
+  // `past_k_valid`), `convert` making the fold's weights of a tile's lanes. Fetched whole tiles
+  // that lie one after the other are folded where they lie in host memory, not converted.
   template <typename T, typename Convert, typename Fold>
   void fold_matmul(const isa::Instruction& in, const std::vector<Tile>& tiles,
                    const std::vector<T>& shadow, T past_k_valid, Convert convert, Fold fold);
@@ -132,6 +135,14 @@ class FunctionalModel final : public Backend {
   void note_read(const std::vector<std::uint8_t>& written, std::uint64_t row) {
     if (!written[row]) ++uninitialized_reads_;
   }
+  void note_reads(const std::vector<std::uint8_t>& written, std::uint64_t first,
+                  std::uint64_t rows) {
+    // Rows are written before they are read nearly always: a search for a zero first, which is
+    // faster than counting them (a MATMUL looks at every row it reads).
+    const std::uint8_t* from = written.data() + first;
+    if (std::memchr(from, 0, rows) == nullptr) return;
+    uninitialized_reads_ += static_cast<std::uint64_t>(std::count(from, from + rows, 0));
+  }
   num::bf16_t* ub(std::uint64_t row) { return &ub_[row * dim_]; }
   num::fp32_t* acc(std::uint64_t row) { return &acc_[row * dim_]; }
 
@@ -147,7 +158,7 @@ class FunctionalModel final : public Backend {
   std::vector<float> ub_fold_;    // the unified buffer as the fold takes it (fold_operands)
   std::vector<std::int32_t> ub_int8_;  // ... and the int8 fold (the lanes' low bytes), with Int8
   unsigned fold_threads_;             // threads for MATMUL's rows
-  std::unique_ptr<WorkerPool> pool_;  // made by the first MATMUL that uses more than one
+  std::unique_ptr<WorkerPool> pool_;  // with more than one thread
   std::uint64_t uninitialized_reads_ = 0;
   std::string error_detail_;
   unsigned pod_id_ = 0;

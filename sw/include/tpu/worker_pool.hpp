@@ -2,6 +2,7 @@
 // products, row blocks on every core of the host (docs/perf/model.md).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -36,13 +37,17 @@ class WorkerPool {
   void take_tasks();  // runs tasks of the current job until none is left
 
   std::vector<std::thread> workers_;
+  // A job's tasks are handed out and counted with atomics; a worker that finds no job waits a
+  // little for the next (a model's MATMULs follow each other within microseconds, far sooner
+  // than a sleeping thread wakes), then sleeps on `wake_`.
   std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  const std::function<void(std::size_t)>* task_ = nullptr;
-  std::size_t count_ = 0, next_ = 0, finished_ = 0;
-  std::uint64_t job_ = 0;  // bumped for each run(): a worker takes part in each job once
-  bool stopping_ = false;
-  std::exception_ptr error_;
+  std::condition_variable wake_;
+  unsigned sleeping_ = 0;  // workers waiting on wake_ (under mutex_)
+  std::atomic<const std::function<void(std::size_t)>*> task_{nullptr};
+  std::atomic<std::size_t> count_{0}, next_{0}, finished_{0};
+  std::atomic<std::uint64_t> job_{0};  // bumped for each run(): a worker takes part in each once
+  std::atomic<bool> stopping_{false};
+  std::exception_ptr error_;  // under mutex_
 };
 
 }  // namespace tpu
