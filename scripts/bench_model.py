@@ -1,13 +1,21 @@
 #!/usr/bin/env python3
-"""make bench-model: the functional model's GEMMs beside onnxruntime's CPU provider.
+"""make bench-model: the functional model's GEMMs and networks beside onnxruntime's CPU provider.
 
 For each GEMM shape, the same random float32 A and B go to `tpu gemm --backend model` (bf16
 operands, fp32 sums in the contract's order; the 16x16 and the 128x128 core's programs, one
 thread and all the host's) and to an onnxruntime MatMul (fp32, one thread and all). The model's
 time is its run alone, as `--time` reports it (the program on the functional model, not the
 files or the planning); onnxruntime's the best of three runs after a warm-up. Peak memory is the
-tool's most resident memory (VmHWM), its operands and results included. Writes model.json and model.md into the output folder and prints
-the table; the model's results must be the same bits on every core and thread count.
+tool's most resident memory (VmHWM), its operands and results included.
+
+Then the networks: the zoo's float models (tests/onnx/zoo, their weights written from the
+recorded moments as the zoo tests write them) on 64 random inputs, and a VGG-19 (224 x 224,
+random weights, written here with onnx's helper) on 8, through `tpu infer --backend model
+--time` on the 16x16 core, two runs of that batch: the later run's time (the weights already
+resident; the first run's, which writes them, is recorded too) beside onnxruntime's run of the
+same file on the same inputs (best of three after a warm-up), one thread and all; the model's
+outputs must be the same bits on one thread and on all. Writes model.json and model.md into the
+output folder and prints the tables.
 """
 import argparse
 import json
@@ -24,6 +32,10 @@ from onnx import TensorProto, helper
 
 SHAPES = [(512, 512, 512), (4096, 4096, 1024), (1, 768, 3072)]
 CORES = ["16x16", "128x128_bus64"]
+ZOO_MODELS = ["resnet18.onnx", "mobilenet_v2.onnx", "transformer.onnx", "lstm.onnx"]
+ZOO_BATCH = 64
+VGG_BATCH = 8
+REPO = Path(__file__).resolve().parent.parent
 
 
 def matmul_model(m, k, n):
@@ -73,6 +85,123 @@ def model_run(tpu, work, core, path, threads):
     return float(found.group(1)), float(peak.group(1)), out
 
 
+def vgg19(path):
+    """VGG-19 (configuration E) for 224 x 224 images, He-normal random weights, zero biases."""
+    from onnx import numpy_helper, save
+    layers = [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M",
+              512, 512, 512, 512, "M"]
+    rng = np.random.default_rng(19)
+    nodes, weights = [], []
+    x, channels = "x", 3
+    for i, width in enumerate(layers):
+        if width == "M":
+            nodes.append(helper.make_node("MaxPool", [x], [f"pool{i}"], kernel_shape=[2, 2],
+                                          strides=[2, 2]))
+            x = f"pool{i}"
+            continue
+        w = rng.standard_normal((width, channels, 3, 3), dtype=np.float32)
+        w *= np.float32(np.sqrt(2 / (channels * 9)))
+        weights += [numpy_helper.from_array(w, f"conv{i}.w"),
+                    numpy_helper.from_array(np.zeros(width, np.float32), f"conv{i}.b")]
+        nodes += [helper.make_node("Conv", [x, f"conv{i}.w", f"conv{i}.b"], [f"conv{i}"],
+                                   kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", [f"conv{i}"], [f"relu{i}"])]
+        x, channels = f"relu{i}", width
+    nodes.append(helper.make_node("Flatten", [x], ["flat"]))
+    x = "flat"
+    for j, (inputs, outputs) in enumerate([(512 * 7 * 7, 4096), (4096, 4096), (4096, 1000)]):
+        w = rng.standard_normal((outputs, inputs), dtype=np.float32)
+        w *= np.float32(np.sqrt(2 / inputs))
+        weights += [numpy_helper.from_array(w, f"fc{j}.w"),
+                    numpy_helper.from_array(np.zeros(outputs, np.float32), f"fc{j}.b")]
+        y = "y" if j == 2 else f"fc{j}"
+        nodes.append(helper.make_node("Gemm", [x, f"fc{j}.w", f"fc{j}.b"], [y], transB=1))
+        if j < 2:
+            nodes.append(helper.make_node("Relu", [y], [f"fc{j}.relu"]))
+            x = f"fc{j}.relu"
+    graph = helper.make_graph(
+        nodes, "vgg19", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 224, 224])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1000])], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    save(model, str(path), save_as_external_data=True, location=path.name + ".data")
+
+
+def network_ort(model_path, inputs, threads):
+    """onnxruntime's best of three runs of the model on the inputs, after a warm-up."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    feed = {session.get_inputs()[0].name: inputs}
+    session.run(None, feed)
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        session.run(None, feed)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def network_model(tpu, work, model_path, inputs, batch, path, threads):
+    """tpu infer's first and later run times (two runs of `batch` inputs), peak memory in MiB
+    and the outputs of the later run."""
+    env = dict(os.environ, TPU_MODEL_THREADS=str(threads))
+    if path:
+        env["TPU_FOLD_PATH"] = path
+    x = work / "net_x.npy"
+    np.save(x, np.concatenate([inputs, inputs]))
+    out = work / f"net_y_{path}_{threads}.npy"
+    run = subprocess.run([tpu, "infer", "--net", str(model_path), "--in", str(x), "--out", str(out),
+                          "--backend", "model", "--batch", str(batch), "--time"],
+                         capture_output=True, text=True, env=env)
+    if run.returncode != 0:
+        sys.exit(f"bench_model: tpu infer {model_path.name} failed: {run.stderr.strip()}")
+    first = re.search(r"^first run +([\d.]+) s", run.stdout, re.M)
+    later = re.search(r"^later runs +([\d.]+) s", run.stdout, re.M)
+    peak = re.search(r"^peak memory +(\d+) MiB", run.stdout, re.M)
+    if not first or not later or not peak:
+        sys.exit(f"bench_model: no run times or peak memory in:\n{run.stdout}")
+    outputs = np.load(out)
+    return float(first.group(1)), float(later.group(1)), float(peak.group(1)), outputs[batch:]
+
+
+def networks(tpu, work, thread_counts):
+    """The zoo's float models and VGG-19 on the model backend beside onnxruntime."""
+    sys.path.insert(0, str(REPO / "tests" / "onnx"))
+    import zoo_cases
+    cases = []
+    for name in ZOO_MODELS:
+        model_path, entry = zoo_cases.materialise(name, work)
+        cases.append((name.replace(".onnx", ""), model_path,
+                      zoo_cases.inputs_of(entry, ZOO_BATCH), ZOO_BATCH))
+    vgg = work / "vgg19.onnx"
+    vgg19(vgg)
+    cases.append(("vgg19", vgg, np.random.default_rng(8).standard_normal(
+        (VGG_BATCH, 3, 224, 224), dtype=np.float32), VGG_BATCH))
+    rows = []
+    for name, model_path, inputs, batch in cases:
+        ort_times = {t: network_ort(model_path, inputs, t) for t in thread_counts}
+        reference = None
+        # The portable fold on one thread (as before the vector paths) for VGG-19 alone: the
+        # smaller models' runs are mostly the host's own work, which the path does not change.
+        runs = ([("portable", 1)] if name == "vgg19" else []) + [("", t) for t in thread_counts]
+        for path, threads in runs:
+            first, later, peak, outputs = network_model(tpu, work, model_path, inputs, batch,
+                                                        path, threads)
+            if reference is None:
+                reference = outputs.view(np.uint32)
+            elif not np.array_equal(outputs.view(np.uint32), reference):
+                sys.exit(f"bench_model: {name} differs on path {path or 'default'}, {threads} "
+                         "threads")
+            row = {"model": name, "inputs": batch, "path": path or "fastest", "threads": threads,
+                   "model_first_s": first, "model_s": later, "peak_mib": peak,
+                   "ort_s": ort_times[threads], "ratio": ort_times[threads] / later}
+            rows.append(row)
+            print(f"{name}, {batch} inputs, {row['path']} path, {threads} thread(s): model "
+                  f"{later:.4f} s a run ({first:.4f} s the first, {peak:.0f} MiB), onnxruntime "
+                  f"{row['ort_s']:.4f} s: ratio {row['ratio']:.2f}", flush=True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tpu", required=True, help="the tpu tool")
@@ -116,7 +245,9 @@ def main():
                       f"({row['model_gmacs']:.1f} GMAC/s, {peak_mib:.0f} MiB), onnxruntime "
                       f"{ort_times[threads]:.4f} s ({row['ort_gmacs']:.1f} GMAC/s): "
                       f"ratio {row['ratio']:.2f}", flush=True)
-    (out_dir / "model.json").write_text(json.dumps(rows, indent=1) + "\n")
+    network_rows = networks(args.tpu, work, thread_counts)
+    (out_dir / "model.json").write_text(
+        json.dumps({"gemms": rows, "networks": network_rows}, indent=1) + "\n")
     lines = ["| GEMM (M x K x N) | core | fold path | threads | model s | model GMAC/s | model peak MiB "
              "| onnxruntime s | onnxruntime GMAC/s | ratio (onnxruntime time / model time) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -125,7 +256,7 @@ def main():
                      f"| {r['model_s']:.4f} | {r['model_gmacs']:.1f} | {r['peak_mib']:.0f} "
                      f"| {r['ort_s']:.4f} | {r['ort_gmacs']:.1f} | {r['ratio']:.2f} |")
     header = [
-        "# The functional model's GEMMs beside onnxruntime",
+        "# The functional model's GEMMs and networks beside onnxruntime",
         "",
         "Written by `make bench-model` (`scripts/bench_model.py`); do not edit. Each GEMM's float32",
         "A and B go to `tpu gemm --backend model` (the compiled program of the 16x16 and of the",
@@ -140,8 +271,24 @@ def main():
         f"Host: {os.cpu_count()} threads.",
         "",
     ]
-    (out_dir / "model.md").write_text("\n".join(header + lines) + "\n")
-    print("\n".join(lines))
+    net_lines = [
+        "## Networks",
+        "",
+        "The zoo's float models (64 inputs a run) and VGG-19 (224 x 224, 8 inputs a run) through",
+        "`tpu infer --backend model --time` on the 16x16 core: the time of a run once the weights",
+        "are resident (the second of two), the first run's (which writes them) beside it, and",
+        "onnxruntime's run of the same file on the same inputs (fp32, CPU provider). The ratio is",
+        "onnxruntime's time over the model's later run on as many threads.",
+        "",
+        "| model | inputs | fold path | threads | model s a run | first run s | model peak MiB "
+        "| onnxruntime s | ratio |",
+        "|---|---|---|---|---|---|---|---|---|"]
+    for r in network_rows:
+        net_lines.append(f"| {r['model']} | {r['inputs']} | {r['path']} | {r['threads']} "
+                         f"| {r['model_s']:.4f} | {r['model_first_s']:.4f} | {r['peak_mib']:.0f} "
+                         f"| {r['ort_s']:.4f} | {r['ratio']:.2f} |")
+    (out_dir / "model.md").write_text("\n".join(header + lines + [""] + net_lines) + "\n")
+    print("\n".join(lines + [""] + net_lines))
 
 
 if __name__ == "__main__":

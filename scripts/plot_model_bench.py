@@ -5,7 +5,8 @@
 
 writes model.png: per GEMM, the functional model's GMAC/s (portable fold, fastest path on one
 thread and on all, on the 16x16 and the 128x128 core's programs) beside onnxruntime's on one
-thread and all, on a log scale.
+thread and all, on a log scale; below, per network, the model's time a run (once its weights
+are resident) beside onnxruntime's, on a log scale.
 """
 import json
 import os
@@ -22,7 +23,8 @@ def main():
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         sys.exit(2)
     with open(sys.argv[1]) as f:
-        rows = json.load(f)
+        records = json.load(f)
+    rows = records["gemms"]
     shapes = []
     for r in rows:
         shape = f"{r['m']} x {r['k']} x {r['n']}"
@@ -42,7 +44,7 @@ def main():
         values[f"model {r['core']}, {r['path']}, {r['threads']} thr."][s] = r["model_gmacs"]
         values[f"onnxruntime, {r['threads']} thr."][s] = r["ort_gmacs"]
 
-    fig, ax = plt.subplots(figsize=(14, 5))
+    fig, (ax, net_ax) = plt.subplots(2, 1, figsize=(14, 9))
     width = 0.8 / len(series)
     cmap = plt.get_cmap("tab20")
     for i, label in enumerate(series):
@@ -58,6 +60,31 @@ def main():
                  "onnxruntime's fp32 MatMul, same inputs, same machine", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", which="both", alpha=0.3)
+    # The networks: the model's run time per path and thread count beside onnxruntime's.
+    nets = records["networks"]
+    names = list(dict.fromkeys(r["model"] for r in nets))
+    net_series = list(dict.fromkeys(f"model, {r['path']}, {r['threads']} thr." for r in nets))
+    net_series += [f"onnxruntime, {t} thr." for t in sorted({r["threads"] for r in nets})]
+    seconds = {label: [0.0] * len(names) for label in net_series}
+    for r in nets:
+        n = names.index(r["model"])
+        seconds[f"model, {r['path']}, {r['threads']} thr."][n] = r["model_s"]
+        seconds[f"onnxruntime, {r['threads']} thr."][n] = r["ort_s"]
+    width = 0.8 / len(net_series)
+    for i, label in enumerate(net_series):
+        xs = [n + (i - (len(net_series) - 1) / 2) * width for n in range(len(names))]
+        color = "black" if label.startswith("onnxruntime") else cmap(2 * i)
+        net_ax.bar(xs, seconds[label], width, label=label, color=color,
+                   alpha=0.5 if label.startswith("onnxruntime") and "1 thr" in label else 1.0)
+    net_ax.set_xticks(range(len(names)))
+    net_ax.set_xticklabels([f"{n} ({next(r['inputs'] for r in nets if r['model'] == n)} inputs)"
+                            for n in names])
+    net_ax.set_yscale("log")
+    net_ax.set_ylabel("seconds a run (log scale)")
+    net_ax.set_title("Networks through tpu infer on the model backend (16x16 core, weights "
+                     "resident) beside onnxruntime's fp32 run of the same file", fontsize=10)
+    net_ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    net_ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()
     out = os.path.join(sys.argv[2], "model.png")
     fig.savefig(out, dpi=110)

@@ -511,8 +511,20 @@ void read_quant_layer(const std::string& json_path, const Json& item, std::size_
 }  // namespace
 
 num::MatrixBf16 bf16_matrix(const float* data, std::size_t rows, std::size_t cols) {
+  // num::fp32_to_bf16's rounding (N-OUT) in integer steps without branches, which the compiler
+  // vectorises: the host converts every operand it writes so (tests/sw/test_nn.cpp holds the two
+  // together).
   num::MatrixBf16 m(rows, cols);
-  for (std::size_t i = 0; i < rows * cols; ++i) m.data[i] = to_bf16(data[i]);
+  const std::size_t count = rows * cols;
+  std::vector<num::fp32_t> bits(count);
+  if (count > 0) std::memcpy(bits.data(), data, count * sizeof(float));
+  for (std::size_t i = 0; i < count; ++i) {
+    const num::fp32_t x = bits[i];
+    const num::fp32_t nearest_even = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;  // inf past the top
+    const num::fp32_t value = (x & 0x7F800000u) == 0 ? (x >> 16) & 0x8000u : nearest_even;
+    m.data[i] =
+        static_cast<num::bf16_t>((x & 0x7FFFFFFFu) > 0x7F800000u ? num::kCanonicalNanBf16 : value);
+  }
   return m;
 }
 

@@ -63,6 +63,22 @@ graph::Graph network_file_graph(const nn::Network& net, const std::string& path)
   }
 }
 
+// tpu infer --time: the first run (which writes the weights into the core's memory, and plans
+// and places what later runs find ready) apart from the later ones.
+void print_run_times(const std::vector<double>& run_seconds) {
+  if (run_seconds.empty()) return;
+  fmt::print("first run     {:.4f} s on the host (its weights written)\n", run_seconds.front());
+  if (run_seconds.size() > 1) {
+    double later = 0;
+    for (std::size_t r = 1; r < run_seconds.size(); ++r) later += run_seconds[r];
+    fmt::print("later runs    {:.4f} s a run on the host ({} run{})\n",
+               later / static_cast<double>(run_seconds.size() - 1), run_seconds.size() - 1,
+               run_seconds.size() == 2 ? "" : "s");
+  }
+  fmt::print("peak memory   {:.0f} MiB (the tool's, the model and its tensors included)\n",
+             peak_memory_mib());
+}
+
 void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std::size_t run_count,
                  Backend* backend) {
   struct Row {
@@ -296,6 +312,7 @@ int run_infer(const InferOptions& options) {
     session = std::make_unique<graph::Session>(model, backend.get());
   }
   const auto start = std::chrono::steady_clock::now();
+  std::vector<double> run_seconds;
   for (std::size_t done = 0; done < n; done += step) {
     const std::size_t count = std::min(step, n - done);
     const std::size_t run_size = compiled ? step : count;
@@ -305,11 +322,13 @@ int run_infer(const InferOptions& options) {
                                          : inputs[i]);
     }
     std::vector<graph::Tensor> outputs;
+    const auto run_start = std::chrono::steady_clock::now();
     try {
       outputs = session->run(batch, &runs);
     } catch (const std::exception& error) {
       throw BadInput(fmt::format("{}: {}", options.net_path, error.what()));
     }
+    run_seconds.push_back(seconds_since(run_start));
     for (std::size_t o = 0; o < outputs.size(); ++o) {
       // Runs' outputs are joined along their first dimension, which must then be the batch.
       if ((n > step || run_size > count) &&
@@ -371,6 +390,7 @@ int run_infer(const InferOptions& options) {
     fmt::print("  {} -> {} [{}]\n", model.outputs[o].name, options.out_paths[o],
                fmt::join(joined[o].shape, ", "));
   }
+  if (options.time) print_run_times(run_seconds);
   if (options.stats) print_stats(runs, n, run_count, backend.get());
   return 0;
 }

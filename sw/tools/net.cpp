@@ -501,6 +501,10 @@ CLI::App* add_infer_command(CLI::App& app, InferOptions& options) {
   command->add_option("--batch", options.batch, "inputs per run of the core")
       ->check(CLI::Range(1u, 65535u))
       ->capture_default_str();
+  command->add_flag("--time", options.time,
+                    "print the runs' wall-clock time on the host (the first, which writes the\n"
+                    "weights into the core's memory, and the later ones) and the tool's peak\n"
+                    "memory");
   command->add_flag("--stats", options.stats,
                     "a table per operator (where it ran, MACs, products, cycles, bytes)\n"
                     "and totals (host steps, program runs, weights)");

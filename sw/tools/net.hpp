@@ -84,6 +84,7 @@ struct InferOptions {
   std::string array = "16x16";
   std::uint32_t batch = 64;
   bool stats = false;
+  bool time = false;  // each run's wall-clock time and the tool's peak memory
   // Given on the command line (a compiled model has its own, which these must equal).
   bool array_given = false, batch_given = false;
 };

@@ -404,6 +404,26 @@ def gemm_time_model(tpu):
             os.environ.pop(name)
 
 
+@also_without_rtl
+@case
+def infer_time_model(tpu):
+    """tpu infer --time: the first run (which writes the weights) apart from the later ones, and
+    the tool's peak memory; the outputs the same bits as without it."""
+    rng = random.Random(5)
+    npy.save("x.npy", [[rng.uniform(0, 1) for _ in range(28 * 28)] for _ in range(6)],
+             shape=(6, 28, 28, 1))
+    out = tpu("infer", "--net", SHIPPED_MLP, "--in", "x.npy", "--out", "timed.npy", "--batch", 2,
+              "--backend", "model", "--time").stdout
+    check(re.search(r"^first run +[\d.]+ s on the host \(its weights written\)$", out, re.M)
+          is not None, f"no first run in:\n{out}")
+    check(re.search(r"^later runs +[\d.]+ s a run on the host \(2 runs\)$", out, re.M) is not None,
+          f"no later runs in:\n{out}")
+    check(re.search(r"^peak memory +\d+ MiB", out, re.M) is not None, f"no peak memory in:\n{out}")
+    tpu("infer", "--net", SHIPPED_MLP, "--in", "x.npy", "--out", "plain.npy", "--batch", 2,
+        "--backend", "model")
+    check(same_file("timed.npy", "plain.npy"), "--time changed the outputs")
+
+
 @case
 def gemm_trace(tpu):
     write_operands(random.Random(4), 5, 7, 3)

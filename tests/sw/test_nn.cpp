@@ -137,6 +137,31 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
   }
 }
 
+// The host's conversion of the operands it writes against the reference's N-OUT rounding: every
+// exponent and sign with the bits around each rounding boundary (the halfway point, either side
+// of it, an odd and an even bf16 below it), and a stride through all 2^32 patterns.
+TEST(Bf16Matrix, RoundsAsTheReference) {
+  std::vector<num::fp32_t> patterns;
+  for (num::fp32_t sign : {0u, 0x80000000u}) {
+    for (num::fp32_t exponent = 0; exponent < 256; ++exponent) {
+      for (num::fp32_t high : {0x00u, 0x01u, 0x3Fu, 0x7Eu, 0x7Fu}) {
+        for (num::fp32_t low : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu}) {
+          patterns.push_back(sign | exponent << 23 | high << 16 | low);
+        }
+      }
+    }
+  }
+  for (std::uint64_t x = 0; x <= 0xFFFFFFFFu; x += 65537) {
+    patterns.push_back(static_cast<num::fp32_t>(x));
+  }
+  std::vector<float> values(patterns.size());
+  std::memcpy(values.data(), patterns.data(), patterns.size() * sizeof(float));
+  const num::MatrixBf16 got = nn::bf16_matrix(values.data(), 1, values.size());
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    ASSERT_EQ(got.data[i], num::fp32_to_bf16(patterns[i])) << std::hex << patterns[i];
+  }
+}
+
 TEST(Im2col, MatchesADirectConvolution) {
   std::mt19937 rng(7);
   for (std::uint32_t kernel : {1u, 3u, 5u}) {

@@ -131,10 +131,12 @@ struct ProductEpilogue {
 // larger than one GEMM takes on the core (max_gemm_k) runs as several, each adding its rows of
 // B onto the sums of the one before (C), in order of k: the contract's sums, bit for bit.
 // With `b_transposed`, b holds B's transpose (n x k), which a core with a vector unit reads as
-// it lies (READ_WEIGHTS T); the host lays it out for any other.
+// it lies (READ_WEIGHTS T) unless `host_transposes_b`; the host lays it out for any other, and
+// for resident weights only when it writes them.
 std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
                            std::size_t k, std::size_t n, WeightOf weight = {},
-                           ProductEpilogue epilogue = {}, bool b_transposed = false);
+                           ProductEpilogue epilogue = {}, bool b_transposed = false,
+                           bool host_transposes_b = false);
 
 // Softmax of `rows` rows of `length` values each, in place, on the accelerator where it has a
 // vector unit and the rows fit its accumulators (plan_softmax, N-SOFTMAX), counting what the
@@ -201,14 +203,16 @@ struct ProductCall {
 std::vector<std::vector<float>> products(Context& context, const std::vector<ProductCall>& calls);
 
 // A convolution group on the accelerator from its images, without im2col (plan_conv): x the
-// group's channels of each image (image i's at x + i * image_stride, N x C x H x W), b its
-// filters as the im2col product's B (taps x C rows in (ky, kx, c) order, by n), the result a
+// group's channels of each image (image i's at x + i * image_stride, N x C x H x W), b() its
+// filters as the im2col product's B (taps x C rows in (ky, kx, c) order, by n; asked for only
+// where the weights are not resident yet), the result a
 // row per output pixel, as product() gives it for the im2col matrix, bit for bit. None where the
 // core does not take it so (conv_plan in ops_common.cpp: no accelerator, an image too wide, an
 // im2col product the cycle model has faster): the caller runs that product.
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,
                                                const float* x, std::size_t image_stride,
-                                               const float* b, std::size_t n, WeightOf weight,
+                                               const std::function<const float*()>& b,
+                                               std::size_t n, WeightOf weight,
                                                ProductEpilogue epilogue);
 
 // What an int8 product does to its int32 sums (TensorFlow Lite's scheme, docs/numerics.md's
@@ -248,7 +252,8 @@ std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a, c
 // gives it for the im2col matrix; none also for weights with a zero point.
 std::optional<std::vector<std::int32_t>> conv_product_int8(
     Context& context, const ConvGeometry& g, const std::int8_t* x, std::size_t image_stride,
-    const std::int8_t* b, std::size_t n, WeightOf weight, const QuantEpilogue& epilogue);
+    const std::function<const std::int8_t*()>& b, std::size_t n, WeightOf weight,
+    const QuantEpilogue& epilogue);
 // Independent int8 products, as products() runs float ones.
 std::vector<std::vector<std::int32_t>> products_int8(Context& context,
                                                      const std::vector<ProductCallInt8>& calls);

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 
@@ -149,20 +150,40 @@ void count_product(Context& context, std::size_t m, std::size_t k, std::size_t n
 
 // Where B goes: at its resident address when it derives from the graph's constants (written
 // there on the session's first run), above the resident weights with the other operands
-// otherwise. `written` receives the weight bytes written now.
-template <typename Matrix>
-GemmPlacement place_weights(Context& context, const WeightOf& weight, const Matrix& b,
+// otherwise. `b()` gives B (of `rows` rows), made only where it is written now; `written`
+// receives the weight bytes written now.
+template <typename MakeB>
+GemmPlacement place_weights(Context& context, const WeightOf& weight, std::size_t rows, MakeB b,
                             std::uint64_t& written) {
   GemmPlacement placement;
   written = 0;
   if (context.weights && context.node && context.constants && weight.source &&
       context.constants->count(weight.source)) {
-    placement.weights_addr =
-        context.weights->place(*context.accelerator, *context.node, weight, b, written);
+    placement.weights_addr = context.weights->find(*context.node, weight, rows);
+    if (!placement.weights_addr) {
+      placement.weights_addr =
+          context.weights->place(*context.accelerator, *context.node, weight, b(), written);
+    }
   }
   if (context.weights) placement.base = context.weights->top();
   return placement;
 }
+
+// A matrix made the first time it is asked for: a product's B, which a product whose weights are
+// resident never makes (the session's later runs: no conversion, no layout, no copy).
+template <typename T>
+class MadeOnce {
+ public:
+  explicit MadeOnce(std::function<num::Matrix<T>()> make) : make_(std::move(make)) {}
+  const num::Matrix<T>& operator()() {
+    if (!made_) made_ = make_();
+    return *made_;
+  }
+
+ private:
+  std::function<num::Matrix<T>()> make_;
+  std::optional<num::Matrix<T>> made_;
+};
 
 // A program's cycles and the bytes it moved over the core's bus, as the backend counted them.
 void add_counted(OpRun& figures, const Counters& counters, const HardwareConfig& config) {
@@ -263,7 +284,7 @@ const CompiledGemm& next_compiled(Context& context, const GemmSpec& spec) {
 // requantisation). Counts each run in the context's figures.
 template <typename In, typename Sums, typename Columns>
 Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, GemmSpec last,
-                 const num::Matrix<In>& a, const num::Matrix<In>& b, const Columns* columns) {
+                 const num::Matrix<In>& a, MadeOnce<In>& b, const Columns* columns) {
   Backend& backend = *context.accelerator;
   const std::size_t k = a.cols;
   const std::size_t chunk = std::max<std::size_t>(1, max_gemm_k(backend.config(), middle));
@@ -276,12 +297,19 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
     spec.has_c = first > 0;
     const bool whole = count == k;
     const num::Matrix<In> a_part = whole ? num::Matrix<In>() : columns_of(a, first, count);
-    // B's rows [first, first + count): its transpose's columns where it is given so.
-    const num::Matrix<In> b_part = whole               ? num::Matrix<In>()
-                                   : last.b_transposed ? columns_of(b, first, count)
-                                                       : rows_of(b, first, count);
     const num::Matrix<In>& a_used = whole ? a : a_part;
-    const num::Matrix<In>& b_used = whole ? b : b_part;
+    // B's rows [first, first + count): its transpose's columns where it is given so. Made only
+    // where it is written: not where it is resident, except for an int8 product, whose
+    // input zero point the host folds with B's column sums.
+    MadeOnce<In> part([&] {
+      return last.b_transposed ? columns_of(b(), first, count) : rows_of(b(), first, count);
+    });
+    const auto b_part = [&]() -> const num::Matrix<In>& { return whole ? b() : part(); };
+    const std::size_t b_rows = last.b_transposed ? last.n : count;
+    const num::Matrix<In> no_b;
+    const auto b_used = [&](const GemmPlan& plan) -> const num::Matrix<In>& {
+      return plan.weights_resident && !std::is_same_v<In, std::int8_t> ? no_b : b_part();
+    };
     std::uint64_t weights_written = 0;
     GemmPlan planned;
     const GemmPlan* plan = &planned;
@@ -294,15 +322,15 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
         // result stays in the core's memory for the next GEMM (what the node returns is read
         // by that product alone, which does not look at it); a group's is read by products()
         // once the program has run.
-        write_gemm_inputs(*plan, backend.memory(), a_used, b_used, spec.has_c ? &sums : nullptr,
-                          final ? columns : nullptr);
+        write_gemm_inputs(*plan, backend.memory(), a_used, b_used(*plan),
+                          spec.has_c ? &sums : nullptr, final ? columns : nullptr);
         record_run(context, *plan, weights_written, RunResult{}, false, !gemm.result_kept);
         sums = Sums(a.rows, last.n);
         continue;
       }
     } else {
-      const GemmPlacement placement =
-          place_weights(context, {weight.source, weight.part, first}, b_used, weights_written);
+      const GemmPlacement placement = place_weights(context, {weight.source, weight.part, first},
+                                                    b_rows, b_part, weights_written);
       planned = plan_gemm(backend.config(), spec, placement);
       if (context.schedule && context.schedule->recording) {
         // Compiling: the products are planned, not run; what follows them runs on zeros.
@@ -312,7 +340,7 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
         continue;
       }
     }
-    auto run = execute_gemm(*plan, backend, a_used, b_used, spec.has_c ? &sums : nullptr,
+    auto run = execute_gemm(*plan, backend, a_used, b_used(*plan), spec.has_c ? &sums : nullptr,
                             final ? columns : nullptr);
     require_halt(run.result);
     record_run(context, *plan, weights_written, run.result);
@@ -366,10 +394,16 @@ std::optional<GemmPlan> conv_plan(Backend* accelerator, const GemmSpec& spec,
 // its plan and gives zeros; in a compiled model, runs the compiled plan.
 template <typename In, typename Columns>
 auto run_conv(Context& context, const GemmPlan& unplaced, const In* x, std::size_t image_stride,
-              const num::Matrix<In>& im2col_b, const WeightOf& weight, const Columns* columns) {
+              MadeOnce<In>& im2col_b, const WeightOf& weight, const Columns* columns) {
   Backend& backend = *context.accelerator;
   const ConvGeometry& g = unplaced.conv;
-  const num::Matrix<In> b = conv_weights(backend.config(), g, im2col_b);
+  // B in the plan's layout, made only where it is written (an int8 product's always: the host
+  // folds its input zero point with B's column sums).
+  MadeOnce<In> made_b([&] { return conv_weights(backend.config(), g, im2col_b()); });
+  const num::Matrix<In> no_b;
+  const auto b = [&](const GemmPlan& plan) -> const num::Matrix<In>& {
+    return plan.weights_resident && !std::is_same_v<In, std::int8_t> ? no_b : made_b();
+  };
   std::uint64_t written = 0;
   GemmPlan planned;
   const GemmPlan* plan = &planned;
@@ -379,16 +413,16 @@ auto run_conv(Context& context, const GemmPlan& unplaced, const In* x, std::size
     plan = &gemm.plan;
     written = schedule->first_run ? gemm.weight_bytes : 0;
   } else {
-    planned =
-        plan_conv(backend.config(), unplaced.spec, g, place_weights(context, weight, b, written));
+    planned = plan_conv(backend.config(), unplaced.spec, g,
+                        place_weights(context, weight, unplaced.spec.k, made_b, written));
     if (schedule && schedule->recording) {
       // Compiling: planned, not run; what follows runs on zeros.
       schedule->recording->push_back({{context.node->name, written, false, false, planned}});
-      return decltype(execute_conv(planned, backend, x, image_stride, b, columns).out)(
+      return decltype(execute_conv(planned, backend, x, image_stride, no_b, columns).out)(
           std::size_t{g.batch} * g.out_h() * g.out_w(), unplaced.spec.n);
     }
   }
-  auto run = execute_conv(*plan, backend, x, image_stride, b, columns);
+  auto run = execute_conv(*plan, backend, x, image_stride, b(*plan), columns);
   require_halt(run.result);
   record_run(context, *plan, written, run.result);
   return std::move(run.out);
@@ -739,7 +773,8 @@ std::optional<std::vector<std::int32_t>> depthwise_int8_on_core(
 
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,
                                                const float* x, std::size_t image_stride,
-                                               const float* b, std::size_t n, WeightOf weight,
+                                               const std::function<const float*()>& b,
+                                               std::size_t n, WeightOf weight,
                                                ProductEpilogue epilogue) {
   std::vector<num::fp32_t> bias;
   const std::optional<GemmPlan> plan =
@@ -755,9 +790,9 @@ std::optional<std::vector<float>> conv_product(Context& context, const ConvGeome
     std::copy(one.data.begin(), one.data.end(),
               images.begin() + static_cast<std::ptrdiff_t>(i * image));
   }
+  MadeOnce<num::bf16_t> b16([&] { return nn::bf16_matrix(b(), k, n); });
   const num::MatrixFp32 out =
-      run_conv(context, *plan, images.data(), image, nn::bf16_matrix(b, k, n), weight,
-               epilogue.bias ? &bias : nullptr);
+      run_conv(context, *plan, images.data(), image, b16, weight, epilogue.bias ? &bias : nullptr);
   std::vector<float> c(m * n);
   std::memcpy(c.data(), out.data.data(), c.size() * sizeof(float));
   return c;
@@ -765,15 +800,17 @@ std::optional<std::vector<float>> conv_product(Context& context, const ConvGeome
 
 std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
                            std::size_t k, std::size_t n, WeightOf weight, ProductEpilogue epilogue,
-                           bool b_transposed) {
+                           bool b_transposed, bool host_transposes_b) {
   count_product(context, m, k, n, context.accelerator != nullptr);
   if (m == 0 || n == 0) return {};
+  const bool host_transposes = b_transposed && (host_transposes_b || !context.accelerator ||
+                                                context.accelerator->config().vector_lanes == 0);
   std::vector<float> laid_out;
-  if (b_transposed && (!context.accelerator || context.accelerator->config().vector_lanes == 0)) {
+  if (host_transposes && (k == 0 || !context.accelerator)) {
     laid_out = nn::transpose(b, n, k);
     b = laid_out.data();
-    b_transposed = false;
   }
+  if (host_transposes) b_transposed = false;
   if (k == 0 || !context.accelerator) {
     std::vector<float> c =
         k == 0 ? std::vector<float>(m * n, 0.0f)
@@ -790,8 +827,12 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
   sums_only.m = spec.m;
   sums_only.n = spec.n;
   sums_only.b_transposed = b_transposed;
-  const num::MatrixBf16 a16 = nn::bf16_matrix(a, m, k),
-                        b16 = b_transposed ? nn::bf16_matrix(b, n, k) : nn::bf16_matrix(b, k, n);
+  const num::MatrixBf16 a16 = nn::bf16_matrix(a, m, k);
+  MadeOnce<num::bf16_t> b16([&] {
+    return host_transposes ? nn::bf16_matrix(nn::transpose(b, n, k).data(), k, n)
+           : b_transposed  ? nn::bf16_matrix(b, n, k)
+                           : nn::bf16_matrix(b, k, n);
+  });
   std::vector<TracedGemm>* traced = context.schedule ? context.schedule->recording : nullptr;
   const std::size_t first_traced = traced ? traced->size() : 0;
   const num::MatrixFp32 out = run_on_core<num::bf16_t, num::MatrixFp32>(
@@ -945,7 +986,8 @@ GemmSpec int8_spec(const QuantEpilogue& epilogue, std::size_t n,
 
 std::optional<std::vector<std::int32_t>> conv_product_int8(
     Context& context, const ConvGeometry& g, const std::int8_t* x, std::size_t image_stride,
-    const std::int8_t* b, std::size_t n, WeightOf weight, const QuantEpilogue& epilogue) {
+    const std::function<const std::int8_t*()>& b, std::size_t n, WeightOf weight,
+    const QuantEpilogue& epilogue) {
   // B's zero point is taken off by the host from each im2col row's sum (int8_results).
   if (epilogue.weight_zero_point != 0) return std::nullopt;
   const std::vector<num::RequantParams> columns = requant_params(epilogue, n);
@@ -955,8 +997,11 @@ std::optional<std::vector<std::int32_t>> conv_product_int8(
   if (!plan) return std::nullopt;
   const std::size_t m = std::size_t{g.batch} * g.out_h() * g.out_w(), k = g.taps() * g.channels;
   count_product(context, m, k, n, true);
-  num::MatrixI8 b8(k, n);
-  std::copy(b, b + k * n, b8.data.begin());
+  MadeOnce<std::int8_t> b8([&] {
+    num::MatrixI8 made(k, n);
+    std::copy(b(), b() + k * n, made.data.begin());
+    return made;
+  });
   return run_conv(context, *plan, x, image_stride, b8, weight,
                   plan->spec.out == OutType::Int8 ? &requant : nullptr)
       .data;
@@ -985,6 +1030,7 @@ std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a, c
   num::MatrixI8 a8(m, k), b8 = b_transposed ? num::MatrixI8(n, k) : num::MatrixI8(k, n);
   std::copy(a, a + m * k, a8.data.begin());
   std::copy(b, b + k * n, b8.data.begin());
+  MadeOnce<std::int8_t> b_on_core([&] { return b8; });
   const RequantColumns* on_core = host_requant ? nullptr : &requant;
   num::MatrixI32 out;
   if (k == 0) {
@@ -1002,8 +1048,8 @@ std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a, c
     sums_only.output_zero_point = 0;
     sums_only.clamp_lo = -128;
     sums_only.clamp_hi = 127;
-    out =
-        run_on_core<std::int8_t, num::MatrixI32>(context, weight, sums_only, spec, a8, b8, on_core);
+    out = run_on_core<std::int8_t, num::MatrixI32>(context, weight, sums_only, spec, a8, b_on_core,
+                                                   on_core);
   }
   return int8_results(std::move(out), {a, b, m, k, n, weight, epilogue});
 }

@@ -124,7 +124,7 @@ std::vector<Tensor> gemm(Context& context, const Node& node, const Inputs& in) {
                    " do not multiply" + (ta || tb ? " as transposed" : ""));
   }
   const std::vector<float> at = ta ? nn::transpose(a.floats.data(), a0, a1) : std::vector<float>{};
-  const std::vector<float> bt = tb ? nn::transpose(b.floats.data(), b0, b1) : std::vector<float>{};
+
   // A C that is a bias goes into the product's epilogue, with the fused activation.
   const std::vector<float> bias = gemm_bias(node, in.size() > 2 ? in[2] : nullptr, n);
   const float alpha = node.float_attr("alpha", 1.0f), beta = node.float_attr("beta", 1.0f);
@@ -132,9 +132,10 @@ std::vector<Tensor> gemm(Context& context, const Node& node, const Inputs& in) {
       (alpha != 1.0f || (in.size() > 2 && in[2]))) {
     fail(node, "an activation fused after an alpha or a C that is no bias");
   }
+  // B given transposed is laid out by the host where it writes it (once, for resident weights).
   std::vector<float> c =
-      product(context, ta ? at.data() : a.floats.data(), tb ? bt.data() : b.floats.data(), m, k, n,
-              {in[1], 0}, {bias.empty() ? nullptr : bias.data(), node.epilogue, node.bf16_result});
+      product(context, ta ? at.data() : a.floats.data(), b.floats.data(), m, k, n, {in[1], 0},
+              {bias.empty() ? nullptr : bias.data(), node.epilogue, node.bf16_result}, tb, true);
   const Shape out{static_cast<std::int64_t>(m), static_cast<std::int64_t>(n)};
   const bool addend = in.size() > 2 && in[2] && beta != 0.0f;
   if (!bias.empty() || (alpha == 1.0f && !addend))
@@ -342,17 +343,19 @@ void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<
   const auto mg = static_cast<std::size_t>(c.mg);
   const auto plane = static_cast<std::size_t>(c.h * c.w);
   const auto groups = static_cast<std::size_t>(c.group);
-  // Each group's filters as a depth x mg matrix, B of either product.
-  std::vector<std::vector<T>> weights;
-  for (std::size_t g = 0; g < groups; ++g) {
-    weights.push_back(group_weights(c, w, static_cast<std::int64_t>(g)));
-  }
+  // Each group's filters as a depth x mg matrix, B of either product: made where a product
+  // asks for them (not where its weights are resident on the core).
+  std::vector<std::vector<T>> weights(groups);
+  const auto weights_of = [&](std::size_t g) {
+    if (weights[g].empty()) weights[g] = group_weights(c, w, static_cast<std::int64_t>(g));
+    return weights[g].data();
+  };
   std::vector<std::vector<Result>> outs;
   for (std::size_t g = 0; g < groups; ++g) {
-    std::optional<std::vector<Result>> out =
-        on_core(geometry, &x[g * static_cast<std::size_t>(c.cg) * plane],
-                static_cast<std::size_t>(c.channels) * plane, weights[g].data(), mg,
-                WeightOf{source, g}, epilogue_of(g));
+    std::optional<std::vector<Result>> out = on_core(
+        geometry, &x[g * static_cast<std::size_t>(c.cg) * plane],
+        static_cast<std::size_t>(c.channels) * plane, [&, g] { return weights_of(g); }, mg,
+        WeightOf{source, g}, epilogue_of(g));
     if (!out) break;
     outs.push_back(std::move(*out));
   }
@@ -365,7 +368,7 @@ void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<
   for (std::size_t i = 0; i < cols.size(); ++i) {
     const std::size_t g = outs.size() + i;
     calls.push_back(
-        {cols[i].data(), weights[g].data(), c.rows, c.depth, mg, {source, g}, epilogue_of(g)});
+        {cols[i].data(), weights_of(g), c.rows, c.depth, mg, {source, g}, epilogue_of(g)});
   }
   if (!calls.empty()) {
     for (std::vector<Result>& out : run_all(calls)) outs.push_back(std::move(out));

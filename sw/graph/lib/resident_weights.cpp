@@ -32,6 +32,14 @@ std::uint32_t ResidentWeights::place_matrix(Backend& backend, const Node& node,
   return addr;
 }
 
+std::optional<std::uint32_t> ResidentWeights::find(const Node& node, const WeightOf& weight,
+                                                   std::size_t rows) const {
+  const auto it =
+      placed_.find(std::make_tuple(&node, weight.source, weight.part, weight.first_row, rows));
+  if (it == placed_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::uint32_t ResidentWeights::place(Backend& backend, const Node& node, const WeightOf& weight,
                                      const num::MatrixBf16& b, std::uint64_t& written) {
   return place_matrix(backend, node, weight, b, InType::Bf16, written);

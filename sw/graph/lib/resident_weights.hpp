@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "ops.hpp"
@@ -25,6 +26,10 @@ class ResidentWeights {
   // The same for the int8 B of an int8 product.
   std::uint32_t place(Backend& backend, const Node& node, const WeightOf& weight,
                       const num::MatrixI8& b, std::uint64_t& written);
+  // Where the B of `rows` rows that `node` derives from `weight` lies, if it was placed: a
+  // product whose B is resident need not make it again.
+  std::optional<std::uint32_t> find(const Node& node, const WeightOf& weight,
+                                    std::size_t rows) const;
   // The first byte above the weights: where a product's other operands go.
   std::uint64_t top() const { return top_; }
 

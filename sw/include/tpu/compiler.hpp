@@ -252,7 +252,8 @@ void write_weights(const HardwareConfig& config, HostMemory& memory, std::uint32
 
 // Lays out the operands (A, B bf16; C, bias fp32) as the plan says, padding
 // with zeros (B not when the plan's weights are resident, A not when its input is); the shapes
-// must match the plan's spec (std::invalid_argument).
+// must match the plan's spec (std::invalid_argument). A bf16 B may be left out (0 x 0) where the
+// plan's weights are resident, here and in write_conv_inputs, execute_gemm and execute_conv.
 void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::MatrixBf16& a,
                        const num::MatrixBf16& b, const num::MatrixFp32* c,
                        const std::vector<num::fp32_t>* bias);
