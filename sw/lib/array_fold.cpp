@@ -11,6 +11,15 @@
 #define TPU_FOLD_X86 1
 #endif
 
+// The lane loops below (operands of every unified-buffer row written, the vector unit's and the
+// activation unit's arithmetic) built for each vector instruction set, the best chosen when the
+// program loads.
+#if defined(TPU_FOLD_X86) && defined(__ELF__)
+#define TPU_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TPU_VECTOR_CLONES
+#endif
+
 namespace tpu::detail {
 namespace {
 
@@ -377,12 +386,7 @@ FoldPath default_fold_path() {
                            ": not a path (portable, avx2, avx512)");
 }
 
-// Built for each vector instruction set, the best chosen when the program loads: it runs for
-// every unified-buffer row written and every weight tile a MATMUL takes.
-#if defined(TPU_FOLD_X86) && defined(__ELF__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-void fold_operands(const num::bf16_t* lanes, std::size_t count, float* out) {
+TPU_VECTOR_CLONES void fold_operands(const num::bf16_t* lanes, std::size_t count, float* out) {
   // Branch-free, so that the compiler vectorises it: the exponent's zero keeps the sign alone.
   for (std::size_t i = 0; i < count; ++i) {
     const num::fp32_t x = lanes[i];
@@ -409,6 +413,98 @@ void fold_rows(FoldPath path, const FoldActs<float>& acts, HostBf16Weights weigh
 void fold_rows_int8(FoldPath path, const FoldActs<std::int32_t>& acts, HostInt8Weights weights,
                     std::size_t tiles, num::fp32_t* sums, std::size_t rows, std::size_t dim) {
   fold_on<Int8Fold>(path, acts, weights, tiles, sums, rows, dim);
+}
+
+namespace {
+
+// The contract's flush (N-IN, and a result below 2^-126) and its canonical NaN on the bits, in
+// integer selects that vectorise.
+num::fp32_t flushed_bits(num::fp32_t bits) {
+  return (bits & 0x7F800000u) == 0 ? bits & 0x80000000u : bits;
+}
+num::fp32_t canonical_bits(num::fp32_t bits) {
+  return (bits & 0x7FFFFFFFu) > 0x7F800000u ? num::kCanonicalNanFp32 : bits;
+}
+
+}  // namespace
+
+TPU_VECTOR_CLONES void add_lanes(const num::fp32_t* a, const num::fp32_t* b, num::fp32_t* out,
+                                 std::size_t n, bool subtract) {
+  const num::fp32_t negate = subtract ? 0x80000000u : 0u;
+  const num::fp32_t* __restrict x = a;
+  const num::fp32_t* __restrict y = b;
+  num::fp32_t* __restrict sums = out;
+  for (std::size_t j = 0; j < n; ++j) {
+    // N-IN, the exact sum rounded once, then its flush: a sum of normal values below 2^-126 is
+    // exact, so no mode of the host changes it.
+    const float sum =
+        bits_to_float(flushed_bits(x[j])) + bits_to_float(flushed_bits(y[j] ^ negate));
+    sums[j] = canonical_bits(flushed_bits(float_to_bits(sum)));
+  }
+}
+
+TPU_VECTOR_CLONES void mul_lanes(const num::fp32_t* a, const num::fp32_t* b, num::fp32_t* out,
+                                 std::size_t n) {
+  const num::fp32_t* __restrict x = a;
+  const num::fp32_t* __restrict y = b;
+  num::fp32_t* __restrict products = out;
+  for (std::size_t j = 0; j < n; ++j) {
+    const float product = bits_to_float(flushed_bits(x[j])) * bits_to_float(flushed_bits(y[j]));
+    products[j] = canonical_bits(flushed_bits(float_to_bits(product)));
+  }
+  num::fp32_t flushed_nonzero = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    flushed_nonzero |=
+        (products[j] & 0x7FFFFFFFu) == 0 && (x[j] & 0x7F800000u) != 0 && (y[j] & 0x7F800000u) != 0;
+  }
+  if (flushed_nonzero == 0) return;
+  // A zero product of two normal numbers lies below 2^-126, where the contract rounds to the
+  // subnormal grid, which reaches 2^-126 from just below it (the host's product rounds there as
+  // well, unless the caller set its flush-to-zero mode): such products, rare, are the reference's.
+  for (std::size_t j = 0; j < n; ++j) {
+    if ((products[j] & 0x7FFFFFFFu) == 0 && (x[j] & 0x7F800000u) != 0 &&
+        (y[j] & 0x7F800000u) != 0) {
+      products[j] = num::mul_fp32(x[j], y[j]);
+    }
+  }
+}
+
+TPU_VECTOR_CLONES void max_lanes(const num::fp32_t* a, const num::fp32_t* b, num::fp32_t* out,
+                                 std::size_t n, bool smaller) {
+  const num::fp32_t* __restrict x = a;
+  const num::fp32_t* __restrict y = b;
+  num::fp32_t* __restrict chosen = out;
+  for (std::size_t j = 0; j < n; ++j) {
+    const num::fp32_t p = canonical_bits(flushed_bits(x[j])),
+                      q = canonical_bits(flushed_bits(y[j]));
+    // The values' order as unsigned keys: negative ones reversed below the positive ones.
+    const num::fp32_t key_p = (p & 0x80000000u) != 0 ? ~p : p | 0x80000000u;
+    const num::fp32_t key_q = (q & 0x80000000u) != 0 ? ~q : q | 0x80000000u;
+    const bool nan = p == num::kCanonicalNanFp32 || q == num::kCanonicalNanFp32;
+    const num::fp32_t pick = (key_p >= key_q) != smaller ? p : q;
+    chosen[j] = nan ? num::kCanonicalNanFp32 : pick;
+  }
+}
+
+TPU_VECTOR_CLONES void relu_lanes(num::fp32_t* values, std::size_t n, bool relu) {
+  const num::fp32_t negative_to_zero = relu ? 0x80000000u : 0u;
+  for (std::size_t j = 0; j < n; ++j) {
+    const num::fp32_t x = canonical_bits(flushed_bits(values[j]));
+    values[j] = x != num::kCanonicalNanFp32 && (x & negative_to_zero) != 0 ? 0u : x;
+  }
+}
+
+TPU_VECTOR_CLONES void round_to_bf16(const num::fp32_t* in, num::bf16_t* out, std::size_t n) {
+  // num::fp32_to_bf16's rounding in integer steps without branches, which the compiler
+  // vectorises: to nearest even (infinity past the top), a subnormal to a zero of its sign, a
+  // NaN canonical.
+  for (std::size_t j = 0; j < n; ++j) {
+    const num::fp32_t x = in[j];
+    const num::fp32_t nearest_even = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+    const num::fp32_t value = (x & 0x7F800000u) == 0 ? (x >> 16) & 0x8000u : nearest_even;
+    out[j] =
+        static_cast<num::bf16_t>((x & 0x7FFFFFFFu) > 0x7F800000u ? num::kCanonicalNanBf16 : value);
+  }
 }
 
 }  // namespace tpu::detail

@@ -115,6 +115,24 @@ struct RowMove {
   std::uint64_t count, rows, chip_addr, chip_step, host_addr, host_step, host_stride;
 };
 
+// The rows an ACTIVATE or ELTWISE reads and writes, its fields decoded once: iteration i's row r
+// at a(i, r) and b(i, r), its row of operands (bias, multipliers, B) from bias(i).
+struct RowRanges {
+  explicit RowRanges(const Instruction& in)
+      : count(in.count()),
+        rows(in.rows()),
+        addr_a(in.addr_a()),
+        step_a(in.step_a()),
+        addr_b(in.addr_b()),
+        step_b(in.step_b()),
+        bias_addr(in.bias_addr()),
+        bias_step(in.bias_step()) {}
+  std::uint64_t a(std::uint64_t i, std::uint64_t r) const { return addr_a + i * step_a + r; }
+  std::uint64_t b(std::uint64_t i, std::uint64_t r) const { return addr_b + i * step_b + r; }
+  std::uint64_t bias(std::uint64_t i) const { return bias_addr + i * bias_step; }
+  std::uint64_t count, rows, addr_a, step_a, addr_b, step_b, bias_addr, bias_step;
+};
+
 }  // namespace
 
 FunctionalModel::FunctionalModel(const HardwareConfig& config, std::size_t host_bytes)
@@ -524,33 +542,38 @@ void FunctionalModel::activate(const Instruction& in) {
   const bool with_bias = in.flag(isa::kActivateFlagBias);
   const unsigned func = in.func();
   const num::bf16_t alpha = in.alpha();
-  for (std::uint64_t i = 0; i < in.count(); ++i) {
+  std::vector<num::fp32_t> values(dim_);
+  const RowRanges rows(in);
+  for (std::uint64_t i = 0; i < rows.count; ++i) {
     // ACC_OVERLAP guarantees that no row of this instruction writes the bias rows.
     const num::fp32_t* bias = nullptr;
     if (with_bias) {
-      const std::uint64_t bias_row = in.bias_addr() + i * in.bias_step();
+      const std::uint64_t bias_row = rows.bias(i);
       note_read(acc_written_, bias_row);
       bias = acc(bias_row);
     }
-    for (std::uint64_t r = 0; r < in.rows(); ++r) {
-      const std::uint64_t a_row = in.addr_a() + i * in.step_a() + r;
-      const std::uint64_t b_row = in.addr_b() + i * in.step_b() + r;
+    for (std::uint64_t r = 0; r < rows.rows; ++r) {
+      const std::uint64_t a_row = rows.a(i, r);
+      const std::uint64_t b_row = rows.b(i, r);
       note_read(acc_written_, a_row);
-      // Lane by lane, so that an in-place F32 row reads each value before overwriting it.
+      // The row's values first, so that an in-place F32 row is read before it is written.
       const num::fp32_t* x = acc(a_row);
+      if (bias) {
+        detail::add_lanes(x, bias, values.data(), dim_);
+      } else {
+        std::copy_n(x, dim_, values.begin());
+      }
+      const auto act = static_cast<num::ActFunc>(func);
+      if (act == num::ActFunc::kNone || act == num::ActFunc::kRelu) {
+        detail::relu_lanes(values.data(), dim_, act == num::ActFunc::kRelu);
+      } else {
+        for (num::fp32_t& value : values) value = num::act_func(func, value, alpha);
+      }
       if (to_acc) {
-        num::fp32_t* out = acc(b_row);
-        for (std::size_t j = 0; j < dim_; ++j) {
-          const num::fp32_t sum = bias ? num::add_fp32(x[j], bias[j]) : x[j];
-          out[j] = num::act_func(func, sum, alpha);
-        }
+        std::copy(values.begin(), values.end(), acc(b_row));
         acc_written_[b_row] = 1;
       } else {
-        num::bf16_t* out = ub(b_row);
-        for (std::size_t j = 0; j < dim_; ++j) {
-          const num::fp32_t sum = bias ? num::add_fp32(x[j], bias[j]) : x[j];
-          out[j] = num::fp32_to_bf16(num::act_func(func, sum, alpha));
-        }
+        detail::round_to_bf16(values.data(), ub(b_row), dim_);
         ub_row_written(b_row);
       }
     }
@@ -590,29 +613,74 @@ void FunctionalModel::eltwise(const Instruction& in) {
   const bool row_operand = in.flag(isa::kEltwiseFlagRow);
   const bool along_row = in.flag(isa::kEltwiseFlagLanes);
   const bool a_in_ub = in.flag(isa::kEltwiseFlagUb);
-  std::vector<num::fp32_t> b_row_values(dim_);
-  for (std::uint64_t i = 0; i < in.count(); ++i) {
-    const std::uint64_t b_base = in.bias_addr() + i * in.bias_step();
+  std::vector<num::fp32_t> b_row_values(dim_), a_values(dim_), a_block, b_block;
+  // Lane by lane on the host's binary32 where the contract's N-ADD and N-MUL allow it, and in
+  // integer steps for the comparisons.
+  const bool host_lanes =
+      !int32 && !along_row &&
+      (op == isa::VectorOp::Add || op == isa::VectorOp::Sub || op == isa::VectorOp::Mul ||
+       op == isa::VectorOp::Max || op == isa::VectorOp::Min);
+  const RowRanges rows(in);
+  // A's row, widened from a unified-buffer row (bf16 exactly, or with I32 its 16-bit lanes
+  // sign-extended), into `to`.
+  const auto read_a = [&](std::uint64_t a_row, num::fp32_t* to) {
+    note_read(a_in_ub ? ub_written_ : acc_written_, a_row);
+    if (!a_in_ub) {
+      std::copy_n(acc(a_row), dim_, to);
+      return;
+    }
+    for (std::size_t j = 0; j < dim_; ++j) {
+      const num::bf16_t lane = ub(a_row)[j];
+      to[j] = int32 ? static_cast<num::fp32_t>(static_cast<std::int16_t>(lane))
+                    : num::bf16_to_fp32(lane);
+    }
+  };
+  // Rows [first, first + n) and the destination's: the same rows or none in common, so that the
+  // iteration's rows may be read all before any is written.
+  const auto apart = [&](std::uint64_t first, std::uint64_t dst) {
+    return first == dst || first + rows.rows <= dst || dst + rows.rows <= first;
+  };
+  for (std::uint64_t i = 0; i < rows.count; ++i) {
+    const std::uint64_t b_base = rows.bias(i);
     if (row_operand) {
       note_read(acc_written_, b_base);
       std::copy_n(acc(b_base), dim_, b_row_values.begin());
     }
-    for (std::uint64_t r = 0; r < in.rows(); ++r) {
-      const std::uint64_t a_row = in.addr_a() + i * in.step_a() + r;
-      const std::uint64_t dst_row = in.addr_b() + i * in.step_b() + r;
-      note_read(a_in_ub ? ub_written_ : acc_written_, a_row);
+    const std::uint64_t dst = rows.b(i, 0);
+    if (host_lanes && (a_in_ub || apart(rows.a(i, 0), dst)) &&
+        (row_operand || apart(b_base, dst))) {
+      // The iteration at once: its operands copied first, as the rows one after another would
+      // read them.
+      const std::size_t lanes = rows.rows * dim_;
+      a_block.resize(lanes);
+      b_block.resize(lanes);
+      for (std::uint64_t r = 0; r < rows.rows; ++r) {
+        read_a(rows.a(i, r), &a_block[r * dim_]);
+        if (row_operand) {
+          std::copy(b_row_values.begin(), b_row_values.end(), &b_block[r * dim_]);
+        } else {
+          note_read(acc_written_, b_base + r);
+          std::copy_n(acc(b_base + r), dim_, &b_block[r * dim_]);
+        }
+      }
+      if (op == isa::VectorOp::Mul) {
+        detail::mul_lanes(a_block.data(), b_block.data(), acc(dst), lanes);
+      } else if (op == isa::VectorOp::Max || op == isa::VectorOp::Min) {
+        detail::max_lanes(a_block.data(), b_block.data(), acc(dst), lanes,
+                          op == isa::VectorOp::Min);
+      } else {
+        detail::add_lanes(a_block.data(), b_block.data(), acc(dst), lanes,
+                          op == isa::VectorOp::Sub);
+      }
+      std::fill_n(acc_written_.begin() + static_cast<std::ptrdiff_t>(dst), rows.rows, 1);
+      continue;
+    }
+    for (std::uint64_t r = 0; r < rows.rows; ++r) {
+      const std::uint64_t dst_row = rows.b(i, r);
+      read_a(rows.a(i, r), a_values.data());
       if (!row_operand) {
         note_read(acc_written_, b_base + r);
         std::copy_n(acc(b_base + r), dim_, b_row_values.begin());
-      }
-      // A's row is copied too: the destination may be A's row or B's. A unified-buffer row is
-      // widened: bf16 exactly, or with I32 its 16-bit lanes sign-extended.
-      std::vector<num::fp32_t> a_values(dim_);
-      for (std::size_t j = 0; j < dim_; ++j) {
-        const num::bf16_t lane = a_in_ub ? ub(a_row)[j] : 0;
-        a_values[j] = !a_in_ub ? acc(a_row)[j]
-                      : int32  ? static_cast<num::fp32_t>(static_cast<std::int16_t>(lane))
-                               : num::bf16_to_fp32(lane);
       }
       num::fp32_t* out = acc(dst_row);
       if (along_row) {

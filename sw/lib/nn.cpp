@@ -16,6 +16,7 @@
 #include <tuple>
 #include <utility>
 
+#include "tpu/array_fold.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/isa.hpp"
 #include "tpu/npy.hpp"
@@ -511,20 +512,11 @@ void read_quant_layer(const std::string& json_path, const Json& item, std::size_
 }  // namespace
 
 num::MatrixBf16 bf16_matrix(const float* data, std::size_t rows, std::size_t cols) {
-  // num::fp32_to_bf16's rounding (N-OUT) in integer steps without branches, which the compiler
-  // vectorises: the host converts every operand it writes so (tests/sw/test_nn.cpp holds the two
-  // together).
   num::MatrixBf16 m(rows, cols);
   const std::size_t count = rows * cols;
   std::vector<num::fp32_t> bits(count);
   if (count > 0) std::memcpy(bits.data(), data, count * sizeof(float));
-  for (std::size_t i = 0; i < count; ++i) {
-    const num::fp32_t x = bits[i];
-    const num::fp32_t nearest_even = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;  // inf past the top
-    const num::fp32_t value = (x & 0x7F800000u) == 0 ? (x >> 16) & 0x8000u : nearest_even;
-    m.data[i] =
-        static_cast<num::bf16_t>((x & 0x7FFFFFFFu) > 0x7F800000u ? num::kCanonicalNanBf16 : value);
-  }
+  detail::round_to_bf16(bits.data(), m.data.data(), count);
   return m;
 }
 

@@ -324,7 +324,7 @@ int run_infer(const InferOptions& options) {
     std::vector<graph::Tensor> outputs;
     const auto run_start = std::chrono::steady_clock::now();
     try {
-      outputs = session->run(batch, &runs);
+      outputs = session->run(batch, options.stats ? &runs : nullptr);
     } catch (const std::exception& error) {
       throw BadInput(fmt::format("{}: {}", options.net_path, error.what()));
     }

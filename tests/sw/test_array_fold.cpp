@@ -4,13 +4,19 @@
 // seeds, and random rows with cancellation.
 #include <gtest/gtest.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <tuple>
 
 #include "common/test_seed.hpp"
 #include "oracle/operand_sets.hpp"
 #include "tpu/array_fold.hpp"
+#include "tpu/numerics/activation.hpp"
 
 namespace tpu {
 namespace {
@@ -212,6 +218,74 @@ TEST(ArrayFold, Int8SumsWrapOnEveryPath) {
         ASSERT_EQ(in_place, want) << detail::fold_path_name(path) << ", dim " << dim << ", "
                                   << tiles << " tiles: host memory's weights";
       }
+    }
+  }
+}
+
+// The vector unit's and the activation unit's lane arithmetic (sums, products, comparisons, relu,
+// rounding to bf16) against the reference, bit for bit: adder pairs that cancel, round and flush;
+// products whose exponents meet near 2^-126 (both sides of the subnormal grid's reach to 2^-126)
+// and the overflow; specials of every kind; with the host's flush-to-zero and denormals-are-zero
+// modes off and on (a caller may set them).
+TEST(HostLanes, AddMulAndRoundingMatchReference) {
+  oracle::OperandRng rng(test::test_seed() + 3);
+  constexpr std::size_t kLanes = 4096;
+  std::vector<num::fp32_t> a(kLanes), b(kLanes);
+  for (std::size_t j = 0; j < kLanes; ++j) {
+    if (j % 3 == 2) {
+      // Exponents that sum near the product's flush (about 2^-126) or its overflow.
+      const std::uint64_t e = rng.uniform(1, 125), f = 127 - e + rng.uniform(0, 2) - 1;
+      const bool high = j % 2 == 0;
+      a[j] = static_cast<num::fp32_t>(rng.uniform(0, 0x807FFFFFu) & 0x807FFFFFu) |
+             static_cast<num::fp32_t>((high ? 254 - e / 2 : e) << 23);
+      b[j] = static_cast<num::fp32_t>(rng.uniform(0, 0x807FFFFFu) & 0x807FFFFFu) |
+             static_cast<num::fp32_t>((high ? 127 + e / 2 : f) << 23);
+    } else {
+      std::tie(a[j], b[j]) = rng.fp32_pair();
+    }
+  }
+  // Products at the subnormal grid's reach: (1 - 2^-24) x 2^-126 = 2^-126 - 2^-150 rounds to
+  // 2^-126, (1 - 2^-23) x 2^-126 = 2^-126 - 2^-149 lies below it and flushes; and a subnormal
+  // operand, +0 after N-IN.
+  a[0] = 0x3F800000u;  // 1
+  b[0] = 0x007FFFFFu;  // subnormal: N-IN makes it +0
+  a[1] = 0x3F7FFFFFu;  // 1 - 2^-24
+  b[1] = 0x00800000u;  // 2^-126
+  a[2] = 0x3F7FFFFEu;  // 1 - 2^-23
+  b[2] = 0x00800000u;
+  std::vector<num::fp32_t> sum(kLanes), difference(kLanes), product(kLanes), larger(kLanes),
+      smaller(kLanes), identity(a), relu(a);
+  std::vector<num::bf16_t> rounded(kLanes);
+  for (const bool host_flushes : {false, true}) {
+#if defined(__x86_64__)
+    const unsigned saved = _mm_getcsr();
+    if (host_flushes) _mm_setcsr(saved | (1u << 15) | (1u << 6));
+#else
+    if (host_flushes) continue;
+#endif
+    detail::add_lanes(a.data(), b.data(), sum.data(), kLanes);
+    detail::add_lanes(a.data(), b.data(), difference.data(), kLanes, true);
+    detail::mul_lanes(a.data(), b.data(), product.data(), kLanes);
+    detail::round_to_bf16(a.data(), rounded.data(), kLanes);
+    detail::max_lanes(a.data(), b.data(), larger.data(), kLanes);
+    detail::max_lanes(a.data(), b.data(), smaller.data(), kLanes, true);
+    identity = a;
+    relu = a;
+    detail::relu_lanes(identity.data(), kLanes, false);
+    detail::relu_lanes(relu.data(), kLanes, true);
+#if defined(__x86_64__)
+    _mm_setcsr(saved);
+#endif
+    for (std::size_t j = 0; j < kLanes; ++j) {
+      ASSERT_EQ(sum[j], num::add_fp32(a[j], b[j])) << std::hex << a[j] << " + " << b[j];
+      ASSERT_EQ(difference[j], num::add_fp32(a[j], b[j] ^ 0x80000000u))
+          << std::hex << a[j] << " - " << b[j];
+      ASSERT_EQ(product[j], num::mul_fp32(a[j], b[j])) << std::hex << a[j] << " x " << b[j];
+      ASSERT_EQ(rounded[j], num::fp32_to_bf16(a[j])) << std::hex << a[j];
+      ASSERT_EQ(larger[j], num::max_fp32(a[j], b[j])) << std::hex << a[j] << " max " << b[j];
+      ASSERT_EQ(smaller[j], num::min_fp32(a[j], b[j])) << std::hex << a[j] << " min " << b[j];
+      ASSERT_EQ(identity[j], num::act_func(0, a[j], 0)) << std::hex << a[j];
+      ASSERT_EQ(relu[j], num::act_func(1, a[j], 0)) << std::hex << "relu " << a[j];
     }
   }
 }

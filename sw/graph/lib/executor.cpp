@@ -1033,6 +1033,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, std::vector<
     figures.op = node.op;
     figures.work = state_->work[n];
     context.run = &figures;
+    context.estimates = runs != nullptr;
     context.node = &node;
     // Shape arithmetic computes on shapes and constants: on the host, whatever its values' type
     // (a compiled model has it as constants).

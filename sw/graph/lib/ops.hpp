@@ -58,6 +58,9 @@ struct Context {
   int opset = 0;
   Backend* accelerator = nullptr;  // null: products in host fp32
   OpRun* run = nullptr;            // the running node's figures
+  // The caller asked for them (Session::run's `runs`): the cycle model's estimates, which
+  // take longer than a small product on the functional model, are made only then.
+  bool estimates = false;
   const Node* node = nullptr;      // the running node
   // The graph's constants, and the session's weights on the accelerator (with one).
   const std::set<const Tensor*>* constants = nullptr;
@@ -125,6 +128,24 @@ struct ProductEpilogue {
   bool bf16_result = false;
 };
 
+// A product's B: values where they lie (a tensor's), or made the first time they are asked for
+// (a convolution group's regrouped filters), which a product whose weights are resident on the
+// core never does.
+template <typename T>
+class ProductB {
+ public:
+  ProductB(const T* values = nullptr) : values_(values) {}  // a B where it lies
+  explicit ProductB(std::function<const T*()> make) : make_(std::move(make)) {}
+  const T* operator()() const {
+    if (!values_ && make_) values_ = make_();
+    return values_;
+  }
+
+ private:
+  mutable const T* values_ = nullptr;
+  std::function<const T*()> make_;
+};
+
 // C = act(A (m x k) B (k x n) + bias), row-major fp32: on the accelerator (bf16 operands, fp32
 // sums, the epilogue in the core's accumulators and activation unit) or in host fp32; counts
 // the MACs, and on the accelerator what the host wrote and read, in the context's figures. A K
@@ -133,8 +154,8 @@ struct ProductEpilogue {
 // With `b_transposed`, b holds B's transpose (n x k), which a core with a vector unit reads as
 // it lies (READ_WEIGHTS T) unless `host_transposes_b`; the host lays it out for any other, and
 // for resident weights only when it writes them.
-std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
-                           std::size_t k, std::size_t n, WeightOf weight = {},
+std::vector<float> product(Context& context, const float* a, const ProductB<float>& b,
+                           std::size_t m, std::size_t k, std::size_t n, WeightOf weight = {},
                            ProductEpilogue epilogue = {}, bool b_transposed = false,
                            bool host_transposes_b = false);
 
@@ -190,7 +211,7 @@ isa::Func core_function(Epilogue act);
 // with b_transposed, b holds B's transpose (n x k, Tensor::stored_transposed).
 struct ProductCall {
   const float* a = nullptr;
-  const float* b = nullptr;
+  ProductB<float> b;
   std::size_t m = 0, k = 0, n = 0;
   WeightOf weight;
   ProductEpilogue epilogue;
@@ -234,7 +255,7 @@ struct QuantEpilogue {
 // b_transposed as ProductCall's.
 struct ProductCallInt8 {
   const std::int8_t* a = nullptr;
-  const std::int8_t* b = nullptr;
+  ProductB<std::int8_t> b;
   std::size_t m = 0, k = 0, n = 0;
   WeightOf weight;
   QuantEpilogue epilogue;
@@ -245,8 +266,9 @@ struct ProductCallInt8 {
 // multipliers, the int32 sums): on the accelerator's int8 datapath, or by the reference model
 // without one (or on a core without the datapath: a host step), the same bits either way; counts
 // as product() does.
-std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
-                                       std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
+std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a,
+                                       const ProductB<std::int8_t>& b, std::size_t m, std::size_t k,
+                                       std::size_t n, WeightOf weight,
                                        const QuantEpilogue& epilogue, bool b_transposed = false);
 // The same for an int8 convolution group (its padding the input zero point), as product_int8()
 // gives it for the im2col matrix; none also for weights with a zero point.

@@ -220,7 +220,7 @@ void record_run(Context& context, const GemmPlan& plan, std::uint64_t weights_wr
   ++figures.products;
   figures.from_images += plan.conv.empty() ? 0 : 1;
   figures.weight_bytes += weights_written;
-  figures.estimated_cycles += estimate_cycles(plan).cycles;
+  if (context.estimates) figures.estimated_cycles += estimate_cycles(plan).cycles;
   const std::uint64_t a_bytes = plan.input_resident ? 0 : plan.a_bytes();
   figures.host_bytes += a_bytes + b_bytes + c_bytes + column_bytes +
                         (program_written ? plan.program.size() * isa::kInstrBytes : 0) +
@@ -460,10 +460,12 @@ void record_vector_run(Context& context, const HardwareConfig& config,
   figures.on_accelerator = true;
   figures.programs += 1;
   figures.host_bytes += host_bytes;
-  figures.estimated_cycles += estimate_vector_program_cycles(config, program);
-  for (const isa::Instruction& in : program) {
-    if (in.opcode() == isa::Opcode::Eltwise) {
-      figures.estimated_vector_cycles += eltwise_cycles(config, in);
+  if (context.estimates) {
+    figures.estimated_cycles += estimate_vector_program_cycles(config, program);
+    for (const isa::Instruction& in : program) {
+      if (in.opcode() == isa::Opcode::Eltwise) {
+        figures.estimated_vector_cycles += eltwise_cycles(config, in);
+      }
     }
   }
   if (result.counters) add_counted(figures, *result.counters, config);
@@ -798,24 +800,22 @@ std::optional<std::vector<float>> conv_product(Context& context, const ConvGeome
   return c;
 }
 
-std::vector<float> product(Context& context, const float* a, const float* b, std::size_t m,
-                           std::size_t k, std::size_t n, WeightOf weight, ProductEpilogue epilogue,
-                           bool b_transposed, bool host_transposes_b) {
+std::vector<float> product(Context& context, const float* a, const ProductB<float>& b,
+                           std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
+                           ProductEpilogue epilogue, bool b_transposed, bool host_transposes_b) {
   count_product(context, m, k, n, context.accelerator != nullptr);
   if (m == 0 || n == 0) return {};
   const bool host_transposes = b_transposed && (host_transposes_b || !context.accelerator ||
                                                 context.accelerator->config().vector_lanes == 0);
-  std::vector<float> laid_out;
-  if (host_transposes && (k == 0 || !context.accelerator)) {
-    laid_out = nn::transpose(b, n, k);
-    b = laid_out.data();
-  }
   if (host_transposes) b_transposed = false;
   if (k == 0 || !context.accelerator) {
+    const std::vector<float> laid_out =
+        host_transposes && k > 0 ? nn::transpose(b(), n, k) : std::vector<float>{};
     std::vector<float> c =
         k == 0 ? std::vector<float>(m * n, 0.0f)
-               : nn::matmul(nullptr, a, b, static_cast<std::uint32_t>(m),
-                            static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(n));
+               : nn::matmul(nullptr, a, host_transposes ? laid_out.data() : b(),
+                            static_cast<std::uint32_t>(m), static_cast<std::uint32_t>(k),
+                            static_cast<std::uint32_t>(n));
     host_epilogue(c, n, epilogue);
     return c;
   }
@@ -829,9 +829,9 @@ std::vector<float> product(Context& context, const float* a, const float* b, std
   sums_only.b_transposed = b_transposed;
   const num::MatrixBf16 a16 = nn::bf16_matrix(a, m, k);
   MadeOnce<num::bf16_t> b16([&] {
-    return host_transposes ? nn::bf16_matrix(nn::transpose(b, n, k).data(), k, n)
-           : b_transposed  ? nn::bf16_matrix(b, n, k)
-                           : nn::bf16_matrix(b, k, n);
+    return host_transposes ? nn::bf16_matrix(nn::transpose(b(), n, k).data(), k, n)
+           : b_transposed  ? nn::bf16_matrix(b(), n, k)
+                           : nn::bf16_matrix(b(), k, n);
   });
   std::vector<TracedGemm>* traced = context.schedule ? context.schedule->recording : nullptr;
   const std::size_t first_traced = traced ? traced->size() : 0;
@@ -1007,13 +1007,16 @@ std::optional<std::vector<std::int32_t>> conv_product_int8(
       .data;
 }
 
-std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a, const std::int8_t* b,
-                                       std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
+std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a,
+                                       const ProductB<std::int8_t>& b_source, std::size_t m,
+                                       std::size_t k, std::size_t n, WeightOf weight,
                                        const QuantEpilogue& epilogue, bool b_transposed) {
   // A core without the int8 datapath leaves the product to the host's reference model.
   Backend* accelerator = int8_accelerator(context);
   count_product(context, m, k, n, accelerator != nullptr);
   if (m == 0 || n == 0) return {};
+  // Made at once: the host folds the input zero point with B's column sums at every run.
+  const std::int8_t* b = b_source();
   std::vector<std::int8_t> laid_out;
   if (b_transposed && (!accelerator || accelerator->config().vector_lanes == 0)) {
     laid_out = nn::transpose(b, n, k);

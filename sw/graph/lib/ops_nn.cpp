@@ -367,20 +367,23 @@ void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<
   }
   for (std::size_t i = 0; i < cols.size(); ++i) {
     const std::size_t g = outs.size() + i;
-    calls.push_back(
-        {cols[i].data(), weights_of(g), c.rows, c.depth, mg, {source, g}, epilogue_of(g)});
+    calls.push_back({cols[i].data(),
+                     ProductB<T>([&weights_of, g] { return weights_of(g); }),
+                     c.rows,
+                     c.depth,
+                     mg,
+                     {source, g},
+                     epilogue_of(g)});
   }
   if (!calls.empty()) {
     for (std::vector<Result>& out : run_all(calls)) outs.push_back(std::move(out));
   }
+  // Each image's rows (a pixel's filters each) transposed into its group's planes.
+  const auto images = static_cast<std::size_t>(c.batch);
   for (std::size_t g = 0; g < outs.size(); ++g) {
-    const std::vector<Result>& out = outs[g];
-    for (std::size_t r = 0; r < c.rows; ++r) {
-      const std::size_t n = r / c.plane, pixel = r % c.plane;
-      for (std::size_t f = 0; f < mg; ++f) {
-        y[(n * static_cast<std::size_t>(c.filters) + g * mg + f) * c.plane + pixel] =
-            out[r * mg + f];
-      }
+    for (std::size_t n = 0; n < images; ++n) {
+      nn::transpose_into(&outs[g][n * c.plane * mg], c.plane, mg,
+                         &y[(n * static_cast<std::size_t>(c.filters) + g * mg) * c.plane]);
     }
   }
 }

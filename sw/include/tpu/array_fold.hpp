@@ -80,4 +80,22 @@ void fold_rows(FoldPath path, const FoldActs<float>& acts, HostBf16Weights weigh
 void fold_rows_int8(FoldPath path, const FoldActs<std::int32_t>& acts, HostInt8Weights weights,
                     std::size_t tiles, num::fp32_t* sums, std::size_t rows, std::size_t dim);
 
+// The vector unit's and the activation unit's fp32 arithmetic over n lanes on the host's
+// binary32, the contract's flushes explicit (whatever the host's modes), NaN canonical: N-ADD
+// (out = a + b, or a - b), N-MUL (out = a x b), the comparisons and relu, and N-OUT's rounding of
+// fp32 to bf16. Each is held
+// against the reference (num::add_fp32, mul_fp32, fp32_to_bf16) bit for bit
+// (tests/sw/test_array_fold.cpp).
+void add_lanes(const num::fp32_t* a, const num::fp32_t* b, num::fp32_t* out, std::size_t n,
+               bool subtract = false);
+void mul_lanes(const num::fp32_t* a, const num::fp32_t* b, num::fp32_t* out, std::size_t n);
+// The larger (or with `smaller` the smaller) of each pair as num::max_fp32 and min_fp32 order
+// them: N-IN first, -0 below +0, a NaN canonical.
+void max_lanes(const num::fp32_t* a, const num::fp32_t* b, num::fp32_t* out, std::size_t n,
+               bool smaller = false);
+// The activation unit's identity or relu (num::act_func's kNone and kRelu) in place: N-IN, a NaN
+// canonical, and with `relu` a negative value +0.
+void relu_lanes(num::fp32_t* values, std::size_t n, bool relu);
+void round_to_bf16(const num::fp32_t* in, num::bf16_t* out, std::size_t n);
+
 }  // namespace tpu::detail

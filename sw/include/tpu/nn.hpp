@@ -177,13 +177,26 @@ std::vector<float> matmul(Backend* accelerator, const float* a, const float* b, 
 // Host-side pieces, also used by the trainer and the graph executor.
 // A row-major float matrix as the accelerator takes it: bf16 by N-OUT.
 num::MatrixBf16 bf16_matrix(const float* data, std::size_t rows, std::size_t cols);
-// A row-major rows x cols matrix transposed (cols x rows).
+// A row-major rows x cols matrix transposed into `out` (cols x rows), in square blocks that keep
+// the rows read and the rows written in the cache.
+template <typename T>
+void transpose_into(const T* data, std::size_t rows, std::size_t cols, T* out) {
+  constexpr std::size_t kBlock = 32;
+  for (std::size_t i0 = 0; i0 < rows; i0 += kBlock) {
+    const std::size_t i_end = std::min(rows, i0 + kBlock);
+    for (std::size_t j0 = 0; j0 < cols; j0 += kBlock) {
+      const std::size_t j_end = std::min(cols, j0 + kBlock);
+      for (std::size_t i = i0; i < i_end; ++i) {
+        for (std::size_t j = j0; j < j_end; ++j) out[j * rows + i] = data[i * cols + j];
+      }
+    }
+  }
+}
+// The same into a new matrix.
 template <typename T>
 std::vector<T> transpose(const T* data, std::size_t rows, std::size_t cols) {
   std::vector<T> t(rows * cols);
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) t[j * rows + i] = data[i * cols + j];
-  }
+  transpose_into(data, rows, cols, t.data());
   return t;
 }
 // im2col of an NHWC tensor: one row per output pixel, [n * oh * ow, kh * kw * c], columns in
