@@ -226,32 +226,54 @@ __attribute__((target("avx512f"))) void avx512_block(const FoldActs<Value>& acts
 // No modes for integer sums.
 struct NoModes {};
 
-// The rows in blocks of TwoRows (OneRows where the array is one vector wide), then one at a
-// time; the columns in blocks of two vectors of `Width` values (one where the array is one
-// vector wide): Block<Rows, Vectors>(acts, weights, tiles, sums, dim, col), with the host's
-// modes Modes set meanwhile. The blocks hold as many sums in registers as the instruction set
-// has room for beside the weights: 8 with AVX2's 16 registers, 16 with AVX-512's 32, so that
-// each weight vector loaded (and widened from bf16 or int8) serves that many products.
-template <std::size_t Width, std::size_t TwoRows, std::size_t OneRows, typename Modes, typename T,
-          typename Weights, typename BlockTwo, typename BlockOne, typename Block1x2,
-          typename Block1x1>
-void vector_fold(const FoldActs<T>& acts, Weights weights, std::size_t tiles, num::fp32_t* sums,
-                 std::size_t rows, std::size_t dim, BlockTwo b_two, BlockOne b_one, Block1x2 b12,
-                 Block1x1 b11) {
-  const Modes modes;
-  (void)modes;
-  const bool two = dim >= 2 * Width;
-  const std::size_t block = two ? TwoRows : OneRows;
-  std::size_t r = 0;
-  for (; r + block <= rows; r += block) {
-    for (std::size_t col = 0; col < dim; col += two ? 2 * Width : Width) {
-      (two ? b_two : b_one)(acts.rows_from(r, dim), weights, tiles, sums + r * dim, dim, col);
+// The kernels of one instruction set for a mode and a kind of weights: block<Rows, Vectors> folds
+// Rows rows into Vectors vectors of Width columns.
+template <typename Mode, typename Weights, bool Avx512>
+struct Kernels {
+  static constexpr std::size_t kWidth = Avx512 ? 16 : 8;
+  template <int Rows, int Vectors>
+  static void block(const FoldActs<typename Mode::Value>& acts, Weights weights, std::size_t tiles,
+                    num::fp32_t* sums, std::size_t dim, std::size_t col) {
+    if constexpr (Avx512) {
+      Mode::template avx512<Weights, Rows, Vectors>(acts, weights, tiles, sums, dim, col);
+    } else {
+      Mode::template avx2<Weights, Rows, Vectors>(acts, weights, tiles, sums, dim, col);
     }
   }
-  for (; r < rows; ++r) {
-    for (std::size_t col = 0; col < dim; col += two ? 2 * Width : Width) {
-      (two ? b12 : b11)(acts.rows_from(r, dim), weights, tiles, sums + r * dim, dim, col);
+};
+
+// The rows in blocks as large as the instruction set has room for beside the weights (16 sums
+// in registers with AVX-512's 32, 8 with AVX2's 16, so that each weight vector loaded, and
+// widened from bf16 or int8, serves that many products), then the rows left in halves of that
+// (each block's sums in flight at once, not one row's after another), then one at a time; the
+// columns in blocks of two vectors (one where the array is one vector wide), with the host's
+// modes Modes set meanwhile.
+template <typename K, typename Modes, typename T, typename Weights>
+void vector_fold(const FoldActs<T>& acts, Weights weights, std::size_t tiles, num::fp32_t* sums,
+                 std::size_t rows, std::size_t dim) {
+  const Modes modes;
+  (void)modes;
+  constexpr int kSums = K::kWidth == 16 ? 16 : 8;
+  std::size_t r = 0;
+  const auto blocks = [&](auto rows_a_block, auto vectors) {
+    constexpr int kRows = decltype(rows_a_block)::value, kVectors = decltype(vectors)::value;
+    for (; r + kRows <= rows; r += kRows) {
+      for (std::size_t col = 0; col < dim; col += kVectors * K::kWidth) {
+        K::template block<kRows, kVectors>(acts.rows_from(r, dim), weights, tiles, sums + r * dim,
+                                           dim, col);
+      }
     }
+  };
+  using std::integral_constant;
+  if (dim >= 2 * K::kWidth) {
+    blocks(integral_constant<int, kSums / 2>{}, integral_constant<int, 2>{});
+    blocks(integral_constant<int, kSums / 4>{}, integral_constant<int, 2>{});
+    blocks(integral_constant<int, 1>{}, integral_constant<int, 2>{});
+  } else {
+    blocks(integral_constant<int, kSums>{}, integral_constant<int, 1>{});
+    blocks(integral_constant<int, kSums / 2>{}, integral_constant<int, 1>{});
+    blocks(integral_constant<int, kSums / 4>{}, integral_constant<int, 1>{});
+    blocks(integral_constant<int, 1>{}, integral_constant<int, 1>{});
   }
 }
 
@@ -307,17 +329,11 @@ void fold_on(FoldPath path, const FoldActs<typename Mode::Value>& acts, Weights 
 #ifdef TPU_FOLD_X86
   using Modes = typename Mode::Modes;
   if (path == FoldPath::Avx512 && dim >= 16) {
-    vector_fold<16, 8, 16, Modes>(
-        acts, weights, tiles, sums, rows, dim, Mode::template avx512<Weights, 8, 2>,
-        Mode::template avx512<Weights, 16, 1>, Mode::template avx512<Weights, 1, 2>,
-        Mode::template avx512<Weights, 1, 1>);
+    vector_fold<Kernels<Mode, Weights, true>, Modes>(acts, weights, tiles, sums, rows, dim);
     return;
   }
   if (path != FoldPath::Portable && dim >= 8) {
-    vector_fold<8, 4, 8, Modes>(
-        acts, weights, tiles, sums, rows, dim, Mode::template avx2<Weights, 4, 2>,
-        Mode::template avx2<Weights, 8, 1>, Mode::template avx2<Weights, 1, 2>,
-        Mode::template avx2<Weights, 1, 1>);
+    vector_fold<Kernels<Mode, Weights, false>, Modes>(acts, weights, tiles, sums, rows, dim);
     return;
   }
 #else
