@@ -137,6 +137,14 @@ struct VectorOf<std::int8_t, 16> {
   typedef std::int8_t type __attribute__((vector_size(16)));
 };
 template <>
+struct VectorOf<std::int16_t, 16> {
+  typedef std::int16_t type __attribute__((vector_size(16)));
+};
+template <>
+struct VectorOf<std::int16_t, 32> {
+  typedef std::int16_t type __attribute__((vector_size(32)));
+};
+template <>
 struct VectorOf<std::int32_t, 32> {
   typedef std::int32_t type __attribute__((vector_size(32)));
 };
@@ -161,7 +169,10 @@ template <typename Lane, int Bytes, typename Weights>
   } else if constexpr (std::is_same_v<Weights, HostInt8Weights>) {
     typename VectorOf<std::int8_t, kLanes>::type narrow;
     std::memcpy(&narrow, weights.bytes + at, sizeof narrow);
-    const auto wide = __builtin_convertvector(narrow, typename VectorOf<std::int32_t, Bytes>::type);
+    // Through int16: GCC widens int8 to int32 lanes in one step only lane by lane.
+    const auto wide = __builtin_convertvector(
+        __builtin_convertvector(narrow, typename VectorOf<std::int16_t, 2 * kLanes>::type),
+        typename VectorOf<std::int32_t, Bytes>::type);
     std::memcpy(&v, &wide, Bytes);
   } else {
     std::memcpy(&v, weights + at, Bytes);

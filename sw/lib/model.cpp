@@ -461,11 +461,15 @@ void FunctionalModel::fold_matmul(const Instruction& in, const std::vector<Tile>
   const std::uint64_t group = k_loop ? kMaxTiles : 1;
   std::vector<T> weights, copy;
   // A FETCH of whole tiles laid out one after the other (every GEMM's and convolution's): the
-  // fold reads them where they lie in host memory.
+  // fold reads them where they lie in host memory, widening each weight vector as it loads it,
+  // with AVX-512 (16 sums a weight vector) or for a few rows; AVX2's kernels widen in four
+  // instructions for 8 sums, which costs more than converting the tiles once (make bench-model,
+  // TPU_FOLD_PATH=avx2: 512^3 27 against 43 GMAC/s).
   constexpr std::uint64_t kLaneBytes = std::is_same_v<T, float> ? 2 : 1;
   const bool in_place = tiles.empty() && kLittleEndian && k_valid == dim_ &&
                         in.host_stride() == kLaneBytes * dim_ &&
-                        in.host_step() == kLaneBytes * dim_ * dim_;
+                        in.host_step() == kLaneBytes * dim_ * dim_ &&
+                        (fold_path_ == detail::FoldPath::Avx512 || row_count < 8);
   for (std::uint64_t i0 = 0; i0 < count; i0 += group) {
     const std::uint64_t tiles_now = std::min(group, count - i0);
     const std::uint64_t a_first = in.addr_a() + i0 * step_a;

@@ -105,7 +105,8 @@ class FunctionalModel final : public Backend {
   // (detail::fold_rows or fold_rows_int8), rows over the pool's threads where they are many, the
   // activations from `shadow` (the unified buffer as the fold takes it; lanes k >= k_valid
   // `past_k_valid`), `convert` making the fold's weights of a tile's lanes. Fetched whole tiles
-  // that lie one after the other are folded where they lie in host memory, not converted.
+  // that lie one after the other are folded where they lie in host memory, not converted, on
+  // the AVX-512 path or for a few rows.
   template <typename T, typename Convert, typename Fold>
   void fold_matmul(const isa::Instruction& in, const std::vector<Tile>& tiles,
                    const std::vector<T>& shadow, T past_k_valid, Convert convert, Fold fold);
