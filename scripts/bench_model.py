@@ -47,12 +47,12 @@ def matmul_model(m, k, n):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
-def ort_seconds(a, b, threads):
+def ort_best(model, feed, threads):
+    """onnxruntime's best of three runs of the model (a file or its bytes) on `feed` (input name
+    to array), after a warm-up, on `threads` threads."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
-    session = ort.InferenceSession(matmul_model(*a.shape, b.shape[1]), options,
-                                   providers=["CPUExecutionProvider"])
-    feed = {"a": a, "b": b}
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     session.run(None, feed)
     best = float("inf")
     for _ in range(3):
@@ -60,6 +60,10 @@ def ort_seconds(a, b, threads):
         session.run(None, feed)
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def ort_seconds(a, b, threads):
+    return ort_best(matmul_model(*a.shape, b.shape[1]), {"a": a, "b": b}, threads)
 
 
 def model_run(tpu, work, core, path, threads):
@@ -127,18 +131,9 @@ def vgg19(path):
 
 
 def network_ort(model_path, inputs, threads):
-    """onnxruntime's best of three runs of the model on the inputs, after a warm-up."""
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-    feed = {session.get_inputs()[0].name: inputs}
-    session.run(None, feed)
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        session.run(None, feed)
-        best = min(best, time.perf_counter() - start)
-    return best
+    import onnx
+    name = onnx.load(str(model_path), load_external_data=False).graph.input[0].name
+    return ort_best(str(model_path), {name: inputs}, threads)
 
 
 def network_model(tpu, work, model_path, inputs, batch, path, threads):

@@ -18,6 +18,26 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
 
+def grouped_bars(ax, groups, series, values, color_step, ylabel, title):
+    """One bar a series in each group (values[series][group]) on a log scale; onnxruntime's
+    black, its one-thread bars paler."""
+    cmap = plt.get_cmap("tab20")
+    width = 0.8 / len(series)
+    for i, label in enumerate(series):
+        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
+        ort_bar = label.startswith("onnxruntime")
+        ax.bar(xs, values[label], width, label=label,
+               color="black" if ort_bar else cmap(color_step * i),
+               alpha=0.5 if ort_bar and "1 thr" in label else 1.0)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups)
+    ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.grid(axis="y", which="both", alpha=0.3)
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
@@ -45,21 +65,9 @@ def main():
         values[f"onnxruntime, {r['threads']} thr."][s] = r["ort_gmacs"]
 
     fig, (ax, net_ax) = plt.subplots(2, 1, figsize=(14, 9))
-    width = 0.8 / len(series)
-    cmap = plt.get_cmap("tab20")
-    for i, label in enumerate(series):
-        xs = [s + (i - (len(series) - 1) / 2) * width for s in range(len(shapes))]
-        color = "black" if label.startswith("onnxruntime") else cmap(i)
-        ax.bar(xs, values[label], width, label=label, color=color,
-               alpha=0.5 if label.startswith("onnxruntime") and "1 thr" in label else 1.0)
-    ax.set_xticks(range(len(shapes)))
-    ax.set_xticklabels([f"GEMM {s}" for s in shapes])
-    ax.set_yscale("log")
-    ax.set_ylabel("GMAC/s (log scale)")
-    ax.set_title("The functional model's products (bit-exact bf16 x bf16 -> fp32) beside "
-                 "onnxruntime's fp32 MatMul, same inputs, same machine", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.grid(axis="y", which="both", alpha=0.3)
+    grouped_bars(ax, [f"GEMM {s}" for s in shapes], series, values, 1, "GMAC/s (log scale)",
+                 "The functional model's products (bit-exact bf16 x bf16 -> fp32) beside "
+                 "onnxruntime's fp32 MatMul, same inputs, same machine")
     # The networks: the model's run time per path and thread count beside onnxruntime's.
     nets = records["networks"]
     names = list(dict.fromkeys(r["model"] for r in nets))
@@ -70,21 +78,11 @@ def main():
         n = names.index(r["model"])
         seconds[f"model, {r['path']}, {r['threads']} thr."][n] = r["model_s"]
         seconds[f"onnxruntime, {r['threads']} thr."][n] = r["ort_s"]
-    width = 0.8 / len(net_series)
-    for i, label in enumerate(net_series):
-        xs = [n + (i - (len(net_series) - 1) / 2) * width for n in range(len(names))]
-        color = "black" if label.startswith("onnxruntime") else cmap(2 * i)
-        net_ax.bar(xs, seconds[label], width, label=label, color=color,
-                   alpha=0.5 if label.startswith("onnxruntime") and "1 thr" in label else 1.0)
-    net_ax.set_xticks(range(len(names)))
-    net_ax.set_xticklabels([f"{n} ({next(r['inputs'] for r in nets if r['model'] == n)} inputs)"
-                            for n in names])
-    net_ax.set_yscale("log")
-    net_ax.set_ylabel("seconds a run (log scale)")
-    net_ax.set_title("Networks through tpu infer on the model backend (16x16 core, weights "
-                     "resident) beside onnxruntime's fp32 run of the same file", fontsize=10)
-    net_ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    net_ax.grid(axis="y", which="both", alpha=0.3)
+    inputs = {r["model"]: r["inputs"] for r in nets}
+    grouped_bars(net_ax, [f"{n} ({inputs[n]} inputs)" for n in names], net_series, seconds, 2,
+                 "seconds a run (log scale)",
+                 "Networks through tpu infer on the model backend (16x16 core, weights resident) "
+                 "beside onnxruntime's fp32 run of the same file")
     fig.tight_layout()
     out = os.path.join(sys.argv[2], "model.png")
     fig.savefig(out, dpi=110)
