@@ -354,9 +354,9 @@ void FunctionalModel::read_host(const Instruction& in) {
         } else {
           load_lanes(src, dst, dim_);
         }
-        ub_row_written(row);
       }
     }
+    if (!to_acc) ub_rows_written(move.row(i, 0), move.rows);
   }
 }
 
@@ -528,12 +528,14 @@ void FunctionalModel::fold_matmul(const Instruction& in, const std::vector<Tile>
   }
 }
 
-void FunctionalModel::ub_row_written(std::uint64_t row) {
-  ub_written_[row] = 1;
-  const num::bf16_t* lanes = ub(row);
-  detail::fold_operands(lanes, dim_, &ub_fold_[row * dim_]);
+void FunctionalModel::ub_rows_written(std::uint64_t first, std::uint64_t rows) {
+  std::fill_n(ub_written_.begin() + static_cast<std::ptrdiff_t>(first), rows, 1);
+  const std::size_t lanes = rows * dim_;
+  const num::bf16_t* values = ub(first);
+  detail::fold_operands(values, lanes, &ub_fold_[first * dim_]);
   if (!ub_int8_.empty()) {
-    for (std::size_t j = 0; j < dim_; ++j) ub_int8_[row * dim_ + j] = isa::int8_value(lanes[j]);
+    std::int32_t* low_bytes = &ub_int8_[first * dim_];
+    for (std::size_t j = 0; j < lanes; ++j) low_bytes[j] = isa::int8_value(values[j]);
   }
 }
 
@@ -578,9 +580,9 @@ void FunctionalModel::activate(const Instruction& in) {
         acc_written_[b_row] = 1;
       } else {
         detail::round_to_bf16(values.data(), ub(b_row), dim_);
-        ub_row_written(b_row);
       }
     }
+    if (!to_acc) ub_rows_written(rows.b(i, 0), rows.rows);
   }
 }
 
@@ -708,15 +710,16 @@ void FunctionalModel::eltwise(const Instruction& in) {
 void FunctionalModel::requantize(const Instruction& in) {
   const bool to_acc = in.flag(isa::kActivateFlagF32);
   const int zero_point = in.zero_point(), lo = in.clamp_lo(), hi = in.clamp_hi();
-  for (std::uint64_t i = 0; i < in.count(); ++i) {
-    const std::uint64_t bias_row = in.bias_addr() + i * in.bias_step();
+  const RowRanges rows(in);
+  for (std::uint64_t i = 0; i < rows.count; ++i) {
+    const std::uint64_t bias_row = rows.bias(i);
     for (std::uint64_t q = 0; q < 3; ++q) note_read(acc_written_, bias_row + q);
     const num::fp32_t* bias = acc(bias_row);
     const num::fp32_t* multiplier = acc(bias_row + 1);
     const num::fp32_t* shift = acc(bias_row + 2);
-    for (std::uint64_t r = 0; r < in.rows(); ++r) {
-      const std::uint64_t a_row = in.addr_a() + i * in.step_a() + r;
-      const std::uint64_t b_row = in.addr_b() + i * in.step_b() + r;
+    for (std::uint64_t r = 0; r < rows.rows; ++r) {
+      const std::uint64_t a_row = rows.a(i, r);
+      const std::uint64_t b_row = rows.b(i, r);
       note_read(acc_written_, a_row);
       const num::fp32_t* x = acc(a_row);
       if (to_acc) {
@@ -736,8 +739,8 @@ void FunctionalModel::requantize(const Instruction& in) {
                                               isa::int32_value(shift[j]), zero_point, lo, hi);
         out[j] = static_cast<num::bf16_t>(static_cast<std::uint16_t>(y));
       }
-      ub_row_written(b_row);
     }
+    if (!to_acc) ub_rows_written(rows.b(i, 0), rows.rows);
   }
 }
 

@@ -110,8 +110,9 @@ class FunctionalModel final : public Backend {
   template <typename T, typename Convert, typename Fold>
   void fold_matmul(const isa::Instruction& in, const std::vector<Tile>& tiles,
                    const std::vector<T>& shadow, T past_k_valid, Convert convert, Fold fold);
-  // A unified-buffer row has been written: its flag, and its values as the folds take them.
-  void ub_row_written(std::uint64_t row);
+  // Unified-buffer rows [first, first + rows) have been written: their flags, and their values
+  // as the folds take them.
+  void ub_rows_written(std::uint64_t first, std::uint64_t rows);
   void activate(const isa::Instruction& in);
   void eltwise(const isa::Instruction& in);
   void requantize(const isa::Instruction& in);  // ACTIVATE with REQ
