@@ -620,12 +620,21 @@ void FunctionalModel::eltwise(const Instruction& in) {
   const bool along_row = in.flag(isa::kEltwiseFlagLanes);
   const bool a_in_ub = in.flag(isa::kEltwiseFlagUb);
   std::vector<num::fp32_t> b_row_values(dim_), a_values(dim_), a_block, b_block;
-  // Lane by lane on the host's binary32 where the contract's N-ADD and N-MUL allow it, and in
-  // integer steps for the comparisons.
-  const bool host_lanes =
-      !int32 && !along_row &&
-      (op == isa::VectorOp::Add || op == isa::VectorOp::Sub || op == isa::VectorOp::Mul ||
-       op == isa::VectorOp::Max || op == isa::VectorOp::Min);
+  // On the host's binary32 where the contract's N-ADD and N-MUL allow it, and in integer steps
+  // for the comparisons: out = op(a, b) over n lanes.
+  const bool host_op =
+      !int32 && (op == isa::VectorOp::Add || op == isa::VectorOp::Sub || op == isa::VectorOp::Mul ||
+                 op == isa::VectorOp::Max || op == isa::VectorOp::Min);
+  const auto host_lanes = [op](const num::fp32_t* a, const num::fp32_t* b, num::fp32_t* out,
+                               std::size_t n) {
+    if (op == isa::VectorOp::Mul) {
+      detail::mul_lanes(a, b, out, n);
+    } else if (op == isa::VectorOp::Max || op == isa::VectorOp::Min) {
+      detail::max_lanes(a, b, out, n, op == isa::VectorOp::Min);
+    } else {
+      detail::add_lanes(a, b, out, n, op == isa::VectorOp::Sub);
+    }
+  };
   const RowRanges rows(in);
   // A's row, widened from a unified-buffer row (bf16 exactly, or with I32 its 16-bit lanes
   // sign-extended), into `to`.
@@ -653,7 +662,7 @@ void FunctionalModel::eltwise(const Instruction& in) {
       std::copy_n(acc(b_base), dim_, b_row_values.begin());
     }
     const std::uint64_t dst = rows.b(i, 0);
-    if (host_lanes && (a_in_ub || apart(rows.a(i, 0), dst)) &&
+    if (host_op && !along_row && (a_in_ub || apart(rows.a(i, 0), dst)) &&
         (row_operand || apart(b_base, dst))) {
       // The iteration at once: its operands copied first, as the rows one after another would
       // read them.
@@ -669,15 +678,7 @@ void FunctionalModel::eltwise(const Instruction& in) {
           std::copy_n(acc(b_base + r), dim_, &b_block[r * dim_]);
         }
       }
-      if (op == isa::VectorOp::Mul) {
-        detail::mul_lanes(a_block.data(), b_block.data(), acc(dst), lanes);
-      } else if (op == isa::VectorOp::Max || op == isa::VectorOp::Min) {
-        detail::max_lanes(a_block.data(), b_block.data(), acc(dst), lanes,
-                          op == isa::VectorOp::Min);
-      } else {
-        detail::add_lanes(a_block.data(), b_block.data(), acc(dst), lanes,
-                          op == isa::VectorOp::Sub);
-      }
+      host_lanes(a_block.data(), b_block.data(), acc(dst), lanes);
       std::fill_n(acc_written_.begin() + static_cast<std::ptrdiff_t>(dst), rows.rows, 1);
       continue;
     }
@@ -690,8 +691,17 @@ void FunctionalModel::eltwise(const Instruction& in) {
       }
       num::fp32_t* out = acc(dst_row);
       if (along_row) {
+        // The fold along the row, one lane after another in order.
         num::fp32_t fold = b_row_values[0];
-        for (std::size_t j = 0; j < dim_; ++j) fold = eltwise_lane(op, int32, fold, a_values[j]);
+        for (std::size_t j = 0; j < dim_; ++j) {
+          if (host_op) {
+            num::fp32_t next;  // host_lanes' operands and result do not overlap
+            host_lanes(&fold, &a_values[j], &next, 1);
+            fold = next;
+          } else {
+            fold = eltwise_lane(op, int32, fold, a_values[j]);
+          }
+        }
         std::fill_n(out, dim_, fold);
       } else {
         for (std::size_t j = 0; j < dim_; ++j) {

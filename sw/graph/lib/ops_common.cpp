@@ -673,10 +673,12 @@ std::uint64_t run_length(std::size_t x_size, const Shape& out, const std::vector
   for (std::size_t k = out.size(); k-- > 0;) {
     block *= static_cast<std::uint64_t>(out[k]);
     if (block == 0) return 0;
+    // The output's blocks one after another (block divides its size): each from a run's start.
     bool runs = true;
-    for (std::size_t e = 0; e < at.size() && runs; ++e) {
-      const std::size_t first = at[e - e % block];
-      runs = at[e] < x_size && first % block == 0 && at[e] == first + e % block;
+    for (std::size_t start = 0; start < at.size() && runs; start += block) {
+      const std::size_t first = at[start];
+      runs = first % block == 0 && first + block <= x_size;
+      for (std::size_t j = 1; j < block && runs; ++j) runs = at[start + j] == first + j;
     }
     if (!runs) break;
     if (block % d == 0 && block <= most && x_size % block == 0) longest = block;
@@ -704,15 +706,20 @@ std::optional<Tensor> move_on_core(Context& context, const Tensor& x, const Shap
   if (spec.run == 0) return std::nullopt;
   // Only the runs the output reads go to the core (a Gather of one of q, k and v: a third), in
   // x's order.
+  // Each run of x: its place among the used ones (kUnused where none reads it).
+  constexpr std::uint64_t kUnused = ~std::uint64_t{0};
+  std::vector<std::uint64_t> place(x.size() / spec.run, kUnused);
+  for (std::size_t e = 0; e < at.size(); e += spec.run) place[at[e] / spec.run] = 0;
   std::vector<std::uint64_t> used;
-  for (std::size_t e = 0; e < at.size(); e += spec.run) used.push_back(at[e] / spec.run);
-  std::sort(used.begin(), used.end());
-  used.erase(std::unique(used.begin(), used.end()), used.end());
-  spec.source_runs = used.size();
-  for (std::size_t e = 0; e < at.size(); e += spec.run) {
-    spec.from.push_back(static_cast<std::uint64_t>(
-        std::lower_bound(used.begin(), used.end(), at[e] / spec.run) - used.begin()));
+  for (std::uint64_t run = 0; run < place.size(); ++run) {
+    if (place[run] == kUnused) continue;
+    place[run] = used.size();
+    used.push_back(run);
   }
+  spec.source_runs = used.size();
+  spec.from.reserve(at.size() / spec.run);
+  for (std::size_t e = 0; e < at.size(); e += spec.run)
+    spec.from.push_back(place[at[e] / spec.run]);
   // The used runs' values, one after the other.
   const auto sources = [&](auto value_of) {
     std::vector<decltype(value_of(std::size_t{0}))> values;
