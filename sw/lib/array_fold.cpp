@@ -442,19 +442,6 @@ void fold_rows_int8(FoldPath path, const FoldActs<std::int32_t>& acts, HostInt8W
   fold_on<Int8Fold>(path, acts, weights, tiles, sums, rows, dim);
 }
 
-namespace {
-
-// The contract's flush (N-IN, and a result below 2^-126) and its canonical NaN on the bits, in
-// integer selects that vectorise.
-num::fp32_t flushed_bits(num::fp32_t bits) {
-  return (bits & 0x7F800000u) == 0 ? bits & 0x80000000u : bits;
-}
-num::fp32_t canonical_bits(num::fp32_t bits) {
-  return (bits & 0x7FFFFFFFu) > 0x7F800000u ? num::kCanonicalNanFp32 : bits;
-}
-
-}  // namespace
-
 TPU_VECTOR_CLONES void add_lanes(const num::fp32_t* a, const num::fp32_t* b, num::fp32_t* out,
                                  std::size_t n, bool subtract) {
   const num::fp32_t negate = subtract ? 0x80000000u : 0u;
@@ -462,11 +449,11 @@ TPU_VECTOR_CLONES void add_lanes(const num::fp32_t* a, const num::fp32_t* b, num
   const num::fp32_t* __restrict y = b;
   num::fp32_t* __restrict sums = out;
   for (std::size_t j = 0; j < n; ++j) {
-    // N-IN, the exact sum rounded once, then its flush: a sum of normal values below 2^-126 is
-    // exact, so no mode of the host changes it.
+    // N-IN, the exact sum rounded once, then its flush (N-IN's selects do it): a sum of normal
+    // values below 2^-126 is exact, so no mode of the host changes it.
     const float sum =
-        bits_to_float(flushed_bits(x[j])) + bits_to_float(flushed_bits(y[j] ^ negate));
-    sums[j] = canonical_bits(flushed_bits(float_to_bits(sum)));
+        bits_to_float(num::canon_in_fp32(x[j])) + bits_to_float(num::canon_in_fp32(y[j] ^ negate));
+    sums[j] = num::canon_in_fp32(float_to_bits(sum));
   }
 }
 
@@ -476,8 +463,9 @@ TPU_VECTOR_CLONES void mul_lanes(const num::fp32_t* a, const num::fp32_t* b, num
   const num::fp32_t* __restrict y = b;
   num::fp32_t* __restrict products = out;
   for (std::size_t j = 0; j < n; ++j) {
-    const float product = bits_to_float(flushed_bits(x[j])) * bits_to_float(flushed_bits(y[j]));
-    products[j] = canonical_bits(flushed_bits(float_to_bits(product)));
+    const float product =
+        bits_to_float(num::canon_in_fp32(x[j])) * bits_to_float(num::canon_in_fp32(y[j]));
+    products[j] = num::canon_in_fp32(float_to_bits(product));
   }
   num::fp32_t flushed_nonzero = 0;
   for (std::size_t j = 0; j < n; ++j) {
@@ -502,8 +490,7 @@ TPU_VECTOR_CLONES void max_lanes(const num::fp32_t* a, const num::fp32_t* b, num
   const num::fp32_t* __restrict y = b;
   num::fp32_t* __restrict chosen = out;
   for (std::size_t j = 0; j < n; ++j) {
-    const num::fp32_t p = canonical_bits(flushed_bits(x[j])),
-                      q = canonical_bits(flushed_bits(y[j]));
+    const num::fp32_t p = num::canon_in_fp32(x[j]), q = num::canon_in_fp32(y[j]);
     // The values' order as unsigned keys: negative ones reversed below the positive ones.
     const num::fp32_t key_p = (p & 0x80000000u) != 0 ? ~p : p | 0x80000000u;
     const num::fp32_t key_q = (q & 0x80000000u) != 0 ? ~q : q | 0x80000000u;
@@ -516,7 +503,7 @@ TPU_VECTOR_CLONES void max_lanes(const num::fp32_t* a, const num::fp32_t* b, num
 TPU_VECTOR_CLONES void relu_lanes(num::fp32_t* values, std::size_t n, bool relu) {
   const num::fp32_t negative_to_zero = relu ? 0x80000000u : 0u;
   for (std::size_t j = 0; j < n; ++j) {
-    const num::fp32_t x = canonical_bits(flushed_bits(values[j]));
+    const num::fp32_t x = num::canon_in_fp32(values[j]);
     values[j] = x != num::kCanonicalNanFp32 && (x & negative_to_zero) != 0 ? 0u : x;
   }
 }

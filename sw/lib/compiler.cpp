@@ -367,7 +367,6 @@ bool resident_without_b(const GemmPlan& plan, const num::Matrix<In>& b) {
 }
 
 // A, B and C (optional) against the plan's shapes.
-
 template <typename In, typename Acc>
 void check_operands(const GemmPlan& plan, const num::Matrix<In>& a, const num::Matrix<In>& b,
                     const num::Matrix<Acc>* c) {

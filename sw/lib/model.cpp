@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
-#include <tuple>
 #include <vector>
 
 #include "tpu/array_fold.hpp"
@@ -86,11 +85,11 @@ std::int8_t requantize_lane(std::int32_t sum, std::int32_t bias, std::int32_t mu
   return static_cast<std::int8_t>(out);
 }
 
-// h(i, r) of docs/isa.md; HOST_RANGE has made sure it fits in 32 bits.
 // The least work of a MATMUL's task on a thread of its own: about 6 us on the vector paths, some
 // times what handing it to a waiting thread takes (WorkerPool); measured by make bench-model.
 constexpr std::uint64_t kMinTaskMacs = std::uint64_t{1} << 19;
 
+// h(i, r) of docs/isa.md; HOST_RANGE has made sure it fits in 32 bits.
 std::uint64_t host_address(const Instruction& in, std::uint64_t i, std::uint64_t r) {
   return in.host_addr() + i * in.host_step() + r * in.host_stride();
 }
@@ -503,7 +502,7 @@ void FunctionalModel::fold_matmul(const Instruction& in, const std::vector<Tile>
       acts = {copy.data(), row_count * dim_};
     }
     // Rows split over the pool's threads, each task at least kMinTaskMacs multiply-adds and a
-    // multiple of the kernels' eight rows.
+    // multiple of eight rows (whole kernel blocks, or halves of AVX-512's).
     const std::uint64_t macs = row_count * tiles_now * dim_ * dim_;
     const std::uint64_t tasks = std::min<std::uint64_t>(
         {fold_threads_, std::max<std::uint64_t>(1, macs / kMinTaskMacs), (row_count + 7) / 8});
@@ -548,6 +547,7 @@ void FunctionalModel::activate(const Instruction& in) {
   const bool with_bias = in.flag(isa::kActivateFlagBias);
   const unsigned func = in.func();
   const num::bf16_t alpha = in.alpha();
+  const auto act = static_cast<num::ActFunc>(func);
   std::vector<num::fp32_t> values(dim_);
   const RowRanges rows(in);
   for (std::uint64_t i = 0; i < rows.count; ++i) {
@@ -569,7 +569,6 @@ void FunctionalModel::activate(const Instruction& in) {
       } else {
         std::copy_n(x, dim_, values.begin());
       }
-      const auto act = static_cast<num::ActFunc>(func);
       if (act == num::ActFunc::kNone || act == num::ActFunc::kRelu) {
         detail::relu_lanes(values.data(), dim_, act == num::ActFunc::kRelu);
       } else {

@@ -513,10 +513,13 @@ void read_quant_layer(const std::string& json_path, const Json& item, std::size_
 
 num::MatrixBf16 bf16_matrix(const float* data, std::size_t rows, std::size_t cols) {
   num::MatrixBf16 m(rows, cols);
-  const std::size_t count = rows * cols;
-  std::vector<num::fp32_t> bits(count);
-  if (count > 0) std::memcpy(bits.data(), data, count * sizeof(float));
-  detail::round_to_bf16(bits.data(), m.data.data(), count);
+  // The floats' bits a chunk at a time through a buffer in the cache (a copy, not a cast).
+  std::array<num::fp32_t, 4096> bits;
+  for (std::size_t first = 0; first < rows * cols; first += bits.size()) {
+    const std::size_t count = std::min(bits.size(), rows * cols - first);
+    std::memcpy(bits.data(), data + first, count * sizeof(float));
+    detail::round_to_bf16(bits.data(), &m.data[first], count);
+  }
   return m;
 }
 

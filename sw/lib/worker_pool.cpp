@@ -47,10 +47,22 @@ unsigned WorkerPool::host_threads() {
   return cores > 0 ? cores : 1;
 }
 
+bool WorkerPool::claim(std::size_t& index) {
+  // One compare-and-swap on the job's count and next index together: a worker still looking at
+  // a finished job (all its indices taken) can claim nothing, and what it claims of a newer job
+  // is that job's index, for that job's task.
+  std::uint64_t tasks = tasks_;
+  while ((tasks & 0xFFFFFFFFu) < tasks >> 32) {
+    if (tasks_.compare_exchange_weak(tasks, tasks + 1)) {
+      index = tasks & 0xFFFFFFFFu;
+      return true;
+    }
+  }
+  return false;
+}
+
 void WorkerPool::take_tasks() {
-  // A worker late from the job before may take an index of this one: run() set the task and
-  // the count before it reset next_, so the index is this job's and so is the task it runs.
-  for (std::size_t index = next_++; index < count_; index = next_++) {
+  for (std::size_t index = 0; claim(index);) {
     try {
       (*task_)(index);
     } catch (...) {
@@ -88,14 +100,15 @@ void WorkerPool::work() {
 
 void WorkerPool::run(std::size_t count, const std::function<void(std::size_t)>& task) {
   if (count == 0) return;
+  if (count > 0xFFFFFFFFu) throw std::invalid_argument("WorkerPool::run: over 2^32 - 1 tasks");
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     error_ = nullptr;
   }
+  // Every index of the job before is taken and finished: no worker adds to these any more.
   task_ = &task;
-  count_ = count;
   finished_ = 0;
-  next_ = 0;
+  tasks_ = std::uint64_t{count} << 32;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     ++job_;
@@ -107,7 +120,6 @@ void WorkerPool::run(std::size_t count, const std::function<void(std::size_t)>& 
     pause();
   }
   const std::lock_guard<std::mutex> lock(mutex_);
-  count_ = 0;
   if (error_) std::rethrow_exception(error_);
 }
 

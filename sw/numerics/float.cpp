@@ -116,12 +116,6 @@ bf16_t canon_in_bf16(bf16_t x) {
 }
 
 // N-IN
-fp32_t canon_in_fp32(fp32_t x) {
-  if (is_nan_fp32(x)) return kCanonicalNanFp32;
-  if (biased_exponent_fp32(x) == 0) return x & kFp32SignMask;  // zero or subnormal
-  return x;
-}
-
 // N-MUL
 fp32_t mul_bf16(bf16_t a, bf16_t b) {
   a = canon_in_bf16(a);  // N-IN

@@ -232,9 +232,8 @@ std::vector<std::vector<float>> products(Context& context, const std::vector<Pro
 // im2col product the cycle model has faster): the caller runs that product.
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,
                                                const float* x, std::size_t image_stride,
-                                               const std::function<const float*()>& b,
-                                               std::size_t n, WeightOf weight,
-                                               ProductEpilogue epilogue);
+                                               const ProductB<float>& b, std::size_t n,
+                                               WeightOf weight, ProductEpilogue epilogue);
 
 // What an int8 product does to its int32 sums (TensorFlow Lite's scheme, docs/numerics.md's
 // Q-rules): A's zero point is taken off (Q-ZP), then per column the bias is added and the sum
@@ -274,8 +273,7 @@ std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a,
 // gives it for the im2col matrix; none also for weights with a zero point.
 std::optional<std::vector<std::int32_t>> conv_product_int8(
     Context& context, const ConvGeometry& g, const std::int8_t* x, std::size_t image_stride,
-    const std::function<const std::int8_t*()>& b, std::size_t n, WeightOf weight,
-    const QuantEpilogue& epilogue);
+    const ProductB<std::int8_t>& b, std::size_t n, WeightOf weight, const QuantEpilogue& epilogue);
 // Independent int8 products, as products() runs float ones.
 std::vector<std::vector<std::int32_t>> products_int8(Context& context,
                                                      const std::vector<ProductCallInt8>& calls);

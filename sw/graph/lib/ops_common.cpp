@@ -175,7 +175,9 @@ template <typename T>
 class MadeOnce {
  public:
   explicit MadeOnce(std::function<num::Matrix<T>()> make) : make_(std::move(make)) {}
+  explicit MadeOnce(const num::Matrix<T>& made) : given_(&made) {}  // one made already
   const num::Matrix<T>& operator()() {
+    if (given_) return *given_;
     if (!made_) made_ = make_();
     return *made_;
   }
@@ -183,7 +185,18 @@ class MadeOnce {
  private:
   std::function<num::Matrix<T>()> make_;
   std::optional<num::Matrix<T>> made_;
+  const num::Matrix<T>* given_ = nullptr;
 };
+
+// B as a planned GEMM's run takes it: left out (0 x 0) where the plan's weights are resident and
+// the product is bf16 (write_gemm_inputs), else `make()`'s: an int8 product's host folds its
+// input zero point with B's column sums at every run.
+template <typename In, typename Make>
+const num::Matrix<In>& b_to_write(const GemmPlan& plan, Make&& make) {
+  static const num::Matrix<In> kLeftOut;
+  if (plan.weights_resident && !plan.spec.int8()) return kLeftOut;
+  return make();
+}
 
 // A program's cycles and the bytes it moved over the core's bus, as the backend counted them.
 void add_counted(OpRun& figures, const Counters& counters, const HardwareConfig& config) {
@@ -298,17 +311,15 @@ Sums run_on_core(Context& context, const WeightOf& weight, GemmSpec middle, Gemm
     const bool whole = count == k;
     const num::Matrix<In> a_part = whole ? num::Matrix<In>() : columns_of(a, first, count);
     const num::Matrix<In>& a_used = whole ? a : a_part;
-    // B's rows [first, first + count): its transpose's columns where it is given so. Made only
-    // where it is written: not where it is resident, except for an int8 product, whose
-    // input zero point the host folds with B's column sums.
+    // B's rows [first, first + count): its transpose's columns where it is given so; made only
+    // where it is written (b_to_write).
     MadeOnce<In> part([&] {
       return last.b_transposed ? columns_of(b(), first, count) : rows_of(b(), first, count);
     });
     const auto b_part = [&]() -> const num::Matrix<In>& { return whole ? b() : part(); };
     const std::size_t b_rows = last.b_transposed ? last.n : count;
-    const num::Matrix<In> no_b;
     const auto b_used = [&](const GemmPlan& plan) -> const num::Matrix<In>& {
-      return plan.weights_resident && !std::is_same_v<In, std::int8_t> ? no_b : b_part();
+      return b_to_write<In>(plan, b_part);
     };
     std::uint64_t weights_written = 0;
     GemmPlan planned;
@@ -397,12 +408,10 @@ auto run_conv(Context& context, const GemmPlan& unplaced, const In* x, std::size
               MadeOnce<In>& im2col_b, const WeightOf& weight, const Columns* columns) {
   Backend& backend = *context.accelerator;
   const ConvGeometry& g = unplaced.conv;
-  // B in the plan's layout, made only where it is written (an int8 product's always: the host
-  // folds its input zero point with B's column sums).
+  // B in the plan's layout, made only where it is written (b_to_write).
   MadeOnce<In> made_b([&] { return conv_weights(backend.config(), g, im2col_b()); });
-  const num::Matrix<In> no_b;
   const auto b = [&](const GemmPlan& plan) -> const num::Matrix<In>& {
-    return plan.weights_resident && !std::is_same_v<In, std::int8_t> ? no_b : made_b();
+    return b_to_write<In>(plan, made_b);
   };
   std::uint64_t written = 0;
   GemmPlan planned;
@@ -418,7 +427,7 @@ auto run_conv(Context& context, const GemmPlan& unplaced, const In* x, std::size
     if (schedule && schedule->recording) {
       // Compiling: planned, not run; what follows runs on zeros.
       schedule->recording->push_back({{context.node->name, written, false, false, planned}});
-      return decltype(execute_conv(planned, backend, x, image_stride, no_b, columns).out)(
+      return decltype(execute_conv(planned, backend, x, image_stride, b(planned), columns).out)(
           std::size_t{g.batch} * g.out_h() * g.out_w(), unplaced.spec.n);
     }
   }
@@ -782,9 +791,8 @@ std::optional<std::vector<std::int32_t>> depthwise_int8_on_core(
 
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,
                                                const float* x, std::size_t image_stride,
-                                               const std::function<const float*()>& b,
-                                               std::size_t n, WeightOf weight,
-                                               ProductEpilogue epilogue) {
+                                               const ProductB<float>& b, std::size_t n,
+                                               WeightOf weight, ProductEpilogue epilogue) {
   std::vector<num::fp32_t> bias;
   const std::optional<GemmPlan> plan =
       conv_plan(context.accelerator, bf16_spec(n, epilogue, bias), g);
@@ -993,8 +1001,7 @@ GemmSpec int8_spec(const QuantEpilogue& epilogue, std::size_t n,
 
 std::optional<std::vector<std::int32_t>> conv_product_int8(
     Context& context, const ConvGeometry& g, const std::int8_t* x, std::size_t image_stride,
-    const std::function<const std::int8_t*()>& b, std::size_t n, WeightOf weight,
-    const QuantEpilogue& epilogue) {
+    const ProductB<std::int8_t>& b, std::size_t n, WeightOf weight, const QuantEpilogue& epilogue) {
   // B's zero point is taken off by the host from each im2col row's sum (int8_results).
   if (epilogue.weight_zero_point != 0) return std::nullopt;
   const std::vector<num::RequantParams> columns = requant_params(epilogue, n);
@@ -1040,7 +1047,7 @@ std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a,
   num::MatrixI8 a8(m, k), b8 = b_transposed ? num::MatrixI8(n, k) : num::MatrixI8(k, n);
   std::copy(a, a + m * k, a8.data.begin());
   std::copy(b, b + k * n, b8.data.begin());
-  MadeOnce<std::int8_t> b_on_core([&] { return b8; });
+  MadeOnce<std::int8_t> b_on_core(b8);
   const RequantColumns* on_core = host_requant ? nullptr : &requant;
   num::MatrixI32 out;
   if (k == 0) {

@@ -352,10 +352,11 @@ void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<
   };
   std::vector<std::vector<Result>> outs;
   for (std::size_t g = 0; g < groups; ++g) {
-    std::optional<std::vector<Result>> out = on_core(
-        geometry, &x[g * static_cast<std::size_t>(c.cg) * plane],
-        static_cast<std::size_t>(c.channels) * plane, [&, g] { return weights_of(g); }, mg,
-        WeightOf{source, g}, epilogue_of(g));
+    std::optional<std::vector<Result>> out =
+        on_core(geometry, &x[g * static_cast<std::size_t>(c.cg) * plane],
+                static_cast<std::size_t>(c.channels) * plane,
+                ProductB<T>([&weights_of, g] { return weights_of(g); }), mg, WeightOf{source, g},
+                epilogue_of(g));
     if (!out) break;
     outs.push_back(std::move(*out));
   }

@@ -34,7 +34,8 @@ class WorkerPool {
 
  private:
   void work();
-  void take_tasks();  // runs tasks of the current job until none is left
+  bool claim(std::size_t& index);  // the next index of the current job, if any is left
+  void take_tasks();               // runs tasks of the current job until none is left
 
   std::vector<std::thread> workers_;
   // A job's tasks are handed out and counted with atomics; a worker that finds no job waits a
@@ -44,7 +45,10 @@ class WorkerPool {
   std::condition_variable wake_;
   unsigned sleeping_ = 0;  // workers waiting on wake_ (under mutex_)
   std::atomic<const std::function<void(std::size_t)>*> task_{nullptr};
-  std::atomic<std::size_t> count_{0}, next_{0}, finished_{0};
+  // The job's task count (the upper 32 bits) and next index to hand out (the lower), claimed
+  // together (claim()); and how many of its tasks have finished.
+  std::atomic<std::uint64_t> tasks_{0};
+  std::atomic<std::size_t> finished_{0};
   std::atomic<std::uint64_t> job_{0};  // bumped for each run(): a worker takes part in each once
   std::atomic<bool> stopping_{false};
   std::exception_ptr error_;  // under mutex_

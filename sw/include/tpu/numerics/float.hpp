@@ -13,9 +13,15 @@ using fp32_t = std::uint32_t;  // raw IEEE binary32 bit pattern
 constexpr fp32_t kCanonicalNanFp32 = 0x7FC00000u;
 constexpr bf16_t kCanonicalNanBf16 = 0x7FC0u;
 
-// N-IN: a subnormal becomes the zero of the same sign, any NaN becomes the canonical NaN.
+// N-IN: a subnormal becomes the zero of the same sign, any NaN becomes the canonical NaN. The
+// fp32 form is inline, in selects on the bits alone, so that the host's fast paths (the
+// functional model's lanes, tpu/array_fold.hpp) take it as it is and vectorise it.
 bf16_t canon_in_bf16(bf16_t x);
-fp32_t canon_in_fp32(fp32_t x);
+constexpr fp32_t canon_in_fp32(fp32_t x) {
+  return (x & 0x7FFFFFFFu) > 0x7F800000u ? kCanonicalNanFp32
+         : (x & 0x7F800000u) == 0        ? x & 0x80000000u
+                                         : x;
+}
 
 // N-IN + N-MUL: exact product of two bf16 values as fp32; a magnitude >= 2^128 becomes
 // infinity, a magnitude < 2^-126 becomes zero with sign sa^sb.
