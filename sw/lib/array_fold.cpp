@@ -500,11 +500,14 @@ TPU_VECTOR_CLONES void max_lanes(const num::fp32_t* a, const num::fp32_t* b, num
   }
 }
 
-TPU_VECTOR_CLONES void relu_lanes(num::fp32_t* values, std::size_t n, bool relu) {
-  const num::fp32_t negative_to_zero = relu ? 0x80000000u : 0u;
+TPU_VECTOR_CLONES void relu_lanes(num::fp32_t* values, std::size_t n, bool relu, bool relu6) {
+  const num::fp32_t negative_to_zero = relu || relu6 ? 0x80000000u : 0u;
+  // relu6's 6 (+inf included) as an unsigned bound on the non-negative values' bits.
+  const num::fp32_t top = relu6 ? 0x40C00000u : 0xFFFFFFFFu;
   for (std::size_t j = 0; j < n; ++j) {
     const num::fp32_t x = num::canon_in_fp32(values[j]);
-    values[j] = x != num::kCanonicalNanFp32 && (x & negative_to_zero) != 0 ? 0u : x;
+    const num::fp32_t clamped = std::min((x & negative_to_zero) != 0 ? 0u : x, top);
+    values[j] = x == num::kCanonicalNanFp32 ? x : clamped;
   }
 }
 

@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "acc_rows.hpp"
+#include "tpu/array_fold.hpp"
+#include "tpu/nn.hpp"
 #include "tpu/numerics/activation.hpp"
 #include "tpu/program.hpp"
 
@@ -454,29 +456,33 @@ void check_operands(const DepthwisePlan& plan, std::size_t x, std::size_t w, std
 }
 
 // The padding's row (every lane `pad`), the constant accumulator rows (`rows`, D lanes each: the
-// zero row's lanes first), the images (NCHW values to pixels of C lanes, D to a row, each value
-// `lane(x)`) and the program.
-template <typename Lane, typename Value, typename ToLane>
+// zero row's lanes first), the images (NCHW values to pixels of C lanes, D to a row, the lanes
+// of n values `to_lanes(values, lanes, n)`) and the program.
+template <typename Lane, typename Value, typename ToLanes>
 void write_operands(const DepthwisePlan& plan, HostMemory& memory, Lane pad,
                     const std::vector<num::fp32_t>& rows, const std::vector<Value>& x,
-                    ToLane lane) {
+                    ToLanes to_lanes) {
   const DepthwiseSpec& s = plan.spec;
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
   const std::uint32_t d = plan.config.dim;
   memory.write_array(plan.pad_addr, std::vector<Lane>(d, pad));
   acc_rows::write(memory, plan.filter_addr, acc_rows::Layout{d, d, 1, plan.acc_stride}, rows.data(),
                   rows.size(), 0);
+  // Each image channels last (a pixel's C values in a run), then a row of D lanes at a time.
   const std::uint64_t plane = std::uint64_t{s.height} * s.width;
-  std::vector<Lane> lanes(d);
+  std::vector<Value> pixels(plane * s.channels);
+  std::vector<Lane> pixel_lanes(plane * s.channels), lanes(d);
   for (std::uint64_t n = 0; n < s.batch; ++n) {
+    nn::transpose_into(&x[n * s.channels * plane], s.channels, plane, pixels.data());
+    to_lanes(pixels.data(), pixel_lanes.data(), pixels.size());
     for (std::uint64_t q = 0; q < plane; ++q) {
+      const Lane* pixel = &pixel_lanes[q * s.channels];
       for (std::uint32_t t = 0; t < plan.tiles; ++t) {
-        for (std::uint32_t j = 0; j < d; ++j) {
-          const std::uint64_t c = std::uint64_t{t} * d + j;
-          lanes[j] = c < s.channels ? lane(x[(n * s.channels + c) * plane + q]) : Lane{0};
-        }
-        memory.write_array(plan.in_addr + ((n * plane + q) * plan.tiles + t) * plan.ub_stride,
-                           lanes);
+        const std::uint32_t first = t * d, used = std::min(d, s.channels - first);
+        std::copy_n(pixel + first, used, lanes.begin());
+        std::fill(lanes.begin() + used, lanes.end(), Lane{0});
+        memory.write(plan.in_addr + ((n * plane + q) * plan.tiles + t) * plan.ub_stride,
+                     lanes.data(), d * sizeof(Lane));
       }
     }
   }
@@ -491,17 +497,20 @@ std::vector<Out> read_output(const DepthwisePlan& plan, const HostMemory& memory
   const std::uint64_t plane = std::uint64_t{s.out_h} * s.out_w;
   const std::uint32_t d = plan.config.dim;
   std::vector<Out> y(std::uint64_t{s.batch} * s.channels * plane);
+  // Each image's pixels channels last, then transposed into its planes.
+  std::vector<Out> pixels(plane * s.channels);
+  std::vector<Lane> lanes(d);
   for (std::uint64_t n = 0; n < s.batch; ++n) {
     for (std::uint64_t q = 0; q < plane; ++q) {
+      Out* pixel = &pixels[q * s.channels];
       for (std::uint32_t t = 0; t < plan.tiles; ++t) {
         const std::uint64_t row = (n * plane + q) * plan.tiles + t;
-        const auto lanes = memory.read_array<Lane>(plan.out_addr + row * stride, d);
-        for (std::uint32_t j = 0; j < d; ++j) {
-          const std::uint64_t c = std::uint64_t{t} * d + j;
-          if (c < s.channels) y[(n * s.channels + c) * plane + q] = value(lanes[j]);
-        }
+        memory.read(plan.out_addr + row * stride, lanes.data(), d * sizeof(Lane));
+        const std::uint32_t first = t * d, used = std::min(d, s.channels - first);
+        for (std::uint32_t j = 0; j < used; ++j) pixel[first + j] = value(lanes[j]);
       }
     }
+    nn::transpose_into(pixels.data(), plane, s.channels, &y[n * s.channels * plane]);
   }
   return y;
 }
@@ -537,7 +546,7 @@ void write_depthwise_inputs(const DepthwisePlan& plan, HostMemory& memory,
   for (std::uint32_t c = 0; s.bias && c < s.channels; ++c) {
     rows[bias_row * plan.config.dim + c] = bias[c];
   }
-  write_operands(plan, memory, num::bf16_t{0}, rows, x, num::fp32_to_bf16);
+  write_operands(plan, memory, num::bf16_t{0}, rows, x, detail::round_to_bf16);
 }
 
 std::vector<num::fp32_t> read_depthwise_output(const DepthwisePlan& plan,
@@ -591,7 +600,9 @@ void write_depthwise_int8_inputs(const DepthwisePlan& plan, HostMemory& memory,
     rows[first + 2 * d] = static_cast<num::fp32_t>(multipliers[c].shift);
   }
   write_operands(plan, memory, static_cast<std::int8_t>(s.input_zero_point), rows, x,
-                 [](std::int8_t v) { return v; });
+                 [](const std::int8_t* values, std::int8_t* lanes, std::size_t n) {
+                   std::copy_n(values, n, lanes);
+                 });
 }
 
 std::vector<std::int8_t> read_depthwise_int8_output(const DepthwisePlan& plan,

@@ -60,6 +60,19 @@ num::bf16_t widen_int8(std::uint8_t byte) {
   return static_cast<num::bf16_t>(static_cast<std::uint16_t>(isa::int8_value(byte)));
 }
 
+// n unified-buffer lanes as ELTWISE UB reads them: bf16 widened exactly (num::bf16_to_fp32, a
+// shift), or with I32 the 16-bit lanes sign-extended; a loop the compiler vectorises.
+void widen_ub_lanes(const num::bf16_t* lanes, std::size_t n, bool int32, num::fp32_t* out) {
+  if (int32) {
+    for (std::size_t j = 0; j < n; ++j) {
+      out[j] =
+          static_cast<num::fp32_t>(static_cast<std::int32_t>(static_cast<std::int16_t>(lanes[j])));
+    }
+  } else {
+    for (std::size_t j = 0; j < n; ++j) out[j] = static_cast<num::fp32_t>(lanes[j]) << 16;
+  }
+}
+
 // One lane of ACTIVATE REQ as the activation unit computes it: Q-REQ (docs/numerics.md) built
 // from the numerics library's SRDHM and RDBP, over the whole range the rows can hold, which is
 // wider than num::requantize() accepts: the multiplier is used as it is (any int32), the shift
@@ -569,8 +582,9 @@ void FunctionalModel::activate(const Instruction& in) {
       } else {
         std::copy_n(x, dim_, values.begin());
       }
-      if (act == num::ActFunc::kNone || act == num::ActFunc::kRelu) {
-        detail::relu_lanes(values.data(), dim_, act == num::ActFunc::kRelu);
+      if (act == num::ActFunc::kNone || act == num::ActFunc::kRelu || act == num::ActFunc::kRelu6) {
+        detail::relu_lanes(values.data(), dim_, act == num::ActFunc::kRelu,
+                           act == num::ActFunc::kRelu6);
       } else {
         for (num::fp32_t& value : values) value = num::act_func(func, value, alpha);
       }
@@ -643,11 +657,7 @@ void FunctionalModel::eltwise(const Instruction& in) {
       std::copy_n(acc(a_row), dim_, to);
       return;
     }
-    for (std::size_t j = 0; j < dim_; ++j) {
-      const num::bf16_t lane = ub(a_row)[j];
-      to[j] = int32 ? static_cast<num::fp32_t>(static_cast<std::int16_t>(lane))
-                    : num::bf16_to_fp32(lane);
-    }
+    widen_ub_lanes(ub(a_row), dim_, int32, to);
   };
   // Rows [first, first + n) and the destination's: the same rows or none in common, so that the
   // iteration's rows may be read all before any is written.
@@ -663,21 +673,34 @@ void FunctionalModel::eltwise(const Instruction& in) {
     const std::uint64_t dst = rows.b(i, 0);
     if (host_op && !along_row && (a_in_ub || apart(rows.a(i, 0), dst)) &&
         (row_operand || apart(b_base, dst))) {
-      // The iteration at once: its operands copied first, as the rows one after another would
-      // read them.
+      // The iteration at once. Its rows are consecutive and each operand's are the
+      // destination's or none of them. Accumulator rows apart from the destination are read
+      // where they lie; the others are copied first (host_lanes' operands and result do not
+      // overlap), unified-buffer rows widened and a broadcast row repeated.
       const std::size_t lanes = rows.rows * dim_;
-      a_block.resize(lanes);
-      b_block.resize(lanes);
-      for (std::uint64_t r = 0; r < rows.rows; ++r) {
-        read_a(rows.a(i, r), &a_block[r * dim_]);
-        if (row_operand) {
-          std::copy(b_row_values.begin(), b_row_values.end(), &b_block[r * dim_]);
+      const std::uint64_t a_first = rows.a(i, 0);
+      note_reads(a_in_ub ? ub_written_ : acc_written_, a_first, rows.rows);
+      const num::fp32_t* a_lanes = acc(a_first);
+      if (a_in_ub || a_first == dst) {
+        a_block.resize(lanes);
+        if (a_in_ub) {
+          widen_ub_lanes(ub(a_first), lanes, int32, a_block.data());
         } else {
-          note_read(acc_written_, b_base + r);
-          std::copy_n(acc(b_base + r), dim_, &b_block[r * dim_]);
+          std::copy_n(a_lanes, lanes, a_block.begin());
         }
+        a_lanes = a_block.data();
       }
-      host_lanes(a_block.data(), b_block.data(), acc(dst), lanes);
+      const num::fp32_t* b_lanes = acc(b_base);
+      if (row_operand || b_base == dst) {
+        b_block.resize(lanes);
+        for (std::uint64_t r = 0; r < rows.rows; ++r) {
+          std::copy_n(row_operand ? b_row_values.data() : acc(b_base + r), dim_,
+                      &b_block[r * dim_]);
+        }
+        b_lanes = b_block.data();
+      }
+      if (!row_operand) note_reads(acc_written_, b_base, rows.rows);
+      host_lanes(a_lanes, b_lanes, acc(dst), lanes);
       std::fill_n(acc_written_.begin() + static_cast<std::ptrdiff_t>(dst), rows.rows, 1);
       continue;
     }

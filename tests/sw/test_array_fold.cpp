@@ -253,8 +253,12 @@ TEST(HostLanes, AddMulAndRoundingMatchReference) {
   b[1] = 0x00800000u;  // 2^-126
   a[2] = 0x3F7FFFFEu;  // 1 - 2^-23
   b[2] = 0x00800000u;
+  // relu6's bound: 6, the next value above it, +inf.
+  a[3] = 0x40C00000u;
+  a[4] = 0x40C00001u;
+  a[5] = 0x7F800000u;
   std::vector<num::fp32_t> sum(kLanes), difference(kLanes), product(kLanes), larger(kLanes),
-      smaller(kLanes), identity(a), relu(a);
+      smaller(kLanes), identity(a), relu(a), relu6(a);
   std::vector<num::bf16_t> rounded(kLanes);
   for (const bool host_flushes : {false, true}) {
 #if defined(__x86_64__)
@@ -271,8 +275,10 @@ TEST(HostLanes, AddMulAndRoundingMatchReference) {
     detail::max_lanes(a.data(), b.data(), smaller.data(), kLanes, true);
     identity = a;
     relu = a;
+    relu6 = a;
     detail::relu_lanes(identity.data(), kLanes, false);
     detail::relu_lanes(relu.data(), kLanes, true);
+    detail::relu_lanes(relu6.data(), kLanes, false, true);
 #if defined(__x86_64__)
     _mm_setcsr(saved);
 #endif
@@ -286,6 +292,7 @@ TEST(HostLanes, AddMulAndRoundingMatchReference) {
       ASSERT_EQ(smaller[j], num::min_fp32(a[j], b[j])) << std::hex << a[j] << " min " << b[j];
       ASSERT_EQ(identity[j], num::act_func(0, a[j], 0)) << std::hex << a[j];
       ASSERT_EQ(relu[j], num::act_func(1, a[j], 0)) << std::hex << "relu " << a[j];
+      ASSERT_EQ(relu6[j], num::act_func(2, a[j], 0)) << std::hex << "relu6 " << a[j];
     }
   }
 }

@@ -488,6 +488,42 @@ TEST_F(ModelTest, EltwiseEveryOperationMatchesTheHostFloat) {
   }
 }
 
+// In place, the destination A's rows or B's, on products near the flush (a product of two
+// normal values that rounds up to 2^-126 where the host's flush-to-zero would give +0) and
+// random pairs.
+TEST_F(ModelTest, EltwiseInPlaceMatchesTheHostFloat) {
+  oracle::OperandRng rng(test::test_seed() + 1);
+  constexpr std::uint32_t kRows = 6;
+  std::vector<fp32_t> a(kRows * kDim), b(kRows * kDim);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::tie(a[i], b[i]) = rng.fp32_pair();
+    if (i % 2 == 0) {
+      a[i] = 0x3F7FFFFFu | (i % 4 == 0 ? 0x80000000u : 0u);  // -+(1 - 2^-24)
+      b[i] = 0x00800000u;                                    // 2^-126
+    }
+  }
+  const char* names[] = {"add", "sub", "mul", "max", "min"};
+  for (unsigned op = 0; op < 5; ++op) {
+    for (const std::uint32_t dst : {0u, 8u}) {  // A's rows, B's
+      model_.memory().write_array(0, a);
+      model_.memory().write_array(0x200, b);
+      expect_ok(
+          run(fmt::format("read_host acc rows={0} host_addr=0 host_stride=16\n"
+                          "read_host acc rows={0} addr_b=8 host_addr=0x200 host_stride=16\n"
+                          "eltwise vop={1} rows={0} addr_b={2} bias_addr=8\nhalt",
+                          kRows, names[op], dst)));
+      for (std::uint32_t r = 0; r < kRows; ++r) {
+        const std::vector<fp32_t> out = model_.acc_row(dst + r);
+        for (unsigned j = 0; j < kDim; ++j) {
+          const fp32_t x = a[r * kDim + j], y = b[r * kDim + j];
+          EXPECT_EQ(out[j], oracle::eltwise_lane(static_cast<isa::VectorOp>(op), false, x, y))
+              << names[op] << " into row " << dst << ": " << hex(x) << " " << hex(y);
+        }
+      }
+    }
+  }
+}
+
 TEST_F(ModelTest, EltwiseRowOperandIsOneRowAnIteration) {
   const auto fp32 = [](float v) { return num::float_to_fp32(v); };
   for (std::uint32_t r = 0; r < 4; ++r) {

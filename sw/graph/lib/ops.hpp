@@ -154,10 +154,11 @@ class ProductB {
 // With `b_transposed`, b holds B's transpose (n x k), which a core with a vector unit reads as
 // it lies (READ_WEIGHTS T) unless `host_transposes_b`; the host lays it out for any other, and
 // for resident weights only when it writes them.
+// Where `a_bf16` is given (on an accelerator only), it is A rounded to bf16 and `a` is not read.
 std::vector<float> product(Context& context, const float* a, const ProductB<float>& b,
                            std::size_t m, std::size_t k, std::size_t n, WeightOf weight = {},
                            ProductEpilogue epilogue = {}, bool b_transposed = false,
-                           bool host_transposes_b = false);
+                           bool host_transposes_b = false, const num::MatrixBf16* a_bf16 = nullptr);
 
 // Softmax of `rows` rows of `length` values each, in place, on the accelerator where it has a
 // vector unit and the rows fit its accumulators (plan_softmax, N-SOFTMAX), counting what the
@@ -208,7 +209,8 @@ std::optional<std::vector<std::int32_t>> depthwise_int8_on_core(
 isa::Func core_function(Epilogue act);
 
 // One product of products(): A (m x k) times B (k x n), its weights' source and its epilogue;
-// with b_transposed, b holds B's transpose (n x k, Tensor::stored_transposed).
+// with b_transposed, b holds B's transpose (n x k, Tensor::stored_transposed). A is a's values,
+// or where a_bf16 holds them (on an accelerator only), A rounded to bf16 as the core takes it.
 struct ProductCall {
   const float* a = nullptr;
   ProductB<float> b;
@@ -216,6 +218,7 @@ struct ProductCall {
   WeightOf weight;
   ProductEpilogue epilogue;
   bool b_transposed = false;
+  num::MatrixBf16 a_bf16{};
 };
 
 // Independent products, each as product() computes it, in order (a batched MatMul's matrices, a

@@ -817,7 +817,8 @@ std::optional<std::vector<float>> conv_product(Context& context, const ConvGeome
 
 std::vector<float> product(Context& context, const float* a, const ProductB<float>& b,
                            std::size_t m, std::size_t k, std::size_t n, WeightOf weight,
-                           ProductEpilogue epilogue, bool b_transposed, bool host_transposes_b) {
+                           ProductEpilogue epilogue, bool b_transposed, bool host_transposes_b,
+                           const num::MatrixBf16* a_bf16) {
   count_product(context, m, k, n, context.accelerator != nullptr);
   if (m == 0 || n == 0) return {};
   const bool host_transposes = b_transposed && (host_transposes_b || !context.accelerator ||
@@ -842,7 +843,11 @@ std::vector<float> product(Context& context, const float* a, const ProductB<floa
   sums_only.m = spec.m;
   sums_only.n = spec.n;
   sums_only.b_transposed = b_transposed;
-  const num::MatrixBf16 a16 = nn::bf16_matrix(a, m, k);
+  num::MatrixBf16 rounded;
+  if (!a_bf16) {
+    rounded = nn::bf16_matrix(a, m, k);
+    a_bf16 = &rounded;
+  }
   MadeOnce<num::bf16_t> b16([&] {
     return host_transposes ? nn::bf16_matrix(nn::transpose(b(), n, k).data(), k, n)
            : b_transposed  ? nn::bf16_matrix(b(), n, k)
@@ -851,7 +856,7 @@ std::vector<float> product(Context& context, const float* a, const ProductB<floa
   std::vector<TracedGemm>* traced = context.schedule ? context.schedule->recording : nullptr;
   const std::size_t first_traced = traced ? traced->size() : 0;
   const num::MatrixFp32 out = run_on_core<num::bf16_t, num::MatrixFp32>(
-      context, weight, sums_only, spec, a16, b16, epilogue.bias ? &bias : nullptr);
+      context, weight, sums_only, spec, *a_bf16, b16, epilogue.bias ? &bias : nullptr);
   std::vector<float> c(m * n);
   std::memcpy(c.data(), out.data.data(), c.size() * sizeof(float));
   if (traced) {
@@ -944,7 +949,7 @@ std::vector<std::vector<float>> products(Context& context, const std::vector<Pro
       context, calls,
       [&](const ProductCall& call) {
         return product(context, call.a, call.b, call.m, call.k, call.n, call.weight, call.epilogue,
-                       call.b_transposed);
+                       call.b_transposed, false, call.a_bf16.data.empty() ? nullptr : &call.a_bf16);
       },
       [](const ProductCall& call, const GemmPlan& plan, const HostMemory& memory) {
         const num::MatrixFp32 out = read_gemm_output(plan, memory);

@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 
 #include "ops.hpp"
 #include "tpu/nn.hpp"
@@ -268,26 +269,33 @@ ConvShape conv_shape(const Node& node, const Shape& x, const Shape& w) {
 // im2col of group g's channels of x: a row per output pixel, columns in (ky, kx, c) order, `pad`
 // where the window reaches into the padding. The sums thus run over the kernel's taps, each over
 // the channels (N-ORDER's k): the order of the network files' conv2d (docs/networks.md) and of a
-// convolution accumulated tap by tap in the core's accumulators.
-template <typename T>
-std::vector<T> im2col(const ConvShape& c, const std::vector<T>& x, std::int64_t g, T pad) {
+// convolution accumulated tap by tap in the core's accumulators. Each image's group channels are
+// first laid out channels last, so that a tap of a row is one run of cg values.
+template <typename Lane, typename T, typename ToLanes>
+std::vector<Lane> im2col(const ConvShape& c, const std::vector<T>& x, std::int64_t g, Lane pad,
+                         ToLanes to_lanes) {
   const Window& win = c.win;
-  std::vector<T> cols(c.rows * c.depth, pad);
+  const auto cg = static_cast<std::size_t>(c.cg);
+  const auto plane = static_cast<std::size_t>(c.h * c.w);
+  std::vector<Lane> cols(c.rows * c.depth);
+  std::vector<T> pixels(plane * cg);  // an image's group channels, channels last
+  std::vector<Lane> lanes(plane * cg);
+  Lane* row = cols.data();
   for (std::int64_t n = 0; n < c.batch; ++n) {
+    nn::transpose_into(&x[static_cast<std::size_t>(n * c.channels + g * c.cg) * plane], cg, plane,
+                       pixels.data());
+    to_lanes(pixels, lanes);
     for (std::int64_t oy = 0; oy < win.oh; ++oy) {
       for (std::int64_t ox = 0; ox < win.ow; ++ox) {
-        T* row = &cols[static_cast<std::size_t>((n * win.oh + oy) * win.ow + ox) * c.depth];
-        for (std::int64_t ch = 0; ch < c.cg; ++ch) {
-          const T* image =
-              &x[static_cast<std::size_t>((n * c.channels + g * c.cg + ch) * c.h * c.w)];
-          for (std::int64_t ky = 0; ky < win.kh; ++ky) {
-            const std::int64_t iy = oy * win.sh - win.top + ky * win.dh;
-            for (std::int64_t kx = 0; kx < win.kw; ++kx) {
-              const std::int64_t ix = ox * win.sw - win.left + kx * win.dw;
-              if (iy >= 0 && iy < c.h && ix >= 0 && ix < c.w) {
-                row[static_cast<std::size_t>((ky * win.kw + kx) * c.cg + ch)] =
-                    image[iy * c.w + ix];
-              }
+        for (std::int64_t ky = 0; ky < win.kh; ++ky) {
+          const std::int64_t iy = oy * win.sh - win.top + ky * win.dh;
+          for (std::int64_t kx = 0; kx < win.kw; ++kx, row += cg) {
+            const std::int64_t ix = ox * win.sw - win.left + kx * win.dw;
+            if (iy >= 0 && iy < c.h && ix >= 0 && ix < c.w) {
+              std::memcpy(row, &lanes[static_cast<std::size_t>(iy * c.w + ix) * cg],
+                          cg * sizeof(Lane));
+            } else {
+              std::fill(row, row + cg, pad);
             }
           }
         }
@@ -333,12 +341,14 @@ ConvGeometry conv_geometry(const ConvShape& c) {
 // where `on_core(geometry, images, image_stride, b, mg, weight, epilogue)` (conv_product or
 // conv_product_int8) gives the group's rows x mg results; from the first group it does not,
 // the im2col products of every group from there on, together (`run_all(calls)`: products or
-// products_int8). The results go into y (N, filters, spatial...) at the group's filters.
+// products_int8). The results go into y (N, filters, spatial...) at the group's filters. With
+// `bf16_rows` (float products on the core), the im2col rows are made in bf16 from each image
+// rounded once, the rows the core takes (ProductCall::a_bf16), not in fp32.
 template <typename Call, typename T, typename Result, typename EpilogueOf, typename OnCore,
           typename RunAll>
 void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<T>& w, T pad,
                  const Tensor* source, EpilogueOf epilogue_of, std::vector<Result>& y,
-                 OnCore on_core, RunAll run_all) {
+                 OnCore on_core, RunAll run_all, bool bf16_rows = false) {
   const ConvGeometry geometry = conv_geometry(c);
   const auto mg = static_cast<std::size_t>(c.mg);
   const auto plane = static_cast<std::size_t>(c.h * c.w);
@@ -362,19 +372,35 @@ void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<
   }
   // Each remaining group's im2col rows, then their products.
   std::vector<std::vector<T>> cols;
+  cols.reserve(groups);  // the calls point into it
   std::vector<Call> calls;
   for (std::size_t g = outs.size(); g < groups; ++g) {
-    cols.push_back(im2col(c, x, static_cast<std::int64_t>(g), pad));
-  }
-  for (std::size_t i = 0; i < cols.size(); ++i) {
-    const std::size_t g = outs.size() + i;
-    calls.push_back({cols[i].data(),
-                     ProductB<T>([&weights_of, g] { return weights_of(g); }),
-                     c.rows,
-                     c.depth,
-                     mg,
-                     {source, g},
-                     epilogue_of(g)});
+    Call call{nullptr,
+              ProductB<T>([&weights_of, g] { return weights_of(g); }),
+              c.rows,
+              c.depth,
+              mg,
+              {source, g},
+              epilogue_of(g)};
+    const auto group = static_cast<std::int64_t>(g);
+    if constexpr (std::is_same_v<Call, ProductCall>) {
+      if (bf16_rows) {
+        call.a_bf16.rows = c.rows;
+        call.a_bf16.cols = c.depth;
+        call.a_bf16.data =
+            im2col(c, x, group, num::bf16_t{0},
+                   [](const std::vector<float>& values, std::vector<num::bf16_t>& lanes) {
+                     lanes = nn::bf16_matrix(values.data(), 1, values.size()).data;
+                   });
+        calls.push_back(std::move(call));
+        continue;
+      }
+    }
+    cols.push_back(
+        im2col(c, x, group, pad,
+               [](const std::vector<T>& values, std::vector<T>& lanes) { lanes = values; }));
+    call.a = cols.back().data();
+    calls.push_back(std::move(call));
   }
   if (!calls.empty()) {
     for (std::vector<Result>& out : run_all(calls)) outs.push_back(std::move(out));
@@ -451,7 +477,8 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
   conv_groups<ProductCall>(
       c, x.floats, w.floats, 0.0f, in[1], epilogue, y.floats,
       [&](auto&&... args) { return conv_product(context, args...); },
-      [&](const std::vector<ProductCall>& calls) { return products(context, calls); });
+      [&](const std::vector<ProductCall>& calls) { return products(context, calls); },
+      context.accelerator != nullptr);
   return outputs(std::move(y));
 }
 

@@ -93,9 +93,10 @@ void mul_lanes(const num::fp32_t* a, const num::fp32_t* b, num::fp32_t* out, std
 // them: N-IN first, -0 below +0, a NaN canonical.
 void max_lanes(const num::fp32_t* a, const num::fp32_t* b, num::fp32_t* out, std::size_t n,
                bool smaller = false);
-// The activation unit's identity or relu (num::act_func's kNone and kRelu) in place: N-IN, a NaN
-// canonical, and with `relu` a negative value +0.
-void relu_lanes(num::fp32_t* values, std::size_t n, bool relu);
+// The activation unit's identity, relu or relu6 (num::act_func's kNone, kRelu and kRelu6) in
+// place: N-IN, a NaN canonical; with `relu` or `relu6` a negative value +0, with `relu6` a value
+// above 6 (+inf included) 6.
+void relu_lanes(num::fp32_t* values, std::size_t n, bool relu, bool relu6 = false);
 void round_to_bf16(const num::fp32_t* in, num::bf16_t* out, std::size_t n);
 
 }  // namespace tpu::detail
