@@ -753,11 +753,16 @@ std::optional<Tensor> move_on_core(Context& context, const Tensor& x, const Shap
     for (std::size_t e = 0; e < moved->size(); ++e) y.ints[e] = (*moved)[e] + shift;
     return y;
   }
-  const std::vector<std::uint32_t> values = sources([&](std::size_t e) {
-    std::uint32_t bits = static_cast<std::uint32_t>(x.is_float() ? 0 : x.ints[e]);
-    if (x.is_float()) std::memcpy(&bits, &x.floats[e], sizeof bits);
-    return bits;
-  });
+  std::vector<std::uint32_t> values;
+  if (x.is_float()) {
+    // The used runs' bits, a run at a time.
+    values.resize(used.size() * spec.run);
+    for (std::size_t r = 0; r < used.size(); ++r) {
+      std::memcpy(&values[r * spec.run], &x.floats[used[r] * spec.run], spec.run * sizeof(float));
+    }
+  } else {
+    values = sources([&](std::size_t e) { return static_cast<std::uint32_t>(x.ints[e]); });
+  }
   const auto moved = run_on_vector_unit(
       context, plan_at,
       [&](const MovePlan& plan, Backend& backend) { return execute_move(plan, backend, values); },

@@ -30,6 +30,36 @@ std::vector<std::size_t> offsets_of(const Shape& out, OffsetOf offset_of) {
   return at;
 }
 
+// The offsets of x's elements that make the output where element e of `out` is x's element
+// base + sum(index[d] * strides[d]) (a transpose's, a slice's), in steps along the last axis.
+std::vector<std::size_t> strided_offsets(const Shape& out, std::ptrdiff_t base,
+                                         const std::vector<std::ptrdiff_t>& strides) {
+  std::vector<std::size_t> at(element_count(out));
+  if (at.empty()) return at;
+  if (out.empty()) {
+    at[0] = static_cast<std::size_t>(base);
+    return at;
+  }
+  const std::size_t last = out.size() - 1;
+  const auto length = static_cast<std::size_t>(out[last]);
+  const std::ptrdiff_t step = strides[last];
+  Shape index(out.size(), 0);  // of the row's first element; index[last] stays 0
+  std::ptrdiff_t row_start = base;
+  for (std::size_t first = 0; first < at.size(); first += length) {
+    std::ptrdiff_t offset = row_start;
+    for (std::size_t j = 0; j < length; ++j, offset += step) {
+      at[first + j] = static_cast<std::size_t>(offset);
+    }
+    for (std::size_t d = last; d-- > 0;) {
+      row_start += strides[d];
+      if (++index[d] < out[d]) break;
+      row_start -= strides[d] * out[d];
+      index[d] = 0;
+    }
+  }
+  return at;
+}
+
 // y[e] = x[at[e]] for every element e of the output shape, kFill giving `fill`.
 Tensor gathered(const Tensor& x, const Shape& out, const std::vector<std::size_t>& at,
                 double fill = 0) {
@@ -50,11 +80,15 @@ Tensor remap(const Tensor& x, const Shape& out, OffsetOf offset_of, double fill 
 }
 
 // remap's values moved on the core's DMA where move_on_core takes them, else on the host.
-template <typename OffsetOf>
-Tensor moved(Context& context, const Tensor& x, const Shape& out, OffsetOf offset_of) {
-  const std::vector<std::size_t> at = offsets_of(out, offset_of);
+Tensor moved_from(Context& context, const Tensor& x, const Shape& out,
+                  const std::vector<std::size_t>& at) {
   if (std::optional<Tensor> y = move_on_core(context, x, out, at)) return std::move(*y);
   return gathered(x, out, at);
+}
+
+template <typename OffsetOf>
+Tensor moved(Context& context, const Tensor& x, const Shape& out, OffsetOf offset_of) {
+  return moved_from(context, x, out, offsets_of(out, offset_of));
 }
 
 Tensor reshaped(Tensor x, Shape shape) {
@@ -211,13 +245,9 @@ std::vector<Tensor> transpose(Context& context, const Node& node, const Inputs& 
     return outputs(reshaped(x, out));
   }
   const std::vector<std::size_t> strides = strides_of(x.shape);
-  return outputs(moved(context, x, out, [&](const Shape& index) {
-    std::size_t at = 0;
-    for (std::size_t d = 0; d < axes.size(); ++d) {
-      at += static_cast<std::size_t>(index[d]) * strides[axes[d]];
-    }
-    return at;
-  }));
+  std::vector<std::ptrdiff_t> out_strides;
+  for (const std::size_t d : axes) out_strides.push_back(static_cast<std::ptrdiff_t>(strides[d]));
+  return outputs(moved_from(context, x, out, strided_offsets(out, 0, out_strides)));
 }
 
 std::vector<Tensor> concat(Context& context, const Node& node, const Inputs& in) {
@@ -379,13 +409,14 @@ std::vector<Tensor> slice(Context& context, const Node& node, const Inputs& in) 
     step[d] = s;
   }
   const std::vector<std::size_t> strides = strides_of(x.shape);
-  return outputs(moved(context, x, out, [&](const Shape& index) {
-    std::size_t at = 0;
-    for (std::size_t d = 0; d < index.size(); ++d) {
-      at += static_cast<std::size_t>(first[d] + index[d] * step[d]) * strides[d];
-    }
-    return at;
-  }));
+  std::ptrdiff_t base = 0;
+  std::vector<std::ptrdiff_t> out_strides;
+  for (std::size_t d = 0; d < x.rank(); ++d) {
+    const auto stride = static_cast<std::ptrdiff_t>(strides[d]);
+    base += static_cast<std::ptrdiff_t>(first[d]) * stride;
+    out_strides.push_back(static_cast<std::ptrdiff_t>(step[d]) * stride);
+  }
+  return outputs(moved_from(context, x, out, strided_offsets(out, base, out_strides)));
 }
 
 std::vector<Tensor> gather(Context& context, const Node& node, const Inputs& in) {
@@ -424,9 +455,7 @@ std::vector<Tensor> gather(Context& context, const Node& node, const Inputs& in)
 std::vector<Tensor> expand(Context& context, const Node& node, const Inputs& in) {
   const Tensor& x = need(node, in, 0);
   const Shape out = broadcast_shapes(node, {x.shape, int_values(need(node, in, 1))});
-  const std::vector<std::size_t> at = broadcast_offsets(x.shape, out);
-  std::size_t e = 0;
-  return outputs(moved(context, x, out, [&](const Shape&) { return at[e++]; }));
+  return outputs(moved_from(context, x, out, broadcast_offsets(x.shape, out)));
 }
 
 std::vector<Tensor> tile(Context& context, const Node& node, const Inputs& in) {
