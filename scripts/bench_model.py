@@ -5,9 +5,9 @@ For each GEMM shape, the same random float32 A and B go to `tpu gemm --backend m
 operands, fp32 sums in the contract's order; the 16x16 and the 128x128 core's programs, one
 thread and all the host's) and to an onnxruntime MatMul (fp32, one thread and all). The model's
 time is its run alone, as `--time` reports it (the program on the functional model, not the
-files or the planning), the best of three runs of the tool on the fastest path (the portable
-path's once); onnxruntime's the best of three runs after a warm-up. Peak memory is the tool's
-most resident memory (VmHWM), its operands and results included.
+files or the planning), the best of the three runs `--time` makes of the program; onnxruntime's
+the best of three runs after a warm-up. Peak memory is the tool's most resident memory (VmHWM),
+its operands and results included.
 
 Then the networks: the zoo's float models (tests/onnx/zoo, their weights written from the
 recorded moments as the zoo tests write them) on 64 random inputs, and a VGG-19 (224 x 224,
@@ -226,10 +226,7 @@ def main():
             # The portable path on one thread (the scalar fold, as before the vector paths), then
             # the fastest path this CPU has on one thread and on all.
             for path, threads in [("portable", 1)] + [("", t) for t in thread_counts]:
-                # The fastest path's best of three runs, as onnxruntime's; the portable one's
-                # (seconds) once.
-                seconds, peak_mib, result = min(
-                    model_run(args.tpu, work, core, path, threads) for _ in range(1 if path else 3))
+                seconds, peak_mib, result = model_run(args.tpu, work, core, path, threads)
                 bits = np.load(result).view(np.uint32)
                 if reference is None:
                     reference = bits
@@ -265,7 +262,7 @@ def main():
         "128x128 core on the functional model: bf16 operands, fp32 sums in the contract's order, the",
         "same bits on every path and thread count, which the script checks) and to an onnxruntime",
         "MatMul (fp32, CPU provider). The model's time is its run alone (`--time`: the program, not",
-        "the files or the planning), the best of three runs of the tool (the portable path's one);",
+        "the files or the planning), the best of the three runs `--time` makes of the program;",
         "onnxruntime's the best of three runs. The fold path `portable`",
         "is the scalar fold with explicit flushes (the model before its vector paths); `fastest` the",
         "vector path this CPU has (`TPU_FOLD_PATH`), on one thread and on all (`TPU_MODEL_THREADS`).",

@@ -257,8 +257,8 @@ struct Kernels {
 // in registers with AVX-512's 32, 8 with AVX2's 16, so that each weight vector loaded, and
 // widened from bf16 or int8, serves that many products), then the rows left in halves of that
 // (each block's sums in flight at once, not one row's after another), then one at a time; the
-// columns in blocks of two vectors (one where the array is one vector wide), with the host's
-// modes Modes set meanwhile.
+// columns in blocks of two vectors (one where the array is one vector wide; up to eight for a
+// row alone), with the host's modes Modes set meanwhile.
 template <typename K, typename Modes, typename T, typename Weights>
 void vector_fold(const FoldActs<T>& acts, Weights weights, std::size_t tiles, num::fp32_t* sums,
                  std::size_t rows, std::size_t dim) {
@@ -279,7 +279,15 @@ void vector_fold(const FoldActs<T>& acts, Weights weights, std::size_t tiles, nu
   if (dim >= 2 * K::kWidth) {
     blocks(integral_constant<int, kSums / 2>{}, integral_constant<int, 2>{});
     blocks(integral_constant<int, kSums / 4>{}, integral_constant<int, 2>{});
-    blocks(integral_constant<int, 1>{}, integral_constant<int, 2>{});
+    // A row alone: as many vectors at once as a wide array has (up to 8), whose sums' chains of
+    // additions then overlap, where two would wait on their adds' latency (a batch of one).
+    if (dim >= 8 * K::kWidth) {
+      blocks(integral_constant<int, 1>{}, integral_constant<int, 8>{});
+    } else if (dim >= 4 * K::kWidth) {
+      blocks(integral_constant<int, 1>{}, integral_constant<int, 4>{});
+    } else {
+      blocks(integral_constant<int, 1>{}, integral_constant<int, 2>{});
+    }
   } else {
     blocks(integral_constant<int, kSums>{}, integral_constant<int, 1>{});
     blocks(integral_constant<int, kSums / 2>{}, integral_constant<int, 1>{});

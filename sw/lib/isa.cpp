@@ -15,10 +15,6 @@ using regs::Error;
 
 constexpr std::uint64_t kHostSpace = std::uint64_t{1} << 32;
 
-constexpr std::uint32_t field_mask(const FieldSpec& field) {
-  return field.width >= 32 ? 0xFFFFFFFFu : (std::uint32_t{1} << field.width) - 1;
-}
-
 bool is_power_of_two(unsigned value) {
   return value != 0 && (value & (value - 1)) == 0;
 }
@@ -141,10 +137,6 @@ std::string field_problem(const Instruction& in, const OpcodeInfo& info,
 }
 
 }  // namespace
-
-std::uint32_t Instruction::get(const FieldSpec& field) const {
-  return (words[field.word] >> field.lsb) & field_mask(field);
-}
 
 Instruction& Instruction::set(const FieldSpec& field, std::uint64_t value) {
   const std::uint32_t mask = field_mask(field);

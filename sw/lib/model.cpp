@@ -417,14 +417,23 @@ void FunctionalModel::matmul(const Instruction& in) {
     tile = std::move(weight_fifo_.front());
     weight_fifo_.pop_front();
   }
-  // The rows each iteration reads and writes, in order.
-  for (std::uint64_t i = 0; i < count; ++i) {
-    const bool accumulate = in.flag(i == 0 ? isa::kMatmulFlagAcc0 : isa::kMatmulFlagAccn);
-    const std::uint64_t a_first = in.addr_a() + i * in.step_a();
-    const std::uint64_t b_first = in.addr_b() + i * in.step_b();
-    note_reads(ub_written_, a_first, row_count);
-    if (accumulate) note_reads(acc_written_, b_first, row_count);
-    std::fill_n(acc_written_.begin() + static_cast<std::ptrdiff_t>(b_first), row_count, 1);
+  // The rows each iteration reads and writes, in order. A K loop over consecutive
+  // unified-buffer rows (each iteration the next rows, onto the same accumulator rows) reads
+  // them all once, and after its first iteration only accumulator rows that iteration wrote.
+  const std::uint64_t step_a = in.step_a(), step_b = in.step_b();
+  if (step_a == row_count && step_b == 0) {
+    note_reads(ub_written_, in.addr_a(), count * row_count);
+    if (in.flag(isa::kMatmulFlagAcc0)) note_reads(acc_written_, in.addr_b(), row_count);
+    std::fill_n(acc_written_.begin() + static_cast<std::ptrdiff_t>(in.addr_b()), row_count, 1);
+  } else {
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const bool accumulate = in.flag(i == 0 ? isa::kMatmulFlagAcc0 : isa::kMatmulFlagAccn);
+      const std::uint64_t a_first = in.addr_a() + i * step_a;
+      const std::uint64_t b_first = in.addr_b() + i * step_b;
+      note_reads(ub_written_, a_first, row_count);
+      if (accumulate) note_reads(acc_written_, b_first, row_count);
+      std::fill_n(acc_written_.begin() + static_cast<std::ptrdiff_t>(b_first), row_count, 1);
+    }
   }
   if (int8) {
     // Q-MAC on the low bytes of the activation and weight lanes, whatever loaded the tile; lanes

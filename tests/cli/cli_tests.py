@@ -388,11 +388,12 @@ def gemm_time_model(tpu):
         finally:
             os.environ.pop("TPU_FOLD_PATH", None)
             os.environ.pop("TPU_MODEL_THREADS", None)
-        found = re.search(r"^run time +[\d.]+ s on the host \([\d.]+ GMAC/s; (\w+) path, (\d+) "
-                          r"threads?\)$", out, re.M)
+        found = re.search(r"^run time +([\d.]+) s on the host \([\d.]+ GMAC/s; (\w+) path, (\d+) "
+                          r"threads?; the best of 3 runs, the first ([\d.]+) s\)$", out, re.M)
         check(found is not None, f"no run time in:\n{out}")
-        check(path is None or found.group(1) == path, f"not the {path} path:\n{out}")
-        check(found.group(2) == threads, f"not {threads} threads:\n{out}")
+        check(path is None or found.group(2) == path, f"not the {path} path:\n{out}")
+        check(found.group(3) == threads, f"not {threads} threads:\n{out}")
+        check(float(found.group(1)) <= float(found.group(4)), f"the best above the first:\n{out}")
         check(re.search(r"^peak memory +\d+ MiB", out, re.M) is not None,
               f"no peak memory in:\n{out}")
     for name, value in (("TPU_FOLD_PATH", "sse9"), ("TPU_MODEL_THREADS", "0")):

@@ -30,6 +30,11 @@ constexpr std::int32_t int32_value(std::uint32_t bits) {
                             : static_cast<std::int32_t>(bits - 0x80000000u) - 0x7FFFFFFF - 1;
 }
 
+// The mask of a field's width.
+constexpr std::uint32_t field_mask(const FieldSpec& field) {
+  return field.width >= 32 ? 0xFFFFFFFFu : (std::uint32_t{1} << field.width) - 1;
+}
+
 // One instruction as its eight raw words. Any bit pattern can be held (so that illegal
 // instructions can be represented, checked and round-tripped); the setters refuse values wider
 // than their field with std::invalid_argument.
@@ -39,8 +44,11 @@ struct Instruction {
   Instruction() = default;
   explicit Instruction(Opcode opcode) { set_opcode(opcode); }
 
-  // Any field, by its generated FieldSpec.
-  std::uint32_t get(const FieldSpec& field) const;
+  // Any field, by its generated FieldSpec (inline: the functional model reads several fields
+  // of every instruction it runs).
+  std::uint32_t get(const FieldSpec& field) const {
+    return (words[field.word] >> field.lsb) & field_mask(field);
+  }
   Instruction& set(const FieldSpec& field, std::uint64_t value);
 
   // The raw opcode byte; opcode() is only meaningful when find_opcode() knows the value.
