@@ -548,9 +548,9 @@ inline void print_model_time(const RunResult& result, const tpu::Backend& backen
   for (const double later : repeats) seconds = std::min(seconds, later);
   const std::string runs = repeats.empty()
                                ? ""
-                               : fmt::format("; the best of {} runs, the first {:.4f} s",
+                               : fmt::format("; the best of {} runs, the first {:.6f} s",
                                              repeats.size() + 1, result.host_seconds);
-  fmt::print("run time      {:.4f} s on the host ({:.2f} GMAC/s; {} path, {} thread{}{})\n",
+  fmt::print("run time      {:.6f} s on the host ({:.2f} GMAC/s; {} path, {} thread{}{})\n",
              seconds, seconds > 0 ? macs / seconds / 1e9 : 0.0,
              tpu::detail::fold_path_name(model->fold_path()), model->fold_threads(),
              model->fold_threads() == 1 ? "" : "s", runs);

@@ -67,13 +67,13 @@ graph::Graph network_file_graph(const nn::Network& net, const std::string& path)
 // and places what later runs find ready) apart from the later ones.
 void print_run_times(const std::vector<double>& run_seconds) {
   if (run_seconds.empty()) return;
-  fmt::print("first run     {:.4f} s on the host (its weights written)\n", run_seconds.front());
+  fmt::print("first run     {:.6f} s on the host (its weights written)\n", run_seconds.front());
   if (run_seconds.size() > 1) {
     // The mean, and the best, which a shared machine's other work disturbs least.
     double later = 0;
     for (std::size_t r = 1; r < run_seconds.size(); ++r) later += run_seconds[r];
     const double best = *std::min_element(run_seconds.begin() + 1, run_seconds.end());
-    fmt::print("later runs    {:.4f} s a run on the host ({} run{}, the best {:.4f} s)\n",
+    fmt::print("later runs    {:.6f} s a run on the host ({} run{}, the best {:.6f} s)\n",
                later / static_cast<double>(run_seconds.size() - 1), run_seconds.size() - 1,
                run_seconds.size() == 2 ? "" : "s", best);
   }
