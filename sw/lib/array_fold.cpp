@@ -470,15 +470,15 @@ TPU_VECTOR_CLONES void mul_lanes(const num::fp32_t* a, const num::fp32_t* b, num
   const num::fp32_t* __restrict x = a;
   const num::fp32_t* __restrict y = b;
   num::fp32_t* __restrict products = out;
+  // The products, and in the same pass whether one of them is a zero of two normal numbers.
+  num::fp32_t flushed_nonzero = 0;
   for (std::size_t j = 0; j < n; ++j) {
     const float product =
         bits_to_float(num::canon_in_fp32(x[j])) * bits_to_float(num::canon_in_fp32(y[j]));
-    products[j] = num::canon_in_fp32(float_to_bits(product));
-  }
-  num::fp32_t flushed_nonzero = 0;
-  for (std::size_t j = 0; j < n; ++j) {
+    const num::fp32_t bits = num::canon_in_fp32(float_to_bits(product));
+    products[j] = bits;
     flushed_nonzero |=
-        (products[j] & 0x7FFFFFFFu) == 0 && (x[j] & 0x7F800000u) != 0 && (y[j] & 0x7F800000u) != 0;
+        (bits & 0x7FFFFFFFu) == 0 && (x[j] & 0x7F800000u) != 0 && (y[j] & 0x7F800000u) != 0;
   }
   if (flushed_nonzero == 0) return;
   // A zero product of two normal numbers lies below 2^-126, where the contract rounds to the

@@ -947,22 +947,32 @@ std::vector<std::uint64_t> result_rows(const GemmPlan& plan) {
   return rows;
 }
 
+// The result's rows (result_rows) into `out`, a row of N values each: read as Lane values (as
+// read_array reads them), each `widen`ed, through one buffer.
+template <typename Lane, typename Value, typename Widen>
+void read_result_rows(const GemmPlan& plan, const HostMemory& memory, num::Matrix<Value>& out,
+                      Widen widen) {
+  const std::vector<std::uint64_t> rows = result_rows(plan);
+  const std::uint32_t n = plan.spec.n;
+  out = num::Matrix<Value>(rows.size(), n);
+  std::vector<Lane> lanes(n);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    memory.read(plan.out_addr + rows[i] * plan.n_pad * plan.out_elem_bytes(), lanes.data(),
+                n * sizeof(Lane));
+    std::transform(lanes.begin(), lanes.end(), &out.at(i, 0), widen);
+  }
+}
+
 }  // namespace
 
 num::MatrixFp32 read_gemm_output(const GemmPlan& plan, const HostMemory& memory) {
   const GemmSpec& s = plan.spec;
   if (s.int8()) throw std::invalid_argument("the plan is of an int8 product: read_gemm_output_int");
-  const std::vector<std::uint64_t> rows = result_rows(plan);
-  num::MatrixFp32 out(rows.size(), s.n);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::uint64_t row = plan.out_addr + rows[i] * plan.n_pad * plan.out_elem_bytes();
-    if (s.out == OutType::Fp32) {
-      const auto values = memory.read_array<num::fp32_t>(row, s.n);
-      std::copy(values.begin(), values.end(), &out.at(i, 0));
-    } else {
-      const auto values = memory.read_array<num::bf16_t>(row, s.n);
-      for (std::uint32_t j = 0; j < s.n; ++j) out.at(i, j) = num::bf16_to_fp32(values[j]);
-    }
+  num::MatrixFp32 out;
+  if (s.out == OutType::Fp32) {
+    read_result_rows<num::fp32_t>(plan, memory, out, [](num::fp32_t v) { return v; });
+  } else {
+    read_result_rows<num::bf16_t>(plan, memory, out, num::bf16_to_fp32);
   }
   return out;
 }
@@ -994,17 +1004,12 @@ num::MatrixFp32 run_gemm(Backend& backend, const GemmSpec& spec, const num::Matr
 num::MatrixI32 read_gemm_output_int(const GemmPlan& plan, const HostMemory& memory) {
   const GemmSpec& s = plan.spec;
   if (!s.int8()) throw std::invalid_argument("the plan is of a bf16 product: read_gemm_output");
-  const std::vector<std::uint64_t> rows = result_rows(plan);
-  num::MatrixI32 out(rows.size(), s.n);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::uint64_t row = plan.out_addr + rows[i] * plan.n_pad * plan.out_elem_bytes();
-    if (s.out == OutType::Int32) {
-      const auto values = memory.read_array<std::int32_t>(row, s.n);
-      std::copy(values.begin(), values.end(), &out.at(i, 0));
-    } else {
-      const auto values = memory.read_array<std::int8_t>(row, s.n);
-      std::copy(values.begin(), values.end(), &out.at(i, 0));
-    }
+  num::MatrixI32 out;
+  if (s.out == OutType::Int32) {
+    read_result_rows<std::int32_t>(plan, memory, out, [](std::int32_t v) { return v; });
+  } else {
+    read_result_rows<std::int8_t>(plan, memory, out,
+                                  [](std::int8_t v) { return static_cast<std::int32_t>(v); });
   }
   return out;
 }
