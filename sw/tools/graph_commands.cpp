@@ -102,13 +102,14 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
       case graph::NodeWork::Values:
         break;
     }
-    return r.on_accelerator ? "core" : "host";
+    return !r.on_accelerator ? "host" : r.host_arithmetic ? "core+host" : "core";
   };
   std::map<std::pair<std::string, std::string>, Row> rows;
   Row total;
   std::uint64_t host_steps = 0, nowhere = 0;
   for (const graph::OpRun& r : runs) {
-    host_steps += r.work == graph::NodeWork::Values && !r.on_accelerator ? 1 : 0;
+    host_steps +=
+        r.work == graph::NodeWork::Values && (!r.on_accelerator || r.host_arithmetic) ? 1 : 0;
     nowhere += r.work == graph::NodeWork::Values ? 0 : 1;
     for (Row* row : {&rows[{r.op, where(r)}], &total}) {
       ++row->nodes;
@@ -141,14 +142,15 @@ void print_stats(const std::vector<graph::OpRun>& runs, std::size_t inputs, std:
                : std::string("-");
   };
   const auto estimate = [&](const Row& row, const std::string& place) {
-    return place == "core" ? fmt::format("{:.0f}", row.estimated) : std::string("-");
+    return place == "core" || place == "core+host" ? fmt::format("{:.0f}", row.estimated)
+                                                   : std::string("-");
   };
-  fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>12} {:>8} {:>12} {:>10} {:>12}\n",
+  fmt::print("{:<20} {:>6} {:>9} {:>14} {:>9} {:>12} {:>12} {:>8} {:>12} {:>10} {:>12}\n",
              "operator", "nodes", "where", "MACs", "products", "est. cycles", "cycles", "MXU use",
              "bus bytes", "weights", "host bytes");
   for (const auto& [key, row] : rows) {
     const auto& [op, place] = key;
-    fmt::print("{:<20} {:>6} {:>5} {:>14} {:>9} {:>12} {:>12} {:>8} {:>12} {:>10} {:>12}\n", op,
+    fmt::print("{:<20} {:>6} {:>9} {:>14} {:>9} {:>12} {:>12} {:>8} {:>12} {:>10} {:>12}\n", op,
                row.nodes, place, row.macs, row.products, estimate(row, place),
                counted(row, row.cycles), utilisation(row), counted(row, row.bytes), row.weights,
                row.host);
@@ -523,7 +525,13 @@ int run_compile(const CompileOptions& options) {
   const std::vector<graph::NodeWork> work = graph::node_work(compiled.graph);
   const auto views =
       static_cast<std::size_t>(std::count(work.begin(), work.end(), graph::NodeWork::View));
-  const std::size_t host_steps = compiled.graph.nodes.size() - on_core.size() - views;
+  // The nodes on the core that compute on the host as well (computes_on_host) are host steps too.
+  const auto also_on_host = static_cast<std::size_t>(std::count_if(
+      compiled.graph.nodes.begin(), compiled.graph.nodes.end(), [&](const graph::Node& node) {
+        return on_core.count(node.name) && graph::computes_on_host(node);
+      }));
+  const std::size_t host_steps =
+      compiled.graph.nodes.size() - on_core.size() - views + also_on_host;
   const std::string vector_nodes =
       compiled.vector_nodes.empty() ? std::string()
                                     : fmt::format(", {} more on the core (its vector unit, moves)",
