@@ -98,9 +98,12 @@ std::int8_t requantize_lane(std::int32_t sum, std::int32_t bias, std::int32_t mu
   return static_cast<std::int8_t>(out);
 }
 
-// The least work of a MATMUL's task on a thread of its own: about 6 us on the vector paths, some
-// times what handing it to a waiting thread takes (WorkerPool); measured by make bench-model.
-constexpr std::uint64_t kMinTaskMacs = std::uint64_t{1} << 19;
+// The least work of a MATMUL's task on a thread of its own: about 3 us on the vector paths, a
+// few times what handing it to a waiting thread takes (WorkerPool). Twice as many tasks as with
+// 2^19 share a MATMUL's rows more evenly between the threads: 4096 x 4096 x 1024 on two threads
+// 0.255 and 0.262 s against 0.280 and 0.299 on the 16x16 core, 0.297 and 0.300 against 0.317 and
+// 0.349 on the 128x128 (tpu gemm --backend model --time, alternating).
+constexpr std::uint64_t kMinTaskMacs = std::uint64_t{1} << 18;
 
 // h(i, r) of docs/isa.md; HOST_RANGE has made sure it fits in 32 bits.
 std::uint64_t host_address(const Instruction& in, std::uint64_t i, std::uint64_t r) {
