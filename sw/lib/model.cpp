@@ -573,8 +573,10 @@ void FunctionalModel::activate(const Instruction& in) {
   const unsigned func = in.func();
   const num::bf16_t alpha = in.alpha();
   const auto act = static_cast<num::ActFunc>(func);
-  std::vector<num::fp32_t> values(dim_);
   const RowRanges rows(in);
+  const std::size_t lanes = rows.rows * dim_;
+  // The iteration's values, and its bias row repeated for each of its rows.
+  std::vector<num::fp32_t> values(lanes), bias_block(with_bias ? lanes : 0);
   for (std::uint64_t i = 0; i < rows.count; ++i) {
     // ACC_OVERLAP guarantees that no row of this instruction writes the bias rows.
     const num::fp32_t* bias = nullptr;
@@ -583,31 +585,30 @@ void FunctionalModel::activate(const Instruction& in) {
       note_read(acc_written_, bias_row);
       bias = acc(bias_row);
     }
-    for (std::uint64_t r = 0; r < rows.rows; ++r) {
-      const std::uint64_t a_row = rows.a(i, r);
-      const std::uint64_t b_row = rows.b(i, r);
-      note_read(acc_written_, a_row);
-      // The row's values first, so that an in-place F32 row is read before it is written.
-      const num::fp32_t* x = acc(a_row);
-      if (bias) {
-        detail::add_lanes(x, bias, values.data(), dim_);
-      } else {
-        std::copy_n(x, dim_, values.begin());
-      }
-      if (act == num::ActFunc::kNone || act == num::ActFunc::kRelu || act == num::ActFunc::kRelu6) {
-        detail::relu_lanes(values.data(), dim_, act == num::ActFunc::kRelu,
-                           act == num::ActFunc::kRelu6);
-      } else {
-        for (num::fp32_t& value : values) value = num::act_func(func, value, alpha);
-      }
-      if (to_acc) {
-        std::copy(values.begin(), values.end(), acc(b_row));
-        acc_written_[b_row] = 1;
-      } else {
-        detail::round_to_bf16(values.data(), ub(b_row), dim_);
-      }
+    // The iteration's rows at once: ACC_OVERLAP guarantees that F32's destination rows are the
+    // source rows or apart from them, so no row is written before another reads it.
+    const std::uint64_t a_first = rows.a(i, 0), b_first = rows.b(i, 0);
+    note_reads(acc_written_, a_first, rows.rows);
+    const num::fp32_t* x = acc(a_first);
+    if (bias) {
+      for (std::uint64_t r = 0; r < rows.rows; ++r) std::copy_n(bias, dim_, &bias_block[r * dim_]);
+      detail::add_lanes(x, bias_block.data(), values.data(), lanes);
+    } else {
+      std::copy_n(x, lanes, values.begin());
     }
-    if (!to_acc) ub_rows_written(rows.b(i, 0), rows.rows);
+    if (act == num::ActFunc::kNone || act == num::ActFunc::kRelu || act == num::ActFunc::kRelu6) {
+      detail::relu_lanes(values.data(), lanes, act == num::ActFunc::kRelu,
+                         act == num::ActFunc::kRelu6);
+    } else {
+      for (num::fp32_t& value : values) value = num::act_func(func, value, alpha);
+    }
+    if (to_acc) {
+      std::copy(values.begin(), values.end(), acc(b_first));
+      std::fill_n(acc_written_.begin() + static_cast<std::ptrdiff_t>(b_first), rows.rows, 1);
+    } else {
+      detail::round_to_bf16(values.data(), ub(b_first), lanes);
+      ub_rows_written(b_first, rows.rows);
+    }
   }
 }
 
