@@ -309,7 +309,8 @@ inline void add_execution_options(CLI::App& command, Execution& execution) {
   command.add_flag("--time", execution.time,
                    "model: print the run's wall-clock time on the host\n"
                    "(GMAC/s, the fold path and threads: TPU_FOLD_PATH,\n"
-                   "TPU_MODEL_THREADS) and the tool's peak memory");
+                   "TPU_MODEL_THREADS) and the tool's peak memory; gemm\n"
+                   "runs its program three times and gives the best");
 }
 
 // After parsing: which options were given.

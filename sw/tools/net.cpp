@@ -503,8 +503,8 @@ CLI::App* add_infer_command(CLI::App& app, InferOptions& options) {
       ->capture_default_str();
   command->add_flag("--time", options.time,
                     "print the runs' wall-clock time on the host (the first, which writes the\n"
-                    "weights into the core's memory, and the later ones) and the tool's peak\n"
-                    "memory");
+                    "weights into the core's memory, and the later ones' mean and best) and the\n"
+                    "tool's peak memory");
   command->add_flag("--stats", options.stats,
                     "a table per operator (where it ran, MACs, products, cycles, bytes)\n"
                     "and totals (host steps, program runs, weights)");

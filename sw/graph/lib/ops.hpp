@@ -107,6 +107,10 @@ std::vector<std::int64_t> int_values(const Tensor& t);
 std::vector<std::size_t> strides_of(const Shape& shape);
 // NumPy broadcasting of the shapes (ONNX's multidirectional broadcasting).
 Shape broadcast_shapes(const Node& node, const std::vector<Shape>& shapes);
+// The offset base + sum(index[d] * strides[d]) of every element of `out` (row-major), a row of
+// its last axis at a time: a transpose's, a slice's (negative strides too) or a broadcast's.
+std::vector<std::size_t> strided_offsets(const Shape& out, std::ptrdiff_t base,
+                                         const std::vector<std::ptrdiff_t>& strides);
 // For each input shape, the offset of every element of `out` (broadcast shape) in it.
 std::vector<std::size_t> broadcast_offsets(const Shape& in, const Shape& out);
 

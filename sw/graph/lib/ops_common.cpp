@@ -76,26 +76,44 @@ Shape broadcast_shapes(const Node& node, const std::vector<Shape>& shapes) {
   return out;
 }
 
-std::vector<std::size_t> broadcast_offsets(const Shape& in, const Shape& out) {
-  const std::size_t rank = out.size();
-  std::vector<std::size_t> in_strides(rank, 0);
-  const std::vector<std::size_t> own = strides_of(in);
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != 1) in_strides[rank - in.size() + i] = own[i];
+std::vector<std::size_t> strided_offsets(const Shape& out, std::ptrdiff_t base,
+                                         const std::vector<std::ptrdiff_t>& strides) {
+  std::vector<std::size_t> at(element_count(out));
+  if (at.empty()) return at;
+  if (out.empty()) {
+    at[0] = static_cast<std::size_t>(base);
+    return at;
   }
-  std::vector<std::size_t> offsets(element_count(out));
-  std::vector<std::int64_t> index(rank, 0);
-  std::size_t offset = 0;
-  for (std::size_t e = 0; e < offsets.size(); ++e) {
-    offsets[e] = offset;
-    for (std::size_t d = rank; d-- > 0;) {  // the next index, last dimension fastest
-      offset += in_strides[d];
+  const std::size_t last = out.size() - 1;
+  const auto length = static_cast<std::size_t>(out[last]);
+  const std::ptrdiff_t step = strides[last];
+  Shape index(out.size(), 0);  // of the row's first element; index[last] stays 0
+  std::ptrdiff_t row_start = base;
+  for (std::size_t first = 0; first < at.size(); first += length) {
+    std::ptrdiff_t offset = row_start;
+    for (std::size_t j = 0; j < length; ++j, offset += step) {
+      at[first + j] = static_cast<std::size_t>(offset);
+    }
+    for (std::size_t d = last; d-- > 0;) {
+      row_start += strides[d];
       if (++index[d] < out[d]) break;
-      offset -= in_strides[d] * static_cast<std::size_t>(out[d]);
+      row_start -= strides[d] * out[d];
       index[d] = 0;
     }
   }
-  return offsets;
+  return at;
+}
+
+std::vector<std::size_t> broadcast_offsets(const Shape& in, const Shape& out) {
+  // in's strides, aligned to out's last axes, 0 along an axis of one element (and the axes out
+  // adds in front).
+  const std::size_t rank = out.size();
+  std::vector<std::ptrdiff_t> in_strides(rank, 0);
+  const std::vector<std::size_t> own = strides_of(in);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != 1) in_strides[rank - in.size() + i] = static_cast<std::ptrdiff_t>(own[i]);
+  }
+  return strided_offsets(out, 0, in_strides);
 }
 
 isa::Func core_function(Epilogue act) {

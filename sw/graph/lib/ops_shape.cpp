@@ -30,36 +30,6 @@ std::vector<std::size_t> offsets_of(const Shape& out, OffsetOf offset_of) {
   return at;
 }
 
-// The offsets of x's elements that make the output where element e of `out` is x's element
-// base + sum(index[d] * strides[d]) (a transpose's, a slice's), in steps along the last axis.
-std::vector<std::size_t> strided_offsets(const Shape& out, std::ptrdiff_t base,
-                                         const std::vector<std::ptrdiff_t>& strides) {
-  std::vector<std::size_t> at(element_count(out));
-  if (at.empty()) return at;
-  if (out.empty()) {
-    at[0] = static_cast<std::size_t>(base);
-    return at;
-  }
-  const std::size_t last = out.size() - 1;
-  const auto length = static_cast<std::size_t>(out[last]);
-  const std::ptrdiff_t step = strides[last];
-  Shape index(out.size(), 0);  // of the row's first element; index[last] stays 0
-  std::ptrdiff_t row_start = base;
-  for (std::size_t first = 0; first < at.size(); first += length) {
-    std::ptrdiff_t offset = row_start;
-    for (std::size_t j = 0; j < length; ++j, offset += step) {
-      at[first + j] = static_cast<std::size_t>(offset);
-    }
-    for (std::size_t d = last; d-- > 0;) {
-      row_start += strides[d];
-      if (++index[d] < out[d]) break;
-      row_start -= strides[d] * out[d];
-      index[d] = 0;
-    }
-  }
-  return at;
-}
-
 // y[e] = x[at[e]] for every element e of the output shape, kFill giving `fill`.
 Tensor gathered(const Tensor& x, const Shape& out, const std::vector<std::size_t>& at,
                 double fill = 0) {
