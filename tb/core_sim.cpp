@@ -19,6 +19,7 @@
 #include "backends/top_model.hpp"
 #include "harness/case_selection.hpp"
 #include "oracle/eltwise.hpp"
+#include "oracle/expression.hpp"
 #include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/cycle_model.hpp"
@@ -33,6 +34,7 @@
 #include "tpu/quant_add.hpp"
 #include "tpu/quant_convert.hpp"
 #include "tpu/softmax.hpp"
+#include "tpu/vector_expression.hpp"
 
 namespace {
 
@@ -359,6 +361,30 @@ Job residual_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   job.want = oracle::elementwise_values(spec, a, b);
   job.shape = fmt::format("{}x{}", plan.rows, config.dim);
   job.options = "add relu";
+  return job;
+}
+
+// An expression of the vector unit (plan_expression): an LSTM cell's gates, with peepholes and a
+// clip, over 64 rows of 2.5 array rows, against oracle::expression_values (H, then C).
+Job lstm_cell_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+  const std::uint32_t length = 5 * config.dim / 2;
+  const tpu::ExpressionBuilder e = oracle::lstm_cell_expression(rng, 64, length, 3.0f);
+  const tpu::ExpressionPlan plan = tpu::plan_expression(config, e.spec());
+  Job job = vector_plan_job(config, plan);
+  const auto joined = [](const std::vector<std::vector<num::fp32_t>>& outputs) {
+    std::vector<num::fp32_t> values;
+    for (const auto& output : outputs) values.insert(values.end(), output.begin(), output.end());
+    return values;
+  };
+  job.write_inputs = [plan, e](tpu::HostMemory& memory) {
+    tpu::write_expression_inputs(plan, memory, e.tensors(), e.constants());
+  };
+  job.results = [plan, joined](const tpu::HostMemory& memory) {
+    return joined(tpu::read_expression_outputs(plan, memory));
+  };
+  job.want = joined(oracle::expression_values(e.spec(), e.tensors(), e.constants()));
+  job.shape = fmt::format("64x{}", length);
+  job.options = "lstm cell";
   return job;
 }
 
@@ -716,6 +742,7 @@ std::vector<Case> cases(unsigned random_cases) {
   }
   list.push_back({"softmax", softmax_job, true});
   list.push_back({"residual", residual_job, true});
+  list.push_back({"lstm-cell", lstm_cell_job, true});
   list.push_back({"maxpool", maxpool_job, true});
   list.push_back({"depthwise", depthwise_job, true});
   list.push_back({"int8-depthwise", int8_depthwise_job, true});

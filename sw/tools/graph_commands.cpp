@@ -525,11 +525,10 @@ int run_compile(const CompileOptions& options) {
   const std::vector<graph::NodeWork> work = graph::node_work(compiled.graph);
   const auto views =
       static_cast<std::size_t>(std::count(work.begin(), work.end(), graph::NodeWork::View));
-  // The nodes on the core that compute on the host as well (computes_on_host) are host steps too.
-  const auto also_on_host = static_cast<std::size_t>(std::count_if(
-      compiled.graph.nodes.begin(), compiled.graph.nodes.end(), [&](const graph::Node& node) {
-        return on_core.count(node.name) && graph::computes_on_host(node);
-      }));
+  // The nodes on the core that compute on the host as well are host steps too.
+  const auto also_on_host = static_cast<std::size_t>(
+      std::count_if(compiled.host_arithmetic_nodes.begin(), compiled.host_arithmetic_nodes.end(),
+                    [&](const std::string& name) { return on_core.count(name) != 0; }));
   const std::size_t host_steps =
       compiled.graph.nodes.size() - on_core.size() - views + also_on_host;
   const std::string vector_nodes =

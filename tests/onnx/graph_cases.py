@@ -700,9 +700,9 @@ PROGRAMS = {"mlp_opset20": 1, "qdq_mlp_opset20": 1, "batch_and_fixed_inputs": 1,
             "qdq_mobilenet_block": 4}
 
 # The host steps of a compiled run, as tpu compile reports them: none for the MLP; for the LSTM
-# case its input's Transpose (runs of 12 values, not whole rows of the array) and its three LSTM
-# nodes, whose products run on the core and whose gates the host computes between them.
-HOST_STEPS = {"mlp_opset20": 0, "lstm_two_layers": 4}
+# case its input's Transpose (runs of 12 values, not whole rows of the array) alone: its three
+# LSTM nodes run their products on the matrix unit and their gates on the vector unit.
+HOST_STEPS = {"mlp_opset20": 0, "lstm_two_layers": 1}
 
 
 def compile_model(args, model_path, out, *options):
@@ -735,6 +735,17 @@ def check_compiled_models(args, work):
         if not programs or int(programs.group(1)) != expected:
             fail(f"{name}: {programs.group(1) if programs else 'no'} programs a run, not "
                  f"{expected}")
+    # On a core without a vector unit the recurrent gates are the host's: the LSTM case's three
+    # nodes are host steps too.
+    case_work = work / "lstm_two_layers"
+    model_path, _ = build("lstm_two_layers", case_work)
+    result = tpu(args, ["compile", str(model_path), "-o", str(case_work / "no_vector_unit.tpu"),
+                        "--array", "8x8_bus4", "--batch", str(BATCH)])
+    steps = re.search(r"(\d+) host steps?", result.stdout)
+    if result.returncode != 0 or not steps or int(steps.group(1)) != 4:
+        fail(f"lstm_two_layers on 8x8_bus4: exit {result.returncode}, "
+             f"{steps.group(1) if steps else 'no'} host steps, not 4: {result.stderr.strip()}")
+    print(f"lstm_two_layers on 8x8_bus4 (no vector unit): {steps.group(1)} host steps")
 
 
 # Programs a run of the compiled network files, float and int8 alike: the MLP's three dense

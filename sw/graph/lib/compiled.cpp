@@ -149,7 +149,11 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
     trace.record(traced, model.vector_nodes, shape_values, view_shapes);
     std::vector<Tensor> zeros;
     for (const ValueInfo& input : model.graph.inputs) zeros.emplace_back(input.dtype, input.shape);
-    trace.run(zeros);
+    std::vector<OpRun> runs;
+    trace.run(zeros, &runs);
+    for (std::size_t n = 0; n < runs.size(); ++n) {  // a run a node, in the graph's order
+      if (runs[n].host_arithmetic) model.host_arithmetic_nodes.push_back(model.graph.nodes[n].name);
+    }
   }
   // The shape arithmetic, fixed by the batch, becomes the constants it computed.
   const std::vector<NodeWork> work = node_work(model.graph);
@@ -690,7 +694,8 @@ std::string compiled_file(const CompiledModel& model) {
                  {"batch", model.batch},
                  {"batched_inputs", model.batched},
                  {"scratch_bytes", model.scratch_bytes},
-                 {"vector_nodes", model.vector_nodes}};
+                 {"vector_nodes", model.vector_nodes},
+                 {"host_arithmetic_nodes", model.host_arithmetic_nodes}};
   header["graph"] = graph_json(model.graph, data);
   header["image"] = data.add(model.image);
   header["gemms"] = Json::array();
@@ -746,6 +751,8 @@ CompiledModel read_compiled(const std::string& path) {
     model.batch = header.at("batch").get<std::size_t>();
     model.scratch_bytes = header.at("scratch_bytes").get<std::uint64_t>();
     model.vector_nodes = header.at("vector_nodes").get<std::vector<std::string>>();
+    model.host_arithmetic_nodes =
+        header.at("host_arithmetic_nodes").get<std::vector<std::string>>();
     const DataReader reader(data);
     model.graph = graph_from(header.at("graph"), reader);
     model.batched = header.at("batched_inputs").get<std::vector<bool>>();

@@ -100,10 +100,6 @@ std::vector<NodeWork> node_work(const Graph& graph) {
   return work;
 }
 
-bool computes_on_host(const Node& node) {
-  return node.op == "LSTM" || node.op == "GRU";
-}
-
 namespace {
 
 // A Transpose of the last two axes alone, by its explicit perm.
@@ -1045,7 +1041,6 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, std::vector<
     context.operand_transpose =
         state_->transposed_operands[n] && accelerator_ && accelerator_->config().vector_lanes > 0;
     std::vector<Tensor> outputs = evaluate(node, node_inputs, context);
-    figures.host_arithmetic = figures.work == NodeWork::Values && computes_on_host(node);
     if (passed_on && !outputs.empty()) {
       // A Reshape keeps the values' layout where it keeps the last two axes; one that does not
       // reads them laid out by the host (a host step).

@@ -24,6 +24,7 @@
 #include "tpu/pool.hpp"
 #include "tpu/quant_add.hpp"
 #include "tpu/quant_convert.hpp"
+#include "tpu/vector_expression.hpp"
 
 namespace tpu::graph::ops {
 
@@ -180,6 +181,13 @@ bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t r
 std::optional<std::vector<float>> elementwise_on_core(Context& context, const ElementwiseSpec& spec,
                                                       const std::vector<float>& a,
                                                       const std::vector<float>& b);
+
+// The expression `e` builds (tpu/vector_expression.hpp: a recurrent cell's gates) on the
+// accelerator's vector unit, counted as elementwise_on_core counts: its outputs' values; nothing
+// where it cannot (no vector unit, more values at once than the accumulators hold): the caller
+// computes them on the host.
+std::optional<std::vector<std::vector<float>>> expression_on_core(Context& context,
+                                                                  const ExpressionBuilder& e);
 
 // Pooling (tpu/pool.hpp) of x (NCHW) on the accelerator's vector unit, counted as
 // elementwise_on_core counts; nothing where it cannot: the caller pools on the host.

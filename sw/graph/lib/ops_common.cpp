@@ -472,7 +472,11 @@ std::uint64_t vector_base(const Context& context) {
 bool recording_vector_node(Context& context) {
   GemmSchedule* schedule = context.schedule;
   if (!schedule || !schedule->recording) return false;
-  if (schedule->vector_nodes && context.node) schedule->vector_nodes->push_back(context.node->name);
+  // Once a node: a recurrent node runs a program a step.
+  std::vector<std::string>* nodes = schedule->vector_nodes;
+  if (nodes && context.node && (nodes->empty() || nodes->back() != context.node->name)) {
+    nodes->push_back(context.node->name);
+  }
   return true;
 }
 
@@ -573,6 +577,26 @@ std::optional<std::vector<float>> elementwise_on_core(Context& context, const El
         return execute_elementwise(plan, backend, a_bits, b_bits);
       },
       [&] { return reference_elementwise(spec, a_bits, b_bits); });
+}
+
+std::optional<std::vector<std::vector<float>>> expression_on_core(Context& context,
+                                                                  const ExpressionBuilder& e) {
+  const auto out = run_on_vector_unit(
+      context,
+      [&](std::uint64_t base) {
+        return plan_expression(context.accelerator->config(), e.spec(), base);
+      },
+      [&](const ExpressionPlan& plan, Backend& backend) {
+        return execute_expression(plan, backend, e.tensors(), e.constants());
+      },
+      [&] { return reference_expression(e.spec(), e.tensors(), e.constants()); });
+  if (!out) return std::nullopt;
+  std::vector<std::vector<float>> values;
+  for (const std::vector<num::fp32_t>& bits : *out) {
+    std::vector<float>& v = values.emplace_back(bits.size());
+    std::memcpy(v.data(), bits.data(), bits.size() * sizeof(float));
+  }
+  return values;
 }
 
 std::optional<std::vector<float>> pool_on_core(Context& context, const PoolSpec& spec,

@@ -3,6 +3,9 @@
 // them (gate order i, o, f, c for LSTM; z, r, h for GRU).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <iterator>
+#include <map>
 
 #include "ops.hpp"
 #include "tpu/nn.hpp"
@@ -10,28 +13,110 @@
 namespace tpu::graph::ops {
 namespace {
 
-using Activation = std::function<float(float)>;
+using Op = isa::VectorOp;
+using Value = ExpressionValue;
+
+num::fp32_t bits_of(float value) {
+  num::fp32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+std::vector<num::fp32_t> bits_of(const float* values, std::size_t count) {
+  std::vector<num::fp32_t> bits(count);
+  std::memcpy(bits.data(), values, count * sizeof(float));
+  return bits;
+}
+
+// A cell's step on the vector unit: its expression, with each constant row made once.
+class CellExpression {
+ public:
+  CellExpression(std::size_t batch, std::size_t hidden)
+      : e_(batch, static_cast<std::uint32_t>(hidden)), hidden_(hidden) {}
+  ExpressionBuilder& builder() { return e_; }
+  // batch x hidden values.
+  Value tensor(const std::vector<float>& values) {
+    return e_.tensor(bits_of(values.data(), values.size()));
+  }
+  Value row(const float* values) { return e_.row(bits_of(values, hidden_)); }
+  // A row of one value in every lane.
+  Value scalar(float value) {
+    const num::fp32_t bits = bits_of(value);
+    const auto made = scalars_.find(bits);
+    if (made != scalars_.end()) return made->second;
+    return scalars_[bits] = e_.row(std::vector<num::fp32_t>(hidden_, bits));
+  }
+  Value op(Op op, Value a, Value b) { return e_.op(op, a, b); }
+
+ private:
+  ExpressionBuilder e_;
+  std::size_t hidden_;
+  std::map<num::fp32_t, Value> scalars_;
+};
 
 // One of the gate functions ONNX's recurrent operators name, with its alpha and beta where it
-// takes them.
-Activation activation(const Node& node, const std::string& name, float alpha, float beta) {
-  if (name == "Sigmoid") return [](float x) { return 1.0f / (1.0f + std::exp(-x)); };
-  if (name == "Tanh") return [](float x) { return std::tanh(x); };
-  if (name == "Relu") return [](float x) { return std::max(0.0f, x); };
-  if (name == "HardSigmoid") {
-    return [alpha, beta](float x) { return std::max(0.0f, std::min(1.0f, alpha * x + beta)); };
+// takes them: on the host, or as steps of the vector unit.
+struct GateFunction {
+  std::string name;
+  float alpha = 1.0f, beta = 1.0f;
+
+  float operator()(float x) const {
+    if (name == "Sigmoid") return 1.0f / (1.0f + std::exp(-x));
+    if (name == "Tanh") return std::tanh(x);
+    if (name == "Relu") return std::max(0.0f, x);
+    if (name == "HardSigmoid") return std::max(0.0f, std::min(1.0f, alpha * x + beta));
+    if (name == "LeakyRelu") return x < 0 ? alpha * x : x;
+    return alpha * std::tanh(beta * x);  // ScaledTanh
   }
-  if (name == "LeakyRelu") return [alpha](float x) { return x < 0 ? alpha * x : x; };
-  if (name == "ScaledTanh") return [alpha, beta](float x) { return alpha * std::tanh(beta * x); };
-  fail(node, "activation " + name + " not supported");
+
+  // Whether the vector unit computes it: ACTIVATE's sigmoid, tanh, relu and leaky (its slope a
+  // bf16), the others made of ELTWISE's operations around them; not a leaky slope that is no
+  // bf16 and outside [0, 1] (where leaky is max(x, alpha x)).
+  bool on_core() const {
+    return name != "LeakyRelu" || (bits_of(alpha) & 0xFFFFu) == 0 ||
+           (alpha >= 0.0f && alpha <= 1.0f);
+  }
+
+  // The function of x as the vector unit's steps (on_core()).
+  Value steps(CellExpression& e, Value x) const {
+    ExpressionBuilder& b = e.builder();
+    if (name == "Sigmoid") return b.func(isa::Func::Sigmoid, x);
+    if (name == "Tanh") return b.func(isa::Func::Tanh, x);
+    if (name == "Relu") return b.func(isa::Func::Relu, x);
+    if (name == "HardSigmoid") {
+      const Value line = e.op(Op::Add, e.op(Op::Mul, x, e.scalar(alpha)), e.scalar(beta));
+      return e.op(Op::Max, e.op(Op::Min, line, e.scalar(1.0f)), e.scalar(0.0f));
+    }
+    if (name == "LeakyRelu") {
+      const num::fp32_t bits = bits_of(alpha);
+      if ((bits & 0xFFFFu) == 0) {
+        return b.func(isa::Func::Leaky, x, static_cast<num::bf16_t>(bits >> 16));
+      }
+      return e.op(Op::Max, x, e.op(Op::Mul, x, e.scalar(alpha)));
+    }
+    // ScaledTanh
+    return e.op(Op::Mul, b.func(isa::Func::Tanh, e.op(Op::Mul, x, e.scalar(beta))),
+                e.scalar(alpha));
+  }
+};
+
+GateFunction gate_function(const Node& node, const std::string& name, float alpha, float beta) {
+  static const char* const kNames[] = {"Sigmoid",     "Tanh",      "Relu",
+                                       "HardSigmoid", "LeakyRelu", "ScaledTanh"};
+  if (std::find(std::begin(kNames), std::end(kNames), name) == std::end(kNames)) {
+    fail(node, "activation " + name + " not supported");
+  }
+  return {name, alpha, beta};
 }
 
 // What LSTM and GRU share: shapes, direction, layout, the gate functions, the clip.
 struct Recurrence {
   std::size_t steps = 0, batch = 0, inputs = 0, hidden = 0, directions = 1, gates = 0;
   bool reverse_only = false;
-  std::vector<Activation> functions;  // per direction: f, g (and h for LSTM)
-  float clip = 0;                     // 0: none
+  std::vector<GateFunction> functions;  // per direction: f, g (and h for LSTM)
+  float clip = 0;                       // 0: none
+  bool has_bias = false;
+  bool functions_on_core = true;  // every one of them on the vector unit (GateFunction::on_core)
 
   Recurrence(const Node& node, const Inputs& in, std::size_t gate_count,
              std::vector<std::string> default_functions) {
@@ -69,6 +154,7 @@ struct Recurrence {
       }
     }
     clip = node.float_attr("clip", 0.0f);
+    has_bias = in.size() > 3 && in[3];
     const std::vector<float> alphas = node.floats_attr("activation_alpha");
     const std::vector<float> betas = node.floats_attr("activation_beta");
     const std::size_t per = default_functions.size();
@@ -91,11 +177,17 @@ struct Recurrence {
       float beta = name == "HardSigmoid" ? 0.5f : 1.0f;
       if (takes_alpha && next_alpha < alphas.size()) alpha = alphas[next_alpha++];
       if (takes_beta && next_beta < betas.size()) beta = betas[next_beta++];
-      functions.push_back(activation(node, name, alpha, beta));
+      functions.push_back(gate_function(node, name, alpha, beta));
+      functions_on_core = functions_on_core && functions.back().on_core();
     }
   }
 
   float clipped(float v) const { return clip > 0 ? std::min(clip, std::max(-clip, v)) : v; }
+  // The same on the vector unit.
+  Value clipped(CellExpression& e, Value v) const {
+    if (clip <= 0) return v;
+    return e.op(Op::Max, e.op(Op::Min, v, e.scalar(clip)), e.scalar(-clip));
+  }
 
   // W[d] or R[d] (gates*hidden x cols) transposed, as the right operand of a product.
   static std::vector<float> operand(const Tensor& m, std::size_t d, std::size_t rows,
@@ -155,6 +247,61 @@ std::vector<float> bias_of(const Node& node, const Inputs& in, const Recurrence&
   return bias;
 }
 
+// Gate k's columns of `rows` (batch rows of gates x hidden values): a batch x hidden tensor.
+std::vector<float> gate_columns(const float* rows, const Recurrence& rec, std::size_t k) {
+  const std::size_t h = rec.hidden, gh = rec.gates * h;
+  std::vector<float> columns(rec.batch * h);
+  for (std::size_t b = 0; b < rec.batch; ++b) {
+    std::copy_n(rows + b * gh + k * h, h, &columns[b * h]);
+  }
+  return columns;
+}
+
+// Marks the node's run as one that computes on the host besides the core (a host step).
+void computed_on_host(Context& context) {
+  if (context.run) context.run->host_arithmetic = true;
+}
+
+// The sum of gate k's input and recurrent products (xw_t, hr: a row of gates a batch entry), its
+// bias where the node has one, its peephole on `state` where given, clipped.
+Value gate_sum(CellExpression& e, const Recurrence& rec, std::size_t k, const float* xw_t,
+               const std::vector<float>& hr, const float* bias, const float* peephole = nullptr,
+               const Value* state = nullptr) {
+  Value v = e.op(Op::Add, e.tensor(gate_columns(xw_t, rec, k)),
+                 e.tensor(gate_columns(hr.data(), rec, k)));
+  if (rec.has_bias) v = e.op(Op::Add, v, e.row(bias + k * rec.hidden));
+  if (peephole) v = e.op(Op::Add, v, e.op(Op::Mul, e.row(peephole), *state));
+  return rec.clipped(e, v);
+}
+
+// An LSTM step of direction d on the vector unit: state_h and state_c become the step's (ONNX's
+// gates as the host computes them below, in the core's arithmetic); false where the core cannot
+// run it, the states as they were.
+bool lstm_step_on_core(Context& context, const Recurrence& rec, std::size_t d, const float* xw_t,
+                       const std::vector<float>& hr, const std::vector<float>& bias, const float* p,
+                       std::vector<float>& state_h, std::vector<float>& state_c) {
+  if (!rec.functions_on_core) return false;
+  const std::size_t h = rec.hidden;
+  const GateFunction& f = rec.functions[d * 3];
+  const GateFunction& g = rec.functions[d * 3 + 1];
+  const GateFunction& act_h = rec.functions[d * 3 + 2];
+  CellExpression e(rec.batch, h);
+  const Value c_prev = e.tensor(state_c);
+  const auto peephole = [&](std::size_t k) { return p ? p + k * h : nullptr; };
+  const Value i = f.steps(e, gate_sum(e, rec, 0, xw_t, hr, bias.data(), peephole(0), &c_prev));
+  const Value forget = f.steps(e, gate_sum(e, rec, 2, xw_t, hr, bias.data(), peephole(2), &c_prev));
+  const Value candidate = g.steps(e, gate_sum(e, rec, 3, xw_t, hr, bias.data()));
+  const Value c = e.op(Op::Add, e.op(Op::Mul, forget, c_prev), e.op(Op::Mul, i, candidate));
+  const Value o = f.steps(e, gate_sum(e, rec, 1, xw_t, hr, bias.data(), peephole(1), &c));
+  e.builder().output(e.op(Op::Mul, o, act_h.steps(e, c)));
+  e.builder().output(c);
+  std::optional<std::vector<std::vector<float>>> out = expression_on_core(context, e.builder());
+  if (!out) return false;
+  state_h = std::move((*out)[0]);
+  state_c = std::move((*out)[1]);
+  return true;
+}
+
 std::vector<Tensor> lstm(Context& context, const Node& node, const Inputs& in) {
   Recurrence rec(node, in, 4, {"Sigmoid", "Tanh", "Tanh"});
   if (node.int_attr("input_forget", 0) != 0) fail(node, "input_forget not supported");
@@ -165,9 +312,9 @@ std::vector<Tensor> lstm(Context& context, const Node& node, const Inputs& in) {
   Tensor y = rec.output_y(), y_h = rec.output_state(), y_c = rec.output_state();
   const std::vector<float>& rows = x.floats;  // [steps, batch, inputs]
   for (std::size_t d = 0; d < rec.directions; ++d) {
-    const Activation& f = rec.functions[d * 3];
-    const Activation& g = rec.functions[d * 3 + 1];
-    const Activation& act_h = rec.functions[d * 3 + 2];
+    const GateFunction& f = rec.functions[d * 3];
+    const GateFunction& g = rec.functions[d * 3 + 1];
+    const GateFunction& act_h = rec.functions[d * 3 + 2];
     const std::vector<float> w = Recurrence::operand(need_float(node, in, 1), d, gh, rec.inputs);
     const std::vector<float> r = Recurrence::operand(need_float(node, in, 2), d, gh, h);
     const std::vector<float> bias = bias_of(node, in, rec, d, false, nullptr);
@@ -180,20 +327,26 @@ std::vector<Tensor> lstm(Context& context, const Node& node, const Inputs& in) {
       const std::size_t t = rec.reversed(d) ? rec.steps - 1 - s : s;
       const std::vector<float> hr =
           product(context, state_h.data(), r.data(), batch, h, gh, {in[2], d});
-      for (std::size_t b = 0; b < batch; ++b) {
-        for (std::size_t j = 0; j < h; ++j) {
-          const auto gate = [&](std::size_t k) {
-            return xw[(t * batch + b) * gh + k * h + j] + hr[b * gh + k * h + j] + bias[k * h + j];
-          };
-          float& c = state_c[b * h + j];
-          const float i_gate = f(rec.clipped(gate(0) + (p ? p[j] * c : 0.0f)));
-          const float f_gate = f(rec.clipped(gate(2) + (p ? p[2 * h + j] * c : 0.0f)));
-          const float candidate = g(rec.clipped(gate(3)));
-          c = f_gate * c + i_gate * candidate;
-          const float o_gate = f(rec.clipped(gate(1) + (p ? p[h + j] * c : 0.0f)));
-          state_h[b * h + j] = o_gate * act_h(c);
-          rec.y_at(y, t, d, b, j) = state_h[b * h + j];
+      const float* xw_t = &xw[t * batch * gh];
+      if (!lstm_step_on_core(context, rec, d, xw_t, hr, bias, p, state_h, state_c)) {
+        computed_on_host(context);
+        for (std::size_t b = 0; b < batch; ++b) {
+          for (std::size_t j = 0; j < h; ++j) {
+            const auto gate = [&](std::size_t k) {
+              return xw_t[b * gh + k * h + j] + hr[b * gh + k * h + j] + bias[k * h + j];
+            };
+            float& c = state_c[b * h + j];
+            const float i_gate = f(rec.clipped(gate(0) + (p ? p[j] * c : 0.0f)));
+            const float f_gate = f(rec.clipped(gate(2) + (p ? p[2 * h + j] * c : 0.0f)));
+            const float candidate = g(rec.clipped(gate(3)));
+            c = f_gate * c + i_gate * candidate;
+            const float o_gate = f(rec.clipped(gate(1) + (p ? p[h + j] * c : 0.0f)));
+            state_h[b * h + j] = o_gate * act_h(c);
+          }
         }
+      }
+      for (std::size_t b = 0; b < batch; ++b) {
+        std::copy_n(&state_h[b * h], h, &rec.y_at(y, t, d, b, 0));
       }
     }
     for (std::size_t b = 0; b < batch; ++b) {
@@ -206,6 +359,128 @@ std::vector<Tensor> lstm(Context& context, const Node& node, const Inputs& in) {
   return outputs(std::move(y), std::move(y_h), std::move(y_c));
 }
 
+// What a GRU's step reads: the step's input products (xw_t: a row of gates a batch entry), the
+// recurrent ones (hr), the biases, and the product of the reset state with R's candidate rows
+// (linear_before_reset 0).
+struct GruStep {
+  const Recurrence& rec;
+  std::size_t d = 0;
+  bool linear_before_reset = false;
+  const float* xw_t = nullptr;
+  const std::vector<float>& hr;
+  const std::vector<float>& wb;
+  const std::vector<float>& rb;
+  std::function<std::vector<float>(const std::vector<float>&)> reset_product;
+
+  const GateFunction& f() const { return rec.functions[d * 2]; }
+  const GateFunction& g() const { return rec.functions[d * 2 + 1]; }
+  std::size_t at(std::size_t b, std::size_t k, std::size_t j) const {
+    return b * rec.gates * rec.hidden + k * rec.hidden + j;
+  }
+
+  // On the host: gate k, f(clip(((xw + hr) + wb) + rb)).
+  std::vector<float> gate(std::size_t k) const {
+    const std::size_t h = rec.hidden;
+    std::vector<float> values(rec.batch * h);
+    for (std::size_t b = 0; b < rec.batch; ++b) {
+      for (std::size_t j = 0; j < h; ++j) {
+        values[b * h + j] =
+            f()(rec.clipped(xw_t[at(b, k, j)] + hr[at(b, k, j)] + wb[k * h + j] + rb[k * h + j]));
+      }
+    }
+    return values;
+  }
+  // On the host: the new state (1 - z) candidate + z state, the candidate
+  // g(clip((xw + wb) + recurrent)) with recurrent r (hr + rb) (linear_before_reset) or
+  // product_of_reset + rb.
+  void update(const std::vector<float>& z, const std::vector<float>& reset,
+              const std::vector<float>& product_of_reset, std::vector<float>& state) const {
+    const std::size_t h = rec.hidden;
+    for (std::size_t b = 0; b < rec.batch; ++b) {
+      for (std::size_t j = 0; j < h; ++j) {
+        const float recurrent = linear_before_reset
+                                    ? reset[b * h + j] * (hr[at(b, 2, j)] + rb[2 * h + j])
+                                    : product_of_reset[b * h + j] + rb[2 * h + j];
+        const float candidate = g()(rec.clipped(xw_t[at(b, 2, j)] + wb[2 * h + j] + recurrent));
+        float& value = state[b * h + j];
+        value = (1.0f - z[b * h + j]) * candidate + z[b * h + j] * value;
+      }
+    }
+  }
+  // The step on the host.
+  void on_host(std::vector<float>& state) const {
+    const std::vector<float> z = gate(0), reset = gate(1);
+    std::vector<float> product_of_reset;
+    if (!linear_before_reset) {
+      std::vector<float> reset_state(reset.size());
+      for (std::size_t i = 0; i < reset_state.size(); ++i) reset_state[i] = reset[i] * state[i];
+      product_of_reset = reset_product(reset_state);
+    }
+    update(z, reset, product_of_reset, state);
+  }
+
+  // The same on the vector unit: gate k's sum.
+  Value gate(CellExpression& e, std::size_t k) const {
+    Value v = e.op(Op::Add, e.tensor(gate_columns(xw_t, rec, k)),
+                   e.tensor(gate_columns(hr.data(), rec, k)));
+    if (rec.has_bias) {
+      v = e.op(Op::Add, e.op(Op::Add, v, e.row(&wb[k * rec.hidden])), e.row(&rb[k * rec.hidden]));
+    }
+    return rec.clipped(e, v);
+  }
+  // The new state from z, the state and the candidate's recurrent term (before rb where
+  // `add_rb`).
+  Value update(CellExpression& e, Value z, Value state, Value recurrent, bool add_rb) const {
+    const std::size_t h = rec.hidden;
+    if (add_rb && rec.has_bias) recurrent = e.op(Op::Add, recurrent, e.row(&rb[2 * h]));
+    Value sum = e.tensor(gate_columns(xw_t, rec, 2));
+    if (rec.has_bias) sum = e.op(Op::Add, sum, e.row(&wb[2 * h]));
+    const Value candidate = g().steps(e, rec.clipped(e, e.op(Op::Add, sum, recurrent)));
+    const Value keep = e.op(Op::Sub, e.scalar(1.0f), z);
+    return e.op(Op::Add, e.op(Op::Mul, keep, candidate), e.op(Op::Mul, z, state));
+  }
+  // The step on the vector unit: one program with linear_before_reset, else the gates' and
+  // the reset state's, then its product, then the update's. False where the core cannot run it,
+  // the state as it was.
+  bool on_core(Context& context, std::vector<float>& state) const {
+    if (!rec.functions_on_core) return false;
+    CellExpression gates(rec.batch, rec.hidden);
+    const Value h_prev = gates.tensor(state);
+    const Value z = f().steps(gates, gate(gates, 0));
+    const Value reset = f().steps(gates, gate(gates, 1));
+    if (linear_before_reset) {
+      Value recurrent = gates.tensor(gate_columns(hr.data(), rec, 2));
+      if (rec.has_bias) recurrent = gates.op(Op::Add, recurrent, gates.row(&rb[2 * rec.hidden]));
+      gates.builder().output(update(gates, z, h_prev, gates.op(Op::Mul, reset, recurrent), false));
+    } else {
+      gates.builder().output(z);
+      gates.builder().output(gates.op(Op::Mul, reset, h_prev));
+    }
+    std::optional<std::vector<std::vector<float>>> out =
+        expression_on_core(context, gates.builder());
+    if (!out) return false;
+    if (linear_before_reset) {
+      state = std::move((*out)[0]);
+      return true;
+    }
+    const std::vector<float> product_of_reset = reset_product((*out)[1]);
+    CellExpression second(rec.batch, rec.hidden);
+    const Value z_value = second.tensor((*out)[0]), state_value = second.tensor(state);
+    second.builder().output(
+        update(second, z_value, state_value, second.tensor(product_of_reset), true));
+    std::optional<std::vector<std::vector<float>>> next =
+        expression_on_core(context, second.builder());
+    if (next) {
+      state = std::move((*next)[0]);
+    } else {
+      // Refused where the first ran (its values more at once): the update on the host.
+      computed_on_host(context);
+      update((*out)[0], {}, product_of_reset, state);
+    }
+    return true;
+  }
+};
+
 std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
   Recurrence rec(node, in, 3, {"Sigmoid", "Tanh"});
   const bool linear_before_reset = node.int_attr("linear_before_reset", 0) != 0;
@@ -214,8 +489,6 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
   Tensor y = rec.output_y(), y_h = rec.output_state();
   const std::vector<float>& rows = x.floats;  // [steps, batch, inputs]
   for (std::size_t d = 0; d < rec.directions; ++d) {
-    const Activation& f = rec.functions[d * 2];
-    const Activation& g = rec.functions[d * 2 + 1];
     const std::vector<float> w = Recurrence::operand(need_float(node, in, 1), d, gh, rec.inputs);
     const std::vector<float> r = Recurrence::operand(need_float(node, in, 2), d, gh, h);
     std::vector<float> rb;
@@ -227,38 +500,24 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
     for (std::size_t k = 0; k < h; ++k) {
       std::copy_n(&r[k * gh + 2 * h], h, &r_h[k * h]);
     }
+    const auto reset_product = [&](const std::vector<float>& reset_state) {
+      return product(context, reset_state.data(), r_h.data(), batch, h, h,
+                     {in[2], rec.directions + d});
+    };
     std::vector<float> state = rec.initial(node, in, 5, d);
     for (std::size_t s = 0; s < rec.steps; ++s) {
       const std::size_t t = rec.reversed(d) ? rec.steps - 1 - s : s;
       const std::vector<float> hr =
           product(context, state.data(), r.data(), batch, h, gh, {in[2], d});
-      std::vector<float> z(batch * h), reset(batch * h);
-      for (std::size_t b = 0; b < batch; ++b) {
-        for (std::size_t j = 0; j < h; ++j) {
-          const std::size_t row = (t * batch + b) * gh;
-          z[b * h + j] = f(rec.clipped(xw[row + j] + hr[b * gh + j] + wb[j] + rb[j]));
-          reset[b * h + j] =
-              f(rec.clipped(xw[row + h + j] + hr[b * gh + h + j] + wb[h + j] + rb[h + j]));
-        }
-      }
-      std::vector<float> reset_product;
-      if (!linear_before_reset) {
-        std::vector<float> reset_state(batch * h);
-        for (std::size_t i = 0; i < reset_state.size(); ++i) reset_state[i] = reset[i] * state[i];
-        reset_product = product(context, reset_state.data(), r_h.data(), batch, h, h,
-                                {in[2], rec.directions + d});
+      const GruStep step{
+          rec, d, linear_before_reset, &xw[t * batch * gh], hr, wb, rb, reset_product,
+      };
+      if (!step.on_core(context, state)) {
+        computed_on_host(context);
+        step.on_host(state);
       }
       for (std::size_t b = 0; b < batch; ++b) {
-        for (std::size_t j = 0; j < h; ++j) {
-          const std::size_t row = (t * batch + b) * gh;
-          const float recurrent = linear_before_reset
-                                      ? reset[b * h + j] * (hr[b * gh + 2 * h + j] + rb[2 * h + j])
-                                      : reset_product[b * h + j] + rb[2 * h + j];
-          const float candidate = g(rec.clipped(xw[row + 2 * h + j] + wb[2 * h + j] + recurrent));
-          float& value = state[b * h + j];
-          value = (1.0f - z[b * h + j]) * candidate + z[b * h + j] * value;
-          rec.y_at(y, t, d, b, j) = value;
-        }
+        std::copy_n(&state[b * h], h, &rec.y_at(y, t, d, b, 0));
       }
     }
     for (std::size_t b = 0; b < batch; ++b) {

@@ -53,6 +53,9 @@ struct CompiledModel {
   // moves of values (plan_move), their programs planned as the model runs, above the image and
   // the products' operands.
   std::vector<std::string> vector_nodes;
+  // The nodes with products on the core that compute on the host besides (OpRun's
+  // host_arithmetic: a recurrent node's gates on a core without a vector unit).
+  std::vector<std::string> host_arithmetic_nodes;
 };
 
 // Compiles `graph` (as load_graph gives it) for `config`, runs of `batch` inputs where its

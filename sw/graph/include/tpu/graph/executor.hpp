@@ -53,11 +53,6 @@ enum class NodeWork : std::uint8_t {
 // Each node's work, in the graph's order.
 std::vector<NodeWork> node_work(const Graph& graph);
 
-// Whether the node's operator computes values on the host between its programs on the core: the
-// recurrent operators' gates (LSTM, GRU: their products run on the matrix unit, their gates in
-// fp32 on the host). Such a node is a host step as well.
-bool computes_on_host(const Node& node);
-
 // Per node, in the graph's order: whether it is a Transpose of the last two axes alone (an
 // explicit perm) whose result goes, through Reshapes, Mul or Div by a constant of one element and
 // QuantizeLinear or DequantizeLinear per tensor (each the only reader of what it reads, none a
@@ -115,7 +110,9 @@ struct OpRun {
   std::string op;
   NodeWork work = NodeWork::Values;
   bool on_accelerator = false;
-  bool host_arithmetic = false;  // computes_on_host: values computed on the host besides
+  // Values computed on the host besides (a recurrent node's gates on a core without a vector
+  // unit): a host step as well.
+  bool host_arithmetic = false;
   std::uint64_t macs = 0;      // products of two operands (matrix products, convolutions)
   std::uint64_t vector_macs = 0;  // of those, the vector unit's (depthwise convolutions)
   std::uint64_t products = 0;  // GEMMs sent to the accelerator
