@@ -75,10 +75,32 @@ void check_spec(const HardwareConfig& config, const ExpressionSpec& spec) {
           fmt::format("step {} of the expression: a slope for a function other than leaky", s));
     }
   }
-  for (const std::uint32_t output : spec.outputs) {
-    if (output >= spec.steps.size()) {
-      throw std::invalid_argument(fmt::format("the expression's output {} is no step", output));
+  for (const ExpressionOutput& output : spec.outputs) {
+    if (output.step >= spec.steps.size()) {
+      throw std::invalid_argument(
+          fmt::format("the expression's output {} is no step", output.step));
     }
+    if (output.bf16 && !output.view) {
+      throw std::invalid_argument("an expression's bf16 output must be in a view");
+    }
+  }
+  if (spec.tensor_views.size() > spec.tensors) {
+    throw std::invalid_argument("views for more tensors than the expression has");
+  }
+}
+
+// A view's rows against the core's transfers (HOST_ALIGN): a whole number of tiles a row, the
+// address and the pitch multiples of the beat (a tile's bytes, 4 D or 2 D for bf16 rows, or the
+// bus's width where that is less), the rows apart.
+void check_view(const HardwareConfig& config, const ExpressionSpec& spec,
+                const ExpressionView& view, bool bf16) {
+  const std::uint32_t tile_bytes = (bf16 ? 2 : 4) * config.dim;
+  const std::uint32_t beat = std::min(tile_bytes, config.bus_bytes);
+  if (spec.length % config.dim != 0 || view.addr % beat != 0 || view.pitch % beat != 0 ||
+      view.pitch < spec.length / config.dim * tile_bytes) {
+    throw std::invalid_argument(
+        fmt::format("a view at {:#x} of rows {} bytes apart does not hold rows of {} values on {}",
+                    view.addr, view.pitch, spec.length, config.name()));
   }
 }
 
@@ -108,7 +130,7 @@ Slots allocate_slots(const ExpressionSpec& spec) {
       last[full_index(spec, v)] = static_cast<std::int64_t>(s);
     }
   }
-  for (const std::uint32_t output : spec.outputs) last[spec.tensors + output] = end;
+  for (const ExpressionOutput& output : spec.outputs) last[spec.tensors + output.step] = end;
   Slots slots;
   slots.of.assign(values, -1);
   std::vector<std::int64_t> free_slots;
@@ -180,22 +202,43 @@ ExpressionValue ExpressionBuilder::func(isa::Func func, ExpressionValue a, num::
   return {Kind::Step, static_cast<std::uint32_t>(spec_.steps.size() - 1)};
 }
 
+ExpressionValue ExpressionBuilder::tensor_in(ExpressionView view, std::vector<num::fp32_t> values) {
+  spec_.tensor_views.resize(spec_.tensors);
+  spec_.tensor_views.push_back(view);
+  tensors_.push_back(std::move(values));
+  return {Kind::Tensor, spec_.tensors++};
+}
+
 void ExpressionBuilder::output(ExpressionValue step) {
   if (step.kind != Kind::Step) {
     throw std::invalid_argument("an expression's output must be one of its steps");
   }
-  spec_.outputs.push_back(step.index);
+  spec_.outputs.push_back({step.index, std::nullopt, false});
+}
+
+void ExpressionBuilder::output_to(ExpressionValue step, ExpressionView view, bool bf16) {
+  if (step.kind != Kind::Step) {
+    throw std::invalid_argument("an expression's output must be one of its steps");
+  }
+  spec_.outputs.push_back({step.index, view, bf16});
 }
 
 std::uint64_t ExpressionPlan::written_bytes() const {
   const acc_rows::Layout layout{config.dim, spec.length, tiles, row_stride};
-  return program.size() * isa::kInstrBytes + layout.bytes(spec.constant_rows) +
-         spec.tensors * layout.bytes(spec.rows);
+  std::uint64_t bytes = program.size() * isa::kInstrBytes + layout.bytes(spec.constant_rows);
+  for (std::uint32_t t = 0; t < spec.tensors; ++t) {
+    if (!spec.in_view(t)) bytes += layout.bytes(spec.rows);
+  }
+  return bytes;
 }
 
 std::uint64_t ExpressionPlan::read_bytes() const {
-  return spec.outputs.size() *
-         acc_rows::Layout{config.dim, spec.length, tiles, row_stride}.bytes(spec.rows);
+  const acc_rows::Layout layout{config.dim, spec.length, tiles, row_stride};
+  std::uint64_t bytes = 0;
+  for (const ExpressionOutput& output : spec.outputs) {
+    if (!output.view) bytes += layout.bytes(spec.rows);
+  }
+  return bytes;
 }
 
 ExpressionPlan plan_expression(const HardwareConfig& config, const ExpressionSpec& spec,
@@ -208,6 +251,14 @@ ExpressionPlan plan_expression(const HardwareConfig& config, const ExpressionSpe
   const acc_rows::Layout layout = acc_rows::Layout::of(config, spec.length);
   plan.tiles = layout.tiles;
   plan.row_stride = layout.stride;
+  for (std::uint32_t t = 0; t < spec.tensors; ++t) {
+    if (spec.in_view(t)) check_view(config, spec, *spec.tensor_views[t], false);
+  }
+  bool bf16_outputs = false;
+  for (const ExpressionOutput& output : spec.outputs) {
+    if (output.view) check_view(config, spec, *output.view, output.bf16);
+    bf16_outputs = bf16_outputs || output.bf16;
+  }
   const Slots slots = allocate_slots(spec);
   plan.slots = slots.count;
   // Each bank: the constant rows' tiles at its bottom (read into both where blocks run in both,
@@ -222,24 +273,45 @@ ExpressionPlan plan_expression(const HardwareConfig& config, const ExpressionSpe
         "bank for one row; {} has {}",
         plan.slots, spec.length, constant_rows + per_row, config.name(), bank_rows));
   }
+  // bf16 outputs pass through the unified buffer, a block's rows in each half in turn.
+  const std::uint64_t ub_rows = bf16_outputs ? config.ub_depth / 2 / plan.tiles : spec.rows;
+  if (ub_rows == 0) {
+    throw std::invalid_argument(
+        fmt::format("a row of {} values takes more than half of {}'s "
+                    "unified buffer",
+                    spec.length, config.name()));
+  }
   plan.block_rows = static_cast<std::uint32_t>(std::min<std::uint64_t>(
       {spec.rows, (bank_rows - constant_rows) / per_row, acc_rows::kMaxRowsField / plan.tiles,
-       acc_rows::block_cap(spec.rows, plan.tiles)}));
+       acc_rows::block_cap(spec.rows, plan.tiles), ub_rows}));
 
   std::uint64_t addr = acc_rows::region_start(base);
   plan.constants_addr = static_cast<std::uint32_t>(addr);
   addr += layout.bytes(spec.constant_rows);
   const std::uint64_t data_bytes = layout.bytes(spec.rows);
   std::vector<std::uint64_t> tensor_addr, output_addr;
-  for (std::uint32_t t = 0; t < spec.tensors; ++t, addr += data_bytes) tensor_addr.push_back(addr);
-  for (std::size_t o = 0; o < spec.outputs.size(); ++o, addr += data_bytes) {
+  for (std::uint32_t t = 0; t < spec.tensors; ++t) {
+    if (spec.in_view(t)) {
+      tensor_addr.push_back(spec.tensor_views[t]->addr);
+      continue;
+    }
+    tensor_addr.push_back(addr);
+    addr += data_bytes;
+  }
+  for (const ExpressionOutput& output : spec.outputs) {
+    if (output.view) {
+      output_addr.push_back(output.view->addr);
+      continue;
+    }
     output_addr.push_back(addr);
+    addr += data_bytes;
   }
   const std::uint64_t prog_addr = acc_rows::region_start(addr);
   const std::uint64_t blocks = (spec.rows + plan.block_rows - 1) / plan.block_rows;
   // At most two loads of the constants, then a load per tensor, an instruction per step and a
-  // store per output a block, and HALT.
-  const std::uint64_t most = 3 + blocks * (spec.tensors + spec.steps.size() + spec.outputs.size());
+  // store (and ACTIVATE) per output a block, and HALT.
+  const std::uint64_t most =
+      3 + blocks * (spec.tensors + spec.steps.size() + 2 * spec.outputs.size());
   if (prog_addr + most * isa::kInstrBytes > 0xFFFFFFFFull) {
     throw std::invalid_argument("the expression's tensors exceed the core's 32-bit host addresses");
   }
@@ -274,9 +346,18 @@ ExpressionPlan plan_expression(const HardwareConfig& config, const ExpressionSpe
     return v.kind == Kind::Row ? static_cast<std::uint32_t>((k % 2) * bank_rows + v.index * tiles)
                                : slot_row(k, slots.of[full_index(spec, v)]);
   };
+  const std::uint32_t tile_bytes = 4 * config.dim;
   const auto load_block = [&](std::uint64_t k) {
     for (std::uint32_t t = 0; t < spec.tensors; ++t) {
       if (slots.of[t] < 0) continue;
+      if (spec.in_view(t)) {
+        // A view's rows: an iteration a row, its tiles one after the other.
+        const ExpressionView& view = *spec.tensor_views[t];
+        acc_rows::load(p, slot_row(k, slots.of[t]), tiles,
+                       plan.tensor_addr[t] + k * plan.block_rows * view.pitch, tile_bytes,
+                       block_size(k), view.pitch);
+        continue;
+      }
       acc_rows::load(p, slot_row(k, slots.of[t]), block_size(k) * tiles,
                      plan.tensor_addr[t] + layout.bytes(k * plan.block_rows), plan.row_stride);
     }
@@ -320,8 +401,36 @@ ExpressionPlan plan_expression(const HardwareConfig& config, const ExpressionSpe
       p.eltwise(e);
     }
     for (std::size_t o = 0; o < spec.outputs.size(); ++o) {
-      acc_rows::store(p, slot_row(k, slots.of[spec.tensors + spec.outputs[o]]), block * tiles,
-                      plan.output_addr[o] + layout.bytes(k * plan.block_rows), plan.row_stride);
+      const ExpressionOutput& output = spec.outputs[o];
+      const std::uint32_t rows = slot_row(k, slots.of[spec.tensors + output.step]);
+      if (!output.view) {
+        acc_rows::store(p, rows, block * tiles,
+                        plan.output_addr[o] + layout.bytes(k * plan.block_rows), plan.row_stride);
+        continue;
+      }
+      const std::uint64_t host_addr =
+          plan.output_addr[o] + k * plan.block_rows * output.view->pitch;
+      if (!output.bf16) {
+        acc_rows::store(p, rows, tiles, host_addr, tile_bytes, block, output.view->pitch);
+        continue;
+      }
+      // bf16 rows: rounded by the activation unit (the identity, N-OUT) into the unified buffer,
+      // the block's half of it, then written from there.
+      isa::ActivateArgs round;
+      round.func = isa::Func::None;
+      round.rows = block * tiles;
+      round.addr_a = rows;
+      round.addr_b = static_cast<std::uint32_t>(k % 2 * plan.block_rows * tiles);
+      p.activate(round);
+      isa::WriteHostArgs store;
+      store.count = block;
+      store.rows = tiles;
+      store.addr_a = round.addr_b;
+      store.step_a = tiles;
+      store.host_addr = static_cast<std::uint32_t>(host_addr);
+      store.host_stride = 2 * config.dim;
+      store.host_step = output.view->pitch;
+      p.write_host(store);
     }
   }
   p.halt();
@@ -335,11 +444,12 @@ void write_expression_inputs(const ExpressionPlan& plan, HostMemory& memory,
                              const std::vector<std::vector<num::fp32_t>>& constants) {
   const ExpressionSpec& spec = plan.spec;
   const std::uint64_t size = spec.rows * spec.length;
-  const bool shaped = tensors.size() == spec.tensors && constants.size() == spec.constant_rows &&
-                      std::all_of(tensors.begin(), tensors.end(),
-                                  [&](const auto& t) { return t.size() == size; }) &&
-                      std::all_of(constants.begin(), constants.end(),
-                                  [&](const auto& c) { return c.size() == spec.length; });
+  bool shaped = tensors.size() == spec.tensors && constants.size() == spec.constant_rows &&
+                std::all_of(constants.begin(), constants.end(),
+                            [&](const auto& c) { return c.size() == spec.length; });
+  for (std::uint32_t t = 0; shaped && t < spec.tensors; ++t) {
+    shaped = spec.in_view(t) || tensors[t].size() == size;
+  }
   if (!shaped) {
     throw std::invalid_argument(fmt::format(
         "the expression takes {} tensors of {} values and {} rows of {}; given {} and {}",
@@ -351,7 +461,8 @@ void write_expression_inputs(const ExpressionPlan& plan, HostMemory& memory,
   for (const std::vector<num::fp32_t>& c : constants) rows.insert(rows.end(), c.begin(), c.end());
   acc_rows::write(memory, plan.constants_addr, layout, rows.data(), rows.size(), 0);
   for (std::uint32_t t = 0; t < spec.tensors; ++t) {
-    acc_rows::write(memory, plan.tensor_addr[t], layout, tensors[t].data(), size, 0);
+    if (!spec.in_view(t))
+      acc_rows::write(memory, plan.tensor_addr[t], layout, tensors[t].data(), size, 0);
   }
   memory.write_array(plan.prog_addr, isa::encode_program(plan.program));
 }
@@ -360,8 +471,10 @@ std::vector<std::vector<num::fp32_t>> read_expression_outputs(const ExpressionPl
                                                               const HostMemory& memory) {
   const acc_rows::Layout layout{plan.config.dim, plan.spec.length, plan.tiles, plan.row_stride};
   std::vector<std::vector<num::fp32_t>> out;
-  for (const std::uint32_t addr : plan.output_addr) {
-    out.push_back(acc_rows::read(memory, addr, layout, plan.spec.rows * plan.spec.length));
+  for (std::size_t o = 0; o < plan.spec.outputs.size(); ++o) {
+    if (plan.spec.outputs[o].view) continue;
+    out.push_back(
+        acc_rows::read(memory, plan.output_addr[o], layout, plan.spec.rows * plan.spec.length));
   }
   return out;
 }
@@ -380,6 +493,13 @@ std::vector<std::vector<num::fp32_t>> reference_expression(
     const ExpressionSpec& spec, const std::vector<std::vector<num::fp32_t>>& tensors,
     const std::vector<std::vector<num::fp32_t>>& constants) {
   const std::uint64_t size = spec.rows * spec.length;
+  if (tensors.size() != spec.tensors || constants.size() != spec.constant_rows ||
+      std::any_of(tensors.begin(), tensors.end(),
+                  [&](const auto& t) { return t.size() != size; }) ||
+      std::any_of(constants.begin(), constants.end(),
+                  [&](const auto& c) { return c.size() != spec.length; })) {
+    throw std::invalid_argument("the expression's reference takes every tensor's and row's values");
+  }
   std::vector<std::vector<num::fp32_t>> out(spec.outputs.size(), std::vector<num::fp32_t>(size));
   std::vector<num::fp32_t> results(spec.steps.size());
   for (std::uint64_t n = 0; n < size; ++n) {
@@ -394,7 +514,10 @@ std::vector<std::vector<num::fp32_t>> reference_expression(
                        ? eltwise_lane(*step.op, false, value(step.a), value(step.b))
                        : num::act_func(static_cast<unsigned>(step.func), value(step.a), step.alpha);
     }
-    for (std::size_t o = 0; o < spec.outputs.size(); ++o) out[o][n] = results[spec.outputs[o]];
+    for (std::size_t o = 0; o < spec.outputs.size(); ++o) {
+      const num::fp32_t v = results[spec.outputs[o].step];
+      out[o][n] = spec.outputs[o].bf16 ? num::bf16_to_fp32(num::fp32_to_bf16(v)) : v;
+    }
   }
   return out;
 }

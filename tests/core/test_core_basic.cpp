@@ -751,6 +751,60 @@ TEST_P(CoreBasic, AnExpressionGivesTheReferenceBitsInTheModelsCycles) {
   }
 }
 
+// An expression's tensors and outputs in views of the core's memory (plan_expression's
+// ExpressionView: another program's rows, `pitch` bytes apart) on the RTL: a tensor read where
+// it lies, outputs written where they go, fp32 and bf16 (through the activation unit and the
+// unified buffer), reference_expression's bits, the bytes between rows untouched, in one block
+// and in several.
+TEST_P(CoreBasic, AnExpressionReadsAndWritesViews) {
+  const HardwareConfig config = config_named(GetParam());
+  if (config.vector_lanes == 0) GTEST_SKIP() << "no vector unit (refused above)";
+  oracle::OperandRng rng(test::test_seed() + 15);
+  const std::uint32_t length = 2 * config.dim;
+  for (const std::uint64_t rows : {std::uint64_t{3}, std::uint64_t{config.acc_depth} / 4}) {
+    SCOPED_TRACE(::testing::Message() << rows << " rows of " << length);
+    const auto draw = [&](std::uint64_t count) {
+      std::vector<num::fp32_t> values(count);
+      for (num::fp32_t& v : values) v = rng.fp32();
+      return values;
+    };
+    const ExpressionView x_view{0x10000, length * 4 + 64}, sum_view{0x80000, length * 4 + 32},
+        tanh_view{0xC0000, length * 2 + 32};
+    ExpressionBuilder e(rows, length);
+    const std::vector<num::fp32_t> x_values = draw(rows * length);
+    const ExpressionValue x = e.tensor_in(x_view, x_values);
+    const ExpressionValue y = e.tensor(draw(rows * length));
+    e.output_to(e.op(isa::VectorOp::Add, x, y), sum_view);
+    e.output_to(e.func(isa::Func::Tanh, e.op(isa::VectorOp::Mul, x, y)), tanh_view, true);
+    const ExpressionPlan plan = plan_expression(config, e.spec(), 0x100000);
+    sim::RtlBackend rtl(config);
+    HostMemory& memory = rtl.memory();
+    memory.resize(plan.memory_bytes);
+    memory.write_array(0, std::vector<std::uint8_t>(0x100000, 0x5A));
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      memory.write_array(
+          x_view.addr + r * x_view.pitch,
+          std::vector<num::fp32_t>(&x_values[r * length], &x_values[(r + 1) * length]));
+    }
+    const ExpressionRun run = execute_expression(plan, rtl, e.tensors(), e.constants());
+    ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
+    const std::vector<std::vector<num::fp32_t>> want =
+        reference_expression(e.spec(), e.tensors(), e.constants());
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      const auto sums =
+          memory.read_array<num::fp32_t>(sum_view.addr + r * sum_view.pitch, length + 8);
+      const auto tanhs =
+          memory.read_array<num::bf16_t>(tanh_view.addr + r * tanh_view.pitch, length + 16);
+      for (std::uint32_t j = 0; j < length; ++j) {
+        ASSERT_EQ(sums[j], want[0][r * length + j]) << "row " << r << ", value " << j;
+        ASSERT_EQ(num::fp32_t{tanhs[j]} << 16, want[1][r * length + j]) << "row " << r;
+      }
+      for (std::uint32_t j = length; j < length + 8; ++j) ASSERT_EQ(sums[j], 0x5A5A5A5Au);
+      for (std::uint32_t j = length; j < length + 16; ++j) ASSERT_EQ(tanhs[j], 0x5A5Au);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tops, CoreBasic,
                          ::testing::Values("4x4_m1a1", "8x8_bus4", "16x16", "4x4_seq", "1x1_seq",
                                            "8x8_seq"),

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <stdexcept>
 
 #include "common/small_core.hpp"
@@ -675,6 +676,96 @@ TEST(Graph, ASoftmaxRunsOnTheVectorUnit) {
   g.nodes[0].attributes["axis"].i = 1;
   EXPECT_EQ(run(g, {input}, &core, &runs)[0].floats, run(g, {input}, nullptr)[0].floats);
   EXPECT_FALSE(runs.back().on_accelerator);
+}
+
+// An LSTM whose hidden state is whole rows of the array keeps its states on the core: per step
+// the recurrent product on the hidden state where the gates left it, the gates on the products
+// and the cell state where they lie (StateOnCore), the host writing the input's products and
+// the initial states and reading the outputs once a direction. The same bits as the gates' step
+// by step, each step's operands and results crossing the bus (hidden 8 on a core of 16 lanes a
+// row), in fewer of the host's bytes: both directions, peepholes, a clip, initial states; and a
+// GRU with linear_before_reset, in reverse.
+TEST(Graph, RecurrentStatesStayOnTheCore) {
+  constexpr std::int64_t kSteps = 5, kBatch = 3, kInputs = 6, kHidden = 8, kDirections = 2;
+  const auto values = [](std::size_t count, float scale, int seed) {
+    std::vector<float> v(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      v[i] = scale * std::sin(static_cast<float>(seed * 131 + static_cast<int>(i) * 7) * 0.37f);
+    }
+    return v;
+  };
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {kSteps, kBatch, kInputs}}};
+  g.outputs = {{"y", DType::Float32, {}}, {"y_c", DType::Float32, {}}};
+  const auto constant = [&](const std::string& name, Shape shape, float scale, int seed) {
+    std::size_t count = 1;
+    for (const std::int64_t d : shape) count *= static_cast<std::size_t>(d);
+    g.constants[name] = Tensor::of_floats(shape, values(count, scale, seed));
+  };
+  constant("w", {kDirections, 4 * kHidden, kInputs}, 0.5f, 1);
+  constant("r", {kDirections, 4 * kHidden, kHidden}, 0.5f, 2);
+  constant("b", {kDirections, 8 * kHidden}, 0.2f, 3);
+  constant("h0", {kDirections, kBatch, kHidden}, 0.5f, 4);
+  constant("c0", {kDirections, kBatch, kHidden}, 0.5f, 5);
+  constant("p", {kDirections, 3 * kHidden}, 0.3f, 6);
+  Node lstm = node("LSTM", {"x", "w", "r", "b", "", "h0", "c0", "p"}, {"y", "", "y_c"});
+  lstm.attributes["hidden_size"] = Attribute::of_int(kHidden);
+  lstm.attributes["clip"] = Attribute::of_float(2.5f);
+  lstm.attributes["direction"].kind = Attribute::Kind::String;
+  lstm.attributes["direction"].s = "bidirectional";
+  g.nodes = {lstm};
+  const Tensor x =
+      Tensor::of_floats({kSteps, kBatch, kInputs}, values(kSteps * kBatch * kInputs, 1.0f, 7));
+  HardwareConfig wide = test::small_vector_core(256);
+  wide.dim = 16;
+  wide.vector_lanes = 4;
+  FunctionalModel on_core(test::small_vector_core(256), 0), step_by_step(wide, 0);
+  std::vector<OpRun> kept, crossing;
+  const std::vector<Tensor> y = run(g, {x}, &on_core, &kept);
+  const std::vector<Tensor> want = run(g, {x}, &step_by_step, &crossing);
+  ASSERT_EQ(y.size(), 2u);
+  for (std::size_t o = 0; o < y.size(); ++o) {
+    ASSERT_EQ(y[o].floats.size(), want[o].floats.size());
+    EXPECT_EQ(std::memcmp(y[o].floats.data(), want[o].floats.data(), y[o].floats.size() * 4), 0)
+        << "output " << o;
+  }
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_TRUE(kept[0].on_accelerator);
+  EXPECT_FALSE(kept[0].host_arithmetic);
+  EXPECT_FALSE(crossing[0].host_arithmetic);
+  // Each step's program pair, the product and the gates, either way; the same MACs.
+  EXPECT_EQ(kept[0].programs, crossing[0].programs);
+  EXPECT_EQ(kept[0].macs, crossing[0].macs);
+  std::cout << "[ bytes    ] LSTM host bytes: states on the core " << kept[0].host_bytes
+            << ", step by step " << crossing[0].host_bytes << '\n';
+  EXPECT_LT(kept[0].host_bytes, crossing[0].host_bytes);
+
+  // A GRU as PyTorch exports it (linear_before_reset), in reverse, from an initial state.
+  constant("gw", {1, 3 * kHidden, kInputs}, 0.5f, 8);
+  constant("gr", {1, 3 * kHidden, kHidden}, 0.5f, 9);
+  constant("gb", {1, 6 * kHidden}, 0.2f, 10);
+  constant("g0", {1, kBatch, kHidden}, 0.5f, 11);
+  Node gru = node("GRU", {"x", "gw", "gr", "gb", "", "g0"}, {"y", "y_c"});
+  gru.attributes["hidden_size"] = Attribute::of_int(kHidden);
+  gru.attributes["linear_before_reset"] = Attribute::of_int(1);
+  gru.attributes["direction"].kind = Attribute::Kind::String;
+  gru.attributes["direction"].s = "reverse";
+  g.nodes = {gru};
+  const std::vector<Tensor> gru_y = run(g, {x}, &on_core, &kept);
+  const std::vector<Tensor> gru_want = run(g, {x}, &step_by_step, &crossing);
+  for (std::size_t o = 0; o < gru_y.size(); ++o) {
+    ASSERT_EQ(gru_y[o].floats.size(), gru_want[o].floats.size());
+    EXPECT_EQ(
+        std::memcmp(gru_y[o].floats.data(), gru_want[o].floats.data(), gru_y[o].floats.size() * 4),
+        0)
+        << "GRU output " << o;
+  }
+  ASSERT_EQ(kept.size(), 2u);  // the LSTM's run, the GRU's
+  EXPECT_FALSE(kept[1].host_arithmetic);
+  std::cout << "[ bytes    ] GRU host bytes: states on the core " << kept[1].host_bytes
+            << ", step by step " << crossing[1].host_bytes << '\n';
+  EXPECT_LT(kept[1].host_bytes, crossing[1].host_bytes);
 }
 
 // Elementwise operators on the vector unit (plan_elementwise): an Add of a bias along the last

@@ -76,6 +76,61 @@ TEST(VectorExpression, AConstantRowAsTheFirstOperand) {
   }
 }
 
+// Tensors and outputs in views of the core's memory (another program's rows, `pitch` bytes
+// apart): read and written where they lie, fp32 or bf16 (N-OUT), the bytes between their rows
+// untouched, over many blocks; only the plan's own tensors and outputs cross the bus.
+TEST(VectorExpression, ViewsAreReadAndWrittenWhereTheyLie) {
+  oracle::OperandRng rng(test::test_seed() + 22);
+  const HardwareConfig config = test::small_vector_core();
+  constexpr std::uint64_t kRows = 40;
+  constexpr std::uint32_t kLength = 8;  // two tiles
+  const ExpressionView x_view{0x4000, 48}, product_view{0x6000, 64}, tanh_view{0x8000, 32};
+  ExpressionBuilder e(kRows, kLength);
+  const std::vector<num::fp32_t> x_values = draw(rng, kRows * kLength);
+  const ExpressionValue x = e.tensor_in(x_view, x_values);
+  const ExpressionValue y = e.tensor(draw(rng, kRows * kLength));
+  e.output_to(e.op(isa::VectorOp::Mul, x, y), product_view);
+  e.output_to(e.func(isa::Func::Tanh, x), tanh_view, true);
+  e.output(e.op(isa::VectorOp::Add, x, y));
+  const ExpressionPlan plan = plan_expression(config, e.spec(), 0xA000);
+  EXPECT_LT(plan.block_rows, kRows);
+  FunctionalModel model(config, 0);
+  HostMemory& memory = model.memory();
+  memory.resize(plan.memory_bytes);
+  // Every byte a sentinel, then x's rows in its view.
+  memory.write_array(0, std::vector<std::uint8_t>(plan.memory_bytes, 0xA5));
+  for (std::uint64_t r = 0; r < kRows; ++r) {
+    memory.write_array(
+        x_view.addr + r * x_view.pitch,
+        std::vector<num::fp32_t>(&x_values[r * kLength], &x_values[(r + 1) * kLength]));
+  }
+  const ExpressionRun run = execute_expression(plan, model, e.tensors(), e.constants());
+  ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error) << ": "
+                               << model.error_detail();
+  const Values want = oracle::expression_values(e.spec(), e.tensors(), e.constants());
+  EXPECT_EQ(reference_expression(e.spec(), e.tensors(), e.constants()), want);
+  ASSERT_EQ(run.out.size(), 1u);  // the read-back output alone
+  EXPECT_EQ(run.out[0], want[2]);
+  for (std::uint64_t r = 0; r < kRows; ++r) {
+    const auto products =
+        memory.read_array<num::fp32_t>(product_view.addr + r * product_view.pitch, kLength + 8);
+    const auto rounded =
+        memory.read_array<num::bf16_t>(tanh_view.addr + r * tanh_view.pitch, kLength + 8);
+    for (std::uint32_t j = 0; j < kLength; ++j) {
+      EXPECT_EQ(products[j], want[0][r * kLength + j]) << "row " << r << ", value " << j;
+      EXPECT_EQ(num::fp32_t{rounded[j]} << 16, want[1][r * kLength + j]) << "row " << r;
+    }
+    for (std::uint32_t j = kLength; j < kLength + 8; ++j) {
+      EXPECT_EQ(products[j], 0xA5A5A5A5u) << "past row " << r;
+      EXPECT_EQ(rounded[j], 0xA5A5u) << "past row " << r;
+    }
+  }
+  EXPECT_EQ(model.uninitialized_reads(), 0u);
+  // The host writes y and the program, and reads one output.
+  EXPECT_EQ(plan.written_bytes(), kRows * 2 * 16 + plan.program.size() * isa::kInstrBytes);
+  EXPECT_EQ(plan.read_bytes(), kRows * 2 * 16);
+}
+
 // A chain of steps, each reading the one before for the last time, keeps one slot; values read
 // later keep theirs until then.
 TEST(VectorExpression, SlotsGoToTheNextValueAfterTheirLastRead) {
@@ -112,7 +167,13 @@ TEST(VectorExpression, RefusesWhatItCannotRun) {
   };
   refused([](ExpressionSpec& s) { s.rows = 0; });
   refused([](ExpressionSpec& s) { s.outputs.clear(); });
-  refused([](ExpressionSpec& s) { s.outputs = {1}; });              // no step 1
+  refused([](ExpressionSpec& s) { s.outputs = {{1, std::nullopt, false}}; });  // no step 1
+  refused([](ExpressionSpec& s) { s.outputs[0].bf16 = true; });  // bf16, not in a view
+  refused([](ExpressionSpec& s) { s.tensor_views = {ExpressionView{0x1004, 16}}; });  // unaligned
+  refused([](ExpressionSpec& s) { s.tensor_views = {ExpressionView{0x1000, 8}}; });  // rows overlap
+  refused([](ExpressionSpec& s) {  // views for two tensors of one
+    s.tensor_views = {ExpressionView{0x1000, 16}, ExpressionView{0x2000, 16}};
+  });
   refused([](ExpressionSpec& s) { s.steps[0].a.index = 1; });       // no tensor 1
   refused([](ExpressionSpec& s) { s.steps[0].b.index = 1; });       // no row 1
   refused([](ExpressionSpec& s) { s.steps[0].a = s.steps[0].b; });  // two rows

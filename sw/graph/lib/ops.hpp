@@ -165,6 +165,32 @@ std::vector<float> product(Context& context, const float* a, const ProductB<floa
                            ProductEpilogue epilogue = {}, bool b_transposed = false,
                            bool host_transposes_b = false, const num::MatrixBf16* a_bf16 = nullptr);
 
+// A product on the accelerator whose A the program before it left in the core's memory where
+// the plan reads it, and whose fp32 sums stay there for the program after it: a recurrent
+// node's step with its state kept on the core. A is m x k (k within one GEMM), B the node's
+// weight `b` (k x n floats), no epilogue: the GEMM product() runs for the same shapes, so that a
+// compiled model's schedule serves both. Not while compile() traces the graph (possible() says
+// whether it can run: an accelerator, not tracing, K within one GEMM).
+class ResidentProduct {
+ public:
+  static bool possible(const Context& context, std::size_t k);
+  ResidentProduct(Context& context, const float* b, std::size_t m, std::size_t k, std::size_t n,
+                  WeightOf weight);
+  const GemmPlan& plan() const { return plan_; }
+  // The first host byte above the product's memory and what the session keeps there: from where
+  // the caller may keep rows of its own.
+  std::uint64_t top() const;
+  // Runs the product on A as it lies; the figures count neither A nor the result.
+  void run();
+
+ private:
+  Context& context_;
+  GemmPlan plan_;  // input_resident: A is not written
+  std::uint64_t weights_written_ = 0;
+  num::MatrixBf16 a_shape_;  // zeros of A's shape, for the plan's checks (not written)
+  num::MatrixBf16 b_;        // B in bf16 where its weights are not resident
+};
+
 // Softmax of `rows` rows of `length` values each, in place, on the accelerator where it has a
 // vector unit and the rows fit its accumulators (plan_softmax, N-SOFTMAX), counting what the
 // host wrote and read, the program and its cycles in the context's figures. False where it
@@ -183,11 +209,13 @@ std::optional<std::vector<float>> elementwise_on_core(Context& context, const El
                                                       const std::vector<float>& b);
 
 // The expression `e` builds (tpu/vector_expression.hpp: a recurrent cell's gates) on the
-// accelerator's vector unit, counted as elementwise_on_core counts: its outputs' values; nothing
-// where it cannot (no vector unit, more values at once than the accumulators hold): the caller
-// computes them on the host.
+// accelerator's vector unit, counted as elementwise_on_core counts: the values of its outputs
+// not in views; nothing where it cannot (no vector unit, more values at once than the
+// accumulators hold): the caller computes them on the host. Its program and operands go above
+// what the session keeps and above `above` (the caller's rows in the core's memory).
 std::optional<std::vector<std::vector<float>>> expression_on_core(Context& context,
-                                                                  const ExpressionBuilder& e);
+                                                                  const ExpressionBuilder& e,
+                                                                  std::uint64_t above = 0);
 
 // Pooling (tpu/pool.hpp) of x (NCHW) on the accelerator's vector unit, counted as
 // elementwise_on_core counts; nothing where it cannot: the caller pools on the host.

@@ -580,11 +580,12 @@ std::optional<std::vector<float>> elementwise_on_core(Context& context, const El
 }
 
 std::optional<std::vector<std::vector<float>>> expression_on_core(Context& context,
-                                                                  const ExpressionBuilder& e) {
+                                                                  const ExpressionBuilder& e,
+                                                                  std::uint64_t above) {
   const auto out = run_on_vector_unit(
       context,
       [&](std::uint64_t base) {
-        return plan_expression(context.accelerator->config(), e.spec(), base);
+        return plan_expression(context.accelerator->config(), e.spec(), std::max(base, above));
       },
       [&](const ExpressionPlan& plan, Backend& backend) {
         return execute_expression(plan, backend, e.tensors(), e.constants());
@@ -916,7 +917,67 @@ std::vector<float> product(Context& context, const float* a, const ProductB<floa
   return c;
 }
 
+bool ResidentProduct::possible(const Context& context, std::size_t k) {
+  if (!context.accelerator || (context.schedule && context.schedule->recording) || k == 0) {
+    return false;
+  }
+  GemmSpec spec;
+  spec.n = 1;
+  return k <= max_gemm_k(context.accelerator->config(), spec);
+}
+
+ResidentProduct::ResidentProduct(Context& context, const float* b, std::size_t m, std::size_t k,
+                                 std::size_t n, WeightOf weight)
+    : context_(context), a_shape_(m, k) {
+  if (!possible(context, k)) throw std::logic_error("a resident product where none can run");
+  std::vector<num::fp32_t> no_bias;
+  GemmSpec spec = bf16_spec(n, ProductEpilogue{}, no_bias);
+  spec.m = static_cast<std::uint32_t>(m);
+  spec.k = static_cast<std::uint32_t>(k);
+  const GemmSchedule* schedule = context.schedule;
+  if (schedule && schedule->compiled) {
+    // The next compiled GEMM, which run() takes (and checks) in turn.
+    if (schedule->next >= schedule->compiled->size()) {
+      fail(*context.node, "runs more products than the compiled model has");
+    }
+    plan_ = (*schedule->compiled)[schedule->next].plan;
+  } else {
+    MadeOnce<num::bf16_t> made([&] { return nn::bf16_matrix(b, k, n); });
+    const GemmPlacement placement = place_weights(context, weight, k, made, weights_written_);
+    plan_ = plan_gemm(context.accelerator->config(), spec, placement);
+    if (!plan_.weights_resident) b_ = made();
+  }
+  plan_.input_resident = true;
+}
+
+std::uint64_t ResidentProduct::top() const {
+  return std::max<std::uint64_t>(vector_base(context_), plan_.memory_bytes);
+}
+
+void ResidentProduct::run() {
+  Backend& backend = *context_.accelerator;
+  const GemmSpec& spec = plan_.spec;
+  count_product(context_, spec.m, spec.k, spec.n, true);
+  std::uint64_t weights_written = weights_written_;
+  weights_written_ = 0;
+  GemmSchedule* schedule = context_.schedule;
+  if (schedule && schedule->compiled) {
+    const CompiledGemm& gemm = next_compiled(context_, spec);
+    if (gemm.plan.a_addr != plan_.a_addr || gemm.plan.out_addr != plan_.out_addr) {
+      fail(*context_.node, "its compiled products lie in different places from step to step");
+    }
+    weights_written = schedule->first_run ? gemm.weight_bytes : 0;
+  }
+  write_gemm_inputs(plan_, backend.memory(), a_shape_, b_, nullptr, nullptr);
+  const RunResult result =
+      backend.run(plan_.prog_addr, static_cast<std::uint32_t>(plan_.program.size()));
+  require_halt(result);
+  record_run(context_, plan_, weights_written, result, true, false);
+}
+
 namespace {
+
+// An int8 product's per-column requantisationnamespace {
 
 // An int8 product's per-column requantisation (Q-REQ's parameters); none for its sums alone.
 std::vector<num::RequantParams> requant_params(const QuantEpilogue& epilogue, std::size_t n) {

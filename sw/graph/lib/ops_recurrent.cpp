@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <map>
 
@@ -38,6 +39,8 @@ class CellExpression {
   Value tensor(const std::vector<float>& values) {
     return e_.tensor(bits_of(values.data(), values.size()));
   }
+  // batch x hidden values where they lie in the core's memory.
+  Value view(ExpressionView where) { return e_.tensor_in(where); }
   Value row(const float* values) { return e_.row(bits_of(values, hidden_)); }
   // A row of one value in every lane.
   Value scalar(float value) {
@@ -262,43 +265,225 @@ void computed_on_host(Context& context) {
   if (context.run) context.run->host_arithmetic = true;
 }
 
-// The sum of gate k's input and recurrent products (xw_t, hr: a row of gates a batch entry), its
-// bias where the node has one, its peephole on `state` where given, clipped.
-Value gate_sum(CellExpression& e, const Recurrence& rec, std::size_t k, const float* xw_t,
-               const std::vector<float>& hr, const float* bias, const float* peephole = nullptr,
+// Gate k's columns of the input's or the recurrent products: a tensor of the expression.
+using GateOperand = std::function<Value(std::size_t k)>;
+
+// The sum of gate k's input and recurrent products, its bias where the node has one, its
+// peephole on `state` where given, clipped.
+Value gate_sum(CellExpression& e, const Recurrence& rec, std::size_t k, const GateOperand& xw,
+               const GateOperand& hr, const float* bias, const float* peephole = nullptr,
                const Value* state = nullptr) {
-  Value v = e.op(Op::Add, e.tensor(gate_columns(xw_t, rec, k)),
-                 e.tensor(gate_columns(hr.data(), rec, k)));
+  Value v = e.op(Op::Add, xw(k), hr(k));
   if (rec.has_bias) v = e.op(Op::Add, v, e.row(bias + k * rec.hidden));
   if (peephole) v = e.op(Op::Add, v, e.op(Op::Mul, e.row(peephole), *state));
   return rec.clipped(e, v);
 }
 
-// An LSTM step of direction d on the vector unit: state_h and state_c become the step's (ONNX's
-// gates as the host computes them below, in the core's arithmetic); false where the core cannot
-// run it, the states as they were.
-bool lstm_step_on_core(Context& context, const Recurrence& rec, std::size_t d, const float* xw_t,
-                       const std::vector<float>& hr, const std::vector<float>& bias, const float* p,
-                       std::vector<float>& state_h, std::vector<float>& state_c) {
-  if (!rec.functions_on_core) return false;
+// An LSTM cell of direction d on `e` (ONNX's gates as the host computes them below, in the
+// core's arithmetic): the new hidden and cell states.
+std::pair<Value, Value> lstm_cell(CellExpression& e, const Recurrence& rec, std::size_t d,
+                                  const GateOperand& xw, const GateOperand& hr, Value c_prev,
+                                  const float* bias, const float* p) {
   const std::size_t h = rec.hidden;
   const GateFunction& f = rec.functions[d * 3];
   const GateFunction& g = rec.functions[d * 3 + 1];
   const GateFunction& act_h = rec.functions[d * 3 + 2];
-  CellExpression e(rec.batch, h);
-  const Value c_prev = e.tensor(state_c);
   const auto peephole = [&](std::size_t k) { return p ? p + k * h : nullptr; };
-  const Value i = f.steps(e, gate_sum(e, rec, 0, xw_t, hr, bias.data(), peephole(0), &c_prev));
-  const Value forget = f.steps(e, gate_sum(e, rec, 2, xw_t, hr, bias.data(), peephole(2), &c_prev));
-  const Value candidate = g.steps(e, gate_sum(e, rec, 3, xw_t, hr, bias.data()));
+  const Value i = f.steps(e, gate_sum(e, rec, 0, xw, hr, bias, peephole(0), &c_prev));
+  const Value forget = f.steps(e, gate_sum(e, rec, 2, xw, hr, bias, peephole(2), &c_prev));
+  const Value candidate = g.steps(e, gate_sum(e, rec, 3, xw, hr, bias));
   const Value c = e.op(Op::Add, e.op(Op::Mul, forget, c_prev), e.op(Op::Mul, i, candidate));
-  const Value o = f.steps(e, gate_sum(e, rec, 1, xw_t, hr, bias.data(), peephole(1), &c));
-  e.builder().output(e.op(Op::Mul, o, act_h.steps(e, c)));
+  const Value o = f.steps(e, gate_sum(e, rec, 1, xw, hr, bias, peephole(1), &c));
+  return {e.op(Op::Mul, o, act_h.steps(e, c)), c};
+}
+
+// An LSTM step of direction d on the vector unit: state_h and state_c become the step's; false
+// where the core cannot run it, the states as they were.
+bool lstm_step_on_core(Context& context, const Recurrence& rec, std::size_t d, const float* xw_t,
+                       const std::vector<float>& hr, const std::vector<float>& bias, const float* p,
+                       std::vector<float>& state_h, std::vector<float>& state_c) {
+  if (!rec.functions_on_core) return false;
+  CellExpression e(rec.batch, rec.hidden);
+  const auto [h, c] = lstm_cell(
+      e, rec, d, [&](std::size_t k) { return e.tensor(gate_columns(xw_t, rec, k)); },
+      [&](std::size_t k) { return e.tensor(gate_columns(hr.data(), rec, k)); }, e.tensor(state_c),
+      bias.data(), p);
+  e.builder().output(h);
   e.builder().output(c);
   std::optional<std::vector<std::vector<float>>> out = expression_on_core(context, e.builder());
   if (!out) return false;
   state_h = std::move((*out)[0]);
   state_c = std::move((*out)[1]);
+  return true;
+}
+
+// Regions of the core's memory a recurrent direction keeps its rows in, one after the other from
+// `next` (each from a 64-byte boundary).
+struct Regions {
+  std::uint64_t next = 0;
+  std::uint32_t take(std::uint64_t bytes) {
+    next = (next + 63) / 64 * 64;
+    const std::uint64_t at = next;
+    next += bytes;
+    if (next > 0xFFFFFFFFull) throw std::invalid_argument("beyond 32-bit host addresses");
+    return static_cast<std::uint32_t>(at);
+  }
+};
+
+// The bits of `count` floats.
+void write_floats(HostMemory& memory, std::uint64_t addr, const float* values, std::size_t count) {
+  if (memory.size() < addr + count * sizeof(float)) memory.resize(addr + count * sizeof(float));
+  memory.write(addr, values, count * sizeof(float));
+}
+
+// What a direction with its state on the core (lstm_direction_on_core, gru_direction_on_core)
+// shares: the recurrent product, the rows of the input's products for every step (`xw`, written
+// once), the output's rows (read once) and the state's rows, above the product's memory; the
+// host's writes and reads counted in the node's figures.
+class StateOnCore {
+ public:
+  // Whether a direction of `rec` can keep its state on the core: its gate functions there, a
+  // vector unit, rows of whole tiles, the recurrent product one GEMM.
+  static bool possible(const Context& context, const Recurrence& rec) {
+    return rec.functions_on_core && ResidentProduct::possible(context, rec.hidden) &&
+           context.accelerator->config().vector_lanes > 0 &&
+           rec.hidden % context.accelerator->config().dim == 0;
+  }
+
+  StateOnCore(Context& context, const Recurrence& rec, const std::vector<float>& r, WeightOf weight,
+              const std::vector<float>& xw)
+      : context_(context),
+        rec_(rec),
+        product_(context, r.data(), rec.batch, rec.hidden, rec.gates * rec.hidden, weight) {
+    Regions regions{product_.top()};
+    xw_addr_ = regions.take(xw.size() * sizeof(float));
+    state_addr_ = regions.take(row_pitch() * rec.batch);
+    y_addr_ = regions.take(rec.steps * rec.batch * row_pitch());
+    base_ = regions.next;
+    HostMemory& memory = context.accelerator->memory();
+    write_floats(memory, xw_addr_, xw.data(), xw.size());
+    count_host_bytes(xw.size() * sizeof(float));
+  }
+
+  const GemmPlan& plan() const { return product_.plan(); }
+  std::uint64_t base() const { return base_; }  // where the step's expression may go
+  std::uint32_t row_pitch() const {
+    return static_cast<std::uint32_t>(rec_.hidden * sizeof(float));
+  }
+
+  // Gate k's input products of step t, and its recurrent products of the step just run.
+  ExpressionView xw(std::size_t t, std::size_t k) const {
+    const std::size_t gh = rec_.gates * rec_.hidden;
+    return {static_cast<std::uint32_t>(xw_addr_ + (t * rec_.batch * gh + k * rec_.hidden) * 4),
+            static_cast<std::uint32_t>(gh * 4)};
+  }
+  ExpressionView hr(std::size_t k) const {
+    return {static_cast<std::uint32_t>(plan().out_addr + k * rec_.hidden * 4),
+            static_cast<std::uint32_t>(plan().n_pad * 4)};
+  }
+  // The state the steps read and write over: the cell state (LSTM), the hidden state (GRU).
+  ExpressionView state() const { return {state_addr_, row_pitch()}; }
+  ExpressionView y(std::size_t t) const {
+    return {static_cast<std::uint32_t>(y_addr_ + t * rec_.batch * row_pitch()), row_pitch()};
+  }
+  // The recurrent product's A, as the step writes it for the next: bf16 rows.
+  ExpressionView a() const { return {plan().a_addr, static_cast<std::uint32_t>(plan().k_pad * 2)}; }
+
+  // Writes the state's rows (batch x hidden) and the product's A (the hidden state in bf16).
+  void write_state(const std::vector<float>& values) {
+    write_floats(context_.accelerator->memory(), state_addr_, values.data(), values.size());
+    count_host_bytes(values.size() * sizeof(float));
+  }
+  void write_a(const std::vector<float>& hidden) {
+    HostMemory& memory = context_.accelerator->memory();
+    const num::MatrixBf16 rows = nn::bf16_matrix(hidden.data(), rec_.batch, rec_.hidden);
+    for (std::size_t b = 0; b < rec_.batch; ++b) {
+      memory.write(a().addr + b * a().pitch, &rows.at(b, 0), rec_.hidden * sizeof(num::bf16_t));
+    }
+    count_host_bytes(rows.data.size() * sizeof(num::bf16_t));
+  }
+  void run_product() { product_.run(); }
+  // Runs a step's expression; false where the core refuses it.
+  bool run(const ExpressionBuilder& e) {
+    return expression_on_core(context_, e, base_).has_value();
+  }
+  // Whether the core takes `e` where run() would put it.
+  bool plans(const ExpressionBuilder& e) const {
+    try {
+      plan_expression(context_.accelerator->config(), e.spec(), base_);
+      return true;
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+  }
+  std::vector<float> read_state() { return read(state_addr_, rec_.batch * rec_.hidden); }
+  // The output's rows into direction d of Y; returns the last step's (the final hidden state).
+  std::vector<float> read_y_into(Tensor& y, std::size_t d) {
+    const std::size_t h = rec_.hidden, batch = rec_.batch;
+    const std::vector<float> rows = read(y_addr_, rec_.steps * batch * h);
+    for (std::size_t t = 0; t < rec_.steps; ++t) {
+      for (std::size_t b = 0; b < batch; ++b) {
+        std::copy_n(&rows[(t * batch + b) * h], h, &rec_.y_at(y, t, d, b, 0));
+      }
+    }
+    const std::size_t last = rec_.reversed(d) ? 0 : rec_.steps - 1;
+    return {rows.begin() + static_cast<std::ptrdiff_t>(last * batch * h),
+            rows.begin() + static_cast<std::ptrdiff_t>((last + 1) * batch * h)};
+  }
+
+ private:
+  std::vector<float> read(std::uint64_t addr, std::size_t count) {
+    std::vector<float> values(count);
+    context_.accelerator->memory().read(addr, values.data(), count * sizeof(float));
+    count_host_bytes(count * sizeof(float));
+    return values;
+  }
+  void count_host_bytes(std::uint64_t bytes) {
+    if (context_.run) context_.run->host_bytes += bytes;
+  }
+
+  Context& context_;
+  const Recurrence& rec_;
+  ResidentProduct product_;
+  std::uint32_t xw_addr_ = 0, state_addr_ = 0, y_addr_ = 0;
+  std::uint64_t base_ = 0;
+};
+
+// An LSTM direction with its state on the core: per step the recurrent product on the hidden
+// state as the step before left it (bf16 rows where the product reads its A), then the gates,
+// which read the input's products, the recurrent ones and the cell state where they lie, and
+// write the new cell state over the old, the hidden state as the step's output rows and again
+// as the next product's A. The host writes the input's products and the initial states once and
+// reads the outputs and the last cell state once. False where it cannot (nothing run): the
+// caller runs the steps one by one.
+bool lstm_direction_on_core(Context& context, const Recurrence& rec, std::size_t d,
+                            const std::vector<float>& xw, const std::vector<float>& r,
+                            WeightOf weight, const std::vector<float>& bias, const float* p,
+                            std::vector<float>& state_h, std::vector<float>& state_c, Tensor& y) {
+  if (!StateOnCore::possible(context, rec)) return false;
+  StateOnCore core(context, rec, r, weight, xw);
+  const auto step = [&](std::size_t t) {
+    CellExpression e(rec.batch, rec.hidden);
+    const auto [h, c] = lstm_cell(
+        e, rec, d, [&](std::size_t k) { return e.view(core.xw(t, k)); },
+        [&](std::size_t k) { return e.view(core.hr(k)); }, e.view(core.state()), bias.data(), p);
+    e.builder().output_to(h, core.y(t));
+    e.builder().output_to(h, core.a(), true);
+    e.builder().output_to(c, core.state());
+    return e;
+  };
+  if (!core.plans(step(0).builder())) return false;
+  core.write_state(state_c);
+  core.write_a(state_h);
+  for (std::size_t s = 0; s < rec.steps; ++s) {
+    const std::size_t t = rec.reversed(d) ? rec.steps - 1 - s : s;
+    core.run_product();
+    if (!core.run(step(t).builder())) {
+      throw std::logic_error("a step's gates refused on the core where the first were planned");
+    }
+  }
+  state_h = core.read_y_into(y, d);
+  state_c = core.read_state();
   return true;
 }
 
@@ -323,7 +508,9 @@ std::vector<Tensor> lstm(Context& context, const Node& node, const Inputs& in) {
     std::vector<float> state_h = rec.initial(node, in, 5, d);
     std::vector<float> state_c = rec.initial(node, in, 6, d);
     const float* p = peepholes ? &peepholes->floats[d * 3 * h] : nullptr;  // i, o, f
-    for (std::size_t s = 0; s < rec.steps; ++s) {
+    const bool on_core =
+        lstm_direction_on_core(context, rec, d, xw, r, {in[2], d}, bias, p, state_h, state_c, y);
+    for (std::size_t s = 0; s < (on_core ? 0 : rec.steps); ++s) {
       const std::size_t t = rec.reversed(d) ? rec.steps - 1 - s : s;
       const std::vector<float> hr =
           product(context, state_h.data(), r.data(), batch, h, gh, {in[2], d});
@@ -357,6 +544,80 @@ std::vector<Tensor> lstm(Context& context, const Node& node, const Inputs& in) {
     }
   }
   return outputs(std::move(y), std::move(y_h), std::move(y_c));
+}
+
+// A GRU gate k on `e`: f(clip(((xw + hr) + Wb) + Rb)).
+Value gru_gate(CellExpression& e, const Recurrence& rec, std::size_t d, std::size_t k,
+               const GateOperand& xw, const GateOperand& hr, const std::vector<float>& wb,
+               const std::vector<float>& rb) {
+  Value v = e.op(Op::Add, xw(k), hr(k));
+  if (rec.has_bias) {
+    v = e.op(Op::Add, e.op(Op::Add, v, e.row(&wb[k * rec.hidden])), e.row(&rb[k * rec.hidden]));
+  }
+  return rec.functions[d * 2].steps(e, rec.clipped(e, v));
+}
+
+// GRU's candidate's recurrent term with linear_before_reset on `e`: r (hr + Rb).
+Value gru_reset_recurrent(CellExpression& e, const Recurrence& rec, Value reset,
+                          const GateOperand& hr, const std::vector<float>& rb) {
+  Value recurrent = hr(2);
+  if (rec.has_bias) recurrent = e.op(Op::Add, recurrent, e.row(&rb[2 * rec.hidden]));
+  return e.op(Op::Mul, reset, recurrent);
+}
+
+// GRU's new state on `e` from z, the state and the candidate's recurrent term (before Rb where
+// `add_rb`): (1 - z) g(clip((xw + Wb) + recurrent)) + z state.
+Value gru_new_state(CellExpression& e, const Recurrence& rec, std::size_t d, Value z, Value state,
+                    Value recurrent, bool add_rb, const GateOperand& xw,
+                    const std::vector<float>& wb, const std::vector<float>& rb) {
+  const std::size_t h = rec.hidden;
+  if (add_rb && rec.has_bias) recurrent = e.op(Op::Add, recurrent, e.row(&rb[2 * h]));
+  Value sum = xw(2);
+  if (rec.has_bias) sum = e.op(Op::Add, sum, e.row(&wb[2 * h]));
+  const Value candidate =
+      rec.functions[d * 2 + 1].steps(e, rec.clipped(e, e.op(Op::Add, sum, recurrent)));
+  const Value keep = e.op(Op::Sub, e.scalar(1.0f), z);
+  return e.op(Op::Add, e.op(Op::Mul, keep, candidate), e.op(Op::Mul, z, state));
+}
+
+// A GRU direction with linear_before_reset and its state on the core, as
+// lstm_direction_on_core runs an LSTM's: the hidden state one region, read by the gates and
+// written over by them, as the step's output rows and as the next product's A. False where it
+// cannot (nothing run): the caller runs the steps one by one.
+bool gru_direction_on_core(Context& context, const Recurrence& rec, std::size_t d,
+                           bool linear_before_reset, const std::vector<float>& xw,
+                           const std::vector<float>& r, WeightOf weight,
+                           const std::vector<float>& wb, const std::vector<float>& rb,
+                           std::vector<float>& state, Tensor& y) {
+  if (!linear_before_reset || !StateOnCore::possible(context, rec)) return false;
+  StateOnCore core(context, rec, r, weight, xw);
+  const auto step = [&](std::size_t t) {
+    CellExpression e(rec.batch, rec.hidden);
+    const GateOperand input = [&](std::size_t k) { return e.view(core.xw(t, k)); };
+    const GateOperand recurrent = [&](std::size_t k) { return e.view(core.hr(k)); };
+    const Value h_prev = e.view(core.state());
+    const Value z = gru_gate(e, rec, d, 0, input, recurrent, wb, rb);
+    const Value reset = gru_gate(e, rec, d, 1, input, recurrent, wb, rb);
+    const Value h =
+        gru_new_state(e, rec, d, z, h_prev, gru_reset_recurrent(e, rec, reset, recurrent, rb),
+                      false, input, wb, rb);
+    e.builder().output_to(h, core.y(t));
+    e.builder().output_to(h, core.a(), true);
+    e.builder().output_to(h, core.state());
+    return e;
+  };
+  if (!core.plans(step(0).builder())) return false;
+  core.write_state(state);
+  core.write_a(state);
+  for (std::size_t s = 0; s < rec.steps; ++s) {
+    core.run_product();
+    if (!core.run(step(rec.reversed(d) ? rec.steps - 1 - s : s).builder())) {
+      throw std::logic_error("a step's gates refused on the core where the first were planned");
+    }
+  }
+  core.read_y_into(y, d);
+  state = core.read_state();
+  return true;
 }
 
 // What a GRU's step reads: the step's input products (xw_t: a row of gates a batch entry), the
@@ -419,39 +680,23 @@ struct GruStep {
     update(z, reset, product_of_reset, state);
   }
 
-  // The same on the vector unit: gate k's sum.
-  Value gate(CellExpression& e, std::size_t k) const {
-    Value v = e.op(Op::Add, e.tensor(gate_columns(xw_t, rec, k)),
-                   e.tensor(gate_columns(hr.data(), rec, k)));
-    if (rec.has_bias) {
-      v = e.op(Op::Add, e.op(Op::Add, v, e.row(&wb[k * rec.hidden])), e.row(&rb[k * rec.hidden]));
-    }
-    return rec.clipped(e, v);
-  }
-  // The new state from z, the state and the candidate's recurrent term (before rb where
-  // `add_rb`).
-  Value update(CellExpression& e, Value z, Value state, Value recurrent, bool add_rb) const {
-    const std::size_t h = rec.hidden;
-    if (add_rb && rec.has_bias) recurrent = e.op(Op::Add, recurrent, e.row(&rb[2 * h]));
-    Value sum = e.tensor(gate_columns(xw_t, rec, 2));
-    if (rec.has_bias) sum = e.op(Op::Add, sum, e.row(&wb[2 * h]));
-    const Value candidate = g().steps(e, rec.clipped(e, e.op(Op::Add, sum, recurrent)));
-    const Value keep = e.op(Op::Sub, e.scalar(1.0f), z);
-    return e.op(Op::Add, e.op(Op::Mul, keep, candidate), e.op(Op::Mul, z, state));
-  }
   // The step on the vector unit: one program with linear_before_reset, else the gates' and
   // the reset state's, then its product, then the update's. False where the core cannot run it,
   // the state as it was.
   bool on_core(Context& context, std::vector<float>& state) const {
     if (!rec.functions_on_core) return false;
     CellExpression gates(rec.batch, rec.hidden);
+    const GateOperand xw = [&](std::size_t k) { return gates.tensor(gate_columns(xw_t, rec, k)); };
+    const GateOperand recurrent = [&](std::size_t k) {
+      return gates.tensor(gate_columns(hr.data(), rec, k));
+    };
     const Value h_prev = gates.tensor(state);
-    const Value z = f().steps(gates, gate(gates, 0));
-    const Value reset = f().steps(gates, gate(gates, 1));
+    const Value z = gru_gate(gates, rec, d, 0, xw, recurrent, wb, rb);
+    const Value reset = gru_gate(gates, rec, d, 1, xw, recurrent, wb, rb);
     if (linear_before_reset) {
-      Value recurrent = gates.tensor(gate_columns(hr.data(), rec, 2));
-      if (rec.has_bias) recurrent = gates.op(Op::Add, recurrent, gates.row(&rb[2 * rec.hidden]));
-      gates.builder().output(update(gates, z, h_prev, gates.op(Op::Mul, reset, recurrent), false));
+      gates.builder().output(gru_new_state(gates, rec, d, z, h_prev,
+                                           gru_reset_recurrent(gates, rec, reset, recurrent, rb),
+                                           false, xw, wb, rb));
     } else {
       gates.builder().output(z);
       gates.builder().output(gates.op(Op::Mul, reset, h_prev));
@@ -466,8 +711,9 @@ struct GruStep {
     const std::vector<float> product_of_reset = reset_product((*out)[1]);
     CellExpression second(rec.batch, rec.hidden);
     const Value z_value = second.tensor((*out)[0]), state_value = second.tensor(state);
-    second.builder().output(
-        update(second, z_value, state_value, second.tensor(product_of_reset), true));
+    second.builder().output(gru_new_state(
+        second, rec, d, z_value, state_value, second.tensor(product_of_reset), true,
+        [&](std::size_t k) { return second.tensor(gate_columns(xw_t, rec, k)); }, wb, rb));
     std::optional<std::vector<std::vector<float>>> next =
         expression_on_core(context, second.builder());
     if (next) {
@@ -505,7 +751,9 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
                      {in[2], rec.directions + d});
     };
     std::vector<float> state = rec.initial(node, in, 5, d);
-    for (std::size_t s = 0; s < rec.steps; ++s) {
+    const bool on_core = gru_direction_on_core(context, rec, d, linear_before_reset, xw, r,
+                                               {in[2], d}, wb, rb, state, y);
+    for (std::size_t s = 0; s < (on_core ? 0 : rec.steps); ++s) {
       const std::size_t t = rec.reversed(d) ? rec.steps - 1 - s : s;
       const std::vector<float> hr =
           product(context, state.data(), r.data(), batch, h, gh, {in[2], d});

@@ -8,6 +8,11 @@
 // the rest in blocks, alternately in each bank: a block's tensors are read, the steps run, each
 // result in a slot of accumulator rows that a value no longer needed frees (in place where the
 // step's operand was its last use), and the outputs are written back.
+//
+// A tensor or an output may lie elsewhere in the core's memory than the plan's own regions (a
+// view: another program's result or operand, left there): rows `pitch` bytes apart, each row's
+// values one after the other. An output in a view may be written as bf16 rows (through the
+// activation unit's rounding, N-OUT, and the unified buffer): the next product's A.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +37,12 @@ struct ExpressionValue {
   }
 };
 
+// Rows of fp32 (or bf16) values from `addr`, `pitch` bytes apart; a row of `length` values
+// whole, its tiles 4 D (2 D) bytes apart. The length must be a whole number of tiles.
+struct ExpressionView {
+  std::uint32_t addr = 0, pitch = 0;
+};
+
 // op(a, b) where there is an operation (at most one of them a constant row), else func(a) (a a
 // tensor or a step's result).
 struct ExpressionStep {
@@ -41,13 +52,27 @@ struct ExpressionStep {
   ExpressionValue a, b;
 };
 
+// A step's result written back: into the plan's own region (read back by the host), or into a
+// view (left in the core's memory), as fp32 or as bf16 rows.
+struct ExpressionOutput {
+  std::uint32_t step = 0;
+  std::optional<ExpressionView> view;
+  bool bf16 = false;  // only in a view
+};
+
 struct ExpressionSpec {
   std::uint64_t rows = 0;
   std::uint32_t length = 0;
   std::uint32_t tensors = 0;        // operands of rows x length values
   std::uint32_t constant_rows = 0;  // operands of length values
   std::vector<ExpressionStep> steps;
-  std::vector<std::uint32_t> outputs;  // the steps whose results are read back, in this order
+  std::vector<ExpressionOutput> outputs;
+  // Per tensor, where it lies when not in the plan's region (empty: every tensor there).
+  std::vector<std::optional<ExpressionView>> tensor_views;
+
+  bool in_view(std::uint32_t tensor) const {
+    return tensor < tensor_views.size() && tensor_views[tensor].has_value();
+  }
 };
 
 // An expression and its operands' values, built step by step.
@@ -55,10 +80,15 @@ class ExpressionBuilder {
  public:
   ExpressionBuilder(std::uint64_t rows, std::uint32_t length);
   ExpressionValue tensor(std::vector<num::fp32_t> values);  // rows x length values
-  ExpressionValue row(std::vector<num::fp32_t> values);     // length values
+  // A tensor in a view of the core's memory; `values` (rows x length, or none) only for
+  // reference_expression.
+  ExpressionValue tensor_in(ExpressionView view, std::vector<num::fp32_t> values = {});
+  ExpressionValue row(std::vector<num::fp32_t> values);  // length values
   ExpressionValue op(isa::VectorOp op, ExpressionValue a, ExpressionValue b);
   ExpressionValue func(isa::Func func, ExpressionValue a, num::bf16_t alpha = 0);
   void output(ExpressionValue step);  // a step's result, read back
+  // A step's result written into a view of the core's memory, fp32 or bf16 rows.
+  void output_to(ExpressionValue step, ExpressionView view, bool bf16 = false);
 
   const ExpressionSpec& spec() const { return spec_; }
   const std::vector<std::vector<num::fp32_t>>& tensors() const { return tensors_; }
@@ -76,13 +106,15 @@ struct ExpressionPlan {
   std::uint32_t row_stride = 0;  // host bytes between accumulator rows (4 D, aligned to the bus)
   std::uint32_t slots = 0;       // values a block keeps at once
   std::uint32_t block_rows = 0;  // rows a pass through the accumulators takes
-  // Host memory: the constant rows, each tensor's rows, each output's rows, the program.
+  // Host memory: the constant rows, each tensor's rows and each output's (those not in views;
+  // a view's address for the others), the program.
   std::uint32_t constants_addr = 0, prog_addr = 0;
   std::vector<std::uint32_t> tensor_addr, output_addr;
   std::size_t memory_bytes = 0;
   std::vector<isa::Instruction> program;
 
-  // Bytes the host writes (the constants, the tensors, the program) and reads (the outputs).
+  // Bytes the host writes (the constants, the tensors, the program) and reads (the outputs):
+  // none of the views'.
   std::uint64_t written_bytes() const;
   std::uint64_t read_bytes() const;
 };
@@ -91,16 +123,18 @@ struct ExpressionPlan {
 // line for a core without a vector unit, a function the core lacks (or a slope for one other
 // than leaky), an operand that is not an earlier value, an operation of two constant rows, a
 // function of one, no output, an empty expression, more values at once than the accumulators
-// hold, or tensors beyond the core's 32-bit host addresses.
+// hold, tensors beyond the core's 32-bit host addresses, a view whose address or pitch is not
+// a multiple of the transfer's beat or whose rows are not whole tiles, or a bf16 output not in
+// a view.
 ExpressionPlan plan_expression(const HardwareConfig& config, const ExpressionSpec& spec,
                                std::uint64_t base = 0);
 
-// tensors: spec.tensors of rows x length fp32 values; constants: spec.constant_rows of length.
-// Grows the memory to the plan's size.
+// tensors: spec.tensors of rows x length fp32 values (those in views are not written and may
+// be empty); constants: spec.constant_rows of length. Grows the memory to the plan's size.
 void write_expression_inputs(const ExpressionPlan& plan, HostMemory& memory,
                              const std::vector<std::vector<num::fp32_t>>& tensors,
                              const std::vector<std::vector<num::fp32_t>>& constants);
-// The outputs, in spec.outputs' order.
+// The outputs not in views, in spec.outputs' order.
 std::vector<std::vector<num::fp32_t>> read_expression_outputs(const ExpressionPlan& plan,
                                                               const HostMemory& memory);
 
@@ -112,8 +146,9 @@ ExpressionRun execute_expression(const ExpressionPlan& plan, Backend& backend,
                                  const std::vector<std::vector<num::fp32_t>>& tensors,
                                  const std::vector<std::vector<num::fp32_t>>& constants);
 
-// The bits the plan's program gives, computed on the host value by value from the contract's
-// operations (N-VEC, N-ACT).
+// The bits the plan's program gives, every output's (those in views too: fp32, or bf16 rounded
+// by N-OUT and widened), computed on the host value by value from the contract's operations
+// (N-VEC, N-ACT); tensors in views given their values.
 std::vector<std::vector<num::fp32_t>> reference_expression(
     const ExpressionSpec& spec, const std::vector<std::vector<num::fp32_t>>& tensors,
     const std::vector<std::vector<num::fp32_t>>& constants);
