@@ -185,19 +185,14 @@ ExpressionValue ExpressionBuilder::row(std::vector<num::fp32_t> values) {
 }
 
 ExpressionValue ExpressionBuilder::op(isa::VectorOp op, ExpressionValue a, ExpressionValue b) {
-  ExpressionStep step;
-  step.op = op;
-  step.a = a;
-  step.b = b;
-  spec_.steps.push_back(step);
-  return {Kind::Step, static_cast<std::uint32_t>(spec_.steps.size() - 1)};
+  return step({op, isa::Func::None, 0, a, b});
 }
 
 ExpressionValue ExpressionBuilder::func(isa::Func func, ExpressionValue a, num::bf16_t alpha) {
-  ExpressionStep step;
-  step.func = func;
-  step.alpha = alpha;
-  step.a = a;
+  return step({std::nullopt, func, alpha, a, {}});
+}
+
+ExpressionValue ExpressionBuilder::step(const ExpressionStep& step) {
   spec_.steps.push_back(step);
   return {Kind::Step, static_cast<std::uint32_t>(spec_.steps.size() - 1)};
 }

@@ -366,7 +366,6 @@ class StateOnCore {
   }
 
   const GemmPlan& plan() const { return product_.plan(); }
-  std::uint64_t base() const { return base_; }  // where the step's expression may go
   std::uint32_t row_pitch() const {
     return static_cast<std::uint32_t>(rec_.hidden * sizeof(float));
   }
@@ -389,33 +388,35 @@ class StateOnCore {
   // The recurrent product's A, as the step writes it for the next: bf16 rows.
   ExpressionView a() const { return {plan().a_addr, static_cast<std::uint32_t>(plan().k_pad * 2)}; }
 
-  // Writes the state's rows (batch x hidden) and the product's A (the hidden state in bf16).
-  void write_state(const std::vector<float>& values) {
-    write_floats(context_.accelerator->memory(), state_addr_, values.data(), values.size());
-    count_host_bytes(values.size() * sizeof(float));
-  }
-  void write_a(const std::vector<float>& hidden) {
-    HostMemory& memory = context_.accelerator->memory();
-    const num::MatrixBf16 rows = nn::bf16_matrix(hidden.data(), rec_.batch, rec_.hidden);
-    for (std::size_t b = 0; b < rec_.batch; ++b) {
-      memory.write(a().addr + b * a().pitch, &rows.at(b, 0), rec_.hidden * sizeof(num::bf16_t));
+  // A step's gates at time t on `e`, over this direction's views: the new hidden state (written
+  // as the step's output rows and as the next product's A) and the state kept (written over the
+  // old).
+  using Cell = std::function<std::pair<Value, Value>(CellExpression& e, std::size_t t)>;
+
+  // Runs direction d's steps, each the recurrent product and then `cell`'s gates, from the
+  // initial `state` and `hidden` state. False where the core cannot take the gates (nothing run).
+  bool run_steps(std::size_t d, const Cell& cell, const std::vector<float>& state,
+                 const std::vector<float>& hidden) {
+    const auto gates = [&](std::size_t t) {
+      CellExpression e(rec_.batch, rec_.hidden);
+      const auto [h, kept] = cell(e, t);
+      e.builder().output_to(h, y(t));
+      e.builder().output_to(h, a(), true);
+      e.builder().output_to(kept, this->state());
+      return e.builder();
+    };
+    if (!plans(gates(0))) return false;
+    write_state(state);
+    write_a(hidden);
+    for (std::size_t s = 0; s < rec_.steps; ++s) {
+      product_.run();
+      if (!expression_on_core(context_, gates(rec_.reversed(d) ? rec_.steps - 1 - s : s), base_)) {
+        throw std::logic_error("a step's gates refused on the core where the first were planned");
+      }
     }
-    count_host_bytes(rows.data.size() * sizeof(num::bf16_t));
+    return true;
   }
-  void run_product() { product_.run(); }
-  // Runs a step's expression; false where the core refuses it.
-  bool run(const ExpressionBuilder& e) {
-    return expression_on_core(context_, e, base_).has_value();
-  }
-  // Whether the core takes `e` where run() would put it.
-  bool plans(const ExpressionBuilder& e) const {
-    try {
-      plan_expression(context_.accelerator->config(), e.spec(), base_);
-      return true;
-    } catch (const std::invalid_argument&) {
-      return false;
-    }
-  }
+
   std::vector<float> read_state() { return read(state_addr_, rec_.batch * rec_.hidden); }
   // The output's rows into direction d of Y; returns the last step's (the final hidden state).
   std::vector<float> read_y_into(Tensor& y, std::size_t d) {
@@ -432,6 +433,28 @@ class StateOnCore {
   }
 
  private:
+  // Writes the state's rows (batch x hidden) and the product's A (the hidden state in bf16).
+  void write_state(const std::vector<float>& values) {
+    write_floats(context_.accelerator->memory(), state_addr_, values.data(), values.size());
+    count_host_bytes(values.size() * sizeof(float));
+  }
+  void write_a(const std::vector<float>& hidden) {
+    HostMemory& memory = context_.accelerator->memory();
+    const num::MatrixBf16 rows = nn::bf16_matrix(hidden.data(), rec_.batch, rec_.hidden);
+    for (std::size_t b = 0; b < rec_.batch; ++b) {
+      memory.write(a().addr + b * a().pitch, &rows.at(b, 0), rec_.hidden * sizeof(num::bf16_t));
+    }
+    count_host_bytes(rows.data.size() * sizeof(num::bf16_t));
+  }
+  // Whether the core takes `e` where run_steps() puts it.
+  bool plans(const ExpressionBuilder& e) const {
+    try {
+      plan_expression(context_.accelerator->config(), e.spec(), base_);
+      return true;
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+  }
   std::vector<float> read(std::uint64_t addr, std::size_t count) {
     std::vector<float> values(count);
     context_.accelerator->memory().read(addr, values.data(), count * sizeof(float));
@@ -462,26 +485,12 @@ bool lstm_direction_on_core(Context& context, const Recurrence& rec, std::size_t
                             std::vector<float>& state_h, std::vector<float>& state_c, Tensor& y) {
   if (!StateOnCore::possible(context, rec)) return false;
   StateOnCore core(context, rec, r, weight, xw);
-  const auto step = [&](std::size_t t) {
-    CellExpression e(rec.batch, rec.hidden);
-    const auto [h, c] = lstm_cell(
+  const auto cell = [&](CellExpression& e, std::size_t t) {
+    return lstm_cell(
         e, rec, d, [&](std::size_t k) { return e.view(core.xw(t, k)); },
         [&](std::size_t k) { return e.view(core.hr(k)); }, e.view(core.state()), bias.data(), p);
-    e.builder().output_to(h, core.y(t));
-    e.builder().output_to(h, core.a(), true);
-    e.builder().output_to(c, core.state());
-    return e;
   };
-  if (!core.plans(step(0).builder())) return false;
-  core.write_state(state_c);
-  core.write_a(state_h);
-  for (std::size_t s = 0; s < rec.steps; ++s) {
-    const std::size_t t = rec.reversed(d) ? rec.steps - 1 - s : s;
-    core.run_product();
-    if (!core.run(step(t).builder())) {
-      throw std::logic_error("a step's gates refused on the core where the first were planned");
-    }
-  }
+  if (!core.run_steps(d, cell, state_c, state_h)) return false;
   state_h = core.read_y_into(y, d);
   state_c = core.read_state();
   return true;
@@ -591,30 +600,17 @@ bool gru_direction_on_core(Context& context, const Recurrence& rec, std::size_t 
                            std::vector<float>& state, Tensor& y) {
   if (!linear_before_reset || !StateOnCore::possible(context, rec)) return false;
   StateOnCore core(context, rec, r, weight, xw);
-  const auto step = [&](std::size_t t) {
-    CellExpression e(rec.batch, rec.hidden);
+  const auto cell = [&](CellExpression& e, std::size_t t) {
     const GateOperand input = [&](std::size_t k) { return e.view(core.xw(t, k)); };
     const GateOperand recurrent = [&](std::size_t k) { return e.view(core.hr(k)); };
-    const Value h_prev = e.view(core.state());
     const Value z = gru_gate(e, rec, d, 0, input, recurrent, wb, rb);
     const Value reset = gru_gate(e, rec, d, 1, input, recurrent, wb, rb);
     const Value h =
-        gru_new_state(e, rec, d, z, h_prev, gru_reset_recurrent(e, rec, reset, recurrent, rb),
-                      false, input, wb, rb);
-    e.builder().output_to(h, core.y(t));
-    e.builder().output_to(h, core.a(), true);
-    e.builder().output_to(h, core.state());
-    return e;
+        gru_new_state(e, rec, d, z, e.view(core.state()),
+                      gru_reset_recurrent(e, rec, reset, recurrent, rb), false, input, wb, rb);
+    return std::pair{h, h};
   };
-  if (!core.plans(step(0).builder())) return false;
-  core.write_state(state);
-  core.write_a(state);
-  for (std::size_t s = 0; s < rec.steps; ++s) {
-    core.run_product();
-    if (!core.run(step(rec.reversed(d) ? rec.steps - 1 - s : s).builder())) {
-      throw std::logic_error("a step's gates refused on the core where the first were planned");
-    }
-  }
+  if (!core.run_steps(d, cell, state, state)) return false;
   core.read_y_into(y, d);
   state = core.read_state();
   return true;

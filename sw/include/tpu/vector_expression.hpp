@@ -95,6 +95,8 @@ class ExpressionBuilder {
   const std::vector<std::vector<num::fp32_t>>& constants() const { return constants_; }
 
  private:
+  ExpressionValue step(const ExpressionStep& step);
+
   ExpressionSpec spec_;
   std::vector<std::vector<num::fp32_t>> tensors_, constants_;
 };

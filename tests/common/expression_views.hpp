@@ -1,0 +1,42 @@
+// The rows an expression (tpu/vector_expression.hpp) wrote into a view of the core's memory, as
+// its tests read them back: the values of each row, and whether the bytes after each row, up to
+// the next, still hold what was there before.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tpu/host_memory.hpp"
+#include "tpu/numerics/float.hpp"
+#include "tpu/vector_expression.hpp"
+
+namespace tpu::test {
+
+struct ViewRows {
+  std::vector<num::fp32_t> values;  // bf16 rows widened
+  bool gaps_kept = true;            // every byte between the rows still `filler`
+};
+
+inline ViewRows read_view(const HostMemory& memory, const ExpressionView& view, std::uint64_t rows,
+                          std::uint32_t length, bool bf16, std::uint8_t filler) {
+  ViewRows out;
+  const std::uint32_t row_bytes = length * (bf16 ? 2 : 4);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    const std::uint64_t at = view.addr + r * view.pitch;
+    if (bf16) {
+      for (const num::bf16_t v : memory.read_array<num::bf16_t>(at, length)) {
+        out.values.push_back(num::fp32_t{v} << 16);
+      }
+    } else {
+      const std::vector<num::fp32_t> values = memory.read_array<num::fp32_t>(at, length);
+      out.values.insert(out.values.end(), values.begin(), values.end());
+    }
+    for (const std::uint8_t byte :
+         memory.read_array<std::uint8_t>(at + row_bytes, view.pitch - row_bytes)) {
+      out.gaps_kept = out.gaps_kept && byte == filler;
+    }
+  }
+  return out;
+}
+
+}  // namespace tpu::test
