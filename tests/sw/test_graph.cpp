@@ -680,11 +680,11 @@ TEST(Graph, ASoftmaxRunsOnTheVectorUnit) {
 
 // An LSTM whose hidden state is whole rows of the array keeps its states on the core: per step
 // the recurrent product on the hidden state where the gates left it, the gates on the products
-// and the cell state where they lie (StateOnCore), the host writing the input's products and
-// the initial states and reading the outputs once a direction. The same bits as the gates' step
-// by step, each step's operands and results crossing the bus (hidden 8 on a core of 16 lanes a
-// row), in fewer of the host's bytes: both directions, peepholes, a clip, initial states; and a
-// GRU with linear_before_reset, in reverse.
+// and the cell state where they lie (StateOnCore), the steps one program, the host writing the
+// input's products and the initial states and reading the outputs once a direction. The same bits
+// as the gates' step by step, each step's operands and results crossing the bus (hidden 8 on a core
+// of 16 lanes a row), in fewer of the host's bytes: both directions, peepholes, a clip, initial
+// states; and a GRU with linear_before_reset, in reverse.
 TEST(Graph, RecurrentStatesStayOnTheCore) {
   constexpr std::int64_t kSteps = 5, kBatch = 3, kInputs = 6, kHidden = 8, kDirections = 2;
   const auto values = [](std::size_t count, float scale, int seed) {
@@ -734,8 +734,10 @@ TEST(Graph, RecurrentStatesStayOnTheCore) {
   EXPECT_TRUE(kept[0].on_accelerator);
   EXPECT_FALSE(kept[0].host_arithmetic);
   EXPECT_FALSE(crossing[0].host_arithmetic);
-  // Each step's program pair, the product and the gates, either way; the same MACs.
-  EXPECT_EQ(kept[0].programs, crossing[0].programs);
+  // A direction's input products, then its steps (each the product and the gates) as one
+  // program, against a program each; the same MACs.
+  EXPECT_EQ(kept[0].programs, 2u * kDirections);
+  EXPECT_EQ(crossing[0].programs, kDirections * (1u + 2u * kSteps));
   EXPECT_EQ(kept[0].macs, crossing[0].macs);
   std::cout << "[ bytes    ] LSTM host bytes: states on the core " << kept[0].host_bytes
             << ", step by step " << crossing[0].host_bytes << '\n';

@@ -180,15 +180,44 @@ class ResidentProduct {
   // The first host byte above the product's memory and what the session keeps there: from where
   // the caller may keep rows of its own.
   std::uint64_t top() const;
-  // Runs the product on A as it lies; the figures count neither A nor the result.
-  void run();
 
  private:
+  friend class JoinedProgram;
+  // Takes the product's turn (a compiled model's next GEMM), counts it in the node's figures
+  // (neither A nor the result crossing the bus) and gives its program without HALT, to run with
+  // others.
+  std::vector<isa::Instruction> join();
+
   Context& context_;
   GemmPlan plan_;  // input_resident: A is not written
   std::uint64_t weights_written_ = 0;
   num::MatrixBf16 a_shape_;  // zeros of A's shape, for the plan's checks (not written)
   num::MatrixBf16 b_;        // B in bf16 where its weights are not resident
+};
+
+// Programs run as one (a recurrent direction's steps, each its product and its gates): their
+// instructions one after the other, the HALTs between taken out; the core's hazard tracking
+// orders what each reads after what the one before wrote. Each part is counted in the node's
+// figures as it would run alone (its cycle estimate, its MACs), the joined program as one
+// program run (its bytes, the backend's counters).
+class JoinedProgram {
+ public:
+  explicit JoinedProgram(Context& context) : context_(context) {}
+  void add(ResidentProduct& product);
+  // The program of the expression `e`, planned above `above` (as expression_on_core plans it),
+  // every output in a view; its constant rows and the tensors not in views written now (the
+  // constant rows not again where the last part wrote the same rows at the same place). False
+  // where the core cannot take it (nothing added).
+  bool add(const ExpressionBuilder& e, std::uint64_t above);
+  // Writes the joined program above every part's memory, runs it and counts it.
+  void run();
+
+ private:
+  Context& context_;
+  std::vector<isa::Instruction> program_;
+  std::uint64_t top_ = 0;  // above every part's memory
+  std::uint32_t constants_addr_ = 0;
+  std::vector<std::vector<num::fp32_t>> constants_;  // the constant rows last written there
 };
 
 // Softmax of `rows` rows of `length` values each, in place, on the accelerator where it has a

@@ -482,6 +482,17 @@ bool recording_vector_node(Context& context) {
 
 // The figures of a vector-unit program's run: the bytes the host wrote and read, the cycle
 // model's estimate and the backend's counters.
+// The cycle model's estimate of a vector-unit program, and of its vector unit's busy cycles.
+void count_vector_estimate(OpRun& figures, const HardwareConfig& config,
+                           const std::vector<isa::Instruction>& program) {
+  figures.estimated_cycles += estimate_vector_program_cycles(config, program);
+  for (const isa::Instruction& in : program) {
+    if (in.opcode() == isa::Opcode::Eltwise) {
+      figures.estimated_vector_cycles += eltwise_cycles(config, in);
+    }
+  }
+}
+
 void record_vector_run(Context& context, const HardwareConfig& config,
                        const std::vector<isa::Instruction>& program, std::uint64_t host_bytes,
                        const RunResult& result) {
@@ -491,14 +502,7 @@ void record_vector_run(Context& context, const HardwareConfig& config,
   figures.on_accelerator = true;
   figures.programs += 1;
   figures.host_bytes += host_bytes;
-  if (context.estimates) {
-    figures.estimated_cycles += estimate_vector_program_cycles(config, program);
-    for (const isa::Instruction& in : program) {
-      if (in.opcode() == isa::Opcode::Eltwise) {
-        figures.estimated_vector_cycles += eltwise_cycles(config, in);
-      }
-    }
-  }
+  if (context.estimates) count_vector_estimate(figures, config, program);
   if (result.counters) add_counted(figures, *result.counters, config);
 }
 
@@ -954,8 +958,7 @@ std::uint64_t ResidentProduct::top() const {
   return std::max<std::uint64_t>(vector_base(context_), plan_.memory_bytes);
 }
 
-void ResidentProduct::run() {
-  Backend& backend = *context_.accelerator;
+std::vector<isa::Instruction> ResidentProduct::join() {
   const GemmSpec& spec = plan_.spec;
   count_product(context_, spec.m, spec.k, spec.n, true);
   std::uint64_t weights_written = weights_written_;
@@ -968,11 +971,72 @@ void ResidentProduct::run() {
     }
     weights_written = schedule->first_run ? gemm.weight_bytes : 0;
   }
-  write_gemm_inputs(plan_, backend.memory(), a_shape_, b_, nullptr, nullptr);
+  // B where it is not resident; the program goes with the joined one, counted there.
+  write_gemm_inputs(plan_, context_.accelerator->memory(), a_shape_, b_, nullptr, nullptr);
+  GemmPlan counted = plan_;
+  counted.program_resident = true;
+  record_run(context_, counted, weights_written, RunResult{}, false, false);
+  return {plan_.program.begin(), plan_.program.end() - 1};
+}
+
+void JoinedProgram::add(ResidentProduct& product) {
+  const std::vector<isa::Instruction> part = product.join();
+  program_.insert(program_.end(), part.begin(), part.end());
+  top_ = std::max<std::uint64_t>(top_, product.plan().memory_bytes);
+}
+
+bool JoinedProgram::add(const ExpressionBuilder& e, std::uint64_t above) {
+  const HardwareConfig& config = context_.accelerator->config();
+  const ExpressionSpec& spec = e.spec();
+  if (std::any_of(spec.outputs.begin(), spec.outputs.end(),
+                  [](const ExpressionOutput& o) { return !o.view; })) {
+    throw std::logic_error("a joined program's expression with an output read back");
+  }
+  ExpressionPlan plan;
+  try {
+    plan = plan_expression(config, spec, std::max(vector_base(context_), above));
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  const bool same_rows = plan.constants_addr == constants_addr_ && e.constants() == constants_;
+  const std::uint64_t program_bytes = plan.program.size() * isa::kInstrBytes;
+  std::uint64_t written = plan.written_bytes() - program_bytes;
+  // The constant rows: tiles of 4 D bytes `row_stride` apart, a row's after the other's.
+  if (same_rows) written -= std::uint64_t{spec.constant_rows} * plan.tiles * plan.row_stride;
+  if (written > 0 || !same_rows) {
+    write_expression_inputs(plan, context_.accelerator->memory(), e.tensors(), e.constants());
+    constants_addr_ = plan.constants_addr;
+    constants_ = e.constants();
+  }
+  program_.insert(program_.end(), plan.program.begin(), plan.program.end() - 1);
+  top_ = std::max<std::uint64_t>(top_, plan.memory_bytes);
+  if (context_.run) {
+    OpRun& figures = *context_.run;
+    figures.on_accelerator = true;
+    figures.host_bytes += written;
+    if (context_.estimates) count_vector_estimate(figures, config, plan.program);
+  }
+  return true;
+}
+
+void JoinedProgram::run() {
+  Backend& backend = *context_.accelerator;
+  isa::ProgramBuilder halt(backend.config());
+  halt.halt();
+  program_.push_back(halt.instructions().front());
+  const std::uint64_t at = (top_ + 63) / 64 * 64;
+  const std::vector<std::uint8_t> encoded = isa::encode_program(program_);
+  HostMemory& memory = backend.memory();
+  if (memory.size() < at + encoded.size()) memory.resize(at + encoded.size());
+  memory.write_array(at, encoded);
   const RunResult result =
-      backend.run(plan_.prog_addr, static_cast<std::uint32_t>(plan_.program.size()));
+      backend.run(static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(program_.size()));
   require_halt(result);
-  record_run(context_, plan_, weights_written, result, true, false);
+  if (!context_.run) return;
+  OpRun& figures = *context_.run;
+  figures.programs += 1;
+  figures.host_bytes += encoded.size();
+  if (result.counters) add_counted(figures, *result.counters, backend.config());
 }
 
 namespace {

@@ -394,7 +394,8 @@ class StateOnCore {
   using Cell = std::function<std::pair<Value, Value>(CellExpression& e, std::size_t t)>;
 
   // Runs direction d's steps, each the recurrent product and then `cell`'s gates, from the
-  // initial `state` and `hidden` state. False where the core cannot take the gates (nothing run).
+  // initial `state` and `hidden` state, as one program. False where the core cannot take the
+  // gates (nothing run).
   bool run_steps(std::size_t d, const Cell& cell, const std::vector<float>& state,
                  const std::vector<float>& hidden) {
     const auto gates = [&](std::size_t t) {
@@ -408,12 +409,14 @@ class StateOnCore {
     if (!plans(gates(0))) return false;
     write_state(state);
     write_a(hidden);
+    JoinedProgram steps(context_);
     for (std::size_t s = 0; s < rec_.steps; ++s) {
-      product_.run();
-      if (!expression_on_core(context_, gates(rec_.reversed(d) ? rec_.steps - 1 - s : s), base_)) {
+      steps.add(product_);
+      if (!steps.add(gates(rec_.reversed(d) ? rec_.steps - 1 - s : s), base_)) {
         throw std::logic_error("a step's gates refused on the core where the first were planned");
       }
     }
+    steps.run();
     return true;
   }
 
