@@ -1036,7 +1036,10 @@ void JoinedProgram::run() {
   OpRun& figures = *context_.run;
   figures.programs += 1;
   figures.host_bytes += encoded.size();
-  if (result.counters) add_counted(figures, *result.counters, backend.config());
+  if (result.counters) {
+    add_counted(figures, *result.counters, backend.config());
+    figures.useful_macs += (*result.counters)[regs::kCntUsefulMacsIndex];  // its products'
+  }
 }
 
 namespace {
