@@ -43,9 +43,7 @@ void check_spec(const HardwareConfig& config, const ExpressionSpec& spec) {
   if (spec.rows == 0 || spec.length == 0) {
     throw std::invalid_argument("an expression over an empty tensor");
   }
-  if (spec.steps.empty() || spec.outputs.empty()) {
-    throw std::invalid_argument("an expression without steps or outputs");
-  }
+  if (spec.outputs.empty()) throw std::invalid_argument("an expression without outputs");
   for (std::size_t s = 0; s < spec.steps.size(); ++s) {
     const ExpressionStep& step = spec.steps[s];
     check_operand(spec, s, step.a, "its first operand");
@@ -76,9 +74,11 @@ void check_spec(const HardwareConfig& config, const ExpressionSpec& spec) {
     }
   }
   for (const ExpressionOutput& output : spec.outputs) {
-    if (output.step >= spec.steps.size()) {
+    const ExpressionValue& v = output.value;
+    if (v.kind == Kind::Row ||
+        v.index >= (v.kind == Kind::Tensor ? spec.tensors : spec.steps.size())) {
       throw std::invalid_argument(
-          fmt::format("the expression's output {} is no step", output.step));
+          fmt::format("the expression's output {} is neither a step nor a tensor", v.index));
     }
     if (output.bf16 && !output.view) {
       throw std::invalid_argument("an expression's bf16 output must be in a view");
@@ -130,7 +130,7 @@ Slots allocate_slots(const ExpressionSpec& spec) {
       last[full_index(spec, v)] = static_cast<std::int64_t>(s);
     }
   }
-  for (const ExpressionOutput& output : spec.outputs) last[spec.tensors + output.step] = end;
+  for (const ExpressionOutput& output : spec.outputs) last[full_index(spec, output.value)] = end;
   Slots slots;
   slots.of.assign(values, -1);
   std::vector<std::int64_t> free_slots;
@@ -204,18 +204,12 @@ ExpressionValue ExpressionBuilder::tensor_in(ExpressionView view, std::vector<nu
   return {Kind::Tensor, spec_.tensors++};
 }
 
-void ExpressionBuilder::output(ExpressionValue step) {
-  if (step.kind != Kind::Step) {
-    throw std::invalid_argument("an expression's output must be one of its steps");
-  }
-  spec_.outputs.push_back({step.index, std::nullopt, false});
+void ExpressionBuilder::output(ExpressionValue value) {
+  spec_.outputs.push_back({value, std::nullopt, false});
 }
 
-void ExpressionBuilder::output_to(ExpressionValue step, ExpressionView view, bool bf16) {
-  if (step.kind != Kind::Step) {
-    throw std::invalid_argument("an expression's output must be one of its steps");
-  }
-  spec_.outputs.push_back({step.index, view, bf16});
+void ExpressionBuilder::output_to(ExpressionValue value, ExpressionView view, bool bf16) {
+  spec_.outputs.push_back({value, view, bf16});
 }
 
 std::uint64_t ExpressionPlan::written_bytes() const {
@@ -397,7 +391,7 @@ ExpressionPlan plan_expression(const HardwareConfig& config, const ExpressionSpe
     }
     for (std::size_t o = 0; o < spec.outputs.size(); ++o) {
       const ExpressionOutput& output = spec.outputs[o];
-      const std::uint32_t rows = slot_row(k, slots.of[spec.tensors + output.step]);
+      const std::uint32_t rows = slot_row(k, slots.of[full_index(spec, output.value)]);
       if (!output.view) {
         acc_rows::store(p, rows, block * tiles,
                         plan.output_addr[o] + layout.bytes(k * plan.block_rows), plan.row_stride);
@@ -510,7 +504,7 @@ std::vector<std::vector<num::fp32_t>> reference_expression(
                        : num::act_func(static_cast<unsigned>(step.func), value(step.a), step.alpha);
     }
     for (std::size_t o = 0; o < spec.outputs.size(); ++o) {
-      const num::fp32_t v = results[spec.outputs[o].step];
+      const num::fp32_t v = value(spec.outputs[o].value);
       out[o][n] = spec.outputs[o].bf16 ? num::bf16_to_fp32(num::fp32_to_bf16(v)) : v;
     }
   }

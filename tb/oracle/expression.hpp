@@ -39,7 +39,7 @@ inline std::vector<std::vector<fp32_t>> expression_values(
                   : num::act_func(static_cast<unsigned>(step.func), value(step.a), step.alpha));
     }
     for (std::size_t o = 0; o < spec.outputs.size(); ++o) {
-      const fp32_t v = steps[spec.outputs[o].step];
+      const fp32_t v = value(spec.outputs[o].value);
       // A bf16 output: N-OUT by the oracle's conversion (Eigen's for normal values), widened.
       out[o].push_back(spec.outputs[o].bf16 ? fp32_t{fp32_to_bf16(v)} << 16 : v);
     }

@@ -776,6 +776,8 @@ TEST_P(CoreBasic, AnExpressionReadsAndWritesViews) {
     const ExpressionValue y = e.tensor(draw(rows * length));
     e.output_to(e.op(isa::VectorOp::Add, x, y), sum_view);
     e.output_to(e.func(isa::Func::Tanh, e.op(isa::VectorOp::Mul, x, y)), tanh_view, true);
+    const ExpressionView copy_view{0xE0000, length * 4};
+    e.output_to(x, copy_view);  // a copy from view to view
     if (config.vector_lanes == 0) {
       EXPECT_THROW(plan_expression(config, e.spec(), 0x100000), std::invalid_argument);
       return;
@@ -800,6 +802,7 @@ TEST_P(CoreBasic, AnExpressionReadsAndWritesViews) {
     EXPECT_EQ(tanhs.values, want[1]);
     EXPECT_TRUE(sums.gaps_kept);
     EXPECT_TRUE(tanhs.gaps_kept);
+    EXPECT_EQ(test::read_view(memory, copy_view, rows, length, false, 0x5A).values, x_values);
   }
 }
 

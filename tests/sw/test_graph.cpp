@@ -680,8 +680,9 @@ TEST(Graph, ASoftmaxRunsOnTheVectorUnit) {
 
 // An LSTM whose hidden state is whole rows of the array keeps its states on the core: per step
 // the recurrent product on the hidden state where the gates left it, the gates on the products
-// and the cell state where they lie (StateOnCore), the steps one program, the host writing the
-// input's products and the initial states and reading the outputs once a direction. The same bits
+// and the cell state where they lie (StateOnCore), the input product and the steps one
+// program, the host writing the inputs and the initial states and reading the outputs once a
+// direction. The same bits
 // as the gates' step by step, each step's operands and results crossing the bus (hidden 8 on a core
 // of 16 lanes a row), in fewer of the host's bytes: both directions, peepholes, a clip, initial
 // states; and a GRU with linear_before_reset, in reverse.
@@ -734,9 +735,9 @@ TEST(Graph, RecurrentStatesStayOnTheCore) {
   EXPECT_TRUE(kept[0].on_accelerator);
   EXPECT_FALSE(kept[0].host_arithmetic);
   EXPECT_FALSE(crossing[0].host_arithmetic);
-  // A direction's input products, then its steps (each the product and the gates) as one
+  // A direction's input products and its steps (each the product and the gates) as one
   // program, against a program each; the same MACs.
-  EXPECT_EQ(kept[0].programs, 2u * kDirections);
+  EXPECT_EQ(kept[0].programs, std::uint64_t{kDirections});
   EXPECT_EQ(crossing[0].programs, kDirections * (1u + 2u * kSteps));
   EXPECT_EQ(kept[0].macs, crossing[0].macs);
   std::cout << "[ bytes    ] LSTM host bytes: states on the core " << kept[0].host_bytes

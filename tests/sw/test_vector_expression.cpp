@@ -93,6 +93,8 @@ TEST(VectorExpression, ViewsAreReadAndWrittenWhereTheyLie) {
   e.output_to(e.op(isa::VectorOp::Mul, x, y), product_view);
   e.output_to(e.func(isa::Func::Tanh, x), tanh_view, true);
   e.output(e.op(isa::VectorOp::Add, x, y));
+  const ExpressionView copy_view{0x9000, 32};
+  e.output_to(x, copy_view);  // the tensor as it is, from one view into another
   const ExpressionPlan plan = plan_expression(config, e.spec(), 0xA000);
   EXPECT_LT(plan.block_rows, kRows);
   FunctionalModel model(config, 0);
@@ -119,6 +121,7 @@ TEST(VectorExpression, ViewsAreReadAndWrittenWhereTheyLie) {
   EXPECT_EQ(rounded.values, want[1]);
   EXPECT_TRUE(products.gaps_kept);
   EXPECT_TRUE(rounded.gaps_kept);
+  EXPECT_EQ(test::read_view(memory, copy_view, kRows, kLength, false, 0xA5).values, x_values);
   EXPECT_EQ(model.uninitialized_reads(), 0u);
   // The host writes y and the program, and reads one output.
   EXPECT_EQ(plan.written_bytes(), kRows * 2 * 16 + plan.program.size() * isa::kInstrBytes);
@@ -161,7 +164,8 @@ TEST(VectorExpression, RefusesWhatItCannotRun) {
   };
   refused([](ExpressionSpec& s) { s.rows = 0; });
   refused([](ExpressionSpec& s) { s.outputs.clear(); });
-  refused([](ExpressionSpec& s) { s.outputs = {{1, std::nullopt, false}}; });  // no step 1
+  refused([](ExpressionSpec& s) { s.outputs[0].value.index = 1; });       // no step 1
+  refused([](ExpressionSpec& s) { s.outputs[0].value = s.steps[0].b; });  // a row
   refused([](ExpressionSpec& s) { s.outputs[0].bf16 = true; });  // bf16, not in a view
   refused([](ExpressionSpec& s) { s.tensor_views = {ExpressionView{0x1004, 16}}; });  // unaligned
   refused([](ExpressionSpec& s) { s.tensor_views = {ExpressionView{0x1000, 8}}; });  // rows overlap

@@ -174,9 +174,15 @@ std::vector<float> product(Context& context, const float* a, const ProductB<floa
 class ResidentProduct {
  public:
   static bool possible(const Context& context, std::size_t k);
+  // `ahead`: the products the caller takes before this one's first turn (a compiled model's
+  // GEMMs of them come first in its schedule).
   ResidentProduct(Context& context, const float* b, std::size_t m, std::size_t k, std::size_t n,
-                  WeightOf weight);
+                  WeightOf weight, std::size_t ahead = 0);
   const GemmPlan& plan() const { return plan_; }
+  bool weights_resident() const { return plan_.weights_resident; }
+  // Plans its operands again above the session's weights (not a compiled model's: its plans are
+  // fixed), where products planned after it placed weights of their own.
+  void plan_above_weights();
   // The first host byte above the product's memory and what the session keeps there: from where
   // the caller may keep rows of its own.
   std::uint64_t top() const;
@@ -184,9 +190,9 @@ class ResidentProduct {
  private:
   friend class JoinedProgram;
   // Takes the product's turn (a compiled model's next GEMM), counts it in the node's figures
-  // (neither A nor the result crossing the bus) and gives its program without HALT, to run with
-  // others.
-  std::vector<isa::Instruction> join();
+  // (the result not crossing the bus, nor A unless `a` is given: then the host writes it) and
+  // gives its program without HALT, to run with others.
+  std::vector<isa::Instruction> join(const num::MatrixBf16* a = nullptr);
 
   Context& context_;
   GemmPlan plan_;  // input_resident: A is not written
@@ -203,11 +209,12 @@ class ResidentProduct {
 class JoinedProgram {
  public:
   explicit JoinedProgram(Context& context) : context_(context) {}
-  void add(ResidentProduct& product);
+  // The product's program next, its A written by the host where `a` is given.
+  void add(ResidentProduct& product, const num::MatrixBf16* a = nullptr);
   // The program of the expression `e`, planned above `above` (as expression_on_core plans it),
-  // every output in a view; its constant rows and the tensors not in views written now (the
-  // constant rows not again where the last part wrote the same rows at the same place). False
-  // where the core cannot take it (nothing added).
+  // every tensor and output in a view; its constant rows written now (not again where the part
+  // before wrote the same rows at the same place). False where the core cannot take it (nothing
+  // added).
   bool add(const ExpressionBuilder& e, std::uint64_t above);
   // Writes the joined program above every part's memory, runs it and counts it.
   void run();
@@ -216,7 +223,7 @@ class JoinedProgram {
   Context& context_;
   std::vector<isa::Instruction> program_;
   std::uint64_t top_ = 0;  // above every part's memory
-  std::uint32_t constants_addr_ = 0;
+  std::uint64_t constants_addr_ = 0, constants_end_ = 0;
   std::vector<std::vector<num::fp32_t>> constants_;  // the constant rows last written there
 };
 

@@ -931,7 +931,7 @@ bool ResidentProduct::possible(const Context& context, std::size_t k) {
 }
 
 ResidentProduct::ResidentProduct(Context& context, const float* b, std::size_t m, std::size_t k,
-                                 std::size_t n, WeightOf weight)
+                                 std::size_t n, WeightOf weight, std::size_t ahead)
     : context_(context), a_shape_(m, k) {
   if (!possible(context, k)) throw std::logic_error("a resident product where none can run");
   std::vector<num::fp32_t> no_bias;
@@ -940,11 +940,11 @@ ResidentProduct::ResidentProduct(Context& context, const float* b, std::size_t m
   spec.k = static_cast<std::uint32_t>(k);
   const GemmSchedule* schedule = context.schedule;
   if (schedule && schedule->compiled) {
-    // The next compiled GEMM, which run() takes (and checks) in turn.
-    if (schedule->next >= schedule->compiled->size()) {
+    // The compiled GEMM of its first turn, which join() takes (and checks) in turn.
+    if (schedule->next + ahead >= schedule->compiled->size()) {
       fail(*context.node, "runs more products than the compiled model has");
     }
-    plan_ = (*schedule->compiled)[schedule->next].plan;
+    plan_ = (*schedule->compiled)[schedule->next + ahead].plan;
   } else {
     MadeOnce<num::bf16_t> made([&] { return nn::bf16_matrix(b, k, n); });
     const GemmPlacement placement = place_weights(context, weight, k, made, weights_written_);
@@ -954,11 +954,20 @@ ResidentProduct::ResidentProduct(Context& context, const float* b, std::size_t m
   plan_.input_resident = true;
 }
 
+void ResidentProduct::plan_above_weights() {
+  if (!context_.weights || (context_.schedule && context_.schedule->compiled)) return;
+  GemmPlacement placement;
+  placement.base = context_.weights->top();
+  if (plan_.weights_resident) placement.weights_addr = plan_.b_addr;
+  plan_ = plan_gemm(context_.accelerator->config(), plan_.spec, placement);
+  plan_.input_resident = true;
+}
+
 std::uint64_t ResidentProduct::top() const {
   return std::max<std::uint64_t>(vector_base(context_), plan_.memory_bytes);
 }
 
-std::vector<isa::Instruction> ResidentProduct::join() {
+std::vector<isa::Instruction> ResidentProduct::join(const num::MatrixBf16* a) {
   const GemmSpec& spec = plan_.spec;
   count_product(context_, spec.m, spec.k, spec.n, true);
   std::uint64_t weights_written = weights_written_;
@@ -971,16 +980,21 @@ std::vector<isa::Instruction> ResidentProduct::join() {
     }
     weights_written = schedule->first_run ? gemm.weight_bytes : 0;
   }
-  // B where it is not resident; the program goes with the joined one, counted there.
-  write_gemm_inputs(plan_, context_.accelerator->memory(), a_shape_, b_, nullptr, nullptr);
+  // A where given; not B (resident) nor the program (it goes with the joined one, counted
+  // there): written now, before the joined program runs, they could land on another part's
+  // operands.
+  if (!plan_.weights_resident) throw std::logic_error("a joined product without resident weights");
   GemmPlan counted = plan_;
+  counted.input_resident = a == nullptr;
   counted.program_resident = true;
+  write_gemm_inputs(counted, context_.accelerator->memory(), a ? *a : a_shape_, b_, nullptr,
+                    nullptr);
   record_run(context_, counted, weights_written, RunResult{}, false, false);
   return {plan_.program.begin(), plan_.program.end() - 1};
 }
 
-void JoinedProgram::add(ResidentProduct& product) {
-  const std::vector<isa::Instruction> part = product.join();
+void JoinedProgram::add(ResidentProduct& product, const num::MatrixBf16* a) {
+  const std::vector<isa::Instruction> part = product.join(a);
   program_.insert(program_.end(), part.begin(), part.end());
   top_ = std::max<std::uint64_t>(top_, product.plan().memory_bytes);
 }
@@ -988,9 +1002,12 @@ void JoinedProgram::add(ResidentProduct& product) {
 bool JoinedProgram::add(const ExpressionBuilder& e, std::uint64_t above) {
   const HardwareConfig& config = context_.accelerator->config();
   const ExpressionSpec& spec = e.spec();
-  if (std::any_of(spec.outputs.begin(), spec.outputs.end(),
-                  [](const ExpressionOutput& o) { return !o.view; })) {
-    throw std::logic_error("a joined program's expression with an output read back");
+  bool own_tensors = false;
+  for (std::uint32_t t = 0; t < spec.tensors; ++t) own_tensors = own_tensors || !spec.in_view(t);
+  if (own_tensors || std::any_of(spec.outputs.begin(), spec.outputs.end(),
+                                 [](const ExpressionOutput& o) { return !o.view; })) {
+    // Their regions would be written before the joined program runs, or read back after it.
+    throw std::logic_error("a joined program's expression with tensors or outputs of its own");
   }
   ExpressionPlan plan;
   try {
@@ -998,23 +1015,27 @@ bool JoinedProgram::add(const ExpressionBuilder& e, std::uint64_t above) {
   } catch (const std::invalid_argument&) {
     return false;
   }
-  const bool same_rows = plan.constants_addr == constants_addr_ && e.constants() == constants_;
-  const std::uint64_t program_bytes = plan.program.size() * isa::kInstrBytes;
-  std::uint64_t written = plan.written_bytes() - program_bytes;
-  // The constant rows: tiles of 4 D bytes `row_stride` apart, a row's after the other's.
-  if (same_rows) written -= std::uint64_t{spec.constant_rows} * plan.tiles * plan.row_stride;
-  if (written > 0 || !same_rows) {
+  // The constant rows (the tensors are views): written unless the part before wrote the same
+  // rows there. Rows of another part before it at the same place would be overwritten before
+  // the program runs.
+  const std::uint64_t written = std::uint64_t{spec.constant_rows} * plan.tiles * plan.row_stride;
+  if (written > 0 && (plan.constants_addr != constants_addr_ || e.constants() != constants_)) {
+    // What write_expression_inputs writes: from the constant rows to the end of its program.
+    if (!constants_.empty() && plan.constants_addr < constants_end_ &&
+        constants_addr_ < plan.memory_bytes) {
+      throw std::logic_error("a joined program's parts with other constant rows in one place");
+    }
     write_expression_inputs(plan, context_.accelerator->memory(), e.tensors(), e.constants());
     constants_addr_ = plan.constants_addr;
+    constants_end_ = plan.constants_addr + written;
     constants_ = e.constants();
+    if (context_.run) context_.run->host_bytes += written;
   }
   program_.insert(program_.end(), plan.program.begin(), plan.program.end() - 1);
   top_ = std::max<std::uint64_t>(top_, plan.memory_bytes);
   if (context_.run) {
-    OpRun& figures = *context_.run;
-    figures.on_accelerator = true;
-    figures.host_bytes += written;
-    if (context_.estimates) count_vector_estimate(figures, config, plan.program);
+    context_.run->on_accelerator = true;
+    if (context_.estimates) count_vector_estimate(*context_.run, config, plan.program);
   }
   return true;
 }

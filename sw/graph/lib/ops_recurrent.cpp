@@ -337,32 +337,39 @@ void write_floats(HostMemory& memory, std::uint64_t addr, const float* values, s
 }
 
 // What a direction with its state on the core (lstm_direction_on_core, gru_direction_on_core)
-// shares: the recurrent product, the rows of the input's products for every step (`xw`, written
-// once), the output's rows (read once) and the state's rows, above the product's memory; the
+// shares: the input's product for every step and the recurrent product, the rows of the
+// input's products (copied out of the product's memory, where the recurrent product's operands
+// may go), the output's rows (read once) and the state's rows, above the products' memory; the
 // host's writes and reads counted in the node's figures.
 class StateOnCore {
  public:
   // Whether a direction of `rec` can keep its state on the core: its gate functions there, a
-  // vector unit, rows of whole tiles, the recurrent product one GEMM.
+  // vector unit, rows of whole tiles, each product one GEMM.
   static bool possible(const Context& context, const Recurrence& rec) {
     return rec.functions_on_core && ResidentProduct::possible(context, rec.hidden) &&
+           ResidentProduct::possible(context, rec.inputs) &&
            context.accelerator->config().vector_lanes > 0 &&
            rec.hidden % context.accelerator->config().dim == 0;
   }
 
-  StateOnCore(Context& context, const Recurrence& rec, const std::vector<float>& r, WeightOf weight,
-              const std::vector<float>& xw)
+  // Direction d's products: of the inputs `x` (steps x batch rows of rec.inputs) and the input
+  // weights `w` (W's transpose), then of the hidden state and `r` (R's transpose).
+  StateOnCore(Context& context, const Recurrence& rec, const float* x, const std::vector<float>& w,
+              WeightOf input_weight, const std::vector<float>& r, WeightOf weight)
       : context_(context),
         rec_(rec),
-        product_(context, r.data(), rec.batch, rec.hidden, rec.gates * rec.hidden, weight) {
-    Regions regions{product_.top()};
-    xw_addr_ = regions.take(xw.size() * sizeof(float));
+        x_(x),
+        input_product_(context, w.data(), rec.steps * rec.batch, rec.inputs, rec.gates * rec.hidden,
+                       input_weight),
+        product_(context, r.data(), rec.batch, rec.hidden, rec.gates * rec.hidden, weight, 1) {
+    // The recurrent product's weights were placed after the input product was planned.
+    input_product_.plan_above_weights();
+    Regions regions{std::max(input_product_.top(), product_.top())};
+    xw_addr_ = regions.take(rec.steps * rec.batch * rec.gates * rec.hidden * sizeof(float));
     state_addr_ = regions.take(row_pitch() * rec.batch);
+    hidden_addr_ = regions.take(row_pitch() * rec.batch);
     y_addr_ = regions.take(rec.steps * rec.batch * row_pitch());
     base_ = regions.next;
-    HostMemory& memory = context.accelerator->memory();
-    write_floats(memory, xw_addr_, xw.data(), xw.size());
-    count_host_bytes(xw.size() * sizeof(float));
   }
 
   const GemmPlan& plan() const { return product_.plan(); }
@@ -406,10 +413,20 @@ class StateOnCore {
       e.builder().output_to(kept, this->state());
       return e.builder();
     };
-    if (!plans(gates(0))) return false;
-    write_state(state);
-    write_a(hidden);
+    if (!input_product_.weights_resident() || !product_.weights_resident() || !plans(copy()) ||
+        !plans(initial_a()) || !plans(gates(0))) {
+      return false;
+    }
+    write_rows(state_addr_, state);
+    write_rows(hidden_addr_, hidden);
     JoinedProgram steps(context_);
+    // The input's products, then their copy where the steps read them, then the initial hidden
+    // state as the recurrent product's A (where the input product's operands may have been).
+    const num::MatrixBf16 a = nn::bf16_matrix(x_, rec_.steps * rec_.batch, rec_.inputs);
+    steps.add(input_product_, &a);
+    if (!steps.add(copy(), base_) || !steps.add(initial_a(), base_)) {
+      throw std::logic_error("a copy refused on the core where it was planned");
+    }
     for (std::size_t s = 0; s < rec_.steps; ++s) {
       steps.add(product_);
       if (!steps.add(gates(rec_.reversed(d) ? rec_.steps - 1 - s : s), base_)) {
@@ -436,18 +453,25 @@ class StateOnCore {
   }
 
  private:
-  // Writes the state's rows (batch x hidden) and the product's A (the hidden state in bf16).
-  void write_state(const std::vector<float>& values) {
-    write_floats(context_.accelerator->memory(), state_addr_, values.data(), values.size());
-    count_host_bytes(values.size() * sizeof(float));
+  // The input's products from the input product's result to the rows the steps read.
+  ExpressionBuilder copy() const {
+    const std::size_t gh = rec_.gates * rec_.hidden;
+    const GemmPlan& input = input_product_.plan();
+    ExpressionBuilder e(rec_.steps * rec_.batch, static_cast<std::uint32_t>(gh));
+    e.output_to(e.tensor_in({input.out_addr, input.n_pad * 4}),
+                {xw_addr_, static_cast<std::uint32_t>(gh * 4)});
+    return e;
   }
-  void write_a(const std::vector<float>& hidden) {
-    HostMemory& memory = context_.accelerator->memory();
-    const num::MatrixBf16 rows = nn::bf16_matrix(hidden.data(), rec_.batch, rec_.hidden);
-    for (std::size_t b = 0; b < rec_.batch; ++b) {
-      memory.write(a().addr + b * a().pitch, &rows.at(b, 0), rec_.hidden * sizeof(num::bf16_t));
-    }
-    count_host_bytes(rows.data.size() * sizeof(num::bf16_t));
+  // The initial hidden state from its rows to the recurrent product's A, in bf16.
+  ExpressionBuilder initial_a() const {
+    ExpressionBuilder e(rec_.batch, static_cast<std::uint32_t>(rec_.hidden));
+    e.output_to(e.tensor_in({hidden_addr_, row_pitch()}), a(), true);
+    return e;
+  }
+  // Writes a state's rows (batch x hidden) at `addr`.
+  void write_rows(std::uint32_t addr, const std::vector<float>& values) {
+    write_floats(context_.accelerator->memory(), addr, values.data(), values.size());
+    count_host_bytes(values.size() * sizeof(float));
   }
   // Whether the core takes `e` where run_steps() puts it.
   bool plans(const ExpressionBuilder& e) const {
@@ -470,24 +494,26 @@ class StateOnCore {
 
   Context& context_;
   const Recurrence& rec_;
-  ResidentProduct product_;
-  std::uint32_t xw_addr_ = 0, state_addr_ = 0, y_addr_ = 0;
+  const float* x_;
+  ResidentProduct input_product_, product_;
+  std::uint32_t xw_addr_ = 0, state_addr_ = 0, hidden_addr_ = 0, y_addr_ = 0;
   std::uint64_t base_ = 0;
 };
 
-// An LSTM direction with its state on the core: per step the recurrent product on the hidden
-// state as the step before left it (bf16 rows where the product reads its A), then the gates,
-// which read the input's products, the recurrent ones and the cell state where they lie, and
-// write the new cell state over the old, the hidden state as the step's output rows and again
-// as the next product's A. The host writes the input's products and the initial states once and
-// reads the outputs and the last cell state once. False where it cannot (nothing run): the
-// caller runs the steps one by one.
-bool lstm_direction_on_core(Context& context, const Recurrence& rec, std::size_t d,
-                            const std::vector<float>& xw, const std::vector<float>& r,
-                            WeightOf weight, const std::vector<float>& bias, const float* p,
+// An LSTM direction with its state on the core, as one program (StateOnCore::run_steps): the
+// input's product of `x` for every step, then per step the recurrent product on the hidden state
+// as the step before left it (bf16 rows where the product reads its A) and the gates, which read
+// the input's products, the recurrent ones and the cell state where they lie, and write the new
+// cell state over the old, the hidden state as the step's output rows and again as the next
+// product's A. The host writes the inputs and the initial states and reads the outputs and the
+// last cell state. False where it cannot (nothing run): the caller runs the steps one by one.
+bool lstm_direction_on_core(Context& context, const Recurrence& rec, std::size_t d, const float* x,
+                            const std::vector<float>& w, WeightOf input_weight,
+                            const std::vector<float>& r, WeightOf weight,
+                            const std::vector<float>& bias, const float* p,
                             std::vector<float>& state_h, std::vector<float>& state_c, Tensor& y) {
   if (!StateOnCore::possible(context, rec)) return false;
-  StateOnCore core(context, rec, r, weight, xw);
+  StateOnCore core(context, rec, x, w, input_weight, r, weight);
   const auto cell = [&](CellExpression& e, std::size_t t) {
     return lstm_cell(
         e, rec, d, [&](std::size_t k) { return e.view(core.xw(t, k)); },
@@ -515,13 +541,15 @@ std::vector<Tensor> lstm(Context& context, const Node& node, const Inputs& in) {
     const std::vector<float> w = Recurrence::operand(need_float(node, in, 1), d, gh, rec.inputs);
     const std::vector<float> r = Recurrence::operand(need_float(node, in, 2), d, gh, h);
     const std::vector<float> bias = bias_of(node, in, rec, d, false, nullptr);
-    const std::vector<float> xw = product(context, rows.data(), w.data(), rec.steps * batch,
-                                         rec.inputs, gh, {in[1], d});
     std::vector<float> state_h = rec.initial(node, in, 5, d);
     std::vector<float> state_c = rec.initial(node, in, 6, d);
     const float* p = peepholes ? &peepholes->floats[d * 3 * h] : nullptr;  // i, o, f
-    const bool on_core =
-        lstm_direction_on_core(context, rec, d, xw, r, {in[2], d}, bias, p, state_h, state_c, y);
+    const bool on_core = lstm_direction_on_core(context, rec, d, rows.data(), w, {in[1], d}, r,
+                                                {in[2], d}, bias, p, state_h, state_c, y);
+    // Else the input's products for every step, then the steps one by one.
+    const std::vector<float> xw = on_core ? std::vector<float>()
+                                          : product(context, rows.data(), w.data(),
+                                                    rec.steps * batch, rec.inputs, gh, {in[1], d});
     for (std::size_t s = 0; s < (on_core ? 0 : rec.steps); ++s) {
       const std::size_t t = rec.reversed(d) ? rec.steps - 1 - s : s;
       const std::vector<float> hr =
@@ -597,12 +625,12 @@ Value gru_new_state(CellExpression& e, const Recurrence& rec, std::size_t d, Val
 // written over by them, as the step's output rows and as the next product's A. False where it
 // cannot (nothing run): the caller runs the steps one by one.
 bool gru_direction_on_core(Context& context, const Recurrence& rec, std::size_t d,
-                           bool linear_before_reset, const std::vector<float>& xw,
-                           const std::vector<float>& r, WeightOf weight,
+                           bool linear_before_reset, const float* x, const std::vector<float>& w,
+                           WeightOf input_weight, const std::vector<float>& r, WeightOf weight,
                            const std::vector<float>& wb, const std::vector<float>& rb,
                            std::vector<float>& state, Tensor& y) {
   if (!linear_before_reset || !StateOnCore::possible(context, rec)) return false;
-  StateOnCore core(context, rec, r, weight, xw);
+  StateOnCore core(context, rec, x, w, input_weight, r, weight);
   const auto cell = [&](CellExpression& e, std::size_t t) {
     const GateOperand input = [&](std::size_t k) { return e.view(core.xw(t, k)); };
     const GateOperand recurrent = [&](std::size_t k) { return e.view(core.hr(k)); };
@@ -738,8 +766,6 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
     const std::vector<float> r = Recurrence::operand(need_float(node, in, 2), d, gh, h);
     std::vector<float> rb;
     const std::vector<float> wb = bias_of(node, in, rec, d, true, &rb);
-    const std::vector<float> xw = product(context, rows.data(), w.data(), rec.steps * batch,
-                                         rec.inputs, gh, {in[1], d});
     // R's h rows alone, for the product with the reset state (linear_before_reset 0).
     std::vector<float> r_h(h * h);
     for (std::size_t k = 0; k < h; ++k) {
@@ -750,8 +776,12 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
                      {in[2], rec.directions + d});
     };
     std::vector<float> state = rec.initial(node, in, 5, d);
-    const bool on_core = gru_direction_on_core(context, rec, d, linear_before_reset, xw, r,
-                                               {in[2], d}, wb, rb, state, y);
+    const bool on_core = gru_direction_on_core(context, rec, d, linear_before_reset, rows.data(), w,
+                                               {in[1], d}, r, {in[2], d}, wb, rb, state, y);
+    // Else the input's products for every step, then the steps one by one.
+    const std::vector<float> xw = on_core ? std::vector<float>()
+                                          : product(context, rows.data(), w.data(),
+                                                    rec.steps * batch, rec.inputs, gh, {in[1], d});
     for (std::size_t s = 0; s < (on_core ? 0 : rec.steps); ++s) {
       const std::size_t t = rec.reversed(d) ? rec.steps - 1 - s : s;
       const std::vector<float> hr =

@@ -52,10 +52,10 @@ struct ExpressionStep {
   ExpressionValue a, b;
 };
 
-// A step's result written back: into the plan's own region (read back by the host), or into a
-// view (left in the core's memory), as fp32 or as bf16 rows.
+// A step's result, or a tensor as it is, written back: into the plan's own region (read back by
+// the host), or into a view (left in the core's memory), as fp32 or as bf16 rows.
 struct ExpressionOutput {
-  std::uint32_t step = 0;
+  ExpressionValue value;  // a step or a tensor
   std::optional<ExpressionView> view;
   bool bf16 = false;  // only in a view
 };
@@ -86,9 +86,10 @@ class ExpressionBuilder {
   ExpressionValue row(std::vector<num::fp32_t> values);  // length values
   ExpressionValue op(isa::VectorOp op, ExpressionValue a, ExpressionValue b);
   ExpressionValue func(isa::Func func, ExpressionValue a, num::bf16_t alpha = 0);
-  void output(ExpressionValue step);  // a step's result, read back
-  // A step's result written into a view of the core's memory, fp32 or bf16 rows.
-  void output_to(ExpressionValue step, ExpressionView view, bool bf16 = false);
+  void output(ExpressionValue value);  // a step's result or a tensor, read back
+  // A step's result or a tensor written into a view of the core's memory, fp32 or bf16 rows (a
+  // tensor's copy: from one view into another).
+  void output_to(ExpressionValue value, ExpressionView view, bool bf16 = false);
 
   const ExpressionSpec& spec() const { return spec_; }
   const std::vector<std::vector<num::fp32_t>>& tensors() const { return tensors_; }
@@ -124,10 +125,10 @@ struct ExpressionPlan {
 // Its host memory from `base` up (rounded up to 64 bytes). Throws std::invalid_argument with one
 // line for a core without a vector unit, a function the core lacks (or a slope for one other
 // than leaky), an operand that is not an earlier value, an operation of two constant rows, a
-// function of one, no output, an empty expression, more values at once than the accumulators
-// hold, tensors beyond the core's 32-bit host addresses, a view whose address or pitch is not
-// a multiple of the transfer's beat or whose rows are not whole tiles, or a bf16 output not in
-// a view.
+// function of one, no output (or a constant row as one), an empty expression, more values at once
+// than the accumulators hold, tensors beyond the core's 32-bit host addresses, a view whose address
+// or pitch is not a multiple of the transfer's beat or whose rows are not whole tiles, or a bf16
+// output not in a view.
 ExpressionPlan plan_expression(const HardwareConfig& config, const ExpressionSpec& spec,
                                std::uint64_t base = 0);
 
