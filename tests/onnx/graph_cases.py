@@ -386,8 +386,8 @@ def case_recurrent_gate_functions():
 
 def case_gru_forms():
     # GRU as PyTorch exports it (linear_before_reset 1), in reverse, with an initial state; and
-    # ONNX's default form (the reset applied before the product), bidirectional; and PyTorch's
-    # form with a hidden state of whole array rows (16), which keeps its state on the core.
+    # ONNX's default form (the reset applied before the product), bidirectional; and both forms
+    # with a hidden state of whole array rows (16), which keep their state on the core.
     m = Model(14)
     xs = m.input([7, 5])
     x = m.op("Transpose", xs, perm=[1, 0, 2])
@@ -404,6 +404,9 @@ def case_gru_forms():
     w, r, b = recurrent_weights(m, 3, 1, 5, 16)
     y3, _ = m.op("GRU", x, w, r, b, outputs=2, hidden_size=16, linear_before_reset=1)
     m.output(y3)
+    w, r, b = recurrent_weights(m, 3, 1, 5, 16)
+    y4, _ = m.op("GRU", x, w, r, b, outputs=2, hidden_size=16)
+    m.output(y4)
     return m
 
 

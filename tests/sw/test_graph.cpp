@@ -769,6 +769,32 @@ TEST(Graph, RecurrentStatesStayOnTheCore) {
   std::cout << "[ bytes    ] GRU host bytes: states on the core " << kept[1].host_bytes
             << ", step by step " << crossing[1].host_bytes << '\n';
   EXPECT_LT(kept[1].host_bytes, crossing[1].host_bytes);
+
+  // ONNX's default GRU (the reset applied before its product), both directions: per step two
+  // programs' parts around the reset state's product, still one program a direction.
+  constant("gw2", {kDirections, 3 * kHidden, kInputs}, 0.5f, 12);
+  constant("gr2", {kDirections, 3 * kHidden, kHidden}, 0.5f, 13);
+  constant("gb2", {kDirections, 6 * kHidden}, 0.2f, 14);
+  Node reset_first = node("GRU", {"x", "gw2", "gr2", "gb2"}, {"y", "y_c"});
+  reset_first.attributes["hidden_size"] = Attribute::of_int(kHidden);
+  reset_first.attributes["direction"].kind = Attribute::Kind::String;
+  reset_first.attributes["direction"].s = "bidirectional";
+  g.nodes = {reset_first};
+  const std::vector<Tensor> reset_y = run(g, {x}, &on_core, &kept);
+  const std::vector<Tensor> reset_want = run(g, {x}, &step_by_step, &crossing);
+  for (std::size_t o = 0; o < reset_y.size(); ++o) {
+    ASSERT_EQ(reset_y[o].floats.size(), reset_want[o].floats.size());
+    EXPECT_EQ(std::memcmp(reset_y[o].floats.data(), reset_want[o].floats.data(),
+                          reset_y[o].floats.size() * 4),
+              0)
+        << "GRU (linear_before_reset 0) output " << o;
+  }
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[2].programs, std::uint64_t{kDirections});
+  EXPECT_EQ(kept[2].macs, crossing[2].macs);
+  std::cout << "[ bytes    ] GRU (reset first) host bytes: states on the core "
+            << kept[2].host_bytes << ", step by step " << crossing[2].host_bytes << '\n';
+  EXPECT_LT(kept[2].host_bytes, crossing[2].host_bytes);
 }
 
 // Elementwise operators on the vector unit (plan_elementwise): an Add of a bias along the last

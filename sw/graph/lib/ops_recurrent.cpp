@@ -353,22 +353,36 @@ class StateOnCore {
   }
 
   // Direction d's products: of the inputs `x` (steps x batch rows of rec.inputs) and the input
-  // weights `w` (W's transpose), then of the hidden state and `r` (R's transpose).
+  // weights `w` (W's transpose), then of the hidden state and `r` (R's transpose), and where
+  // `r_h` is given (a GRU without linear_before_reset) of the reset state and R's candidate rows
+  // (h x h), after each of the former.
   StateOnCore(Context& context, const Recurrence& rec, const float* x, const std::vector<float>& w,
-              WeightOf input_weight, const std::vector<float>& r, WeightOf weight)
+              WeightOf input_weight, const std::vector<float>& r, WeightOf weight,
+              const std::vector<float>* r_h = nullptr, WeightOf reset_weight = {})
       : context_(context),
         rec_(rec),
         x_(x),
         input_product_(context, w.data(), rec.steps * rec.batch, rec.inputs, rec.gates * rec.hidden,
                        input_weight),
         product_(context, r.data(), rec.batch, rec.hidden, rec.gates * rec.hidden, weight, 1) {
-    // The recurrent product's weights were placed after the input product was planned.
+    if (r_h) {
+      reset_product_.emplace(context, r_h->data(), rec.batch, rec.hidden, rec.hidden, reset_weight,
+                             2);
+      product_.plan_above_weights();
+    }
+    // The recurrent products' weights were placed after the input product was planned.
     input_product_.plan_above_weights();
-    Regions regions{std::max(input_product_.top(), product_.top())};
+    std::uint64_t top = std::max(input_product_.top(), product_.top());
+    if (reset_product_) top = std::max(top, reset_product_->top());
+    Regions regions{top};
     xw_addr_ = regions.take(rec.steps * rec.batch * rec.gates * rec.hidden * sizeof(float));
     state_addr_ = regions.take(row_pitch() * rec.batch);
     hidden_addr_ = regions.take(row_pitch() * rec.batch);
     y_addr_ = regions.take(rec.steps * rec.batch * row_pitch());
+    if (reset_product_) {
+      z_addr_ = regions.take(row_pitch() * rec.batch);
+      reset_state_addr_ = regions.take(row_pitch() * rec.batch);
+    }
     base_ = regions.next;
   }
 
@@ -394,17 +408,28 @@ class StateOnCore {
   }
   // The recurrent product's A, as the step writes it for the next: bf16 rows.
   ExpressionView a() const { return {plan().a_addr, static_cast<std::uint32_t>(plan().k_pad * 2)}; }
+  // A GRU step's z and reset state r h between its two programs, and the reset state's product.
+  ExpressionView z() const { return {z_addr_, row_pitch()}; }
+  ExpressionView reset_state() const { return {reset_state_addr_, row_pitch()}; }
+  ExpressionView reset_product() const {
+    const GemmPlan& p = reset_product_->plan();
+    return {p.out_addr, static_cast<std::uint32_t>(p.n_pad * 4)};
+  }
 
   // A step's gates at time t on `e`, over this direction's views: the new hidden state (written
   // as the step's output rows and as the next product's A) and the state kept (written over the
   // old).
   using Cell = std::function<std::pair<Value, Value>(CellExpression& e, std::size_t t)>;
+  // With a reset product: a step's program before it, on `e`, writing what `cell` reads after
+  // the reset state's product (the views z() and reset_state()).
+  using FirstPart = std::function<void(CellExpression& e, std::size_t t)>;
 
-  // Runs direction d's steps, each the recurrent product and then `cell`'s gates, from the
-  // initial `state` and `hidden` state, as one program. False where the core cannot take the
-  // gates (nothing run).
+  // Runs direction d's steps, each the recurrent product and then `cell`'s gates (with a reset
+  // product: `first`, the reset state's bf16 rows as that product's A, the product, then
+  // `cell`), from the initial `state` and `hidden` state, as one program. False where the core
+  // cannot take the gates (nothing run).
   bool run_steps(std::size_t d, const Cell& cell, const std::vector<float>& state,
-                 const std::vector<float>& hidden) {
+                 const std::vector<float>& hidden, const FirstPart& first = nullptr) {
     const auto gates = [&](std::size_t t) {
       CellExpression e(rec_.batch, rec_.hidden);
       const auto [h, kept] = cell(e, t);
@@ -413,8 +438,23 @@ class StateOnCore {
       e.builder().output_to(kept, this->state());
       return e.builder();
     };
-    if (!input_product_.weights_resident() || !product_.weights_resident() || !plans(copy()) ||
-        !plans(initial_a()) || !plans(gates(0))) {
+    const auto first_part = [&](std::size_t t) {
+      CellExpression e(rec_.batch, rec_.hidden);
+      first(e, t);
+      return e.builder();
+    };
+    const bool reset = reset_product_.has_value();
+    if (reset && (!reset_product_->weights_resident() || !plans(first_part(0), base_) ||
+                  !plans(reset_a(), base_))) {
+      return false;
+    }
+    // The first part's constant rows at base_, the gates' above its memory.
+    const std::uint64_t gates_base =
+        reset ? plan_expression(context_.accelerator->config(), first_part(0).spec(), base_)
+                    .memory_bytes
+              : base_;
+    if (!input_product_.weights_resident() || !product_.weights_resident() ||
+        !plans(copy(), base_) || !plans(initial_a(), base_) || !plans(gates(0), gates_base)) {
       return false;
     }
     write_rows(state_addr_, state);
@@ -428,8 +468,15 @@ class StateOnCore {
       throw std::logic_error("a copy refused on the core where it was planned");
     }
     for (std::size_t s = 0; s < rec_.steps; ++s) {
+      const std::size_t t = rec_.reversed(d) ? rec_.steps - 1 - s : s;
       steps.add(product_);
-      if (!steps.add(gates(rec_.reversed(d) ? rec_.steps - 1 - s : s), base_)) {
+      if (reset) {
+        if (!steps.add(first_part(t), base_) || !steps.add(reset_a(), base_)) {
+          throw std::logic_error("a step's gates refused on the core where the first were planned");
+        }
+        steps.add(*reset_product_);
+      }
+      if (!steps.add(gates(t), gates_base)) {
         throw std::logic_error("a step's gates refused on the core where the first were planned");
       }
     }
@@ -462,6 +509,15 @@ class StateOnCore {
                 {xw_addr_, static_cast<std::uint32_t>(gh * 4)});
     return e;
   }
+  // The reset state from its rows to the reset product's A, in bf16 (the rows apart from the
+  // first product's result, which the first part reads while it writes them).
+  ExpressionBuilder reset_a() const {
+    const GemmPlan& p = reset_product_->plan();
+    ExpressionBuilder e(rec_.batch, static_cast<std::uint32_t>(rec_.hidden));
+    e.output_to(e.tensor_in(reset_state()), {p.a_addr, static_cast<std::uint32_t>(p.k_pad * 2)},
+                true);
+    return e;
+  }
   // The initial hidden state from its rows to the recurrent product's A, in bf16.
   ExpressionBuilder initial_a() const {
     ExpressionBuilder e(rec_.batch, static_cast<std::uint32_t>(rec_.hidden));
@@ -473,10 +529,10 @@ class StateOnCore {
     write_floats(context_.accelerator->memory(), addr, values.data(), values.size());
     count_host_bytes(values.size() * sizeof(float));
   }
-  // Whether the core takes `e` where run_steps() puts it.
-  bool plans(const ExpressionBuilder& e) const {
+  // Whether the core takes `e` above `base`.
+  bool plans(const ExpressionBuilder& e, std::uint64_t base) const {
     try {
-      plan_expression(context_.accelerator->config(), e.spec(), base_);
+      plan_expression(context_.accelerator->config(), e.spec(), base);
       return true;
     } catch (const std::invalid_argument&) {
       return false;
@@ -496,7 +552,9 @@ class StateOnCore {
   const Recurrence& rec_;
   const float* x_;
   ResidentProduct input_product_, product_;
+  std::optional<ResidentProduct> reset_product_;
   std::uint32_t xw_addr_ = 0, state_addr_ = 0, hidden_addr_ = 0, y_addr_ = 0;
+  std::uint32_t z_addr_ = 0, reset_state_addr_ = 0;  // with a reset product
   std::uint64_t base_ = 0;
 };
 
@@ -627,21 +685,47 @@ Value gru_new_state(CellExpression& e, const Recurrence& rec, std::size_t d, Val
 bool gru_direction_on_core(Context& context, const Recurrence& rec, std::size_t d,
                            bool linear_before_reset, const float* x, const std::vector<float>& w,
                            WeightOf input_weight, const std::vector<float>& r, WeightOf weight,
+                           const std::vector<float>& r_h, WeightOf reset_weight,
                            const std::vector<float>& wb, const std::vector<float>& rb,
                            std::vector<float>& state, Tensor& y) {
-  if (!linear_before_reset || !StateOnCore::possible(context, rec)) return false;
-  StateOnCore core(context, rec, x, w, input_weight, r, weight);
-  const auto cell = [&](CellExpression& e, std::size_t t) {
+  if (!StateOnCore::possible(context, rec)) return false;
+  StateOnCore core(context, rec, x, w, input_weight, r, weight,
+                   linear_before_reset ? nullptr : &r_h, reset_weight);
+  const auto gates = [&](CellExpression& e, std::size_t t, Value& z, Value& reset) {
     const GateOperand input = [&](std::size_t k) { return e.view(core.xw(t, k)); };
     const GateOperand recurrent = [&](std::size_t k) { return e.view(core.hr(k)); };
-    const Value z = gru_gate(e, rec, d, 0, input, recurrent, wb, rb);
-    const Value reset = gru_gate(e, rec, d, 1, input, recurrent, wb, rb);
-    const Value h =
-        gru_new_state(e, rec, d, z, e.view(core.state()),
-                      gru_reset_recurrent(e, rec, reset, recurrent, rb), false, input, wb, rb);
-    return std::pair{h, h};
+    z = gru_gate(e, rec, d, 0, input, recurrent, wb, rb);
+    reset = gru_gate(e, rec, d, 1, input, recurrent, wb, rb);
+    return recurrent;
   };
-  if (!core.run_steps(d, cell, state, state)) return false;
+  bool ran = false;
+  if (linear_before_reset) {
+    const auto cell = [&](CellExpression& e, std::size_t t) {
+      Value z, reset;
+      const GateOperand recurrent = gates(e, t, z, reset);
+      const Value h = gru_new_state(
+          e, rec, d, z, e.view(core.state()), gru_reset_recurrent(e, rec, reset, recurrent, rb),
+          false, [&](std::size_t k) { return e.view(core.xw(t, k)); }, wb, rb);
+      return std::pair{h, h};
+    };
+    ran = core.run_steps(d, cell, state, state);
+  } else {
+    // z and the reset state r h, then (after the reset state's product) the new state.
+    const auto first = [&](CellExpression& e, std::size_t t) {
+      Value z, reset;
+      gates(e, t, z, reset);
+      e.builder().output_to(z, core.z());
+      e.builder().output_to(e.op(Op::Mul, reset, e.view(core.state())), core.reset_state());
+    };
+    const auto cell = [&](CellExpression& e, std::size_t t) {
+      const Value h = gru_new_state(
+          e, rec, d, e.view(core.z()), e.view(core.state()), e.view(core.reset_product()), true,
+          [&](std::size_t k) { return e.view(core.xw(t, k)); }, wb, rb);
+      return std::pair{h, h};
+    };
+    ran = core.run_steps(d, cell, state, state, first);
+  }
+  if (!ran) return false;
   core.read_y_into(y, d);
   state = core.read_state();
   return true;
@@ -776,8 +860,9 @@ std::vector<Tensor> gru(Context& context, const Node& node, const Inputs& in) {
                      {in[2], rec.directions + d});
     };
     std::vector<float> state = rec.initial(node, in, 5, d);
-    const bool on_core = gru_direction_on_core(context, rec, d, linear_before_reset, rows.data(), w,
-                                               {in[1], d}, r, {in[2], d}, wb, rb, state, y);
+    const bool on_core =
+        gru_direction_on_core(context, rec, d, linear_before_reset, rows.data(), w, {in[1], d}, r,
+                              {in[2], d}, r_h, {in[2], rec.directions + d}, wb, rb, state, y);
     // Else the input's products for every step, then the steps one by one.
     const std::vector<float> xw = on_core ? std::vector<float>()
                                           : product(context, rows.data(), w.data(),
