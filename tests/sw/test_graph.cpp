@@ -722,27 +722,31 @@ TEST(Graph, RecurrentStatesStayOnTheCore) {
   wide.dim = 16;
   wide.vector_lanes = 4;
   FunctionalModel on_core(test::small_vector_core(256), 0), step_by_step(wide, 0);
-  std::vector<OpRun> kept, crossing;
-  const std::vector<Tensor> y = run(g, {x}, &on_core, &kept);
-  const std::vector<Tensor> want = run(g, {x}, &step_by_step, &crossing);
-  ASSERT_EQ(y.size(), 2u);
-  for (std::size_t o = 0; o < y.size(); ++o) {
-    ASSERT_EQ(y[o].floats.size(), want[o].floats.size());
-    EXPECT_EQ(std::memcmp(y[o].floats.data(), want[o].floats.data(), y[o].floats.size() * 4), 0)
-        << "output " << o;
-  }
-  ASSERT_EQ(kept.size(), 1u);
-  EXPECT_TRUE(kept[0].on_accelerator);
-  EXPECT_FALSE(kept[0].host_arithmetic);
-  EXPECT_FALSE(crossing[0].host_arithmetic);
-  // A direction's input products and its steps (each the product and the gates) as one
-  // program, against a program each; the same MACs.
-  EXPECT_EQ(kept[0].programs, std::uint64_t{kDirections});
-  EXPECT_EQ(crossing[0].programs, kDirections * (1u + 2u * kSteps));
-  EXPECT_EQ(kept[0].macs, crossing[0].macs);
-  std::cout << "[ bytes    ] LSTM host bytes: states on the core " << kept[0].host_bytes
-            << ", step by step " << crossing[0].host_bytes << '\n';
-  EXPECT_LT(kept[0].host_bytes, crossing[0].host_bytes);
+  // The graph's node on both cores: the same bits; on the core that keeps the states one program
+  // a direction (its input products and its steps, each the product and the gates), the same
+  // MACs and fewer host bytes.
+  const auto states_stay = [&](const std::string& what, std::uint64_t directions) {
+    std::vector<OpRun> kept, crossing;
+    const std::vector<Tensor> y = run(g, {x}, &on_core, &kept);
+    const std::vector<Tensor> want = run(g, {x}, &step_by_step, &crossing);
+    ASSERT_EQ(y.size(), want.size());
+    for (std::size_t o = 0; o < y.size(); ++o) {
+      ASSERT_EQ(y[o].floats.size(), want[o].floats.size());
+      EXPECT_EQ(std::memcmp(y[o].floats.data(), want[o].floats.data(), y[o].floats.size() * 4), 0)
+          << what << " output " << o;
+    }
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_TRUE(kept[0].on_accelerator);
+    EXPECT_FALSE(kept[0].host_arithmetic);
+    EXPECT_FALSE(crossing[0].host_arithmetic);
+    EXPECT_EQ(kept[0].programs, directions);
+    EXPECT_GT(crossing[0].programs, directions * kSteps);  // a program a step at least
+    EXPECT_EQ(kept[0].macs, crossing[0].macs);
+    std::cout << "[ bytes    ] " << what << " host bytes: states on the core " << kept[0].host_bytes
+              << ", step by step " << crossing[0].host_bytes << '\n';
+    EXPECT_LT(kept[0].host_bytes, crossing[0].host_bytes);
+  };
+  states_stay("LSTM", kDirections);
 
   // A GRU as PyTorch exports it (linear_before_reset), in reverse, from an initial state.
   constant("gw", {1, 3 * kHidden, kInputs}, 0.5f, 8);
@@ -755,23 +759,10 @@ TEST(Graph, RecurrentStatesStayOnTheCore) {
   gru.attributes["direction"].kind = Attribute::Kind::String;
   gru.attributes["direction"].s = "reverse";
   g.nodes = {gru};
-  const std::vector<Tensor> gru_y = run(g, {x}, &on_core, &kept);
-  const std::vector<Tensor> gru_want = run(g, {x}, &step_by_step, &crossing);
-  for (std::size_t o = 0; o < gru_y.size(); ++o) {
-    ASSERT_EQ(gru_y[o].floats.size(), gru_want[o].floats.size());
-    EXPECT_EQ(
-        std::memcmp(gru_y[o].floats.data(), gru_want[o].floats.data(), gru_y[o].floats.size() * 4),
-        0)
-        << "GRU output " << o;
-  }
-  ASSERT_EQ(kept.size(), 2u);  // the LSTM's run, the GRU's
-  EXPECT_FALSE(kept[1].host_arithmetic);
-  std::cout << "[ bytes    ] GRU host bytes: states on the core " << kept[1].host_bytes
-            << ", step by step " << crossing[1].host_bytes << '\n';
-  EXPECT_LT(kept[1].host_bytes, crossing[1].host_bytes);
+  states_stay("GRU", 1);
 
   // ONNX's default GRU (the reset applied before its product), both directions: per step two
-  // programs' parts around the reset state's product, still one program a direction.
+  // parts around the reset state's product, still one program a direction.
   constant("gw2", {kDirections, 3 * kHidden, kInputs}, 0.5f, 12);
   constant("gr2", {kDirections, 3 * kHidden, kHidden}, 0.5f, 13);
   constant("gb2", {kDirections, 6 * kHidden}, 0.2f, 14);
@@ -780,21 +771,7 @@ TEST(Graph, RecurrentStatesStayOnTheCore) {
   reset_first.attributes["direction"].kind = Attribute::Kind::String;
   reset_first.attributes["direction"].s = "bidirectional";
   g.nodes = {reset_first};
-  const std::vector<Tensor> reset_y = run(g, {x}, &on_core, &kept);
-  const std::vector<Tensor> reset_want = run(g, {x}, &step_by_step, &crossing);
-  for (std::size_t o = 0; o < reset_y.size(); ++o) {
-    ASSERT_EQ(reset_y[o].floats.size(), reset_want[o].floats.size());
-    EXPECT_EQ(std::memcmp(reset_y[o].floats.data(), reset_want[o].floats.data(),
-                          reset_y[o].floats.size() * 4),
-              0)
-        << "GRU (linear_before_reset 0) output " << o;
-  }
-  ASSERT_EQ(kept.size(), 3u);
-  EXPECT_EQ(kept[2].programs, std::uint64_t{kDirections});
-  EXPECT_EQ(kept[2].macs, crossing[2].macs);
-  std::cout << "[ bytes    ] GRU (reset first) host bytes: states on the core "
-            << kept[2].host_bytes << ", step by step " << crossing[2].host_bytes << '\n';
-  EXPECT_LT(kept[2].host_bytes, crossing[2].host_bytes);
+  states_stay("GRU (linear_before_reset 0)", kDirections);
 }
 
 // Elementwise operators on the vector unit (plan_elementwise): an Add of a bias along the last
