@@ -198,7 +198,6 @@ class ResidentProduct {
   GemmPlan plan_;  // input_resident: A is not written
   std::uint64_t weights_written_ = 0;
   num::MatrixBf16 a_shape_;  // zeros of A's shape, for the plan's checks (not written)
-  num::MatrixBf16 b_;        // B in bf16 where its weights are not resident
 };
 
 // Programs run as one (a recurrent direction's steps, each its product and its gates): their
@@ -223,8 +222,12 @@ class JoinedProgram {
   Context& context_;
   std::vector<isa::Instruction> program_;
   std::uint64_t top_ = 0;  // above every part's memory
-  std::uint64_t constants_addr_ = 0, constants_end_ = 0;
-  std::vector<std::vector<num::fp32_t>> constants_;  // the constant rows last written there
+  // The constant rows written so far, by where they start: where they end, their values.
+  struct WrittenRows {
+    std::uint64_t end = 0;
+    std::vector<std::vector<num::fp32_t>> rows;
+  };
+  std::map<std::uint64_t, WrittenRows> constants_;
 };
 
 // Softmax of `rows` rows of `length` values each, in place, on the accelerator where it has a
@@ -243,6 +246,10 @@ bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t r
 std::optional<std::vector<float>> elementwise_on_core(Context& context, const ElementwiseSpec& spec,
                                                       const std::vector<float>& a,
                                                       const std::vector<float>& b);
+
+// Floats' bits (fp32 values as the core's programs take them).
+std::vector<num::fp32_t> bits_of(const float* values, std::size_t count);
+std::vector<num::fp32_t> bits_of(const std::vector<float>& values);
 
 // The expression `e` builds (tpu/vector_expression.hpp: a recurrent cell's gates) on the
 // accelerator's vector unit, counted as elementwise_on_core counts: the values of its outputs

@@ -506,12 +506,6 @@ void record_vector_run(Context& context, const HardwareConfig& config,
   if (result.counters) add_counted(figures, *result.counters, config);
 }
 
-std::vector<num::fp32_t> bits_of(const std::vector<float>& values) {
-  std::vector<num::fp32_t> bits(values.size());
-  std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
-  return bits;
-}
-
 }  // namespace
 
 namespace {
@@ -581,6 +575,16 @@ std::optional<std::vector<float>> elementwise_on_core(Context& context, const El
         return execute_elementwise(plan, backend, a_bits, b_bits);
       },
       [&] { return reference_elementwise(spec, a_bits, b_bits); });
+}
+
+std::vector<num::fp32_t> bits_of(const float* values, std::size_t count) {
+  std::vector<num::fp32_t> bits(count);
+  std::memcpy(bits.data(), values, count * sizeof(float));
+  return bits;
+}
+
+std::vector<num::fp32_t> bits_of(const std::vector<float>& values) {
+  return bits_of(values.data(), values.size());
 }
 
 std::optional<std::vector<std::vector<float>>> expression_on_core(Context& context,
@@ -949,7 +953,6 @@ ResidentProduct::ResidentProduct(Context& context, const float* b, std::size_t m
     MadeOnce<num::bf16_t> made([&] { return nn::bf16_matrix(b, k, n); });
     const GemmPlacement placement = place_weights(context, weight, k, made, weights_written_);
     plan_ = plan_gemm(context.accelerator->config(), spec, placement);
-    if (!plan_.weights_resident) b_ = made();
   }
   plan_.input_resident = true;
 }
@@ -987,8 +990,8 @@ std::vector<isa::Instruction> ResidentProduct::join(const num::MatrixBf16* a) {
   GemmPlan counted = plan_;
   counted.input_resident = a == nullptr;
   counted.program_resident = true;
-  write_gemm_inputs(counted, context_.accelerator->memory(), a ? *a : a_shape_, b_, nullptr,
-                    nullptr);
+  write_gemm_inputs(counted, context_.accelerator->memory(), a ? *a : a_shape_, num::MatrixBf16(),
+                    nullptr, nullptr);
   record_run(context_, counted, weights_written, RunResult{}, false, false);
   return {plan_.program.begin(), plan_.program.end() - 1};
 }
@@ -1015,20 +1018,20 @@ bool JoinedProgram::add(const ExpressionBuilder& e, std::uint64_t above) {
   } catch (const std::invalid_argument&) {
     return false;
   }
-  // The constant rows (the tensors are views): written unless the part before wrote the same
-  // rows there. Rows of another part before it at the same place would be overwritten before
-  // the program runs.
+  // The constant rows (the tensors are views): written unless an earlier part wrote the same
+  // rows there. Rows of an earlier part in the place of these would be overwritten before the
+  // program runs.
   const std::uint64_t written = std::uint64_t{spec.constant_rows} * plan.tiles * plan.row_stride;
-  if (written > 0 && (plan.constants_addr != constants_addr_ || e.constants() != constants_)) {
-    // What write_expression_inputs writes: from the constant rows to the end of its program.
-    if (!constants_.empty() && plan.constants_addr < constants_end_ &&
-        constants_addr_ < plan.memory_bytes) {
-      throw std::logic_error("a joined program's parts with other constant rows in one place");
+  const auto same = constants_.find(plan.constants_addr);
+  if (written > 0 && (same == constants_.end() || same->second.rows != e.constants())) {
+    for (const auto& [addr, earlier] : constants_) {
+      // What write_expression_inputs writes: from the constant rows to the end of its program.
+      if (addr < plan.memory_bytes && plan.constants_addr < earlier.end) {
+        throw std::logic_error("a joined program's parts with other constant rows in one place");
+      }
     }
     write_expression_inputs(plan, context_.accelerator->memory(), e.tensors(), e.constants());
-    constants_addr_ = plan.constants_addr;
-    constants_end_ = plan.constants_addr + written;
-    constants_ = e.constants();
+    constants_[plan.constants_addr] = {plan.constants_addr + written, e.constants()};
     if (context_.run) context_.run->host_bytes += written;
   }
   program_.insert(program_.end(), plan.program.begin(), plan.program.end() - 1);

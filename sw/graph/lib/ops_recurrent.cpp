@@ -17,15 +17,10 @@ namespace {
 using Op = isa::VectorOp;
 using Value = ExpressionValue;
 
-num::fp32_t bits_of(float value) {
+// One float's bits.
+num::fp32_t float_bits(float value) {
   num::fp32_t bits = 0;
   std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-std::vector<num::fp32_t> bits_of(const float* values, std::size_t count) {
-  std::vector<num::fp32_t> bits(count);
-  std::memcpy(bits.data(), values, count * sizeof(float));
   return bits;
 }
 
@@ -36,15 +31,13 @@ class CellExpression {
       : e_(batch, static_cast<std::uint32_t>(hidden)), hidden_(hidden) {}
   ExpressionBuilder& builder() { return e_; }
   // batch x hidden values.
-  Value tensor(const std::vector<float>& values) {
-    return e_.tensor(bits_of(values.data(), values.size()));
-  }
+  Value tensor(const std::vector<float>& values) { return e_.tensor(bits_of(values)); }
   // batch x hidden values where they lie in the core's memory.
   Value view(ExpressionView where) { return e_.tensor_in(where); }
   Value row(const float* values) { return e_.row(bits_of(values, hidden_)); }
   // A row of one value in every lane.
   Value scalar(float value) {
-    const num::fp32_t bits = bits_of(value);
+    const num::fp32_t bits = float_bits(value);
     const auto made = scalars_.find(bits);
     if (made != scalars_.end()) return made->second;
     return scalars_[bits] = e_.row(std::vector<num::fp32_t>(hidden_, bits));
@@ -60,56 +53,73 @@ class CellExpression {
 // One of the gate functions ONNX's recurrent operators name, with its alpha and beta where it
 // takes them: on the host, or as steps of the vector unit.
 struct GateFunction {
-  std::string name;
+  enum class Kind { Sigmoid, Tanh, Relu, HardSigmoid, LeakyRelu, ScaledTanh } kind;
   float alpha = 1.0f, beta = 1.0f;
 
   float operator()(float x) const {
-    if (name == "Sigmoid") return 1.0f / (1.0f + std::exp(-x));
-    if (name == "Tanh") return std::tanh(x);
-    if (name == "Relu") return std::max(0.0f, x);
-    if (name == "HardSigmoid") return std::max(0.0f, std::min(1.0f, alpha * x + beta));
-    if (name == "LeakyRelu") return x < 0 ? alpha * x : x;
-    return alpha * std::tanh(beta * x);  // ScaledTanh
+    switch (kind) {
+      case Kind::Sigmoid:
+        return 1.0f / (1.0f + std::exp(-x));
+      case Kind::Tanh:
+        return std::tanh(x);
+      case Kind::Relu:
+        return std::max(0.0f, x);
+      case Kind::HardSigmoid:
+        return std::max(0.0f, std::min(1.0f, alpha * x + beta));
+      case Kind::LeakyRelu:
+        return x < 0 ? alpha * x : x;
+      case Kind::ScaledTanh:
+        break;
+    }
+    return alpha * std::tanh(beta * x);
   }
+
+  // A leaky slope ACTIVATE's leaky takes: a bf16 value.
+  bool bf16_slope() const { return (float_bits(alpha) & 0xFFFFu) == 0; }
 
   // Whether the vector unit computes it: ACTIVATE's sigmoid, tanh, relu and leaky (its slope a
   // bf16), the others made of ELTWISE's operations around them; not a leaky slope that is no
   // bf16 and outside [0, 1] (where leaky is max(x, alpha x)).
   bool on_core() const {
-    return name != "LeakyRelu" || (bits_of(alpha) & 0xFFFFu) == 0 ||
-           (alpha >= 0.0f && alpha <= 1.0f);
+    return kind != Kind::LeakyRelu || bf16_slope() || (alpha >= 0.0f && alpha <= 1.0f);
   }
 
   // The function of x as the vector unit's steps (on_core()).
   Value steps(CellExpression& e, Value x) const {
     ExpressionBuilder& b = e.builder();
-    if (name == "Sigmoid") return b.func(isa::Func::Sigmoid, x);
-    if (name == "Tanh") return b.func(isa::Func::Tanh, x);
-    if (name == "Relu") return b.func(isa::Func::Relu, x);
-    if (name == "HardSigmoid") {
-      const Value line = e.op(Op::Add, e.op(Op::Mul, x, e.scalar(alpha)), e.scalar(beta));
-      return e.op(Op::Max, e.op(Op::Min, line, e.scalar(1.0f)), e.scalar(0.0f));
-    }
-    if (name == "LeakyRelu") {
-      const num::fp32_t bits = bits_of(alpha);
-      if ((bits & 0xFFFFu) == 0) {
-        return b.func(isa::Func::Leaky, x, static_cast<num::bf16_t>(bits >> 16));
+    switch (kind) {
+      case Kind::Sigmoid:
+        return b.func(isa::Func::Sigmoid, x);
+      case Kind::Tanh:
+        return b.func(isa::Func::Tanh, x);
+      case Kind::Relu:
+        return b.func(isa::Func::Relu, x);
+      case Kind::HardSigmoid: {
+        const Value line = e.op(Op::Add, e.op(Op::Mul, x, e.scalar(alpha)), e.scalar(beta));
+        return e.op(Op::Max, e.op(Op::Min, line, e.scalar(1.0f)), e.scalar(0.0f));
       }
-      return e.op(Op::Max, x, e.op(Op::Mul, x, e.scalar(alpha)));
+      case Kind::LeakyRelu:
+        if (bf16_slope()) {
+          return b.func(isa::Func::Leaky, x, static_cast<num::bf16_t>(float_bits(alpha) >> 16));
+        }
+        return e.op(Op::Max, x, e.op(Op::Mul, x, e.scalar(alpha)));
+      case Kind::ScaledTanh:
+        break;
     }
-    // ScaledTanh
     return e.op(Op::Mul, b.func(isa::Func::Tanh, e.op(Op::Mul, x, e.scalar(beta))),
                 e.scalar(alpha));
   }
 };
 
 GateFunction gate_function(const Node& node, const std::string& name, float alpha, float beta) {
-  static const char* const kNames[] = {"Sigmoid",     "Tanh",      "Relu",
-                                       "HardSigmoid", "LeakyRelu", "ScaledTanh"};
-  if (std::find(std::begin(kNames), std::end(kNames), name) == std::end(kNames)) {
-    fail(node, "activation " + name + " not supported");
-  }
-  return {name, alpha, beta};
+  using Kind = GateFunction::Kind;
+  static const std::map<std::string, Kind> kKinds = {
+      {"Sigmoid", Kind::Sigmoid},     {"Tanh", Kind::Tanh},
+      {"Relu", Kind::Relu},           {"HardSigmoid", Kind::HardSigmoid},
+      {"LeakyRelu", Kind::LeakyRelu}, {"ScaledTanh", Kind::ScaledTanh}};
+  const auto kind = kKinds.find(name);
+  if (kind == kKinds.end()) fail(node, "activation " + name + " not supported");
+  return {kind->second, alpha, beta};
 }
 
 // What LSTM and GRU share: shapes, direction, layout, the gate functions, the clip.
