@@ -1449,6 +1449,129 @@ TEST(Graph, MovesOfWholeRowsRunOnTheCore) {
   check(g, {Tensor::of_ints({3, 5, 8}, ints, DType::Int8)}, true);
 }
 
+// A vision transformer's patch embedding without a convolution: images of one channel, padded,
+// cut into patches of 4 x 2 pixels by Reshape, Transpose, Reshape, times weights with a bias and
+// a relu. fuse_patch_embeddings makes it the convolution it is (NhwcConv; QLinearConv with
+// channels_last in its QDQ form, whose Pad pads with the zero point), with the same bits on the
+// host and on a core whose rows (4 values) the patches' runs of 2 do not fill.
+Graph patch_graph(const std::vector<std::int64_t>& perm) {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {-1, 1, 6, 6}}};
+  g.outputs = {{"y", DType::Float32, {}}};
+  g.constants["pads"] = Tensor::of_ints({8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  g.constants["cut"] = Tensor::of_ints({5}, {-1, 2, 4, 4, 2});
+  g.constants["rows"] = Tensor::of_ints({3}, {-1, 8, 8});
+  std::vector<float> w(8 * 3), bias{0.5f, -0.25f, 1};
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) * 0.375f - 1;
+  g.constants["w"] = Tensor::of_floats({8, 3}, w);
+  g.constants["bias"] = Tensor::of_floats({3}, bias);
+  Node transpose = node("Transpose", {"blocks"}, {"moved"});
+  transpose.attributes["perm"] = Attribute::of_ints(perm);
+  g.nodes = {node("Pad", {"x", "pads"}, {"padded"}),
+             node("Reshape", {"padded", "cut"}, {"blocks"}),
+             transpose,
+             node("Reshape", {"moved", "rows"}, {"patches"}),
+             node("MatMul", {"patches", "w"}, {"p"}),
+             node("Add", {"p", "bias"}, {"pb"}),
+             node("Relu", {"pb"}, {"y"})};
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) g.nodes[n].name = "n" + std::to_string(n);
+  return g;
+}
+
+std::vector<std::string> ops_of(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes) ops.push_back(n.op);
+  return ops;
+}
+
+TEST(Graph, PatchEmbeddingsBecomeConvolutions) {
+  std::vector<float> values(3 * 36);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    values[i] = std::sin(static_cast<float>(i)) * 3.1f + 0.2f;
+  }
+  const Tensor x = Tensor::of_floats({3, 1, 6, 6}, values);
+  FunctionalModel core(test::small_int8_vector_core(), 0);
+  const auto same_bits = [&](const Graph& fused, const Graph& unfused, const Tensor& input) {
+    for (Backend* accelerator : {static_cast<Backend*>(nullptr), static_cast<Backend*>(&core)}) {
+      std::vector<OpRun> runs;
+      const Tensor y = run(fused, {input}, accelerator, &runs)[0];
+      const Tensor want = run(unfused, {input}, accelerator)[0];
+      EXPECT_EQ(y.shape, want.shape);
+      EXPECT_EQ(y.floats, want.floats);
+      EXPECT_EQ(y.ints, want.ints);
+      EXPECT_GT(std::count_if(y.floats.begin(), y.floats.end(), [](float v) { return v != 0; }),
+                20);
+      for (const OpRun& r : runs) {
+        EXPECT_TRUE(r.work != NodeWork::Values || r.on_accelerator == (accelerator != nullptr))
+            << r.node;
+      }
+    }
+  };
+  Graph unfused = patch_graph({0, 1, 3, 2, 4});
+  EXPECT_EQ(fuse_epilogues(unfused), 2u);  // the bias and the relu
+  Graph g = unfused;
+  EXPECT_EQ(fuse_patch_embeddings(g), 1u);
+  EXPECT_EQ(ops_of(g), (std::vector<std::string>{"Reshape", "NhwcConv", "Reshape"}));
+  EXPECT_EQ(check_order(g), "");
+  const Node& conv = g.nodes[1];
+  EXPECT_EQ(conv.ints_attr("kernel_shape"), (std::vector<std::int64_t>{4, 2}));
+  EXPECT_EQ(conv.ints_attr("strides"), (std::vector<std::int64_t>{4, 2}));
+  EXPECT_EQ(conv.ints_attr("pads"), (std::vector<std::int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(conv.epilogue, Epilogue::Relu);
+  same_bits(g, unfused, x);
+  EXPECT_EQ(run(g, {x}, nullptr)[0].shape, (Shape{3, 8, 3}));
+  // Not patches: the Transpose keeps a patch's rows apart. Images of two channels stay too.
+  Graph other = patch_graph({0, 3, 1, 2, 4});
+  EXPECT_EQ(fuse_patch_embeddings(other), 0u);
+  other = patch_graph({0, 1, 3, 2, 4});
+  other.inputs[0].shape = {-1, 2, 6, 3};
+  EXPECT_EQ(fuse_patch_embeddings(other), 0u);
+  // The QDQ form: the int8 Pad pads with x's zero point, 3.
+  Graph qdq = patch_graph({0, 1, 3, 2, 4});
+  qdq.constants["s"] = Tensor::of_floats({}, {0.05f});
+  qdq.constants["z"] = Tensor::of_ints({}, {3}, DType::Int8);
+  qdq.constants["wq"] = Tensor::of_ints({8, 3}, {1,   -2, 3,  4,  5,  -6,  7,  8,  -9, 10, 11, 12,
+                                                 -13, 14, 15, 16, 17, -18, 19, 20, 21, 22, 23, -24},
+                                        DType::Int8);
+  qdq.constants["ws"] = Tensor::of_floats({3}, {0.01f, 0.02f, 0.03f});
+  qdq.constants["wz"] = Tensor::of_ints({3}, {0, 0, 0}, DType::Int8);
+  qdq.constants["ys"] = Tensor::of_floats({}, {0.1f});
+  qdq.constants["yz"] = Tensor::of_ints({}, {-5}, DType::Int8);
+  Node wdq = node("DequantizeLinear", {"wq", "ws", "wz"}, {"wf"});
+  wdq.attributes["axis"] = Attribute::of_int(1);
+  // Each value node of the float chain between a DequantizeLinear and a QuantizeLinear.
+  std::vector<Node> nodes = {node("QuantizeLinear", {"x", "s", "z"}, {"xq"}), wdq};
+  std::string value = "xq";
+  for (std::size_t n = 0; n < 4; ++n) {
+    Node moved = qdq.nodes[n];
+    nodes.push_back(node("DequantizeLinear", {value, "s", "z"}, {value + "f"}));
+    moved.inputs[0] = value + "f";
+    nodes.push_back(moved);
+    value = moved.outputs[0] + "q";
+    nodes.push_back(node("QuantizeLinear", {moved.outputs[0], "s", "z"}, {value}));
+  }
+  nodes.push_back(node("DequantizeLinear", {value, "s", "z"}, {"af"}));
+  nodes.push_back(node("MatMul", {"af", "wf"}, {"p"}));
+  nodes.push_back(node("QuantizeLinear", {"p", "ys", "yz"}, {"pq"}));
+  nodes.push_back(node("DequantizeLinear", {"pq", "ys", "yz"}, {"y"}));
+  qdq.nodes = nodes;
+  for (std::size_t n = 0; n < qdq.nodes.size(); ++n) qdq.nodes[n].name = "q" + std::to_string(n);
+  EXPECT_EQ(fuse_quantized_products(qdq), 5u);
+  EXPECT_EQ(ops_of(qdq),
+            (std::vector<std::string>{"QuantizeLinear", "Pad", "Reshape", "Transpose", "Reshape",
+                                      "QLinearMatMul", "DequantizeLinear"}));
+  EXPECT_EQ(qdq.nodes[1].input(2), "z");
+  Graph qconv = qdq;
+  EXPECT_EQ(fuse_patch_embeddings(qconv), 1u);
+  EXPECT_EQ(ops_of(qconv), (std::vector<std::string>{"QuantizeLinear", "Reshape", "QLinearConv",
+                                                     "Reshape", "DequantizeLinear"}));
+  EXPECT_EQ(qconv.nodes[2].int_attr("channels_last", 0), 1);
+  same_bits(qconv, qdq, x);
+  // A QLinearConv with channels_last is onnxruntime's, made here only by the fusion.
+  EXPECT_NE(check_supported(qconv), "");
+}
+
 TEST(Graph, UnknownOperatorsAreNamed) {
   Graph g = small_graph();
   g.nodes[0].op = "NonZero";

@@ -15,11 +15,16 @@ namespace tpu::graph {
 
 std::string check_supported(const Graph& graph) {
   for (const Node& node : graph.nodes) {
-    // QGemm, QLinearAdd, QLinearReduceMean and QLinearGlobalAveragePool are onnxruntime's
-    // (com.microsoft), which only fuse_quantized_products makes here.
+    // QGemm, QLinearAdd, QLinearReduceMean, QLinearGlobalAveragePool and NhwcConv are
+    // onnxruntime's (com.microsoft), which only fuse_quantized_products and
+    // fuse_patch_embeddings make here; so is its QLinearConv's channels_last.
     if (!ops::table().count(node.op) || node.op == "QGemm" || node.op == "QLinearAdd" ||
-        node.op == "QLinearReduceMean" || node.op == "QLinearGlobalAveragePool") {
+        node.op == "QLinearReduceMean" || node.op == "QLinearGlobalAveragePool" ||
+        node.op == "NhwcConv") {
       return node.label() + ": operator not supported";
+    }
+    if (node.op == "QLinearConv" && node.has("channels_last")) {
+      return node.label() + ": attribute channels_last not supported (onnxruntime's own form)";
     }
     // A third input, the bias, only fuse_epilogues gives a MatMul.
     if (node.op == "MatMul" && node.inputs.size() != 2) {
@@ -259,7 +264,7 @@ Epilogue epilogue_of(const Graph& graph, const Node& node) {
 // any, is a bias (its B a constant, so that its columns are known); the vector unit's operations
 // of two tensors (Add, Sub, Mul, Max, Min), whose ELTWISE the activation follows.
 bool takes_epilogue(const Graph& graph, const Node& node) {
-  if (node.op == "Conv" || node.op == "MatMul") return true;
+  if (node.op == "Conv" || node.op == "NhwcConv" || node.op == "MatMul") return true;
   static const std::set<std::string> vector_ops{"Add", "Sub", "Mul", "Max", "Min"};
   if (vector_ops.count(node.op) != 0) return node.inputs.size() == 2;
   if (node.op != "Gemm" || node.float_attr("alpha", 1.0f) != 1.0f) return false;
@@ -478,7 +483,7 @@ bool commutes_with_rounding(const Node& node) {
 }
 
 bool float_product(const Node& node) {
-  return node.op == "Conv" || node.op == "Gemm" || node.op == "MatMul";
+  return node.op == "Conv" || node.op == "NhwcConv" || node.op == "Gemm" || node.op == "MatMul";
 }
 
 }  // namespace
@@ -650,8 +655,24 @@ class QuantFusion {
   static bool moves_values(const std::string& op) {
     static const std::set<std::string> ops = {"MaxPool",   "Reshape",   "Flatten", "Squeeze",
                                               "Unsqueeze", "Transpose", "Gather",  "Slice",
-                                              "Identity",  "Concat",    "Expand"};
+                                              "Identity",  "Concat",    "Expand",  "Pad"};
     return ops.count(op) != 0;
+  }
+
+  // A Pad between a DequantizeLinear and a QuantizeLinear pads the int8 values with the zero
+  // point, the quantised 0.0, where it pads with 0.0 (its constant mode; the other modes only
+  // move values): its constant value becomes the zero point (`zero_point`, the input's). False
+  // where it pads with another value, or takes it as an attribute (before opset 11).
+  bool pads_with_zero_point(Node& pad, const std::string& zero_point) const {
+    if (pad.string_attr("mode", "constant") != "constant") return true;
+    if (graph_.opset < 11) return false;
+    if (!pad.input(2).empty()) {
+      const Tensor* value = constant(graph_, pad.input(2));
+      if (!value || value->size() != 1 || value->value(0) != 0.0) return false;
+    }
+    pad.inputs.resize(std::max<std::size_t>(pad.inputs.size(), 3));
+    pad.inputs[2] = zero_point;
+    return true;
   }
 
   // An Add of two DequantizeLinear outputs (per tensor) whose only reader is a QuantizeLinear
@@ -730,6 +751,9 @@ class QuantFusion {
                           y.scale->floats == x[i].scale->floats;
         if (!same) return std::nullopt;
         fused.inputs[i] = x[i].node->input(0);
+      }
+      if (node.op == "Pad" && !pads_with_zero_point(fused, x[0].node->input(2))) {
+        return std::nullopt;
       }
     }
     return std::make_pair(std::move(fused), std::move(reader->replaced));
@@ -914,6 +938,267 @@ std::size_t fuse_quantized_products(Graph& graph) {
   remove_nodes(graph, removed);
   remove_unread_dequantize(graph);
   return fused;
+}
+
+namespace {
+
+// A tensor's shape where the graph fixes it before any run, with a batch of `batch`: a graph
+// input of fixed dimensions after the first, or a QuantizeLinear (per tensor) of one.
+std::optional<Shape> shape_before_run(const Graph& graph, const Uses& uses, const std::string& name,
+                                      std::int64_t batch) {
+  if (const auto p = uses.producer.find(name); p != uses.producer.end()) {
+    const Node& node = graph.nodes[p->second];
+    const Tensor* scale = constant(graph, node.input(1));
+    if (node.op != "QuantizeLinear" || !scale || scale->size() != 1) return std::nullopt;
+    return shape_before_run(graph, uses, node.input(0), batch);
+  }
+  for (const ValueInfo& input : graph.inputs) {
+    if (input.name != name) continue;
+    if (!input.ranked || input.shape.empty()) return std::nullopt;
+    Shape shape = input.shape;
+    shape[0] = batch;
+    for (const std::int64_t d : shape) {
+      if (d <= 0) return std::nullopt;
+    }
+    return shape;
+  }
+  return std::nullopt;
+}
+
+// A patch embedding as vision transformers write it without a convolution: the images (N, 1, H,
+// W), padded by a Pad (or not), cut by Reshapes and a Transpose into patches of ph x pw pixels,
+// a row of A each (its pixels row by row), times B, whose row ky * pw + kx multiplies pixel
+// (ky, kx). That is a convolution of kernel and stride ph x pw, the Pad's padding its own
+// (ONNX's Pad of 0.0, or of the zero point in int8), whose filters are B's columns and whose
+// pixels' results are A's rows, in the same order: onnxruntime's NHWC convolution (NhwcConv, or
+// QLinearConv with channels_last) of the images as NHWC (their bytes: one channel) gives the
+// product's result, a Reshape on. Its sums run over (ky, kx) as the product's over k: the same
+// bits. On the core it reads the images as they are (plan_conv) where the patches' Transpose
+// moved runs of pw values, shorter than an array row.
+class PatchFusion {
+ public:
+  PatchFusion(Graph& graph, const Uses& uses) : graph_(graph), uses_(uses) {}
+
+  // The nodes in place of `product` (the images to NHWC, the convolution, its result to the
+  // product's shape) and the nodes they replace before it, or nothing.
+  std::optional<std::pair<std::vector<Node>, std::vector<std::size_t>>> fuse(const Node& product) {
+    const bool int8 = product.op == "QLinearMatMul";
+    if (product.op != "MatMul" && !int8) return std::nullopt;
+    const Tensor* b = constant(graph_, product.input(int8 ? 3 : 1));
+    if (!b || b->rank() != 2) return std::nullopt;
+    // The nodes back from A through Reshapes and a Transpose, each its reader's only input, to a
+    // Pad (or not) and the images.
+    std::vector<std::size_t> chain;
+    std::string name = product.input(0);
+    std::optional<std::size_t> pad;
+    for (;;) {
+      const auto p = uses_.producer.find(name);
+      if (p == uses_.producer.end() || uses_.count(name) != 1) break;
+      const Node& node = graph_.nodes[p->second];
+      if (node.op != "Reshape" && node.op != "Transpose" && node.op != "Pad") break;
+      if (node.op == "Pad") {
+        const Tensor* zero = int8 ? constant(graph_, product.input(2)) : nullptr;
+        const Tensor* value = node.input(2).empty() ? nullptr : constant(graph_, node.input(2));
+        const bool zeros =
+            value ? value->size() == 1 && value->value(0) == (zero ? zero->value(0) : 0.0)
+                  : !int8 || (zero && zero->value(0) == 0);
+        if (graph_.opset < 11 || node.string_attr("mode", "constant") != "constant" || !zeros) {
+          return std::nullopt;
+        }
+        pad = p->second;
+        name = node.input(0);
+        break;
+      }
+      chain.push_back(p->second);
+      name = node.input(0);
+    }
+    if (chain.empty()) return std::nullopt;
+    std::reverse(chain.begin(), chain.end());
+    // The element of the images each value of A is (its offset + 1), 0 for the padding: the
+    // chain's own kernels on the offsets, with two images; with three, A's first axis must take
+    // the batch alone (the result's Reshape leaves it to -1).
+    std::optional<Shape> images;
+    Tensor padded, a;
+    ops::Context context{graph_.opset, nullptr, nullptr};
+    const auto apply = [&](const Node& node, bool pads) {
+      ops::Inputs in{&a};
+      for (std::size_t i = 1; i < node.inputs.size(); ++i) {
+        const bool value = pads && i == 2;  // the padding as 0: no pixel's
+        in.push_back(value ? nullptr : constant(graph_, node.inputs[i]));
+        if (!in.back() && !value && !node.inputs[i].empty()) return false;
+      }
+      a = evaluate(node, in, context)[0];
+      return true;
+    };
+    const auto offsets_through_chain = [&](std::int64_t batch) {
+      images = shape_before_run(graph_, uses_, name, batch);
+      if (!images || images->size() != 4 || (*images)[1] != 1) return false;
+      std::vector<std::int64_t> offsets(element_count(*images));
+      for (std::size_t e = 0; e < offsets.size(); ++e)
+        offsets[e] = static_cast<std::int64_t>(e + 1);
+      a = Tensor::of_ints(*images, std::move(offsets));
+      if (pad && !apply(graph_.nodes[*pad], true)) return false;
+      padded = a;
+      for (const std::size_t n : chain) {
+        if (!apply(graph_.nodes[n], false)) return false;
+      }
+      return true;
+    };
+    try {
+      if (!offsets_through_chain(3)) return std::nullopt;
+      Shape three = a.shape;
+      if (three[0] % 3 != 0) return std::nullopt;
+      three[0] = three[0] / 3 * 2;
+      if (!offsets_through_chain(2) || a.shape != three) return std::nullopt;
+      const std::optional<Patches> patches = patches_of(*images, padded, a);
+      if (!patches || b->shape[0] != a.shape.back()) return std::nullopt;
+      std::vector<std::size_t> replaced = chain;
+      if (pad) replaced.push_back(*pad);
+      return std::make_pair(replace(product, name, *images, *patches, a.shape, *b),
+                            std::move(replaced));
+    } catch (const std::runtime_error&) {
+      return std::nullopt;  // a chain that does not take these shapes
+    }
+  }
+
+ private:
+  // A patch's pixels and the padding around the images.
+  struct Patches {
+    std::int64_t ph = 0, pw = 0, top = 0, left = 0, bottom = 0, right = 0;
+  };
+
+  // The patches whose pixels, row by row, are the rows of A (`a`: the images' offsets + 1, 0 in
+  // the padding), the images (`images`) padded as `padded` (their offsets + 1 likewise); none
+  // where A is no such patches.
+  static std::optional<Patches> patches_of(const Shape& images, const Tensor& padded,
+                                           const Tensor& a) {
+    const Shape& ps = padded.shape;
+    if (ps.size() != 4 || ps[0] != images[0] || ps[1] != 1 || a.rank() < 2) return std::nullopt;
+    const std::int64_t n = images[0], h = images[2], w = images[3], hp = ps[2], wp = ps[3];
+    const std::int64_t k = a.shape.back();
+    // The padding before the first row and column: where the first pixel lies.
+    const auto first = std::find(padded.ints.begin(), padded.ints.end(), 1);
+    if (first == padded.ints.end()) return std::nullopt;
+    const auto at = static_cast<std::int64_t>(first - padded.ints.begin());
+    Patches p;
+    p.top = at / wp % hp;
+    p.left = at % wp;
+    p.bottom = hp - h - p.top;
+    p.right = wp - w - p.left;
+    if (p.bottom < 0 || p.right < 0) return std::nullopt;
+    for (p.ph = 1; p.ph <= k; ++p.ph) {
+      if (k % p.ph != 0 || hp % p.ph != 0 || wp % (k / p.ph) != 0) continue;
+      p.pw = k / p.ph;
+      const std::int64_t rows = hp / p.ph, cols = wp / p.pw;
+      if (n * rows * cols * k != static_cast<std::int64_t>(a.size())) continue;
+      bool same = true;
+      std::size_t e = 0;
+      for (std::int64_t i = 0; i < n && same; ++i) {
+        for (std::int64_t py = 0; py < rows && same; ++py) {
+          for (std::int64_t px = 0; px < cols && same; ++px) {
+            for (std::int64_t ky = 0; ky < p.ph && same; ++ky) {
+              for (std::int64_t kx = 0; kx < p.pw && same; ++kx, ++e) {
+                const std::int64_t y = py * p.ph + ky - p.top, x = px * p.pw + kx - p.left;
+                const bool inside = y >= 0 && y < h && x >= 0 && x < w;
+                same = a.ints[e] == (inside ? (i * h + y) * w + x + 1 : 0);
+              }
+            }
+          }
+        }
+      }
+      if (same) return p;
+    }
+    return std::nullopt;
+  }
+
+  // The convolution's nodes in place of `product` (its A `a_shape` with the batch two): the
+  // images `images` (`shape`, one channel) to NHWC, the convolution of B's columns, its result to
+  // the product's shape.
+  std::vector<Node> replace(const Node& product, const std::string& images, const Shape& shape,
+                            const Patches& p, Shape a_shape, const Tensor& b) {
+    const bool int8 = product.op == "QLinearMatMul";
+    const std::string base = product.name + "/patches";
+    const auto shape_constant = [&](const std::string& suffix, const Shape& dims) {
+      const std::string name = base + suffix;
+      graph_.constants[name] = Tensor::of_ints({static_cast<std::int64_t>(dims.size())}, dims);
+      return name;
+    };
+    Node nhwc;
+    nhwc.op = "Reshape";
+    nhwc.name = base + "/nhwc";
+    nhwc.inputs = {images, shape_constant("/nhwc_shape", {-1, shape[2], shape[3], 1})};
+    nhwc.outputs = {base + "/images"};
+    // The filters: B's columns, filter f's pixel (ky, kx) at row ky * pw + kx.
+    const std::int64_t k = b.shape[0], filters = b.shape[1];
+    Tensor weights(b.dtype, {filters, 1, p.ph, p.pw});
+    for (std::int64_t r = 0; r < k; ++r) {
+      for (std::int64_t f = 0; f < filters; ++f) {
+        const auto from = static_cast<std::size_t>(r * filters + f),
+                   to = static_cast<std::size_t>(f * k + r);
+        if (b.is_float()) {
+          weights.floats[to] = b.floats[from];
+        } else {
+          weights.ints[to] = b.ints[from];
+        }
+      }
+    }
+    const std::string filters_name = base + "/filters";
+    graph_.constants[filters_name] = std::move(weights);
+    Node conv;
+    conv.name = product.name;
+    conv.op = int8 ? "QLinearConv" : "NhwcConv";
+    conv.inputs = product.inputs;
+    conv.inputs[0] = nhwc.outputs[0];
+    conv.inputs[int8 ? 3 : 1] = filters_name;
+    conv.attributes["kernel_shape"] = Attribute::of_ints({p.ph, p.pw});
+    conv.attributes["strides"] = Attribute::of_ints({p.ph, p.pw});
+    conv.attributes["pads"] = Attribute::of_ints({p.top, p.left, p.bottom, p.right});
+    if (int8) conv.attributes["channels_last"] = Attribute::of_int(1);
+    conv.epilogue = product.epilogue;
+    conv.bf16_result = product.bf16_result;
+    conv.outputs = {base + "/pixels"};
+    Node result;
+    result.op = "Reshape";
+    result.name = base + "/result";
+    a_shape.back() = filters;
+    a_shape[0] = -1;  // the batch's alone (fuse)
+    result.inputs = {conv.outputs[0], shape_constant("/result_shape", a_shape)};
+    result.outputs = product.outputs;
+    return {std::move(nhwc), std::move(conv), std::move(result)};
+  }
+
+  Graph& graph_;
+  const Uses& uses_;
+};
+
+}  // namespace
+
+std::size_t fuse_patch_embeddings(Graph& graph) {
+  std::vector<bool> removed(graph.nodes.size(), false);
+  std::vector<std::pair<std::size_t, std::vector<Node>>> replacements;
+  {
+    const Uses uses(graph);
+    PatchFusion fusion(graph, uses);
+    for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+      auto result = fusion.fuse(graph.nodes[n]);
+      if (!result) continue;
+      for (const std::size_t r : result->second) removed[r] = true;
+      replacements.emplace_back(n, std::move(result->first));
+    }
+  }
+  // Each product's nodes where it was: after the images, before the product's readers.
+  std::vector<Node> nodes;
+  auto next = replacements.begin();
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (next != replacements.end() && next->first == n) {
+      for (Node& node : next->second) nodes.push_back(std::move(node));
+      ++next;
+    } else if (!removed[n]) {
+      nodes.push_back(std::move(graph.nodes[n]));
+    }
+  }
+  graph.nodes = std::move(nodes);
+  return replacements.size();
 }
 
 struct Session::State {

@@ -482,6 +482,49 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
   return outputs(std::move(y));
 }
 
+// An image tensor's channels moved: NCHW [N, C, spatial...] to NHWC [N, spatial..., C] where
+// `to_last`, else back. The values only move.
+Tensor channels_moved(const Node& node, const Tensor& x, bool to_last) {
+  if (x.rank() < 3) fail(node, "an input of rank " + std::to_string(x.rank()));
+  const auto batch = static_cast<std::size_t>(x.shape[0]);
+  const std::size_t channels = static_cast<std::size_t>(to_last ? x.shape[1] : x.shape.back());
+  const std::size_t plane = batch > 0 && channels > 0 ? x.size() / batch / channels : 0;
+  Shape shape = x.shape;
+  if (to_last) {
+    std::rotate(shape.begin() + 1, shape.begin() + 2, shape.end());
+  } else {
+    std::rotate(shape.begin() + 1, shape.end() - 1, shape.end());
+  }
+  Tensor y(x.dtype, shape);
+  // Each image a channels x plane matrix (NCHW) or a plane x channels one (NHWC), transposed.
+  const std::size_t rows = to_last ? channels : plane, cols = to_last ? plane : channels;
+  for (std::size_t n = 0; n < batch; ++n) {
+    const std::size_t at = n * plane * channels;
+    if (x.is_float()) {
+      nn::transpose_into(&x.floats[at], rows, cols, &y.floats[at]);
+    } else {
+      nn::transpose_into(&x.ints[at], rows, cols, &y.ints[at]);
+    }
+  }
+  return y;
+}
+
+// onnxruntime's NHWC forms of a convolution (com.microsoft's NhwcConv, and its QLinearConv with
+// channels_last), which fuse_patch_embeddings makes: images NHWC in and out, `kernel` (Conv's or
+// QLinearConv's) between. A product leaves its results a pixel's filters a row, so the host's
+// layout work is the same as for NCHW, mirrored.
+Kernel channels_last(Kernel kernel, bool always) {
+  return [kernel, always](Context& context, const Node& node, const Inputs& in) {
+    if (!always && node.int_attr("channels_last", 0) == 0) return kernel(context, node, in);
+    const Tensor x = channels_moved(node, need(node, in, 0), false);
+    Inputs nchw = in;
+    nchw[0] = &x;
+    std::vector<Tensor> y = kernel(context, node, nchw);
+    y[0] = channels_moved(node, y[0], true);
+    return y;
+  };
+}
+
 // The quantised products: int8 operands, int32 sums, requantised to int8 in the product's
 // epilogue (docs/numerics.md's Q-rules) on the core's int8 datapath.
 
@@ -1300,7 +1343,8 @@ void add_nn(Table& t) {
   t["MatMul"] = matmul;
   t["Gemm"] = gemm;
   t["Conv"] = conv;
-  t["QLinearConv"] = qlinear_conv;
+  t["NhwcConv"] = channels_last(conv, true);
+  t["QLinearConv"] = channels_last(qlinear_conv, false);
   t["QLinearMatMul"] = qlinear_matmul;
   t["QGemm"] = qgemm;
   t["MatMulInteger"] = matmul_integer;

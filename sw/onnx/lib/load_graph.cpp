@@ -43,6 +43,7 @@ class Loader {
     guarded([&] { return graph::fold_constants(graph_); });
     guarded([&] { return graph::fuse_gelu(graph_); });
     guarded([&] { return graph::fuse_epilogues(graph_); });
+    guarded([&] { return graph::fuse_patch_embeddings(graph_); });
     guarded([&] { return graph::round_results(graph_); });
     return std::move(graph_);
   }

@@ -101,6 +101,18 @@ std::size_t round_results(Graph& graph);
 // fold_constants, which would fold the weights' DequantizeLinear into float weights.
 std::size_t fuse_quantized_products(Graph& graph);
 
+// Turns each patch embedding that a vision transformer writes without a convolution (images of
+// one channel, padded by a Pad of 0.0 or not, cut by Reshapes and a Transpose into patches of
+// ph x pw pixels, each a row of A, times constant weights: a MatMul, or a QLinearMatMul after
+// fuse_quantized_products, whose Pad pads with the zero point) into the convolution it is, of
+// kernel and stride ph x pw: onnxruntime's NHWC convolution (com.microsoft's NhwcConv, or its
+// QLinearConv with channels_last), between Reshapes. The same bits: its sums run over a patch's
+// pixels in the product's order. On the core the convolution reads the images (plan_conv) where
+// the Transpose moved runs shorter than an array row. Checked on the offsets the nodes move,
+// with two and three images. Returns how many it fused. Run after fuse_epilogues (the MatMul's
+// bias and activation go with it), before round_results.
+std::size_t fuse_patch_embeddings(Graph& graph);
+
 // Per operator of one run: its work, where it ran (a view or shape arithmetic on the host, doing
 // nothing a core would: no host step), the multiply-accumulates it took and, on a backend
 // with performance counters (the RTL), the cycles and the bytes its products moved over the
