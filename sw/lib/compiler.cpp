@@ -870,7 +870,7 @@ void write_gemm_operands(const GemmPlan& plan, HostMemory& memory, const num::Ma
 // image pixel's channels padded to whole tiles, or `pad`.
 template <typename T, typename Columns>
 void write_conv_operands(const GemmPlan& plan, HostMemory& memory, const T* x,
-                         std::size_t image_stride, const num::Matrix<T>& b, T pad,
+                         const ImageStrides& strides, const num::Matrix<T>& b, T pad,
                          const Columns* columns) {
   check_plan<T>(plan, true);
   const ConvGeometry& g = plan.conv;
@@ -879,7 +879,7 @@ void write_conv_operands(const GemmPlan& plan, HostMemory& memory, const T* x,
   }
   check_columns_of(plan, columns);
   if (memory.size() < plan.memory_bytes) memory.resize(plan.memory_bytes);
-  const std::size_t c_pad = plan.k_pad / g.taps(), plane = std::size_t{g.height} * g.width;
+  const std::size_t c_pad = plan.k_pad / g.taps();
   const std::size_t qh = g.phase_h(), qw = g.phase_w(), phase_rows = g.phase_rows();
   std::vector<T> rows(g.phases() * phase_rows * c_pad, pad);
   for (std::size_t n = 0; n < g.batch; ++n) {
@@ -890,8 +890,8 @@ void write_conv_operands(const GemmPlan& plan, HostMemory& memory, const T* x,
         const std::size_t phase = (py % g.stride_h) * g.stride_w + px % g.stride_w;
         const std::size_t at = n * qh * qw + py / g.stride_h * qw + px / g.stride_w;
         T* row = &rows[(phase * phase_rows + at) * c_pad];
-        const T* pixel = x + n * image_stride + y * g.width + xx;
-        for (std::uint32_t ch = 0; ch < g.channels; ++ch) row[ch] = pixel[ch * plane];
+        const T* pixel = x + n * strides.image + (y * g.width + xx) * strides.pixel;
+        for (std::uint32_t ch = 0; ch < g.channels; ++ch) row[ch] = pixel[ch * strides.channel];
       }
     }
   }
@@ -913,16 +913,20 @@ void write_gemm_inputs(const GemmPlan& plan, HostMemory& memory, const num::Matr
   write_gemm_operands(plan, memory, a, b, c, requant);
 }
 
+ImageStrides nchw_images(const ConvGeometry& geometry, std::size_t image_stride) {
+  return {image_stride, std::size_t{geometry.height} * geometry.width, 1};
+}
+
 void write_conv_inputs(const GemmPlan& plan, HostMemory& memory, const num::bf16_t* x,
-                       std::size_t image_stride, const num::MatrixBf16& b,
+                       const ImageStrides& strides, const num::MatrixBf16& b,
                        const std::vector<num::fp32_t>* bias) {
-  write_conv_operands(plan, memory, x, image_stride, b, num::bf16_t{}, bias);
+  write_conv_operands(plan, memory, x, strides, b, num::bf16_t{}, bias);
 }
 
 void write_conv_inputs(const GemmPlan& plan, HostMemory& memory, const std::int8_t* x,
-                       std::size_t image_stride, const num::MatrixI8& b,
+                       const ImageStrides& strides, const num::MatrixI8& b,
                        const RequantColumns* requant) {
-  write_conv_operands(plan, memory, x, image_stride, b,
+  write_conv_operands(plan, memory, x, strides, b,
                       static_cast<std::int8_t>(plan.spec.input_zero_point), requant);
 }
 
@@ -986,11 +990,11 @@ GemmRun execute_gemm(const GemmPlan& plan, Backend& backend, const num::MatrixBf
 }
 
 GemmRun execute_conv(const GemmPlan& plan, Backend& backend, const num::bf16_t* x,
-                     std::size_t image_stride, const num::MatrixBf16& b,
+                     const ImageStrides& strides, const num::MatrixBf16& b,
                      const std::vector<num::fp32_t>* bias) {
   return execute_plan<GemmRun>(
       plan, backend,
-      [&](HostMemory& memory) { write_conv_inputs(plan, memory, x, image_stride, b, bias); },
+      [&](HostMemory& memory) { write_conv_inputs(plan, memory, x, strides, b, bias); },
       [&](const HostMemory& memory) { return read_gemm_output(plan, memory); });
 }
 
@@ -1023,11 +1027,11 @@ GemmRunInt execute_gemm(const GemmPlan& plan, Backend& backend, const num::Matri
 }
 
 GemmRunInt execute_conv(const GemmPlan& plan, Backend& backend, const std::int8_t* x,
-                        std::size_t image_stride, const num::MatrixI8& b,
+                        const ImageStrides& strides, const num::MatrixI8& b,
                         const RequantColumns* requant) {
   return execute_plan<GemmRunInt>(
       plan, backend,
-      [&](HostMemory& memory) { write_conv_inputs(plan, memory, x, image_stride, b, requant); },
+      [&](HostMemory& memory) { write_conv_inputs(plan, memory, x, strides, b, requant); },
       [&](const HostMemory& memory) { return read_gemm_output_int(plan, memory); });
 }
 

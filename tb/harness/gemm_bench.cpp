@@ -104,13 +104,15 @@ GemmMeasurement measure_conv(const HardwareConfig& config, const GemmSpec& spec,
   options.timing = timing;
   sim::RtlBackend rtl(config, options);
   const auto start = std::chrono::steady_clock::now();
-  const GemmRun run = execute_conv(m.plan, rtl, images.data.data(), image, b, bias_in);
+  const GemmRun run =
+      execute_conv(m.plan, rtl, images.data.data(), nchw_images(m.plan.conv, image), b, bias_in);
   m.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   require_halt(run.result);
   m.counters = *run.result.counters;
   FunctionalModel model(config, m.plan.memory_bytes);
   m.exact =
-      execute_conv(m.plan, model, images.data.data(), image, b, bias_in).out.data == run.out.data;
+      execute_conv(m.plan, model, images.data.data(), nchw_images(m.plan.conv, image), b, bias_in)
+          .out.data == run.out.data;
   return m;
 }
 

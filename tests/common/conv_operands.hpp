@@ -27,6 +27,7 @@ struct ConvImages {
   std::size_t plane() const { return std::size_t{geometry.height} * geometry.width; }
   const T* first() const { return values.data() + first_channel * plane(); }
   std::size_t image_stride() const { return total_channels * plane(); }
+  ImageStrides strides() const { return nchw_images(geometry, image_stride()); }
 
   // The im2col matrix: a row per output pixel (n, oy, ox), taps x channels columns.
   num::Matrix<T> im2col(T pad) const {

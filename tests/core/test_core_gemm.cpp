@@ -217,7 +217,7 @@ void check_random_convolutions(const HardwareConfig& config, std::uint64_t seed,
     const auto got = run_on_both(
         config, *plan,
         [&](HostMemory& memory) {
-          write_conv_inputs(*plan, memory, c.images.first(), c.images.image_stride(), weights,
+          write_conv_inputs(*plan, memory, c.images.first(), c.images.strides(), weights,
                             c.columns_used());
         },
         [&](const HostMemory& memory) {

@@ -6,6 +6,8 @@
 
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "common/conv_operands.hpp"
 #include "common/small_core.hpp"
@@ -13,6 +15,7 @@
 #include "oracle/random_matrices.hpp"
 #include "tpu/compiler.hpp"
 #include "tpu/model.hpp"
+#include "tpu/nn.hpp"
 
 namespace tpu {
 namespace {
@@ -42,12 +45,11 @@ std::optional<GemmPlan> plan_or_refuse(const HardwareConfig& config, const GemmS
 // The plan run on the functional model from the images and the filters as the im2col product's
 // B: its result, the run checked to halt and to read only memory it wrote.
 template <typename T, typename Columns>
-auto run_on_model(const HardwareConfig& config, const GemmPlan& plan,
-                  const test::ConvImages<T>& images, const num::Matrix<T>& b,
-                  const Columns* columns) {
+auto run_on_model(const HardwareConfig& config, const GemmPlan& plan, const T* images,
+                  const ImageStrides& strides, const num::Matrix<T>& b, const Columns* columns) {
   FunctionalModel model(config, plan.memory_bytes);
-  auto run = execute_conv(plan, model, images.first(), images.image_stride(),
-                          conv_weights(config, plan.conv, b), columns);
+  auto run =
+      execute_conv(plan, model, images, strides, conv_weights(config, plan.conv, b), columns);
   EXPECT_TRUE(run.result.ok()) << regs::error_name(run.result.error) << ": "
                                << model.error_detail();
   EXPECT_EQ(model.uninitialized_reads(), 0u) << "the program read memory it never wrote";
@@ -67,7 +69,22 @@ void check_random_convolutions(const HardwareConfig& config, std::uint64_t seed,
     SCOPED_TRACE(c.describe());
     const std::optional<GemmPlan> plan = plan_or_refuse(config, c.spec, g, refused);
     if (!plan) continue;
-    ASSERT_EQ(run_on_model(config, *plan, c.images, c.b, c.columns_used()).data, c.expected().data);
+    ASSERT_EQ(
+        run_on_model(config, *plan, c.images.first(), c.images.strides(), c.b, c.columns_used())
+            .data,
+        c.expected().data);
+    // The same images channels last (NHWC), the group's channels among the image's.
+    const auto& images = c.images;
+    const std::size_t plane = images.plane(), total = images.total_channels;
+    std::vector<typename std::decay_t<decltype(images.values)>::value_type> nhwc(
+        images.values.size());
+    for (std::size_t n = 0; n < g.batch; ++n) {
+      nn::transpose_into(&images.values[n * total * plane], total, plane, &nhwc[n * total * plane]);
+    }
+    ASSERT_EQ(run_on_model(config, *plan, nhwc.data() + images.first_channel,
+                           ImageStrides{total * plane, 1, total}, c.b, c.columns_used())
+                  .data,
+              c.expected().data);
   }
   EXPECT_LE(refused, 10);
 }
@@ -109,7 +126,9 @@ TEST(ConvCompiler, BlocksLoadTheirRowsAndTheKernelsReach) {
   EXPECT_EQ(plan.a_bytes(), (90u + 16) * 8 * 2);
   // The output pixels' rows: 4 columns (up to 3 filters) of fp32 or bf16.
   EXPECT_EQ(plan.result_bytes(), 2u * 6 * 6 * 4 * plan.out_elem_bytes());
-  EXPECT_EQ(run_on_model(config, plan, c.images, c.b, c.columns_used()).data, c.expected().data);
+  EXPECT_EQ(
+      run_on_model(config, plan, c.images.first(), c.images.strides(), c.b, c.columns_used()).data,
+      c.expected().data);
 }
 
 TEST(ConvCompiler, WhatThePlanCannotTakeIsRefused) {
@@ -139,8 +158,10 @@ TEST(ConvCompiler, WhatThePlanCannotTakeIsRefused) {
   EXPECT_THROW(write_gemm_inputs(conv, memory, num::MatrixBf16(1, 1), b, nullptr, nullptr),
                std::invalid_argument);
   const std::vector<num::bf16_t> x(64);
-  EXPECT_THROW(write_conv_inputs(gemm, memory, x.data(), 16, b, nullptr), std::invalid_argument);
-  EXPECT_THROW(write_conv_inputs(conv, memory, x.data(), 16, num::MatrixBf16(35, 4), nullptr),
+  EXPECT_THROW(write_conv_inputs(gemm, memory, x.data(), nchw_images(g, 16), b, nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(write_conv_inputs(conv, memory, x.data(), nchw_images(g, 16), num::MatrixBf16(35, 4),
+                                 nullptr),
                std::invalid_argument);
 }
 

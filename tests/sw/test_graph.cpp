@@ -1572,6 +1572,98 @@ TEST(Graph, PatchEmbeddingsBecomeConvolutions) {
   EXPECT_NE(check_supported(qconv), "");
 }
 
+// Images channels last (NHWC), as the project's networks keep them and a product leaves its
+// results: onnxruntime's NhwcConv and QLinearConv with channels_last, and pools with
+// channels_last, give the NCHW operators' bits, transposed, on the host and on the core (the
+// convolution from its images, the pools on the vector unit).
+TEST(Graph, ChannelsLastImagesGiveTheNchwBits) {
+  constexpr std::int64_t kN = 2, kC = 16, kH = 8, kW = 9, kF = 6;
+  const auto nhwc_of = [](const Tensor& x) {
+    const std::int64_t n = x.shape[0], c = x.shape[1], plane = x.shape[2] * x.shape[3];
+    Tensor y(x.dtype, {n, x.shape[2], x.shape[3], c});
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t ch = 0; ch < c; ++ch) {
+        for (std::int64_t p = 0; p < plane; ++p) {
+          const auto from = static_cast<std::size_t>((i * c + ch) * plane + p),
+                     to = static_cast<std::size_t>((i * plane + p) * c + ch);
+          if (x.is_float()) {
+            y.floats[to] = x.floats[from];
+          } else {
+            y.ints[to] = x.ints[from];
+          }
+        }
+      }
+    }
+    return y;
+  };
+  std::vector<float> values(kN * kC * kH * kW), weights(kF * kC * 9), bias(kF);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = std::sin(0.7f * static_cast<float>(i));
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    weights[i] = std::cos(1.3f * static_cast<float>(i)) * 0.5f;
+  }
+  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * static_cast<float>(i) - 0.2f;
+  const Tensor x = Tensor::of_floats({kN, kC, kH, kW}, values);
+  const auto images = [&](bool last, bool int8) {
+    Graph g;
+    g.opset = 17;
+    g.inputs = {{"x", DType::Float32, last ? Shape{-1, kH, kW, kC} : Shape{-1, kC, kH, kW}}};
+    g.outputs = {{"y", DType::Float32, {}}};
+    g.constants["w"] = Tensor::of_floats({kF, kC, 3, 3}, weights);
+    g.constants["b"] = Tensor::of_floats({kF}, bias);
+    g.constants["s"] = Tensor::of_floats({}, {0.02f});
+    g.constants["z"] = Tensor::of_ints({}, {-3}, DType::Int8);
+    std::vector<std::int64_t> w8(weights.size());
+    for (std::size_t i = 0; i < w8.size(); ++i) w8[i] = std::lround(weights[i] * 200);
+    g.constants["w8"] = Tensor::of_ints({kF, kC, 3, 3}, w8, DType::Int8);
+    g.constants["ws"] = Tensor::of_floats({}, {0.005f});
+    g.constants["wz"] = Tensor::of_ints({}, {0}, DType::Int8);
+    g.constants["ys"] = Tensor::of_floats({}, {0.05f});
+    Node conv = int8 ? node("QLinearConv", {"xq", "s", "z", "w8", "ws", "wz", "ys", "z"}, {"c"})
+                     : node(last ? "NhwcConv" : "Conv", {"x", "w", "b"}, {"c"});
+    conv.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
+    Node max = node("MaxPool", {"c"}, {"m"});
+    max.attributes["kernel_shape"] = Attribute::of_ints({2, 2});
+    max.attributes["strides"] = Attribute::of_ints({2, 2});
+    Node average = node("AveragePool", {"m"}, {"y"});
+    average.attributes["kernel_shape"] = Attribute::of_ints({3, 3});
+    average.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
+    average.attributes["count_include_pad"] = Attribute::of_int(1);
+    for (Node* n : {&max, &average}) {
+      if (last) n->attributes["channels_last"] = Attribute::of_int(1);
+    }
+    if (last && int8) conv.attributes["channels_last"] = Attribute::of_int(1);
+    if (int8) {
+      average = node("DequantizeLinear", {"m", "ys", "z"}, {"y"});
+      g.nodes = {node("QuantizeLinear", {"x", "s", "z"}, {"xq"}), conv, max, average};
+    } else {
+      g.nodes = {conv, max, average};
+    }
+    for (std::size_t n = 0; n < g.nodes.size(); ++n) g.nodes[n].name = "n" + std::to_string(n);
+    return g;
+  };
+  FunctionalModel core(test::small_int8_vector_core(256), 0);
+  for (const bool int8 : {false, true}) {
+    SCOPED_TRACE(int8 ? "int8" : "float");
+    for (Backend* accelerator : {static_cast<Backend*>(nullptr), static_cast<Backend*>(&core)}) {
+      std::vector<OpRun> runs;
+      const Tensor nchw = run(images(false, int8), {x}, accelerator)[0];
+      const Tensor last = run(images(true, int8), {nhwc_of(x)}, accelerator, &runs)[0];
+      EXPECT_EQ(last.shape, nhwc_of(nchw).shape);
+      EXPECT_EQ(last.floats, nhwc_of(nchw).floats);
+      std::uint64_t from_images = 0;
+      for (const OpRun& r : runs) {
+        EXPECT_TRUE(r.work != NodeWork::Values || r.on_accelerator == (accelerator != nullptr))
+            << r.node;
+        from_images += r.from_images;
+      }
+      EXPECT_EQ(from_images, accelerator ? 1u : 0u);
+    }
+  }
+  Graph from_file = images(true, false);
+  EXPECT_NE(check_supported(from_file), "");  // channels_last and NhwcConv are onnxruntime's
+}
+
 TEST(Graph, UnknownOperatorsAreNamed) {
   Graph g = small_graph();
   g.nodes[0].op = "NonZero";

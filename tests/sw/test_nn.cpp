@@ -257,8 +257,8 @@ TEST(Layers, DenseOnTheModelFollowsTheContract) {
 }
 
 TEST(Layers, ConvAndPoolOnTheModelFollowTheContract) {
-  // conv2d -> maxpool -> flatten, run as the network's graph (conv2d lowered by im2col on the
-  // host), against a direct convolution computed with the reference MAC chain.
+  // conv2d -> maxpool -> flatten, run as the network's graph, against a direct convolution
+  // computed with the reference MAC chain.
   std::mt19937 rng(9);
   Network net = image_network("conv", 6, 8, 2);
   net.layers.push_back(conv_layer(3, 2, 5, isa::Func::Relu, rng, 0.5f));
@@ -266,10 +266,19 @@ TEST(Layers, ConvAndPoolOnTheModelFollowTheContract) {
   net.layers.push_back(plain(LayerKind::Flatten));
   net.classes = layer_shapes(net).back()[0];
   const Tensor x = uniform_tensor({3, 6, 8, 2}, rng, 1.0f);
-  FunctionalModel model(small_core(), 1 << 20);
+  HardwareConfig vector_core = small_core();
+  vector_core.vector_lanes = 2;  // the pool on the core too
+  FunctionalModel model(vector_core, 1 << 20);
   const graph::Graph as_graph = graph::network_graph(net);
   graph::Session session(as_graph, &model);
-  const Tensor got = graph::infer(session, net, x);
+  std::vector<graph::OpRun> runs;
+  const Tensor got = graph::infer(session, net, x, &runs);
+  // The images stay NHWC, as the file and the products have them: no Transpose, and every node
+  // that computes does so on the core.
+  for (const graph::Node& node : as_graph.nodes) EXPECT_NE(node.op, "Transpose");
+  for (const graph::OpRun& run : runs) {
+    EXPECT_TRUE(run.work != graph::NodeWork::Values || run.on_accelerator) << run.node;
+  }
 
   const Layer& conv = net.layers[0];
   Tensor conv_out({3, 6, 8, 5});

@@ -17,13 +17,14 @@ std::string check_supported(const Graph& graph) {
   for (const Node& node : graph.nodes) {
     // QGemm, QLinearAdd, QLinearReduceMean, QLinearGlobalAveragePool and NhwcConv are
     // onnxruntime's (com.microsoft), which only fuse_quantized_products and
-    // fuse_patch_embeddings make here; so is its QLinearConv's channels_last.
+    // fuse_patch_embeddings make here; so is the channels_last of its QLinearConv, which they and
+    // the project's networks (network_graph) give convolutions and pools.
     if (!ops::table().count(node.op) || node.op == "QGemm" || node.op == "QLinearAdd" ||
         node.op == "QLinearReduceMean" || node.op == "QLinearGlobalAveragePool" ||
         node.op == "NhwcConv") {
       return node.label() + ": operator not supported";
     }
-    if (node.op == "QLinearConv" && node.has("channels_last")) {
+    if (node.has("channels_last")) {
       return node.label() + ": attribute channels_last not supported (onnxruntime's own form)";
     }
     // A third input, the bias, only fuse_epilogues gives a MatMul.

@@ -60,13 +60,6 @@ struct Running {
   Layout layout = Layout::Nhwc;
 };
 
-void to_nchw(Builder& b, Running& x) {
-  if (x.layout == Layout::Nhwc) {
-    x.name = b.node("Transpose", {x.name}, {{"perm", Attribute::of_ints({0, 3, 1, 2})}});
-    x.layout = Layout::Nchw;
-  }
-}
-
 // A flatten in the file's order, NHWC: the dense weights' rows follow it.
 void to_flat(Builder& b, Running& x) {
   if (x.layout == Layout::Flat) return;
@@ -149,12 +142,23 @@ void add_function(Builder& b, Running& x, const nn::Layer& layer) {
   throw std::invalid_argument("a function the graph does not know");
 }
 
+// A convolution's or pool's attributes: its window's, and channels_last where the images are NHWC
+// (the project's own networks: a product leaves its results so, and the dense layers read them
+// so).
+std::map<std::string, Attribute> image_attributes(const nn::Window& w, const Running& x) {
+  std::map<std::string, Attribute> attributes = window_attributes(w);
+  if (x.layout == Layout::Nhwc) attributes["channels_last"] = Attribute::of_int(1);
+  return attributes;
+}
+
 void add_float_layer(Builder& b, Running& x, const nn::Layer& layer) {
   const std::string w = b.constant(
       Tensor::of_floats(weight_shape(layer), weight_values(layer, layer.weights)), "weights");
   const std::string bias = b.floats(layer.bias, "bias");
   if (layer.kind == nn::LayerKind::Conv2d) {
-    x.name = b.node("Conv", {x.name, w, bias}, window_attributes(layer.window));
+    // onnxruntime's NhwcConv on NHWC images: the same attributes, no channels_last.
+    const bool nhwc = x.layout == Layout::Nhwc;
+    x.name = b.node(nhwc ? "NhwcConv" : "Conv", {x.name, w, bias}, window_attributes(layer.window));
   } else {
     x.name = b.node("Gemm", {x.name, w, bias});
   }
@@ -176,12 +180,14 @@ void add_int8_layer(Builder& b, Running& x, const nn::Layer& layer) {
       Tensor::of_ints(weight_shape(layer), {values.begin(), values.end()}, DType::Int8), "weights");
   const std::string x_zero = b.int8_zero_point(q.input_zero_point);
   std::map<std::string, Attribute> attributes;
-  if (conv) attributes = window_attributes(layer.window);
+  if (conv) attributes = image_attributes(layer.window, x);
   const std::vector<std::int64_t> bias(q.bias.begin(), q.bias.end());
   if (!q.int8_output) {
-    // int32 sums, the bias added (wrapping), dequantised per column.
+    // int32 sums, the bias added (wrapping), dequantised per column: along the channels, the
+    // last axis of NHWC images and of a dense layer's rows.
+    const bool nchw = conv && x.layout == Layout::Nchw;
     x.name = b.node(conv ? "ConvInteger" : "MatMulInteger", {x.name, w, x_zero}, attributes);
-    const Shape bias_shape = conv ? Shape{1, units, 1, 1} : Shape{units};
+    const Shape bias_shape = nchw ? Shape{1, units, 1, 1} : Shape{units};
     x.name = b.node("Add",
                     {x.name, b.constant(Tensor::of_ints(bias_shape, bias, DType::Int32), "bias")});
     std::vector<float> scales(layer.units);
@@ -189,7 +195,7 @@ void add_int8_layer(Builder& b, Running& x, const nn::Layer& layer) {
       scales[j] = static_cast<float>(q.input_scale * static_cast<double>(q.weight_scales[j]));
     }
     x.name = b.node("DequantizeLinear", {x.name, b.floats(scales, "scale")},
-                    {{"axis", Attribute::of_int(1)}});
+                    {{"axis", Attribute::of_int(nchw || !conv ? 1 : 3)}});
     return;
   }
   const std::vector<std::string> operands{
@@ -248,19 +254,14 @@ Graph network_graph(const nn::Network& net) {
       case nn::LayerKind::AvgPool: {
         const bool max = layer.kind == nn::LayerKind::MaxPool;
         if (!max && net.int8) throw std::invalid_argument("an int8 network has no average pooling");
-        to_nchw(b, x);
-        std::map<std::string, Attribute> attributes = window_attributes(layer.window);
+        std::map<std::string, Attribute> attributes = image_attributes(layer.window, x);
         if (!max) attributes["count_include_pad"] = Attribute::of_int(layer.count_padding ? 1 : 0);
         x.name = b.node(max ? "MaxPool" : "AveragePool", {x.name}, std::move(attributes));
         break;
       }
       case nn::LayerKind::Dense:
       case nn::LayerKind::Conv2d:
-        if (layer.kind == nn::LayerKind::Conv2d) {
-          to_nchw(b, x);
-        } else {
-          to_flat(b, x);
-        }
+        if (layer.kind == nn::LayerKind::Dense) to_flat(b, x);
         if (!net.int8) {
           add_float_layer(b, x, layer);
           break;

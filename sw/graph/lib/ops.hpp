@@ -310,14 +310,14 @@ struct ProductCall {
 std::vector<std::vector<float>> products(Context& context, const std::vector<ProductCall>& calls);
 
 // A convolution group on the accelerator from its images, without im2col (plan_conv): x the
-// group's channels of each image (image i's at x + i * image_stride, N x C x H x W), b() its
+// group's first channel of the first image, the others where `strides` say (NCHW or NHWC), b() its
 // filters as the im2col product's B (taps x C rows in (ky, kx, c) order, by n; asked for only
 // where the weights are not resident yet), the result a
 // row per output pixel, as product() gives it for the im2col matrix, bit for bit. None where the
 // core does not take it so (conv_plan in ops_common.cpp: no accelerator, an image too wide, an
 // im2col product the cycle model has faster): the caller runs that product.
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,
-                                               const float* x, std::size_t image_stride,
+                                               const float* x, const ImageStrides& strides,
                                                const ProductB<float>& b, std::size_t n,
                                                WeightOf weight, ProductEpilogue epilogue);
 
@@ -358,7 +358,7 @@ std::vector<std::int32_t> product_int8(Context& context, const std::int8_t* a,
 // The same for an int8 convolution group (its padding the input zero point), as product_int8()
 // gives it for the im2col matrix; none also for weights with a zero point.
 std::optional<std::vector<std::int32_t>> conv_product_int8(
-    Context& context, const ConvGeometry& g, const std::int8_t* x, std::size_t image_stride,
+    Context& context, const ConvGeometry& g, const std::int8_t* x, const ImageStrides& strides,
     const ProductB<std::int8_t>& b, std::size_t n, WeightOf weight, const QuantEpilogue& epilogue);
 // Independent int8 products, as products() runs float ones.
 std::vector<std::vector<std::int32_t>> products_int8(Context& context,

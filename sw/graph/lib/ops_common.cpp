@@ -422,7 +422,7 @@ std::optional<GemmPlan> conv_plan(Backend* accelerator, const GemmSpec& spec,
 // resident where they derive from the graph's constants, and counts the run; compiling, records
 // its plan and gives zeros; in a compiled model, runs the compiled plan.
 template <typename In, typename Columns>
-auto run_conv(Context& context, const GemmPlan& unplaced, const In* x, std::size_t image_stride,
+auto run_conv(Context& context, const GemmPlan& unplaced, const In* x, const ImageStrides& strides,
               MadeOnce<In>& im2col_b, const WeightOf& weight, const Columns* columns) {
   Backend& backend = *context.accelerator;
   const ConvGeometry& g = unplaced.conv;
@@ -445,11 +445,11 @@ auto run_conv(Context& context, const GemmPlan& unplaced, const In* x, std::size
     if (schedule && schedule->recording) {
       // Compiling: planned, not run; what follows runs on zeros.
       schedule->recording->push_back({{context.node->name, written, false, false, planned}});
-      return decltype(execute_conv(planned, backend, x, image_stride, b(planned), columns).out)(
+      return decltype(execute_conv(planned, backend, x, strides, b(planned), columns).out)(
           std::size_t{g.batch} * g.out_h() * g.out_w(), unplaced.spec.n);
     }
   }
-  auto run = execute_conv(*plan, backend, x, image_stride, b(*plan), columns);
+  auto run = execute_conv(*plan, backend, x, strides, b(*plan), columns);
   require_halt(run.result);
   record_run(context, *plan, written, run.result);
   return std::move(run.out);
@@ -846,7 +846,7 @@ std::optional<std::vector<std::int32_t>> depthwise_int8_on_core(
 }
 
 std::optional<std::vector<float>> conv_product(Context& context, const ConvGeometry& g,
-                                               const float* x, std::size_t image_stride,
+                                               const float* x, const ImageStrides& strides,
                                                const ProductB<float>& b, std::size_t n,
                                                WeightOf weight, ProductEpilogue epilogue) {
   std::vector<num::fp32_t> bias;
@@ -855,17 +855,25 @@ std::optional<std::vector<float>> conv_product(Context& context, const ConvGeome
   if (!plan) return std::nullopt;
   const std::size_t m = std::size_t{g.batch} * g.out_h() * g.out_w(), k = g.taps() * g.channels;
   count_product(context, m, k, n, true);
-  // The group's images in bf16, one after the other.
-  const std::size_t image = std::size_t{g.channels} * g.height * g.width;
-  std::vector<num::bf16_t> images(g.batch * image);
+  // The group's images in bf16, in their layout: NCHW one after the other, or a pixel's
+  // channels after another.
+  const std::size_t plane = std::size_t{g.height} * g.width, image = g.channels * plane;
+  const bool last = strides.channel == 1 && g.channels > 1;
+  std::vector<float> values(g.batch * image);
   for (std::size_t i = 0; i < g.batch; ++i) {
-    const num::MatrixBf16 one = nn::bf16_matrix(x + i * image_stride, 1, image);
-    std::copy(one.data.begin(), one.data.end(),
-              images.begin() + static_cast<std::ptrdiff_t>(i * image));
+    for (std::size_t c = 0; c < g.channels; ++c) {
+      for (std::size_t p = 0; p < plane; ++p) {
+        values[i * image + (last ? p * g.channels + c : c * plane + p)] =
+            x[i * strides.image + c * strides.channel + p * strides.pixel];
+      }
+    }
   }
+  const num::MatrixBf16 images = nn::bf16_matrix(values.data(), 1, values.size());
   MadeOnce<num::bf16_t> b16([&] { return nn::bf16_matrix(b(), k, n); });
   const num::MatrixFp32 out =
-      run_conv(context, *plan, images.data(), image, b16, weight, epilogue.bias ? &bias : nullptr);
+      run_conv(context, *plan, images.data.data(),
+               last ? ImageStrides{image, 1, g.channels} : nchw_images(g, image), b16, weight,
+               epilogue.bias ? &bias : nullptr);
   std::vector<float> c(m * n);
   std::memcpy(c.data(), out.data.data(), c.size() * sizeof(float));
   return c;
@@ -1204,7 +1212,7 @@ GemmSpec int8_spec(const QuantEpilogue& epilogue, std::size_t n,
 }  // namespace
 
 std::optional<std::vector<std::int32_t>> conv_product_int8(
-    Context& context, const ConvGeometry& g, const std::int8_t* x, std::size_t image_stride,
+    Context& context, const ConvGeometry& g, const std::int8_t* x, const ImageStrides& strides,
     const ProductB<std::int8_t>& b, std::size_t n, WeightOf weight, const QuantEpilogue& epilogue) {
   // B's zero point is taken off by the host from each im2col row's sum (int8_results).
   if (epilogue.weight_zero_point != 0) return std::nullopt;
@@ -1220,7 +1228,7 @@ std::optional<std::vector<std::int32_t>> conv_product_int8(
     std::copy(b(), b() + k * n, made.data.begin());
     return made;
   });
-  return run_conv(context, *plan, x, image_stride, b8, weight,
+  return run_conv(context, *plan, x, strides, b8, weight,
                   plan->spec.out == OutType::Int8 ? &requant : nullptr)
       .data;
 }

@@ -232,16 +232,38 @@ Shape spatial_out(const Shape& x, std::int64_t channels, const Window& win) {
 // A convolution's shapes: per group g, an im2col matrix of `rows` (an output pixel each) by
 // `depth` (the group's channels times the kernel's taps) times the group's filters (depth x mg).
 struct ConvShape {
+  bool channels_last = false;  // x (N, spatial..., C) and the result likewise, not NCHW
   Window win;
   std::int64_t group = 1, channels = 0, filters = 0, batch = 0, h = 1, w = 1, cg = 0, mg = 0;
   std::size_t rows = 0, depth = 0, plane = 0;
   Shape out;
 };
 
-ConvShape conv_shape(const Node& node, const Shape& x, const Shape& w) {
-  if (x.size() < 3) fail(node, "an input of rank " + std::to_string(x.size()));
-  if (w.size() != x.size()) fail(node, "weights of another rank than the input's");
+// Whether a convolution takes and gives its images channels last (NHWC): onnxruntime's NhwcConv,
+// and its QLinearConv's channels_last, which fuse_patch_embeddings and the project's networks
+// (network_graph) make, ConvInteger's too there.
+bool channels_last(const Node& node) {
+  return node.op == "NhwcConv" || node.int_attr("channels_last", 0) != 0;
+}
+
+// An NCHW shape as an image's tensor has it: itself, or channels last (N, spatial..., C).
+Shape laid_out(Shape nchw, bool last) {
+  if (last) std::rotate(nchw.begin() + 1, nchw.begin() + 2, nchw.end());
+  return nchw;
+}
+
+// An image tensor's shape as NCHW: itself, or from channels last.
+Shape as_nchw(Shape shape, bool last) {
+  if (last) std::rotate(shape.begin() + 1, shape.end() - 1, shape.end());
+  return shape;
+}
+
+ConvShape conv_shape(const Node& node, const Shape& given, const Shape& w) {
+  if (given.size() < 3) fail(node, "an input of rank " + std::to_string(given.size()));
+  if (w.size() != given.size()) fail(node, "weights of another rank than the input's");
   ConvShape c;
+  c.channels_last = channels_last(node);
+  const Shape x = as_nchw(given, c.channels_last);
   c.group = node.int_attr("group", 1);
   c.channels = x[1];
   c.filters = w[0];
@@ -262,7 +284,7 @@ ConvShape conv_shape(const Node& node, const Shape& x, const Shape& w) {
   c.rows = static_cast<std::size_t>(c.batch * c.win.oh * c.win.ow);
   c.depth = static_cast<std::size_t>(c.cg * c.win.kh * c.win.kw);
   c.plane = static_cast<std::size_t>(c.win.oh * c.win.ow);
-  c.out = spatial_out(x, c.filters, c.win);
+  c.out = laid_out(spatial_out(x, c.filters, c.win), c.channels_last);
   return c;
 }
 
@@ -281,9 +303,17 @@ std::vector<Lane> im2col(const ConvShape& c, const std::vector<T>& x, std::int64
   std::vector<T> pixels(plane * cg);  // an image's group channels, channels last
   std::vector<Lane> lanes(plane * cg);
   Lane* row = cols.data();
+  const auto channels = static_cast<std::size_t>(c.channels);
   for (std::int64_t n = 0; n < c.batch; ++n) {
-    nn::transpose_into(&x[static_cast<std::size_t>(n * c.channels + g * c.cg) * plane], cg, plane,
-                       pixels.data());
+    const auto image = static_cast<std::size_t>(n) * channels * plane;
+    const auto first = static_cast<std::size_t>(g * c.cg);
+    if (c.channels_last) {
+      for (std::size_t p = 0; p < plane; ++p) {
+        std::copy_n(&x[image + p * channels + first], cg, &pixels[p * cg]);
+      }
+    } else {
+      nn::transpose_into(&x[image + first * plane], cg, plane, pixels.data());
+    }
     to_lanes(pixels, lanes);
     for (std::int64_t oy = 0; oy < win.oh; ++oy) {
       for (std::int64_t ox = 0; ox < win.ow; ++ox) {
@@ -341,7 +371,8 @@ ConvGeometry conv_geometry(const ConvShape& c) {
 // where `on_core(geometry, images, image_stride, b, mg, weight, epilogue)` (conv_product or
 // conv_product_int8) gives the group's rows x mg results; from the first group it does not,
 // the im2col products of every group from there on, together (`run_all(calls)`: products or
-// products_int8). The results go into y (N, filters, spatial...) at the group's filters. With
+// products_int8). The results go into y (N, filters, spatial...) at the group's filters; with
+// c.channels_last, x is (N, spatial..., channels) and y (N, spatial..., filters). With
 // `bf16_rows` (float products on the core), the im2col rows are made in bf16 from each image
 // rounded once, the rows the core takes (ProductCall::a_bf16), not in fp32.
 template <typename Call, typename T, typename Result, typename EpilogueOf, typename OnCore,
@@ -353,6 +384,10 @@ void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<
   const auto mg = static_cast<std::size_t>(c.mg);
   const auto plane = static_cast<std::size_t>(c.h * c.w);
   const auto groups = static_cast<std::size_t>(c.group);
+  const auto channels = static_cast<std::size_t>(c.channels);
+  const ImageStrides strides = c.channels_last ? ImageStrides{channels * plane, 1, channels}
+                                               : nchw_images(geometry, channels * plane);
+  const std::size_t group_offset = static_cast<std::size_t>(c.cg) * (c.channels_last ? 1 : plane);
   // Each group's filters as a depth x mg matrix, B of either product: made where a product
   // asks for them (not where its weights are resident on the core).
   std::vector<std::vector<T>> weights(groups);
@@ -363,8 +398,7 @@ void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<
   std::vector<std::vector<Result>> outs;
   for (std::size_t g = 0; g < groups; ++g) {
     std::optional<std::vector<Result>> out =
-        on_core(geometry, &x[g * static_cast<std::size_t>(c.cg) * plane],
-                static_cast<std::size_t>(c.channels) * plane,
+        on_core(geometry, &x[g * group_offset], strides,
                 ProductB<T>([&weights_of, g] { return weights_of(g); }), mg, WeightOf{source, g},
                 epilogue_of(g));
     if (!out) break;
@@ -405,12 +439,21 @@ void conv_groups(const ConvShape& c, const std::vector<T>& x, const std::vector<
   if (!calls.empty()) {
     for (std::vector<Result>& out : run_all(calls)) outs.push_back(std::move(out));
   }
-  // Each image's rows (a pixel's filters each) transposed into its group's planes.
+  // Each image's rows (a pixel's filters each) transposed into its group's planes, or, channels
+  // last, among the pixel's filters.
   const auto images = static_cast<std::size_t>(c.batch);
+  const auto filters = static_cast<std::size_t>(c.filters);
   for (std::size_t g = 0; g < outs.size(); ++g) {
     for (std::size_t n = 0; n < images; ++n) {
-      nn::transpose_into(&outs[g][n * c.plane * mg], c.plane, mg,
-                         &y[(n * static_cast<std::size_t>(c.filters) + g * mg) * c.plane]);
+      if (c.channels_last) {
+        for (std::size_t p = 0; p < c.plane; ++p) {
+          std::copy_n(&outs[g][(n * c.plane + p) * mg], mg,
+                      &y[(n * c.plane + p) * filters + g * mg]);
+        }
+      } else {
+        nn::transpose_into(&outs[g][n * c.plane * mg], c.plane, mg,
+                           &y[(n * filters + g * mg) * c.plane]);
+      }
     }
   }
 }
@@ -466,7 +509,10 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
   if (bias && bias->size() != static_cast<std::size_t>(c.filters)) {
     fail(node, "a bias of another size");
   }
-  if (std::optional<Tensor> y = depthwise_conv_on_core(context, node, c, x, w, bias)) {
+  // The vector unit's depthwise convolution takes NCHW images (a channels-last one runs as a
+  // product a channel).
+  if (std::optional<Tensor> y =
+          c.channels_last ? std::nullopt : depthwise_conv_on_core(context, node, c, x, w, bias)) {
     return outputs(std::move(*y));
   }
   Tensor y(DType::Float32, c.out);
@@ -480,49 +526,6 @@ std::vector<Tensor> conv(Context& context, const Node& node, const Inputs& in) {
       [&](const std::vector<ProductCall>& calls) { return products(context, calls); },
       context.accelerator != nullptr);
   return outputs(std::move(y));
-}
-
-// An image tensor's channels moved: NCHW [N, C, spatial...] to NHWC [N, spatial..., C] where
-// `to_last`, else back. The values only move.
-Tensor channels_moved(const Node& node, const Tensor& x, bool to_last) {
-  if (x.rank() < 3) fail(node, "an input of rank " + std::to_string(x.rank()));
-  const auto batch = static_cast<std::size_t>(x.shape[0]);
-  const std::size_t channels = static_cast<std::size_t>(to_last ? x.shape[1] : x.shape.back());
-  const std::size_t plane = batch > 0 && channels > 0 ? x.size() / batch / channels : 0;
-  Shape shape = x.shape;
-  if (to_last) {
-    std::rotate(shape.begin() + 1, shape.begin() + 2, shape.end());
-  } else {
-    std::rotate(shape.begin() + 1, shape.end() - 1, shape.end());
-  }
-  Tensor y(x.dtype, shape);
-  // Each image a channels x plane matrix (NCHW) or a plane x channels one (NHWC), transposed.
-  const std::size_t rows = to_last ? channels : plane, cols = to_last ? plane : channels;
-  for (std::size_t n = 0; n < batch; ++n) {
-    const std::size_t at = n * plane * channels;
-    if (x.is_float()) {
-      nn::transpose_into(&x.floats[at], rows, cols, &y.floats[at]);
-    } else {
-      nn::transpose_into(&x.ints[at], rows, cols, &y.ints[at]);
-    }
-  }
-  return y;
-}
-
-// onnxruntime's NHWC forms of a convolution (com.microsoft's NhwcConv, and its QLinearConv with
-// channels_last), which fuse_patch_embeddings makes: images NHWC in and out, `kernel` (Conv's or
-// QLinearConv's) between. A product leaves its results a pixel's filters a row, so the host's
-// layout work is the same as for NCHW, mirrored.
-Kernel channels_last(Kernel kernel, bool always) {
-  return [kernel, always](Context& context, const Node& node, const Inputs& in) {
-    if (!always && node.int_attr("channels_last", 0) == 0) return kernel(context, node, in);
-    const Tensor x = channels_moved(node, need(node, in, 0), false);
-    Inputs nchw = in;
-    nchw[0] = &x;
-    std::vector<Tensor> y = kernel(context, node, nchw);
-    y[0] = channels_moved(node, y[0], true);
-    return y;
-  };
 }
 
 // The quantised products: int8 operands, int32 sums, requantised to int8 in the product's
@@ -608,7 +611,8 @@ std::vector<Tensor> qlinear_conv(Context& context, const Node& node, const Input
   const std::vector<num::QuantizedMultiplier> multipliers =
       requant_multipliers(node, x.scales[0], w.scales, r.scale, filters);
   // A depthwise convolution with symmetric weights on the vector unit: the bits of its products.
-  if (std::optional<DepthwiseSpec> spec = depthwise_geometry(context, c);
+  if (std::optional<DepthwiseSpec> spec =
+          c.channels_last ? std::nullopt : depthwise_geometry(context, c);
       spec && weight_zero_point(node, w) == 0 && context.accelerator->config().int8) {
     spec->int8 = true;
     spec->bias = !bias.empty();
@@ -751,17 +755,18 @@ WindowCount count_window(const Window& win, std::int64_t h, std::int64_t w, std:
   return count;
 }
 
-// A pool of `win`'s windows on the vector unit (ops::pool_on_core): windows without dilation
+// A pool of `win`'s windows on the vector unit (ops::pool_on_core), the images NCHW (`nchw`) or
+// channels last: windows without dilation
 // whose every window has a value inside the image, an average only where every window divides by
 // the same count. A max pool of int8 or uint8 values (a QDQ model's, its DequantizeLinear and
 // QuantizeLinear fused away) runs as int8 pooling.
-std::optional<Tensor> windows_on_core(Context& context, const Tensor& x, const Window& win,
-                                      bool max, bool count_pad) {
+std::optional<Tensor> windows_on_core(Context& context, const Tensor& x, const Shape& nchw,
+                                      bool last, const Window& win, bool max, bool count_pad) {
   if (!context.accelerator || context.accelerator->config().vector_lanes == 0 ||
       (!x.is_float() && !max) || win.dh != 1 || win.dw != 1) {
     return std::nullopt;
   }
-  const std::int64_t h = x.rank() == 4 ? x.shape[2] : 1, w = x.shape.back();
+  const std::int64_t h = nchw.size() == 4 ? nchw[2] : 1, w = nchw.back();
   std::int64_t count = 0;
   for (std::int64_t oy = 0; oy < win.oh; ++oy) {
     for (std::int64_t ox = 0; ox < win.ow; ++ox) {
@@ -774,8 +779,9 @@ std::optional<Tensor> windows_on_core(Context& context, const Tensor& x, const W
   const auto dim = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
   PoolSpec spec;
   spec.max = max;
-  spec.batch = dim(x.shape[0]);
-  spec.channels = dim(x.shape[1]);
+  spec.channels_last = last;
+  spec.batch = dim(nchw[0]);
+  spec.channels = dim(nchw[1]);
   spec.height = dim(h);
   spec.width = dim(w);
   spec.kernel_h = dim(win.kh);
@@ -787,7 +793,7 @@ std::optional<Tensor> windows_on_core(Context& context, const Tensor& x, const W
   spec.out_h = dim(win.oh);
   spec.out_w = dim(win.ow);
   spec.count = max ? 1 : dim(count);
-  const Shape out_shape = spatial_out(x.shape, x.shape[1], win);
+  const Shape out_shape = laid_out(spatial_out(nchw, nchw[1], win), last);
   if (!x.is_float()) {
     // uint8 moved down by 128 and back: the order, and so the maximum, stays.
     const int shift = x.dtype == DType::UInt8 ? 128 : 0;
@@ -827,23 +833,29 @@ std::vector<Tensor> pool(Context& context, const Node& node, const Inputs& in, b
   }
   if (node.outputs.size() > 1 && !node.outputs[1].empty()) fail(node, "the Indices output");
   if (x.rank() < 3) fail(node, "an input of rank " + std::to_string(x.rank()));
+  const bool last = channels_last(node);
+  const Shape nchw = as_nchw(x.shape, last);
   const bool ceil_mode = node.int_attr("ceil_mode", 0) != 0;
-  const Window win = window_of(node, x.shape, node.ints_attr("kernel_shape"), ceil_mode);
+  const Window win = window_of(node, nchw, node.ints_attr("kernel_shape"), ceil_mode);
   if (!max && node.has("dilations") && (win.dh != 1 || win.dw != 1)) {
     fail(node, "dilations not supported for AveragePool");
   }
   const bool count_pad = node.int_attr("count_include_pad", 0) != 0;
-  if (std::optional<Tensor> y = windows_on_core(context, x, win, max, count_pad)) {
+  if (std::optional<Tensor> y = windows_on_core(context, x, nchw, last, win, max, count_pad)) {
     return outputs(std::move(*y));
   }
-  const std::int64_t h = x.rank() == 4 ? x.shape[2] : 1, w = x.shape.back();
-  const std::int64_t planes = x.shape[0] * x.shape[1];
-  Tensor y(x.dtype, spatial_out(x.shape, x.shape[1], win));
-  std::size_t e = 0;
+  const std::int64_t h = nchw.size() == 4 ? nchw[2] : 1, w = nchw.back(), c = nchw[1];
+  const std::int64_t planes = nchw[0] * c;
+  Tensor y(x.dtype, laid_out(spatial_out(nchw, c, win), last));
+  // Value (plane p = n * C + channel, pixel) of x, and of y, in their layouts.
+  const auto at = [&](std::int64_t p, std::int64_t pixel, std::int64_t pixels) {
+    return static_cast<std::size_t>(last ? ((p / c) * pixels + pixel) * c + p % c
+                                         : p * pixels + pixel);
+  };
   for (std::int64_t p = 0; p < planes; ++p) {
-    const auto image_at = static_cast<std::size_t>(p * h * w);
     for (std::int64_t oy = 0; oy < win.oh; ++oy) {
       for (std::int64_t ox = 0; ox < win.ow; ++ox) {
+        const std::size_t e = at(p, oy * win.ow + ox, win.oh * win.ow);
         float best = -std::numeric_limits<float>::infinity(), sum = 0;
         for (std::int64_t ky = 0; ky < win.kh; ++ky) {
           const std::int64_t iy = oy * win.sh - win.top + ky * win.dh;
@@ -851,8 +863,7 @@ std::vector<Tensor> pool(Context& context, const Node& node, const Inputs& in, b
             const std::int64_t ix = ox * win.sw - win.left + kx * win.dw;
             if (iy >= 0 && iy < h && ix >= 0 && ix < w) {
               // int8 and uint8 values are exact in float.
-              const auto v =
-                  static_cast<float>(x.value(image_at + static_cast<std::size_t>(iy * w + ix)));
+              const auto v = static_cast<float>(x.value(at(p, iy * w + ix, h * w)));
               best = std::max(best, v);
               sum += v;
             }
@@ -861,10 +872,10 @@ std::vector<Tensor> pool(Context& context, const Node& node, const Inputs& in, b
         const WindowCount count = count_window(win, h, w, oy, ox);
         if (!x.is_float()) {
           if (count.inside == 0) fail(node, "a window wholly in the padding of integer values");
-          y.ints[e++] = static_cast<std::int64_t>(best);
+          y.ints[e] = static_cast<std::int64_t>(best);
           continue;
         }
-        y.floats[e++] =
+        y.floats[e] =
             max ? best
                 : sum / static_cast<float>(count_pad ? count.inside + count.padded : count.inside);
       }
@@ -881,7 +892,8 @@ std::vector<Tensor> global_pool(Context& context, const Node& node, const Inputs
   Shape out = x.shape;
   std::fill(out.begin() + 2, out.end(), 1);
   if (x.rank() <= 4) {
-    if (std::optional<Tensor> y = windows_on_core(context, x, whole_image(x.shape), max, false)) {
+    if (std::optional<Tensor> y =
+            windows_on_core(context, x, x.shape, false, whole_image(x.shape), max, false)) {
       return outputs(std::move(*y));
     }
   }
@@ -1075,8 +1087,8 @@ std::vector<Tensor> reduce(Context& context, const Node& node, const Inputs& in,
   // A mean or maximum over an image's pixels (PyTorch's adaptive pooling to 1 x 1 exports
   // as one): a global pool, on the vector unit where it can.
   if (shapes.spatial && (kind == Reduce::Mean || kind == Reduce::Max)) {
-    if (std::optional<Tensor> y =
-            windows_on_core(context, x, whole_image(x.shape), kind == Reduce::Max, false)) {
+    if (std::optional<Tensor> y = windows_on_core(context, x, x.shape, false, whole_image(x.shape),
+                                                  kind == Reduce::Max, false)) {
       y->shape = out;
       return outputs(std::move(*y));
     }
@@ -1343,8 +1355,8 @@ void add_nn(Table& t) {
   t["MatMul"] = matmul;
   t["Gemm"] = gemm;
   t["Conv"] = conv;
-  t["NhwcConv"] = channels_last(conv, true);
-  t["QLinearConv"] = channels_last(qlinear_conv, false);
+  t["NhwcConv"] = conv;
+  t["QLinearConv"] = qlinear_conv;
   t["QLinearMatMul"] = qlinear_matmul;
   t["QGemm"] = qgemm;
   t["MatMulInteger"] = matmul_integer;

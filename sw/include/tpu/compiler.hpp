@@ -224,15 +224,24 @@ num::Matrix<T> conv_weights(const HardwareConfig& config, const ConvGeometry& ge
   }
   return b;
 }
-// Writes a convolution's operands as its plan says: the images from x (image n's channel c at
-// x + n * image_stride + c * H * W, H rows of W values), padded with +0 (bf16) or the input
-// zero point (int8), split into phases; B (conv_weights' layout) unless resident; the bias or
-// the requantisation; the program unless resident.
+// Where a convolution's images lie among the caller's values: image n's channel c of pixel
+// (y, x) at n * image + c * channel + (y * W + x) * pixel. NCHW (nchw_images): a channel's plane
+// of H x W pixels after another; channels last (NHWC): a pixel's channels after another, `pixel`
+// the image's channels (a group's channels among them).
+struct ImageStrides {
+  std::size_t image = 0, channel = 0, pixel = 1;
+};
+// NCHW images of the geometry's channels, height and width, `image_stride` values apart.
+ImageStrides nchw_images(const ConvGeometry& geometry, std::size_t image_stride);
+
+// Writes a convolution's operands as its plan says: the images from x (`strides`), padded with
+// +0 (bf16) or the input zero point (int8), split into phases; B (conv_weights' layout) unless
+// resident; the bias or the requantisation; the program unless resident.
 void write_conv_inputs(const GemmPlan& plan, HostMemory& memory, const num::bf16_t* x,
-                       std::size_t image_stride, const num::MatrixBf16& b,
+                       const ImageStrides& strides, const num::MatrixBf16& b,
                        const std::vector<num::fp32_t>* bias);
 void write_conv_inputs(const GemmPlan& plan, HostMemory& memory, const std::int8_t* x,
-                       std::size_t image_stride, const num::MatrixI8& b,
+                       const ImageStrides& strides, const num::MatrixI8& b,
                        const RequantColumns* requant);
 
 // The largest K (whole tiles of the array) that one plan of this spec's M and types takes with M
@@ -277,7 +286,7 @@ GemmRun execute_gemm(const GemmPlan& plan, Backend& backend, const num::MatrixBf
 // A convolution's run: its operands written (write_conv_inputs), its program run, its result
 // read (read_gemm_output) when the core reached HALT.
 GemmRun execute_conv(const GemmPlan& plan, Backend& backend, const num::bf16_t* x,
-                     std::size_t image_stride, const num::MatrixBf16& b,
+                     const ImageStrides& strides, const num::MatrixBf16& b,
                      const std::vector<num::fp32_t>* bias = nullptr);
 
 // Throws std::runtime_error naming the error and its instruction unless the run reached HALT
@@ -313,7 +322,7 @@ GemmRunInt execute_gemm(const GemmPlan& plan, Backend& backend, const num::Matri
                         const num::MatrixI8& b, const num::MatrixI32* c = nullptr,
                         const RequantColumns* requant = nullptr);
 GemmRunInt execute_conv(const GemmPlan& plan, Backend& backend, const std::int8_t* x,
-                        std::size_t image_stride, const num::MatrixI8& b,
+                        const ImageStrides& strides, const num::MatrixI8& b,
                         const RequantColumns* requant = nullptr);
 num::MatrixI32 run_gemm(Backend& backend, const GemmSpec& spec, const num::MatrixI8& a,
                         const num::MatrixI8& b, const num::MatrixI32* c = nullptr,
