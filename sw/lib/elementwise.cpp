@@ -37,6 +37,9 @@ void check_spec(const HardwareConfig& config, const ElementwiseSpec& spec) {
     throw std::invalid_argument("a slope (alpha) for a function other than leaky");
   }
   if (spec.size == 0) throw std::invalid_argument("an elementwise operator with an empty result");
+  if (spec.int32 && (!spec.op || spec.func != isa::Func::None)) {
+    throw std::invalid_argument("an operation of int32 values takes an operation and no function");
+  }
   const auto check_period = [&](std::uint64_t period, const char* operand) {
     if (period == 0 || spec.size % period != 0) {
       throw std::invalid_argument(
@@ -80,11 +83,12 @@ std::uint32_t full_operands(const ElementwiseSpec& spec) {
 // ELTWISE over a block of `block` rows of `tiles` accumulator rows each, into `result` (in
 // place): the operands' rows at `a` and `b`, or where one repeats (not `full`), its tiles at
 // step 0. Rows of one tile go as one iteration (a repeating b then as ROW's row).
-isa::EltwiseArgs block_operation(isa::VectorOp op, std::uint32_t tiles, std::uint32_t block,
-                                 std::uint32_t a, bool a_full, std::uint32_t b, bool b_full,
-                                 std::uint32_t result) {
+isa::EltwiseArgs block_operation(isa::VectorOp op, bool int32, std::uint32_t tiles,
+                                 std::uint32_t block, std::uint32_t a, bool a_full, std::uint32_t b,
+                                 bool b_full, std::uint32_t result) {
   isa::EltwiseArgs e;
   e.op = op;
+  e.int32 = int32;
   e.addr_a = a;
   e.bias_addr = b;
   e.addr_b = result;
@@ -218,8 +222,9 @@ ElementwisePlan plan_elementwise(const HardwareConfig& config, const Elementwise
     if (k + 1 < blocks) load_block(k + 1);
     const std::uint32_t result = a_full ? a_rows(k) : b_rows(k);
     if (spec.op) {
-      p.eltwise(block_operation(*spec.op, plan.tiles, block_size(k), a_full ? a_rows(k) : 0, a_full,
-                                b_full ? b_rows(k) : 0, b_full, result));
+      p.eltwise(block_operation(*spec.op, spec.int32, plan.tiles, block_size(k),
+                                a_full ? a_rows(k) : 0, a_full, b_full ? b_rows(k) : 0, b_full,
+                                result));
     }
     if (!function) {
       store_block(k);
@@ -282,7 +287,7 @@ std::vector<num::fp32_t> reference_elementwise(const ElementwiseSpec& spec,
   std::vector<num::fp32_t> y(spec.size);
   for (std::uint64_t n = 0; n < spec.size; ++n) {
     num::fp32_t v = a[n % a.size()];
-    if (spec.op) v = eltwise_lane(*spec.op, false, v, b[n % b.size()]);
+    if (spec.op) v = eltwise_lane(*spec.op, spec.int32, v, b[n % b.size()]);
     // ACTIVATE runs only for a function: without one the result is ELTWISE's as it is.
     if (spec.func != isa::Func::None) {
       v = num::act_func(static_cast<unsigned>(spec.func), v, spec.alpha);

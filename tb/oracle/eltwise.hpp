@@ -76,7 +76,8 @@ inline std::vector<fp32_t> eltwise_rows(isa::VectorOp op, bool int32, bool lanes
 }
 
 // An elementwise operator's result (tpu/elementwise.hpp) value by value: a's value n mod its
-// period against b's by eltwise_lane, then the function (N-ACT) where there is one.
+// period against b's by eltwise_lane (int32 lanes with spec.int32), then the function (N-ACT)
+// where there is one.
 inline std::vector<fp32_t> elementwise_values(const ElementwiseSpec& spec,
                                               const std::vector<fp32_t>& a,
                                               const std::vector<fp32_t>& b) {
@@ -84,7 +85,7 @@ inline std::vector<fp32_t> elementwise_values(const ElementwiseSpec& spec,
   y.reserve(spec.size);
   for (std::uint64_t n = 0; n < spec.size; ++n) {
     fp32_t v = a[n % a.size()];
-    if (spec.op) v = eltwise_lane(*spec.op, false, v, b[n % b.size()]);
+    if (spec.op) v = eltwise_lane(*spec.op, spec.int32, v, b[n % b.size()]);
     if (spec.func != isa::Func::None) {
       v = num::act_func(static_cast<unsigned>(spec.func), v, spec.alpha);
     }

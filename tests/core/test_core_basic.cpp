@@ -383,6 +383,7 @@ TEST_P(CoreBasic, ElementwiseGivesTheReferenceBitsInTheModelsCycles) {
     isa::VectorOp op;
     isa::Func func;
     std::uint64_t size, a_period, b_period;
+    bool int32 = false;
   };
   // A residual add and its relu over one block and over many; a bias along rows of 2.5 array
   // rows; a scalar minus a tensor, then the sigmoid; a product of rows of half an array row.
@@ -392,9 +393,13 @@ TEST_P(CoreBasic, ElementwiseGivesTheReferenceBitsInTheModelsCycles) {
        d * config.acc_depth / 2},
       {isa::VectorOp::Add, isa::Func::None, 40 * (5 * d / 2), 40 * (5 * d / 2), 5 * d / 2},
       {isa::VectorOp::Sub, isa::Func::Sigmoid, 9 * d, 1, 9 * d},
-      {isa::VectorOp::Mul, isa::Func::None, 64 * d, 64 * d, std::max<std::uint64_t>(d / 2, 1)}};
+      {isa::VectorOp::Mul, isa::Func::None, 64 * d, 64 * d, std::max<std::uint64_t>(d / 2, 1)},
+      // int32 sums plus a bias along rows of 3 array rows, then their dequantisation per column.
+      {isa::VectorOp::Add, isa::Func::None, 20 * 3 * d, 20 * 3 * d, 3 * d, true},
+      {isa::VectorOp::Dequant, isa::Func::None, 20 * 3 * d, 20 * 3 * d, 3 * d, true}};
   for (const Case& c : cases) {
     spec.op = c.op;
+    spec.int32 = c.int32;
     spec.func = c.func;
     spec.size = c.size;
     spec.a_period = c.a_period;

@@ -83,6 +83,51 @@ TEST(Elementwise, ModelGivesTheOraclesBitsForEveryBroadcast) {
   }
 }
 
+// int32 lanes (ELTWISE I32): the wrapping integer operations of two tensors, a bias repeating
+// along them, and a dequantisation by scales that repeat (a product's int32 sums to fp32, per
+// column), against the oracle's integer arithmetic and fp32 product; no function with them.
+TEST(Elementwise, Int32LanesWrapAndDequantise) {
+  oracle::OperandRng rng(test::test_seed() + 4);
+  const HardwareConfig config = test::small_vector_core();
+  const auto ints = [&](std::uint64_t count) {
+    std::vector<num::fp32_t> values(count);
+    for (num::fp32_t& v : values) v = static_cast<num::fp32_t>(rng.uniform(0, 0xFFFFFFFF));
+    values[0] = 0x7FFFFFFFu;  // the largest, which an add wraps past
+    return values;
+  };
+  const isa::VectorOp ops[] = {isa::VectorOp::Add, isa::VectorOp::Sub, isa::VectorOp::Mul,
+                               isa::VectorOp::Max, isa::VectorOp::Min, isa::VectorOp::Dequant};
+  for (const isa::VectorOp op : ops) {
+    for (const std::uint64_t period : {std::uint64_t{90}, std::uint64_t{6}, std::uint64_t{1}}) {
+      SCOPED_TRACE(testing::Message() << "op " << static_cast<int>(op) << ", period " << period);
+      ElementwiseSpec spec;
+      spec.op = op;
+      spec.int32 = true;
+      spec.size = 90;
+      spec.a_period = spec.size;
+      spec.b_period = period;
+      const std::vector<num::fp32_t> a = ints(spec.size);
+      const std::vector<num::fp32_t> b =
+          op == isa::VectorOp::Dequant ? draw(rng, period) : ints(period);
+      const Outcome outcome = run_on_model(config, spec, a, b);
+      const std::vector<num::fp32_t> want = oracle::elementwise_values(spec, a, b);
+      EXPECT_EQ(outcome.out, want);
+      EXPECT_EQ(reference_elementwise(spec, a, b), want);
+      EXPECT_EQ(outcome.uninitialized_reads, 0u);
+    }
+  }
+  // The sum of the largest int32 and 1 wraps to the smallest.
+  ElementwiseSpec spec;
+  spec.op = isa::VectorOp::Add;
+  spec.int32 = true;
+  spec.size = spec.a_period = 1;
+  spec.b_period = 1;
+  EXPECT_EQ(run_on_model(config, spec, {0x7FFFFFFFu}, {1}).out,
+            std::vector<num::fp32_t>{0x80000000u});
+  spec.func = isa::Func::Relu;
+  EXPECT_THROW(plan_elementwise(config, spec), std::invalid_argument);
+}
+
 TEST(Elementwise, FunctionsAloneAndAfterAnOperation) {
   oracle::OperandRng rng(test::test_seed() + 1);
   const HardwareConfig config = test::small_vector_core();

@@ -1664,6 +1664,56 @@ TEST(Graph, ChannelsLastImagesGiveTheNchwBits) {
   EXPECT_NE(check_supported(from_file), "");  // channels_last and NhwcConv are onnxruntime's
 }
 
+// An int8 network's last layer as the project's network files run it: MatMulInteger's int32
+// sums, the Add of an int32 bias, the DequantizeLinear per column; the Add and the
+// dequantisation on the vector unit (ELTWISE I32: wrapping sums; dequant, Q-DEQUANT's bits),
+// the host's values, and an NCHW ConvInteger's sums dequantised along their channels (the
+// scales as a repeating block of the planes).
+TEST(Graph, Int32SumsAddAndDequantiseOnTheVectorUnit) {
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Int8, {-1, 6}}};
+  g.outputs = {{"y", DType::Float32, {}}};
+  std::vector<std::int64_t> w(6 * 5), bias(5);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<std::int64_t>(i * 37 % 255) - 127;
+  for (std::size_t i = 0; i < bias.size(); ++i)
+    bias[i] = 1000 * static_cast<std::int64_t>(i) - 2100;
+  g.constants["w"] = Tensor::of_ints({6, 5}, w, DType::Int8);
+  g.constants["xz"] = Tensor::of_ints({}, {3}, DType::Int8);
+  g.constants["bias"] = Tensor::of_ints({5}, bias, DType::Int32);
+  g.constants["scales"] = Tensor::of_floats({5}, {0.5f, 0.25f, 1e-3f, 3.0f, 0.125f});
+  Node dq = node("DequantizeLinear", {"biased", "scales"}, {"y"});
+  dq.attributes["axis"] = Attribute::of_int(1);
+  g.nodes = {node("MatMulInteger", {"x", "w", "xz"}, {"sums"}),
+             node("Add", {"sums", "bias"}, {"biased"}), dq};
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) g.nodes[n].name = "n" + std::to_string(n);
+  std::vector<std::int64_t> xs(64);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<std::int64_t>(i * 53 % 256) - 128;
+  const Tensor x =
+      Tensor::of_ints({7, 6}, std::vector<std::int64_t>(xs.begin(), xs.begin() + 42), DType::Int8);
+  FunctionalModel core(test::small_int8_vector_core(256), 0);
+  std::vector<OpRun> runs;
+  const Tensor on_core = run(g, {x}, &core, &runs)[0];
+  const Tensor on_host = run(g, {x}, nullptr)[0];
+  EXPECT_EQ(on_core.floats, on_host.floats);
+  for (const OpRun& r : runs) EXPECT_TRUE(r.on_accelerator) << r.node;
+  // ConvInteger's NCHW sums, dequantised along axis 1 (each scale a plane of 4 x 4 values).
+  Graph conv;
+  conv.opset = 17;
+  conv.inputs = {{"x", DType::Int8, {-1, 2, 4, 4}}};
+  conv.outputs = {{"y", DType::Float32, {}}};
+  conv.constants["w"] = Tensor::of_ints({3, 2, 1, 1}, {1, -2, 3, 4, -5, 6}, DType::Int8);
+  conv.constants["scales"] = Tensor::of_floats({3}, {0.5f, 0.75f, -2.0f});
+  Node cdq = node("DequantizeLinear", {"sums", "scales"}, {"y"});
+  cdq.attributes["axis"] = Attribute::of_int(1);
+  conv.nodes = {node("ConvInteger", {"x", "w"}, {"sums"}), cdq};
+  conv.nodes[1].name = "dq";
+  const Tensor images = Tensor::of_ints({2, 2, 4, 4}, xs, DType::Int8);
+  runs.clear();
+  EXPECT_EQ(run(conv, {images}, &core, &runs)[0].floats, run(conv, {images}, nullptr)[0].floats);
+  EXPECT_TRUE(runs[1].on_accelerator);
+}
+
 TEST(Graph, UnknownOperatorsAreNamed) {
   Graph g = small_graph();
   g.nodes[0].op = "NonZero";

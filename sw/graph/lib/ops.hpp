@@ -247,9 +247,16 @@ std::optional<std::vector<float>> elementwise_on_core(Context& context, const El
                                                       const std::vector<float>& a,
                                                       const std::vector<float>& b);
 
-// Floats' bits (fp32 values as the core's programs take them).
+// The same for operands and a result given as 32-bit lanes (int32 values with spec.int32).
+std::optional<std::vector<num::fp32_t>> elementwise_bits_on_core(Context& context,
+                                                                 const ElementwiseSpec& spec,
+                                                                 const std::vector<num::fp32_t>& a,
+                                                                 const std::vector<num::fp32_t>& b);
+
+// Floats' bits (fp32 values as the core's programs take them), and back.
 std::vector<num::fp32_t> bits_of(const float* values, std::size_t count);
 std::vector<num::fp32_t> bits_of(const std::vector<float>& values);
+std::vector<float> floats_of(const std::vector<num::fp32_t>& bits);
 
 // The expression `e` builds (tpu/vector_expression.hpp: a recurrent cell's gates) on the
 // accelerator's vector unit, counted as elementwise_on_core counts: the values of its outputs

@@ -538,9 +538,7 @@ std::optional<std::vector<float>> on_vector_unit(Context& context, Plan plan_at,
   const std::optional<std::vector<num::fp32_t>> y =
       run_on_vector_unit(context, plan_at, execute, reference);
   if (!y) return std::nullopt;
-  std::vector<float> out(y->size());
-  std::memcpy(out.data(), y->data(), y->size() * sizeof(float));
-  return out;
+  return floats_of(*y);
 }
 
 }  // namespace
@@ -562,19 +560,27 @@ bool softmax_on_core(Context& context, std::vector<float>& values, std::size_t r
   return true;
 }
 
-std::optional<std::vector<float>> elementwise_on_core(Context& context, const ElementwiseSpec& spec,
-                                                      const std::vector<float>& a,
-                                                      const std::vector<float>& b) {
-  const std::vector<num::fp32_t> a_bits = bits_of(a), b_bits = bits_of(b);
-  return on_vector_unit(
+std::optional<std::vector<num::fp32_t>> elementwise_bits_on_core(
+    Context& context, const ElementwiseSpec& spec, const std::vector<num::fp32_t>& a,
+    const std::vector<num::fp32_t>& b) {
+  return run_on_vector_unit(
       context,
       [&](std::uint64_t base) {
         return plan_elementwise(context.accelerator->config(), spec, base);
       },
       [&](const ElementwisePlan& plan, Backend& backend) {
-        return execute_elementwise(plan, backend, a_bits, b_bits);
+        return execute_elementwise(plan, backend, a, b);
       },
-      [&] { return reference_elementwise(spec, a_bits, b_bits); });
+      [&] { return reference_elementwise(spec, a, b); });
+}
+
+std::optional<std::vector<float>> elementwise_on_core(Context& context, const ElementwiseSpec& spec,
+                                                      const std::vector<float>& a,
+                                                      const std::vector<float>& b) {
+  const std::optional<std::vector<num::fp32_t>> y =
+      elementwise_bits_on_core(context, spec, bits_of(a), bits_of(b));
+  if (!y) return std::nullopt;
+  return floats_of(*y);
 }
 
 std::vector<num::fp32_t> bits_of(const float* values, std::size_t count) {
@@ -585,6 +591,12 @@ std::vector<num::fp32_t> bits_of(const float* values, std::size_t count) {
 
 std::vector<num::fp32_t> bits_of(const std::vector<float>& values) {
   return bits_of(values.data(), values.size());
+}
+
+std::vector<float> floats_of(const std::vector<num::fp32_t>& bits) {
+  std::vector<float> values(bits.size());
+  std::memcpy(values.data(), bits.data(), bits.size() * sizeof(float));
+  return values;
 }
 
 std::optional<std::vector<std::vector<float>>> expression_on_core(Context& context,

@@ -66,6 +66,34 @@ std::optional<Tensor> binary_on_core(Context& context, const Node& node, isa::Ve
   return result;
 }
 
+// `op` of two int32 tensors on the vector unit (ELTWISE I32: wrapping, as the host's int32
+// arithmetic here): nothing where the core cannot (no vector unit, a broadcast it does not take).
+std::optional<Tensor> int32_binary_on_core(Context& context, isa::VectorOp op, const Tensor& a,
+                                           const Tensor& b, const Shape& out) {
+  const std::optional<std::uint64_t> a_period = repeat_period(a.shape, out);
+  const std::optional<std::uint64_t> b_period = repeat_period(b.shape, out);
+  if (!a_period || !b_period) return std::nullopt;
+  ElementwiseSpec spec;
+  spec.op = op;
+  spec.int32 = true;
+  spec.size = element_count(out);
+  spec.a_period = *a_period;
+  spec.b_period = *b_period;
+  const auto lanes = [](const Tensor& x) {
+    std::vector<num::fp32_t> bits(x.ints.size());
+    std::transform(x.ints.begin(), x.ints.end(), bits.begin(),
+                   [](std::int64_t v) { return static_cast<num::fp32_t>(v); });
+    return bits;
+  };
+  const std::optional<std::vector<num::fp32_t>> y =
+      elementwise_bits_on_core(context, spec, lanes(a), lanes(b));
+  if (!y) return std::nullopt;
+  Tensor result(DType::Int32, out);
+  std::transform(y->begin(), y->end(), result.ints.begin(),
+                 [](num::fp32_t v) { return std::int64_t{isa::int32_value(v)}; });
+  return result;
+}
+
 // A function of one float tensor on the vector unit (ACTIVATE in place), or nothing.
 std::optional<Tensor> function_on_core(Context& context, isa::Func func, num::bf16_t alpha,
                                        const Tensor& x) {
@@ -91,8 +119,8 @@ Kernel on_core_else(isa::Func func, Kernel host) {
   };
 }
 
-// Broadcast function of all inputs, float or integer (both the same type); two float inputs
-// on the vector unit where `vop` is its operation and the core can. The node's activation
+// Broadcast function of all inputs, float or integer (both the same type); two float or int32
+// inputs on the vector unit where `vop` is its operation and the core can. The node's activation
 // (fuse_epilogues) follows.
 template <typename FloatFn, typename IntFn>
 Kernel nary(FloatFn ffn, IntFn ifn, bool variadic,
@@ -114,6 +142,11 @@ Kernel nary(FloatFn ffn, IntFn ifn, bool variadic,
     }
     if (vop && count == 2 && type == DType::Float32) {
       if (std::optional<Tensor> y = binary_on_core(context, node, *vop, *in[0], *in[1], out)) {
+        return outputs(std::move(*y));
+      }
+    }
+    if (vop && count == 2 && type == DType::Int32) {
+      if (std::optional<Tensor> y = int32_binary_on_core(context, *vop, *in[0], *in[1], out)) {
         return outputs(std::move(*y));
       }
     }

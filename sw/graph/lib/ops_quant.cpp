@@ -100,9 +100,39 @@ std::vector<Tensor> quantize_linear(Context& context, const Node& node, const In
   return outputs(std::move(y));
 }
 
+// The dequantisation of int32 values (a product's sums, as MatMulInteger and ConvInteger give
+// them) on the vector unit: ELTWISE dequant with I32, each value rounded to fp32 and multiplied
+// by its scale (Q-DEQUANT's bits), the scales one for the tensor or per axis as a repeating
+// block (scale c repeated `inner` times, every scale once a block); zero points 0. Nothing where
+// the core cannot.
+std::optional<std::vector<float>> int32_dequantized_on_core(Context& context, const Quantisation& q,
+                                                            const Tensor& x) {
+  if (x.size() == 0 ||
+      std::any_of(q.zero_points.begin(), q.zero_points.end(), [](std::int64_t z) { return z; })) {
+    return std::nullopt;
+  }
+  ElementwiseSpec spec;
+  spec.op = isa::VectorOp::Dequant;
+  spec.int32 = true;
+  spec.size = x.size();
+  spec.a_period = spec.size;
+  std::vector<num::fp32_t> scales(q.scales.size() * q.inner);
+  for (std::size_t j = 0; j < scales.size(); ++j) {
+    scales[j] = bits_of(&q.scales[j / q.inner], 1)[0];
+  }
+  spec.b_period = scales.size();
+  std::vector<num::fp32_t> values(x.size());
+  std::transform(x.ints.begin(), x.ints.end(), values.begin(),
+                 [](std::int64_t v) { return static_cast<num::fp32_t>(v); });
+  const std::optional<std::vector<num::fp32_t>> y =
+      elementwise_bits_on_core(context, spec, values, scales);
+  if (!y) return std::nullopt;
+  return floats_of(*y);
+}
+
 // y = (x - zero point) * scale in fp32, as onnxruntime computes it; on a core's vector unit, int8
-// or uint8 with one scale for the tensor, Q-DEQUANT, the same bits but for a product below
-// 2^-126, which it flushes.
+// or uint8 with one scale for the tensor, and int32 with zero points 0 (int32_dequantized_on_core),
+// Q-DEQUANT, the same bits but for a product below 2^-126, which it flushes.
 std::vector<Tensor> dequantize_linear(Context& context, const Node& node, const Inputs& in) {
   const Tensor& x = need(node, in, 0);
   if (!quantised_type(x.dtype) && x.dtype != DType::Int32) {
@@ -123,6 +153,12 @@ std::vector<Tensor> dequantize_linear(Context& context, const Node& node, const 
       values[e] = static_cast<std::int8_t>(x.ints[e] - shift);
     }
     if (auto on_core = dequantize_on_core(context, *spec, values)) {
+      y.floats = std::move(*on_core);
+      return outputs(std::move(y));
+    }
+  }
+  if (x.dtype == DType::Int32) {
+    if (std::optional<std::vector<float>> on_core = int32_dequantized_on_core(context, q, x)) {
       y.floats = std::move(*on_core);
       return outputs(std::move(y));
     }

@@ -29,6 +29,10 @@ namespace tpu {
 
 struct ElementwiseSpec {
   std::optional<isa::VectorOp> op;  // none: y = f(a)
+  // a's values are int32 (ELTWISE I32): with b's, N-VEC's wrapping integer operations; a
+  // dequantisation (op Dequant) rounds them to fp32 and multiplies by b's fp32 scales. No
+  // function.
+  bool int32 = false;
   isa::Func func = isa::Func::None;
   num::bf16_t alpha = 0;       // leaky's slope (0 for the other functions)
   std::uint64_t size = 0;      // values of the result
