@@ -405,10 +405,16 @@ void write_row(HostMemory& memory, std::uint64_t addr, const std::vector<T>& val
 template <typename T>
 void write_rows(HostMemory& memory, std::uint64_t addr, const num::Matrix<T>& m,
                 std::size_t padded) {
-  std::vector<T> row(padded, T{});
+  if (m.cols == padded) {
+    memory.write_array(addr, m.data);
+    return;
+  }
+  // Each row where it goes, its padding zeroed there: no copy of the matrix on the way.
+  const std::vector<T> zeros(padded - m.cols, T{});
   for (std::size_t i = 0; i < m.rows; ++i) {
-    std::copy_n(&m.data[i * m.cols], m.cols, row.begin());
-    memory.write_array(addr + i * padded * sizeof(T), row);
+    const std::uint64_t row = addr + i * padded * sizeof(T);
+    memory.write(row, &m.data[i * m.cols], m.cols * sizeof(T));
+    memory.write_array(row + m.cols * sizeof(T), zeros);
   }
 }
 
@@ -961,9 +967,15 @@ void read_result_rows(const GemmPlan& plan, const HostMemory& memory, num::Matri
   out = num::Matrix<Value>(rows.size(), n);
   std::vector<Lane> lanes(n);
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    memory.read(plan.out_addr + rows[i] * plan.n_pad * plan.out_elem_bytes(), lanes.data(),
-                n * sizeof(Lane));
-    std::transform(lanes.begin(), lanes.end(), &out.at(i, 0), widen);
+    const std::uint64_t at = plan.out_addr + rows[i] * plan.n_pad * plan.out_elem_bytes();
+    if constexpr (std::is_same_v<Lane, Value>) {
+      // Values as they lie: read into the row where they go.
+      memory.read(at, &out.at(i, 0), n * sizeof(Lane));
+      std::transform(&out.at(i, 0), &out.at(i, 0) + n, &out.at(i, 0), widen);
+    } else {
+      memory.read(at, lanes.data(), n * sizeof(Lane));
+      std::transform(lanes.begin(), lanes.end(), &out.at(i, 0), widen);
+    }
   }
 }
 
