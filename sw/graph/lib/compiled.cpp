@@ -133,6 +133,42 @@ std::vector<bool> group_links(const HardwareConfig& config,
 
 }  // namespace
 
+// The float weights of products (Conv, NhwcConv, Gemm, MatMul: their input 1, one matrix or a
+// convolution's filters) that every GEMM of their node finds resident in the image, and that
+// nothing else reads: their values go (Tensor::values_on_core), which the host's kernels never
+// read where the weights are resident, and the file holds no fp32 copy of them.
+void keep_weights_on_core(CompiledModel& model) {
+  std::map<std::string, bool> resident;  // a node's GEMMs: every one's B resident
+  for (const CompiledGemm& gemm : model.gemms) {
+    const auto [it, fresh] = resident.emplace(gemm.node, true);
+    it->second = it->second && gemm.plan.weights_resident;
+  }
+  std::map<std::string, bool> weights;  // each product's weight: whether every reader is so
+  for (const Node& node : model.graph.nodes) {
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      const std::string& name = node.inputs[i];
+      const auto constant = model.graph.constants.find(name);
+      if (constant == model.graph.constants.end()) continue;
+      const Tensor& w = constant->second;
+      const auto it = resident.find(node.name);
+      const bool conv = node.op == "Conv" || node.op == "NhwcConv";
+      // MatMul's and Gemm's B one matrix: its parts' offsets are all 0.
+      const bool weight = i == 1 && it != resident.end() && it->second && w.is_float() &&
+                          !w.stored_transposed &&
+                          (conv || ((node.op == "MatMul" || node.op == "Gemm") && w.rank() == 2));
+      const auto [entry, fresh] = weights.emplace(name, weight);
+      entry->second = entry->second && weight;
+    }
+  }
+  for (const ValueInfo& output : model.graph.outputs) weights[output.name] = false;
+  for (const auto& [name, only_weight] : weights) {
+    if (!only_weight) continue;
+    Tensor& w = model.graph.constants.at(name);
+    w.floats = {};
+    w.values_on_core = true;
+  }
+}
+
 CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::size_t batch) {
   if (batch == 0) throw std::runtime_error("a batch of 0 inputs");
   CompiledModel model;
@@ -260,6 +296,7 @@ CompiledModel compile(const Graph& graph, const HardwareConfig& config, std::siz
         {traced[g].gemm.node, traced[g].gemm.weight_bytes, links[g], chained[g], std::move(plan)});
   }
   model.image.assign(memory.data(), memory.data() + scratch);
+  keep_weights_on_core(model);
   return model;
 }
 
@@ -320,6 +357,9 @@ class DataWriter {
     return where;
   }
   Json tensor(const Tensor& t) {
+    if (t.values_on_core) {
+      return {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"values_on_core", true}};
+    }
     std::vector<std::uint8_t> bytes;
     const std::size_t width = element_bytes(t.dtype);
     bytes.reserve(t.size() * width);
@@ -368,6 +408,15 @@ class DataReader {
     Shape shape = json.at("shape").get<Shape>();
     for (const std::int64_t d : shape) {
       if (d < 0) throw std::runtime_error("a tensor of shape " + shape_text(shape));
+    }
+    if (json.value("values_on_core", false)) {
+      // A product's weights that lie in the image alone: the type and shape, no values.
+      Tensor t;
+      t.dtype = dtype_named(json.at("dtype").get<std::string>());
+      if (!t.is_float()) throw std::runtime_error("weights on the core that are not float");
+      t.shape = std::move(shape);
+      t.values_on_core = true;
+      return t;
     }
     Tensor t(dtype_named(json.at("dtype").get<std::string>()), std::move(shape));
     const std::size_t width = element_bytes(t.dtype);

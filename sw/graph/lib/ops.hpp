@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -143,6 +144,10 @@ class ProductB {
   explicit ProductB(std::function<const T*()> make) : make_(std::move(make)) {}
   const T* operator()() const {
     if (!values_ && make_) values_ = make_();
+    // A compiled model's weights lie in its image alone (Tensor::values_on_core): asked for
+    // only where they are not resident, which compile() rules out.
+    if (!values_)
+      throw std::logic_error("a product's weights asked for where the core alone has them");
     return values_;
   }
 

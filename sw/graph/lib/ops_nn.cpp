@@ -339,6 +339,8 @@ std::vector<Lane> im2col(const ConvShape& c, const std::vector<T>& x, std::int64
 // rows in im2col's (ky, kx, c) order.
 template <typename T>
 std::vector<T> group_weights(const ConvShape& c, const std::vector<T>& w, std::int64_t g) {
+  if (w.empty())
+    throw std::logic_error("a convolution's filters asked for where the core alone has them");
   const auto mg = static_cast<std::size_t>(c.mg), cg = static_cast<std::size_t>(c.cg);
   const std::size_t taps = c.depth / cg;
   std::vector<T> b(c.depth * mg);

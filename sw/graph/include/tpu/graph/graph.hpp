@@ -32,6 +32,9 @@ struct Tensor {
   // left the values where they were, for a MatMul that takes them as B on a core that reads B
   // transposed (transposed_operands, executor.hpp). Only the executor sets it.
   bool stored_transposed = false;
+  // A compiled model's product weights that lie in its image alone (compile()): the tensor has
+  // its type and shape, which the host's kernels take, and no values (floats empty).
+  bool values_on_core = false;
 
   Tensor() = default;
   // Zeros of the type and shape.
