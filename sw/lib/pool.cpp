@@ -18,8 +18,54 @@ constexpr num::fp32_t kMinusZero = 0x80000000u;      // the seed of a sum
 // maximum's leaves each value as it is). Each bank keeps them free, so that both hold a band of
 // the same size.
 constexpr std::uint32_t kSeedRow = 0, kScaleRow = 1, kRequantRows = 2;
+
+// The values inside the image of the windows at output row oy (`rows`) and column ox (`cols`)
+// along one axis: the kernel offsets whose pixel lies inside.
+std::uint32_t inside_count(std::int64_t o, std::uint32_t kernel, std::uint32_t stride,
+                           std::uint32_t pad, std::uint32_t size) {
+  const std::int64_t start = o * stride - std::int64_t{pad};
+  const std::int64_t lo = std::max<std::int64_t>(start, 0);
+  const std::int64_t hi = std::min<std::int64_t>(start + kernel, size);
+  return static_cast<std::uint32_t>(std::max<std::int64_t>(hi - lo, 0));
+}
+
+// An average's divisor of the window at (oy, ox).
+std::uint32_t window_count(const PoolSpec& s, std::int64_t oy, std::int64_t ox) {
+  if (!s.count_inside) return s.count;
+  return inside_count(oy, s.kernel_h, s.stride_h, s.pad_top, s.height) *
+         inside_count(ox, s.kernel_w, s.stride_w, s.pad_left, s.width);
+}
+
+// An average's distinct divisors, in increasing order: reciprocal row kScaleRow + i is the i-th's
+// (one where every window has the same).
+std::vector<std::uint32_t> divisors(const PoolSpec& s) {
+  if (!s.count_inside) return {s.count};
+  std::vector<std::uint32_t> rows, cols, all;
+  for (std::uint32_t oy = 0; oy < s.out_h; ++oy) {
+    rows.push_back(inside_count(oy, s.kernel_h, s.stride_h, s.pad_top, s.height));
+  }
+  for (std::uint32_t ox = 0; ox < s.out_w; ++ox) {
+    cols.push_back(inside_count(ox, s.kernel_w, s.stride_w, s.pad_left, s.width));
+  }
+  for (const std::uint32_t r : rows) {
+    for (const std::uint32_t c : cols) all.push_back(r * c);
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
+}
+
 std::uint32_t const_rows(const PoolSpec& s) {
-  return s.int8 ? 5 : 2;
+  if (s.int8) return 5;
+  return 1 + (s.max ? 1 : static_cast<std::uint32_t>(divisors(s).size()));
+}
+
+// The constant rows of a float pooling: the seed, then a maximum's 0 or an average's reciprocals.
+std::vector<num::fp32_t> float_constants(const PoolSpec& s) {
+  if (s.max) return {kMinusInfinity, 0};
+  std::vector<num::fp32_t> rows = {kMinusZero};
+  for (const std::uint32_t d : divisors(s)) rows.push_back(acc_rows::reciprocal(d));
+  return rows;
 }
 
 // The requantisation of an int8 pool's int32 results: an average's (Q-MEAN), or for a maximum
@@ -59,7 +105,12 @@ void check_spec(const HardwareConfig& config, const PoolSpec& s) {
   if (s.kernel_h == 0 || s.kernel_w == 0 || s.stride_h == 0 || s.stride_w == 0) {
     throw std::invalid_argument("a pooling window with a kernel or stride of 0");
   }
-  if (!s.max && s.count == 0) throw std::invalid_argument("an average over a count of 0");
+  if (!s.max && s.count == 0 && !s.count_inside) {
+    throw std::invalid_argument("an average over a count of 0");
+  }
+  if (s.count_inside && (s.max || s.int8)) {
+    throw std::invalid_argument("counts of the values inside go with a float average");
+  }
   if (s.int8) {
     if (!config.int8) {
       throw std::invalid_argument("int8 pooling needs the int8 datapath; " + config.name() +
@@ -205,6 +256,33 @@ void fold_taps(isa::ProgramBuilder& p, const PoolSpec& s, const Band& band, std:
   }
 }
 
+// An average's sums of one band times the reciprocals of their windows' counts inside the
+// image: per output row, each run of columns whose windows have as many columns inside one
+// ELTWISE mul by its divisor's row.
+void scale_by_counts(isa::ProgramBuilder& p, const PoolSpec& s, const Band& band,
+                     std::uint32_t out_base, const std::vector<std::uint32_t>& divisors) {
+  const std::uint32_t tiles = band.tiles, out_image = band.out_rows * s.out_w * tiles;
+  const auto row_of = [&](std::uint32_t count) {
+    return kScaleRow +
+           static_cast<std::uint32_t>(std::lower_bound(divisors.begin(), divisors.end(), count) -
+                                      divisors.begin());
+  };
+  for (std::uint32_t i = 0; i < band.images; ++i) {
+    for (std::uint32_t r = 0; r < band.out_rows; ++r) {
+      const std::int64_t oy = band.out_row + r;
+      const std::uint32_t out_row = out_base + i * out_image + r * s.out_w * tiles;
+      for (std::uint32_t ox = 0; ox < s.out_w;) {
+        const std::uint32_t count = window_count(s, oy, ox);
+        std::uint32_t end = ox + 1;
+        while (end < s.out_w && window_count(s, oy, end) == count) ++end;
+        acc_rows::with_row(p, isa::VectorOp::Mul, out_row + ox * tiles, (end - ox) * tiles,
+                           row_of(count));
+        ox = end;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::uint64_t PoolPlan::written_bytes() const {
@@ -318,8 +396,10 @@ PoolPlan plan_pool(const HardwareConfig& config, const PoolSpec& spec, std::uint
       req.clamp_lo = q.lo;
       req.clamp_hi = q.hi;
       p.activate(req);
-    } else if (!spec.max) {
+    } else if (!spec.max && !spec.count_inside) {
       acc_rows::with_row(p, isa::VectorOp::Mul, out_base, out_rows, kScaleRow);
+    } else if (!spec.max) {
+      scale_by_counts(p, spec, band, out_base, divisors(spec));
     }
     transfer(band, spec.out_h, band.out_row, spec.out_w, plan.out_addr, out_base, false);
   }
@@ -374,9 +454,7 @@ void write_pool_constants(const PoolPlan& plan, HostMemory& memory,
 void write_pool_input(const PoolPlan& plan, HostMemory& memory, const std::vector<num::fp32_t>& x) {
   const PoolSpec& s = plan.spec;
   if (s.int8) throw std::invalid_argument("the plan is of an int8 pooling");
-  write_pool_constants(
-      plan, memory,
-      {s.max ? kMinusInfinity : kMinusZero, s.max ? 0 : acc_rows::reciprocal(s.count)}, x.size());
+  write_pool_constants(plan, memory, float_constants(s), x.size());
   const std::uint64_t plane = std::uint64_t{s.height} * s.width;
   const std::vector<num::fp32_t> pixels = transpose_pixels(s, plane, x, false);
   acc_rows::write(memory, plan.in_addr, acc_rows::Layout::of(plan.config, s.channels),
@@ -441,7 +519,7 @@ namespace {
 
 // The windows' folds in output order (image and channel, then output row, then column): each
 // starts at `seed` and takes the window's values inside the image in tap order, ky first, by
-// `fold`; `finish` makes the output of it.
+// `fold`; `finish` makes the output of it and the window's place (oy, ox).
 template <typename T, typename Acc, typename Fold, typename Finish>
 auto fold_windows(const PoolSpec& s, const std::vector<T>& x, Acc seed, Fold fold, Finish finish) {
   const std::uint64_t plane = std::uint64_t{s.height} * s.width;
@@ -450,7 +528,7 @@ auto fold_windows(const PoolSpec& s, const std::vector<T>& x, Acc seed, Fold fol
     return s.channels_last ? (image / s.channels * plane + pixel) * s.channels + image % s.channels
                            : image * plane + pixel;
   };
-  std::vector<decltype(finish(seed))> y;
+  std::vector<decltype(finish(seed, 0, 0))> y;
   y.reserve(std::uint64_t{s.batch} * s.channels * s.out_h * s.out_w);
   for (std::uint64_t image = 0; image < std::uint64_t{s.batch} * s.channels; ++image) {
     for (std::int64_t oy = 0; oy < std::int64_t{s.out_h}; ++oy) {
@@ -465,7 +543,7 @@ auto fold_windows(const PoolSpec& s, const std::vector<T>& x, Acc seed, Fold fol
             acc = fold(acc, x[at(image, static_cast<std::uint64_t>(iy * s.width + ix))]);
           }
         }
-        y.push_back(finish(acc));
+        y.push_back(finish(acc, oy, ox));
       }
     }
   }
@@ -481,23 +559,26 @@ std::vector<std::int8_t> reference_pool_int8(const PoolSpec& s, const std::vecto
   if (s.max) {
     return fold_windows(
         s, x, std::int8_t{-128}, [](std::int8_t best, std::int8_t v) { return std::max(best, v); },
-        [](std::int8_t best) { return best; });
+        [](std::int8_t best, std::int64_t, std::int64_t) { return best; });
   }
   // The sum wraps, as ELTWISE I32's adds do (Q-MEAN, Q-MAC).
   return fold_windows(
       s, x, std::uint32_t{0},
       [](std::uint32_t sum, std::int8_t v) { return sum + static_cast<std::uint32_t>(v); },
-      [&](std::uint32_t sum) { return num::mean_int8(isa::int32_value(sum), s.mean); });
+      [&](std::uint32_t sum, std::int64_t, std::int64_t) {
+        return num::mean_int8(isa::int32_value(sum), s.mean);
+      });
 }
 
 std::vector<num::fp32_t> reference_pool(const PoolSpec& s, const std::vector<num::fp32_t>& x) {
-  const num::fp32_t r = acc_rows::reciprocal(s.count);
   return fold_windows(
       s, x, s.max ? kMinusInfinity : kMinusZero,
       [&](num::fp32_t fold, num::fp32_t v) {
         return s.max ? num::max_fp32(v, fold) : num::add_fp32(v, fold);
       },
-      [&](num::fp32_t fold) { return s.max ? fold : num::mul_fp32(fold, r); });
+      [&](num::fp32_t fold, std::int64_t oy, std::int64_t ox) {
+        return s.max ? fold : num::mul_fp32(fold, acc_rows::reciprocal(window_count(s, oy, ox)));
+      });
 }
 
 }  // namespace tpu

@@ -96,14 +96,14 @@ inline std::vector<fp32_t> elementwise_values(const ElementwiseSpec& spec,
 
 // A pooling's result (tpu/pool.hpp, NCHW) window by window: the values inside the image folded
 // from -inf by max, or from -0 by add in (ky, kx) order, a sum then multiplied by the IEEE
-// reciprocal of the count.
+// reciprocal of the count (with count_inside, of the values the window folded).
 inline std::vector<fp32_t> pool_values(const PoolSpec& s, const std::vector<fp32_t>& x) {
-  const float r = 1.0f / static_cast<float>(s.count);
   std::vector<fp32_t> y;
   for (std::uint64_t image = 0; image < std::uint64_t{s.batch} * s.channels; ++image) {
     for (std::int64_t oy = 0; oy < std::int64_t{s.out_h}; ++oy) {
       for (std::int64_t ox = 0; ox < std::int64_t{s.out_w}; ++ox) {
         fp32_t fold = s.max ? 0xFF800000u : 0x80000000u;
+        std::uint32_t inside = 0;  // the window's values inside the image
         for (std::int64_t ky = 0; ky < std::int64_t{s.kernel_h}; ++ky) {
           for (std::int64_t kx = 0; kx < std::int64_t{s.kernel_w}; ++kx) {
             const std::int64_t iy = oy * s.stride_h - s.pad_top + ky;
@@ -114,8 +114,10 @@ inline std::vector<fp32_t> pool_values(const PoolSpec& s, const std::vector<fp32
             const fp32_t v =
                 x[(image * s.height + std::uint64_t(iy)) * s.width + std::uint64_t(ix)];
             fold = eltwise_lane(s.max ? isa::VectorOp::Max : isa::VectorOp::Add, false, v, fold);
+            ++inside;
           }
         }
+        const float r = 1.0f / static_cast<float>(s.count_inside ? inside : s.count);
         y.push_back(s.max ? fold : mul_fp32(fold, as_bits(r)));
       }
     }

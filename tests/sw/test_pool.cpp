@@ -75,7 +75,7 @@ void expect_near_windows(const PoolSpec& s, const std::vector<num::fp32_t>& x,
   for (std::uint32_t image = 0; image < s.batch * s.channels; ++image) {
     for (std::int64_t oy = 0; oy < std::int64_t{s.out_h}; ++oy) {
       for (std::int64_t ox = 0; ox < std::int64_t{s.out_w}; ++ox) {
-        double best = -INFINITY, sum = 0;
+        double best = -INFINITY, sum = 0, inside = 0;
         for (std::int64_t ky = 0; ky < std::int64_t{s.kernel_h}; ++ky) {
           for (std::int64_t kx = 0; kx < std::int64_t{s.kernel_w}; ++kx) {
             const std::int64_t iy = oy * s.stride_h - s.pad_top + ky;
@@ -87,13 +87,15 @@ void expect_near_windows(const PoolSpec& s, const std::vector<num::fp32_t>& x,
                 x[(std::size_t{image} * s.height + std::size_t(iy)) * s.width + std::size_t(ix)]);
             best = std::max(best, v);
             sum += v;
+            ++inside;
           }
         }
         const double got = oracle::as_float(y[e++]);
+        const double mean = sum / (s.count_inside ? inside : s.count);
         if (s.max) {
           EXPECT_EQ(got, best);
         } else {
-          EXPECT_NEAR(got, sum / s.count, std::ldexp(std::fabs(sum / s.count) + 1, -20));
+          EXPECT_NEAR(got, mean, std::ldexp(std::fabs(mean) + 1, -20));
         }
       }
     }
@@ -117,6 +119,12 @@ TEST(Pool, ModelGivesTheReferenceBits) {
   // A global average whose image takes a band for each of its three channel tiles.
   PoolSpec wide_mean = spec_of(false, 2, 10, 8, 8, 8, 1, 0);
   wide_mean.count = 64;
+  // Averages of the values inside the image (padding not counted): windows of 4, 6 and 9 values
+  // at the corners, the edges and inside; of several bands of output rows at stride 2.
+  PoolSpec inside_mean = spec_of(false, 2, 5, 5, 6, 3, 1, 1);
+  inside_mean.count_inside = true;
+  PoolSpec inside_bands = spec_of(false, 2, 4, 16, 12, 3, 2, 1);
+  inside_bands.count_inside = true;
   PoolSpec one_row = spec_of(true, 2, 3, 1, 9, 1, 2, 0);
   one_row.kernel_w = 3;
   one_row.pad_left = 1;
@@ -134,6 +142,8 @@ TEST(Pool, ModelGivesTheReferenceBits) {
       {"max over an image that takes several bands", spec_of(true, 2, 4, 16, 12, 3, 2, 1)},
       {"average over an image that takes several bands", spec_of(false, 1, 8, 12, 12, 2, 2, 0)},
       {"global average a channel tile a band", wide_mean},
+      {"average 3x3 stride 1 pad 1, padding not counted", inside_mean},
+      {"average 3x3 stride 2 pad 1 over several bands, padding not counted", inside_bands},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -346,6 +356,9 @@ TEST(Pool, RefusesWhatItCannotRun) {
   bad = good;
   bad.max = false;
   bad.count = 0;
+  EXPECT_THROW(plan_pool(config, bad), std::invalid_argument);
+  bad = good;
+  bad.count_inside = true;  // a maximum counts nothing
   EXPECT_THROW(plan_pool(config, bad), std::invalid_argument);
   bad = good;
   bad.stride_w = 0;

@@ -758,10 +758,10 @@ WindowCount count_window(const Window& win, std::int64_t h, std::int64_t w, std:
 }
 
 // A pool of `win`'s windows on the vector unit (ops::pool_on_core), the images NCHW (`nchw`) or
-// channels last: windows without dilation
-// whose every window has a value inside the image, an average only where every window divides by
-// the same count. A max pool of int8 or uint8 values (a QDQ model's, its DequantizeLinear and
-// QuantizeLinear fused away) runs as int8 pooling.
+// channels last: windows without dilation whose every window has a value inside the image, an
+// average dividing by one count or by each window's values inside the image. A max pool of int8 or
+// uint8 values (a QDQ model's, its DequantizeLinear and QuantizeLinear fused away) runs as int8
+// pooling.
 std::optional<Tensor> windows_on_core(Context& context, const Tensor& x, const Shape& nchw,
                                       bool last, const Window& win, bool max, bool count_pad) {
   if (!context.accelerator || context.accelerator->config().vector_lanes == 0 ||
@@ -769,15 +769,21 @@ std::optional<Tensor> windows_on_core(Context& context, const Tensor& x, const S
     return std::nullopt;
   }
   const std::int64_t h = nchw.size() == 4 ? nchw[2] : 1, w = nchw.back();
+  // An average's divisor: one for every window, or each window's values inside the image
+  // (padding not counted), which the plan takes per window; windows whose counts of padding
+  // differ (ceil_mode's last, reaching past it) stay on the host.
   std::int64_t count = 0;
+  bool counts_differ = false;
   for (std::int64_t oy = 0; oy < win.oh; ++oy) {
     for (std::int64_t ox = 0; ox < win.ow; ++ox) {
       const WindowCount c = count_window(win, h, w, oy, ox);
       const std::int64_t divisor = count_pad ? c.inside + c.padded : c.inside;
-      if (c.inside == 0 || (!max && count != 0 && divisor != count)) return std::nullopt;
+      if (c.inside == 0) return std::nullopt;
+      counts_differ = counts_differ || (count != 0 && divisor != count);
       count = divisor;
     }
   }
+  if (!max && counts_differ && count_pad) return std::nullopt;
   const auto dim = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
   PoolSpec spec;
   spec.max = max;
@@ -795,6 +801,7 @@ std::optional<Tensor> windows_on_core(Context& context, const Tensor& x, const S
   spec.out_h = dim(win.oh);
   spec.out_w = dim(win.ow);
   spec.count = max ? 1 : dim(count);
+  spec.count_inside = !max && counts_differ;
   const Shape out_shape = laid_out(spatial_out(nchw, nchw[1], win), last);
   if (!x.is_float()) {
     // uint8 moved down by 128 and back: the order, and so the maximum, stays.

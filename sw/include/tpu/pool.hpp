@@ -36,9 +36,11 @@ struct PoolSpec {
   std::uint32_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
   std::uint32_t pad_top = 0, pad_left = 0;
   std::uint32_t out_h = 0, out_w = 0;  // as the caller's padding after the image and rounding give
-  // An average's divisor: the same for every window (the caller leaves windows whose counts
-  // differ, padding not counted, to the host).
+  // An average's divisor: the same for every window, or with `count_inside` each window's
+  // values inside the image (its padding not counted, ONNX's count_include_pad 0): rows times
+  // columns inside, each distinct count's reciprocal a constant row of its own (float only).
   std::uint32_t count = 1;
+  bool count_inside = false;
   // int8 values (a core with the int8 datapath): a maximum, or an average (Q-MEAN of
   // docs/numerics.md, num::quant_mean_params): each window's int32 sum of its int8 values, moved
   // up by 2^mean.up and requantised.
