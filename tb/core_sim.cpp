@@ -388,17 +388,20 @@ Job lstm_cell_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   return job;
 }
 
-// Pooling (plan_pool): ResNet's max pooling (3 x 3, stride 2, padding 1) of two images whose
-// channels take one and a half rows of the array, against oracle::pool_values.
-Job maxpool_job(const HardwareConfig& config, oracle::OperandRng& rng) {
+// Pooling (plan_pool) of two images whose channels take one and a half rows of the array,
+// against oracle::pool_values: ResNet's max pooling (3 x 3, stride 2, padding 1), or an average
+// of 3 x 3 windows at stride 1 that does not count the padding (4, 6 or 9 values a window).
+Job pool_job(const HardwareConfig& config, oracle::OperandRng& rng, bool max) {
   tpu::PoolSpec spec;
+  spec.max = max;
   spec.batch = 2;
   spec.channels = 3 * config.dim / 2;
   spec.height = spec.width = 8;
   spec.kernel_h = spec.kernel_w = 3;
-  spec.stride_h = spec.stride_w = 2;
+  spec.stride_h = spec.stride_w = max ? 2 : 1;
   spec.pad_top = spec.pad_left = 1;
-  spec.out_h = spec.out_w = 4;
+  spec.out_h = spec.out_w = max ? 4 : 8;
+  spec.count_inside = !max;
   const tpu::PoolPlan plan = tpu::plan_pool(config, spec);
   std::vector<num::fp32_t> x(std::size_t{spec.batch} * spec.channels * spec.height * spec.width);
   for (num::fp32_t& v : x) v = rng.fp32();
@@ -409,7 +412,7 @@ Job maxpool_job(const HardwareConfig& config, oracle::OperandRng& rng) {
   };
   job.want = oracle::pool_values(spec, x);
   job.shape = fmt::format("{}x{}x{}", spec.batch * spec.out_h * spec.out_w, spec.channels, 9);
-  job.options = "maxpool";
+  job.options = max ? "maxpool" : "avgpool, padding not counted";
   return job;
 }
 
@@ -743,7 +746,12 @@ std::vector<Case> cases(unsigned random_cases) {
   list.push_back({"softmax", softmax_job, true});
   list.push_back({"residual", residual_job, true});
   list.push_back({"lstm-cell", lstm_cell_job, true});
-  list.push_back({"maxpool", maxpool_job, true});
+  for (const bool max : {true, false}) {
+    list.push_back(
+        {max ? "maxpool" : "avgpool",
+         [max](const HardwareConfig& c, oracle::OperandRng& rng) { return pool_job(c, rng, max); },
+         true});
+  }
   list.push_back({"depthwise", depthwise_job, true});
   list.push_back({"int8-depthwise", int8_depthwise_job, true});
   list.push_back({"int8-add", int8_add_job, true});
