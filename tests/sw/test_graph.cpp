@@ -1718,6 +1718,41 @@ TEST(Graph, Int32SumsAddAndDequantiseOnTheVectorUnit) {
   EXPECT_TRUE(runs[1].on_accelerator);
 }
 
+// LeakyRelu on the vector unit: a bf16 slope (0.25, 1.5) as ACTIVATE's leaky, PyTorch's default
+// 0.01 (no bf16 value) as max(x, 0.01 x); the host's values (no product here falls below 2^-126,
+// where the core flushes), over a tensor that ends inside a row. A slope past 1 that is no bf16
+// value (1.3) stays on the host.
+TEST(Graph, LeakyRelusOfSlopesUpToOneRunOnTheVectorUnit) {
+  std::vector<float> values(2 * 3 * 7);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    values[i] = std::sin(1.7f * static_cast<float>(i)) * 40.0f;
+  }
+  values[0] = -0.0f;
+  values[1] = 0.0f;
+  const Tensor x = Tensor::of_floats({2, 3, 7}, values);
+  FunctionalModel core(test::small_vector_core(64), 0);
+  for (const float alpha : {0.01f, 0.25f, 1.0f, 0.0f, 1.5f, 1.3f}) {
+    SCOPED_TRACE(alpha);
+    Graph g;
+    g.opset = 17;
+    g.inputs = {{"x", DType::Float32, {2, 3, 7}}};
+    g.outputs = {{"y", DType::Float32, {}}};
+    g.nodes = {node("LeakyRelu", {"x"}, {"y"})};
+    g.nodes[0].attributes["alpha"] = Attribute::of_float(alpha);
+    std::vector<OpRun> runs;
+    const Tensor y = run(g, {x}, &core, &runs)[0];
+    const Tensor host = run(g, {x}, nullptr)[0];
+    EXPECT_EQ(y.shape, host.shape);
+    const auto bits = [](const std::vector<float>& v) {
+      std::vector<std::uint32_t> b(v.size());
+      std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+      return b;
+    };
+    EXPECT_EQ(bits(y.floats), bits(host.floats));
+    EXPECT_EQ(runs[0].on_accelerator, alpha != 1.3f);
+  }
+}
+
 TEST(Graph, UnknownOperatorsAreNamed) {
   Graph g = small_graph();
   g.nodes[0].op = "NonZero";

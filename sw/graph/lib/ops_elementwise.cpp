@@ -312,8 +312,30 @@ std::vector<Tensor> clip(Context& context, const Node& node, const Inputs& in) {
   return outputs(std::move(y));
 }
 
-// LeakyRelu: on the vector unit where its slope is a bf16 value (the core's alpha field), else
-// on the host.
+// A leaky relu whose slope is no bf16 value, in [0, 1], on the vector unit: max(x, x times the
+// slope) (N-VEC), which is x where x >= 0 and the slope times x below, as an expression of rows
+// of D values (the tensor's values, then zeros to the last row's end); nothing where the core
+// cannot.
+std::optional<Tensor> leaky_expression_on_core(Context& context, float alpha, const Tensor& x) {
+  if (!context.accelerator || x.floats.empty()) return std::nullopt;
+  const std::uint32_t d = context.accelerator->config().dim;
+  const std::uint64_t rows = (x.floats.size() + d - 1) / d;
+  std::vector<num::fp32_t> values = bits_of(x.floats);
+  values.resize(rows * d, 0);
+  ExpressionBuilder e(rows, d);
+  const ExpressionValue v = e.tensor(std::move(values));
+  const ExpressionValue slope = e.row(bits_of(std::vector<float>(d, alpha)));
+  e.output(e.op(isa::VectorOp::Max, v, e.op(isa::VectorOp::Mul, v, slope)));
+  const std::optional<std::vector<std::vector<float>>> y = expression_on_core(context, e);
+  if (!y) return std::nullopt;
+  Tensor result = x;
+  std::copy_n((*y)[0].begin(), result.floats.size(), result.floats.begin());
+  return result;
+}
+
+// LeakyRelu: on the vector unit where its slope is a bf16 value (ACTIVATE's leaky, the core's
+// alpha field) or lies in [0, 1] (leaky_expression_on_core: PyTorch's 0.01 is no bf16), else on
+// the host.
 std::vector<Tensor> leaky_relu(Context& context, const Node& node, const Inputs& in) {
   const float alpha = node.float_attr("alpha", 0.01f);
   const Tensor& x = need_float(node, in, 0);
@@ -322,6 +344,10 @@ std::vector<Tensor> leaky_relu(Context& context, const Node& node, const Inputs&
   if ((alpha_bits & 0xFFFFu) == 0) {
     const auto bf16_alpha = static_cast<num::bf16_t>(alpha_bits >> 16);
     if (std::optional<Tensor> y = function_on_core(context, isa::Func::Leaky, bf16_alpha, x)) {
+      return outputs(std::move(*y));
+    }
+  } else if (alpha >= 0.0f && alpha <= 1.0f) {
+    if (std::optional<Tensor> y = leaky_expression_on_core(context, alpha, x)) {
       return outputs(std::move(*y));
     }
   }
