@@ -1718,39 +1718,64 @@ TEST(Graph, Int32SumsAddAndDequantiseOnTheVectorUnit) {
   EXPECT_TRUE(runs[1].on_accelerator);
 }
 
-// LeakyRelu on the vector unit: a bf16 slope (0.25, 1.5) as ACTIVATE's leaky, PyTorch's default
-// 0.01 (no bf16 value) as max(x, 0.01 x); the host's values (no product here falls below 2^-126,
-// where the core flushes), over a tensor that ends inside a row. A slope past 1 that is no bf16
-// value (1.3) stays on the host.
-TEST(Graph, LeakyRelusOfSlopesUpToOneRunOnTheVectorUnit) {
+// LeakyRelu, HardSigmoid and HardSwish on the vector unit: a bf16 slope (0.25, 1.5) as ACTIVATE's
+// leaky, PyTorch's default 0.01 (no bf16 value) as max(x, 0.01 x), HardSigmoid as
+// max(min(alpha x + beta, 1), 0) and HardSwish as x times that (alpha 1/6, beta 1/2); the host's
+// values (no product here falls below 2^-126, where the core flushes), over a tensor that ends
+// inside a row. A leaky slope past 1 that is no bf16 value (1.3) stays on the host.
+TEST(Graph, FunctionsOfOneValueRunOnTheVectorUnit) {
   std::vector<float> values(2 * 3 * 7);
   for (std::size_t i = 0; i < values.size(); ++i) {
-    values[i] = std::sin(1.7f * static_cast<float>(i)) * 40.0f;
+    values[i] = std::sin(1.7f * static_cast<float>(i)) * 5.0f;
   }
   values[0] = -0.0f;
   values[1] = 0.0f;
+  values[2] = -3.0f;  // HardSwish's corner
   const Tensor x = Tensor::of_floats({2, 3, 7}, values);
   FunctionalModel core(test::small_vector_core(64), 0);
-  for (const float alpha : {0.01f, 0.25f, 1.0f, 0.0f, 1.5f, 1.3f}) {
-    SCOPED_TRACE(alpha);
+  struct Case {
+    const char* op;
+    float alpha, beta;
+    bool on_core;
+  };
+  const Case cases[] = {{"LeakyRelu", 0.01f, 0, true},     {"LeakyRelu", 0.25f, 0, true},
+                        {"LeakyRelu", 1.0f, 0, true},      {"LeakyRelu", 0.0f, 0, true},
+                        {"LeakyRelu", 1.5f, 0, true},      {"LeakyRelu", 1.3f, 0, false},
+                        {"HardSigmoid", 0.2f, 0.5f, true}, {"HardSigmoid", 0.3f, -0.4f, true},
+                        {"HardSwish", 0, 0, true}};
+  const auto bits = [](const std::vector<float>& v) {
+    std::vector<std::uint32_t> b(v.size());
+    std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+    return b;
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << c.op << " " << c.alpha << " " << c.beta);
     Graph g;
     g.opset = 17;
     g.inputs = {{"x", DType::Float32, {2, 3, 7}}};
     g.outputs = {{"y", DType::Float32, {}}};
-    g.nodes = {node("LeakyRelu", {"x"}, {"y"})};
-    g.nodes[0].attributes["alpha"] = Attribute::of_float(alpha);
+    g.nodes = {node(c.op, {"x"}, {"y"})};
+    if (std::string(c.op) != "HardSwish") {
+      g.nodes[0].attributes["alpha"] = Attribute::of_float(c.alpha);
+    }
+    if (std::string(c.op) == "HardSigmoid") {
+      g.nodes[0].attributes["beta"] = Attribute::of_float(c.beta);
+    }
     std::vector<OpRun> runs;
     const Tensor y = run(g, {x}, &core, &runs)[0];
     const Tensor host = run(g, {x}, nullptr)[0];
     EXPECT_EQ(y.shape, host.shape);
-    const auto bits = [](const std::vector<float>& v) {
-      std::vector<std::uint32_t> b(v.size());
-      std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
-      return b;
-    };
     EXPECT_EQ(bits(y.floats), bits(host.floats));
-    EXPECT_EQ(runs[0].on_accelerator, alpha != 1.3f);
+    EXPECT_EQ(runs[0].on_accelerator, c.on_core);
   }
+  // HardSwish as ONNX defines it, on three values worked out by hand: x max(0, min(1, x/6 + 1/2)).
+  Graph g;
+  g.opset = 17;
+  g.inputs = {{"x", DType::Float32, {3}}};
+  g.outputs = {{"y", DType::Float32, {}}};
+  g.nodes = {node("HardSwish", {"x"}, {"y"})};
+  EXPECT_EQ(run(g, {Tensor::of_floats({3}, {-4.0f, 3.0f, 6.0f})}, &core)[0].floats,
+            (std::vector<float>{-0.0f, 3.0f, 6.0f}));
 }
 
 TEST(Graph, UnknownOperatorsAreNamed) {

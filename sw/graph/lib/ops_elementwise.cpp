@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "ops.hpp"
+#include "vector_functions.hpp"
 
 namespace tpu::graph::ops {
 namespace {
@@ -312,48 +313,27 @@ std::vector<Tensor> clip(Context& context, const Node& node, const Inputs& in) {
   return outputs(std::move(y));
 }
 
-// A leaky relu whose slope is no bf16 value, in [0, 1], on the vector unit: max(x, x times the
-// slope) (N-VEC), which is x where x >= 0 and the slope times x below, as an expression of rows
-// of D values (the tensor's values, then zeros to the last row's end); nothing where the core
-// cannot.
-std::optional<Tensor> leaky_expression_on_core(Context& context, float alpha, const Tensor& x) {
-  if (!context.accelerator || x.floats.empty()) return std::nullopt;
-  const std::uint32_t d = context.accelerator->config().dim;
-  const std::uint64_t rows = (x.floats.size() + d - 1) / d;
-  std::vector<num::fp32_t> values = bits_of(x.floats);
-  values.resize(rows * d, 0);
-  ExpressionBuilder e(rows, d);
-  const ExpressionValue v = e.tensor(std::move(values));
-  const ExpressionValue slope = e.row(bits_of(std::vector<float>(d, alpha)));
-  e.output(e.op(isa::VectorOp::Max, v, e.op(isa::VectorOp::Mul, v, slope)));
-  const std::optional<std::vector<std::vector<float>>> y = expression_on_core(context, e);
-  if (!y) return std::nullopt;
-  Tensor result = x;
-  std::copy_n((*y)[0].begin(), result.floats.size(), result.floats.begin());
-  return result;
+// `f` of x's values on the vector unit where it can (function_steps_on_core), else on the host.
+std::vector<Tensor> function_steps(Context& context, const VectorFunction& f, const Tensor& x) {
+  if (std::optional<Tensor> y = function_steps_on_core(context, f, x))
+    return outputs(std::move(*y));
+  Tensor y = x;
+  for (float& v : y.floats) v = f(v);
+  return outputs(std::move(y));
 }
 
 // LeakyRelu: on the vector unit where its slope is a bf16 value (ACTIVATE's leaky, the core's
-// alpha field) or lies in [0, 1] (leaky_expression_on_core: PyTorch's 0.01 is no bf16), else on
-// the host.
+// alpha field) or lies in [0, 1] (max(x, alpha x): PyTorch's 0.01 is no bf16), else on the host.
 std::vector<Tensor> leaky_relu(Context& context, const Node& node, const Inputs& in) {
-  const float alpha = node.float_attr("alpha", 0.01f);
+  const VectorFunction leaky{VectorFunction::Kind::LeakyRelu, node.float_attr("alpha", 0.01f)};
   const Tensor& x = need_float(node, in, 0);
-  std::uint32_t alpha_bits = 0;
-  std::memcpy(&alpha_bits, &alpha, sizeof alpha);
-  if ((alpha_bits & 0xFFFFu) == 0) {
-    const auto bf16_alpha = static_cast<num::bf16_t>(alpha_bits >> 16);
+  if (leaky.bf16_slope()) {
+    const auto bf16_alpha = static_cast<num::bf16_t>(float_bits(leaky.alpha) >> 16);
     if (std::optional<Tensor> y = function_on_core(context, isa::Func::Leaky, bf16_alpha, x)) {
       return outputs(std::move(*y));
     }
-  } else if (alpha >= 0.0f && alpha <= 1.0f) {
-    if (std::optional<Tensor> y = leaky_expression_on_core(context, alpha, x)) {
-      return outputs(std::move(*y));
-    }
   }
-  Tensor y = x;
-  for (float& v : y.floats) v = v < 0 ? alpha * v : v;
-  return outputs(std::move(y));
+  return function_steps(context, leaky, x);
 }
 
 // Gelu: its erf form on the vector unit where there is one; the tanh form on the host.
@@ -467,12 +447,17 @@ void add_elementwise(Table& t) {
     const float alpha = n.float_attr("alpha", 1.0f);
     return [alpha](float x) { return x < 0 ? alpha * (std::exp(x) - 1.0f) : x; };
   });
-  t["HardSigmoid"] = unary_with([](const Node& n) {
-    const float alpha = n.float_attr("alpha", 0.2f), beta = n.float_attr("beta", 0.5f);
-    return [alpha, beta](float x) { return std::max(0.0f, std::min(1.0f, alpha * x + beta)); };
-  });
-  t["HardSwish"] =
-      unary([](float x) { return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f)); });
+  // HardSigmoid and HardSwish (alpha 1/6, beta 1/2) on the vector unit where there is one.
+  t["HardSigmoid"] = [](Context& c, const Node& n, const Inputs& i) {
+    return function_steps(c,
+                          {VectorFunction::Kind::HardSigmoid, n.float_attr("alpha", 0.2f),
+                           n.float_attr("beta", 0.5f)},
+                          need_float(n, i, 0));
+  };
+  t["HardSwish"] = [](Context& c, const Node& n, const Inputs& i) {
+    return function_steps(c, {VectorFunction::Kind::HardSwish, 1.0f / 6.0f, 0.5f},
+                          need_float(n, i, 0));
+  };
   t["Gelu"] = gelu_kernel;
   t["Clip"] = clip;
   t["PRelu"] = prelu;

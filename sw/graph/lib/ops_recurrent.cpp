@@ -10,109 +10,13 @@
 
 #include "ops.hpp"
 #include "tpu/nn.hpp"
+#include "vector_functions.hpp"
 
 namespace tpu::graph::ops {
 namespace {
 
-using Op = isa::VectorOp;
-using Value = ExpressionValue;
-
-// One float's bits.
-num::fp32_t float_bits(float value) {
-  num::fp32_t bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-// A cell's step on the vector unit: its expression, with each constant row made once.
-class CellExpression {
- public:
-  CellExpression(std::size_t batch, std::size_t hidden)
-      : e_(batch, static_cast<std::uint32_t>(hidden)), hidden_(hidden) {}
-  ExpressionBuilder& builder() { return e_; }
-  // batch x hidden values.
-  Value tensor(const std::vector<float>& values) { return e_.tensor(bits_of(values)); }
-  // batch x hidden values where they lie in the core's memory.
-  Value view(ExpressionView where) { return e_.tensor_in(where); }
-  Value row(const float* values) { return e_.row(bits_of(values, hidden_)); }
-  // A row of one value in every lane.
-  Value scalar(float value) {
-    const num::fp32_t bits = float_bits(value);
-    const auto made = scalars_.find(bits);
-    if (made != scalars_.end()) return made->second;
-    return scalars_[bits] = e_.row(std::vector<num::fp32_t>(hidden_, bits));
-  }
-  Value op(Op op, Value a, Value b) { return e_.op(op, a, b); }
-
- private:
-  ExpressionBuilder e_;
-  std::size_t hidden_;
-  std::map<num::fp32_t, Value> scalars_;
-};
-
-// One of the gate functions ONNX's recurrent operators name, with its alpha and beta where it
-// takes them: on the host, or as steps of the vector unit.
-struct GateFunction {
-  enum class Kind { Sigmoid, Tanh, Relu, HardSigmoid, LeakyRelu, ScaledTanh } kind;
-  float alpha = 1.0f, beta = 1.0f;
-
-  float operator()(float x) const {
-    switch (kind) {
-      case Kind::Sigmoid:
-        return 1.0f / (1.0f + std::exp(-x));
-      case Kind::Tanh:
-        return std::tanh(x);
-      case Kind::Relu:
-        return std::max(0.0f, x);
-      case Kind::HardSigmoid:
-        return std::max(0.0f, std::min(1.0f, alpha * x + beta));
-      case Kind::LeakyRelu:
-        return x < 0 ? alpha * x : x;
-      case Kind::ScaledTanh:
-        break;
-    }
-    return alpha * std::tanh(beta * x);
-  }
-
-  // A leaky slope ACTIVATE's leaky takes: a bf16 value.
-  bool bf16_slope() const { return (float_bits(alpha) & 0xFFFFu) == 0; }
-
-  // Whether the vector unit computes it: ACTIVATE's sigmoid, tanh, relu and leaky (its slope a
-  // bf16), the others made of ELTWISE's operations around them; not a leaky slope that is no
-  // bf16 and outside [0, 1] (where leaky is max(x, alpha x)).
-  bool on_core() const {
-    return kind != Kind::LeakyRelu || bf16_slope() || (alpha >= 0.0f && alpha <= 1.0f);
-  }
-
-  // The function of x as the vector unit's steps (on_core()).
-  Value steps(CellExpression& e, Value x) const {
-    ExpressionBuilder& b = e.builder();
-    switch (kind) {
-      case Kind::Sigmoid:
-        return b.func(isa::Func::Sigmoid, x);
-      case Kind::Tanh:
-        return b.func(isa::Func::Tanh, x);
-      case Kind::Relu:
-        return b.func(isa::Func::Relu, x);
-      case Kind::HardSigmoid: {
-        const Value line = e.op(Op::Add, e.op(Op::Mul, x, e.scalar(alpha)), e.scalar(beta));
-        return e.op(Op::Max, e.op(Op::Min, line, e.scalar(1.0f)), e.scalar(0.0f));
-      }
-      case Kind::LeakyRelu:
-        if (bf16_slope()) {
-          return b.func(isa::Func::Leaky, x, static_cast<num::bf16_t>(float_bits(alpha) >> 16));
-        }
-        return e.op(Op::Max, x, e.op(Op::Mul, x, e.scalar(alpha)));
-      case Kind::ScaledTanh:
-        break;
-    }
-    return e.op(Op::Mul, b.func(isa::Func::Tanh, e.op(Op::Mul, x, e.scalar(beta))),
-                e.scalar(alpha));
-  }
-};
-
-GateFunction gate_function(const Node& node, const std::string& name, float alpha, float beta) {
-  using Kind = GateFunction::Kind;
+VectorFunction gate_function(const Node& node, const std::string& name, float alpha, float beta) {
+  using Kind = VectorFunction::Kind;
   static const std::map<std::string, Kind> kKinds = {
       {"Sigmoid", Kind::Sigmoid},     {"Tanh", Kind::Tanh},
       {"Relu", Kind::Relu},           {"HardSigmoid", Kind::HardSigmoid},
@@ -126,10 +30,10 @@ GateFunction gate_function(const Node& node, const std::string& name, float alph
 struct Recurrence {
   std::size_t steps = 0, batch = 0, inputs = 0, hidden = 0, directions = 1, gates = 0;
   bool reverse_only = false;
-  std::vector<GateFunction> functions;  // per direction: f, g (and h for LSTM)
+  std::vector<VectorFunction> functions;  // per direction: f, g (and h for LSTM)
   float clip = 0;                       // 0: none
   bool has_bias = false;
-  bool functions_on_core = true;  // every one of them on the vector unit (GateFunction::on_core)
+  bool functions_on_core = true;  // every one of them on the vector unit (VectorFunction::on_core)
 
   Recurrence(const Node& node, const Inputs& in, std::size_t gate_count,
              std::vector<std::string> default_functions) {
@@ -197,7 +101,7 @@ struct Recurrence {
 
   float clipped(float v) const { return clip > 0 ? std::min(clip, std::max(-clip, v)) : v; }
   // The same on the vector unit.
-  Value clipped(CellExpression& e, Value v) const {
+  Value clipped(RowExpression& e, Value v) const {
     if (clip <= 0) return v;
     return e.op(Op::Max, e.op(Op::Min, v, e.scalar(clip)), e.scalar(-clip));
   }
@@ -280,7 +184,7 @@ using GateOperand = std::function<Value(std::size_t k)>;
 
 // The sum of gate k's input and recurrent products, its bias where the node has one, its
 // peephole on `state` where given, clipped.
-Value gate_sum(CellExpression& e, const Recurrence& rec, std::size_t k, const GateOperand& xw,
+Value gate_sum(RowExpression& e, const Recurrence& rec, std::size_t k, const GateOperand& xw,
                const GateOperand& hr, const float* bias, const float* peephole = nullptr,
                const Value* state = nullptr) {
   Value v = e.op(Op::Add, xw(k), hr(k));
@@ -291,13 +195,13 @@ Value gate_sum(CellExpression& e, const Recurrence& rec, std::size_t k, const Ga
 
 // An LSTM cell of direction d on `e` (ONNX's gates as the host computes them below, in the
 // core's arithmetic): the new hidden and cell states.
-std::pair<Value, Value> lstm_cell(CellExpression& e, const Recurrence& rec, std::size_t d,
+std::pair<Value, Value> lstm_cell(RowExpression& e, const Recurrence& rec, std::size_t d,
                                   const GateOperand& xw, const GateOperand& hr, Value c_prev,
                                   const float* bias, const float* p) {
   const std::size_t h = rec.hidden;
-  const GateFunction& f = rec.functions[d * 3];
-  const GateFunction& g = rec.functions[d * 3 + 1];
-  const GateFunction& act_h = rec.functions[d * 3 + 2];
+  const VectorFunction& f = rec.functions[d * 3];
+  const VectorFunction& g = rec.functions[d * 3 + 1];
+  const VectorFunction& act_h = rec.functions[d * 3 + 2];
   const auto peephole = [&](std::size_t k) { return p ? p + k * h : nullptr; };
   const Value i = f.steps(e, gate_sum(e, rec, 0, xw, hr, bias, peephole(0), &c_prev));
   const Value forget = f.steps(e, gate_sum(e, rec, 2, xw, hr, bias, peephole(2), &c_prev));
@@ -313,7 +217,7 @@ bool lstm_step_on_core(Context& context, const Recurrence& rec, std::size_t d, c
                        const std::vector<float>& hr, const std::vector<float>& bias, const float* p,
                        std::vector<float>& state_h, std::vector<float>& state_c) {
   if (!rec.functions_on_core) return false;
-  CellExpression e(rec.batch, rec.hidden);
+  RowExpression e(rec.batch, rec.hidden);
   const auto [h, c] = lstm_cell(
       e, rec, d, [&](std::size_t k) { return e.tensor(gate_columns(xw_t, rec, k)); },
       [&](std::size_t k) { return e.tensor(gate_columns(hr.data(), rec, k)); }, e.tensor(state_c),
@@ -429,10 +333,10 @@ class StateOnCore {
   // A step's gates at time t on `e`, over this direction's views: the new hidden state (written
   // as the step's output rows and as the next product's A) and the state kept (written over the
   // old).
-  using Cell = std::function<std::pair<Value, Value>(CellExpression& e, std::size_t t)>;
+  using Cell = std::function<std::pair<Value, Value>(RowExpression& e, std::size_t t)>;
   // With a reset product: a step's program before it, on `e`, writing what `cell` reads after
   // the reset state's product (the views z() and reset_state()).
-  using FirstPart = std::function<void(CellExpression& e, std::size_t t)>;
+  using FirstPart = std::function<void(RowExpression& e, std::size_t t)>;
 
   // Runs direction d's steps, each the recurrent product and then `cell`'s gates (with a reset
   // product: `first`, the reset state's bf16 rows as that product's A, the product, then
@@ -441,7 +345,7 @@ class StateOnCore {
   bool run_steps(std::size_t d, const Cell& cell, const std::vector<float>& state,
                  const std::vector<float>& hidden, const FirstPart& first = nullptr) {
     const auto gates = [&](std::size_t t) {
-      CellExpression e(rec_.batch, rec_.hidden);
+      RowExpression e(rec_.batch, rec_.hidden);
       const auto [h, kept] = cell(e, t);
       e.builder().output_to(h, y(t));
       e.builder().output_to(h, a(), true);
@@ -449,7 +353,7 @@ class StateOnCore {
       return e.builder();
     };
     const auto first_part = [&](std::size_t t) {
-      CellExpression e(rec_.batch, rec_.hidden);
+      RowExpression e(rec_.batch, rec_.hidden);
       first(e, t);
       return e.builder();
     };
@@ -582,7 +486,7 @@ bool lstm_direction_on_core(Context& context, const Recurrence& rec, std::size_t
                             std::vector<float>& state_h, std::vector<float>& state_c, Tensor& y) {
   if (!StateOnCore::possible(context, rec)) return false;
   StateOnCore core(context, rec, x, w, input_weight, r, weight);
-  const auto cell = [&](CellExpression& e, std::size_t t) {
+  const auto cell = [&](RowExpression& e, std::size_t t) {
     return lstm_cell(
         e, rec, d, [&](std::size_t k) { return e.view(core.xw(t, k)); },
         [&](std::size_t k) { return e.view(core.hr(k)); }, e.view(core.state()), bias.data(), p);
@@ -603,9 +507,9 @@ std::vector<Tensor> lstm(Context& context, const Node& node, const Inputs& in) {
   Tensor y = rec.output_y(), y_h = rec.output_state(), y_c = rec.output_state();
   const std::vector<float>& rows = x.floats;  // [steps, batch, inputs]
   for (std::size_t d = 0; d < rec.directions; ++d) {
-    const GateFunction& f = rec.functions[d * 3];
-    const GateFunction& g = rec.functions[d * 3 + 1];
-    const GateFunction& act_h = rec.functions[d * 3 + 2];
+    const VectorFunction& f = rec.functions[d * 3];
+    const VectorFunction& g = rec.functions[d * 3 + 1];
+    const VectorFunction& act_h = rec.functions[d * 3 + 2];
     const std::vector<float> w = Recurrence::operand(need_float(node, in, 1), d, gh, rec.inputs);
     const std::vector<float> r = Recurrence::operand(need_float(node, in, 2), d, gh, h);
     const std::vector<float> bias = bias_of(node, in, rec, d, false, nullptr);
@@ -655,7 +559,7 @@ std::vector<Tensor> lstm(Context& context, const Node& node, const Inputs& in) {
 }
 
 // A GRU gate k on `e`: f(clip(((xw + hr) + Wb) + Rb)).
-Value gru_gate(CellExpression& e, const Recurrence& rec, std::size_t d, std::size_t k,
+Value gru_gate(RowExpression& e, const Recurrence& rec, std::size_t d, std::size_t k,
                const GateOperand& xw, const GateOperand& hr, const std::vector<float>& wb,
                const std::vector<float>& rb) {
   Value v = e.op(Op::Add, xw(k), hr(k));
@@ -666,7 +570,7 @@ Value gru_gate(CellExpression& e, const Recurrence& rec, std::size_t d, std::siz
 }
 
 // GRU's candidate's recurrent term with linear_before_reset on `e`: r (hr + Rb).
-Value gru_reset_recurrent(CellExpression& e, const Recurrence& rec, Value reset,
+Value gru_reset_recurrent(RowExpression& e, const Recurrence& rec, Value reset,
                           const GateOperand& hr, const std::vector<float>& rb) {
   Value recurrent = hr(2);
   if (rec.has_bias) recurrent = e.op(Op::Add, recurrent, e.row(&rb[2 * rec.hidden]));
@@ -675,7 +579,7 @@ Value gru_reset_recurrent(CellExpression& e, const Recurrence& rec, Value reset,
 
 // GRU's new state on `e` from z, the state and the candidate's recurrent term (before Rb where
 // `add_rb`): (1 - z) g(clip((xw + Wb) + recurrent)) + z state.
-Value gru_new_state(CellExpression& e, const Recurrence& rec, std::size_t d, Value z, Value state,
+Value gru_new_state(RowExpression& e, const Recurrence& rec, std::size_t d, Value z, Value state,
                     Value recurrent, bool add_rb, const GateOperand& xw,
                     const std::vector<float>& wb, const std::vector<float>& rb) {
   const std::size_t h = rec.hidden;
@@ -701,7 +605,7 @@ bool gru_direction_on_core(Context& context, const Recurrence& rec, std::size_t 
   if (!StateOnCore::possible(context, rec)) return false;
   StateOnCore core(context, rec, x, w, input_weight, r, weight,
                    linear_before_reset ? nullptr : &r_h, reset_weight);
-  const auto gates = [&](CellExpression& e, std::size_t t, Value& z, Value& reset) {
+  const auto gates = [&](RowExpression& e, std::size_t t, Value& z, Value& reset) {
     const GateOperand input = [&](std::size_t k) { return e.view(core.xw(t, k)); };
     const GateOperand recurrent = [&](std::size_t k) { return e.view(core.hr(k)); };
     z = gru_gate(e, rec, d, 0, input, recurrent, wb, rb);
@@ -710,7 +614,7 @@ bool gru_direction_on_core(Context& context, const Recurrence& rec, std::size_t 
   };
   bool ran = false;
   if (linear_before_reset) {
-    const auto cell = [&](CellExpression& e, std::size_t t) {
+    const auto cell = [&](RowExpression& e, std::size_t t) {
       Value z, reset;
       const GateOperand recurrent = gates(e, t, z, reset);
       const Value h = gru_new_state(
@@ -721,13 +625,13 @@ bool gru_direction_on_core(Context& context, const Recurrence& rec, std::size_t 
     ran = core.run_steps(d, cell, state, state);
   } else {
     // z and the reset state r h, then (after the reset state's product) the new state.
-    const auto first = [&](CellExpression& e, std::size_t t) {
+    const auto first = [&](RowExpression& e, std::size_t t) {
       Value z, reset;
       gates(e, t, z, reset);
       e.builder().output_to(z, core.z());
       e.builder().output_to(e.op(Op::Mul, reset, e.view(core.state())), core.reset_state());
     };
-    const auto cell = [&](CellExpression& e, std::size_t t) {
+    const auto cell = [&](RowExpression& e, std::size_t t) {
       const Value h = gru_new_state(
           e, rec, d, e.view(core.z()), e.view(core.state()), e.view(core.reset_product()), true,
           [&](std::size_t k) { return e.view(core.xw(t, k)); }, wb, rb);
@@ -754,8 +658,8 @@ struct GruStep {
   const std::vector<float>& rb;
   std::function<std::vector<float>(const std::vector<float>&)> reset_product;
 
-  const GateFunction& f() const { return rec.functions[d * 2]; }
-  const GateFunction& g() const { return rec.functions[d * 2 + 1]; }
+  const VectorFunction& f() const { return rec.functions[d * 2]; }
+  const VectorFunction& g() const { return rec.functions[d * 2 + 1]; }
   std::size_t at(std::size_t b, std::size_t k, std::size_t j) const {
     return b * rec.gates * rec.hidden + k * rec.hidden + j;
   }
@@ -806,7 +710,7 @@ struct GruStep {
   // the state as it was.
   bool on_core(Context& context, std::vector<float>& state) const {
     if (!rec.functions_on_core) return false;
-    CellExpression gates(rec.batch, rec.hidden);
+    RowExpression gates(rec.batch, rec.hidden);
     const GateOperand xw = [&](std::size_t k) { return gates.tensor(gate_columns(xw_t, rec, k)); };
     const GateOperand recurrent = [&](std::size_t k) {
       return gates.tensor(gate_columns(hr.data(), rec, k));
@@ -830,7 +734,7 @@ struct GruStep {
       return true;
     }
     const std::vector<float> product_of_reset = reset_product((*out)[1]);
-    CellExpression second(rec.batch, rec.hidden);
+    RowExpression second(rec.batch, rec.hidden);
     const Value z_value = second.tensor((*out)[0]), state_value = second.tensor(state);
     second.builder().output(gru_new_state(
         second, rec, d, z_value, state_value, second.tensor(product_of_reset), true,
