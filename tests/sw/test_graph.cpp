@@ -1722,7 +1722,8 @@ TEST(Graph, Int32SumsAddAndDequantiseOnTheVectorUnit) {
 // leaky, PyTorch's default 0.01 (no bf16 value) as max(x, 0.01 x), HardSigmoid as
 // max(min(alpha x + beta, 1), 0) and HardSwish as x times that (alpha 1/6, beta 1/2); the host's
 // values (no product here falls below 2^-126, where the core flushes), over a tensor that ends
-// inside a row. A leaky slope past 1 that is no bf16 value (1.3) stays on the host.
+// inside a row. A leaky slope past 1 that is no bf16 value (1.3) stays on the host; PRelu of one
+// slope runs as LeakyRelu.
 TEST(Graph, FunctionsOfOneValueRunOnTheVectorUnit) {
   std::vector<float> values(2 * 3 * 7);
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -1767,6 +1768,25 @@ TEST(Graph, FunctionsOfOneValueRunOnTheVectorUnit) {
     EXPECT_EQ(y.shape, host.shape);
     EXPECT_EQ(bits(y.floats), bits(host.floats));
     EXPECT_EQ(runs[0].on_accelerator, c.on_core);
+  }
+  // PRelu of one slope (PyTorch's PReLU of one parameter; a slope per channel, all the same) is a
+  // leaky relu of it; slopes that differ stay on the host.
+  for (const std::vector<float>& slopes :
+       {std::vector<float>{0.25f}, std::vector<float>{0.1f, 0.1f, 0.1f},
+        std::vector<float>{0.1f, 0.2f, 0.1f}}) {
+    SCOPED_TRACE(testing::Message() << "PRelu of " << slopes.size() << " slopes");
+    Graph g;
+    g.opset = 17;
+    g.inputs = {{"x", DType::Float32, {2, 3, 7}}};
+    g.outputs = {{"y", DType::Float32, {}}};
+    g.constants["slope"] = Tensor::of_floats(
+        slopes.size() == 1 ? Shape{1} : Shape{static_cast<std::int64_t>(slopes.size()), 1}, slopes);
+    g.nodes = {node("PRelu", {"x", "slope"}, {"y"})};
+    std::vector<OpRun> runs;
+    const Tensor y = run(g, {x}, &core, &runs)[0];
+    EXPECT_EQ(bits(y.floats), bits(run(g, {x}, nullptr)[0].floats));
+    EXPECT_EQ(runs[0].on_accelerator,
+              slopes[1 % slopes.size()] == slopes[0] && slopes[2 % slopes.size()] == slopes[0]);
   }
   // HardSwish as ONNX defines it, on three values worked out by hand: x max(0, min(1, x/6 + 1/2)).
   Graph g;

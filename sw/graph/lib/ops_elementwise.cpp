@@ -322,18 +322,22 @@ std::vector<Tensor> function_steps(Context& context, const VectorFunction& f, co
   return outputs(std::move(y));
 }
 
-// LeakyRelu: on the vector unit where its slope is a bf16 value (ACTIVATE's leaky, the core's
-// alpha field) or lies in [0, 1] (max(x, alpha x): PyTorch's 0.01 is no bf16), else on the host.
-std::vector<Tensor> leaky_relu(Context& context, const Node& node, const Inputs& in) {
-  const VectorFunction leaky{VectorFunction::Kind::LeakyRelu, node.float_attr("alpha", 0.01f)};
-  const Tensor& x = need_float(node, in, 0);
-  if (leaky.bf16_slope()) {
-    const auto bf16_alpha = static_cast<num::bf16_t>(float_bits(leaky.alpha) >> 16);
+// A leaky relu `f`: on the vector unit where its slope is a bf16 value (ACTIVATE's leaky, the
+// core's alpha field) or lies in [0, 1] (max(x, alpha x): PyTorch's 0.01 is no bf16), else on the
+// host.
+std::vector<Tensor> leaky(Context& context, const VectorFunction& f, const Tensor& x) {
+  if (f.bf16_slope()) {
+    const auto bf16_alpha = static_cast<num::bf16_t>(float_bits(f.alpha) >> 16);
     if (std::optional<Tensor> y = function_on_core(context, isa::Func::Leaky, bf16_alpha, x)) {
       return outputs(std::move(*y));
     }
   }
-  return function_steps(context, leaky, x);
+  return function_steps(context, f, x);
+}
+
+std::vector<Tensor> leaky_relu(Context& context, const Node& node, const Inputs& in) {
+  return leaky(context, {VectorFunction::Kind::LeakyRelu, node.float_attr("alpha", 0.01f)},
+               need_float(node, in, 0));
 }
 
 // Gelu: its erf form on the vector unit where there is one; the tanh form on the host.
@@ -361,12 +365,21 @@ std::vector<Tensor> gelu_kernel(Context& context, const Node& node, const Inputs
   return outputs(std::move(y));
 }
 
-std::vector<Tensor> prelu(Context&, const Node& node, const Inputs& in) {
+// PRelu: x times its slope where x < 0. One slope for every value (PyTorch's PReLU of one
+// parameter, or a slope per channel whose values are all the same) is a LeakyRelu of it, on the
+// vector unit where that runs there (leaky_relu); other slopes on the host.
+std::vector<Tensor> prelu(Context& context, const Node& node, const Inputs& in) {
   const Tensor& x = need_float(node, in, 0);
   const Tensor& slope = need_float(node, in, 1);
   const Shape out = broadcast_shapes(node, {x.shape, slope.shape});
   if (out != x.shape)
     fail(node, "a slope of shape " + shape_text(slope.shape) + " for " + shape_text(x.shape));
+  const bool one_slope =
+      !slope.floats.empty() && std::all_of(slope.floats.begin(), slope.floats.end(), [&](float v) {
+        return float_bits(v) == float_bits(slope.floats[0]);
+      });
+  if (one_slope)
+    return leaky(context, VectorFunction{VectorFunction::Kind::LeakyRelu, slope.floats[0]}, x);
   const std::vector<std::size_t> st = broadcast_offsets(slope.shape, out);
   Tensor y = x;
   for (std::size_t e = 0; e < st.size(); ++e) {
