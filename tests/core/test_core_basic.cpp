@@ -796,22 +796,14 @@ TEST_P(CoreBasic, AnExpressionReadsAndWritesViews) {
     HostMemory& memory = rtl.memory();
     memory.resize(plan.memory_bytes);
     memory.write_array(0, std::vector<std::uint8_t>(0x100000, 0x5A));
-    for (std::uint64_t r = 0; r < rows; ++r) {
-      memory.write_array(
-          x_view.addr + r * x_view.pitch,
-          std::vector<num::fp32_t>(&x_values[r * length], &x_values[(r + 1) * length]));
-    }
+    test::write_view(memory, x_view, x_values, rows, length);
     const ExpressionRun run = execute_expression(plan, rtl, e.tensors(), e.constants());
     ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error);
     const std::vector<std::vector<num::fp32_t>> want =
         reference_expression(e.spec(), e.tensors(), e.constants());
-    const test::ViewRows sums = test::read_view(memory, sum_view, rows, length, false, 0x5A);
-    const test::ViewRows tanhs = test::read_view(memory, tanh_view, rows, length, true, 0x5A);
-    EXPECT_EQ(sums.values, want[0]);
-    EXPECT_EQ(tanhs.values, want[1]);
-    EXPECT_TRUE(sums.gaps_kept);
-    EXPECT_TRUE(tanhs.gaps_kept);
-    EXPECT_EQ(test::read_view(memory, copy_view, rows, length, false, 0x5A).values, x_values);
+    test::expect_view(memory, sum_view, rows, length, false, 0x5A, want[0]);
+    test::expect_view(memory, tanh_view, rows, length, true, 0x5A, want[1]);
+    test::expect_view(memory, copy_view, rows, length, false, 0x5A, x_values);
   }
 }
 

@@ -102,11 +102,7 @@ TEST(VectorExpression, ViewsAreReadAndWrittenWhereTheyLie) {
   memory.resize(plan.memory_bytes);
   // Every byte a sentinel, then x's rows in its view.
   memory.write_array(0, std::vector<std::uint8_t>(plan.memory_bytes, 0xA5));
-  for (std::uint64_t r = 0; r < kRows; ++r) {
-    memory.write_array(
-        x_view.addr + r * x_view.pitch,
-        std::vector<num::fp32_t>(&x_values[r * kLength], &x_values[(r + 1) * kLength]));
-  }
+  test::write_view(memory, x_view, x_values, kRows, kLength);
   const ExpressionRun run = execute_expression(plan, model, e.tensors(), e.constants());
   ASSERT_TRUE(run.result.ok()) << regs::error_name(run.result.error) << ": "
                                << model.error_detail();
@@ -114,14 +110,9 @@ TEST(VectorExpression, ViewsAreReadAndWrittenWhereTheyLie) {
   EXPECT_EQ(reference_expression(e.spec(), e.tensors(), e.constants()), want);
   ASSERT_EQ(run.out.size(), 1u);  // the read-back output alone
   EXPECT_EQ(run.out[0], want[2]);
-  const test::ViewRows products =
-      test::read_view(memory, product_view, kRows, kLength, false, 0xA5);
-  const test::ViewRows rounded = test::read_view(memory, tanh_view, kRows, kLength, true, 0xA5);
-  EXPECT_EQ(products.values, want[0]);
-  EXPECT_EQ(rounded.values, want[1]);
-  EXPECT_TRUE(products.gaps_kept);
-  EXPECT_TRUE(rounded.gaps_kept);
-  EXPECT_EQ(test::read_view(memory, copy_view, kRows, kLength, false, 0xA5).values, x_values);
+  test::expect_view(memory, product_view, kRows, kLength, false, 0xA5, want[0]);
+  test::expect_view(memory, tanh_view, kRows, kLength, true, 0xA5, want[1]);
+  test::expect_view(memory, copy_view, kRows, kLength, false, 0xA5, x_values);
   EXPECT_EQ(model.uninitialized_reads(), 0u);
   // The host writes y and the program, and reads one output.
   EXPECT_EQ(plan.written_bytes(), kRows * 2 * 16 + plan.program.size() * isa::kInstrBytes);

@@ -17,15 +17,17 @@ std::string check_supported(const Graph& graph) {
   for (const Node& node : graph.nodes) {
     // QGemm, QLinearAdd, QLinearReduceMean, QLinearGlobalAveragePool and NhwcConv are
     // onnxruntime's (com.microsoft), which only fuse_quantized_products and
-    // fuse_patch_embeddings make here; so is the channels_last of its QLinearConv, which they and
-    // the project's networks (network_graph) give convolutions and pools.
+    // fuse_patch_embeddings make here; so is a channels_last attribute (as onnxruntime's
+    // QLinearConv has one), which they and the project's networks (network_graph) give
+    // convolutions and pools.
     if (!ops::table().count(node.op) || node.op == "QGemm" || node.op == "QLinearAdd" ||
         node.op == "QLinearReduceMean" || node.op == "QLinearGlobalAveragePool" ||
         node.op == "NhwcConv") {
       return node.label() + ": operator not supported";
     }
     if (node.has("channels_last")) {
-      return node.label() + ": attribute channels_last not supported (onnxruntime's own form)";
+      return node.label() +
+             ": attribute channels_last not supported (the executor's own, for NHWC images)";
     }
     // A third input, the bias, only fuse_epilogues gives a MatMul.
     if (node.op == "MatMul" && node.inputs.size() != 2) {

@@ -370,7 +370,7 @@ ConvGeometry conv_geometry(const ConvShape& c) {
 
 // Runs a convolution's groups (x's and the weights w's values, `pad` in the padding; the
 // weights from `source`, group g's epilogue `epilogue_of(g)`): each on the core from its images
-// where `on_core(geometry, images, image_stride, b, mg, weight, epilogue)` (conv_product or
+// where `on_core(geometry, images, strides, b, mg, weight, epilogue)` (conv_product or
 // conv_product_int8) gives the group's rows x mg results; from the first group it does not,
 // the im2col products of every group from there on, together (`run_all(calls)`: products or
 // products_int8). The results go into y (N, filters, spatial...) at the group's filters; with
